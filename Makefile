@@ -1,0 +1,17 @@
+# The two set-up commands of README.md: `make run` and `make test`.
+.PHONY: run test lint bench
+
+run:
+	@bash scripts/bootstrap.sh
+	.venv/bin/quantdesk chat
+
+test:
+	@bash scripts/system-deps.sh
+	@bash scripts/bootstrap.sh
+	@bash scripts/ensure-postgres.sh
+	.venv/bin/ruff check .
+	.venv/bin/python -m pytest -q
+
+bench:
+	@bash scripts/bootstrap.sh
+	.venv/bin/python -m bench

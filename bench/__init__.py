@@ -1,0 +1,1 @@
+"""Benchmarks that print their figures: `make bench` or `python -m bench [name ...]`."""

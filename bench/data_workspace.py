@@ -1,0 +1,95 @@
+"""Data loading into wide frames, and workspace save+load of a 300 x 1,250 frame set (SQLite, Postgres)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import psycopg
+
+from bench.timing import best_of
+from tools.data.local import LocalProvider, SampleProvider
+from tools.storage.db import make_engine
+from tools.storage.migrate import upgrade
+from tools.workspace import Workspace
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+PG_ADMIN = os.environ.get("QUANTDESK_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+FIELDS = ("open", "high", "low", "close", "vol", "amount")
+
+
+def _load(make: Callable[[], LocalProvider], fields: list[str]) -> tuple[float, float, tuple[int, int]]:
+    """Cold: a new provider (files read); warm: the same provider again."""
+    provider = make()
+    codes = sorted(provider.known_codes())
+    first, last = provider.date_range()
+    cold = best_of(lambda: make().panel(fields, codes, first, last), 1)
+    frames: dict[str, pd.DataFrame] = {}
+    warm = best_of(lambda: frames.update(provider.panel(fields, codes, first, last)))
+    return cold, warm, frames[fields[0]].shape
+
+
+def bench_loading() -> None:
+    cases: list[tuple[str, Callable[[], LocalProvider], list[str]]] = [
+        ("bundled sample", SampleProvider, ["close", "vol"])
+    ]
+    if SHARED.is_dir():
+        cases += [
+            ("cn_csi300_tushare", lambda: LocalProvider(SHARED / "cn_csi300_tushare"), ["close"]),
+            ("cn_csi300_baostock_qfq", lambda: LocalProvider(SHARED / "cn_csi300_baostock_qfq"), ["close", "vol"]),
+        ]
+    print("load all codes x whole data set into wide frames (cold = file read included)")
+    for label, make, fields in cases:
+        cold, warm, shape = _load(make, fields)
+        print(f"  {label:24s} {'+'.join(fields):10s} {shape[1]:4d} codes x {shape[0]:5d} dates"
+              f"  cold {cold * 1000:7.1f} ms  warm {warm * 1000:7.1f} ms")
+
+
+def _frame_set() -> dict[str, pd.DataFrame]:
+    rng = np.random.default_rng(0)
+    index = pd.DatetimeIndex(pd.bdate_range("2018-01-01", periods=1250), name="trade_date")
+    columns = pd.Index([f"{600000 + i:06d}.SH" for i in range(300)], name="ts_code")
+    return {f"ohlcv/{f}": pd.DataFrame(rng.lognormal(size=(1250, 300)), index=index, columns=columns)
+            for f in FIELDS}
+
+
+def _roundtrip(url: str, frames: dict[str, pd.DataFrame]) -> tuple[float, float]:
+    engine = make_engine(url)
+    upgrade(engine)
+    ws = Workspace(engine, f"bench-{uuid.uuid4().hex[:8]}")
+    save = best_of(lambda: [ws.put(name, frame) for name, frame in frames.items()])
+    load = best_of(lambda: [ws.get(name) for name in frames])
+    ws.clear()
+    engine.dispose()
+    return save, load
+
+
+def bench_workspace() -> None:
+    frames = _frame_set()
+    print(f"workspace save+load of {len(frames)} frames of 1,250 dates x 300 codes")
+    with tempfile.TemporaryDirectory() as tmp:
+        save, load = _roundtrip(f"sqlite:///{tmp}/bench.db", frames)
+    print(f"  sqlite    save {save * 1000:7.1f} ms  load {load * 1000:7.1f} ms")
+    name = f"qd_bench_{uuid.uuid4().hex[:8]}"
+    try:
+        with psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=3) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+    except psycopg.Error as exc:
+        print(f"  postgres  skipped: {exc}")
+        return
+    try:
+        save, load = _roundtrip(f"{PG_ADMIN.rsplit('/', 1)[0]}/{name}", frames)
+        print(f"  postgres  save {save * 1000:7.1f} ms  load {load * 1000:7.1f} ms")
+    finally:
+        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def main() -> None:
+    bench_loading()
+    bench_workspace()

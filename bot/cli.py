@@ -1,0 +1,44 @@
+"""The `quantdesk` command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from bot.console import run_console
+from bot.context import StartupError, build_context, configure_logging
+from tools.data.schema import DataError
+from tools.settings import get_settings
+from tools.storage.db import make_engine, redacted
+from tools.storage.migrate import upgrade
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="quantdesk", description="QuantDesk research desk")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("chat", help="local console on the same workflows (reads stdin)")
+    db = sub.add_parser("db", help="database maintenance")
+    db_sub = db.add_subparsers(dest="db_command", required=True)
+    db_sub.add_parser("upgrade", help="apply migrations to DATABASE_URL")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    settings = get_settings()
+    configure_logging(settings.log_level)
+    try:
+        if args.command == "db":
+            url = settings.database_url_value
+            revision = upgrade(make_engine(url))
+            print(f"{redacted(url)} is at revision {revision}")
+            return 0
+        ctx = build_context(settings)
+        return run_console(ctx)
+    except (StartupError, DataError) as exc:
+        print(f"quantdesk: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""Start-up wiring shared by every entry point: settings, logging, database, provider."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from sqlalchemy import Engine
+
+from tools.data.factory import provider_from_settings
+from tools.data.provider import MarketDataProvider
+from tools.settings import Settings
+from tools.storage.db import is_sqlite, make_engine, redacted
+from tools.storage.migrate import current_revision, head_revision, upgrade
+
+log = logging.getLogger(__name__)
+
+
+class StartupError(RuntimeError):
+    """The bot cannot start as configured; the message says what to fix."""
+
+
+@dataclass
+class AppContext:
+    settings: Settings
+    engine: Engine
+    provider: MarketDataProvider
+
+
+def configure_logging(level: str) -> None:
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def build_context(settings: Settings) -> AppContext:
+    """Open the database (migrating the embedded SQLite default automatically) and the data provider."""
+    url = settings.database_url_value
+    engine = make_engine(url)
+    if is_sqlite(url):
+        upgrade(engine)
+    else:
+        current, head = current_revision(engine), head_revision()
+        if current != head:
+            raise StartupError(
+                f"database {redacted(url)} is at revision {current or 'none'}, code needs {head}; "
+                "run `quantdesk db upgrade`"
+            )
+    log.info("database: %s", redacted(url))
+    provider = provider_from_settings(settings)
+    log.info("market data provider: %s", provider.name)
+    return AppContext(settings=settings, engine=engine, provider=provider)

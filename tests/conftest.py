@@ -1,0 +1,87 @@
+"""Shared fixtures: real SQLite files, a fresh PostgreSQL database per session, the shared data sets."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+import pytest
+from sqlalchemy import Engine
+
+from tools.storage.db import make_engine
+from tools.storage.migrate import upgrade
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+PG_ADMIN_URL = os.environ.get("QUANTDESK_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.fail(f"the shared data folder {SHARED_DATA} is missing (clone with ../shared beside it)")
+    return SHARED_DATA
+
+
+def _pg_unreachable_reason() -> str | None:
+    try:
+        with psycopg.connect(PG_ADMIN_URL, connect_timeout=3):
+            return None
+    except psycopg.Error as exc:
+        return f"PostgreSQL at {PG_ADMIN_URL} is unreachable: {exc}"
+
+
+@contextmanager
+def _fresh_pg_database() -> Iterator[str]:
+    reason = _pg_unreachable_reason()
+    if reason:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    name = f"qd_test_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    base = PG_ADMIN_URL.rsplit("/", 1)[0]
+    try:
+        yield f"{base}/{name}"
+    finally:
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """A database on the test server for this session, dropped afterwards. Fails (not skips) under CI=true."""
+    with _fresh_pg_database() as url:
+        yield url
+
+
+@pytest.fixture
+def fresh_pg_url() -> Iterator[str]:
+    """An empty database of its own for one test."""
+    with _fresh_pg_database() as url:
+        yield url
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'quantdesk.db'}"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Each test using it runs once on SQLite and once on PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'quantdesk.db'}"
+    return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[Engine]:
+    engine = make_engine(db_url)
+    upgrade(engine)
+    yield engine
+    engine.dispose()

@@ -1,0 +1,94 @@
+"""A local HTTP server speaking tushare Pro's protocol over real data, with tushare's row limit and errors."""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pandas as pd
+
+ROW_LIMIT = 6000
+GOOD_TOKEN = "good-token"
+NO_PERMISSION_TOKEN = "weak-token"
+RATE_LIMITED_TOKEN = "busy-token"
+
+
+@dataclass
+class FakeTushare:
+    """Serves `tables` (api_name -> long frame); records every request body."""
+
+    tables: dict[str, pd.DataFrame]
+    rate_limited_calls: int = 0
+    requests: list[dict] = field(default_factory=list)
+
+    def answer(self, body: dict) -> dict:
+        self.requests.append(body)
+        token = body.get("token")
+        if token == NO_PERMISSION_TOKEN:
+            return {"code": 40203, "msg": "抱歉，您没有访问该接口的权限", "data": None}
+        if token == RATE_LIMITED_TOKEN and self.rate_limited_calls > 0:
+            self.rate_limited_calls -= 1
+            return {"code": 40203, "msg": "抱歉，您每分钟最多访问该接口500次", "data": None}
+        if token not in (GOOD_TOKEN, RATE_LIMITED_TOKEN):
+            return {"code": 40101, "msg": "您的token不对，请确认。", "data": None}
+        table = self.tables.get(body.get("api_name", ""))
+        if table is None:
+            return {"code": 40101, "msg": f"接口名 {body.get('api_name')} 不存在", "data": None}
+        params = body.get("params") or {}
+        rows = table
+        if params.get("ts_code"):
+            rows = rows[rows["ts_code"].isin(str(params["ts_code"]).split(","))]
+        if params.get("start_date"):
+            rows = rows[rows["trade_date"] >= params["start_date"]]
+        if params.get("end_date"):
+            rows = rows[rows["trade_date"] <= params["end_date"]]
+        fields = [f for f in str(body.get("fields") or "").split(",") if f] or list(table.columns)
+        rows = rows.sort_values(["trade_date", "ts_code"], ascending=[False, True])
+        offset = int(params.get("offset") or 0)
+        limit = min(int(params.get("limit") or ROW_LIMIT), ROW_LIMIT)
+        page = rows.iloc[offset : offset + limit]
+        items = [[None if pd.isna(v) else v for v in row] for row in page[fields].itertuples(index=False)]
+        return {
+            "request_id": str(len(self.requests)),
+            "code": 0,
+            "msg": "",
+            "data": {"fields": fields, "items": items, "has_more": offset + limit < len(rows)},
+        }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeTushare
+
+    def do_POST(self) -> None:  # noqa: N802
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        data = json.dumps(self.fake.answer(body), ensure_ascii=False).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
+class TushareServer:
+    """Runs a FakeTushare on 127.0.0.1 with an ephemeral port."""
+
+    def __init__(self, fake: FakeTushare) -> None:
+        handler = type("Handler", (_Handler,), {"fake": fake})
+        self.fake = fake
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> TushareServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("QUANTDESK_", "TUSHARE_", "DATABASE_"))}
+    env.update(QUANTDESK_DATA_DIR=str(tmp_path / "data"), QUANTDESK_LOG_LEVEL="WARNING", **extra)
+    return env
+
+
+def _quantdesk(args: list[str], tmp_path: Path, stdin: str = "", **extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bot.cli", *args], input=stdin, capture_output=True,
+                          text=True, env=_env(tmp_path, **extra), cwd=tmp_path, timeout=120)
+
+
+def test_chat_session_on_embedded_defaults(tmp_path: Path) -> None:
+    session = "\n".join([
+        "fields",
+        "load close 000001.SZ,600519.SH 20200101 20200331",
+        "ws",
+        "bars 600519.SH 20200102 20200103 close",
+        "load pe 000001.SZ 20200101 20200331",
+        "bogus",
+        "quit",
+        "ws",
+    ])
+    out = _quantdesk(["chat"], tmp_path, session)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert "daily_basic: turnover_rate" in lines
+    assert lines.count("ohlcv/close 58x2 20200102..20200331") == 1
+    assert "stored ohlcv/close 58x2 20200102..20200331" in lines
+    assert any("600519.SH   20200102" in line for line in lines)
+    assert any("'pe' (daily_basic) is not available from the bundled sample" in line for line in lines)
+    assert "error: unknown command 'bogus'; type help" in lines
+    assert (tmp_path / "data" / "quantdesk.db").is_file()
+
+
+def test_workspace_persists_between_console_runs(tmp_path: Path) -> None:
+    _quantdesk(["chat"], tmp_path, "load vol 000001.SZ 20200101 20200131\n")
+    out = _quantdesk(["chat"], tmp_path, "ws\n")
+    assert "ohlcv/vol 16x1 20200102..20200123" in out.stdout
+
+
+def test_unmigrated_postgres_is_refused_until_db_upgrade(tmp_path: Path, fresh_pg_url: str) -> None:
+    refused = _quantdesk(["chat"], tmp_path, "ws\n", DATABASE_URL=fresh_pg_url)
+    assert refused.returncode == 2
+    assert "is at revision none, code needs 0001; run `quantdesk db upgrade`" in refused.stderr
+    upgraded = _quantdesk(["db", "upgrade"], tmp_path, DATABASE_URL=fresh_pg_url)
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert "is at revision 0001" in upgraded.stdout
+    works = _quantdesk(["chat"], tmp_path, "ws\n", DATABASE_URL=fresh_pg_url)
+    assert works.returncode == 0 and "workspace is empty" in works.stdout
+
+
+def test_db_upgrade_hides_the_password(tmp_path: Path, fresh_pg_url: str) -> None:
+    with_password = fresh_pg_url.replace("postgres@", "postgres:s3cret-pw@")
+    out = _quantdesk(["db", "upgrade"], tmp_path, DATABASE_URL=with_password)
+    assert out.returncode == 0, out.stderr
+    assert "s3cret-pw" not in out.stdout + out.stderr
+    assert "***" in out.stdout
+
+
+def test_local_provider_needs_a_directory(tmp_path: Path) -> None:
+    out = _quantdesk(["chat"], tmp_path, "", QUANTDESK_DATA_PROVIDER="local")
+    assert out.returncode == 2
+    assert "needs QUANTDESK_LOCAL_DATA" in out.stderr

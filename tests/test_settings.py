@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from tools.settings import Settings
+
+SECRETS = {
+    "TUSHARE_TOKEN": "tushare-secret-123",
+    "OPENAI_API_KEY": "sk-secret-456",
+    "SLACK_BOT_TOKEN": "xoxb-secret-789",
+    "SLACK_APP_TOKEN": "xapp-secret-000",
+    "SLACK_SIGNING_SECRET": "signing-secret-111",
+    "DATABASE_URL": "postgresql://app:dbpass-222@db.internal/quant",
+}
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    for name in [*SECRETS, "QUANTDESK_DATA_DIR", "QUANTDESK_APPROVERS", "QUANTDESK_MODEL"]:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_defaults_are_embedded(clean_env: Path) -> None:
+    settings = Settings(QUANTDESK_DATA_DIR=str(clean_env / "data"))
+    assert settings.database_url_value == f"sqlite:///{clean_env / 'data' / 'quantdesk.db'}"
+    assert settings.data_provider == "auto"
+    assert not settings.llm_configured
+    assert settings.tushare_api_url == "http://api.tushare.pro"
+
+
+def test_reads_environment_and_splits_approvers(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QUANTDESK_APPROVERS", "U01, U02,,U03 ")
+    monkeypatch.setenv("QUANTDESK_MODEL", "deepseek-chat")
+    monkeypatch.setenv("DATABASE_URL", SECRETS["DATABASE_URL"])
+    settings = Settings()
+    assert settings.approvers == frozenset({"U01", "U02", "U03"})
+    assert settings.model == "deepseek-chat"
+    assert settings.database_url_value == SECRETS["DATABASE_URL"]
+
+
+def test_reads_dotenv_file(clean_env: Path) -> None:
+    (clean_env / ".env").write_text("OPENAI_BASE_URL=http://127.0.0.1:8000/v1\nQUANTDESK_LIGHT_MODEL=qwen\n")
+    settings = Settings()
+    assert settings.openai_base_url == "http://127.0.0.1:8000/v1"
+    assert settings.light_model == "qwen"
+    assert settings.llm_configured
+
+
+def test_secrets_never_in_repr_or_logs(clean_env: Path, monkeypatch: pytest.MonkeyPatch,
+                                       caplog: pytest.LogCaptureFixture) -> None:
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    settings = Settings()
+    with caplog.at_level(logging.DEBUG):
+        logging.getLogger("test").info("settings: %s / %r", settings, settings)
+    shown = repr(settings) + str(settings) + caplog.text + str(settings.model_dump())
+    for value in SECRETS.values():
+        assert value not in shown
+    assert settings.tushare_token is not None
+    assert settings.tushare_token.get_secret_value() == SECRETS["TUSHARE_TOKEN"]

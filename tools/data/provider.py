@@ -1,0 +1,117 @@
+"""The market-data interface every provider implements: long frames in the tushare schema, wide frames per field."""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from datetime import date
+
+import pandas as pd
+
+from tools.data.schema import (
+    DAILY,
+    DAILY_BASIC,
+    DATASET_FIELDS,
+    KEY_COLUMNS,
+    DataError,
+    check_fields,
+    check_range,
+    dataset_of,
+    normalize_codes,
+)
+
+log = logging.getLogger(__name__)
+
+
+class MarketDataProvider(ABC):
+    """Daily bars and daily indicators for one or many codes over a date range.
+
+    Long frames have columns ts_code, trade_date (YYYYMMDD strings) and the fields, sorted by
+    trade_date then ts_code. Wide frames have a DatetimeIndex named trade_date and one column per ts_code.
+    """
+
+    name: str = "provider"
+
+    @abstractmethod
+    def available_fields(self, dataset: str) -> tuple[str, ...]:
+        """Fields of `dataset` this provider can really serve."""
+
+    @abstractmethod
+    def _fetch(self, dataset: str, codes: list[str], start: str, end: str, fields: list[str]) -> pd.DataFrame:
+        """Rows for validated arguments; may be empty. Columns: key columns plus `fields`."""
+
+    def known_codes(self) -> frozenset[str] | None:
+        """Codes this provider can serve, when it knows them up front (None: ask the source)."""
+        return None
+
+    def daily(self, codes: str | Iterable[str], start: str | date, end: str | date,
+              fields: Sequence[str] | None = None) -> pd.DataFrame:
+        """Daily bars (tushare `daily`)."""
+        return self.fetch(DAILY, codes, start, end, fields)
+
+    def daily_basic(self, codes: str | Iterable[str], start: str | date, end: str | date,
+                    fields: Sequence[str] | None = None) -> pd.DataFrame:
+        """Daily indicators (tushare `daily_basic`)."""
+        return self.fetch(DAILY_BASIC, codes, start, end, fields)
+
+    def fetch(self, dataset: str, codes: str | Iterable[str], start: str | date, end: str | date,
+              fields: Sequence[str] | None = None) -> pd.DataFrame:
+        """Validated long rows of one dataset; every problem is a `DataError` naming it."""
+        if dataset not in DATASET_FIELDS:
+            raise DataError(f"unknown dataset {dataset!r}; use one of: {', '.join(DATASET_FIELDS)}")
+        code_list = normalize_codes(codes)
+        start_s, end_s = check_range(start, end)
+        wanted = check_fields(dataset, fields, self.available_fields(dataset), self.name)
+        known = self.known_codes()
+        if known is not None:
+            unknown = [c for c in code_list if c not in known]
+            if unknown:
+                raise DataError(f"unknown ts_code {', '.join(unknown)} for the {self.name} provider")
+        frame = self._fetch(dataset, code_list, start_s, end_s, wanted)
+        if frame.empty:
+            raise DataError(
+                f"no {dataset} rows for {', '.join(code_list)} between {start_s} and {end_s} "
+                f"from the {self.name} provider{self._coverage_hint()} "
+                "(suspended, not yet listed, or unknown code)"
+            )
+        present = set(frame["ts_code"].unique())
+        missing = [c for c in code_list if c not in present]
+        if missing:
+            # Late listings and long suspensions are normal in a universe: those codes come back
+            # as all-NaN columns of wide frames. A lone code with no rows is an error (above).
+            log.warning("no %s rows for %s between %s and %s from %s", dataset, ", ".join(missing),
+                        start_s, end_s, self.name)
+        frame = frame.loc[:, [*KEY_COLUMNS, *wanted]]
+        return frame.sort_values(["trade_date", "ts_code"], ignore_index=True)
+
+    def _coverage_hint(self) -> str:
+        return ""
+
+    def wide(self, field: str, codes: str | Iterable[str], start: str | date, end: str | date) -> pd.DataFrame:
+        """One field as a date × code frame (NaN where a code has no row that day)."""
+        return self.panel([field], codes, start, end)[field]
+
+    def panel(self, fields: Sequence[str], codes: str | Iterable[str], start: str | date,
+              end: str | date) -> dict[str, pd.DataFrame]:
+        """Several fields as wide frames, fetching each dataset once."""
+        by_dataset: dict[str, list[str]] = {}
+        for field in fields:
+            by_dataset.setdefault(dataset_of(field), []).append(field)
+        code_list = normalize_codes(codes)
+        result: dict[str, pd.DataFrame] = {}
+        for dataset, dataset_fields in by_dataset.items():
+            long = self.fetch(dataset, code_list, start, end, dataset_fields)
+            for field in dataset_fields:
+                result[field] = to_wide(long, field, code_list)
+        return {field: result[field] for field in fields}
+
+
+def to_wide(long: pd.DataFrame, field: str, codes: Sequence[str] | None = None) -> pd.DataFrame:
+    """Pivot a long tushare frame into a date × code frame of one field."""
+    wide = long.pivot(index="trade_date", columns="ts_code", values=field)
+    wide.index = pd.DatetimeIndex(pd.to_datetime(wide.index, format="%Y%m%d"), name="trade_date")
+    wide.columns = pd.Index([str(c) for c in wide.columns], name="ts_code", dtype=object)
+    if codes is not None:
+        wide = wide.reindex(columns=list(codes))
+    return wide.astype("float64")

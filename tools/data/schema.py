@@ -1,0 +1,108 @@
+"""The tushare schema QuantDesk speaks, and validation of what users ask for."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import date, datetime
+
+DAILY = "daily"
+DAILY_BASIC = "daily_basic"
+
+KEY_COLUMNS = ("ts_code", "trade_date")
+BAR_FIELDS = ("open", "high", "low", "close", "pre_close", "pct_chg", "vol", "amount")
+INDICATOR_FIELDS = (
+    "turnover_rate",
+    "volume_ratio",
+    "pe",
+    "pe_ttm",
+    "pb",
+    "ps",
+    "ps_ttm",
+    "total_mv",
+    "circ_mv",
+)
+DATASET_FIELDS: dict[str, tuple[str, ...]] = {DAILY: BAR_FIELDS, DAILY_BASIC: INDICATOR_FIELDS}
+
+_TS_CODE = re.compile(r"^\d{6}\.(SZ|SH|BJ)$")
+
+
+class DataError(ValueError):
+    """A request for market data that cannot be served; the message tells the user what to change."""
+
+
+def dataset_of(field: str) -> str:
+    """The dataset (daily or daily_basic) a field belongs to."""
+    for dataset, fields in DATASET_FIELDS.items():
+        if field in fields:
+            return dataset
+    known = ", ".join(BAR_FIELDS + INDICATOR_FIELDS)
+    raise DataError(f"unknown field {field!r}; known fields: {known}")
+
+
+def normalize_codes(codes: str | Iterable[str]) -> list[str]:
+    """Upper-case, de-duplicate and check ts_codes, keeping the caller's order."""
+    items = codes.split(",") if isinstance(codes, str) else list(codes)
+    result: list[str] = []
+    for raw in items:
+        code = raw.strip().upper()
+        if not code:
+            continue
+        if not _TS_CODE.match(code):
+            raise DataError(
+                f"malformed ts_code {raw.strip()!r}: expected six digits and an exchange suffix, "
+                "like 000001.SZ, 600000.SH or 430047.BJ"
+            )
+        if code not in result:
+            result.append(code)
+    if not result:
+        raise DataError("no ts_code given; name at least one, like 000001.SZ")
+    return result
+
+
+def normalize_date(value: str | date, what: str = "date") -> str:
+    """Accept YYYYMMDD, YYYY-MM-DD or a date; return YYYYMMDD."""
+    if isinstance(value, datetime):
+        return value.strftime("%Y%m%d")
+    if isinstance(value, date):
+        return value.strftime("%Y%m%d")
+    text = str(value).strip()
+    for fmt in ("%Y%m%d", "%Y-%m-%d", "%Y/%m/%d"):
+        try:
+            return datetime.strptime(text, fmt).strftime("%Y%m%d")
+        except ValueError:
+            continue
+    raise DataError(f"{what} {text!r} is not a date; use YYYYMMDD, like 20230131")
+
+
+def check_range(start: str | date, end: str | date, today: date | None = None) -> tuple[str, str]:
+    """Normalize a date range and reject reversed or future ranges."""
+    start_s = normalize_date(start, "start date")
+    end_s = normalize_date(end, "end date")
+    if start_s > end_s:
+        raise DataError(f"start date {start_s} is after end date {end_s}")
+    today_s = (today or date.today()).strftime("%Y%m%d")
+    if start_s > today_s:
+        raise DataError(f"start date {start_s} is in the future (today is {today_s})")
+    if end_s > today_s:
+        raise DataError(f"end date {end_s} is in the future (today is {today_s}); end at {today_s} or earlier")
+    return start_s, end_s
+
+
+def check_fields(dataset: str, fields: Iterable[str] | None, available: Iterable[str], provider: str) -> list[str]:
+    """Resolve the requested fields of a dataset; a field the provider lacks is an error, never a fill."""
+    schema_fields = DATASET_FIELDS[dataset]
+    have = [f for f in schema_fields if f in set(available)]
+    wanted = list(fields) if fields is not None else have
+    for field in wanted:
+        if field not in schema_fields:
+            raise DataError(
+                f"field {field!r} is not part of tushare {dataset}; its fields are: {', '.join(schema_fields)}"
+            )
+        if field not in have:
+            offered = ", ".join(have) or "none"
+            raise DataError(
+                f"field {field!r} ({dataset}) is not available from the {provider} provider; "
+                f"it offers: {offered}. Configure TUSHARE_TOKEN for the full daily_basic set."
+            )
+    return wanted

@@ -1,0 +1,125 @@
+"""A provider speaking tushare Pro's HTTP API: POST {api_name, token, params, fields} → {code, msg, data}."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+import httpx
+import pandas as pd
+
+from tools.data.provider import MarketDataProvider
+from tools.data.schema import DATASET_FIELDS, KEY_COLUMNS, DataError
+
+log = logging.getLogger(__name__)
+
+PAGE_SIZE = 6000  # tushare returns at most 6,000 rows of daily / daily_basic per call
+CODES_PER_CALL = 50
+RATE_LIMIT_RETRIES = 3
+
+
+class TushareError(DataError):
+    """tushare refused or failed a request; the message says what to do."""
+
+
+def _explain(code: int, msg: str, api_name: str) -> TushareError:
+    text = msg or "no message"
+    if code == 40101 or "token" in text.lower():
+        return TushareError(f"tushare rejected the token (code {code}: {text}); check TUSHARE_TOKEN")
+    if "每分钟" in text or "最多访问" in text or "频率" in text or "rate" in text.lower():
+        return TushareRateLimited(
+            f"tushare rate limit hit for {api_name} (code {code}: {text}); wait a minute or raise your quota"
+        )
+    if code == 40203 or "权限" in text or "permission" in text.lower():
+        return TushareError(
+            f"the token has no permission for tushare {api_name} (code {code}: {text}); "
+            "your tushare points may be too low for this interface"
+        )
+    return TushareError(f"tushare {api_name} failed (code {code}: {text})")
+
+
+class TushareRateLimited(TushareError):
+    """Per-minute quota exhausted."""
+
+
+class TushareProvider(MarketDataProvider):
+    """tushare Pro over HTTP, with paging, code batching, rate-limit back-off and readable errors."""
+
+    name = "tushare"
+
+    def __init__(self, token: str, api_url: str = "http://api.tushare.pro", *, timeout: float = 30.0,
+                 sleep: Callable[[float], None] = time.sleep, backoff_seconds: float = 20.0) -> None:
+        if not token:
+            raise TushareError("TUSHARE_TOKEN is empty; get a token at tushare.pro and set it")
+        self._token = token
+        self._client = httpx.Client(base_url=api_url, timeout=timeout)
+        self._api_url = api_url
+        self._sleep = sleep
+        self._backoff = backoff_seconds
+
+    def __repr__(self) -> str:
+        return f"TushareProvider(api_url={self._api_url!r})"
+
+    def available_fields(self, dataset: str) -> tuple[str, ...]:
+        return DATASET_FIELDS[dataset]
+
+    def query(self, api_name: str, params: dict[str, object], fields: list[str]) -> pd.DataFrame:
+        """All pages of one tushare API call as a frame with `fields` columns."""
+        frames: list[pd.DataFrame] = []
+        offset = 0
+        while True:
+            payload = self._post(api_name, {**params, "limit": PAGE_SIZE, "offset": offset}, fields)
+            columns = payload.get("fields") or fields
+            items = payload.get("items") or []
+            frames.append(pd.DataFrame(items, columns=columns))
+            if not payload.get("has_more") and len(items) < PAGE_SIZE:
+                break
+            if not items:
+                break
+            offset += len(items)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=fields)
+
+    def _post(self, api_name: str, params: dict[str, object], fields: list[str]) -> dict:
+        body = {"api_name": api_name, "token": self._token, "params": params, "fields": ",".join(fields)}
+        for attempt in range(RATE_LIMIT_RETRIES + 1):
+            try:
+                response = self._client.post("", json=body)
+            except httpx.HTTPError as exc:
+                raise TushareError(f"cannot reach tushare at {self._api_url}: {type(exc).__name__}") from None
+            if response.status_code != 200:
+                raise TushareError(f"tushare answered HTTP {response.status_code} for {api_name}")
+            try:
+                answer = response.json()
+            except ValueError:
+                raise TushareError(f"tushare sent a reply that is not JSON for {api_name}") from None
+            code = int(answer.get("code", -1))
+            if code == 0:
+                return answer.get("data") or {}
+            error = _explain(code, str(answer.get("msg") or ""), api_name)
+            if isinstance(error, TushareRateLimited) and attempt < RATE_LIMIT_RETRIES:
+                wait = self._backoff * (attempt + 1)
+                log.warning("tushare rate limit on %s; retrying in %.0f s", api_name, wait)
+                self._sleep(wait)
+                continue
+            raise error
+        raise AssertionError("unreachable")
+
+    def _fetch(self, dataset: str, codes: list[str], start: str, end: str, fields: list[str]) -> pd.DataFrame:
+        columns = [*KEY_COLUMNS, *fields]
+        parts = []
+        for i in range(0, len(codes), CODES_PER_CALL):
+            batch = codes[i : i + CODES_PER_CALL]
+            params = {"ts_code": ",".join(batch), "start_date": start, "end_date": end}
+            parts.append(self.query(dataset, params, columns))
+        frame = pd.concat(parts, ignore_index=True)
+        if frame.empty:
+            return pd.DataFrame(columns=columns)
+        frame["ts_code"] = frame["ts_code"].astype(str)
+        frame["trade_date"] = frame["trade_date"].astype(str)
+        for field in fields:
+            frame[field] = pd.to_numeric(frame[field], errors="coerce").astype("float64")
+        return frame.drop_duplicates(subset=list(KEY_COLUMNS))
+
+    def close(self) -> None:
+        self._client.close()

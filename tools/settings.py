@@ -1,0 +1,78 @@
+"""The one settings object: every configuration value, read from the environment and `.env`."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+DEFAULT_DATA_DIR = Path.home() / ".quantdesk"
+
+
+class Settings(BaseSettings):
+    """QuantDesk configuration. Secrets are `SecretStr`: they never show in reprs or logs."""
+
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+
+    # storage
+    database_url: SecretStr | None = Field(default=None, alias="DATABASE_URL")
+    data_dir: Path = Field(default=DEFAULT_DATA_DIR, alias="QUANTDESK_DATA_DIR")
+
+    # market data
+    data_provider: Literal["auto", "sample", "local", "tushare"] = Field(
+        default="auto", alias="QUANTDESK_DATA_PROVIDER"
+    )
+    local_data_path: Path | None = Field(default=None, alias="QUANTDESK_LOCAL_DATA")
+    tushare_token: SecretStr | None = Field(default=None, alias="TUSHARE_TOKEN")
+    tushare_api_url: str = Field(default="http://api.tushare.pro", alias="TUSHARE_API_URL")
+
+    # LLM
+    openai_api_key: SecretStr | None = Field(default=None, alias="OPENAI_API_KEY")
+    openai_base_url: str | None = Field(default=None, alias="OPENAI_BASE_URL")
+    model: str = Field(default="gpt-4o", alias="QUANTDESK_MODEL")
+    light_model: str = Field(default="gpt-4o-mini", alias="QUANTDESK_LIGHT_MODEL")
+
+    # Slack
+    slack_bot_token: SecretStr | None = Field(default=None, alias="SLACK_BOT_TOKEN")
+    slack_app_token: SecretStr | None = Field(default=None, alias="SLACK_APP_TOKEN")
+    slack_signing_secret: SecretStr | None = Field(default=None, alias="SLACK_SIGNING_SECRET")
+    slack_api_url: str = Field(default="https://slack.com/api/", alias="SLACK_API_URL")
+    approvers: Annotated[frozenset[str], NoDecode] = Field(default=frozenset(), alias="QUANTDESK_APPROVERS")
+
+    # sandbox
+    sandbox_require_full: bool = Field(default=False, alias="QUANTDESK_SANDBOX_REQUIRE_FULL")
+    sandbox_workers: int = Field(default=2, ge=1, le=16, alias="QUANTDESK_SANDBOX_WORKERS")
+
+    log_level: str = Field(default="INFO", alias="QUANTDESK_LOG_LEVEL")
+
+    @field_validator("approvers", mode="before")
+    @classmethod
+    def _split_approvers(cls, value: object) -> object:
+        if isinstance(value, str):
+            return frozenset(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("data_dir", "local_data_path", mode="after")
+    @classmethod
+    def _expand(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
+
+    @property
+    def database_url_value(self) -> str:
+        """The configured URL, or the embedded default: a SQLite file under the data dir."""
+        if self.database_url is not None and self.database_url.get_secret_value():
+            return self.database_url.get_secret_value()
+        return f"sqlite:///{self.data_dir / 'quantdesk.db'}"
+
+    @property
+    def llm_configured(self) -> bool:
+        return self.openai_api_key is not None or self.openai_base_url is not None
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """Process-wide settings, read once."""
+    return Settings()

@@ -1,0 +1,12 @@
+"""Alembic environment: the connection is handed in by tools.storage.migrate."""
+
+from __future__ import annotations
+
+from alembic import context
+
+from tools.storage.models import Base
+
+connection = context.config.attributes["connection"]
+context.configure(connection=connection, target_metadata=Base.metadata, render_as_batch=True)
+with context.begin_transaction():
+    context.run_migrations()

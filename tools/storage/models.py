@@ -1,0 +1,74 @@
+"""Application tables (ARCHITECTURE §4). Migrations in `migrations/` create them; keep the two in step."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import JSON, BigInteger, DateTime, Integer, LargeBinary, String, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class ThreadRecord(Base):
+    """One Slack (or console) thread mapped to one LangGraph thread id."""
+
+    __tablename__ = "threads"
+    __table_args__ = (UniqueConstraint("team_id", "channel_id", "thread_ts", name="uq_threads_slack_key"),)
+
+    thread_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    team_id: Mapped[str] = mapped_column(String(32))
+    channel_id: Mapped[str] = mapped_column(String(32))
+    thread_ts: Mapped[str] = mapped_column(String(32))
+    workflow: Mapped[str | None] = mapped_column(String(32))
+    user_id: Mapped[str | None] = mapped_column(String(32))
+    status: Mapped[str] = mapped_column(String(16), default="running")
+    pending: Mapped[dict] = mapped_column(JSON, default=dict)  # interrupt id -> {"ts": message ts, "kind": ...}
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+
+
+class ProcessedEvent(Base):
+    """Dedupe keys (event_id, channel:ts, action ids) already handled; the primary key makes the claim atomic."""
+
+    __tablename__ = "processed_events"
+
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class AuditEntry(Base):
+    """Every human decision (approve, edit, reject, respond, clarify answer)."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
+                                    autoincrement=True)
+    thread_id: Mapped[str] = mapped_column(String(64), index=True)
+    interrupt_id: Mapped[str | None] = mapped_column(String(64))
+    user_id: Mapped[str] = mapped_column(String(32))
+    action: Mapped[str] = mapped_column(String(32))
+    detail: Mapped[dict] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class WorkspaceFrame(Base):
+    """A named wide frame of one thread's workspace, stored as Parquet bytes."""
+
+    __tablename__ = "workspace_frames"
+
+    thread_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    n_rows: Mapped[int] = mapped_column(Integer)
+    n_cols: Mapped[int] = mapped_column(Integer)
+    first_date: Mapped[str | None] = mapped_column(String(10))
+    last_date: Mapped[str | None] = mapped_column(String(10))
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
