@@ -1,0 +1,369 @@
+"""The sandbox at run time: outputs, errors, resource limits, and OS isolation holding on its own."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tools.sandbox import Level, Limits, Sandbox, SandboxUnavailable, detect
+
+FAST = Limits(wall_seconds=5, cpu_seconds=4, memory_bytes=512 << 20)
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    box = Sandbox(workers=2)
+    yield box
+    box.close()
+
+
+@pytest.fixture(scope="module", params=[Level.FULL, Level.BASIC])
+def raw_sandbox(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
+    """No static policy: what the OS layer alone contains, at each level."""
+    if request.param is Level.FULL and detect()[0] is not Level.FULL:
+        pytest.fail(f"full isolation unavailable: {detect()[1]}")
+    box = Sandbox(workers=1, level=request.param, static_policy=False)
+    yield box
+    box.close()
+
+
+@pytest.fixture(scope="module")
+def close(shared_data: Path) -> pd.DataFrame:
+    frame = pd.read_parquet(shared_data / "cn_csi300_tushare" / "daily.parquet")
+    frame = frame[frame.trade_date >= "20210101"]
+    wide = frame.pivot(index="trade_date", columns="ts_code", values="close")
+    wide.index = pd.DatetimeIndex(pd.to_datetime(wide.index, format="%Y%m%d"), name="trade_date")
+    return wide.iloc[:, :60]
+
+
+def test_full_isolation_is_available_in_ci() -> None:
+    level, reason = detect()
+    if os.environ.get("CI", "").lower() == "true":
+        assert level is Level.FULL, reason
+    assert level in (Level.FULL, Level.BASIC, Level.MINIMAL)
+
+
+def test_inputs_in_outputs_out(sandbox: Sandbox, close: pd.DataFrame) -> None:
+    code = "signal = (close > close.rolling(5).mean()).astype(float)\nresult = {'n': 1}['n'] + k\nprint('done')"
+    res = sandbox.run(code, {"close": close, "k": 2, "codes": ["000001.SZ"]})
+    assert res.ok, res.error
+    expected = (close > close.rolling(5).mean()).astype(float)
+    pd.testing.assert_frame_equal(res.outputs["signal"], expected, check_freq=False)
+    assert res.outputs["result"] == 3
+    assert res.stdout == "done\n"
+    assert res.isolation == sandbox.level.value
+
+
+def test_series_and_named_outputs(sandbox: Sandbox, close: pd.DataFrame) -> None:
+    res = sandbox.run("s = close.iloc[:, 0].rename('x')\nm = float(s.mean())", {"close": close},
+                      outputs=["s", "m"])
+    assert res.ok, res.error
+    pd.testing.assert_series_equal(res.outputs["s"], close.iloc[:, 0].rename("x"), check_freq=False)
+    assert res.outputs["m"] == pytest.approx(float(close.iloc[:, 0].mean()))
+
+
+def test_missing_output_is_a_runtime_error(sandbox: Sandbox) -> None:
+    res = sandbox.run("x = 1", outputs=["factor"])
+    assert not res.ok and res.error.kind == "runtime"
+    assert "did not define factor" in res.error.message
+
+
+def test_unsupported_output_type(sandbox: Sandbox) -> None:
+    res = sandbox.run("result = object")
+    assert res.error.kind == "forbidden"
+    res = sandbox.run("result = {'a': 1}")
+    assert res.error.kind == "runtime" and "dict cannot be passed" in res.error.message
+
+
+def test_runtime_error_names_the_users_line_without_host_paths(sandbox: Sandbox, close: pd.DataFrame) -> None:
+    code = "a = close.rolling(3).mean()\nb = close['999999.SZ']\n"
+    res = sandbox.run(code, {"close": close})
+    assert res.error.kind == "runtime"
+    assert res.error.line == 2 and res.error.source == "b = close['999999.SZ']"
+    assert "KeyError" in res.error.message
+    assert "/site-packages" not in res.error.message and "/work" not in res.error.message
+
+
+def test_syntax_error(sandbox: Sandbox) -> None:
+    res = sandbox.run("x = (1,\ny = 2")
+    assert res.error.kind == "syntax" and res.error.line == 1
+
+
+def test_forbidden_is_reported_before_running(sandbox: Sandbox) -> None:
+    res = sandbox.run("x = 1\nimport os\nos.system('touch /tmp/pwned')")
+    assert res.error.kind == "forbidden" and res.error.line == 2
+    assert "import of 'os' is not allowed" in res.error.message
+
+
+# --- resource attacks -------------------------------------------------------------------
+
+
+def test_infinite_loop_times_out(sandbox: Sandbox) -> None:
+    res = sandbox.run("while True:\n    pass", limits=Limits(wall_seconds=2, cpu_seconds=30))
+    assert res.error.kind == "timeout" and "wall-clock" in res.error.message
+    assert res.seconds < 5
+
+
+def test_cpu_limit(sandbox: Sandbox) -> None:
+    res = sandbox.run("x = 0\nwhile True:\n    x += 1", limits=Limits(wall_seconds=20, cpu_seconds=1))
+    assert res.error.kind == "timeout"
+
+
+def test_sleep_times_out(raw_sandbox: Sandbox) -> None:
+    res = raw_sandbox.run("import time\ntime.sleep(60)", limits=Limits(wall_seconds=1.5))
+    assert res.error.kind == "timeout"
+
+
+def test_memory_bomb(sandbox: Sandbox) -> None:
+    res = sandbox.run("x = np.ones((200_000, 10_000))", limits=FAST)
+    assert res.error.kind == "memory"
+    res = sandbox.run("x = [0] * (10 ** 10)", limits=FAST)
+    assert res.error.kind == "memory"
+
+
+def test_huge_output_is_capped(sandbox: Sandbox) -> None:
+    res = sandbox.run("for i in range(200_000):\n    print('x' * 100)\nresult = 1", limits=FAST)
+    assert res.ok and len(res.stdout) < 25_000 and "more characters cut" in res.stdout
+
+
+def test_output_too_large(sandbox: Sandbox) -> None:
+    limits = Limits(max_output_bytes=1 << 20)
+    res = sandbox.run("result = pd.DataFrame(np.random.rand(100_000, 10))", limits=limits)
+    assert res.error.kind == "output_too_large"
+
+
+def test_deep_recursion(sandbox: Sandbox) -> None:
+    res = sandbox.run("def f(n):\n    return f(n + 1)\nresult = f(0)", limits=FAST)
+    assert res.error.kind == "runtime" and "recursion" in res.error.message.lower()
+
+
+def test_fork_bomb(raw_sandbox: Sandbox) -> None:
+    res = raw_sandbox.run("import os\nwhile True:\n    os.fork()", limits=FAST)
+    assert res.error.kind == "runtime" and "PermissionError" in res.error.message
+
+
+def test_crash_is_reported_and_the_next_run_works(raw_sandbox: Sandbox) -> None:
+    res = raw_sandbox.run("import ctypes\nctypes.string_at(0)", limits=FAST)
+    assert res.error.kind == "crashed"
+    assert raw_sandbox.run("result = 2 + 2").outputs == {"result": 4}
+
+
+# --- OS isolation without the static policy ------------------------------------------------
+
+
+def test_environment_is_empty(raw_sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    code = "import os\nresult = ' '.join(sorted(os.environ))\nenv = open('/proc/self/environ').read()"
+    os.environ["QUANTDESK_TEST_SECRET"] = "very-secret-value"
+    try:
+        names = raw_sandbox.run("import os\nresult = ' '.join(sorted(os.environ))")
+        res = raw_sandbox.run(code, outputs=["result", "env"])
+    finally:
+        del os.environ["QUANTDESK_TEST_SECRET"]
+    assert names.ok, names.error
+    assert "QUANTDESK_TEST_SECRET" not in names.outputs["result"]
+    if res.ok:
+        assert "very-secret-value" not in res.outputs["env"]
+    else:  # basic level as root: the child runs as nobody and may not read its own /proc entry
+        assert "PermissionError" in res.error.message
+
+
+def test_pandas_reader_on_proc_environ_finds_no_secret(raw_sandbox: Sandbox) -> None:
+    code = textwrap.dedent("""
+        import io
+        raw = open('/proc/self/environ', 'rb').read()
+        result = raw.decode()
+        for pid in ('1', '2'):
+            try:
+                result += open(f'/proc/{pid}/environ', 'rb').read().decode(errors='replace')
+            except OSError:
+                pass
+    """)
+    os.environ["QUANTDESK_TEST_SECRET"] = "very-secret-value"
+    try:
+        res = raw_sandbox.run(code)
+    finally:
+        del os.environ["QUANTDESK_TEST_SECRET"]
+    if res.ok:
+        assert "very-secret-value" not in res.outputs["result"]
+    else:
+        assert "PermissionError" in res.error.message
+
+
+def test_network_is_unreachable(raw_sandbox: Sandbox) -> None:
+    code = textwrap.dedent("""
+        import socket
+        try:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.settimeout(2)
+            s.connect(('127.0.0.1', 5432))
+            result = 'connected'
+        except OSError as exc:
+            result = type(exc).__name__
+    """)
+    res = raw_sandbox.run(code, limits=FAST)
+    assert res.ok and res.outputs["result"] == "PermissionError"
+    res = raw_sandbox.run("import pandas as pd\nresult = pd.read_csv('http://127.0.0.1:5432/x.csv')", limits=FAST)
+    assert res.error.kind == "runtime"
+
+
+def test_no_exec_and_no_shell(raw_sandbox: Sandbox, tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    code = f"import ctypes\nresult = ctypes.CDLL(None).system(b'touch {marker}')"
+    res = raw_sandbox.run(code, limits=FAST)
+    assert res.ok and res.outputs["result"] != 0
+    res = raw_sandbox.run(f"import subprocess\nsubprocess.run(['touch', '{marker}'])", limits=FAST)
+    assert res.error.kind == "runtime"
+    res = raw_sandbox.run(f"import os\nos.execv('/usr/bin/touch', ['touch', '{marker}'])", limits=FAST)
+    assert res.error.kind == "runtime"
+    assert not marker.exists()
+
+
+def test_pickle_payload_cannot_run_commands(raw_sandbox: Sandbox, tmp_path: Path) -> None:
+    marker = tmp_path / "pickled"
+    code = textwrap.dedent(f"""
+        import pickle, os, numpy as np, io
+        class P:
+            def __reduce__(self):
+                return (os.system, ('touch {marker}',))
+        data = pickle.dumps(P())
+        rc = pickle.loads(data)
+        buf = io.BytesIO(); np.save(buf, np.array([P()], dtype=object), allow_pickle=True); buf.seek(0)
+        arr = np.load(buf, allow_pickle=True)
+        result = int(rc)
+    """)
+    res = raw_sandbox.run(code, limits=FAST)
+    assert res.ok, res.error
+    assert res.outputs["result"] != 0
+    assert not marker.exists()
+
+
+def test_cannot_kill_or_trace_the_worker(raw_sandbox: Sandbox) -> None:
+    res = raw_sandbox.run("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)", limits=FAST)
+    assert res.error.kind == "runtime" and "PermissionError" in res.error.message
+    res = raw_sandbox.run("import os\nresult = open(f'/proc/{os.getppid()}/mem', 'rb').read(1)", limits=FAST)
+    assert res.error.kind == "runtime"
+    assert raw_sandbox.run("result = 1").ok
+
+
+def test_dataframe_eval_with_local_references_is_contained(raw_sandbox: Sandbox, close: pd.DataFrame) -> None:
+    code = "import os\nenv = os.environ\nresult = close.iloc[:3, :2].eval('@env')\nresult = str(result)"
+    res = raw_sandbox.run(code, {"close": close}, limits=FAST)
+    assert "SECRET" not in str(res.outputs.get("result", "")) and "KEY" not in str(res.outputs.get("result", ""))
+
+
+def test_tampering_with_modules_does_not_carry_over(raw_sandbox: Sandbox, close: pd.DataFrame) -> None:
+    raw_sandbox.run("import pandas as pd\npd.DataFrame.sum = lambda self, *a, **k: 42\nresult = 1")
+    res = raw_sandbox.run("result = close.iloc[:5, :2].sum()", {"close": close})
+    pd.testing.assert_series_equal(res.outputs["result"], close.iloc[:5, :2].sum())
+    assert close.iloc[:5, :2].sum().iloc[0] != 42
+
+
+def test_full_level_hides_the_host_file_system(sandbox: Sandbox) -> None:
+    if sandbox.level is not Level.FULL:
+        pytest.fail("needs full isolation")
+    box = Sandbox(workers=1, static_policy=False)
+    try:
+        repo = Path(__file__).resolve().parents[1]
+        code = textwrap.dedent(f"""
+            import os
+            seen = {{}}
+            for path in ('/etc/passwd', '/etc/shadow', '{repo}/.env', '{repo}/tools', '{repo}/.git', '/home',
+                         '/root/.bash_history', '/var/lib/postgresql'):
+                seen[path] = os.path.exists(path)
+            result = ','.join(p for p, there in seen.items() if there)
+            repo_listing = sorted(os.listdir('{repo}')) if os.path.isdir('{repo}') else []
+            try:
+                open('/usr/lib/pwned', 'w')
+                wrote = 'yes'
+            except OSError:
+                wrote = 'no'
+            tmp = sorted(os.listdir('/tmp'))
+            n_tmp = len(tmp)
+        """)
+        res = box.run(code, outputs=["result", "wrote", "n_tmp", "repo_listing"])
+        assert res.ok, res.error
+        assert res.outputs["result"] == ""
+        # only the bound virtualenv (if it lives in the repo) is visible, never the sources or .env
+        assert set(res.outputs["repo_listing"]) <= {".venv"}
+        assert res.outputs["wrote"] == "no"
+        assert res.outputs["n_tmp"] == 1  # only this run's own scratch directory
+        first = box.run("f = open('left.txt', 'w'); f.write('x'); f.close()\nresult = 1")
+        assert first.ok, first.error
+        second = box.run("import os\nresult = os.path.exists('left.txt')")
+        assert second.outputs["result"] is False
+    finally:
+        box.close()
+
+
+def test_basic_level_still_blocks_network_and_exec() -> None:
+    box = Sandbox(workers=1, level=Level.BASIC, static_policy=False)
+    try:
+        res = box.run("import socket\nresult = 0\ntry:\n    socket.socket()\nexcept OSError:\n    result = 1")
+        assert res.outputs == {"result": 1}
+    finally:
+        box.close()
+
+
+def test_require_full_refuses_weaker_levels(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tools.sandbox import host
+
+    monkeypatch.setattr(host, "detect", lambda: (Level.BASIC, "bubblewrap (bwrap) is not installed"))
+    with pytest.raises(SandboxUnavailable, match="full sandbox isolation is required .*bwrap"):
+        Sandbox(require_full=True)
+
+
+def test_host_is_unaffected(sandbox: Sandbox, tmp_path: Path) -> None:
+    env_before = dict(os.environ)
+    sum_before = pd.DataFrame.sum
+    for code in ("import os\nos.environ.clear()", "pd.DataFrame.sum = None", "np.random.seed(1)\nx = 1"):
+        Sandbox.run(sandbox, code)
+    assert dict(os.environ) == env_before
+    assert pd.DataFrame.sum is sum_before
+    assert sandbox.run("result = 1").ok
+
+
+# --- legitimate factor and signal code gives the same numbers as in-process -----------------
+
+LEGIT = {
+    "rolling": "factor = close.rolling(20).mean() / close - 1",
+    "ewm": "factor = close.ewm(span=12, adjust=False).mean() - close.ewm(span=26, adjust=False).mean()",
+    "rank": "factor = close.pct_change(5, fill_method=None).rank(axis=1, pct=True)",
+    "groupby": "factor = close.pct_change(fill_method=None).groupby(close.index.to_period('M')).cumsum()",
+    "pct_change": "factor = close.pct_change(20, fill_method=None)",
+    "where": "r = close.pct_change(fill_method=None)\nfactor = r.where(r.abs() < 0.05)",
+    "clip": "factor = close.pct_change(fill_method=None).clip(-0.03, 0.03)",
+    "zscore": textwrap.dedent("""
+        r = close.pct_change(10, fill_method=None)
+        factor = r.sub(r.mean(axis=1), axis=0).div(r.std(axis=1), axis=0)
+    """),
+    "resample": "factor = close.resample('W-FRI').last().pct_change(fill_method=None)",
+    "signal": textwrap.dedent("""
+        import numpy as np
+        fast, slow = close.rolling(5).mean(), close.rolling(20).mean()
+        signal = pd.DataFrame(np.where(fast > slow, 1.0, np.where(fast < slow, -1.0, 0.0)),
+                              index=close.index, columns=close.columns).where(slow.notna())
+    """),
+    "rsi": textwrap.dedent("""
+        delta = close.diff()
+        up = delta.clip(lower=0).rolling(14).mean()
+        down = (-delta.clip(upper=0)).rolling(14).mean()
+        factor = 100 - 100 / (1 + up / down)
+    """),
+}
+
+
+@pytest.mark.parametrize("name", list(LEGIT))
+def test_legitimate_code_matches_in_process(sandbox: Sandbox, close: pd.DataFrame, name: str) -> None:
+    code = LEGIT[name]
+    expected: dict = {"pd": pd, "np": np, "close": close.copy()}
+    exec(code, expected)  # trusted test code, in-process reference
+    res = sandbox.run(code, {"close": close})
+    assert res.ok, res.error
+    (out_name,) = res.outputs
+    pd.testing.assert_frame_equal(res.outputs[out_name], expected[out_name], check_freq=False)
