@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import io
 import logging
@@ -70,19 +71,23 @@ class _Worker:
         self.spec = worker_spec(*spec_args)
         self.proc = subprocess.Popen(self.spec.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=self.spec.env, start_new_session=True)
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=5)
         threading.Thread(target=self._drain_stderr, daemon=True).start()
         codec.write_message(self.proc.stdin, self.spec.init, [])
         header = self._read(60.0)
         if not header or not header[0].get("ready"):
             self.kill()
-            raise SandboxUnavailable("the sandbox worker failed to start")
+            detail = self._stderr_tail[-1] if self._stderr_tail else "no output"
+            raise SandboxUnavailable(f"the sandbox worker failed to start: {detail}")
         if self.spec.init["seccomp"] and not header[0].get("seccomp"):
             self.kill()
             raise SandboxUnavailable("the sandbox worker could not load libseccomp")
 
     def _drain_stderr(self) -> None:
-        for line in self.proc.stderr:
-            log.debug("sandbox worker: %s", line.decode(errors="replace").rstrip())
+        for raw in self.proc.stderr:
+            line = raw.decode(errors="replace").rstrip()
+            self._stderr_tail.append(line)
+            log.debug("sandbox worker: %s", line)
 
     def _read(self, timeout: float) -> tuple[dict, list[bytes]] | None:
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)

@@ -76,9 +76,15 @@ def library_paths() -> list[str]:
     return paths
 
 
+SCRATCH_ROOT = "/scratch"
+
+
 def _bwrap_argv() -> list[str]:
+    """bubblewrap arguments; mount order matters: later mounts cover earlier ones, so /tmp comes first
+    (the virtualenv may live below /tmp) and the read-only library binds after it."""
     argv = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL",
-            "--uid", NOBODY, "--gid", NOBODY, "--ro-bind", "/usr", "/usr"]
+            "--uid", NOBODY, "--gid", NOBODY, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+            "--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64"):
         if os.path.islink(top):
             argv += ["--symlink", os.readlink(top), top]
@@ -90,8 +96,7 @@ def _bwrap_argv() -> list[str]:
         if not any(real == m or real.startswith(m + "/") for m in mounted):
             argv += ["--ro-bind", real, real]
             mounted.add(real)
-    argv += ["--ro-bind", str(SANDBOX_DIR), WORKER_MOUNT, "--proc", "/proc", "--dev", "/dev",
-             "--tmpfs", "/tmp", "--chdir", "/tmp"]
+    argv += ["--ro-bind", str(SANDBOX_DIR), WORKER_MOUNT, "--tmpfs", SCRATCH_ROOT, "--chdir", SCRATCH_ROOT]
     for key, value in WORKER_ENV.items():
         argv += ["--setenv", key, value]
     return argv
@@ -102,8 +107,10 @@ def _probe_bwrap() -> str | None:
     if shutil.which("bwrap") is None:
         return "bubblewrap (bwrap) is not installed"
     try:
-        probe = subprocess.run([*_bwrap_argv(), _python(), "-I", "-S", "-c", "pass"], capture_output=True,
-                               timeout=20, env={})
+        probe = subprocess.run(
+            [*_bwrap_argv(), _python(), "-I", "-S", "-c",
+             "import sys; sys.path.extend(sys.argv[1:]); import numpy, pandas, pyarrow", *library_paths()],
+            capture_output=True, timeout=60, env={})
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bubblewrap failed to start: {exc}"
     if probe.returncode != 0:
@@ -135,6 +142,6 @@ def worker_spec(level: Level, allowed_modules: frozenset[str], forbidden_builtin
     python = [_python(), "-I", "-S", "-B"]
     if level is Level.FULL:
         argv = [*_bwrap_argv(), *python, f"{WORKER_MOUNT}/worker.py", *library_paths()]
-        return WorkerSpec(level, argv, {}, {**init, "scratch_root": "/tmp"})
+        return WorkerSpec(level, argv, {}, {**init, "scratch_root": SCRATCH_ROOT})
     argv = [*python, str(SANDBOX_DIR / "worker.py"), *library_paths()]
     return WorkerSpec(level, argv, dict(WORKER_ENV), {**init, "scratch_root": scratch_root})
