@@ -1,0 +1,38 @@
+"""Typed interrupt payloads, shaped after LangChain's HITLRequest, and reading the human's decision back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+CLARIFY = "clarify"
+CODE_REVIEW = "code_review"
+APPROVAL = "approval"
+
+
+def clarify_request(question: str, choices: list[str] | None = None) -> dict[str, Any]:
+    """One question with optional choices; answered with a `respond` decision carrying text."""
+    args = {"question": question, "choices": list(choices or [])}
+    return {
+        "type": CLARIFY,
+        **args,
+        "action_requests": [{"name": CLARIFY, "args": args, "description": question}],
+        "review_configs": [{"action_name": CLARIFY, "allowed_decisions": ["respond"]}],
+    }
+
+
+def decision_of(value: Any) -> dict[str, Any]:
+    """Normalise a resume value to one HITL decision: a bare string is a `respond`; a HITLResponse
+    ({"decisions": [...]}) gives its first decision."""
+    if isinstance(value, str):
+        return {"type": "respond", "message": value}
+    if isinstance(value, dict) and isinstance(value.get("decisions"), list) and value["decisions"]:
+        return dict(value["decisions"][0])
+    if isinstance(value, dict) and value.get("type") in ("approve", "edit", "reject", "respond"):
+        return dict(value)
+    raise ValueError(f"cannot read a decision from {type(value).__name__}")
+
+
+def answer_text(value: Any) -> str:
+    """The free text of a clarify answer."""
+    decision = decision_of(value)
+    return str(decision.get("message") or "").strip()

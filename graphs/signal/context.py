@@ -1,0 +1,34 @@
+"""Run-time dependencies of the signal graph, handed in per run (never checkpointed)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
+from sqlalchemy import Engine
+
+from tools.data.provider import MarketDataProvider
+from tools.sandbox import Sandbox
+from tools.workspace import Workspace
+
+
+@dataclass
+class SignalContext:
+    provider: MarketDataProvider
+    engine: Engine
+    sandbox: Sandbox
+    artifacts_dir: Path
+    llm: BaseChatModel | None = None
+    light_llm: BaseChatModel | None = None
+    fee_rate: float = 0.0005
+    long_only: bool = True
+
+
+def thread_id(config: RunnableConfig) -> str:
+    return str(config["configurable"]["thread_id"])
+
+
+def workspace(context: SignalContext, config: RunnableConfig) -> Workspace:
+    return Workspace(context.engine, thread_id(config))

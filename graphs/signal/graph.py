@@ -1,0 +1,42 @@
+"""The signal-generation subgraph: reflection → data fetch → signal generation → validation → report, with
+clarify as the human-in-the-loop pause."""
+
+from __future__ import annotations
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from graphs.signal.context import SignalContext
+from graphs.signal.nodes.clarify import clarify_node
+from graphs.signal.nodes.data_fetch import data_fetch_node
+from graphs.signal.nodes.reflection import reflection_node
+from graphs.signal.nodes.report import report_node
+from graphs.signal.nodes.signal_generate import signal_generate_node
+from graphs.signal.nodes.validate import validate_node
+from graphs.signal.routes import (
+    route_after_data_fetch,
+    route_after_signal_generate,
+    route_after_validation,
+    route_from_reflection,
+)
+from graphs.signal.state import SignalState
+
+
+def build_signal_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
+    graph = StateGraph(SignalState, context_schema=SignalContext)
+    graph.add_node("reflection", reflection_node)
+    graph.add_node("data_fetch", data_fetch_node)
+    graph.add_node("signal_generate", signal_generate_node)
+    graph.add_node("validate", validate_node)
+    graph.add_node("clarify", clarify_node)
+    graph.add_node("report", report_node)
+    graph.add_edge(START, "reflection")
+    graph.add_conditional_edges("reflection", route_from_reflection,
+                                ["clarify", "data_fetch", "signal_generate", "validate", "report", "reflection", END])
+    graph.add_conditional_edges("data_fetch", route_after_data_fetch, ["reflection", "signal_generate"])
+    graph.add_conditional_edges("signal_generate", route_after_signal_generate, ["reflection", "validate"])
+    graph.add_conditional_edges("validate", route_after_validation, ["reflection", "report"])
+    graph.add_edge("clarify", "reflection")
+    graph.add_edge("report", END)
+    return graph.compile(checkpointer=checkpointer, name="signal")

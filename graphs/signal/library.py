@@ -1,0 +1,190 @@
+"""Built-in signal strategies: code that needs no LLM. Each body reads wide frames named after their fields
+(close, high, low, pe, pb, ...) and leaves `signal`: 1 buy, -1 sell, 0 hold, NaN no data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Param:
+    default: float
+    low: float
+    high: float
+    integer: bool = True
+    help: str = ""
+
+
+@dataclass(frozen=True)
+class Strategy:
+    name: str
+    title: str
+    description: str
+    fields: tuple[str, ...]
+    params: dict[str, Param]
+    template: str
+    min_codes: int = 1
+    aliases: tuple[str, ...] = field(default=())
+
+    def resolve(self, given: dict[str, str]) -> dict[str, float | int]:
+        """Parameters with defaults filled in; unknown names and out-of-range values are errors."""
+        unknown = sorted(set(given) - set(self.params))
+        if unknown:
+            raise ValueError(
+                f"{self.name} has no parameter {', '.join(unknown)}; its parameters: {self.param_help()}"
+            )
+        values: dict[str, float | int] = {}
+        for name, spec in self.params.items():
+            raw = given.get(name)
+            try:
+                value = spec.default if raw is None else float(raw)
+            except ValueError:
+                raise ValueError(f"{name}={raw} is not a number") from None
+            if spec.integer:
+                if value != int(value):
+                    raise ValueError(f"{name} must be a whole number, got {raw}")
+                value = int(value)
+            if not spec.low <= value <= spec.high:
+                raise ValueError(f"{name} must be between {spec.low:g} and {spec.high:g}, got {value:g}")
+            values[name] = value
+        self.check(values)
+        return values
+
+    def check(self, values: dict[str, float | int]) -> None:
+        if self.name == "ma_cross" and values["fast"] >= values["slow"]:
+            raise ValueError(f"fast ({values['fast']}) must be shorter than slow ({values['slow']})")
+        if self.name == "rsi" and values["lower"] >= values["upper"]:
+            raise ValueError(f"lower ({values['lower']}) must be below upper ({values['upper']})")
+
+    def code(self, values: dict[str, float | int]) -> str:
+        return self.template.format(**values).strip() + "\n"
+
+    def param_help(self) -> str:
+        return ", ".join(f"{n}={p.default:g}" for n, p in self.params.items()) or "none"
+
+
+STRATEGIES: dict[str, Strategy] = {}
+
+
+def _add(strategy: Strategy) -> None:
+    STRATEGIES[strategy.name] = strategy
+
+
+_add(Strategy(
+    "ma_cross", "Moving-average cross",
+    "long while the fast moving average of close is above the slow one, sell when it is below",
+    ("close",),
+    {"fast": Param(5, 1, 250), "slow": Param(20, 2, 500)},
+    """
+fast_ma = close.rolling({fast}).mean()
+slow_ma = close.rolling({slow}).mean()
+signal = (fast_ma > slow_ma).astype(float) - (fast_ma < slow_ma).astype(float)
+signal = signal.where(slow_ma.notna() & fast_ma.notna())
+""",
+    aliases=("ma", "sma_cross", "golden_cross"),
+))
+
+_add(Strategy(
+    "momentum", "Cross-sectional momentum",
+    "rank codes each day by their N-day return: buy the top share, sell the bottom share",
+    ("close",),
+    {"window": Param(20, 1, 500), "top": Param(0.2, 0.01, 0.5, integer=False),
+     "bottom": Param(0.2, 0.01, 0.5, integer=False)},
+    """
+ret = close.pct_change({window}, fill_method=None)
+rank = ret.rank(axis=1, pct=True)
+signal = (rank > 1 - {top}).astype(float) - (rank <= {bottom}).astype(float)
+signal = signal.where(ret.notna())
+""",
+    min_codes=3,
+    aliases=("mom",),
+))
+
+_add(Strategy(
+    "mean_reversion", "Mean reversion (z-score)",
+    "buy when close is more than `entry` standard deviations below its moving average, sell when above",
+    ("close",),
+    {"window": Param(20, 2, 500), "entry": Param(1.5, 0.1, 5, integer=False)},
+    """
+mean = close.rolling({window}).mean()
+std = close.rolling({window}).std()
+z = (close - mean) / std
+signal = (z < -{entry}).astype(float) - (z > {entry}).astype(float)
+signal = signal.where(z.notna())
+""",
+    aliases=("reversion", "zscore"),
+))
+
+_add(Strategy(
+    "rsi", "RSI thresholds",
+    "buy when Wilder's RSI falls below `lower`, sell when it rises above `upper`",
+    ("close",),
+    {"window": Param(14, 2, 250), "lower": Param(30, 1, 99), "upper": Param(70, 1, 99)},
+    """
+delta = close.diff()
+gain = delta.clip(lower=0).ewm(alpha=1 / {window}, adjust=False, min_periods={window}).mean()
+loss = (-delta.clip(upper=0)).ewm(alpha=1 / {window}, adjust=False, min_periods={window}).mean()
+rsi = 100 - 100 / (1 + gain / loss)
+rsi = rsi.where(loss != 0, 100.0).where(gain.notna())
+signal = (rsi < {lower}).astype(float) - (rsi > {upper}).astype(float)
+signal = signal.where(rsi.notna())
+""",
+))
+
+_add(Strategy(
+    "bollinger", "Bollinger band breakout",
+    "buy when close breaks above the upper band (mean + k std), sell when it breaks below the lower band",
+    ("close",),
+    {"window": Param(20, 2, 500), "k": Param(2.0, 0.1, 5, integer=False)},
+    """
+mid = close.rolling({window}).mean()
+width = close.rolling({window}).std() * {k}
+signal = (close > mid + width).astype(float) - (close < mid - width).astype(float)
+signal = signal.where(mid.notna())
+""",
+    aliases=("boll", "bbands"),
+))
+
+_add(Strategy(
+    "channel", "Channel (Donchian) breakout",
+    "buy when close exceeds the highest high of the previous N bars, sell below the lowest low",
+    ("close", "high", "low"),
+    {"window": Param(20, 2, 500)},
+    """
+upper = high.rolling({window}).max().shift(1)
+lower = low.rolling({window}).min().shift(1)
+signal = (close > upper).astype(float) - (close < lower).astype(float)
+signal = signal.where(upper.notna() & lower.notna())
+""",
+    aliases=("donchian", "breakout"),
+))
+
+_add(Strategy(
+    "valuation", "Valuation (PE and PB rank)",
+    "rank codes each day by PE and PB (positive values only): buy the cheapest share, sell the dearest",
+    ("close", "pe", "pb"),
+    {"cheap": Param(0.3, 0.01, 0.5, integer=False), "dear": Param(0.3, 0.01, 0.5, integer=False)},
+    """
+pe_rank = pe.where(pe > 0).rank(axis=1, pct=True)
+pb_rank = pb.where(pb > 0).rank(axis=1, pct=True)
+score = (pe_rank + pb_rank) / 2
+signal = (score <= {cheap}).astype(float) - (score > 1 - {dear}).astype(float)
+signal = signal.where(score.notna())
+""",
+    min_codes=3,
+    aliases=("value", "pe_pb"),
+))
+
+
+def find_strategy(name: str) -> Strategy | None:
+    key = name.strip().lower().replace("-", "_")
+    if key in STRATEGIES:
+        return STRATEGIES[key]
+    for strategy in STRATEGIES.values():
+        if key in strategy.aliases:
+            return strategy
+    return None
+
+
+def library_help() -> str:
+    return "\n".join(f"- `{s.name}` ({s.param_help()}): {s.description}" for s in STRATEGIES.values())

@@ -1,0 +1,134 @@
+"""Data fetch: daily bars into ohlcv/, daily indicators into indicators/ of the thread's workspace.
+
+Structured requests fetch exactly the fields their strategy needs (plus `open`, the backtest's execution
+price, when the provider has it); free-form requests let the light model drive the two tools (ReAct)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
+from langgraph.runtime import Runtime
+
+from graphs.signal.context import SignalContext, workspace
+from graphs.signal.nodes.common import AGENT_STEP_LIMIT
+from graphs.signal.state import SignalState
+from tools.data.provider import MarketDataProvider
+from tools.data.schema import BAR_FIELDS, DAILY, INDICATOR_FIELDS, DataError
+from tools.workspace import Workspace
+
+DATA_FETCH_PROMPT = """You fetch Chinese A-share data from tushare into the thread's workspace.
+
+## Tools
+1. daily_bar(ts_code, start_date, end_date): daily OHLCV bars (open, high, low, close, pre_close, pct_chg,
+   vol in lots, amount in thousand CNY) → workspace ohlcv/<field>
+2. daily_basic(ts_code, start_date, end_date, fields): daily indicators (pe, pe_ttm, pb, ps, ps_ttm,
+   turnover_rate, volume_ratio, total_mv, circ_mv) → workspace indicators/<field>
+
+## Task
+- codes: {ts_code}
+- date range: {start_date} to {end_date}
+- indicators needed: {required_indicators}
+
+## How
+1. Always fetch bars first: almost every strategy needs prices.
+2. Fetch indicators only when the strategy needs them.
+3. Read each tool's answer. If it reports an error, do not retry the same arguments: stop and say why.
+Dates are YYYYMMDD; codes carry the exchange suffix (000001.SZ, 600000.SH). Do not assume a date range.
+Finish with a short summary of what was fetched or what failed.
+"""
+
+
+def store_fields(provider: MarketDataProvider, ws: Workspace, fields: list[str], codes: str, start: str,
+                 end: str) -> list[dict[str, Any]]:
+    """Fetch `fields` as wide frames into the workspace; returns their FrameInfo dicts."""
+    panel = provider.panel(fields, codes, start, end)
+    infos = []
+    for field, frame in panel.items():
+        namespace = "ohlcv" if field in BAR_FIELDS else "indicators"
+        infos.append(ws.put(f"{namespace}/{field}", frame).__dict__)
+    return infos
+
+
+def data_fetch_node(state: SignalState, config: RunnableConfig, runtime: Runtime[SignalContext]) -> dict[str, Any]:
+    ws = workspace(runtime.context, config)
+    params = (state.get("user_intent") or {}).get("params") or {}
+    if state.get("mode") == "structured":
+        return _fetch_structured(state, runtime.context, ws, params)
+    return _fetch_llm(state, runtime.context, ws, params)
+
+
+def _fetch_structured(state: SignalState, ctx: SignalContext, ws: Workspace, params: dict) -> dict[str, Any]:
+    fields = list(params["fields"])
+    if "open" in ctx.provider.available_fields(DAILY) and "open" not in fields:
+        fields.append("open")
+    try:
+        infos = store_fields(ctx.provider, ws, fields, params["ts_code"], params["start_date"], params["end_date"])
+    except DataError as exc:
+        error = f"data fetch failed: {exc}"
+        return {"error_messages": [error], "error_log": [*state.get("error_log", []), error],
+                "execution_history": [*state.get("execution_history", []), error]}
+    return _fetched(state, infos)
+
+
+def _fetched(state: SignalState, infos: list[dict[str, Any]]) -> dict[str, Any]:
+    names = [i["name"] for i in infos]
+    return {
+        "frames": infos,
+        "data_ready": any(n.startswith("ohlcv/") for n in names),
+        "indicators_ready": any(n.startswith("indicators/") for n in names),
+        "error_messages": [],
+        "execution_history": [*state.get("execution_history", []), f"data fetch: {', '.join(names)}"],
+    }
+
+
+def _fetch_llm(state: SignalState, ctx: SignalContext, ws: Workspace, params: dict) -> dict[str, Any]:
+    stored: list[dict[str, Any]] = []
+    errors: list[str] = []
+
+    def run(fields: list[str], ts_code: str, start_date: str, end_date: str) -> str:
+        try:
+            infos = store_fields(ctx.provider, ws, fields, ts_code, start_date, end_date)
+        except DataError as exc:
+            errors.append(str(exc))
+            return f"error: {exc}"
+        stored.extend(infos)
+        return "stored " + "; ".join(f"{i['name']} {i['rows']}x{i['cols']}" for i in infos)
+
+    @tool
+    def daily_bar(ts_code: str, start_date: str, end_date: str) -> str:
+        """Fetch daily OHLCV bars for comma-separated ts_codes between two YYYYMMDD dates into ohlcv/."""
+        fields = [f for f in ("open", "high", "low", "close", "vol", "amount")
+                  if f in ctx.provider.available_fields(DAILY)]
+        return run(fields, ts_code, start_date, end_date)
+
+    @tool
+    def daily_basic(ts_code: str, start_date: str, end_date: str, fields: str = "pe,pb") -> str:
+        """Fetch daily indicators (comma-separated fields such as pe,pb,turnover_rate) into indicators/."""
+        wanted = [f.strip() for f in fields.split(",") if f.strip() and f.strip() not in ("ts_code", "trade_date")]
+        unknown = [f for f in wanted if f not in INDICATOR_FIELDS]
+        if unknown:
+            return f"error: unknown indicator fields {', '.join(unknown)}; choose from {', '.join(INDICATOR_FIELDS)}"
+        return run(wanted, ts_code, start_date, end_date)
+
+    prompt = DATA_FETCH_PROMPT.format(
+        ts_code=params.get("ts_code"), start_date=params.get("start_date"), end_date=params.get("end_date"),
+        required_indicators=params.get("required_indicators") or [],
+    )
+    agent = create_agent(ctx.light_llm or ctx.llm, tools=[daily_bar, daily_basic], system_prompt=prompt)
+    try:
+        agent.invoke({"messages": [HumanMessage("Fetch the data for this task.")]},
+                     {"recursion_limit": AGENT_STEP_LIMIT})
+    except Exception as exc:  # noqa: BLE001 - the agent's failure becomes an error for reflection
+        errors.append(f"the data agent stopped: {type(exc).__name__}: {exc}")
+    if not any(i["name"].startswith("ohlcv/") for i in stored):
+        error = "data fetch failed: " + (errors[-1] if errors else "the model fetched no price data")
+        return {"error_messages": [error], "error_log": [*state.get("error_log", []), error],
+                "execution_history": [*state.get("execution_history", []), error]}
+    result = _fetched(state, stored)
+    if errors:
+        result["warnings"] = [*state.get("warnings", []), *errors]
+    return result

@@ -1,0 +1,216 @@
+"""Reflection: the central dispatcher. Reads the request, decides data_fetch / signal_generate / validate /
+clarify / end, and bounds every loop (retries, clarifications, the same error twice)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
+from langgraph.runtime import Runtime
+
+from graphs.signal.context import SignalContext, workspace
+from graphs.signal.grammar import SignalRequest, looks_structured, parse, strategy_names
+from graphs.signal.library import STRATEGIES, library_help
+from graphs.signal.nodes.common import (
+    AGENT_STEP_LIMIT,
+    last_ai_text,
+    new_human_text,
+    parse_json_object,
+    workspace_summary,
+)
+from graphs.signal.state import MAX_CLARIFICATIONS, MAX_RETRIES, SignalState
+from tools.data.schema import BAR_FIELDS, DataError, check_range, normalize_codes
+
+GRAMMAR_HINT = "signal STRATEGY CODES START END [name=value ...], e.g. `signal ma_cross 000001.SZ,600000.SH " \
+               "20200101 20200630 fast=5 slow=20`"
+
+NO_LLM_REPLY = (
+    "Free-form requests need an LLM, and none is configured. Set OPENAI_API_KEY (and OPENAI_BASE_URL for "
+    "DeepSeek, Qwen, vLLM or Ollama) to enable them.\n"
+    f"Without an LLM, name a built-in strategy: {GRAMMAR_HINT}.\nStrategies:\n{library_help()}"
+)
+
+REFLECTION_PROMPT = """You are a strategy analyst. Understand the user's intent and plan the next step of a
+signal-generation workflow on Chinese A-share daily data (tushare schema).
+
+## Current state
+- OHLCV data ready: {data_ready}; indicator data ready: {indicators_ready}; signal ready: {signal_ready}
+- Workspace frames of this thread (use the workspace_status tool to re-check; do not guess):
+{workspace}
+- Execution history:
+{history}
+- Errors:
+{errors}
+- Retries: {retry_count}/{max_retries}
+
+## Conversation (latest last)
+{conversation}
+
+## Task types
+- data_fetch: the user wants data, or the strategy needs data that is missing
+- signal_gen: generate a signal from data already in the workspace
+- mixed: fetch data first, then generate the signal
+- unclear: the intent is unclear and needs clarification
+
+## Ask for clarification when
+1. no stock code is given, or it is ambiguous (codes look like 000001.SZ, 600000.SH, 430047.BJ)
+2. no date range (start and end, YYYYMMDD) is given
+3. the strategy is too abstract to compute
+4. the indicator fields needed are unclear
+5. the same error happened twice
+Never invent codes or dates the user did not give.
+
+## Answer with one JSON object
+{{"analysis": "...", "task_type": "data_fetch|signal_gen|mixed|unclear",
+  "next_action": "data_fetch|signal_generate|clarify|validate|end",
+  "user_intent": {{"type": "...", "params": {{"ts_code": "comma-separated codes", "start_date": "YYYYMMDD",
+    "end_date": "YYYYMMDD", "strategy_desc": "...", "required_indicators": ["pe", ...]}},
+    "needs_clarification": false}},
+  "clarification_question": null, "reasoning": "..."}}
+If data is ready and the user asks for a signal, go straight to signal_generate.
+"""
+
+
+def _clarify(state: SignalState, question: str, choices: list[str] | None = None) -> dict[str, Any]:
+    if state.get("clarification_count", 0) >= MAX_CLARIFICATIONS:
+        return {"current_task": "end",
+                "final_reply": f"Stopping after {MAX_CLARIFICATIONS} questions without what I need: {question}\n"
+                               f"Start again with a complete request: {GRAMMAR_HINT}."}
+    return {"current_task": "clarify", "clarification_needed": question, "clarify_choices": list(choices or [])}
+
+
+def _next_step(state: SignalState, ready: dict[str, bool]) -> str:
+    if not ready["data_ready"]:
+        return "data_fetch"
+    if not ready["signal_ready"]:
+        return "signal_generate"
+    if not ready["validated"]:
+        return "validate"
+    return "report"
+
+
+def _repeated_error(state: SignalState) -> str | None:
+    log = state.get("error_log", [])
+    return next((e for e in state.get("error_messages", []) if log.count(e) >= 2), None)
+
+
+def reflection_node(state: SignalState, config: RunnableConfig, runtime: Runtime[SignalContext]) -> dict[str, Any]:
+    messages = state.get("messages", [])
+    text = new_human_text(messages, state.get("consumed", 0))
+    base: dict[str, Any] = {"consumed": len(messages), "clarification_needed": None, "clarify_choices": []}
+    if text.lower() in ("cancel", "stop", "abort", "取消"):
+        return {**base, "current_task": "end", "final_reply": "Cancelled; nothing was run."}
+    mode = state.get("mode")
+    if mode is None:
+        if looks_structured(text):
+            mode = "structured"
+        elif runtime.context.llm is not None:
+            mode = "llm"
+        else:
+            return {**base, "mode": "unsupported", "current_task": "end", "final_reply": NO_LLM_REPLY}
+    base["mode"] = mode
+    if mode == "structured":
+        return {**base, **_reflect_structured(state, text)}
+    return {**base, **_reflect_llm(state, text, config, runtime)}
+
+
+def _reflect_structured(state: SignalState, text: str) -> dict[str, Any]:
+    old = SignalRequest.from_dict(state.get("request") or {})
+    request = old.merge(parse(text)) if text else old
+    update: dict[str, Any] = {"request": request.as_dict(), "error_messages": []}
+    ready = {k: bool(state.get(k)) for k in ("data_ready", "signal_ready", "validated")}
+    if request.as_dict() != old.as_dict():
+        ready = dict.fromkeys(ready, False)
+        update.update(data_ready=False, signal_ready=False, validated=False, indicators_ready=False)
+    errors = state.get("error_messages", [])
+    if errors and not text:
+        return {**update, **_clarify(state, f"{errors[0]}\nReply with other codes, dates or parameters, "
+                                            "or `cancel`.")}
+    missing = request.missing()
+    if "codes" in missing:
+        return {**update, **_clarify(state, "Which stocks? Give ts_codes with the exchange suffix, e.g. "
+                                            "000001.SZ (Ping An Bank) or 600000.SH (SPDB), comma-separated.")}
+    if "dates" in missing:
+        return {**update, **_clarify(state, "Which date range? Give a start and an end date as YYYYMMDD, "
+                                            "e.g. 20200101 20200630.")}
+    if "strategy" in missing:
+        return {**update, **_clarify(state, f"Which strategy?\n{library_help()}", strategy_names())}
+    strategy = STRATEGIES[request.strategy]  # type: ignore[index]
+    try:
+        params = strategy.resolve(request.params)
+        codes = normalize_codes(request.codes)
+        start, end = check_range(request.start, request.end)  # type: ignore[arg-type]
+    except (ValueError, DataError) as exc:
+        return {**update, **_clarify(state, f"{exc}. Reply with a corrected value, or `cancel`.")}
+    if len(codes) < strategy.min_codes:
+        return {**update, **_clarify(
+            state, f"{strategy.title} ranks stocks against each other; give at least {strategy.min_codes} codes.")}
+    update["user_intent"] = {
+        "type": "mixed",
+        "params": {"ts_code": ",".join(codes), "start_date": start, "end_date": end,
+                   "strategy_desc": strategy.description, "strategy": strategy.name, "strategy_params": params,
+                   "required_indicators": [f for f in strategy.fields if f not in BAR_FIELDS],
+                   "fields": list(strategy.fields)},
+    }
+    task = _next_step(state, ready)
+    return {**update, "current_task": task,
+            "execution_history": [*state.get("execution_history", []), f"reflection: {strategy.name} → {task}"]}
+
+
+def _reflect_llm(state: SignalState, text: str, config: RunnableConfig,
+                 runtime: Runtime[SignalContext]) -> dict[str, Any]:
+    retries = state.get("retry_count", 0) + (1 if state.get("error_messages") else 0)
+    update: dict[str, Any] = {"retry_count": retries}
+    repeated = _repeated_error(state)
+    if repeated:
+        return {**update, **_clarify(state, f"The same problem happened twice: {repeated}\n"
+                                            "How should I proceed? You can rephrase the strategy, change codes or "
+                                            "dates, or `cancel`.")}
+    if retries > MAX_RETRIES:
+        return {**update, **_clarify(state, f"I failed {MAX_RETRIES} times: {state['error_messages'][-1]}\n"
+                                            "Please adjust the request or `cancel`.")}
+    ws = workspace(runtime.context, config)
+
+    @tool
+    def workspace_status() -> str:
+        """List the frames in this thread's workspace with their shapes and date ranges."""
+        return workspace_summary(ws)
+
+    conversation = "\n".join(f"{m.type}: {m.content}" for m in state.get("messages", [])[-8:])
+    prompt = REFLECTION_PROMPT.format(
+        data_ready=bool(state.get("data_ready")), indicators_ready=bool(state.get("indicators_ready")),
+        signal_ready=bool(state.get("signal_ready")), workspace=workspace_summary(ws),
+        history="\n".join(state.get("execution_history", [])[-10:]) or "(none)",
+        errors="\n".join(state.get("error_messages", [])) or "(none)", retry_count=retries,
+        max_retries=MAX_RETRIES, conversation=conversation or text,
+    )
+    agent = create_agent(runtime.context.llm, tools=[workspace_status], system_prompt=prompt)
+    try:
+        run = agent.invoke({"messages": [HumanMessage(text or "Decide the next step.")]},
+                           {"recursion_limit": AGENT_STEP_LIMIT})
+        decision = parse_json_object(last_ai_text(run["messages"]))
+    except Exception as exc:  # noqa: BLE001 - a broken model answer is an error to retry, not a crash
+        error = f"reflection could not read the model's decision: {type(exc).__name__}: {exc}"
+        return {**update, "current_task": "reflection_failed", "error_messages": [error],
+                "error_log": [*state.get("error_log", []), error]}
+    intent = decision.get("user_intent") or {}
+    params = intent.get("params") or {}
+    update["user_intent"] = intent
+    action = str(decision.get("next_action") or "end")
+    if action == "clarify" or intent.get("needs_clarification"):
+        question = decision.get("clarification_question") or "Could you say more about the strategy?"
+        return {**update, **_clarify(state, str(question))}
+    if action in ("data_fetch", "signal_generate") and not (params.get("ts_code") and params.get("start_date")
+                                                          and params.get("end_date")):
+        return {**update, **_clarify(state, "Which stocks and which date range (YYYYMMDD to YYYYMMDD)?")}
+    if action == "signal_generate" and not state.get("data_ready"):
+        action = "data_fetch"
+    if action not in ("data_fetch", "signal_generate", "validate", "end"):
+        action = "end"
+    if action == "end" and state.get("signal_ready") and state.get("validated"):
+        action = "report"
+    history = [*state.get("execution_history", []), f"reflection: {decision.get('analysis', '')} → {action}"]
+    return {**update, "current_task": action, "execution_history": history, "error_messages": []}

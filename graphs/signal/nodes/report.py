@@ -1,0 +1,104 @@
+"""Report: backtest the validated signal, draw the chart, write the artifacts, and summarise — as data for
+the adapters (nothing here talks to Slack)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+
+from graphs.signal.context import SignalContext, thread_id, workspace
+from graphs.signal.state import SignalState
+from tools.backtest import BacktestResult, run_backtest
+from tools.charts import equity_and_signal_counts, price_with_trades
+from tools.workspace import WorkspaceError
+
+CONVENTIONS = ("next-bar execution at the open (close when no open), equal weight per code, long-only unless "
+               "configured, fees on traded notional; Sharpe = mean/std of daily returns x sqrt(252), rf = 0")
+
+
+def signal_counts(signal: pd.DataFrame) -> dict[str, int]:
+    return {"buy": int((signal == 1).sum().sum()), "sell": int((signal == -1).sum().sum()),
+            "hold": int((signal == 0).sum().sum()), "missing": int(signal.isna().sum().sum())}
+
+
+def summary_text(result: dict[str, Any]) -> str:
+    m = result["metrics"]
+    counts = result["counts"]
+    lines = [
+        f"*{result['title']}* on {len(result['codes'])} code(s), {result['first_date']}–{result['last_date']}"
+        f" ({result['shape'][0]} dates × {result['shape'][1]} codes)",
+        f"signals: {counts['buy']} buy, {counts['sell']} sell, {counts['hold']} hold, {counts['missing']} missing",
+        f"total return {m['total_return']:.2%}, annualised {m['annual_return']:.2%}, Sharpe {m['sharpe']:.2f}, "
+        f"max drawdown {m['max_drawdown']:.2%}",
+        f"trades {m['trades']}, hit rate {m['hit_rate']:.1%}, daily turnover {m['turnover']:.2%}, "
+        f"fee {m['fee_rate']:.2%} a side",
+    ]
+    lines += [f"warning: {w}" for w in result["warnings"]]
+    return "\n".join(lines)
+
+
+def report_node(state: SignalState, config: RunnableConfig, runtime: Runtime[SignalContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    ws = workspace(ctx, config)
+    signal = ws.get(state["signal_name"])  # type: ignore[arg-type]
+    close = ws.get("ohlcv/close")
+    try:
+        price = ws.get("ohlcv/open")
+    except WorkspaceError:
+        price = close
+    backtest = run_backtest(signal, price, fee_rate=ctx.fee_rate, long_only=ctx.long_only)
+    params = (state.get("user_intent") or {}).get("params") or {}
+    name = state["signal_name"].split("/", 1)[1]  # type: ignore[union-attr]
+    title = params.get("strategy") or name
+    if params.get("strategy_params"):
+        title += " (" + ", ".join(f"{k}={v}" for k, v in params["strategy_params"].items()) + ")"
+    out_dir = Path(ctx.artifacts_dir) / thread_id(config)
+    artifacts = _write_artifacts(out_dir, name, title, signal, close, backtest)
+    result = {
+        "workflow": "signal",
+        "title": title,
+        "strategy": params.get("strategy"),
+        "params": params.get("strategy_params") or {},
+        "description": params.get("strategy_desc"),
+        "codes": [str(c) for c in signal.columns],
+        "shape": list(signal.shape),
+        "first_date": f"{signal.index.min():%Y-%m-%d}",
+        "last_date": f"{signal.index.max():%Y-%m-%d}",
+        "counts": signal_counts(signal),
+        "metrics": backtest.metrics.as_dict(),
+        "conventions": CONVENTIONS,
+        "warnings": list(state.get("warnings", [])),
+        "signal_name": state["signal_name"],
+        "code": state.get("signal_code"),
+        "artifacts": artifacts,
+    }
+    text = summary_text(result)
+    return {"result": result, "messages": [AIMessage(text)], "current_task": "end",
+            "execution_history": [*state.get("execution_history", []), "report: done"]}
+
+
+def _write_artifacts(out_dir: Path, name: str, title: str, signal: pd.DataFrame, close: pd.DataFrame,
+                     backtest: BacktestResult) -> list[dict[str, str]]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if signal.shape[1] == 1:
+        code = signal.columns[0]
+        png = price_with_trades(close[code], backtest.positions[code], f"{title} — {code}")
+    else:
+        png = equity_and_signal_counts(backtest.equity, signal, f"{title} — equity of {signal.shape[1]} codes")
+    paths = {
+        "chart": (out_dir / f"{name}.png", "image/png"),
+        "signal_csv": (out_dir / f"{name}_signal.csv", "text/csv"),
+        "signal_parquet": (out_dir / f"{name}_signal.parquet", "application/vnd.apache.parquet"),
+        "metrics_csv": (out_dir / f"{name}_metrics.csv", "text/csv"),
+    }
+    paths["chart"][0].write_bytes(png)
+    signal.to_csv(paths["signal_csv"][0], date_format="%Y%m%d")
+    signal.to_parquet(paths["signal_parquet"][0])
+    pd.Series(backtest.metrics.as_dict()).rename("value").to_csv(paths["metrics_csv"][0], index_label="metric")
+    return [{"kind": kind, "path": str(path), "mime": mime, "title": f"{title} {kind.replace('_', ' ')}"}
+            for kind, (path, mime) in paths.items()]

@@ -1,0 +1,124 @@
+"""Validation of data and signal, with the seed's severities: errors send the run back, warnings pass on.
+
+Errors: no price data, no signal, a signal that is not a dates x codes frame aligned with the data, values
+outside {1, 0, -1, NaN}, no buy or sell at all, look-ahead (the signal changes when later data is removed).
+Warnings: codes or signal mostly missing, extreme daily returns (> 50%), non-positive prices, a signal
+covering fewer dates than the data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+
+from graphs.signal.context import SignalContext, workspace
+from graphs.signal.nodes.common import frame_inputs
+from graphs.signal.state import SignalState
+from tools.sandbox import Sandbox
+from tools.workspace import Workspace, WorkspaceError
+
+LOOKAHEAD_CUT = 0.6  # recompute on the first 60% of dates
+MISSING_WARN = 0.5
+EXTREME_RETURN = 0.5
+
+
+def check_data(close: pd.DataFrame) -> tuple[list[str], list[str]]:
+    errors: list[str] = []
+    warnings: list[str] = []
+    if close.empty or close.notna().sum().sum() == 0:
+        return ["no price data (ohlcv/close is empty)"], warnings
+    missing = close.isna().mean()
+    sparse = missing[missing > MISSING_WARN]
+    if len(sparse):
+        warnings.append(f"{len(sparse)} code(s) miss more than {MISSING_WARN:.0%} of dates: "
+                        f"{', '.join(sparse.index[:10])}")
+    extreme = int((close.pct_change(fill_method=None).abs() > EXTREME_RETURN).sum().sum())
+    if extreme:
+        warnings.append(f"{extreme} daily return(s) beyond ±{EXTREME_RETURN:.0%} (unadjusted prices or bad data?)")
+    if (close <= 0).any().any():
+        warnings.append("non-positive prices in the data")
+    return errors, warnings
+
+
+def check_signal_frame(signal: pd.DataFrame, close: pd.DataFrame) -> tuple[list[str], list[str]]:
+    errors: list[str] = []
+    warnings: list[str] = []
+    extra_codes = [c for c in signal.columns if c not in close.columns]
+    if extra_codes:
+        errors.append(f"signal has codes not in the data: {', '.join(map(str, extra_codes[:10]))}")
+    if not isinstance(signal.index, pd.DatetimeIndex) or not signal.index.isin(close.index).all():
+        errors.append("signal dates are not trade dates of the data (index must be the data's DatetimeIndex)")
+    elif len(signal.index) < len(close.index):
+        warnings.append(f"signal covers {len(signal.index)} of {len(close.index)} dates")
+    values = pd.unique(signal.to_numpy().ravel())
+    bad = sorted({float(v) for v in values if not (pd.isna(v) or v in (1, 0, -1))})
+    if bad:
+        errors.append(f"signal values must be 1, 0, -1 or NaN; found {', '.join(f'{v:g}' for v in bad[:5])}")
+    if not ((signal == 1) | (signal == -1)).any().any():
+        errors.append("the signal has no buy or sell at all (all 0 or NaN)")
+    nan_share = float(signal.isna().to_numpy().mean()) if signal.size else 1.0
+    if nan_share > MISSING_WARN:
+        warnings.append(f"{nan_share:.0%} of the signal is NaN (warm-up windows or missing data)")
+    return errors, warnings
+
+
+def lookahead_error(sandbox: Sandbox, code: str, inputs: dict[str, pd.DataFrame], signal: pd.DataFrame) -> str | None:
+    """Recompute the signal on data cut at an earlier date; the overlap must be identical."""
+    dates = inputs["close"].index
+    if len(dates) < 10:
+        return None
+    cutoff = dates[int(len(dates) * LOOKAHEAD_CUT)]
+    truncated = {name: frame.loc[:cutoff] for name, frame in inputs.items()}
+    rerun = sandbox.run(code, truncated, outputs=["signal"])
+    if not rerun.ok:
+        return f"the signal code fails on data cut at {cutoff:%Y-%m-%d}: {rerun.error}"
+    early = rerun.outputs["signal"]
+    full = signal.loc[:cutoff].reindex(index=early.index, columns=early.columns)
+    same = (full.to_numpy() == early.to_numpy()) | (np.isnan(full.to_numpy(dtype=float))
+                                                   & np.isnan(early.to_numpy(dtype=float)))
+    if same.all():
+        return None
+    first = early.index[np.where(~same.all(axis=1))[0][0]]
+    return (f"look-ahead: the signal on {first:%Y-%m-%d} changes when data after {cutoff:%Y-%m-%d} is removed, "
+            "so it uses future prices (e.g. shift(-n), centred windows, or full-sample statistics)")
+
+
+def validate_node(state: SignalState, config: RunnableConfig, runtime: Runtime[SignalContext]) -> dict[str, Any]:
+    ws = workspace(runtime.context, config)
+    errors, warnings = _validate(ws, runtime.context.sandbox, state.get("signal_name"), state.get("signal_code"))
+    history = [*state.get("execution_history", []),
+               f"validation: {len(errors)} error(s), {len(warnings)} warning(s)"]
+    if errors:
+        message = "validation failed: " + "; ".join(errors)
+        return {"validated": False, "signal_ready": False, "error_messages": [message],
+                "error_log": [*state.get("error_log", []), message], "warnings": warnings,
+                "execution_history": history}
+    return {"validated": True, "error_messages": [], "warnings": warnings, "execution_history": history}
+
+
+def _validate(ws: Workspace, sandbox: Sandbox, signal_name: str | None,
+              code: str | None) -> tuple[list[str], list[str]]:
+    try:
+        close = ws.get("ohlcv/close")
+    except WorkspaceError:
+        return ["no price data in the workspace (ohlcv/close)"], []
+    errors, warnings = check_data(close)
+    if errors:
+        return errors, warnings
+    if not signal_name:
+        return ["no signal was generated"], warnings
+    try:
+        signal = ws.get(signal_name)
+    except WorkspaceError:
+        return [f"signal {signal_name} is missing from the workspace"], warnings
+    signal_errors, signal_warnings = check_signal_frame(signal, close)
+    errors += signal_errors
+    warnings += signal_warnings
+    if not errors and code:
+        problem = lookahead_error(sandbox, code, frame_inputs(ws), signal)
+        if problem:
+            errors.append(problem)
+    return errors, warnings
