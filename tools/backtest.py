@@ -92,15 +92,14 @@ def run_backtest(signal: pd.DataFrame, price: pd.DataFrame, fee_rate: float = 0.
 
 def _hit_rate(positions: pd.DataFrame, forward: pd.DataFrame) -> float:
     """Share of holding periods (runs of one non-zero position in one code) that made money, before fees."""
-    wins = total = 0
-    for code in positions.columns:
-        held = positions[code].to_numpy()
-        moves = forward[code].to_numpy()
-        run_id = np.concatenate([[0], np.cumsum(held[1:] != held[:-1])])
-        active = held != 0
-        if not active.any():
-            continue
-        growth = pd.Series(np.log1p(held[active] * moves[active])).groupby(run_id[active]).sum()
-        wins += int((growth > 0).sum())
-        total += len(growth)
-    return wins / total if total else 0.0
+    held = positions.to_numpy()
+    if held.size == 0:
+        return 0.0
+    changed = np.vstack([np.ones((1, held.shape[1]), dtype=bool), held[1:] != held[:-1]])
+    run_id = np.cumsum(changed.T.ravel()).reshape(held.shape[1], -1).T  # runs numbered column by column
+    active = held != 0
+    if not active.any():
+        return 0.0
+    growth = np.bincount(run_id[active], weights=np.log1p(held[active] * forward.to_numpy()[active]))
+    present = np.bincount(run_id[active]) > 0
+    return float((growth[present] > 0).sum() / present.sum())

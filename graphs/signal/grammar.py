@@ -96,10 +96,16 @@ def parse(text: str) -> SignalRequest:
 
 
 def looks_structured(text: str) -> bool:
-    """True when the text is (mostly) the grammar rather than free prose."""
+    """True when the text is the grammar rather than free prose: it starts with a strategy name, or it is
+    made of codes, dates and parameters with at most one other word."""
+    tokens = [t for t in re.split(r"[\s,，]+", text.strip()) if t]
+    if tokens and tokens[0].lower() in ("signal", "/signal"):
+        tokens = tokens[1:]
+    if tokens and find_strategy(tokens[0]) is not None:
+        return True
     request = parse(text)
     known = len(request.codes) + (request.start is not None) + (request.end is not None) + len(request.params)
-    return request.strategy is not None or (known >= 1 and len(request.unknown_words) <= 1)
+    return known >= 1 and len(request.unknown_words) <= 1
 
 
 def strategy_names() -> list[str]:

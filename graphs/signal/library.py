@@ -81,7 +81,7 @@ slow_ma = close.rolling({slow}).mean()
 signal = (fast_ma > slow_ma).astype(float) - (fast_ma < slow_ma).astype(float)
 signal = signal.where(slow_ma.notna() & fast_ma.notna())
 """,
-    aliases=("ma", "sma_cross", "golden_cross"),
+    aliases=("sma_cross", "golden_cross"),
 ))
 
 _add(Strategy(
@@ -97,7 +97,6 @@ signal = (rank > 1 - {top}).astype(float) - (rank <= {bottom}).astype(float)
 signal = signal.where(ret.notna())
 """,
     min_codes=3,
-    aliases=("mom",),
 ))
 
 _add(Strategy(
@@ -156,7 +155,7 @@ lower = low.rolling({window}).min().shift(1)
 signal = (close > upper).astype(float) - (close < lower).astype(float)
 signal = signal.where(upper.notna() & lower.notna())
 """,
-    aliases=("donchian", "breakout"),
+    aliases=("donchian",),
 ))
 
 _add(Strategy(
@@ -172,7 +171,7 @@ signal = (score <= {cheap}).astype(float) - (score > 1 - {dear}).astype(float)
 signal = signal.where(score.notna())
 """,
     min_codes=3,
-    aliases=("value", "pe_pb"),
+    aliases=("pe_pb",),
 ))
 
 

@@ -47,10 +47,11 @@ class CachingProvider(MarketDataProvider):
         if to_fetch:
             self.misses += 1
             fresh = self.inner._fetch(dataset, to_fetch, start, end, fields)
+            by_code = dict(iter(fresh.groupby("ts_code", sort=False)))
+            empty = fresh.iloc[0:0]
             with self._lock:
                 for code in to_fetch:
-                    rows = fresh[fresh["ts_code"] == code]
-                    self._entries[(dataset, code, tuple(fields))] = (start, end, rows)
+                    self._entries[(dataset, code, tuple(fields))] = (start, end, by_code.get(code, empty))
                 while len(self._entries) > self.max_entries:
                     self._entries.popitem(last=False)
             parts.append(fresh)
