@@ -7,8 +7,11 @@ import sys
 
 from bot.console import run_console
 from bot.context import StartupError, build_context, configure_logging
+from bot.runner import Runner
 from tools.data.schema import DataError
+from tools.sandbox import SandboxUnavailable
 from tools.settings import get_settings
+from tools.storage.checkpointer import open_checkpointer
 from tools.storage.db import make_engine, redacted
 from tools.storage.migrate import upgrade
 
@@ -34,8 +37,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{redacted(url)} is at revision {revision}")
             return 0
         ctx = build_context(settings)
-        return run_console(ctx)
-    except (StartupError, DataError) as exc:
+        with open_checkpointer(settings.database_url_value) as checkpointer:
+            return run_console(ctx, Runner(ctx, checkpointer))
+    except (StartupError, DataError, SandboxUnavailable) as exc:
         print(f"quantdesk: {exc}", file=sys.stderr)
         return 2
 

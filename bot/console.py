@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import shlex
 import sys
+import uuid
 from collections.abc import Callable
 from typing import TextIO
 
 import pandas as pd
 
 from bot.context import AppContext
+from bot.runner import Outcome, Runner
 from tools.data.schema import DATASET_FIELDS, DataError, dataset_of
 from tools.workspace import Workspace, WorkspaceError
 
 HELP = """\
-commands:
+workflow requests (anything that is not a command below):
+  signal STRATEGY CODES START END [name=value ...]
+      e.g. signal ma_cross 000001.SZ,600000.SH 20200101 20200630 fast=5 slow=20
+      strategies: ma_cross, momentum, mean_reversion, rsi, bollinger, channel, valuation
+  free text (needs an LLM: OPENAI_API_KEY / OPENAI_BASE_URL)
+  while a question is pending, the next line is the answer (`cancel` to stop)
+data commands:
   codes                               codes the data provider knows
   fields                              fields the data provider offers
   bars CODES START END [FIELD ...]    daily bars (long), e.g. bars 000001.SZ,600000.SH 20200101 20200331
@@ -28,10 +36,12 @@ commands:
 class Console:
     """One console session = one thread id with its own workspace."""
 
-    def __init__(self, ctx: AppContext, out: TextIO, thread_id: str = "console") -> None:
+    def __init__(self, ctx: AppContext, runner: Runner, out: TextIO, thread_id: str = "console") -> None:
         self.ctx = ctx
+        self.runner = runner
         self.out = out
         self.workspace = Workspace(ctx.engine, thread_id)
+        self.waiting: tuple[str, str] | None = None  # (thread id, interrupt id) of the pending question
         self.commands: dict[str, Callable[[list[str]], None]] = {
             "codes": self.codes,
             "fields": self.fields,
@@ -57,9 +67,13 @@ class Console:
         name, args = words[0].lower(), words[1:]
         if name in ("quit", "exit"):
             return False
+        if self.waiting is not None:
+            thread, interrupt_id = self.waiting
+            self.show_outcome(self.runner.resume(thread, interrupt_id, {"type": "respond", "message": line.strip()}))
+            return True
         command = self.commands.get(name)
         if command is None:
-            self.say(f"error: unknown command {name!r}; type help")
+            self.show_outcome(self.runner.start(f"console-{uuid.uuid4().hex[:12]}", line.strip()))
             return True
         try:
             command(args)
@@ -68,6 +82,22 @@ class Console:
         except TypeError:
             self.say(f"error: wrong arguments for {name}; type help")
         return True
+
+    def show_outcome(self, outcome: Outcome) -> None:
+        self.waiting = None
+        if outcome.status == "waiting":
+            pending = outcome.interrupts[0]
+            self.waiting = (outcome.thread_id, pending["id"])
+            self.say(f"? {pending['value'].get('question', '')}")
+            if pending["value"].get("choices"):
+                self.say("  choices: " + " | ".join(pending["value"]["choices"]))
+            return
+        if outcome.status == "failed":
+            self.say(f"error: {outcome.text}")
+            return
+        self.say(outcome.text)
+        for artifact in (outcome.result or {}).get("artifacts", []):
+            self.say(f"  saved {artifact['kind']}: {artifact['path']}")
 
     def codes(self, _args: list[str]) -> None:
         known = self.ctx.provider.known_codes()
@@ -105,14 +135,14 @@ class Console:
             self.say(f"{frame.head(5)}\n...\n{frame.tail(5)}")
 
 
-def run_console(ctx: AppContext, stdin: TextIO = sys.stdin, out: TextIO = sys.stdout) -> int:
-    console = Console(ctx, out)
+def run_console(ctx: AppContext, runner: Runner, stdin: TextIO = sys.stdin, out: TextIO = sys.stdout) -> int:
+    console = Console(ctx, runner, out)
     interactive = stdin.isatty()
     if interactive:
-        console.say("QuantDesk console on embedded defaults. Type help.")
+        console.say("QuantDesk console. Type help.")
     while True:
         if interactive:
-            out.write("quant> ")
+            out.write("answer> " if console.waiting else "quant> ")
             out.flush()
         line = stdin.readline()
         if not line:

@@ -36,8 +36,28 @@ def test_chat_session_on_embedded_defaults(tmp_path: Path) -> None:
     assert "stored ohlcv/close 58x2 20200102..20200331" in lines
     assert any("600519.SH   20200102" in line for line in lines)
     assert any("'pe' (daily_basic) is not available from the bundled sample" in line for line in lines)
-    assert "error: unknown command 'bogus'; type help" in lines
+    assert any(line.startswith("Free-form requests need an LLM") for line in lines)
     assert (tmp_path / "data" / "quantdesk.db").is_file()
+
+
+def test_signal_session_with_a_clarify_answered_at_the_prompt(tmp_path: Path) -> None:
+    session = "\n".join([
+        "signal bollinger 600519.SH,000001.SZ window=30",
+        "20190101 20200601",
+        "signal momentum 000001.SZ 20190101 20200101",
+        "cancel",
+        "signal rsi 600519.SH 20190101 20190110",
+    ])
+    out = _quantdesk(["chat"], tmp_path, session)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("? Which date range?")
+    assert lines[1].startswith("*bollinger (window=30, k=2)* on 2 code(s), 2019-01-02–2020-06-01")
+    chart = next(line.split(": ", 1)[1] for line in lines if line.startswith("  saved chart: "))
+    assert Path(chart).read_bytes()[:4] == b"\x89PNG" and Path(chart).is_relative_to(tmp_path / "data")
+    assert "? Cross-sectional momentum ranks stocks against each other; give at least 3 codes." in lines
+    assert "Cancelled; nothing was run." in lines
+    assert any("the signal has no buy or sell at all" in line for line in lines[-2:]), lines[-2:]
 
 
 def test_workspace_persists_between_console_runs(tmp_path: Path) -> None:

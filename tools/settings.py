@@ -46,6 +46,10 @@ class Settings(BaseSettings):
     sandbox_require_full: bool = Field(default=False, alias="QUANTDESK_SANDBOX_REQUIRE_FULL")
     sandbox_workers: int = Field(default=2, ge=1, le=16, alias="QUANTDESK_SANDBOX_WORKERS")
 
+    # backtests
+    fee_rate: float = Field(default=0.0005, ge=0, le=0.05, alias="QUANTDESK_FEE_RATE")
+    long_only: bool = Field(default=True, alias="QUANTDESK_LONG_ONLY")
+
     log_level: str = Field(default="INFO", alias="QUANTDESK_LOG_LEVEL")
 
     @field_validator("approvers", mode="before")

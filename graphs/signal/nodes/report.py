@@ -56,7 +56,7 @@ def report_node(state: SignalState, config: RunnableConfig, runtime: Runtime[Sig
     name = state["signal_name"].split("/", 1)[1]  # type: ignore[union-attr]
     title = params.get("strategy") or name
     if params.get("strategy_params"):
-        title += " (" + ", ".join(f"{k}={v}" for k, v in params["strategy_params"].items()) + ")"
+        title += " (" + ", ".join(f"{k}={v:g}" for k, v in params["strategy_params"].items()) + ")"
     out_dir = Path(ctx.artifacts_dir) / thread_id(config)
     artifacts = _write_artifacts(out_dir, name, title, signal, close, backtest)
     result = {

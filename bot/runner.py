@@ -1,0 +1,77 @@
+"""Runs workflow graphs for the adapters: start a thread, resume a pause, report the outcome as data.
+
+One run at a time per thread (in this process); every run gets the same checkpointer and context."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.types import Command
+
+from bot.context import AppContext
+from graphs.llm import get_light_llm, get_llm
+from graphs.signal.context import SignalContext
+from graphs.signal.graph import build_signal_graph
+from tools.sandbox import SandboxUnavailable, default_sandbox
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Outcome:
+    """What a run came to: done (with a result or a reply), waiting on interrupts, or failed."""
+
+    thread_id: str
+    status: str
+    text: str = ""
+    result: dict[str, Any] | None = None
+    interrupts: list[dict[str, Any]] = field(default_factory=list)  # [{"id": ..., "value": payload}]
+
+
+class Runner:
+    def __init__(self, app: AppContext, checkpointer: BaseCheckpointSaver) -> None:
+        settings = app.settings
+        self.graph = build_signal_graph(checkpointer)
+        self.context = SignalContext(
+            provider=app.provider, engine=app.engine, sandbox=default_sandbox(),
+            artifacts_dir=settings.data_dir / "artifacts", llm=get_llm(settings), light_llm=get_light_llm(settings),
+            fee_rate=settings.fee_rate, long_only=settings.long_only,
+        )
+        self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+
+    def start(self, thread_id: str, text: str) -> Outcome:
+        return self._run(thread_id, {"messages": [HumanMessage(text)]})
+
+    def resume(self, thread_id: str, interrupt_id: str, value: Any) -> Outcome:
+        return self._run(thread_id, Command(resume={interrupt_id: value}))
+
+    def pending(self, thread_id: str) -> list[dict[str, Any]]:
+        state = self.graph.get_state(_config(thread_id))
+        return [{"id": i.id, "value": i.value} for i in state.interrupts]
+
+    def _run(self, thread_id: str, value: Any) -> Outcome:
+        with self._locks[thread_id]:
+            try:
+                out = self.graph.invoke(value, _config(thread_id), context=self.context)
+            except SandboxUnavailable as exc:
+                return Outcome(thread_id, "failed", f"Generated code cannot run here: {exc}")
+            except Exception:
+                log.exception("run failed on thread %s", thread_id)
+                return Outcome(thread_id, "failed", "Something went wrong in this run; it was logged. "
+                                                    "You can try again or start a new request.")
+        if out.get("__interrupt__"):
+            pending = [{"id": i.id, "value": i.value} for i in out["__interrupt__"]]
+            return Outcome(thread_id, "waiting", interrupts=pending)
+        if out.get("result"):
+            return Outcome(thread_id, "done", out["messages"][-1].content, result=out["result"])
+        return Outcome(thread_id, "done", out.get("final_reply") or "Done.")
+
+
+def _config(thread_id: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread_id}}
