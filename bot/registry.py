@@ -1,0 +1,147 @@
+"""Thread registry and persistent dedupe (ARCHITECTURE §2–3), on the application database.
+
+A Slack thread (team, channel, thread root ts) maps to one stable LangGraph thread id, derived from the
+key so that every process computes the same id; the row stores the workflow, the requester, the status
+and the pending interrupts with the Slack message that shows each. Dedupe keys (event ids, channel:ts,
+decisions on an interrupt) are claimed by inserting a primary key, so the first claimant wins across
+retries, restarts and replicas."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from tools.storage.models import AuditEntry, ProcessedEvent, ThreadRecord, utcnow
+
+STATUSES = ("running", "waiting", "done", "failed")
+
+
+class RegistryError(RuntimeError):
+    """A thread that cannot be mapped or found."""
+
+
+@dataclass(frozen=True)
+class ThreadInfo:
+    thread_id: str
+    team_id: str
+    channel_id: str
+    thread_ts: str
+    workflow: str | None
+    user_id: str | None
+    status: str
+    pending: dict[str, Any]
+
+
+def thread_id_for(team_id: str, channel_id: str, thread_ts: str) -> str:
+    """The stable LangGraph thread id of a Slack thread."""
+    digest = hashlib.sha256(f"{team_id}:{channel_id}:{thread_ts}".encode()).hexdigest()[:24]
+    return f"slack-{digest}"
+
+
+def _info(row: ThreadRecord) -> ThreadInfo:
+    return ThreadInfo(row.thread_id, row.team_id, row.channel_id, row.thread_ts, row.workflow, row.user_id,
+                      row.status, dict(row.pending or {}))
+
+
+class ThreadRegistry:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def open(self, team_id: str, channel_id: str, thread_ts: str, user_id: str | None,
+             workflow: str | None = None) -> tuple[ThreadInfo, bool]:
+        """The thread's record, created when new; returns (info, created)."""
+        thread_id = thread_id_for(team_id, channel_id, thread_ts)
+        with Session(self.engine) as session:
+            row = session.get(ThreadRecord, thread_id)
+            if row is not None:
+                if (row.team_id, row.channel_id, row.thread_ts) != (team_id, channel_id, thread_ts):
+                    raise RegistryError(f"thread id {thread_id} is already mapped to another Slack thread")
+                return _info(row), False
+            row = ThreadRecord(thread_id=thread_id, team_id=team_id, channel_id=channel_id, thread_ts=thread_ts,
+                               workflow=workflow, user_id=user_id, status="running", pending={})
+            session.add(row)
+            try:
+                session.commit()
+            except IntegrityError:  # another process created it first
+                session.rollback()
+                return _info(session.get(ThreadRecord, thread_id)), False  # type: ignore[arg-type]
+            return _info(row), True
+
+    def find(self, team_id: str, channel_id: str, thread_ts: str) -> ThreadInfo | None:
+        return self.get(thread_id_for(team_id, channel_id, thread_ts))
+
+    def get(self, thread_id: str) -> ThreadInfo | None:
+        with Session(self.engine) as session:
+            row = session.get(ThreadRecord, thread_id)
+            return _info(row) if row else None
+
+    def update(self, thread_id: str, *, status: str | None = None, workflow: str | None = None,
+               pending: dict[str, Any] | None = None) -> ThreadInfo:
+        """Set status, workflow or the whole pending map (interrupt id -> {"ts", "kind"})."""
+        if status is not None and status not in STATUSES:
+            raise RegistryError(f"unknown thread status {status!r}")
+        with Session(self.engine) as session, session.begin():
+            row = session.get(ThreadRecord, thread_id)
+            if row is None:
+                raise RegistryError(f"no thread {thread_id}")
+            if status is not None:
+                row.status = status
+            if workflow is not None:
+                row.workflow = workflow
+            if pending is not None:
+                row.pending = dict(pending)
+            row.updated_at = utcnow()
+            return _info(row)
+
+    def threads_of(self, user_id: str, statuses: tuple[str, ...] = ("running", "waiting")) -> list[ThreadInfo]:
+        with Session(self.engine) as session:
+            rows = session.scalars(select(ThreadRecord).where(ThreadRecord.user_id == user_id,
+                                                              ThreadRecord.status.in_(statuses))
+                                   .order_by(ThreadRecord.updated_at.desc())).all()
+            return [_info(r) for r in rows]
+
+    def waiting_threads(self) -> list[ThreadInfo]:
+        with Session(self.engine) as session:
+            rows = session.scalars(select(ThreadRecord).where(ThreadRecord.status == "waiting")).all()
+            return [_info(r) for r in rows]
+
+
+class Deduper:
+    """Claims keys once, persistently: `claim(key)` is True for the first caller only."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def claim(self, key: str) -> bool:
+        with Session(self.engine) as session:
+            session.add(ProcessedEvent(key=key[:200]))
+            try:
+                session.commit()
+            except IntegrityError:
+                return False
+            return True
+
+
+class AuditLog:
+    """Every human decision, append-only."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def record(self, thread_id: str, user_id: str, action: str, interrupt_id: str | None = None,
+               detail: dict[str, Any] | None = None) -> None:
+        with Session(self.engine) as session, session.begin():
+            session.add(AuditEntry(thread_id=thread_id, interrupt_id=interrupt_id, user_id=user_id, action=action,
+                                   detail=detail or {}))
+
+    def entries(self, thread_id: str) -> list[dict[str, Any]]:
+        with Session(self.engine) as session:
+            rows = session.scalars(select(AuditEntry).where(AuditEntry.thread_id == thread_id)
+                                   .order_by(AuditEntry.id)).all()
+            return [{"user_id": r.user_id, "action": r.action, "interrupt_id": r.interrupt_id, "detail": r.detail}
+                    for r in rows]
