@@ -1,0 +1,71 @@
+"""Every Block Kit payload the renderer builds is valid according to slack_sdk.models and within limits."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from slack_sdk.models.blocks import Block
+
+from bot.slack.render import answered_message, clarify_message, reply_message, signal_result_message
+from graphs.interrupts import clarify_request
+from graphs.signal.library import STRATEGIES
+from graphs.signal.nodes.report import CONVENTIONS
+
+
+def _valid(message: dict) -> list[dict]:
+    assert message["text"], "every message needs a plain-text fallback"
+    assert len(message["blocks"]) <= 50
+    for raw in message["blocks"]:
+        block = Block.parse(raw)
+        assert block is not None, raw
+        block.validate_json()
+        assert block.to_dict() == raw
+    return message["blocks"]
+
+
+def test_clarify_with_choices_makes_buttons() -> None:
+    payload = clarify_request("Which strategy?", list(STRATEGIES))
+    blocks = _valid(clarify_message("slack-abc", "int-1", payload))
+    buttons = [e for b in blocks if b["type"] == "actions" for e in b["elements"]]
+    assert [b["text"]["text"] for b in buttons] == list(STRATEGIES)
+    assert json.loads(buttons[0]["value"]) == {"t": "slack-abc", "i": "int-1", "d": "ma_cross"}
+    assert len({b["action_id"] for b in buttons}) == len(buttons)
+
+
+def test_long_texts_are_clipped_to_slack_limits() -> None:
+    payload = clarify_request("x" * 5000, ["y" * 200])
+    blocks = _valid(clarify_message("slack-abc", "int-1", payload))
+    assert len(blocks[0]["text"]["text"]) == 3000
+    assert len(blocks[1]["elements"][0]["text"]["text"]) == 75
+
+
+def test_answered_message_has_no_buttons() -> None:
+    blocks = _valid(answered_message("Which dates?", "U123", "20200101 20200601"))
+    assert all(b["type"] != "actions" for b in blocks)
+    assert "<@U123>" in blocks[0]["text"]["text"]
+
+
+@pytest.fixture
+def result() -> dict:
+    return {
+        "title": "ma_cross (fast=5, slow=20)", "codes": [f"{600000 + i}.SH" for i in range(30)],
+        "first_date": "2019-01-02", "last_date": "2020-06-01", "shape": [342, 30],
+        "counts": {"buy": 10, "sell": 12, "hold": 100, "missing": 4},
+        "metrics": {"total_return": 0.12, "annual_return": 0.08, "sharpe": 1.1, "max_drawdown": -0.1,
+                    "trades": 40, "hit_rate": 0.55, "turnover": 0.02, "fee_rate": 0.0005},
+        "conventions": CONVENTIONS, "warnings": ["w" * 4000, "two"],
+    }
+
+
+def test_signal_result_blocks(result: dict) -> None:
+    message = signal_result_message(result)
+    blocks = _valid(message)
+    assert blocks[0]["type"] == "header"
+    assert "and 18 more" in blocks[1]["text"]["text"]
+    assert "12.00%" in message["text"] and "Sharpe 1.10" in message["text"]
+    assert len(blocks[2]["fields"]) == 10
+
+
+def test_plain_reply() -> None:
+    _valid(reply_message("Cancelled; nothing was run."))
