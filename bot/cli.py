@@ -20,6 +20,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="quantdesk", description="QuantDesk research desk")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("chat", help="local console on the same workflows (reads stdin)")
+    serve = sub.add_parser("serve", help="run the Slack bot (Socket Mode with SLACK_APP_TOKEN, else HTTP mode)")
+    serve.add_argument("--host", default="0.0.0.0")
+    serve.add_argument("--port", type=int, default=3000)
     db = sub.add_parser("db", help="database maintenance")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     db_sub.add_parser("upgrade", help="apply migrations to DATABASE_URL")
@@ -38,6 +41,11 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         ctx = build_context(settings)
         with open_checkpointer(settings.database_url_value) as checkpointer:
+            if args.command == "serve":
+                from bot.slack.serve import serve
+
+                serve(ctx, checkpointer, args.host, args.port)
+                return 0
             return run_console(ctx, Runner(ctx, checkpointer))
     except (StartupError, DataError, SandboxUnavailable) as exc:
         print(f"quantdesk: {exc}", file=sys.stderr)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,8 @@ from graphs.signal.graph import build_signal_graph
 from tools.sandbox import SandboxUnavailable, default_sandbox
 
 log = logging.getLogger(__name__)
+
+Progress = Callable[[str], None]  # called with each node's name as it completes
 
 
 @dataclass
@@ -45,32 +48,37 @@ class Runner:
         )
         self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
 
-    def start(self, thread_id: str, text: str) -> Outcome:
-        return self._run(thread_id, {"messages": [HumanMessage(text)]})
+    def start(self, thread_id: str, text: str, progress: Progress | None = None) -> Outcome:
+        return self._run(thread_id, {"messages": [HumanMessage(text)]}, progress)
 
-    def resume(self, thread_id: str, interrupt_id: str, value: Any) -> Outcome:
-        return self._run(thread_id, Command(resume={interrupt_id: value}))
+    def resume(self, thread_id: str, interrupt_id: str, value: Any, progress: Progress | None = None) -> Outcome:
+        return self._run(thread_id, Command(resume={interrupt_id: value}), progress)
 
     def pending(self, thread_id: str) -> list[dict[str, Any]]:
         state = self.graph.get_state(_config(thread_id))
         return [{"id": i.id, "value": i.value} for i in state.interrupts]
 
-    def _run(self, thread_id: str, value: Any) -> Outcome:
+    def _run(self, thread_id: str, value: Any, progress: Progress | None) -> Outcome:
+        config = _config(thread_id)
         with self._locks[thread_id]:
             try:
-                out = self.graph.invoke(value, _config(thread_id), context=self.context)
+                for update in self.graph.stream(value, config, context=self.context, stream_mode="updates"):
+                    for node in update:
+                        if progress is not None and not node.startswith("__"):
+                            progress(node)
+                state = self.graph.get_state(config)
             except SandboxUnavailable as exc:
                 return Outcome(thread_id, "failed", f"Generated code cannot run here: {exc}")
             except Exception:
                 log.exception("run failed on thread %s", thread_id)
                 return Outcome(thread_id, "failed", "Something went wrong in this run; it was logged. "
                                                     "You can try again or start a new request.")
-        if out.get("__interrupt__"):
-            pending = [{"id": i.id, "value": i.value} for i in out["__interrupt__"]]
-            return Outcome(thread_id, "waiting", interrupts=pending)
-        if out.get("result"):
-            return Outcome(thread_id, "done", out["messages"][-1].content, result=out["result"])
-        return Outcome(thread_id, "done", out.get("final_reply") or "Done.")
+        if state.interrupts:
+            return Outcome(thread_id, "waiting", interrupts=[{"id": i.id, "value": i.value} for i in state.interrupts])
+        values = state.values
+        if values.get("result"):
+            return Outcome(thread_id, "done", values["messages"][-1].content, result=values["result"])
+        return Outcome(thread_id, "done", values.get("final_reply") or "Done.")
 
 
 def _config(thread_id: str) -> dict[str, Any]:

@@ -100,7 +100,8 @@ def _repeated_error(state: SignalState) -> str | None:
 def reflection_node(state: SignalState, config: RunnableConfig, runtime: Runtime[SignalContext]) -> dict[str, Any]:
     messages = state.get("messages", [])
     text = new_human_text(messages, state.get("consumed", 0))
-    base: dict[str, Any] = {"consumed": len(messages), "clarification_needed": None, "clarify_choices": []}
+    base: dict[str, Any] = {"consumed": len(messages), "clarification_needed": None, "clarify_choices": [],
+                            "result": None, "final_reply": None}
     if text.lower() in ("cancel", "stop", "abort", "取消"):
         return {**base, "current_task": "end", "final_reply": "Cancelled; nothing was run."}
     mode = state.get("mode")

@@ -1,0 +1,125 @@
+"""The Bolt app: listeners ack at once and hand the work to the front door."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from slack_bolt import App
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
+
+from bot.slack import render
+from bot.slack.frontdoor import FrontDoor, Where, clean_text, parse_button_value
+from tools.settings import Settings
+
+log = logging.getLogger(__name__)
+
+USAGE = """*QuantDesk* — `/quant <subcommand>`
+• `/quant signal STRATEGY CODES START END [name=value ...]` — e.g. `/quant signal ma_cross 000001.SZ,600000.SH \
+20200101 20200630 fast=5 slow=20`. Strategies: ma_cross, momentum, mean_reversion, rsi, bollinger, channel, valuation.
+• `/quant status` — your open threads and the questions waiting for you
+• `/quant help` — this text
+Or mention me in a channel (`@QuantDesk signal rsi 600519.SH 20190101 20200601`, or plain words when an LLM is \
+configured) and reply in the thread when I ask something."""
+
+NOT_YET = "The {name} workflow is not available yet; `/quant signal` is. See `/quant help`."
+NOT_IN_CHANNEL = ("I am not a member of this channel, so I cannot start a thread here. Invite me with "
+                  "`/invite @QuantDesk` and run the command again.")
+
+
+def make_client(settings: Settings) -> WebClient:
+    token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
+    return WebClient(token=token, base_url=settings.slack_api_url,
+                     retry_handlers=[RateLimitErrorRetryHandler(max_retry_count=2), ConnectionErrorRetryHandler()])
+
+
+def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
+    secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
+    app = App(client=client, signing_secret=secret, process_before_response=False)
+    bot_user = client.auth_test()["user_id"]
+
+    @app.event("app_mention")
+    def on_mention(body: dict[str, Any], event: dict[str, Any]) -> None:
+        channel, ts = event["channel"], event["ts"]
+        if not door.claim_event(body.get("event_id"), channel, ts):
+            return
+        door.submit_text(Where(body["team_id"], channel, event.get("thread_ts") or ts, event["user"]),
+                         event.get("text", ""))
+
+    @app.event("message")
+    def on_message(body: dict[str, Any], event: dict[str, Any]) -> None:
+        if event.get("subtype") or event.get("bot_id") or event.get("user") in (None, bot_user):
+            return
+        team, channel, text = body["team_id"], event["channel"], event.get("text", "")
+        thread_ts = event.get("thread_ts")
+        if event.get("channel_type") == "im":
+            root = thread_ts or event["ts"]
+        elif thread_ts and f"<@{bot_user}>" not in text and door.is_known_thread(team, channel, thread_ts):
+            root = thread_ts
+        else:
+            return  # not for us; mentions arrive as app_mention
+        if not door.claim_event(body.get("event_id"), channel, event["ts"]):
+            return
+        door.submit_text(Where(team, channel, root, event["user"]), text)
+
+    @app.command("/quant")
+    def on_command(ack: Any, command: dict[str, Any], respond: Any) -> None:
+        ack()
+        text = clean_text(command.get("text", ""))
+        sub, _, rest = text.partition(" ")
+        sub = sub.lower()
+        user, channel = command["user_id"], command["channel_id"]
+        if sub in ("", "help"):
+            respond(response_type="ephemeral", text=USAGE)
+        elif sub == "status":
+            respond(response_type="ephemeral", text=door_status(door, user))
+        elif sub in ("factor", "analyze", "rule"):
+            respond(response_type="ephemeral", text=NOT_YET.format(name=sub))
+        elif sub == "signal":
+            if not rest.strip():
+                respond(response_type="ephemeral", text="Usage: `/quant signal STRATEGY CODES START END "
+                                                        "[name=value ...]`. See `/quant help`.")
+                return
+            try:
+                root = client.chat_postMessage(channel=channel, text=f"<@{user}> asked: `/quant {text}`")["ts"]
+            except SlackApiError as exc:
+                error = exc.response.get("error")
+                respond(response_type="ephemeral", text=NOT_IN_CHANNEL if error in (
+                    "not_in_channel", "channel_not_found") else f"I could not post here ({error}).")
+                return
+            door.submit_text(Where(command["team_id"], channel, root, user), f"signal {rest}")
+        else:
+            respond(response_type="ephemeral", text=f"Unknown subcommand `{sub}`.\n{USAGE}")
+
+    @app.action(re.compile(r"^clarify_choice_\d+$"))
+    def on_choice(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+        ack()
+        thread_id, interrupt_id, choice = parse_button_value(action["value"])
+        user, channel = body["user"]["id"], body["channel"]["id"]
+        message_ts = body["message"]["ts"]
+        allowed, reason = door.decide(thread_id, interrupt_id, user)
+        if not allowed:
+            client.chat_postEphemeral(channel=channel, user=user, text=reason,
+                                      thread_ts=body["message"].get("thread_ts"))
+            return
+        info = door.registry.get(thread_id)
+        assert info is not None
+        door.audit.record(thread_id, user, "respond", interrupt_id, {"choice": choice, "source": "button"})
+        question = (info.pending.get(interrupt_id) or {}).get("question", "")
+        client.chat_update(channel=channel, ts=message_ts, **render.answered_message(question, user, choice))
+        door.submit_choice(Where(info.team_id, info.channel_id, info.thread_ts, user), thread_id, interrupt_id,
+                           choice, message_ts)
+
+    return app
+
+
+def door_status(door: FrontDoor, user: str) -> str:
+    threads = door.registry.threads_of(user)
+    if not threads:
+        return "You have no open QuantDesk threads."
+    lines = [f"• <#{t.channel_id}> thread {t.thread_ts}: {t.status}"
+             + (f", {len(t.pending)} question(s) waiting for you" if t.pending else "") for t in threads]
+    return "Your open threads:\n" + "\n".join(lines)

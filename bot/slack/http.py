@@ -1,0 +1,53 @@
+"""Bolt's HTTP mode on a threaded server: each request becomes a BoltRequest; Bolt verifies the signature."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlparse
+
+from slack_bolt import App, BoltRequest
+
+log = logging.getLogger(__name__)
+
+
+def make_server(app: App, host: str, port: int, path: str = "/slack/events") -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:  # noqa: N802
+            url = urlparse(self.path)
+            if url.path != path:
+                self._send(404, b"not found", {})
+                return
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode("utf-8")
+            headers = {k.lower(): [v] for k, v in self.headers.items()}
+            response = app.dispatch(BoltRequest(body=body, query=url.query, headers=headers))
+            self._send(response.status, response.body.encode("utf-8"),
+                       {k: v[0] for k, v in response.headers.items() if v})
+
+        def do_GET(self) -> None:  # noqa: N802
+            self._send(200 if urlparse(self.path).path == "/healthz" else 404, b"ok", {})
+
+        def _send(self, status: int, data: bytes, headers: dict[str, str]) -> None:
+            self.send_response(status)
+            for key, value in headers.items():
+                if key.lower() != "content-length":
+                    self.send_header(key, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, fmt: str, *args: object) -> None:
+            log.debug("http: " + fmt, *args)
+
+    server = ThreadingHTTPServer((host, port), Handler)
+    server.daemon_threads = True
+    return server
+
+
+def serve_in_thread(server: ThreadingHTTPServer) -> threading.Thread:
+    thread = threading.Thread(target=server.serve_forever, daemon=True, name="quantdesk-http")
+    thread.start()
+    return thread

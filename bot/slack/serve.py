@@ -1,0 +1,48 @@
+"""`quantdesk serve`: wire the runner, registry and Bolt app, then run Socket Mode or HTTP mode."""
+
+from __future__ import annotations
+
+import logging
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from bot.context import AppContext, StartupError
+from bot.locks import ThreadLocks
+from bot.registry import AuditLog, Deduper, ThreadRegistry
+from bot.runner import Runner
+from bot.slack.app import build_app, make_client
+from bot.slack.frontdoor import FrontDoor
+from bot.slack.http import make_server
+
+log = logging.getLogger(__name__)
+
+
+def build_front_door(ctx: AppContext, checkpointer: BaseCheckpointSaver):  # noqa: ANN201
+    """The Bolt app and its front door for `ctx`."""
+    settings = ctx.settings
+    if settings.slack_bot_token is None:
+        raise StartupError("SLACK_BOT_TOKEN is not set; see README, 'Slack app in five steps'")
+    client = make_client(settings)
+    door = FrontDoor(Runner(ctx, checkpointer), client, ThreadRegistry(ctx.engine), Deduper(ctx.engine),
+                     AuditLog(ctx.engine), ThreadLocks(ctx.engine), settings.approvers)
+    return build_app(settings, client, door), door
+
+
+def serve(ctx: AppContext, checkpointer: BaseCheckpointSaver, host: str, port: int) -> None:
+    settings = ctx.settings
+    app, _door = build_front_door(ctx, checkpointer)
+    if settings.slack_app_token is not None:
+        from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+        log.info("Slack Socket Mode")
+        SocketModeHandler(app, settings.slack_app_token.get_secret_value()).start()
+        return
+    if settings.slack_signing_secret is None:
+        raise StartupError("HTTP mode needs SLACK_SIGNING_SECRET (or set SLACK_APP_TOKEN for Socket Mode)")
+    server = make_server(app, host, port)
+    log.info("Slack HTTP mode on %s:%s/slack/events", host, server.server_address[1])
+    print(f"listening on http://{host}:{server.server_address[1]}/slack/events", flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()

@@ -1,0 +1,185 @@
+"""The real Bolt app behind `quantdesk serve` (HTTP mode): signed requests in over HTTP, a fake Slack Web API
+recording every call out."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from itertools import count
+from pathlib import Path
+
+import pytest
+from slack_sdk.models.blocks import Block
+
+from tests.fakes.slack_server import SlackServer
+from tests.slack_harness import BotProcess, action_body, command_body, event_body, mention, message, post
+
+ALICE, BOB, CAROL = "UALICE", "UBOB", "UCAROL"
+_ts = count(1)
+
+
+def new_ts() -> str:
+    return f"{1800000000 + next(_ts)}.{int(time.time() * 1000) % 1000000:06d}"
+
+
+@pytest.fixture(scope="module")
+def slack() -> Iterator[SlackServer]:
+    with SlackServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def bot(slack: SlackServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BotProcess]:
+    data = tmp_path_factory.mktemp("bot")
+    process = BotProcess(slack.url, f"sqlite:///{data / 'q.db'}", data, QUANTDESK_APPROVERS=CAROL)
+    yield process
+    process.stop()
+
+
+def in_thread(channel: str, thread_ts: str):  # noqa: ANN201
+    return lambda c: c.args.get("channel") == channel and c.args.get("thread_ts") == thread_ts
+
+
+def _blocks_valid(call) -> list[dict]:  # noqa: ANN001
+    blocks = call.args.get("blocks")
+    blocks = json.loads(blocks) if isinstance(blocks, str) else (blocks or [])
+    for raw in blocks:
+        Block.parse(raw).validate_json()
+    assert call.args.get("text"), "a plain-text fallback is required"
+    return blocks
+
+
+def _question_call(slack: SlackServer, channel: str, thread_ts: str, n: int = 1):  # noqa: ANN202
+    calls = slack.fake.wait_for("chat.postMessage", n, where=lambda c: in_thread(channel, thread_ts)(c)
+                                and "blocks" in c.args and ":question:" in json.dumps(c.args["blocks"]))
+    return calls[n - 1]
+
+
+def test_mention_clarify_reply_result_with_chart(slack: SlackServer, bot: BotProcess) -> None:
+    channel, root = "C100", new_ts()
+    status, _ = post(bot.url, event_body(mention(channel, ALICE, "signal rsi 600519.SH", root)), "application/json")
+    assert status == 200
+    question = _question_call(slack, channel, root)
+    assert "date range" in question.args["text"]
+    _blocks_valid(question)
+    post(bot.url, event_body(message(channel, ALICE, "20190101 20200601", new_ts(), thread_ts=root)),
+         "application/json")
+    result = slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, root)(c)
+                                 and str(c.args.get("text", "")).startswith("Signal rsi"))[0]
+    blocks = _blocks_valid(result)
+    assert blocks[0]["type"] == "header"
+    complete = slack.fake.wait_for("files.completeUploadExternal", where=lambda c: c.args.get("channel_id") == channel
+                                   and c.args.get("thread_ts") == root)[0]
+    files = complete.args["files"]
+    files = json.loads(files) if isinstance(files, str) else files
+    assert len(files) == 3
+    uploads = {c.args["file_id"]: c.body for c in slack.fake.of("upload")}
+    assert any(body[:8] == b"\x89PNG\r\n\x1a\n" for f in files if (body := uploads.get(f["id"])))
+    # the question was updated to show who answered, without buttons
+    updated = slack.fake.wait_for("chat.update", where=lambda c: c.args.get("ts") == question.response["ts"]
+                                  and "blocks" in c.args)[0]
+    assert "UALICE" in json.dumps(updated.args["blocks"]) and "actions" not in json.dumps(updated.args["blocks"])
+
+
+def test_slash_command_starts_a_thread(slack: SlackServer, bot: BotProcess) -> None:
+    channel = "C200"
+    response_url = slack.url.replace("/api/", "/respond/cmd1")
+    status, body = post(bot.url, command_body("signal ma_cross 000001.SZ,600000.SH 20190101 20200601", channel, BOB,
+                                              response_url), "application/x-www-form-urlencoded")
+    assert status == 200 and body == ""
+    root_call = slack.fake.wait_for("chat.postMessage", where=lambda c: c.args.get("channel") == channel
+                                    and "thread_ts" not in c.args)[0]
+    assert "asked: `/quant signal ma_cross" in root_call.args["text"]
+    slack.fake.wait_for("chat.postMessage", where=lambda c: c.args.get("channel") == channel
+                        and str(c.args.get("text", "")).startswith("Signal ma_cross"))
+
+
+def test_help_and_unknown_subcommands_are_ephemeral(slack: SlackServer, bot: BotProcess) -> None:
+    for text, expected in [("help", "/quant signal STRATEGY"), ("factor momentum", "not available yet"),
+                           ("frobnicate", "Unknown subcommand")]:
+        url = slack.url.replace("/api/", f"/respond/{text.split()[0]}")
+        post(bot.url, command_body(text, "C300", BOB, url), "application/x-www-form-urlencoded")
+        reply = slack.fake.wait_for("respond", where=lambda c, t=expected: t in c.args.get("text", ""))[0]
+        assert reply.args["response_type"] == "ephemeral"
+
+
+def test_not_in_channel_explains_how_to_invite(slack: SlackServer, bot: BotProcess) -> None:
+    slack.fake.not_in_channels.add("C404")
+    url = slack.url.replace("/api/", "/respond/invite")
+    post(bot.url, command_body("signal rsi 600519.SH 20190101 20200101", "C404", BOB, url),
+         "application/x-www-form-urlencoded")
+    reply = slack.fake.wait_for("respond", where=lambda c: "/invite @QuantDesk" in c.args.get("text", ""))[0]
+    assert reply.args["response_type"] == "ephemeral"
+
+
+def test_retries_and_double_delivery_start_one_run(slack: SlackServer, bot: BotProcess) -> None:
+    channel, ts = "C500", new_ts()
+    event = mention(channel, ALICE, "signal rsi 600519.SH", ts)
+    body = event_body(event, event_id="EvDUP1")
+    post(bot.url, body, "application/json")
+    post(bot.url, body, "application/json", retry=1)
+    post(bot.url, body, "application/json", retry=2)
+    post(bot.url, event_body(message(channel, ALICE, event["text"], ts)), "application/json")  # message twin
+    _question_call(slack, channel, ts)
+    time.sleep(1.5)
+    working = [c for c in slack.fake.of("chat.postMessage") if in_thread(channel, ts)(c)
+               and "working" in str(c.args.get("text"))]
+    assert len(working) == 1
+
+
+def test_buttons_authorisation_and_double_click(slack: SlackServer, bot: BotProcess) -> None:
+    channel, root = "C600", new_ts()
+    post(bot.url, event_body(mention(channel, ALICE, "signal 600519.SH,000001.SZ,600036.SH 20190101 20200601", root)),
+         "application/json")
+    question = _question_call(slack, channel, root)
+    blocks = _blocks_valid(question)
+    button = next(e for b in blocks if b["type"] == "actions" for e in b["elements"]
+                  if e["text"]["text"] == "momentum")
+    message_ts = question.response["ts"]
+    action = {"action_id": button["action_id"], "block_id": "clarify_0", "value": button["value"],
+              "text": button["text"]}
+    post(bot.url, action_body(BOB, channel, message_ts, root, action), "application/x-www-form-urlencoded")
+    refusal = slack.fake.wait_for("chat.postEphemeral", where=lambda c: c.args.get("user") == BOB
+                                  and c.args.get("channel") == channel)[0]
+    assert "Only the person who started this request" in refusal.args["text"]
+    time.sleep(0.5)
+    working = [c for c in slack.fake.of("chat.postMessage") if in_thread(channel, root)(c)
+               and "working" in str(c.args.get("text"))]
+    assert len(working) == 1  # only the first run's status: the refused click resumed nothing
+    post(bot.url, action_body(CAROL, channel, message_ts, root, action), "application/x-www-form-urlencoded")
+    post(bot.url, action_body(ALICE, channel, message_ts, root, action), "application/x-www-form-urlencoded")
+    slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, root)(c)
+                        and str(c.args.get("text", "")).startswith("Signal momentum"))
+    handled = slack.fake.wait_for("chat.postEphemeral", where=lambda c: c.args.get("user") == ALICE
+                                  and c.args.get("channel") == channel)[0]
+    assert handled.args["text"] == "Already handled."
+    results = [c for c in slack.fake.of("chat.postMessage") if in_thread(channel, root)(c)
+               and str(c.args.get("text", "")).startswith("Signal momentum")]
+    assert len(results) == 1
+
+
+def test_upload_failure_is_reported_and_loses_nothing(slack: SlackServer, bot: BotProcess) -> None:
+    slack.fake.fail_uploads = True
+    try:
+        channel, root = "C700", new_ts()
+        post(bot.url, event_body(mention(channel, ALICE, "signal channel 600519.SH 20190101 20200601", root)),
+             "application/json")
+        note = slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, root)(c)
+                                   and "could not upload" in str(c.args.get("text", "")))[0]
+        paths = [line.split("`")[1] for line in note.args["text"].splitlines() if "`" in line]
+        assert paths and all(Path(p).is_file() for p in paths)
+    finally:
+        slack.fake.fail_uploads = False
+
+
+def test_bad_signature_is_rejected(bot: BotProcess) -> None:
+    import urllib.request
+
+    body = event_body(mention("C1", ALICE, "hi", new_ts()))
+    request = urllib.request.Request(bot.url, data=body.encode(), method="POST", headers={
+        "Content-Type": "application/json", "X-Slack-Request-Timestamp": str(int(time.time())),
+        "X-Slack-Signature": "v0=deadbeef"})
+    with pytest.raises(urllib.error.HTTPError) as info:
+        urllib.request.urlopen(request, timeout=10)
+    assert info.value.code == 401
