@@ -49,8 +49,9 @@ class FrontDoor:
 
     def claim_event(self, event_id: str | None, channel: str, ts: str) -> bool:
         """True when neither the event id nor channel:ts was seen before (retries, app_mention + message)."""
-        first = self.deduper.claim(f"event:{event_id}") if event_id else True
-        return self.deduper.claim(f"msg:{channel}:{ts}") and first
+        if event_id and not self.deduper.claim(f"event:{event_id}"):
+            return False  # a retry: stop before touching the message key, or two deliveries could both drop it
+        return self.deduper.claim(f"msg:{channel}:{ts}")
 
     def is_known_thread(self, team: str, channel: str, thread_ts: str) -> bool:
         return self.registry.find(team, channel, thread_ts) is not None
