@@ -183,3 +183,65 @@ def test_bad_signature_is_rejected(bot: BotProcess) -> None:
     with pytest.raises(urllib.error.HTTPError) as info:
         urllib.request.urlopen(request, timeout=10)
     assert info.value.code == 401
+
+
+def test_direct_messages_work_like_mentions(slack: SlackServer, bot: BotProcess) -> None:
+    channel, ts = "D900", new_ts()
+    post(bot.url, event_body(message(channel, ALICE, "signal bollinger 600519.SH 20190101 20200601", ts,
+                                     channel_type="im")), "application/json")
+    slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, ts)(c)
+                        and str(c.args.get("text", "")).startswith("Signal bollinger"))
+
+
+def test_two_replies_at_once_are_serialised(slack: SlackServer, bot: BotProcess) -> None:
+    import threading
+
+    channel, root = "C800", new_ts()
+    post(bot.url, event_body(mention(channel, ALICE, "signal rsi 600519.SH 20190101 20200601", root)),
+         "application/json")
+    done = lambda c: in_thread(channel, root)(c) and str(c.args.get("text", "")).startswith("Signal ")  # noqa: E731
+    slack.fake.wait_for("chat.postMessage", where=done)
+    replies = [event_body(message(channel, ALICE, text, new_ts(), thread_ts=root))
+               for text in ("window=10", "window=20")]
+    senders = [threading.Thread(target=post, args=(bot.url, body, "application/json")) for body in replies]
+    for sender in senders:
+        sender.start()
+    for sender in senders:
+        sender.join()
+    slack.fake.wait_for("chat.postMessage", 3, where=done)
+    thread_calls = [c for c in slack.fake.calls if c.method == "chat.postMessage" and in_thread(channel, root)(c)]
+    kinds = ["start" if "working" in str(c.args.get("text")) else "end" for c in thread_calls
+             if "working" in str(c.args.get("text")) or done(c)]
+    assert kinds == ["start", "end"] * 3  # each run finished before the next one started
+
+
+def test_a_paused_run_is_resumed_by_a_click_in_a_new_process(slack: SlackServer, pg_url: str,
+                                                             tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith(("QUANTDESK_", "DATABASE_"))}
+    upgraded = subprocess.run([sys.executable, "-m", "bot.cli", "db", "upgrade"], capture_output=True, text=True,
+                              env={**env, "DATABASE_URL": pg_url, "QUANTDESK_DATA_DIR": str(tmp_path)})
+    assert upgraded.returncode == 0, upgraded.stderr
+    channel, root = "C950", new_ts()
+    first = BotProcess(slack.url, pg_url, tmp_path / "a")
+    try:
+        post(first.url, event_body(mention(channel, ALICE, "signal 600519.SH,000001.SZ,600036.SH 20190101 "
+                                                           "20200601", root)), "application/json")
+        question = _question_call(slack, channel, root)
+    finally:
+        first.stop()
+    blocks = _blocks_valid(question)
+    button = next(e for b in blocks if b["type"] == "actions" for e in b["elements"]
+                  if e["text"]["text"] == "mean_reversion")
+    second = BotProcess(slack.url, pg_url, tmp_path / "b")
+    try:
+        action = {"action_id": button["action_id"], "block_id": "clarify_0", "value": button["value"],
+                  "text": button["text"]}
+        post(second.url, action_body(ALICE, channel, question.response["ts"], root, action),
+             "application/x-www-form-urlencoded")
+        slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, root)(c)
+                            and str(c.args.get("text", "")).startswith("Signal mean_reversion"))
+    finally:
+        second.stop()
