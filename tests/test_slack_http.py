@@ -151,9 +151,14 @@ def test_buttons_authorisation_and_double_click(slack: SlackServer, bot: BotProc
     post(bot.url, action_body(ALICE, channel, message_ts, root, action), "application/x-www-form-urlencoded")
     slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, root)(c)
                         and str(c.args.get("text", "")).startswith("Signal momentum"))
-    handled = slack.fake.wait_for("chat.postEphemeral", where=lambda c: c.args.get("user") == ALICE
-                                  and c.args.get("channel") == channel)[0]
-    assert handled.args["text"] == "Already handled."
+    # the approver and the requester clicked at once: exactly one wins, the other hears "Already handled."
+    handled = slack.fake.wait_for("chat.postEphemeral", where=lambda c: c.args.get("user") in (ALICE, CAROL)
+                                  and c.args.get("channel") == channel)
+    assert [c.args["text"] for c in handled] == ["Already handled."]
+    post(bot.url, action_body(ALICE, channel, message_ts, root, action), "application/x-www-form-urlencoded")
+    stale = slack.fake.wait_for("chat.postEphemeral", 2, where=lambda c: c.args.get("user") in (ALICE, CAROL)
+                                and c.args.get("channel") == channel)
+    assert stale[1].args["text"] == "Already handled."  # a click on an answered question
     results = [c for c in slack.fake.of("chat.postMessage") if in_thread(channel, root)(c)
                and str(c.args.get("text", "")).startswith("Signal momentum")]
     assert len(results) == 1

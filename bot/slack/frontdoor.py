@@ -114,7 +114,8 @@ class FrontDoor:
             return False, "This thread is not one of mine any more."
         if not self.authorised(info, user):
             return False, "Only the person who started this request or a configured approver can answer it."
-        if interrupt_id not in info.pending or not self.deduper.claim(f"decision:{interrupt_id}"):
+        still_pending = {p["id"] for p in self.runner.pending(thread_id)}  # the checkpoint is the durable truth
+        if interrupt_id not in still_pending or not self.deduper.claim(f"decision:{interrupt_id}"):
             return False, "Already handled."
         return True, ""
 
@@ -152,13 +153,16 @@ class FrontDoor:
     def _render(self, where: Where, info: ThreadInfo, outcome: Outcome, status_ts: str | None) -> None:
         if outcome.status == "waiting":
             self._finish_status(where, status_ts, ":speech_balloon: waiting for your answer")
-            pending: dict[str, Any] = {}
+            pending: dict[str, Any] = {
+                i["id"]: {"kind": i["value"].get("type"), "question": i["value"].get("question", "")}
+                for i in outcome.interrupts
+            }
+            self.registry.update(info.thread_id, status="waiting", pending=pending)
             for interrupt in outcome.interrupts:
                 message = render.clarify_message(outcome.thread_id, interrupt["id"], interrupt["value"])
                 posted = self.client.chat_postMessage(channel=where.channel, thread_ts=where.thread_ts, **message)
-                pending[interrupt["id"]] = {"ts": posted["ts"], "kind": interrupt["value"].get("type"),
-                                            "question": interrupt["value"].get("question", "")}
-            self.registry.update(info.thread_id, status="waiting", pending=pending)
+                pending[interrupt["id"]]["ts"] = posted["ts"]
+            self.registry.update(info.thread_id, pending=pending)
             return
         if outcome.status == "failed":
             self._finish_status(where, status_ts, ":x: stopped")
