@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHES = ("data_workspace", "sandbox", "signal_workflow")
+BENCHES = ("data_workspace", "sandbox", "signal_workflow", "slack_ack")
 
 
 def main(names: list[str]) -> int:

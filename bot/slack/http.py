@@ -42,9 +42,13 @@ def make_server(app: App, host: str, port: int, path: str = "/slack/events") -> 
         def log_message(self, fmt: str, *args: object) -> None:
             log.debug("http: " + fmt, *args)
 
-    server = ThreadingHTTPServer((host, port), Handler)
+    server = _Server((host, port), Handler)
     server.daemon_threads = True
     return server
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 512  # the default backlog of 5 resets connections when Slack sends bursts
 
 
 def serve_in_thread(server: ThreadingHTTPServer) -> threading.Thread:
