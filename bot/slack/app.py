@@ -106,7 +106,8 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
                                       thread_ts=body["message"].get("thread_ts"))
             return
         info = door.registry.get(thread_id)
-        assert info is not None
+        if info is None:  # decide() found it a moment ago; it cannot vanish, but never resume blindly
+            return
         door.audit.record(thread_id, user, "respond", interrupt_id, {"choice": choice, "source": "button"})
         question = (info.pending.get(interrupt_id) or {}).get("question", "")
         client.chat_update(channel=channel, ts=message_ts, **render.answered_message(question, user, choice))
