@@ -7,10 +7,12 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from itertools import count
 from typing import Any
 from urllib.parse import parse_qs
+
+from tests.fakes.loopback import LoopbackServer
 
 BOT_USER = "UBOT"
 BOT_ID = "BBOT"
@@ -118,18 +120,9 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-class SlackServer:
+class SlackServer(LoopbackServer):
     def __init__(self, fake: FakeSlack | None = None) -> None:
         self.fake = fake or FakeSlack()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), type("H", (_Handler,), {"fake": self.fake}))
-        self.fake.port = self.httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.fake.port}/api/"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> SlackServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(type("H", (_Handler,), {"fake": self.fake}))
+        self.fake.port = self.port
+        self.url = f"http://127.0.0.1:{self.port}/api/"

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pandas as pd
+
+from tests.fakes.loopback import LoopbackServer
 
 ROW_LIMIT = 6000
 GOOD_TOKEN = "good-token"
@@ -75,20 +76,10 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-class TushareServer:
+class TushareServer(LoopbackServer):
     """Runs a FakeTushare on 127.0.0.1 with an ephemeral port."""
 
     def __init__(self, fake: FakeTushare) -> None:
-        handler = type("Handler", (_Handler,), {"fake": fake})
+        super().__init__(type("Handler", (_Handler,), {"fake": fake}))
         self.fake = fake
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> TushareServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.url = f"http://127.0.0.1:{self.port}"
