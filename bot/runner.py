@@ -13,7 +13,7 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.types import Command
+from langgraph.types import Command, StateSnapshot
 
 from bot.context import AppContext
 from graphs.llm import get_light_llm, get_llm
@@ -55,8 +55,7 @@ class Runner:
         return self._run(thread_id, Command(resume={interrupt_id: value}), progress)
 
     def pending(self, thread_id: str) -> list[dict[str, Any]]:
-        state = self.graph.get_state(_config(thread_id))
-        return [{"id": i.id, "value": i.value} for i in state.interrupts]
+        return _interrupts(self.graph.get_state(_config(thread_id)))
 
     def _run(self, thread_id: str, value: Any, progress: Progress | None) -> Outcome:
         config = _config(thread_id)
@@ -74,11 +73,15 @@ class Runner:
                 return Outcome(thread_id, "failed", "Something went wrong in this run; it was logged. "
                                                     "You can try again or start a new request.")
         if state.interrupts:
-            return Outcome(thread_id, "waiting", interrupts=[{"id": i.id, "value": i.value} for i in state.interrupts])
+            return Outcome(thread_id, "waiting", interrupts=_interrupts(state))
         values = state.values
         if values.get("result"):
             return Outcome(thread_id, "done", values["messages"][-1].content, result=values["result"])
         return Outcome(thread_id, "done", values.get("final_reply") or "Done.")
+
+
+def _interrupts(state: StateSnapshot) -> list[dict[str, Any]]:
+    return [{"id": i.id, "value": i.value} for i in state.interrupts]
 
 
 def _config(thread_id: str) -> dict[str, Any]:

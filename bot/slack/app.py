@@ -11,7 +11,6 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
-from bot.slack import render
 from bot.slack.frontdoor import FrontDoor, Where, clean_text, parse_button_value
 from tools.settings import Settings
 
@@ -108,11 +107,9 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
         info = door.registry.get(thread_id)
         if info is None:  # decide() found it a moment ago; it cannot vanish, but never resume blindly
             return
-        door.audit.record(thread_id, user, "respond", interrupt_id, {"choice": choice, "source": "button"})
-        question = (info.pending.get(interrupt_id) or {}).get("question", "")
-        client.chat_update(channel=channel, ts=message_ts, **render.answered_message(question, user, choice))
-        door.submit_choice(Where(info.team_id, info.channel_id, info.thread_ts, user), thread_id, interrupt_id,
-                           choice, message_ts)
+        where = Where(info.team_id, info.channel_id, info.thread_ts, user)
+        door.accept_answer(where, info, interrupt_id, choice, {"choice": choice, "source": "button"}, message_ts)
+        door.submit_choice(where, thread_id, interrupt_id, choice)
 
     return app
 

@@ -59,8 +59,8 @@ class FrontDoor:
     def submit_text(self, where: Where, text: str) -> Future:
         return self.pool.submit(self._guarded, self._handle_text, where, clean_text(text))
 
-    def submit_choice(self, where: Where, thread_id: str, interrupt_id: str, choice: str, message_ts: str) -> Future:
-        return self.pool.submit(self._guarded, self._handle_choice, where, thread_id, interrupt_id, choice, message_ts)
+    def submit_choice(self, where: Where, thread_id: str, interrupt_id: str, choice: str) -> Future:
+        return self.pool.submit(self._guarded, self._handle_choice, where, thread_id, interrupt_id, choice)
 
     def authorised(self, thread: ThreadInfo, user: str) -> bool:
         return user == thread.user_id or user in self.approvers
@@ -87,8 +87,7 @@ class FrontDoor:
                     return
                 if not self.deduper.claim(f"decision:{interrupt['id']}"):
                     return  # a button click answered it first
-                self.audit.record(thread_id, where.user, "respond", interrupt["id"], {"source": "thread reply"})
-                self._close_question(where, info, interrupt["id"], where.user, text)
+                self.accept_answer(where, info, interrupt["id"], text, {"source": "thread reply"})
                 status = self._status_message(where)
                 outcome = self.runner.resume(thread_id, interrupt["id"], {"type": "respond", "message": text},
                                              self._progress(where, status))
@@ -97,7 +96,7 @@ class FrontDoor:
                 outcome = self.runner.start(thread_id, text, self._progress(where, status))
             self._render(where, info, outcome, status)
 
-    def _handle_choice(self, where: Where, thread_id: str, interrupt_id: str, choice: str, message_ts: str) -> None:
+    def _handle_choice(self, where: Where, thread_id: str, interrupt_id: str, choice: str) -> None:
         with self.locks.hold(thread_id):
             info = self.registry.get(thread_id)
             if info is None:
@@ -144,11 +143,15 @@ class FrontDoor:
         if status_ts:
             self._safe(self.client.chat_update, channel=where.channel, ts=status_ts, text=text)
 
-    def _close_question(self, where: Where, info: ThreadInfo, interrupt_id: str, user: str, answer: str) -> None:
+    def accept_answer(self, where: Where, info: ThreadInfo, interrupt_id: str, answer: str,
+                      detail: dict[str, Any], message_ts: str | None = None) -> None:
+        """Audit an accepted answer and turn its question into "who answered what", without buttons."""
+        self.audit.record(info.thread_id, where.user, "respond", interrupt_id, detail)
         shown = info.pending.get(interrupt_id) or {}
-        if shown.get("ts"):
-            message = render.answered_message(shown.get("question", "Question"), user, answer)
-            self._safe(self.client.chat_update, channel=where.channel, ts=shown["ts"], **message)
+        ts = message_ts or shown.get("ts")
+        if ts:
+            message = render.answered_message(shown.get("question", "Question"), where.user, answer)
+            self._safe(self.client.chat_update, channel=where.channel, ts=ts, **message)
 
     def _render(self, where: Where, info: ThreadInfo, outcome: Outcome, status_ts: str | None) -> None:
         if outcome.status == "waiting":

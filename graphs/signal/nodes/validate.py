@@ -101,9 +101,9 @@ def validate_node(state: SignalState, config: RunnableConfig, runtime: Runtime[S
 
 def _validate(ws: Workspace, sandbox: Sandbox, signal_name: str | None,
               code: str | None) -> tuple[list[str], list[str]]:
-    try:
-        close = ws.get("ohlcv/close")
-    except WorkspaceError:
+    inputs = frame_inputs(ws)  # read once: checks and the look-ahead rerun use the same frames
+    close = inputs.get("close")
+    if close is None:
         return ["no price data in the workspace (ohlcv/close)"], []
     errors, warnings = check_data(close)
     if errors:
@@ -118,7 +118,7 @@ def _validate(ws: Workspace, sandbox: Sandbox, signal_name: str | None,
     errors += signal_errors
     warnings += signal_warnings
     if not errors and code:
-        problem = lookahead_error(sandbox, code, frame_inputs(ws), signal)
+        problem = lookahead_error(sandbox, code, inputs, signal)
         if problem:
             errors.append(problem)
     return errors, warnings
