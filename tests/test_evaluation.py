@@ -1,0 +1,140 @@
+"""evaluate_factor against alphalens-reloaded on real CSI 300 data and on edge cases."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import alphalens as al
+import pytest
+
+from tools.evaluation import EvaluationError, evaluate_factor
+
+PERIODS = (1, 5, 20)
+TOL = 1e-9
+
+
+@pytest.fixture(scope="module")
+def baostock(shared_data: Path) -> pd.DataFrame:
+    bars = pd.read_parquet(shared_data / "cn_csi300_baostock_qfq" / "daily.parquet")
+    bars["trade_date"] = pd.to_datetime(bars["trade_date"])
+    return bars
+
+
+def alphalens_run(factor: pd.DataFrame, prices: pd.DataFrame, periods=PERIODS, quantiles=5) -> dict:
+    long = factor.stack().rename("factor")
+    long.index.names = ["date", "asset"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        data = al.utils.get_clean_factor_and_forward_returns(long, prices, quantiles=quantiles, periods=periods,
+                                                             filter_zscore=None, max_loss=1.0)
+        mean, se = al.performance.mean_return_by_quantile(data)
+        return {
+            "data": data,
+            "ic": al.performance.factor_information_coefficient(data),
+            "mean": mean, "se": se,
+            "returns": al.performance.factor_returns(data),
+            "turnover": {(q, p): al.performance.quantile_turnover(data["factor_quantile"], q, p)
+                         for q in range(1, quantiles + 1) for p in periods},
+            "autocorr": {p: al.performance.factor_rank_autocorrelation(data, p) for p in periods},
+        }
+
+
+def max_diff(a: pd.Series, b: pd.Series) -> float:
+    a, b = a.dropna(), b.dropna()
+    assert a.index.equals(b.index), "the two define the statistic on different dates"
+    return float(np.max(np.abs(a.to_numpy() - b.to_numpy()))) if len(a) else 0.0
+
+
+def assert_same_as_alphalens(factor: pd.DataFrame, prices: pd.DataFrame, periods=PERIODS, quantiles=5) -> None:
+    ours = evaluate_factor(factor, prices, periods, quantiles)
+    theirs = alphalens_run(factor, prices, periods, quantiles)
+    assert int(np.isfinite(ours.factor_quantile.to_numpy()).sum()) == len(theirs["data"])
+    for i, p in enumerate(periods):
+        column = theirs["ic"].columns[i]
+        assert max_diff(ours.rank_ic[p], theirs["ic"][column]) < TOL
+        assert np.nanmax(np.abs(ours.quantile_mean[p].to_numpy() - theirs["mean"][column].to_numpy())) < TOL
+        assert np.nanmax(np.abs(ours.quantile_std_err[p].to_numpy() - theirs["se"][column].to_numpy())) < TOL
+        assert max_diff(ours.factor_returns[p], theirs["returns"][column]) < TOL
+        assert max_diff(ours.rank_autocorrelation[p], theirs["autocorr"][p]) < TOL
+        for q in range(1, quantiles + 1):
+            assert max_diff(ours.turnover[p][q], theirs["turnover"][(q, p)]) < TOL
+        # alphalens halves the spread (compute_mean_returns_spread); ours is top minus bottom
+        spread, _ = al.performance.compute_mean_returns_spread(
+            al.performance.mean_return_by_quantile(theirs["data"], by_date=True)[0], quantiles, 1)
+        assert max_diff(ours.spread[p], 2 * spread[column]) < TOL
+
+
+def test_reversal_factor_on_real_csi300_matches_alphalens(baostock: pd.DataFrame) -> None:
+    close = baostock.pivot(index="trade_date", columns="ts_code", values="close").dropna(axis=1)
+    factor = -(close / close.shift(20) - 1).iloc[25:]
+    assert_same_as_alphalens(factor, close)
+
+
+def test_turnover_factor_with_ties_and_late_listings_matches_alphalens(baostock: pd.DataFrame) -> None:
+    close = baostock.pivot(index="trade_date", columns="ts_code", values="close")
+    turnover = baostock.pivot(index="trade_date", columns="ts_code", values="turnover_rate")
+    close = close.loc["2019-01-01":]
+    late = close.columns[:5]
+    close.loc[:"2019-06-30", late] = np.nan  # listed mid-year: no prices before
+    complete = close.columns[close.loc["2019-07-01":].notna().all()]
+    close = close[complete]
+    factor = turnover.reindex_like(close).rolling(5).mean().round(1)  # rounding makes many ties
+    assert_same_as_alphalens(factor.iloc[5:], close)
+
+
+def test_constant_dates_drop_out_like_alphalens(baostock: pd.DataFrame) -> None:
+    close = baostock.pivot(index="trade_date", columns="ts_code", values="close").dropna(axis=1).iloc[:200]
+    factor = close.pct_change(10)
+    factor.iloc[50] = 1.0  # a constant date: no unique quantile edges
+    factor.iloc[60, : len(factor.columns) * 3 // 4] = 0.0  # mostly tied: edges collapse
+    ours = evaluate_factor(factor, close)
+    assert ours.coverage.iloc[50] == 0 and ours.coverage.iloc[60] == 0
+    assert np.isnan(ours.rank_ic.iloc[50, 0])
+    assert_same_as_alphalens(factor, close)
+
+
+def test_suspended_days_mask_forward_returns_instead_of_forward_filling(baostock: pd.DataFrame) -> None:
+    close = baostock.pivot(index="trade_date", columns="ts_code", values="close").dropna(axis=1).iloc[:120]
+    tradable = pd.DataFrame(True, index=close.index, columns=close.columns)
+    code = close.columns[0]
+    tradable.iloc[40:45, 0] = False  # a five-day suspension
+    factor = close.pct_change(5)
+    ours = evaluate_factor(factor, close, periods=(1, 5), tradable=tradable)
+    fwd1 = ours.forward_returns[1][code]
+    assert fwd1.iloc[39:45].isna().all()  # exit or entry on a suspended day: no return, not a zero return
+    # where both ends trade, the forward return is the plain close-to-close move
+    expected = close[code].iloc[50] / close[code].iloc[45] - 1
+    assert abs(ours.forward_returns[5][code].iloc[45] - expected) < TOL
+    # alphalens forward-fills a gap in prices into a zero return; ours leaves it out
+    gapped = close.copy()
+    gapped.iloc[40:45, 0] = np.nan
+    theirs = al.utils.compute_forward_returns(factor.stack().rename_axis(["date", "asset"]), gapped, periods=(1,))
+    assert (theirs.xs(code, level="asset").iloc[40:44, 0] == 0).all()
+    assert evaluate_factor(factor, gapped, periods=(1,)).forward_returns[1][code].iloc[39:45].isna().all()
+
+
+def test_pearson_ic_and_summary_are_textbook_figures(baostock: pd.DataFrame) -> None:
+    close = baostock.pivot(index="trade_date", columns="ts_code", values="close").dropna(axis=1).iloc[:300]
+    factor = close.pct_change(20)
+    ours = evaluate_factor(factor, close, periods=(5,))
+    date = ours.ic[5].dropna().index[10]
+    mask = ours.factor_quantile.loc[date].notna()
+    x, y = factor.loc[date][mask], ours.forward_returns[5].loc[date][mask]
+    assert abs(ours.ic.loc[date, 5] - np.corrcoef(x, y)[0, 1]) < TOL
+    s = ours.ic[5].dropna()
+    row = ours.ic_summary.loc[("ic", 5)]
+    assert abs(row["t_stat"] - s.mean() / (s.std() / np.sqrt(len(s)))) < TOL
+    assert abs(row["icir"] - s.mean() / s.std()) < TOL
+    metrics = ours.metrics()
+    assert metrics.loc[5, "dates"] == len(s)
+    assert abs(metrics.loc[5, "spread_mean"] - (metrics.loc[5, "top_mean"] - metrics.loc[5, "bottom_mean"])) < 1e-12
+
+
+def test_nothing_in_common_is_a_clear_error() -> None:
+    factor = pd.DataFrame({"A": [1.0, 2.0]}, index=pd.to_datetime(["2020-01-01", "2020-01-02"]))
+    prices = pd.DataFrame({"B": [1.0, 2.0]}, index=factor.index)
+    with pytest.raises(EvaluationError, match="share no"):
+        evaluate_factor(factor, prices)
