@@ -5,9 +5,9 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
+import alphalens as al
 import numpy as np
 import pandas as pd
-import alphalens as al
 import pytest
 
 from tools.evaluation import EvaluationError, evaluate_factor

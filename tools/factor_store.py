@@ -1,0 +1,199 @@
+"""The factor library in the database: versions, bulk-loaded values, metrics, near-duplicate search.
+
+A save is one transaction (factor row, values, metrics) keyed by an idempotency key, so a run that
+resumes after a crash finds its earlier save instead of writing a second version. Values go in with
+PostgreSQL `COPY` (binary) on Postgres and batched inserts on SQLite."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import Connection, Engine, func, insert, select
+from sqlalchemy.exc import IntegrityError
+
+from tools.storage.models import FactorMetric, FactorRecord, FactorValue
+
+DUPLICATE_CORRELATION = 0.99
+SQLITE_BATCH = 50_000
+
+
+class FactorStoreError(RuntimeError):
+    """A factor that cannot be found or saved; the message says why."""
+
+
+@dataclass(frozen=True)
+class FactorInfo:
+    id: int
+    name: str
+    version: int
+    description: str
+    code: str
+    spec: dict[str, Any]
+    author: str | None
+    reviewer: str | None
+    decision: str
+    status: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class NearDuplicate:
+    name: str
+    version: int
+    correlation: float
+    overlap: int  # (date, code) cells both factors have
+
+
+def _info(row: Any) -> FactorInfo:
+    return FactorInfo(row.id, row.name, row.version, row.description, row.code, dict(row.spec or {}), row.author,
+                      row.reviewer, row.decision, row.status, row.created_at)
+
+
+def long_values(frame: pd.DataFrame) -> pd.DataFrame:
+    """A dates x codes frame as (trade_date YYYYMMDD, ts_code, value) rows, finite values only."""
+    values = frame.to_numpy(dtype=float)
+    rows, cols = np.nonzero(np.isfinite(values))
+    index = pd.DatetimeIndex(frame.index).strftime("%Y%m%d").to_numpy()
+    return pd.DataFrame({"trade_date": index[rows], "ts_code": frame.columns.to_numpy()[cols].astype(str),
+                         "value": values[rows, cols]})
+
+
+class FactorStore:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def save(self, *, name: str, description: str, code: str, spec: dict[str, Any], author: str | None,
+             reviewer: str | None, decision: str, run_key: str, values: pd.DataFrame | None = None,
+             metrics: pd.DataFrame | None = None) -> tuple[FactorInfo, bool]:
+        """Save a new version of `name` (status active, or rejected when decision is reject).
+
+        Returns (info, created); an existing save with the same `run_key` is returned unchanged."""
+        existing = self._by_run_key(run_key)
+        if existing is not None:
+            return existing, False
+        status = "rejected" if decision == "reject" else "active"
+        try:
+            with self.engine.begin() as conn:
+                version = (conn.scalar(select(func.max(FactorRecord.version)).where(FactorRecord.name == name))
+                           or 0) + 1
+                factor_id = conn.execute(insert(FactorRecord).values(
+                    name=name, version=version, description=description, code=code, spec=spec, author=author,
+                    reviewer=reviewer, decision=decision, status=status, run_key=run_key,
+                    created_at=datetime.now().astimezone()).returning(FactorRecord.id)).scalar_one()
+                if values is not None:
+                    self._write_values(conn, factor_id, long_values(values))
+                if metrics is not None:
+                    rows = [{"factor_id": factor_id, "period": int(period), "name": str(key),
+                             "value": None if not np.isfinite(v) else float(v)}
+                            for period, row in metrics.iterrows() for key, v in row.items()]
+                    if rows:
+                        conn.execute(insert(FactorMetric), rows)
+        except IntegrityError:
+            existing = self._by_run_key(run_key)  # a concurrent save of the same run won
+            if existing is None:
+                raise
+            return existing, False
+        saved = self._by_run_key(run_key)
+        assert saved is not None
+        return saved, True
+
+    def _write_values(self, conn: Connection, factor_id: int, rows: pd.DataFrame) -> None:
+        if conn.dialect.name == "postgresql":
+            raw = conn.connection.driver_connection
+            with raw.cursor() as cursor, cursor.copy(
+                    "COPY factor_values (factor_id, trade_date, ts_code, value) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(["int8", "varchar", "varchar", "float8"])
+                for date, code, value in zip(rows["trade_date"].to_numpy(), rows["ts_code"].to_numpy(),
+                                             rows["value"].to_numpy(), strict=True):
+                    copy.write_row((factor_id, date, code, value))
+            return
+        records = [{"factor_id": factor_id, "trade_date": d, "ts_code": c, "value": float(v)}
+                   for d, c, v in zip(rows["trade_date"], rows["ts_code"], rows["value"], strict=True)]
+        for start in range(0, len(records), SQLITE_BATCH):
+            conn.execute(insert(FactorValue), records[start:start + SQLITE_BATCH])
+
+    def _by_run_key(self, run_key: str) -> FactorInfo | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(FactorRecord).where(FactorRecord.run_key == run_key)).first()
+            return _info(row) if row else None
+
+    def latest(self, name: str, status: str | None = "active") -> FactorInfo | None:
+        query = select(FactorRecord).where(FactorRecord.name == name)
+        if status:
+            query = query.where(FactorRecord.status == status)
+        with self.engine.connect() as conn:
+            row = conn.execute(query.order_by(FactorRecord.version.desc()).limit(1)).first()
+            return _info(row) if row else None
+
+    def versions(self, name: str) -> list[FactorInfo]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(FactorRecord).where(FactorRecord.name == name)
+                                .order_by(FactorRecord.version)).all()
+            return [_info(r) for r in rows]
+
+    def list(self) -> list[FactorInfo]:
+        """The newest version of every factor name (any status), newest first."""
+        newest = (select(FactorRecord.name, func.max(FactorRecord.version).label("version"))
+                  .group_by(FactorRecord.name).subquery())
+        query = (select(FactorRecord)
+                 .join(newest, (FactorRecord.name == newest.c.name) & (FactorRecord.version == newest.c.version))
+                 .order_by(FactorRecord.created_at.desc()))
+        with self.engine.connect() as conn:
+            return [_info(r) for r in conn.execute(query).all()]
+
+    def metrics(self, factor_id: int) -> pd.DataFrame:
+        """periods x metric names."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(FactorMetric.period, FactorMetric.name, FactorMetric.value)
+                                .where(FactorMetric.factor_id == factor_id)).all()
+        if not rows:
+            return pd.DataFrame()
+        long = pd.DataFrame(rows, columns=["period", "name", "value"])
+        return long.pivot(index="period", columns="name", values="value").astype(float)
+
+    def values(self, factor_id: int, start: str | None = None, end: str | None = None) -> pd.DataFrame:
+        """A stored factor as a dates x codes frame (DatetimeIndex)."""
+        query = select(FactorValue.trade_date, FactorValue.ts_code, FactorValue.value).where(
+            FactorValue.factor_id == factor_id)
+        if start:
+            query = query.where(FactorValue.trade_date >= start)
+        if end:
+            query = query.where(FactorValue.trade_date <= end)
+        with self.engine.connect() as conn:
+            long = pd.DataFrame(conn.execute(query).all(), columns=["trade_date", "ts_code", "value"])
+        if long.empty:
+            return pd.DataFrame(dtype=float)
+        wide = long.pivot(index="trade_date", columns="ts_code", values="value").astype(float)
+        wide.index = pd.to_datetime(wide.index, format="%Y%m%d")
+        return wide.sort_index()
+
+    def count_values(self, factor_id: int) -> int:
+        with self.engine.connect() as conn:
+            return int(conn.scalar(select(func.count()).where(FactorValue.factor_id == factor_id)) or 0)
+
+    def near_duplicates(self, frame: pd.DataFrame, threshold: float = DUPLICATE_CORRELATION,
+                        min_overlap: int = 100) -> list[NearDuplicate]:
+        """Active factors whose stored values correlate with `frame` at `threshold` or more (Pearson over
+        the (date, code) cells both have, within `frame`'s date range)."""
+        if frame.empty:
+            return []
+        index = pd.DatetimeIndex(frame.index)
+        start, end = index.min().strftime("%Y%m%d"), index.max().strftime("%Y%m%d")
+        found = []
+        for info in self.list():
+            if info.status != "active":
+                continue
+            stored = self.values(info.id, start, end)
+            a = frame.reindex(index=stored.index, columns=stored.columns).to_numpy(dtype=float).ravel()
+            b = stored.to_numpy(dtype=float).ravel()
+            both = np.isfinite(a) & np.isfinite(b)
+            if both.sum() < min_overlap or np.std(a[both]) == 0 or np.std(b[both]) == 0:
+                continue
+            corr = float(np.corrcoef(a[both], b[both])[0, 1])
+            if corr >= threshold:
+                found.append(NearDuplicate(info.name, info.version, corr, int(both.sum())))
+        return sorted(found, key=lambda d: -d.correlation)
