@@ -9,7 +9,7 @@ from pathlib import Path
 
 from langchain_core.messages import HumanMessage
 
-from graphs.signal.context import SignalContext
+from graphs.context import WorkflowContext
 from graphs.signal.graph import build_signal_graph
 from tools.data.cache import CachingProvider
 from tools.data.local import LocalProvider, SampleProvider
@@ -28,7 +28,7 @@ def _run(label: str, provider: LocalProvider, sandbox: Sandbox) -> None:
         url = f"sqlite:///{tmp}/bench.db"
         engine = make_engine(url)
         upgrade(engine)
-        ctx = SignalContext(provider=CachingProvider(provider), engine=engine, sandbox=sandbox,
+        ctx = WorkflowContext(provider=CachingProvider(provider), engine=engine, sandbox=sandbox,
                             artifacts_dir=Path(tmp) / "artifacts")
         with open_checkpointer(url) as saver:
             graph = build_signal_graph(saver)

@@ -16,8 +16,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command, StateSnapshot
 
 from bot.context import AppContext
+from graphs.context import WorkflowContext
 from graphs.llm import get_light_llm, get_llm
-from graphs.signal.context import SignalContext
 from graphs.signal.graph import build_signal_graph
 from tools.sandbox import SandboxUnavailable, default_sandbox
 
@@ -41,7 +41,7 @@ class Runner:
     def __init__(self, app: AppContext, checkpointer: BaseCheckpointSaver) -> None:
         settings = app.settings
         self.graph = build_signal_graph(checkpointer)
-        self.context = SignalContext(
+        self.context = WorkflowContext(
             provider=app.provider, engine=app.engine, sandbox=default_sandbox(),
             artifacts_dir=settings.data_dir / "artifacts", llm=get_llm(settings), light_llm=get_light_llm(settings),
             fee_rate=settings.fee_rate, long_only=settings.long_only,

@@ -20,6 +20,33 @@ def clarify_request(question: str, choices: list[str] | None = None) -> dict[str
     }
 
 
+def code_review_request(name: str, code: str, program: str, summary: str, failure: str | None,
+                        allowed: list[str]) -> dict[str, Any]:
+    """Code for a human to approve, edit or reject; `code` is the editable part (the template's body)."""
+    description = (f"Factor {name}: " + (f"checks FAILED: {failure}" if failure else "checks passed")
+                   + f"\n{summary}")
+    return {
+        "type": CODE_REVIEW,
+        "name": name,
+        "code": code,
+        "program": program,
+        "summary": summary,
+        "failure": failure,
+        "allowed": list(allowed),
+        "action_requests": [{"name": CODE_REVIEW, "args": {"name": name, "code": code}, "description": description}],
+        "review_configs": [{"action_name": CODE_REVIEW, "allowed_decisions": list(allowed)}],
+    }
+
+
+def edited_code(decision: dict[str, Any]) -> str:
+    """The code of an `edit` decision (`edited_action.args.code`)."""
+    action = decision.get("edited_action") or {}
+    code = (action.get("args") or {}).get("code")
+    if not isinstance(code, str) or not code.strip():
+        raise ValueError("the edit carries no code")
+    return code
+
+
 def decision_of(value: Any) -> dict[str, Any]:
     """Normalise a resume value to one HITL decision: a bare string is a `respond`; a HITLResponse
     ({"decisions": [...]}) gives its first decision."""

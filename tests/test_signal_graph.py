@@ -15,7 +15,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.types import Command
 from sqlalchemy import Engine
 
-from graphs.signal.context import SignalContext
+from graphs.context import WorkflowContext
 from graphs.signal.graph import build_signal_graph
 from graphs.signal.library import STRATEGIES
 from graphs.signal.nodes.reflection import NO_LLM_REPLY
@@ -48,7 +48,7 @@ def real_data(shared_data: Path) -> LocalProvider:
 class Runner:
     """Invokes the graph on one thread with a checkpointer, like the bot's runner does."""
 
-    def __init__(self, url: str, ctx: SignalContext) -> None:
+    def __init__(self, url: str, ctx: WorkflowContext) -> None:
         self.url, self.ctx = url, ctx
         self.thread = f"t-{uuid.uuid4().hex[:10]}"
 
@@ -73,8 +73,8 @@ class Runner:
 
 
 def _ctx(engine: Engine, provider: MarketDataProvider, sandbox: Sandbox, tmp_path: Path,
-         llm: ScriptedChatModel | None = None, light: ScriptedChatModel | None = None) -> SignalContext:
-    return SignalContext(provider=provider, engine=engine, sandbox=sandbox, artifacts_dir=tmp_path / "artifacts",
+         llm: ScriptedChatModel | None = None, light: ScriptedChatModel | None = None) -> WorkflowContext:
+    return WorkflowContext(provider=provider, engine=engine, sandbox=sandbox, artifacts_dir=tmp_path / "artifacts",
                          llm=llm, light_llm=light)
 
 

@@ -7,8 +7,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from graphs.signal.context import SignalContext
-from graphs.signal.nodes.clarify import clarify_node
+from graphs.clarify import clarify_node
+from graphs.context import WorkflowContext
 from graphs.signal.nodes.data_fetch import data_fetch_node
 from graphs.signal.nodes.reflection import reflection_node
 from graphs.signal.nodes.report import report_node
@@ -24,7 +24,7 @@ from graphs.signal.state import SignalState
 
 
 def build_signal_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
-    graph = StateGraph(SignalState, context_schema=SignalContext)
+    graph = StateGraph(SignalState, context_schema=WorkflowContext)
     graph.add_node("reflection", reflection_node)
     graph.add_node("data_fetch", data_fetch_node)
     graph.add_node("signal_generate", signal_generate_node)

@@ -13,8 +13,8 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.runtime import Runtime
 
-from graphs.signal.context import SignalContext, workspace
-from graphs.signal.nodes.common import AGENT_STEP_LIMIT
+from graphs.common import AGENT_STEP_LIMIT
+from graphs.context import WorkflowContext, workspace
 from graphs.signal.state import SignalState
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import BAR_FIELDS, DAILY, INDICATOR_FIELDS, DataError
@@ -53,7 +53,7 @@ def store_fields(provider: MarketDataProvider, ws: Workspace, fields: list[str],
     return infos
 
 
-def data_fetch_node(state: SignalState, config: RunnableConfig, runtime: Runtime[SignalContext]) -> dict[str, Any]:
+def data_fetch_node(state: SignalState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
     ws = workspace(runtime.context, config)
     params = (state.get("user_intent") or {}).get("params") or {}
     if state.get("mode") == "structured":
@@ -61,7 +61,7 @@ def data_fetch_node(state: SignalState, config: RunnableConfig, runtime: Runtime
     return _fetch_llm(state, runtime.context, ws, params)
 
 
-def _fetch_structured(state: SignalState, ctx: SignalContext, ws: Workspace, params: dict) -> dict[str, Any]:
+def _fetch_structured(state: SignalState, ctx: WorkflowContext, ws: Workspace, params: dict) -> dict[str, Any]:
     fields = list(params["fields"])
     if "open" in ctx.provider.available_fields(DAILY) and "open" not in fields:
         fields.append("open")
@@ -85,7 +85,7 @@ def _fetched(state: SignalState, infos: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _fetch_llm(state: SignalState, ctx: SignalContext, ws: Workspace, params: dict) -> dict[str, Any]:
+def _fetch_llm(state: SignalState, ctx: WorkflowContext, ws: Workspace, params: dict) -> dict[str, Any]:
     stored: list[dict[str, Any]] = []
     errors: list[str] = []
 

@@ -11,16 +11,16 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.runtime import Runtime
 
-from graphs.signal.context import SignalContext, workspace
-from graphs.signal.grammar import SignalRequest, looks_structured, parse, strategy_names
-from graphs.signal.library import STRATEGIES, library_help
-from graphs.signal.nodes.common import (
+from graphs.common import (
     AGENT_STEP_LIMIT,
     last_ai_text,
     new_human_text,
     parse_json_object,
     workspace_summary,
 )
+from graphs.context import WorkflowContext, workspace
+from graphs.signal.grammar import SignalRequest, looks_structured, parse, strategy_names
+from graphs.signal.library import STRATEGIES, library_help
 from graphs.signal.state import MAX_CLARIFICATIONS, MAX_RETRIES, SignalState
 from tools.data.schema import BAR_FIELDS, DataError, check_range, normalize_codes
 
@@ -97,7 +97,7 @@ def _repeated_error(state: SignalState) -> str | None:
     return next((e for e in state.get("error_messages", []) if log.count(e) >= 2), None)
 
 
-def reflection_node(state: SignalState, config: RunnableConfig, runtime: Runtime[SignalContext]) -> dict[str, Any]:
+def reflection_node(state: SignalState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
     messages = state.get("messages", [])
     text = new_human_text(messages, state.get("consumed", 0))
     base: dict[str, Any] = {"consumed": len(messages), "clarification_needed": None, "clarify_choices": [],
@@ -162,7 +162,7 @@ def _reflect_structured(state: SignalState, text: str) -> dict[str, Any]:
 
 
 def _reflect_llm(state: SignalState, text: str, config: RunnableConfig,
-                 runtime: Runtime[SignalContext]) -> dict[str, Any]:
+                 runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
     retries = state.get("retry_count", 0) + (1 if state.get("error_messages") else 0)
     update: dict[str, Any] = {"retry_count": retries}
     repeated = _repeated_error(state)

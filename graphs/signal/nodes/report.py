@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graphs.signal.context import SignalContext, thread_id, workspace
+from graphs.context import WorkflowContext, thread_id, workspace
 from graphs.signal.state import SignalState
 from tools.backtest import BacktestResult, run_backtest
 from tools.charts import equity_and_signal_counts, price_with_trades
@@ -42,7 +42,7 @@ def summary_text(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def report_node(state: SignalState, config: RunnableConfig, runtime: Runtime[SignalContext]) -> dict[str, Any]:
+def report_node(state: SignalState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
     ctx = runtime.context
     ws = workspace(ctx, config)
     signal = ws.get(state["signal_name"])  # type: ignore[arg-type]

@@ -13,9 +13,9 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.runtime import Runtime
 
-from graphs.signal.context import SignalContext, workspace
+from graphs.common import AGENT_STEP_LIMIT, frame_inputs
+from graphs.context import WorkflowContext, workspace
 from graphs.signal.library import STRATEGIES
-from graphs.signal.nodes.common import AGENT_STEP_LIMIT, frame_inputs
 from graphs.signal.state import SignalState
 from tools.sandbox import Sandbox
 from tools.workspace import Workspace
@@ -67,7 +67,7 @@ def run_signal(sandbox: Sandbox, ws: Workspace, code: str, name: str) -> tuple[d
 
 
 def signal_generate_node(state: SignalState, config: RunnableConfig,
-                         runtime: Runtime[SignalContext]) -> dict[str, Any]:
+                         runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
     ws = workspace(runtime.context, config)
     params = (state.get("user_intent") or {}).get("params") or {}
     if state.get("mode") == "structured":
@@ -88,7 +88,7 @@ def _outcome(state: SignalState, info: dict[str, Any] | None, message: str, code
             "execution_history": [*state.get("execution_history", []), f"signal generation: {message}"]}
 
 
-def _generate_llm(state: SignalState, ctx: SignalContext, ws: Workspace, params: dict) -> dict[str, Any]:
+def _generate_llm(state: SignalState, ctx: WorkflowContext, ws: Workspace, params: dict) -> dict[str, Any]:
     attempts: list[tuple[str, dict[str, Any] | None, str]] = []
 
     @tool

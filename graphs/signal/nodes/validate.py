@@ -14,8 +14,8 @@ import pandas as pd
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graphs.signal.context import SignalContext, workspace
-from graphs.signal.nodes.common import frame_inputs
+from graphs.common import frame_inputs
+from graphs.context import WorkflowContext, workspace
 from graphs.signal.state import SignalState
 from tools.sandbox import Sandbox
 from tools.workspace import Workspace, WorkspaceError
@@ -86,7 +86,7 @@ def lookahead_error(sandbox: Sandbox, code: str, inputs: dict[str, pd.DataFrame]
             "so it uses future prices (e.g. shift(-n), centred windows, or full-sample statistics)")
 
 
-def validate_node(state: SignalState, config: RunnableConfig, runtime: Runtime[SignalContext]) -> dict[str, Any]:
+def validate_node(state: SignalState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
     ws = workspace(runtime.context, config)
     errors, warnings = _validate(ws, runtime.context.sandbox, state.get("signal_name"), state.get("signal_code"))
     history = [*state.get("execution_history", []),

@@ -1,4 +1,4 @@
-"""Helpers shared by the signal nodes: reading agent output and describing the workspace."""
+"""Helpers shared by the workflow nodes: reading messages and agent output, describing the workspace."""
 
 from __future__ import annotations
 

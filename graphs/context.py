@@ -1,4 +1,4 @@
-"""Run-time dependencies of the signal graph, handed in per run (never checkpointed)."""
+"""Run-time dependencies of every workflow graph, handed in per run (never checkpointed)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from tools.workspace import Workspace
 
 
 @dataclass
-class SignalContext:
+class WorkflowContext:
     provider: MarketDataProvider
     engine: Engine
     sandbox: Sandbox
@@ -30,5 +30,5 @@ def thread_id(config: RunnableConfig) -> str:
     return str(config["configurable"]["thread_id"])
 
 
-def workspace(context: SignalContext, config: RunnableConfig) -> Workspace:
+def workspace(context: WorkflowContext, config: RunnableConfig) -> Workspace:
     return Workspace(context.engine, thread_id(config))

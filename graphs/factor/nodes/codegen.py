@@ -1,0 +1,102 @@
+"""codegen (the seed's gen_code_react): fill the template's body. Library specs carry their body; otherwise a
+ReAct agent in the seed's CodeGen role (first attempt) or ErrorFix role (after a failed dry run or semantic
+check, with the cleaned error and the previous body) writes it, trying bodies in the sandbox as it goes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
+from langgraph.runtime import Runtime
+
+from graphs.common import AGENT_STEP_LIMIT
+from graphs.context import WorkflowContext
+from graphs.factor.run import dry_run, load_inputs, universe
+from graphs.factor.state import FactorState
+from graphs.factor.template import render
+
+CODEGEN_PROMPT = """You are CodeGen, a quant developer. Write the body of `compute_factor` for this factor:
+
+## Factor
+name: {name}
+description: {description}
+request: {request}
+
+## Template (fixed; you write only the indented body)
+{template}
+
+Each argument is a pandas DataFrame: index = trade dates, columns = ts_codes. Return ONE DataFrame with the same
+index and columns. `pd`, `np` and `math` are imported; only pandas, numpy, math, statistics and similar pure
+modules may be imported; no files, no network, no private or dunder attributes. Use only data up to each date
+(never shift(-n), centred windows or full-sample statistics). Vectorised pandas, no loops over dates. Mask
+divisions that can hit zero (`.where(x != 0)`) so no ±inf is returned.
+
+Call the try_factor_body tool with your body; it dry-runs it on real data and reports the checks. Fix and try
+again until the checks pass, then answer with one line saying what the factor computes.
+"""
+
+ERRORFIX_PROMPT = CODEGEN_PROMPT + """
+## You are now ErrorFix
+The previous body failed. Fix the cause; do not change what the factor measures.
+
+Previous body:
+```python
+{previous}
+```
+Problem:
+{problem}
+"""
+
+
+def codegen_node(state: FactorState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+    spec = state["spec"]
+    if spec.get("body"):  # library factor: the body comes from the library
+        return {"factor_body": spec["body"], "factor_code": render(spec["name"], spec["description"], spec["fields"],
+                                                                    spec["body"]), "editing": False}
+    return _generate(state, runtime.context)
+
+
+def _generate(state: FactorState, ctx: WorkflowContext) -> dict[str, Any]:
+    spec = state["spec"]
+    inputs = load_inputs(ctx.provider, spec, universe(ctx.provider, spec), spec["start"], spec["end"])
+    tried: list[str] = []
+
+    @tool
+    def try_factor_body(body: str) -> str:
+        """Dry-run a body of compute_factor on real data; returns the checks or the error to fix."""
+        tried.append(body)
+        outcome = dry_run(ctx.sandbox, spec, body, inputs)
+        return ("checks passed: " if outcome["ok"] else "FAILED: ") + outcome["summary"]
+
+    previous, problem = state.get("factor_body"), _problem(state)
+    template = render(spec["name"], spec["description"], spec["fields"], "...")
+    request = "\n".join(m.content for m in state.get("messages", []) if isinstance(m, HumanMessage))[-2000:]
+    values = {"name": spec["name"], "description": spec["description"], "request": request, "template": template}
+    prompt = (ERRORFIX_PROMPT.format(**values, previous=previous, problem=problem) if previous and problem
+              else CODEGEN_PROMPT.format(**values))
+    agent = create_agent(ctx.llm, tools=[try_factor_body], system_prompt=prompt)
+    note = None
+    try:
+        agent.invoke({"messages": [HumanMessage("Write the factor body.")]}, {"recursion_limit": AGENT_STEP_LIMIT})
+    except Exception as exc:  # noqa: BLE001 - the agent stopping is an attempt that failed, not a crash
+        note = f"the code agent stopped: {type(exc).__name__}: {exc}"
+    if not tried:
+        body = previous or "raise NotImplementedError('the model wrote no code')\n"
+        note = note or "the model answered without trying any code"
+    else:
+        body = tried[-1]
+    return {"factor_body": body, "factor_code": render(spec["name"], spec["description"], spec["fields"], body),
+            "editing": False, "attempts": [*state.get("attempts", []), {"source": "llm", "note": note}]}
+
+
+def _problem(state: FactorState) -> str | None:
+    dry = state.get("dry_run") or {}
+    semantic = state.get("semantic_check") or {}
+    if dry and not dry.get("ok"):
+        return str(dry.get("error"))
+    if semantic and not semantic.get("ok"):
+        return "semantic check: " + "; ".join(semantic.get("diffs") or [semantic.get("reason") or ""])
+    return None

@@ -1,0 +1,124 @@
+"""collect_spec: turn the request into a factor spec (name, fields, windows, frequency, universe, dates).
+
+The grammar needs no LLM; prose goes to the main model, which answers with a JSON spec or a question.
+Something essential missing → a clarify question (composed here, asked by the clarify node). A follow-up in
+the same thread ("window=10") merges into the last request and runs again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+
+from graphs.common import message_text, new_human_text, parse_json_object
+from graphs.context import WorkflowContext
+from graphs.factor import spec as grammar
+from graphs.factor.state import MAX_CLARIFICATIONS, FactorState
+from tools.data.schema import BAR_FIELDS, INDICATOR_FIELDS
+
+NEEDS_LLM = ("Free-form factor requests need an LLM (set OPENAI_API_KEY, and OPENAI_BASE_URL for a "
+             "compatible server). Without one, use the grammar: `factor KIND START END [window=N] [name=NAME]` "
+             "with KIND one of {kinds}, or `factor combo 0.5*momentum(20) - volatility(20) START END`.")
+
+SPEC_PROMPT = """You turn a quant's description of a stock-selection factor into a JSON spec.
+
+Fields available (tushare daily schema; wide frames dates x codes): {fields}.
+The data provider {universe}.
+
+Answer with one JSON object only:
+{{"name": "snake_case_name", "description": "one sentence of what the factor measures",
+  "fields": ["close", ...], "lookback": <trading days of history the factor needs>,
+  "frequency": "daily", "codes": ["600519.SH", ...] or [], "start": "YYYYMMDD" or null, "end": "YYYYMMDD" or null,
+  "question": null or "one short question when something essential is missing"}}
+
+Ask a question (and leave the unknown fields null) when the dates are missing, when the factor itself is unclear,
+or when codes are missing and the provider has no universe. Only daily frequency is supported.
+"""
+
+
+def _reset() -> dict[str, Any]:
+    """Per-run fields cleared when a new request (or a follow-up) starts a run."""
+    return {"retry_count": 0, "attempts": [], "review": None, "editing": False, "dry_run": None,
+            "semantic_check": None, "backfill": None, "evaluation": None, "saved": None, "result": None,
+            "final_reply": None, "artifacts": [], "factor_body": None, "factor_code": None}
+
+
+def _ask(state: FactorState, update: dict[str, Any], question: str, choices: list[str] | None = None) -> dict:
+    if state.get("clarification_count", 0) >= MAX_CLARIFICATIONS:
+        return {**update, "final_reply": f"I still cannot build the factor: {question} Start again with the full "
+                                         "request, e.g. `factor momentum 20190101 20200601 window=20`."}
+    return {**update, "clarification_needed": question, "clarify_choices": choices or []}
+
+
+def collect_spec_node(state: FactorState, config: RunnableConfig,
+                      runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+    messages = state.get("messages", [])
+    text = new_human_text(messages, state.get("consumed", 0))
+    update: dict[str, Any] = {"consumed": len(messages), **_reset(), "clarification_needed": None}
+    answering = state.get("clarification_count", 0) > 0 and state.get("spec") is None
+    if not answering:
+        update["clarification_count"] = 0
+    structured = grammar.looks_structured(text) or (answering and state.get("mode") == "library")
+    if structured or runtime.context.llm is None:
+        if not structured:
+            return {**update, "final_reply": NEEDS_LLM.format(kinds=", ".join(grammar.library_names()))}
+        return _library(state, runtime.context, text, update)
+    return _llm(state, runtime.context, update)
+
+
+def _library(state: FactorState, ctx: WorkflowContext, text: str, update: dict[str, Any]) -> dict[str, Any]:
+    request = grammar.FactorRequest.from_dict(state.get("request") or {}).merge(grammar.parse(text))
+    update.update(mode="library", request=request.as_dict(), spec=None)
+    missing = grammar.missing(request, ctx.provider.known_codes() is not None)
+    if "factor" in missing:
+        return _ask(state, update, "Which factor? One of " + ", ".join(grammar.library_names()) + ".",
+                    grammar.library_names()[:10])
+    if "dates" in missing:
+        return _ask(state, update, "Which dates? Give START END as YYYYMMDD, e.g. 20190102 20200630.")
+    if "codes" in missing:
+        return _ask(state, update, "Which codes? e.g. 000001.SZ,600000.SH,600519.SH")
+    try:
+        spec = grammar.build_spec(request)
+    except grammar.SpecError as exc:
+        return {**update, "final_reply": f"I cannot build that factor: {exc}"}
+    return {**update, "spec": spec, "run_no": state.get("run_no", 0) + 1, "clarification_count": 0}
+
+
+def _llm(state: FactorState, ctx: WorkflowContext, update: dict[str, Any]) -> dict[str, Any]:
+    known = ctx.provider.known_codes()
+    universe = (f"serves a universe of {len(known)} codes (used when none are named)" if known
+                else "has no fixed universe: codes must be named")
+    fields = ", ".join(BAR_FIELDS + INDICATOR_FIELDS)
+    conversation = [m for m in state.get("messages", []) if isinstance(m, HumanMessage)][-12:]
+    prompt = [SystemMessage(SPEC_PROMPT.format(fields=fields, universe=universe)), *conversation]
+    try:
+        raw = parse_json_object(message_text(ctx.llm.invoke(prompt)))  # type: ignore[union-attr]
+    except Exception as exc:  # noqa: BLE001 - a model failure becomes a reply, not a crash
+        return {**update, "mode": "llm", "final_reply": f"I could not read the factor request ({exc}). "
+                                                         "Try rephrasing, or use the grammar (`/quant help`)."}
+    update["mode"] = "llm"
+    if raw.get("question"):
+        return _ask(state, {**update, "spec": None}, str(raw["question"]))
+    spec, problem = _checked_llm_spec(raw, known)
+    if problem:
+        return _ask(state, {**update, "spec": None}, problem)
+    return {**update, "spec": spec, "run_no": state.get("run_no", 0) + 1, "clarification_count": 0}
+
+
+def _checked_llm_spec(raw: dict[str, Any], known: frozenset[str] | None) -> tuple[dict[str, Any], str | None]:
+    fields = [str(f) for f in raw.get("fields") or []]
+    unknown = [f for f in fields if f not in BAR_FIELDS + INDICATOR_FIELDS]
+    name = str(raw.get("name") or "custom_factor").lower().replace(" ", "_")[:64]
+    spec = {"name": name, "description": str(raw.get("description") or name), "fields": fields,
+            "lookback": int(raw.get("lookback") or 0), "frequency": "daily",
+            "codes": [str(c).upper() for c in raw.get("codes") or []], "start": raw.get("start"),
+            "end": raw.get("end"), "library": None, "body": None}
+    if unknown or not fields:
+        return spec, f"Which fields should the factor use? Known: {', '.join(BAR_FIELDS + INDICATOR_FIELDS)}."
+    if not spec["start"] or not spec["end"]:
+        return spec, "Which dates? Give START END as YYYYMMDD, e.g. 20190102 20200630."
+    if not spec["codes"] and not known:
+        return spec, "Which codes? e.g. 000001.SZ,600000.SH,600519.SH"
+    return spec, None

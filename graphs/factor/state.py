@@ -1,0 +1,38 @@
+"""State of the factor-coding subgraph (the seed's FactorAgentState): metadata and names, never DataFrames."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+
+MAX_RETRIES = 5  # code-generation retries after the first attempt (the seed's limit)
+MAX_CLARIFICATIONS = 3
+
+
+class FactorState(TypedDict, total=False):
+    messages: Annotated[list[AnyMessage], add_messages]
+    requester: str | None
+    consumed: int  # how many messages collect_spec has read
+    run_no: int  # one per factor request in this thread (idempotency key of the save)
+    mode: str  # "library" or "llm"
+    request: dict[str, Any]  # FactorRequest.as_dict() (library mode)
+    spec: dict[str, Any]  # name, description, fields, lookback, frequency, codes, start, end, library, body
+    clarification_needed: str | None
+    clarify_choices: list[str]
+    clarification_count: int
+    factor_body: str | None  # the generated (or edited) body of compute_factor
+    factor_code: str | None  # the full program from the template
+    dry_run: dict[str, Any] | None  # {ok, error, checks: CheckReport.as_dict(), summary, seconds}
+    semantic_check: dict[str, Any] | None  # {ok, diffs, reason, by}
+    retry_count: int
+    attempts: list[dict[str, Any]]  # every attempt: {source, ok, problem}
+    editing: bool  # the body under test is a human edit
+    review: dict[str, Any] | None  # {status: approved|edited|rejected|pending, reviewer, reason, note}
+    backfill: dict[str, Any] | None  # {name, shape, first_date, last_date}
+    evaluation: dict[str, Any] | None  # {metrics: {period: {...}}, duplicates: [...]}
+    saved: dict[str, Any] | None  # {id, name, version, status}
+    artifacts: list[dict[str, str]]
+    result: dict[str, Any] | None
+    final_reply: str | None

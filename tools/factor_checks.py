@@ -1,0 +1,93 @@
+"""Value checks of a computed factor frame against its inputs: output type, index alignment, finite values,
+missing values, coverage per date, constant values. Each problem is a sentence a user (or a model) can act on."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+MAX_NAN_RATIO = 0.5  # after the warm-up rows
+MIN_DATE_COVERAGE = 0.5  # share of codes with a value, per date
+MAX_THIN_DATES = 0.1  # share of dates allowed below MIN_DATE_COVERAGE
+MAX_CONSTANT_DATES = 0.1  # share of dates allowed with one value for every code
+
+
+@dataclass
+class CheckReport:
+    ok: bool
+    problems: list[str] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def summary(self) -> str:
+        s = self.stats
+        if "shape" not in s:
+            return "; ".join(self.problems)
+        head = (f"{s['shape'][0]} dates × {s['shape'][1]} codes, NaN {s['nan_ratio']:.1%} after {s['warmup']} warm-up "
+                f"rows, coverage per date min {s['min_coverage']:.0%} / mean {s['mean_coverage']:.0%}, "
+                f"constant dates {s['constant_dates']}")
+        return head if self.ok else head + "\nProblems: " + "; ".join(self.problems)
+
+
+def check_factor(value: Any, reference: pd.DataFrame, warmup: int) -> CheckReport:
+    """Check `value` (the code's output) against `reference` (an input frame: its dates and codes)."""
+    if not isinstance(value, pd.DataFrame):
+        kind = type(value).__name__
+        hint = " (a Series: return a dates x codes DataFrame, e.g. without .stack() or a column selection)" \
+            if isinstance(value, pd.Series) else ""
+        return CheckReport(False, [f"compute_factor must return a DataFrame, got {kind}{hint}"])
+    problems: list[str] = []
+    if not value.index.equals(reference.index) or not value.columns.equals(reference.columns):
+        problems.append(
+            f"the output is {value.shape[0]} dates × {value.shape[1]} codes but the inputs are "
+            f"{reference.shape[0]} × {reference.shape[1]}: keep the inputs' index and columns (no dropna, "
+            "resample, transpose or column filtering)")
+        value = value.reindex(index=reference.index, columns=reference.columns)
+    try:
+        data = value.to_numpy(dtype=float)
+    except (TypeError, ValueError):
+        return CheckReport(False, [*problems, "the output holds non-numeric values; return floats"])
+    body = data[min(warmup, max(len(data) - 1, 0)):]
+    infinite = int(np.isinf(body).sum())
+    nan_ratio = float(np.isnan(body).mean()) if body.size else 1.0
+    coverage = np.isfinite(body).mean(axis=1) if body.size else np.zeros(0)
+    thin = float((coverage < MIN_DATE_COVERAGE).mean()) if coverage.size else 1.0
+    with np.errstate(invalid="ignore"):
+        finite = np.where(np.isfinite(body), body, np.nan)
+        spread = np.nanmax(finite, axis=1) - np.nanmin(finite, axis=1) if body.size else np.zeros(0)
+    counted = np.isfinite(body).sum(axis=1) >= 2
+    constant_dates = int((counted & (spread == 0)).sum())
+    if infinite:
+        problems.append(f"{infinite} values are ±inf (e.g. division by zero); mask them with .where(...) or "
+                        ".replace([np.inf, -np.inf], np.nan)")
+    if nan_ratio > MAX_NAN_RATIO:
+        problems.append(f"{nan_ratio:.0%} of the values after the {warmup}-row warm-up are NaN "
+                        f"(at most {MAX_NAN_RATIO:.0%}); check windows, fields and masks")
+    elif thin > MAX_THIN_DATES:
+        problems.append(f"{thin:.0%} of the dates have values for fewer than {MIN_DATE_COVERAGE:.0%} of the codes")
+    if counted.any() and constant_dates > MAX_CONSTANT_DATES * counted.sum():
+        problems.append(f"the factor is the same for every code on {constant_dates} of {int(counted.sum())} dates: "
+                        "it cannot rank stocks")
+    stats = {"shape": list(value.shape), "warmup": int(warmup), "nan_ratio": nan_ratio, "infinite": infinite,
+             "min_coverage": float(coverage.min()) if coverage.size else 0.0,
+             "mean_coverage": float(coverage.mean()) if coverage.size else 0.0, "constant_dates": constant_dates}
+    return CheckReport(not problems, problems, stats)
+
+
+def lookahead_problem(full: pd.DataFrame, early: pd.DataFrame) -> str | None:
+    """Compare a factor computed on all data with one computed on data cut earlier; they must agree."""
+    if not isinstance(early, pd.DataFrame):
+        return "the factor code fails on data cut at an earlier date"
+    overlap = full.reindex(index=early.index, columns=early.columns).to_numpy(dtype=float)
+    cut = early.to_numpy(dtype=float)
+    same = np.isclose(overlap, cut, rtol=1e-9, atol=1e-12, equal_nan=True)
+    if same.all():
+        return None
+    first = early.index[np.where(~same.all(axis=1))[0][0]]
+    return (f"look-ahead: the value on {pd.Timestamp(first):%Y-%m-%d} changes when later data is removed, so the "
+            "factor uses future data (shift(-n), centred windows, full-sample statistics)")
