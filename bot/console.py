@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import getpass
 import shlex
 import sys
 import uuid
 from collections.abc import Callable
-from typing import TextIO
+from pathlib import Path
+from typing import Any, TextIO
 
 import pandas as pd
 
 from bot.context import AppContext
+from bot.factor_views import factor_list_text, factor_show_text
 from bot.runner import Outcome, Runner
 from tools.data.schema import DATASET_FIELDS, DataError, dataset_of
 from tools.workspace import Workspace, WorkspaceError
@@ -20,8 +23,20 @@ workflow requests (anything that is not a command below):
   signal STRATEGY CODES START END [name=value ...]
       e.g. signal ma_cross 000001.SZ,600000.SH 20200101 20200630 fast=5 slow=20
       strategies: ma_cross, momentum, mean_reversion, rsi, bollinger, channel, valuation
+  factor KIND START END [window=N] [name=NAME]       (CODES optional: default the whole universe)
+      e.g. factor momentum 20190301 20200601 window=20
+      kinds: momentum, reversal, volatility, turnover, volume_price_corr, value, book_to_price, size,
+             combo (e.g. factor combo 0.5*momentum(20) - volatility(20) 20190301 20200601)
   free text (needs an LLM: OPENAI_API_KEY / OPENAI_BASE_URL)
   while a question is pending, the next line is the answer (`cancel` to stop)
+  while code is up for review:
+      approve                     accept the code as shown
+      edit                        replace the body: type it on the following lines, end with a line `.`
+      edit FILE                   replace the body with the contents of FILE
+      reject REASON               stop; the rejection is recorded
+factor library:
+  factor list                         saved factors (newest version of each)
+  factor show NAME                    one factor: versions, reviewer, metrics, code
 data commands:
   codes                               codes the data provider knows
   fields                              fields the data provider offers
@@ -41,7 +56,9 @@ class Console:
         self.runner = runner
         self.out = out
         self.workspace = Workspace(ctx.engine, thread_id)
-        self.waiting: tuple[str, str] | None = None  # (thread id, interrupt id) of the pending question
+        self.user = getpass.getuser()
+        self.waiting: tuple[str, str, str] | None = None  # (thread id, interrupt id, kind) of the pending pause
+        self.editing: list[str] | None = None  # body lines of an `edit` being typed
         self.commands: dict[str, Callable[[list[str]], None]] = {
             "codes": self.codes,
             "fields": self.fields,
@@ -57,6 +74,13 @@ class Console:
 
     def handle(self, line: str) -> bool:
         """Run one input line; False means the session is over."""
+        if self.editing is not None:
+            if line.rstrip("\n") == ".":
+                body, self.editing = "\n".join(self.editing), None
+                self.decide({"type": "edit", "edited_action": {"name": "code_review", "args": {"code": body}}})
+            else:
+                self.editing.append(line.rstrip("\n"))
+            return True
         try:
             words = shlex.split(line)
         except ValueError as exc:
@@ -68,12 +92,15 @@ class Console:
         if name in ("quit", "exit"):
             return False
         if self.waiting is not None:
-            thread, interrupt_id = self.waiting
-            self.show_outcome(self.runner.resume(thread, interrupt_id, {"type": "respond", "message": line.strip()}))
+            self.answer(name, line.strip())
+            return True
+        if name == "factor" and args[:1] in (["list"], ["show"]):
+            self.say(factor_list_text(self.ctx.engine) if args[0] == "list"
+                     else factor_show_text(self.ctx.engine, " ".join(args[1:])))
             return True
         command = self.commands.get(name)
         if command is None:
-            self.show_outcome(self.runner.start(f"console-{uuid.uuid4().hex[:12]}", line.strip()))
+            self.show_outcome(self.runner.start(f"console-{uuid.uuid4().hex[:12]}", line.strip(), user=self.user))
             return True
         try:
             command(args)
@@ -83,14 +110,46 @@ class Console:
             self.say(f"error: wrong arguments for {name}; type help")
         return True
 
+    def answer(self, word: str, line: str) -> None:
+        """A line typed while the run waits: a clarify answer, or a review decision."""
+        kind = self.waiting[2]  # type: ignore[index]
+        if kind != "code_review":
+            self.decide({"type": "respond", "message": line})
+            return
+        rest = line.split(None, 1)[1].strip() if " " in line else ""
+        if word == "approve":
+            self.decide({"type": "approve"})
+        elif word == "reject":
+            self.decide({"type": "reject", "message": rest})
+        elif word == "edit" and rest:
+            try:
+                body = Path(rest).expanduser().read_text()
+            except OSError as exc:
+                self.say(f"error: cannot read {rest}: {exc.strerror}")
+                return
+            self.decide({"type": "edit", "edited_action": {"name": "code_review", "args": {"code": body}}})
+        elif word == "edit":
+            self.editing = []
+            self.say("type the new body of compute_factor; end with a line holding only `.`")
+        else:
+            self.say("the code is waiting for review: approve, edit [FILE], or reject REASON")
+
+    def decide(self, decision: dict[str, Any]) -> None:
+        thread, interrupt_id, _kind = self.waiting  # type: ignore[misc]
+        self.show_outcome(self.runner.resume(thread, interrupt_id, {**decision, "user": self.user}))
+
     def show_outcome(self, outcome: Outcome) -> None:
         self.waiting = None
         if outcome.status == "waiting":
             pending = outcome.interrupts[0]
-            self.waiting = (outcome.thread_id, pending["id"])
-            self.say(f"? {pending['value'].get('question', '')}")
-            if pending["value"].get("choices"):
-                self.say("  choices: " + " | ".join(pending["value"]["choices"]))
+            value = pending["value"]
+            self.waiting = (outcome.thread_id, pending["id"], value.get("type", "clarify"))
+            if value.get("type") == "code_review":
+                self.show_review(value)
+                return
+            self.say(f"? {value.get('question', '')}")
+            if value.get("choices"):
+                self.say("  choices: " + " | ".join(value["choices"]))
             return
         if outcome.status == "failed":
             self.say(f"error: {outcome.text}")
@@ -98,6 +157,14 @@ class Console:
         self.say(outcome.text)
         for artifact in (outcome.result or {}).get("artifacts", []):
             self.say(f"  saved {artifact['kind']}: {artifact['path']}")
+
+    def show_review(self, value: dict[str, Any]) -> None:
+        verdict = f"checks FAILED: {value['failure']}" if value.get("failure") else "checks passed"
+        self.say(f"--- code review: factor {value.get('name')} ({verdict}) ---")
+        self.say(value.get("summary", ""))
+        self.say("--- body of compute_factor ---")
+        self.say(value.get("code", "").rstrip())
+        self.say(f"--- review> {' | '.join(value.get('allowed', []))} (help lists the forms) ---")
 
     def codes(self, _args: list[str]) -> None:
         known = self.ctx.provider.known_codes()
@@ -142,7 +209,8 @@ def run_console(ctx: AppContext, runner: Runner, stdin: TextIO = sys.stdin, out:
         console.say("QuantDesk console. Type help.")
     while True:
         if interactive:
-            out.write("answer> " if console.waiting else "quant> ")
+            out.write("... " if console.editing is not None else "review> " if console.waiting and
+                      console.waiting[2] == "code_review" else "answer> " if console.waiting else "quant> ")
             out.flush()
         line = stdin.readline()
         if not line:

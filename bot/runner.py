@@ -18,12 +18,13 @@ from langgraph.types import Command, StateSnapshot
 from bot.context import AppContext
 from graphs.context import WorkflowContext
 from graphs.llm import get_light_llm, get_llm
-from graphs.signal.graph import build_signal_graph
+from graphs.main import build_main_graph
 from tools.sandbox import SandboxUnavailable, default_sandbox
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]  # called with each node's name as it completes
+SILENT_NODES = frozenset({"route", "signal", "factor"})  # the main graph's own steps, not progress to show
 
 
 @dataclass
@@ -40,7 +41,7 @@ class Outcome:
 class Runner:
     def __init__(self, app: AppContext, checkpointer: BaseCheckpointSaver) -> None:
         settings = app.settings
-        self.graph = build_signal_graph(checkpointer)
+        self.graph = build_main_graph(checkpointer)
         self.context = WorkflowContext(
             provider=app.provider, engine=app.engine, sandbox=default_sandbox(),
             artifacts_dir=settings.data_dir / "artifacts", llm=get_llm(settings), light_llm=get_light_llm(settings),
@@ -48,8 +49,12 @@ class Runner:
         )
         self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
 
-    def start(self, thread_id: str, text: str, progress: Progress | None = None) -> Outcome:
-        return self._run(thread_id, {"messages": [HumanMessage(text)]}, progress)
+    def start(self, thread_id: str, text: str, progress: Progress | None = None, user: str | None = None) -> Outcome:
+        """A new message in the thread: a new request or a follow-up to the work already there."""
+        update: dict[str, Any] = {"messages": [HumanMessage(text)]}
+        if user:
+            update["requester"] = user
+        return self._run(thread_id, update, progress)
 
     def resume(self, thread_id: str, interrupt_id: str, value: Any, progress: Progress | None = None) -> Outcome:
         return self._run(thread_id, Command(resume={interrupt_id: value}), progress)
@@ -61,9 +66,10 @@ class Runner:
         config = _config(thread_id)
         with self._locks[thread_id]:
             try:
-                for update in self.graph.stream(value, config, context=self.context, stream_mode="updates"):
+                for _namespace, update in self.graph.stream(value, config, context=self.context,
+                                                            stream_mode="updates", subgraphs=True):
                     for node in update:
-                        if progress is not None and not node.startswith("__"):
+                        if progress is not None and not node.startswith("__") and node not in SILENT_NODES:
                             progress(node)
                 state = self.graph.get_state(config)
             except SandboxUnavailable as exc:

@@ -36,7 +36,7 @@ def test_chat_session_on_embedded_defaults(tmp_path: Path) -> None:
     assert "stored ohlcv/close 58x2 20200102..20200331" in lines
     assert any("600519.SH   20200102" in line for line in lines)
     assert any("'pe' (daily_basic) is not available from the bundled sample" in line for line in lines)
-    assert any(line.startswith("Free-form requests need an LLM") for line in lines)
+    assert any(line.startswith("I can run these without an LLM") for line in lines)
     assert (tmp_path / "data" / "quantdesk.db").is_file()
 
 
@@ -69,10 +69,10 @@ def test_workspace_persists_between_console_runs(tmp_path: Path) -> None:
 def test_unmigrated_postgres_is_refused_until_db_upgrade(tmp_path: Path, fresh_pg_url: str) -> None:
     refused = _quantdesk(["chat"], tmp_path, "ws\n", DATABASE_URL=fresh_pg_url)
     assert refused.returncode == 2
-    assert "is at revision none, code needs 0001; run `quantdesk db upgrade`" in refused.stderr
+    assert "is at revision none, code needs 0002; run `quantdesk db upgrade`" in refused.stderr
     upgraded = _quantdesk(["db", "upgrade"], tmp_path, DATABASE_URL=fresh_pg_url)
     assert upgraded.returncode == 0, upgraded.stderr
-    assert "is at revision 0001" in upgraded.stdout
+    assert "is at revision 0002" in upgraded.stdout
     works = _quantdesk(["chat"], tmp_path, "ws\n", DATABASE_URL=fresh_pg_url)
     assert works.returncode == 0 and "workspace is empty" in works.stdout
 

@@ -65,7 +65,8 @@ def factor_tear_sheet(ic: pd.Series, rank_ic: pd.Series, quantile_mean: pd.Serie
     ic_ax.axhline(0, color="black", linewidth=0.6)
     ic_ax.set_title(f"IC and Rank IC ({ic.name}-day forward return)")
     ic_ax.legend(loc="best", fontsize=8)
-    bar_ax.bar([str(q) for q in quantile_mean.index], quantile_mean.to_numpy() * 1e4, color="#2980b9")
+    bar_ax.bar(range(len(quantile_mean)), quantile_mean.to_numpy() * 1e4, color="#2980b9")
+    bar_ax.set_xticks(range(len(quantile_mean)), [f"Q{q}" for q in quantile_mean.index])
     bar_ax.set_title(f"Mean demeaned {quantile_mean.name}-day return by quantile (bps)")
     bar_ax.axhline(0, color="black", linewidth=0.6)
     cumulative = (1 + quantile_daily.fillna(0)).cumprod() - 1

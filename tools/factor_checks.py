@@ -57,10 +57,10 @@ def check_factor(value: Any, reference: pd.DataFrame, warmup: int) -> CheckRepor
     nan_ratio = float(np.isnan(body).mean()) if body.size else 1.0
     coverage = np.isfinite(body).mean(axis=1) if body.size else np.zeros(0)
     thin = float((coverage < MIN_DATE_COVERAGE).mean()) if coverage.size else 1.0
-    with np.errstate(invalid="ignore"):
-        finite = np.where(np.isfinite(body), body, np.nan)
-        spread = np.nanmax(finite, axis=1) - np.nanmin(finite, axis=1) if body.size else np.zeros(0)
-    counted = np.isfinite(body).sum(axis=1) >= 2
+    finite = np.isfinite(body)
+    spread = (np.where(finite, body, -np.inf).max(axis=1) - np.where(finite, body, np.inf).min(axis=1)
+              if body.size else np.zeros(0))
+    counted = finite.sum(axis=1) >= 2
     constant_dates = int((counted & (spread == 0)).sum())
     if infinite:
         problems.append(f"{infinite} values are ±inf (e.g. division by zero); mask them with .where(...) or "

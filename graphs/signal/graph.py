@@ -6,6 +6,7 @@ from __future__ import annotations
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Checkpointer
 
 from graphs.clarify import clarify_node
 from graphs.context import WorkflowContext
@@ -23,7 +24,7 @@ from graphs.signal.routes import (
 from graphs.signal.state import SignalState
 
 
-def build_signal_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
+def build_signal_graph(checkpointer: BaseCheckpointSaver | Checkpointer = None) -> CompiledStateGraph:
     graph = StateGraph(SignalState, context_schema=WorkflowContext)
     graph.add_node("reflection", reflection_node)
     graph.add_node("data_fetch", data_fetch_node)
