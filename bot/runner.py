@@ -36,6 +36,7 @@ class Outcome:
     text: str = ""
     result: dict[str, Any] | None = None
     interrupts: list[dict[str, Any]] = field(default_factory=list)  # [{"id": ..., "value": payload}]
+    workflow: str | None = None
 
 
 class Runner:
@@ -78,12 +79,14 @@ class Runner:
                 log.exception("run failed on thread %s", thread_id)
                 return Outcome(thread_id, "failed", "Something went wrong in this run; it was logged. "
                                                     "You can try again or start a new request.")
-        if state.interrupts:
-            return Outcome(thread_id, "waiting", interrupts=_interrupts(state))
         values = state.values
+        workflow = values.get("workflow")
+        if state.interrupts:
+            return Outcome(thread_id, "waiting", interrupts=_interrupts(state), workflow=workflow)
         if values.get("result"):
-            return Outcome(thread_id, "done", values["messages"][-1].content, result=values["result"])
-        return Outcome(thread_id, "done", values.get("final_reply") or "Done.")
+            return Outcome(thread_id, "done", values["messages"][-1].content, result=values["result"],
+                           workflow=workflow)
+        return Outcome(thread_id, "done", values.get("final_reply") or "Done.", workflow=workflow)
 
 
 def _interrupts(state: StateSnapshot) -> list[dict[str, Any]]:

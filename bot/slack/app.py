@@ -11,7 +11,10 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
+from bot.factor_views import factor_list_text, factor_show_text
+from bot.slack import render
 from bot.slack.frontdoor import FrontDoor, Where, clean_text, parse_button_value
+from graphs.factor.template import edit_problems
 from tools.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -19,12 +22,20 @@ log = logging.getLogger(__name__)
 USAGE = """*QuantDesk* — `/quant <subcommand>`
 • `/quant signal STRATEGY CODES START END [name=value ...]` — e.g. `/quant signal ma_cross 000001.SZ,600000.SH \
 20200101 20200630 fast=5 slow=20`. Strategies: ma_cross, momentum, mean_reversion, rsi, bollinger, channel, valuation.
+• `/quant factor KIND START END [window=N] [name=NAME]` — code, check and evaluate a factor, with your review \
+before anything is saved; e.g. `/quant factor momentum 20190301 20200601 window=20`. Kinds: momentum, reversal, \
+volatility, turnover, volume_price_corr, value, book_to_price, size, combo (`combo 0.5*momentum(20) - \
+volatility(20)`); plain words when an LLM is configured.
+• `/quant factor list` · `/quant factor show NAME` — the saved factor library
 • `/quant status` — your open threads and the questions waiting for you
 • `/quant help` — this text
 Or mention me in a channel (`@QuantDesk signal rsi 600519.SH 20190101 20200601`, or plain words when an LLM is \
 configured) and reply in the thread when I ask something."""
 
-NOT_YET = "The {name} workflow is not available yet; `/quant signal` is. See `/quant help`."
+NOT_YET = "The {name} workflow is not available yet; `/quant signal` and `/quant factor` are. See `/quant help`."
+WORKFLOW_USAGE = {"signal": "Usage: `/quant signal STRATEGY CODES START END [name=value ...]`. See `/quant help`.",
+                  "factor": "Usage: `/quant factor KIND START END [window=N]`, `/quant factor list` or "
+                            "`/quant factor show NAME`. See `/quant help`."}
 NOT_IN_CHANNEL = ("I am not a member of this channel, so I cannot start a thread here. Invite me with "
                   "`/invite @QuantDesk` and run the command again.")
 
@@ -75,12 +86,15 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
             respond(response_type="ephemeral", text=USAGE)
         elif sub == "status":
             respond(response_type="ephemeral", text=door_status(door, user))
-        elif sub in ("factor", "analyze", "rule"):
+        elif sub in ("analyze", "rule"):
             respond(response_type="ephemeral", text=NOT_YET.format(name=sub))
-        elif sub == "signal":
+        elif sub == "factor" and rest.split()[:1] in (["list"], ["show"]):
+            words = rest.split()
+            respond(response_type="ephemeral", text=factor_list_text(door.registry.engine) if words[0] == "list"
+                    else factor_show_text(door.registry.engine, " ".join(words[1:])))
+        elif sub in ("signal", "factor"):
             if not rest.strip():
-                respond(response_type="ephemeral", text="Usage: `/quant signal STRATEGY CODES START END "
-                                                        "[name=value ...]`. See `/quant help`.")
+                respond(response_type="ephemeral", text=WORKFLOW_USAGE[sub])
                 return
             try:
                 root = client.chat_postMessage(channel=channel, text=f"<@{user}> asked: `/quant {text}`")["ts"]
@@ -89,7 +103,7 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
                 respond(response_type="ephemeral", text=NOT_IN_CHANNEL if error in (
                     "not_in_channel", "channel_not_found") else f"I could not post here ({error}).")
                 return
-            door.submit_text(Where(command["team_id"], channel, root, user), f"signal {rest}")
+            door.submit_text(Where(command["team_id"], channel, root, user), f"{sub} {rest}")
         else:
             respond(response_type="ephemeral", text=f"Unknown subcommand `{sub}`.\n{USAGE}")
 
@@ -109,7 +123,69 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
             return
         where = Where(info.team_id, info.channel_id, info.thread_ts, user)
         door.accept_answer(where, info, interrupt_id, choice, {"choice": choice, "source": "button"}, message_ts)
-        door.submit_choice(where, thread_id, interrupt_id, choice)
+        door.submit_decision(where, thread_id, interrupt_id, {"type": "respond", "message": choice})
+
+    @app.action("review_approve")
+    def on_approve(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+        ack()
+        thread_id, interrupt_id, _ = parse_button_value(action["value"])
+        resume(thread_id, interrupt_id, body["user"]["id"], body["channel"]["id"], body["message"]["ts"],
+               {"type": "approve"}, body["message"].get("thread_ts"))
+
+    @app.action(re.compile(r"^review_(edit|reject)$"))
+    def on_open_form(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+        ack()  # first: the trigger_id expires 3 s after the click
+        thread_id, interrupt_id, decision = parse_button_value(action["value"])
+        user, channel, message = body["user"]["id"], body["channel"]["id"], body["message"]
+        allowed, reason = door.may_decide(thread_id, interrupt_id, user)
+        value = door.pending_value(thread_id, interrupt_id) if allowed else None
+        if value is None:
+            client.chat_postEphemeral(channel=channel, user=user, text=reason or "Already handled.",
+                                      thread_ts=message.get("thread_ts"))
+            return
+        name = str(value.get("name") or "factor")
+        view = (render.edit_modal(thread_id, interrupt_id, channel, message["ts"], name, str(value.get("code") or ""))
+                if decision == "edit" else render.reject_modal(thread_id, interrupt_id, channel, message["ts"], name))
+        client.views_open(trigger_id=body["trigger_id"], view=view)
+
+    @app.view("review_edit_modal")
+    def on_edit_submitted(ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
+        code = (view["state"]["values"]["code"]["code"].get("value") or "").strip("\n")
+        problems = edit_problems(code)
+        if problems:  # errors the sandbox's static check would raise, shown in the form before anything runs
+            ack(response_action="errors", errors={"code": "; ".join(problems)[:1000]})
+            return
+        decided_in_form(ack, body, view, {"type": "edit",
+                                          "edited_action": {"name": "code_review", "args": {"code": code}}}, "code")
+
+    @app.view("review_reject_modal")
+    def on_reject_submitted(ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
+        reason = (view["state"]["values"]["reason"]["reason"].get("value") or "").strip()
+        decided_in_form(ack, body, view, {"type": "reject", "message": reason}, "reason")
+
+    def decided_in_form(ack: Any, body: dict[str, Any], view: dict[str, Any], decision: dict[str, Any],
+                        block: str) -> None:
+        thread_id, interrupt_id, channel, message_ts = render.parse_metadata(view["private_metadata"])
+        allowed, reason = door.decide(thread_id, interrupt_id, body["user"]["id"])
+        if not allowed:
+            ack(response_action="errors", errors={block: reason})
+            return
+        ack()
+        resume(thread_id, interrupt_id, body["user"]["id"], channel, message_ts, decision, None, decided=True)
+
+    def resume(thread_id: str, interrupt_id: str, user: str, channel: str, message_ts: str,
+               decision: dict[str, Any], reply_ts: str | None, decided: bool = False) -> None:
+        if not decided:
+            allowed, reason = door.decide(thread_id, interrupt_id, user)
+            if not allowed:
+                client.chat_postEphemeral(channel=channel, user=user, text=reason, thread_ts=reply_ts)
+                return
+        info = door.registry.get(thread_id)
+        if info is None:
+            return
+        where = Where(info.team_id, info.channel_id, info.thread_ts, user)
+        door.accept_decision(where, info, interrupt_id, decision, message_ts)
+        door.submit_decision(where, thread_id, interrupt_id, decision)
 
     return app
 

@@ -26,7 +26,12 @@ log = logging.getLogger(__name__)
 
 MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
 NODE_LABELS = {"reflection": "planning", "data_fetch": "data", "signal_generate": "signal", "validate": "checks",
-               "clarify": "answer", "report": "backtest and chart"}
+               "clarify": "answer", "report": "backtest and chart", "collect_spec": "spec", "codegen": "code",
+               "dry_run": "dry run", "semantic_check": "semantic check", "retry_router": "verdict",
+               "human_review": "review", "backfill": "backfill", "evaluate": "evaluation", "write_db": "saved",
+               "record_reject": "recorded", "finish": "summary"}
+REVIEW_BY_BUTTONS = ("This code is waiting for review: use Approve, Edit or Reject on the review message above "
+                     "(a thread reply does not decide it).")
 
 
 @dataclass(frozen=True)
@@ -59,8 +64,9 @@ class FrontDoor:
     def submit_text(self, where: Where, text: str) -> Future:
         return self.pool.submit(self._guarded, self._handle_text, where, clean_text(text))
 
-    def submit_choice(self, where: Where, thread_id: str, interrupt_id: str, choice: str) -> Future:
-        return self.pool.submit(self._guarded, self._handle_choice, where, thread_id, interrupt_id, choice)
+    def submit_decision(self, where: Where, thread_id: str, interrupt_id: str, decision: dict[str, Any]) -> Future:
+        """Resume a pause with a decision already accepted by `decide()` (HITL shape: approve/edit/reject/respond)."""
+        return self.pool.submit(self._guarded, self._handle_decision, where, thread_id, interrupt_id, decision)
 
     def authorised(self, thread: ThreadInfo, user: str) -> bool:
         return user == thread.user_id or user in self.approvers
@@ -76,10 +82,14 @@ class FrontDoor:
     def _handle_text(self, where: Where, text: str) -> None:
         thread_id = thread_id_for(where.team, where.channel, where.thread_ts)
         with self.locks.hold(thread_id):
-            info, _created = self.registry.open(where.team, where.channel, where.thread_ts, where.user, "signal")
+            info, _created = self.registry.open(where.team, where.channel, where.thread_ts, where.user)
             pending = self.runner.pending(thread_id)
             if pending:
                 interrupt = pending[0]
+                if interrupt["value"].get("type") != "clarify":
+                    self._safe(self.client.chat_postEphemeral, channel=where.channel, user=where.user,
+                               thread_ts=where.thread_ts, text=REVIEW_BY_BUTTONS)
+                    return
                 if not self.authorised(info, where.user):
                     self._safe(self.client.chat_postEphemeral, channel=where.channel, user=where.user,
                                thread_ts=where.thread_ts, text="Only the person who started this request or a "
@@ -93,18 +103,32 @@ class FrontDoor:
                                              self._progress(where, status))
             else:
                 status = self._status_message(where)
-                outcome = self.runner.start(thread_id, text, self._progress(where, status))
+                outcome = self.runner.start(thread_id, text, self._progress(where, status), user=where.user)
             self._render(where, info, outcome, status)
 
-    def _handle_choice(self, where: Where, thread_id: str, interrupt_id: str, choice: str) -> None:
+    def _handle_decision(self, where: Where, thread_id: str, interrupt_id: str, decision: dict[str, Any]) -> None:
         with self.locks.hold(thread_id):
             info = self.registry.get(thread_id)
             if info is None:
                 return
             status = self._status_message(where)
-            outcome = self.runner.resume(thread_id, interrupt_id, {"type": "respond", "message": choice},
+            outcome = self.runner.resume(thread_id, interrupt_id, {**decision, "user": where.user},
                                          self._progress(where, status))
             self._render(where, info, outcome, status)
+
+    def may_decide(self, thread_id: str, interrupt_id: str, user: str) -> tuple[bool, str]:
+        """Whether `user` may open a decision form for this pause (nothing is claimed yet)."""
+        info = self.registry.get(thread_id)
+        if info is None:
+            return False, "This thread is not one of mine any more."
+        if not self.authorised(info, user):
+            return False, "Only the person who started this request or a configured approver can decide."
+        if interrupt_id not in {p["id"] for p in self.runner.pending(thread_id)}:
+            return False, "Already handled."
+        return True, ""
+
+    def pending_value(self, thread_id: str, interrupt_id: str) -> dict[str, Any] | None:
+        return next((p["value"] for p in self.runner.pending(thread_id) if p["id"] == interrupt_id), None)
 
     def decide(self, thread_id: str, interrupt_id: str, user: str) -> tuple[bool, str]:
         """Gatekeeping for a click: (allowed, reason). Records the decision when it is the first one."""
@@ -143,6 +167,24 @@ class FrontDoor:
         if status_ts:
             self._safe(self.client.chat_update, channel=where.channel, ts=status_ts, text=text)
 
+    def accept_decision(self, where: Where, info: ThreadInfo, interrupt_id: str, decision: dict[str, Any],
+                        message_ts: str | None = None) -> None:
+        """Audit a review decision and turn its message into "who decided what", without buttons."""
+        kind = decision["type"]
+        detail: dict[str, Any] = {"source": "slack"}
+        if kind == "reject":
+            detail["reason"] = decision.get("message", "")
+        if kind == "edit":
+            detail["code"] = decision["edited_action"]["args"]["code"]
+        self.audit.record(info.thread_id, where.user, kind, interrupt_id, detail)
+        shown = info.pending.get(interrupt_id) or {}
+        ts = message_ts or shown.get("ts")
+        if ts:
+            note = detail.get("reason", "") if kind == "reject" else (
+                "the edited code is being dry-run and checked" if kind == "edit" else "")
+            message = render.decided_message(shown.get("question") or "Code review", where.user, kind, note)
+            self._safe(self.client.chat_update, channel=where.channel, ts=ts, **message)
+
     def accept_answer(self, where: Where, info: ThreadInfo, interrupt_id: str, answer: str,
                       detail: dict[str, Any], message_ts: str | None = None) -> None:
         """Audit an accepted answer and turn its question into "who answered what", without buttons."""
@@ -154,17 +196,14 @@ class FrontDoor:
             self._safe(self.client.chat_update, channel=where.channel, ts=ts, **message)
 
     def _render(self, where: Where, info: ThreadInfo, outcome: Outcome, status_ts: str | None) -> None:
+        if outcome.workflow and outcome.workflow != info.workflow:
+            self.registry.update(info.thread_id, workflow=outcome.workflow)
         if outcome.status == "waiting":
             self._finish_status(where, status_ts, ":speech_balloon: waiting for your answer")
-            pending: dict[str, Any] = {
-                i["id"]: {"kind": i["value"].get("type"), "question": i["value"].get("question", "")}
-                for i in outcome.interrupts
-            }
+            pending: dict[str, Any] = {i["id"]: _pending_entry(i["value"]) for i in outcome.interrupts}
             self.registry.update(info.thread_id, status="waiting", pending=pending)
             for interrupt in outcome.interrupts:
-                message = render.clarify_message(outcome.thread_id, interrupt["id"], interrupt["value"])
-                posted = self.client.chat_postMessage(channel=where.channel, thread_ts=where.thread_ts, **message)
-                pending[interrupt["id"]]["ts"] = posted["ts"]
+                pending[interrupt["id"]]["ts"] = self._post_interrupt(where, info, outcome.thread_id, interrupt)
             self.registry.update(info.thread_id, pending=pending)
             return
         if outcome.status == "failed":
@@ -175,16 +214,38 @@ class FrontDoor:
             return
         self._finish_status(where, status_ts, ":white_check_mark: done")
         if outcome.result:
-            self.client.chat_postMessage(channel=where.channel, thread_ts=where.thread_ts,
-                                         **render.signal_result_message(outcome.result))
+            summary = (render.factor_result_message if outcome.result.get("workflow") == "factor"
+                       else render.signal_result_message)
+            self.client.chat_postMessage(channel=where.channel, thread_ts=where.thread_ts, **summary(outcome.result))
             self._upload(where, outcome.result.get("artifacts", []))
         else:
             self.client.chat_postMessage(channel=where.channel, thread_ts=where.thread_ts,
                                          **render.reply_message(outcome.text))
         self.registry.update(info.thread_id, status="done", pending={})
 
+    def _post_interrupt(self, where: Where, info: ThreadInfo, thread_id: str, interrupt: dict[str, Any]) -> str:
+        """Post one question or review; a body too long to show inline goes up as a snippet file below it."""
+        value = interrupt["value"]
+        if value.get("type") != "code_review":
+            message = render.clarify_message(thread_id, interrupt["id"], value)
+            return self.client.chat_postMessage(channel=where.channel, thread_ts=where.thread_ts, **message)["ts"]
+        message = render.code_review_message(thread_id, interrupt["id"], value, info.user_id)
+        ts = self.client.chat_postMessage(channel=where.channel, thread_ts=where.thread_ts, **message)["ts"]
+        code = str(value.get("code") or "")
+        if len(code) > render.CODE_INLINE_MAX:
+            try:
+                self.client.files_upload_v2(content=value.get("program") or code, filename=f"{value['name']}.py",
+                                            title=f"{value['name']}.py (code under review)",
+                                            channel=where.channel, thread_ts=where.thread_ts)
+            except SlackApiError as exc:
+                log.warning("code snippet upload failed: %s", exc.response.get("error"))
+                self._safe(self.client.chat_postMessage, channel=where.channel, thread_ts=where.thread_ts,
+                           text=":warning: I could not attach the code under review; review it with "
+                                "`quantdesk chat` or ask an admin to check the bot's file permissions.")
+        return ts
+
     def _upload(self, where: Where, artifacts: list[dict[str, str]]) -> None:
-        files = [a for a in artifacts if a["kind"] in ("chart", "signal_csv", "metrics_csv")]
+        files = [a for a in artifacts if a["kind"] in ("chart", "signal_csv", "metrics_csv", "ic_csv")]
         if not files:
             return
         uploads = [{"file": a["path"], "filename": Path(a["path"]).name, "title": a["title"]} for a in files]
@@ -203,6 +264,13 @@ class FrontDoor:
             method(**kwargs)
         except SlackApiError as exc:
             log.warning("Slack call failed: %s", exc.response.get("error"))
+
+
+def _pending_entry(value: dict[str, Any]) -> dict[str, Any]:
+    """What the registry keeps about a pause: its kind and the title its message shows."""
+    if value.get("type") == "code_review":
+        return {"kind": "code_review", "question": f"Code review: {value.get('name', 'factor')}"}
+    return {"kind": value.get("type"), "question": value.get("question", "")}
 
 
 def clean_text(text: str) -> str:

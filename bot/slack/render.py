@@ -87,3 +87,130 @@ def signal_result_message(result: dict[str, Any]) -> dict[str, Any]:
 
 def reply_message(text: str) -> dict[str, Any]:
     return {"text": _clip(text, 40_000), "blocks": [_section(text)]}
+
+
+CODE_INLINE_MAX = 2800  # a section's 3,000 characters minus the fence and the heading
+MODAL_INPUT_MAX = 3000
+DECISION_LABELS = {"approve": "Approve", "edit": "Edit", "reject": "Reject"}
+
+
+def code_review_message(thread_id: str, interrupt_id: str, payload: dict[str, Any], requester: str | None,
+                        ) -> dict[str, Any]:
+    """Code for review: verdict, dry-run and check summary, the code (inline when it fits), the decisions."""
+    name, code = payload.get("name", "factor"), str(payload.get("code") or "")
+    failure = payload.get("failure")
+    verdict = f":x: *Checks failed:* {failure}" if failure else ":white_check_mark: *Checks passed*"
+    blocks: list[dict[str, Any]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": _clip(f"Code review: {name}", 150)}},
+        _section(verdict),
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(str(payload.get("summary") or "-"),
+                                                                           SECTION_TEXT_MAX)}]},
+    ]
+    if len(code) <= CODE_INLINE_MAX:
+        blocks.append(_section(f"*Body of `compute_factor`*\n```{code.rstrip()}```"))
+    else:
+        blocks.append(_section(f"*Body of `compute_factor`* is {len(code):,} characters, too long to show here: it "
+                               "is attached below as a file."))
+    elements = []
+    for decision in payload.get("allowed") or []:
+        button: dict[str, Any] = {"type": "button", "action_id": f"review_{decision}",
+                                  "text": {"type": "plain_text", "text": DECISION_LABELS[decision]},
+                                  "value": button_value(thread_id, interrupt_id, decision)}
+        if decision == "approve":
+            button["style"] = "primary"
+        elif decision == "reject":
+            button["style"] = "danger"
+        elements.append(button)
+    blocks.append({"type": "actions", "block_id": "review", "elements": elements})
+    who = f"<@{requester}> or a configured approver" if requester else "The requester or a configured approver"
+    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"{who} can decide. Edit opens the "
+                                                    "code in a form; edited code is dry-run and checked again."}]})
+    text = f"Code review for factor {name}: " + (f"checks failed ({failure})" if failure else "checks passed")
+    return {"text": _clip(text, 3000), "blocks": blocks}
+
+
+def decided_message(title: str, user_id: str, decision: str, detail: str = "") -> dict[str, Any]:
+    """What a review message becomes after the decision: who decided what, no buttons."""
+    verbs = {"approve": ":white_check_mark: approved", "edit": ":pencil2: edited", "reject": ":no_entry: rejected"}
+    text = f"*{title}* — {verbs.get(decision, decision)} by <@{user_id}>" + (f"\n>{detail}" if detail else "")
+    return {"text": f"{title}: {decision} by {user_id}", "blocks": [_section(text)]}
+
+
+def _metadata(thread_id: str, interrupt_id: str, channel: str, message_ts: str) -> str:
+    return json.dumps({"t": thread_id, "i": interrupt_id, "c": channel, "m": message_ts}, separators=(",", ":"))
+
+
+def edit_modal(thread_id: str, interrupt_id: str, channel: str, message_ts: str, name: str,
+               code: str) -> dict[str, Any]:
+    """A modal prefilled with the body; a body over the input's 3,000 characters is said plainly, not cut."""
+    fits = len(code) <= MODAL_INPUT_MAX
+    element: dict[str, Any] = {"type": "plain_text_input", "action_id": "code", "multiline": True,
+                               "max_length": MODAL_INPUT_MAX}
+    if fits:
+        element["initial_value"] = code
+    intro = ("Edit the body of `compute_factor`. It is dry-run and checked again before it is accepted."
+             if fits else f"The current body is {len(code):,} characters, more than a form can hold (3,000). It is "
+                          "attached in the thread; write a shorter body here to replace it.")
+    return {
+        "type": "modal", "callback_id": "review_edit_modal",
+        "title": {"type": "plain_text", "text": "Edit factor code"},
+        "submit": {"type": "plain_text", "text": "Dry-run & submit"},
+        "close": {"type": "plain_text", "text": "Cancel"},
+        "private_metadata": _metadata(thread_id, interrupt_id, channel, message_ts),
+        "blocks": [_section(_clip(f"*{name}*: {intro}", SECTION_TEXT_MAX)),
+                   {"type": "input", "block_id": "code", "label": {"type": "plain_text", "text": "Code"},
+                    "element": element}],
+    }
+
+
+def reject_modal(thread_id: str, interrupt_id: str, channel: str, message_ts: str, name: str) -> dict[str, Any]:
+    return {
+        "type": "modal", "callback_id": "review_reject_modal",
+        "title": {"type": "plain_text", "text": "Reject factor"},
+        "submit": {"type": "plain_text", "text": "Reject"},
+        "close": {"type": "plain_text", "text": "Cancel"},
+        "private_metadata": _metadata(thread_id, interrupt_id, channel, message_ts),
+        "blocks": [_section(f"Reject *{_clip(name, 200)}*? Nothing is backfilled or saved; the rejection is recorded."),
+                   {"type": "input", "block_id": "reason", "label": {"type": "plain_text", "text": "Reason"},
+                    "element": {"type": "plain_text_input", "action_id": "reason", "multiline": True,
+                                "max_length": 1000}}],
+    }
+
+
+def parse_metadata(value: str) -> tuple[str, str, str, str]:
+    data = json.loads(value)
+    return str(data["t"]), str(data["i"]), str(data["c"]), str(data["m"])
+
+
+def _num(value: float | None, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def factor_result_message(result: dict[str, Any]) -> dict[str, Any]:
+    """Summary of a saved factor: metrics per forward-return period as a table, duplicates, conventions."""
+    header = f"{'period':>6} {'IC':>8} {'RankIC':>8} {'ICIR':>6} {'t':>6} {'top-bot':>9} {'L/S':>9} {'turn':>6}"
+    rows = [header]
+    for period, m in result["metrics"].items():
+        rows.append(f"{period + 'd':>6} {_num(m['ic_mean'], '.4f'):>8} {_num(m['rank_ic_mean'], '.4f'):>8} "
+                    f"{_num(m['rank_icir'], '.2f'):>6} {_num(m['rank_ic_t'], '.1f'):>6} "
+                    f"{_num(m['spread_mean'] and m['spread_mean'] * 1e4, '.1f') + 'bp':>9} "
+                    f"{_num(m['long_short_mean'] and m['long_short_mean'] * 1e4, '.1f') + 'bp':>9} "
+                    f"{_num(m['turnover_top'], '.0%'):>6}")
+    decided = f"{result['decision']} by <@{result['reviewer']}>" if result.get("reviewer") else result["decision"]
+    blocks: list[dict[str, Any]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": _clip(f"Factor {result['title']} saved", 150)}},
+        _section(f"{result['description']}\n{result['shape'][0]} dates × {result['shape'][1]} codes, "
+                 f"{result['first_date']}–{result['last_date']} · {decided}"),
+        _section("```" + "\n".join(rows) + "```"),
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(result["conventions"], 3000)}]},
+    ]
+    for dup in result.get("duplicates", [])[:5]:
+        blocks.append(_section(f":warning: Near duplicate of *{dup['name']}* v{dup['version']} "
+                               f"(correlation {dup['correlation']:.3f} over {dup['overlap']:,} values)"))
+    for warning in result.get("warnings", [])[:5]:
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(f":warning: {warning}",
+                                                                                        3000)}]})
+    first = next(iter(result["metrics"].values()), {})
+    text = (f"Factor {result['title']} saved: Rank IC {_num(first.get('rank_ic_mean'), '.4f')} "
+            f"(first period), {len(result.get('duplicates', []))} near duplicate(s)")
+    return {"text": text, "blocks": blocks[:MAX_BLOCKS]}

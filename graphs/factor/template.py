@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 import textwrap
 
+from tools.sandbox.policy import check_code
+
 HEADER = '''# Factor: {name}
 # {description}
 # Inputs: one DataFrame per field, index = trade dates, columns = ts_codes.
@@ -53,3 +55,15 @@ def body_of(text: str) -> str:
                 first = node.body[1]  # drop the docstring
             return textwrap.dedent("\n".join(lines[first.lineno - 1: node.end_lineno])) + "\n"
     raise TemplateError("the edited code has no `def compute_factor(...)`")
+
+
+def edit_problems(text: str) -> list[str]:
+    """What the sandbox's static check would refuse in an edit, with body-relative line numbers (for forms)."""
+    if not text.strip():
+        return ["The code is empty."]
+    try:
+        body = body_of(text)
+    except TemplateError as exc:
+        return [str(exc)]
+    wrapped = "def compute_factor():\n" + textwrap.indent(body, "    ")
+    return [f"line {max(v.line - 1, 1)}: {v.message}" for v in check_code(wrapped)]

@@ -1,0 +1,208 @@
+"""The factor workflow through the main graph: real sample data, real sandbox, real checkpointers (SQLite and
+PostgreSQL), scripted chat models emitting real tool calls; results read back from the factor library."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.types import Command
+from sqlalchemy import Engine
+
+from graphs.context import WorkflowContext
+from graphs.factor.state import MAX_RETRIES
+from graphs.main import build_main_graph
+from tests.fakes.chat import ScriptedChatModel, answer, tool_call
+from tools.data.local import SampleProvider
+from tools.factor_store import FactorStore
+from tools.sandbox import Sandbox
+from tools.storage.checkpointer import open_checkpointer
+
+GOOD_BODY = "return -(close / close.shift(10) - 1)"
+BAD_BODY = "return close.rolling(10).mean().stack()"  # a Series: the output-type check fails
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    box = Sandbox(workers=1)
+    yield box
+    box.close()
+
+
+class Thread:
+    """One thread of the main graph, invoked the way the bot's runner invokes it."""
+
+    def __init__(self, url: str, ctx: WorkflowContext) -> None:
+        self.url, self.ctx = url, ctx
+        self.config = {"configurable": {"thread_id": f"t-{uuid.uuid4().hex[:10]}"}}
+
+    def say(self, text: str) -> dict[str, Any]:
+        return self._invoke({"messages": [HumanMessage(text)], "requester": "UALICE"})
+
+    def decide(self, out: dict[str, Any], decision: dict[str, Any]) -> dict[str, Any]:
+        (pending,) = out["__interrupt__"]
+        return self._invoke(Command(resume={pending.id: {**decision, "user": "UBOB"}}))
+
+    def _invoke(self, value: Any) -> dict[str, Any]:
+        with open_checkpointer(self.url) as saver:
+            return build_main_graph(saver).invoke(value, self.config, context=self.ctx)
+
+
+def review(out: dict[str, Any]) -> dict[str, Any]:
+    assert "__interrupt__" in out, out.get("final_reply")
+    (pending,) = out["__interrupt__"]
+    assert pending.value["type"] == "code_review"
+    return pending.value
+
+
+def edit(code: str) -> dict[str, Any]:
+    return {"type": "edit", "edited_action": {"name": "code_review", "args": {"code": code}}}
+
+
+@pytest.fixture
+def make_thread(db_url: str, engine: Engine, sandbox: Sandbox, tmp_path: Path):  # noqa: ANN201
+    def make(llm: ScriptedChatModel | None = None, light: ScriptedChatModel | None = None) -> Thread:
+        ctx = WorkflowContext(provider=SampleProvider(), engine=engine, sandbox=sandbox,
+                              artifacts_dir=tmp_path / "artifacts", llm=llm, light_llm=light)
+        return Thread(db_url, ctx)
+    return make
+
+
+def spec_answer(name: str) -> Any:
+    return answer(json.dumps({"name": name, "description": "minus the 10-day return (reversal)", "fields": ["close"],
+                              "lookback": 10, "frequency": "daily", "codes": [], "start": "20190301",
+                              "end": "20200601", "question": None}))
+
+
+def test_llm_dry_run_failure_retry_success_approve_backfill_evaluate_save(make_thread, engine: Engine) -> None:
+    name = f"rev10_{uuid.uuid4().hex[:6]}"
+    light = ScriptedChatModel(script=[answer('{"workflow": "factor"}')])
+    llm = ScriptedChatModel(script=[
+        spec_answer(name),
+        tool_call("try_factor_body", body=BAD_BODY), answer("tried a rolling mean"),  # attempt 1 fails
+        tool_call("try_factor_body", body=GOOD_BODY), answer("minus the 10-day return"),  # ErrorFix succeeds
+        answer('{"ok": true, "diffs": [], "reason": "computes minus the 10-day return"}'),  # semantic judge
+    ])
+    thread = make_thread(llm, light)
+    out = thread.say("Build me a short-term reversal factor on the last 10 days, 20190301 to 20200601")
+    shown = review(out)
+    assert shown["failure"] is None and shown["code"].strip() == GOOD_BODY
+    assert shown["allowed"] == ["approve", "edit", "reject"]
+    assert "Semantic check (llm): computes minus the 10-day return" in shown["summary"]
+    errorfix_prompt = llm.prompts[3][0].content  # the retry ran in the ErrorFix role with the cleaned error
+    assert "You are now ErrorFix" in errorfix_prompt and "must return a DataFrame, got Series" in errorfix_prompt
+    done = thread.decide(out, {"type": "approve"})
+    assert done["result"]["workflow"] == "factor" and done["result"]["decision"] == "approve"
+    store = FactorStore(engine)
+    saved = store.latest(name)
+    assert saved is not None and saved.version == 1 and saved.reviewer == "UBOB" and saved.author == "UALICE"
+    assert GOOD_BODY in saved.code and "def compute_factor(close):" in saved.code
+    assert store.count_values(saved.id) == done["result"]["shape"][0] * done["result"]["shape"][1] - \
+        int(store.values(saved.id).isna().sum().sum())
+    metrics = store.metrics(saved.id)
+    assert list(metrics.index) == [1, 5, 20] and metrics["dates"].min() > 200
+    assert Path(next(a["path"] for a in done["result"]["artifacts"] if a["kind"] == "chart")).read_bytes()[:4] \
+        == b"\x89PNG"
+
+
+def test_five_failed_retries_reach_review_with_the_failure_shown(make_thread, engine: Engine) -> None:
+    name = f"broken_{uuid.uuid4().hex[:6]}"
+    script = [spec_answer(name)]
+    for _ in range(MAX_RETRIES + 1):
+        script += [tool_call("try_factor_body", body=BAD_BODY), answer("done")]
+    llm = ScriptedChatModel(script=script)
+    thread = make_thread(llm, ScriptedChatModel(script=[answer('{"workflow": "factor"}')]))
+    out = thread.say("a reversal factor please, 20190301 20200601")
+    shown = review(out)
+    assert "must return a DataFrame" in shown["failure"]
+    assert shown["allowed"] == ["edit", "reject"]  # failing code cannot be approved
+    assert f"failed {MAX_RETRIES + 1} times" in shown["summary"]
+    assert not llm.script  # exactly six attempts, no seventh
+    done = thread.decide(out, {"type": "reject", "message": "the model could not do it"})
+    assert done["final_reply"].startswith("Rejected") and "the model could not do it" in done["final_reply"]
+    assert FactorStore(engine).latest(name, status=None).status == "rejected"
+
+
+def test_broken_edit_is_asked_again_then_a_good_edit_is_used(make_thread, engine: Engine) -> None:
+    name = f"mom_{uuid.uuid4().hex[:6]}"
+    thread = make_thread()
+    out = thread.say(f"factor momentum 20190301 20200601 window=20 name={name}")
+    assert review(out)["code"].strip() == "return close / close.shift(20) - 1"
+    again = thread.decide(out, edit("return close.stack()"))
+    shown = review(again)
+    assert "Your edit was not accepted" in shown["summary"] and "got Series" in shown["failure"]
+    lookahead = thread.decide(again, edit("return close.shift(-5) / close - 1"))
+    assert "negative period" in review(lookahead)["failure"] or "look-ahead" in review(lookahead)["failure"]
+    done = thread.decide(lookahead, edit("def compute_factor(close):\n    return close / close.shift(10) - 1\n"))
+    assert done["result"]["decision"] == "edit"
+    saved = FactorStore(engine).latest(name)
+    assert "close.shift(10)" in saved.code and saved.decision == "edit"
+
+
+def test_reject_ends_the_run_and_is_recorded(make_thread, engine: Engine) -> None:
+    name = f"vol_{uuid.uuid4().hex[:6]}"
+    thread = make_thread()
+    out = thread.say(f"factor volatility 20190301 20200601 name={name}")
+    done = thread.decide(out, {"type": "reject", "message": "not now"})
+    assert "__interrupt__" not in done and done.get("result") is None
+    info = FactorStore(engine).latest(name, status=None)
+    assert info.status == "rejected" and info.decision == "reject" and info.spec["reject_reason"] == "not now"
+    assert FactorStore(engine).count_values(info.id) == 0
+
+
+def test_missing_dates_clarify_then_follow_up_reruns_with_a_new_window(make_thread, engine: Engine) -> None:
+    name = f"turn_{uuid.uuid4().hex[:6]}"
+    thread = make_thread()
+    out = thread.say(f"factor turnover name={name}")
+    (pending,) = out["__interrupt__"]
+    assert pending.value["type"] == "clarify" and "Which dates?" in pending.value["question"]
+    out = thread._invoke(Command(resume={pending.id: {"type": "respond", "message": "20190301 20200601"}}))
+    first = thread.decide(out, {"type": "approve"})
+    assert first["result"]["version"] == 1
+    follow = thread.say("window=5")  # same thread: continues the factor work with the new window
+    assert review(follow)["code"].strip() == "return turnover_rate.rolling(5).mean()"
+    second = thread.decide(follow, {"type": "approve"})
+    assert second["result"]["version"] == 2  # same name: a new version, never an overwrite
+    assert [v.version for v in FactorStore(engine).versions(name)] == [1, 2]
+
+
+def test_near_duplicate_is_reported(make_thread) -> None:
+    first, second = make_thread(), make_thread()
+    tag = uuid.uuid4().hex[:6]
+    first.decide(first.say(f"factor reversal 20190301 20200601 name=a_{tag}"), {"type": "approve"})
+    done = second.decide(second.say(f"factor momentum 20190301 20200601 window=5 name=b_{tag}"), {"type": "approve"})
+    duplicates = {d["name"]: d for d in done["result"]["duplicates"]}
+    assert f"a_{tag}" not in duplicates  # momentum = minus reversal: correlation -1 is not a duplicate
+    third = make_thread()
+    done = third.decide(third.say(f"factor reversal window=5 20190301 20200601 name=c_{tag}"), {"type": "approve"})
+    duplicates = {d["name"]: d for d in done["result"]["duplicates"]}
+    assert duplicates[f"a_{tag}"]["correlation"] > 0.999 and f"b_{tag}" not in duplicates
+    assert f"near duplicate: a_{tag} v1" in done["messages"][-1].content
+
+
+def test_combination_and_unknown_factor_messages(make_thread) -> None:
+    thread = make_thread()
+    out = thread.say("factor combo 0.5*momentum(20) - volatility(20) 20190301 20200601")
+    body = review(out)["code"]
+    assert "zscore(close / close.shift(20) - 1)" in body and "- 1 * part1" in body
+    bad = make_thread().say("factor combo momentum(20) - frobnicate(3) 20190301 20200601")
+    assert "is not a library factor" in bad["final_reply"]
+
+
+def test_value_needs_daily_indicators_the_sample_lacks(make_thread) -> None:
+    out = make_thread().say("factor value 20190301 20200601")
+    assert "cannot run this factor" in out["final_reply"] and "pe_ttm" in out["final_reply"]
+
+
+def test_signal_follow_up_in_the_same_thread_continues_the_signal(make_thread) -> None:
+    thread = make_thread()
+    first = thread.say("signal ma_cross 600519.SH,000001.SZ 20190101 20200601 fast=5 slow=20")
+    assert first["result"]["params"] == {"fast": 5, "slow": 20}
+    second = thread.say("fast=10 slow=30")
+    assert second["result"]["params"] == {"fast": 10, "slow": 30} and second["result"]["codes"] == ["600519.SH",
+                                                                                                    "000001.SZ"]
