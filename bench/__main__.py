@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHES = ("data_workspace", "sandbox", "signal_workflow", "slack_ack")
+BENCHES = ("data_workspace", "sandbox", "signal_workflow", "slack_ack", "factor_eval")
 
 
 def main(names: list[str]) -> int:

@@ -29,6 +29,7 @@ class BotProcess:
         environ.update(SLACK_BOT_TOKEN="xoxb-test-token", SLACK_SIGNING_SECRET=SECRET, SLACK_API_URL=slack_url,
                        DATABASE_URL=database_url, QUANTDESK_DATA_DIR=str(data_dir), QUANTDESK_LOG_LEVEL="WARNING",
                        **env)
+        self.database_url = database_url
         self.proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--host", "127.0.0.1", "--port", "0"],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ)
         line = self.proc.stdout.readline()
@@ -93,4 +94,15 @@ def action_body(user: str, channel: str, message_ts: str, thread_ts: str, action
                "container": {"type": "message", "message_ts": message_ts, "channel_id": channel},
                "message": {"ts": message_ts, "thread_ts": thread_ts, "text": "q"},
                "actions": [{**action, "type": "button", "action_ts": str(time.time())}]}
+    return urlencode({"payload": json.dumps(payload)})
+
+
+def view_body(user: str, callback_id: str, private_metadata: str, values: dict[str, Any]) -> str:
+    """A view_submission of a modal: values as {block_id: {action_id: value}} for plain-text inputs."""
+    state = {block: {action: {"type": "plain_text_input", "value": value} for action, value in inputs.items()}
+             for block, inputs in values.items()}
+    payload = {"type": "view_submission", "team": {"id": TEAM}, "user": {"id": user}, "api_app_id": "A1",
+               "token": "x", "trigger_id": f"trig{next(_ids)}",
+               "view": {"id": f"V{next(_ids)}", "type": "modal", "callback_id": callback_id, "team_id": TEAM,
+                        "private_metadata": private_metadata, "state": {"values": state}, "hash": "h"}}
     return urlencode({"payload": json.dumps(payload)})

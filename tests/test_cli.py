@@ -89,3 +89,37 @@ def test_local_provider_needs_a_directory(tmp_path: Path) -> None:
     out = _quantdesk(["chat"], tmp_path, "", QUANTDESK_DATA_PROVIDER="local")
     assert out.returncode == 2
     assert "needs QUANTDESK_LOCAL_DATA" in out.stderr
+
+
+def test_factor_session_with_review_at_the_prompt(tmp_path: Path) -> None:
+    """Library factors with no LLM, end to end through `quantdesk chat`: approve, edit (typed and from a file),
+    reject, then the library read back."""
+    edited = tmp_path / "body.py"
+    edited.write_text("return -(close / close.shift(10) - 1)\n")
+    session = "\n".join([
+        "factor momentum 20190301 20200601 window=20",
+        "looks fine",  # not a decision: the prompt says what is expected
+        "approve",
+        "factor reversal 20190301 20200601",
+        "edit",
+        "return close.stack()",
+        ".",
+        f"edit {edited}",
+        "factor volatility 20190301 20200601",
+        "reject too close to what we have",
+        "factor list",
+        "factor show reversal_5",
+    ])
+    out = _quantdesk(["chat"], tmp_path, session)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "--- code review: factor momentum_20 (checks passed) ---" in text
+    assert "the code is waiting for review: approve, edit [FILE], or reject REASON" in text
+    assert "*Factor momentum_20* v1 saved (approve by" in text
+    assert "Your edit was not accepted: compute_factor must return a DataFrame, got Series" in text
+    assert "*Factor reversal_5* v1 saved (edit by" in text
+    assert "Rejected: factor volatility_20 was not backfilled or saved" in text
+    assert "• volatility_20 v1 [rejected]" in text and "• momentum_20 v1 [active]" in text
+    assert "return -(close / close.shift(10) - 1)" in text.split("reversal_5: ", 1)[1]
+    chart = next(line.split(": ", 1)[1] for line in text.splitlines() if line.startswith("  saved chart: "))
+    assert Path(chart).read_bytes()[:4] == b"\x89PNG"

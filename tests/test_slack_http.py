@@ -11,9 +11,22 @@ from pathlib import Path
 
 import pytest
 from slack_sdk.models.blocks import Block
+from slack_sdk.models.views import View
 
-from tests.fakes.slack_server import SlackServer
-from tests.slack_harness import BotProcess, action_body, command_body, event_body, mention, message, post
+from bot.registry import AuditLog, thread_id_for
+from tests.fakes.slack_server import TEAM, SlackServer
+from tests.slack_harness import (
+    BotProcess,
+    action_body,
+    command_body,
+    event_body,
+    mention,
+    message,
+    post,
+    view_body,
+)
+from tools.factor_store import FactorStore
+from tools.storage.db import make_engine
 
 ALICE, BOB, CAROL = "UALICE", "UBOB", "UCAROL"
 _ts = count(1)
@@ -252,3 +265,101 @@ def test_a_paused_run_is_resumed_by_a_click_in_a_new_process(slack: SlackServer,
                             and str(c.args.get("text", "")).startswith("Signal mean_reversion"))
     finally:
         second.stop()
+
+
+def _review_call(slack: SlackServer, channel: str, root: str, n: int = 1):  # noqa: ANN202
+    calls = slack.fake.wait_for("chat.postMessage", n, where=lambda c: in_thread(channel, root)(c)
+                                and str(c.args.get("text", "")).startswith("Code review for factor"))
+    return calls[n - 1]
+
+
+def _button(call, action_id: str) -> dict:  # noqa: ANN001
+    blocks = _blocks_valid(call)
+    return next(e for b in blocks if b["type"] == "actions" for e in b["elements"] if e["action_id"] == action_id)
+
+
+def _opened_view(slack: SlackServer, n: int) -> dict:
+    call = slack.fake.wait_for("views.open", n)[n - 1]
+    view = call.args["view"]
+    view = json.loads(view) if isinstance(view, str) else view
+    View(**view).validate_json()
+    return view
+
+
+def test_factor_review_edit_modal_uses_the_edited_code(slack: SlackServer, bot: BotProcess) -> None:
+    channel, root = "C700", new_ts()
+    post(bot.url, event_body(mention(channel, ALICE, "factor momentum 20190301 20200601 window=20 name=slack_mom",
+                                     root)), "application/json")
+    first = _review_call(slack, channel, root)
+    assert "return close / close.shift(20) - 1" in json.dumps(first.args["blocks"])
+    approve = _button(first, "review_approve")
+    # someone else may not decide
+    post(bot.url, action_body(BOB, channel, first.response["ts"], root, approve), "application/x-www-form-urlencoded")
+    slack.fake.wait_for("chat.postEphemeral", where=lambda c: c.args.get("user") == BOB
+                        and "Only the person who started" in c.args.get("text", ""))
+    # Edit opens a modal prefilled with the body
+    views_before = len(slack.fake.of("views.open"))
+    post(bot.url, action_body(ALICE, channel, first.response["ts"], root, _button(first, "review_edit")),
+         "application/x-www-form-urlencoded")
+    view = _opened_view(slack, views_before + 1)
+    assert view["blocks"][1]["element"]["initial_value"] == "return close / close.shift(20) - 1\n"
+    metadata = view["private_metadata"]
+    # a forbidden import is refused inside the modal, before anything runs
+    status, body = post(bot.url, view_body(ALICE, "review_edit_modal", metadata,
+                                           {"code": {"code": "import os\nreturn os.environ"}}),
+                        "application/x-www-form-urlencoded")
+    assert status == 200 and json.loads(body)["response_action"] == "errors"
+    assert "import of 'os' is not allowed" in json.loads(body)["errors"]["code"]
+    # a broken edit is dry-run, refused and asked again with the failure shown
+    broken = view_body(ALICE, "review_edit_modal", metadata, {"code": {"code": "return close.stack()"}})
+    status, body = post(bot.url, broken, "application/x-www-form-urlencoded")
+    assert status == 200 and body == ""
+    second = _review_call(slack, channel, root, 2)
+    assert "Checks failed" in json.dumps(second.args["blocks"]) and "review_approve" not in json.dumps(
+        second.args["blocks"])
+    # a second submission of the old form is "already handled", in the form
+    _, stale = post(bot.url, view_body(ALICE, "review_edit_modal", metadata, {"code": {"code": "return close"}}),
+                    "application/x-www-form-urlencoded")
+    assert json.loads(stale)["errors"]["code"] == "Already handled."
+    # a good edit is accepted and used
+    post(bot.url, action_body(ALICE, channel, second.response["ts"], root, _button(second, "review_edit")),
+         "application/x-www-form-urlencoded")
+    view = _opened_view(slack, views_before + 2)
+    post(bot.url, view_body(ALICE, "review_edit_modal", view["private_metadata"],
+                            {"code": {"code": "return close / close.shift(10) - 1"}}),
+         "application/x-www-form-urlencoded")
+    result = slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, root)(c)
+                                 and str(c.args.get("text", "")).startswith("Factor slack_mom"))[0]
+    assert "edit by <@UALICE>" in json.dumps(_blocks_valid(result))
+    slack.fake.wait_for("files.completeUploadExternal", where=lambda c: c.args.get("thread_ts") == root)
+    updated = slack.fake.wait_for("chat.update", where=lambda c: c.args.get("ts") == second.response["ts"]
+                                  and "blocks" in c.args)[0]
+    assert "edited by <@UALICE>" in json.dumps(updated.args["blocks"]) and "actions" not in json.dumps(
+        updated.args["blocks"])
+    engine = make_engine(bot.database_url)
+    saved = FactorStore(engine).latest("slack_mom")
+    assert "close.shift(10)" in saved.code and saved.reviewer == ALICE and saved.decision == "edit"
+    actions = [e["action"] for e in AuditLog(engine).entries(thread_id_for(TEAM, channel, root))]
+    assert actions == ["edit", "edit"]
+
+
+def test_factor_reject_modal_records_the_reason(slack: SlackServer, bot: BotProcess) -> None:
+    channel, root = "C710", new_ts()
+    response_url = slack.url.replace("/api/", "/respond/factor1")
+    post(bot.url, command_body("factor volatility 20190301 20200601 name=slack_vol", channel, ALICE, response_url),
+         "application/x-www-form-urlencoded")
+    root_call = slack.fake.wait_for("chat.postMessage", where=lambda c: c.args.get("channel") == channel
+                                    and "thread_ts" not in c.args)[0]
+    root = root_call.response["ts"]
+    review = _review_call(slack, channel, root)
+    views_before = len(slack.fake.of("views.open"))
+    post(bot.url, action_body(CAROL, channel, review.response["ts"], root, _button(review, "review_reject")),
+         "application/x-www-form-urlencoded")  # CAROL is a configured approver
+    view = _opened_view(slack, views_before + 1)
+    reason = {"reason": {"reason": "too noisy"}}
+    post(bot.url, view_body(CAROL, "review_reject_modal", view["private_metadata"], reason),
+         "application/x-www-form-urlencoded")
+    slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, root)(c)
+                        and str(c.args.get("text", "")).startswith("Rejected: factor slack_vol"))
+    info = FactorStore(make_engine(bot.database_url)).latest("slack_vol", status=None)
+    assert info.status == "rejected" and info.reviewer == CAROL and info.spec["reject_reason"] == "too noisy"

@@ -127,16 +127,18 @@ def evaluate_factor(factor: pd.DataFrame, prices: pd.DataFrame, periods: tuple[i
 
     index = pd.Index(dates, name=factor.index.name)
     wide = lambda a: pd.DataFrame(a, index=index, columns=codes)  # noqa: E731
-    ranks = wide(f).rank(axis=1, method="average").to_numpy()
+    ranks = _rank_rows(f)
     ic = pd.DataFrame({p: _row_corr(f, fwd[p]) for p in periods}, index=index)
-    fwd_ranks = {p: wide(fwd[p]).rank(axis=1, method="average").to_numpy() for p in periods}
+    fwd_ranks = {p: _rank_rows(fwd[p]) for p in periods}
     rank_ic = pd.DataFrame({p: _row_corr(ranks, fwd_ranks[p]) for p in periods}, index=index)
 
     by_date, qmean, qse, spread = {}, {}, {}, {}
     labels = list(range(1, quantiles + 1))
+    members = {q: quantile == q for q in labels}
+    sizes = {q: members[q].sum(axis=1) for q in labels}
     for p in periods:
         demeaned = fwd[p] - _row_mean(fwd[p])[:, None]
-        table = pd.DataFrame({q: _row_mean(np.where(quantile == q, demeaned, np.nan)) for q in labels}, index=index)
+        table = pd.DataFrame({q: _masked_mean(demeaned, members[q], sizes[q]) for q in labels}, index=index)
         by_date[p] = table
         qmean[p] = table.mean()
         qse[p] = table.std() / np.sqrt(table.count())
@@ -149,7 +151,7 @@ def evaluate_factor(factor: pd.DataFrame, prices: pd.DataFrame, periods: tuple[i
     factor_returns = pd.DataFrame(
         {p: np.where(has_rows, np.nansum(weights * fwd[p], axis=1), np.nan) for p in periods}, index=index)
 
-    turnover = {p: pd.DataFrame({q: _turnover(quantile == q, p) for q in labels}, index=index) for p in periods}
+    turnover = {p: pd.DataFrame({q: _turnover(members[q], p) for q in labels}, index=index) for p in periods}
     autocorr = pd.DataFrame({p: _row_corr(ranks, _shift_down(ranks, p)) for p in periods}, index=index)
 
     return FactorEvaluation(
@@ -166,24 +168,46 @@ def evaluate_factor(factor: pd.DataFrame, prices: pd.DataFrame, periods: tuple[i
     )
 
 
-def _row_mean(a: np.ndarray) -> np.ndarray:
-    count = np.isfinite(a).sum(axis=1)
-    total = np.nansum(a, axis=1)
+def _masked_mean(a: np.ndarray, mask: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Row means of `a` over `mask` (NaN where a row has no cell in it)."""
+    total = np.where(mask, a, 0.0).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(count > 0, total / count, np.nan)
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def _row_mean(a: np.ndarray) -> np.ndarray:
+    finite = np.isfinite(a)
+    return _masked_mean(a, finite, finite.sum(axis=1))
+
+
+def _rank_rows(a: np.ndarray) -> np.ndarray:
+    """Average ranks (1-based, ties share their mean rank) per row; NaN stays NaN (pandas rank(axis=1))."""
+    width = a.shape[1]
+    order = np.argsort(a, axis=1)  # NaN sorts last; the order within ties does not change their mean rank
+    ordered = np.take_along_axis(a, order, axis=1)
+    starts = np.ones(a.shape, dtype=bool)
+    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    ends = np.ones(a.shape, dtype=bool)
+    ends[:, :-1] = starts[:, 1:]
+    position = np.broadcast_to(np.arange(width), a.shape)
+    first = np.maximum.accumulate(np.where(starts, position, 0), axis=1)
+    last = np.minimum.accumulate(np.where(ends, position, width - 1)[:, ::-1], axis=1)[:, ::-1]
+    ranked = (first + last) / 2.0 + 1.0
+    ranked[np.isnan(ordered)] = np.nan
+    out = np.empty(a.shape)
+    np.put_along_axis(out, order, ranked, axis=1)
+    return out
 
 
 def _row_corr(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Pearson correlation per row over the columns where both are finite; NaN when undefined."""
     both = np.isfinite(x) & np.isfinite(y)
     n = both.sum(axis=1)
-    xm = np.where(both, x, np.nan)
-    ym = np.where(both, y, np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
-        xc = xm - _row_mean(xm)[:, None]
-        yc = ym - _row_mean(ym)[:, None]
-        cov = np.nansum(xc * yc, axis=1)
-        var = np.sqrt(np.nansum(xc * xc, axis=1) * np.nansum(yc * yc, axis=1))
+        xc = np.where(both, x - _masked_mean(x, both, n)[:, None], 0.0)
+        yc = np.where(both, y - _masked_mean(y, both, n)[:, None], 0.0)
+        cov = (xc * yc).sum(axis=1)
+        var = np.sqrt((xc * xc).sum(axis=1) * (yc * yc).sum(axis=1))
         r = np.where((n >= 2) & (var > 0), cov / var, np.nan)
     return np.clip(r, -1.0, 1.0)
 
