@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import tempfile
 import uuid
 from collections.abc import Callable
@@ -10,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import psycopg
 
+from bench.pg import PostgresUnavailable, scratch_database
 from bench.timing import best_of
 from tools.data.local import LocalProvider, SampleProvider
 from tools.storage.db import make_engine
@@ -19,7 +18,6 @@ from tools.storage.migrate import upgrade
 from tools.workspace import Workspace
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-PG_ADMIN = os.environ.get("QUANTDESK_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 FIELDS = ("open", "high", "low", "close", "vol", "amount")
 
 
@@ -75,19 +73,13 @@ def bench_workspace() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         save, load = _roundtrip(f"sqlite:///{tmp}/bench.db", frames)
     print(f"  sqlite    save {save * 1000:7.1f} ms  load {load * 1000:7.1f} ms")
-    name = f"qd_bench_{uuid.uuid4().hex[:8]}"
     try:
-        with psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=3) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-    except psycopg.Error as exc:
+        with scratch_database() as url:
+            save, load = _roundtrip(url, frames)
+    except PostgresUnavailable as exc:
         print(f"  postgres  skipped: {exc}")
         return
-    try:
-        save, load = _roundtrip(f"{PG_ADMIN.rsplit('/', 1)[0]}/{name}", frames)
-        print(f"  postgres  save {save * 1000:7.1f} ms  load {load * 1000:7.1f} ms")
-    finally:
-        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    print(f"  postgres  save {save * 1000:7.1f} ms  load {load * 1000:7.1f} ms")
 
 
 def main() -> None:

@@ -5,7 +5,6 @@ Then factor values written to PostgreSQL (COPY) in rows per second for 300 x 1,2
 
 from __future__ import annotations
 
-import os
 import time
 import tracemalloc
 import uuid
@@ -16,15 +15,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import psycopg
 
+from bench.pg import PostgresUnavailable, scratch_database
 from tools.evaluation import evaluate_factor
 from tools.factor_store import FactorStore
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-PG_ADMIN = os.environ.get("QUANTDESK_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 PERIODS = (1, 5, 20)
 
 
@@ -92,30 +90,22 @@ def synthetic(codes: int = 3000, dates: int = 1250, seed: int = 7) -> tuple[pd.D
 
 
 def bench_copy() -> None:
-    name = f"qd_bench_{uuid.uuid4().hex[:8]}"
     try:
-        with psycopg.connect(PG_ADMIN, autocommit=True, connect_timeout=3) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-    except psycopg.Error as exc:
-        print(f"factor values to PostgreSQL: skipped ({exc.__class__.__name__}: PostgreSQL unreachable)")
-        return
-    try:
-        engine = make_engine(f"{PG_ADMIN.rsplit('/', 1)[0]}/{name}")
-        upgrade(engine)
-        store = FactorStore(engine)
-        for codes in (300, 3000):
-            values, _ = synthetic(codes, 1250, seed=codes)
-            start = time.perf_counter()
-            store.save(name=f"bench_{codes}", description="bench", code="", spec={}, author=None, reviewer=None,
-                       decision="approve", run_key=uuid.uuid4().hex, values=values)
-            seconds = time.perf_counter() - start
-            rows = values.size
-            print(f"factor values to PostgreSQL (COPY): {codes} x 1,250 = {rows:,} rows in {seconds:.2f} s "
-                  f"= {rows / seconds:,.0f} rows/s")
-        engine.dispose()
-    finally:
-        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        with scratch_database() as url:
+            engine = make_engine(url)
+            upgrade(engine)
+            store = FactorStore(engine)
+            for codes in (300, 3000):
+                values, _ = synthetic(codes, 1250, seed=codes)
+                start = time.perf_counter()
+                store.save(name=f"bench_{codes}", description="bench", code="", spec={}, author=None,
+                           reviewer=None, decision="approve", run_key=uuid.uuid4().hex, values=values)
+                seconds = time.perf_counter() - start
+                print(f"factor values to PostgreSQL (COPY): {codes} x 1,250 = {values.size:,} rows in "
+                      f"{seconds:.2f} s = {values.size / seconds:,.0f} rows/s")
+            engine.dispose()
+    except PostgresUnavailable as exc:
+        print(f"factor values to PostgreSQL: skipped (PostgreSQL unreachable: {exc})")
 
 
 def main() -> None:

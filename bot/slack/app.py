@@ -129,8 +129,13 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
     def on_approve(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
         ack()
         thread_id, interrupt_id, _ = parse_button_value(action["value"])
-        resume(thread_id, interrupt_id, body["user"]["id"], body["channel"]["id"], body["message"]["ts"],
-               {"type": "approve"}, body["message"].get("thread_ts"))
+        user, channel = body["user"]["id"], body["channel"]["id"]
+        allowed, reason = door.decide(thread_id, interrupt_id, user)
+        if not allowed:
+            client.chat_postEphemeral(channel=channel, user=user, text=reason,
+                                      thread_ts=body["message"].get("thread_ts"))
+            return
+        resume(thread_id, interrupt_id, user, body["message"]["ts"], {"type": "approve"})
 
     @app.action(re.compile(r"^review_(edit|reject)$"))
     def on_open_form(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
@@ -144,8 +149,8 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
                                       thread_ts=message.get("thread_ts"))
             return
         name = str(value.get("name") or "factor")
-        view = (render.edit_modal(thread_id, interrupt_id, channel, message["ts"], name, str(value.get("code") or ""))
-                if decision == "edit" else render.reject_modal(thread_id, interrupt_id, channel, message["ts"], name))
+        view = (render.edit_modal(thread_id, interrupt_id, message["ts"], name, str(value.get("code") or ""))
+                if decision == "edit" else render.reject_modal(thread_id, interrupt_id, message["ts"], name))
         client.views_open(trigger_id=body["trigger_id"], view=view)
 
     @app.view("review_edit_modal")
@@ -165,21 +170,16 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
 
     def decided_in_form(ack: Any, body: dict[str, Any], view: dict[str, Any], decision: dict[str, Any],
                         block: str) -> None:
-        thread_id, interrupt_id, channel, message_ts = render.parse_metadata(view["private_metadata"])
+        thread_id, interrupt_id, message_ts = render.parse_metadata(view["private_metadata"])
         allowed, reason = door.decide(thread_id, interrupt_id, body["user"]["id"])
         if not allowed:
             ack(response_action="errors", errors={block: reason})
             return
         ack()
-        resume(thread_id, interrupt_id, body["user"]["id"], channel, message_ts, decision, None, decided=True)
+        resume(thread_id, interrupt_id, body["user"]["id"], message_ts, decision)
 
-    def resume(thread_id: str, interrupt_id: str, user: str, channel: str, message_ts: str,
-               decision: dict[str, Any], reply_ts: str | None, decided: bool = False) -> None:
-        if not decided:
-            allowed, reason = door.decide(thread_id, interrupt_id, user)
-            if not allowed:
-                client.chat_postEphemeral(channel=channel, user=user, text=reason, thread_ts=reply_ts)
-                return
+    def resume(thread_id: str, interrupt_id: str, user: str, message_ts: str, decision: dict[str, Any]) -> None:
+        """A decision `door.decide()` accepted: audit it, update its message, resume the run."""
         info = door.registry.get(thread_id)
         if info is None:
             return

@@ -117,13 +117,13 @@ class FrontDoor:
             self._render(where, info, outcome, status)
 
     def may_decide(self, thread_id: str, interrupt_id: str, user: str) -> tuple[bool, str]:
-        """Whether `user` may open a decision form for this pause (nothing is claimed yet)."""
+        """Whether `user` may decide this pause now (nothing is claimed: opening a form is not a decision)."""
         info = self.registry.get(thread_id)
         if info is None:
             return False, "This thread is not one of mine any more."
         if not self.authorised(info, user):
-            return False, "Only the person who started this request or a configured approver can decide."
-        if interrupt_id not in {p["id"] for p in self.runner.pending(thread_id)}:
+            return False, "Only the person who started this request or a configured approver can answer it."
+        if interrupt_id not in {p["id"] for p in self.runner.pending(thread_id)}:  # the checkpoint is the truth
             return False, "Already handled."
         return True, ""
 
@@ -131,16 +131,11 @@ class FrontDoor:
         return next((p["value"] for p in self.runner.pending(thread_id) if p["id"] == interrupt_id), None)
 
     def decide(self, thread_id: str, interrupt_id: str, user: str) -> tuple[bool, str]:
-        """Gatekeeping for a click: (allowed, reason). Records the decision when it is the first one."""
-        info = self.registry.get(thread_id)
-        if info is None:
-            return False, "This thread is not one of mine any more."
-        if not self.authorised(info, user):
-            return False, "Only the person who started this request or a configured approver can answer it."
-        still_pending = {p["id"] for p in self.runner.pending(thread_id)}  # the checkpoint is the durable truth
-        if interrupt_id not in still_pending or not self.deduper.claim(f"decision:{interrupt_id}"):
+        """Gatekeeping for a decision: (allowed, reason). Claims the decision when it is the first one."""
+        allowed, reason = self.may_decide(thread_id, interrupt_id, user)
+        if allowed and not self.deduper.claim(f"decision:{interrupt_id}"):
             return False, "Already handled."
-        return True, ""
+        return allowed, reason
 
     # --- rendering ---------------------------------------------------------------------------------
 

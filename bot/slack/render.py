@@ -136,12 +136,21 @@ def decided_message(title: str, user_id: str, decision: str, detail: str = "") -
     return {"text": f"{title}: {decision} by {user_id}", "blocks": [_section(text)]}
 
 
-def _metadata(thread_id: str, interrupt_id: str, channel: str, message_ts: str) -> str:
-    return json.dumps({"t": thread_id, "i": interrupt_id, "c": channel, "m": message_ts}, separators=(",", ":"))
+def _modal(callback_id: str, title: str, submit: str, metadata: tuple[str, str, str],
+           blocks: list[dict[str, Any]]) -> dict[str, Any]:
+    """A decision form; `metadata` (thread id, interrupt id, message ts) comes back with the submission."""
+    thread_id, interrupt_id, message_ts = metadata
+    return {
+        "type": "modal", "callback_id": callback_id,
+        "title": {"type": "plain_text", "text": title},
+        "submit": {"type": "plain_text", "text": submit},
+        "close": {"type": "plain_text", "text": "Cancel"},
+        "private_metadata": json.dumps({"t": thread_id, "i": interrupt_id, "m": message_ts}, separators=(",", ":")),
+        "blocks": blocks,
+    }
 
 
-def edit_modal(thread_id: str, interrupt_id: str, channel: str, message_ts: str, name: str,
-               code: str) -> dict[str, Any]:
+def edit_modal(thread_id: str, interrupt_id: str, message_ts: str, name: str, code: str) -> dict[str, Any]:
     """A modal prefilled with the body; a body over the input's 3,000 characters is said plainly, not cut."""
     fits = len(code) <= MODAL_INPUT_MAX
     element: dict[str, Any] = {"type": "plain_text_input", "action_id": "code", "multiline": True,
@@ -151,35 +160,24 @@ def edit_modal(thread_id: str, interrupt_id: str, channel: str, message_ts: str,
     intro = ("Edit the body of `compute_factor`. It is dry-run and checked again before it is accepted."
              if fits else f"The current body is {len(code):,} characters, more than a form can hold (3,000). It is "
                           "attached in the thread; write a shorter body here to replace it.")
-    return {
-        "type": "modal", "callback_id": "review_edit_modal",
-        "title": {"type": "plain_text", "text": "Edit factor code"},
-        "submit": {"type": "plain_text", "text": "Dry-run & submit"},
-        "close": {"type": "plain_text", "text": "Cancel"},
-        "private_metadata": _metadata(thread_id, interrupt_id, channel, message_ts),
-        "blocks": [_section(_clip(f"*{name}*: {intro}", SECTION_TEXT_MAX)),
+    return _modal("review_edit_modal", "Edit factor code", "Dry-run & submit", (thread_id, interrupt_id, message_ts),
+                  [_section(_clip(f"*{name}*: {intro}", SECTION_TEXT_MAX)),
                    {"type": "input", "block_id": "code", "label": {"type": "plain_text", "text": "Code"},
-                    "element": element}],
-    }
+                    "element": element}])
 
 
-def reject_modal(thread_id: str, interrupt_id: str, channel: str, message_ts: str, name: str) -> dict[str, Any]:
-    return {
-        "type": "modal", "callback_id": "review_reject_modal",
-        "title": {"type": "plain_text", "text": "Reject factor"},
-        "submit": {"type": "plain_text", "text": "Reject"},
-        "close": {"type": "plain_text", "text": "Cancel"},
-        "private_metadata": _metadata(thread_id, interrupt_id, channel, message_ts),
-        "blocks": [_section(f"Reject *{_clip(name, 200)}*? Nothing is backfilled or saved; the rejection is recorded."),
+def reject_modal(thread_id: str, interrupt_id: str, message_ts: str, name: str) -> dict[str, Any]:
+    return _modal("review_reject_modal", "Reject factor", "Reject", (thread_id, interrupt_id, message_ts),
+                  [_section(f"Reject *{_clip(name, 200)}*? Nothing is backfilled or saved; the rejection is recorded."),
                    {"type": "input", "block_id": "reason", "label": {"type": "plain_text", "text": "Reason"},
                     "element": {"type": "plain_text_input", "action_id": "reason", "multiline": True,
-                                "max_length": 1000}}],
-    }
+                                "max_length": 1000}}])
 
 
-def parse_metadata(value: str) -> tuple[str, str, str, str]:
+def parse_metadata(value: str) -> tuple[str, str, str]:
+    """(thread id, interrupt id, message ts) of a submitted decision form."""
     data = json.loads(value)
-    return str(data["t"]), str(data["i"]), str(data["c"]), str(data["m"])
+    return str(data["t"]), str(data["i"]), str(data["m"])
 
 
 def _num(value: float | None, spec: str) -> str:

@@ -44,6 +44,11 @@ def load_inputs(provider: MarketDataProvider, spec: dict[str, Any], codes: list[
     return {field: frame.reindex(index=first.index, columns=first.columns) for field, frame in frames.items()}
 
 
+def load_dry_run_inputs(provider: MarketDataProvider, spec: dict[str, Any]) -> dict[str, pd.DataFrame]:
+    """Inputs for dry runs: only the DRY_RUN_CODES codes the slice uses, not the whole universe."""
+    return load_inputs(provider, spec, universe(provider, spec)[:DRY_RUN_CODES], spec["start"], spec["end"])
+
+
 def warmup_rows(frame: pd.DataFrame, start: str) -> int:
     return int((frame.index < pd.Timestamp(start)).sum())
 

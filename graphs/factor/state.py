@@ -36,3 +36,14 @@ class FactorState(TypedDict, total=False):
     artifacts: list[dict[str, str]]
     result: dict[str, Any] | None
     final_reply: str | None
+
+
+def failure_of(state: FactorState) -> str | None:
+    """Why the body under test is not good, or None when the dry run and the semantic check passed."""
+    dry = state.get("dry_run") or {}
+    if not dry.get("ok"):
+        return str(dry.get("error") or "the dry run did not run")
+    semantic = state.get("semantic_check") or {}
+    if not semantic.get("ok"):
+        return "semantic check: " + "; ".join(semantic.get("diffs") or [str(semantic.get("reason"))])
+    return None

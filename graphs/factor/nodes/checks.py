@@ -14,7 +14,7 @@ from langgraph.runtime import Runtime
 
 from graphs.common import message_text, parse_json_object
 from graphs.context import WorkflowContext
-from graphs.factor.run import dry_run, load_inputs, universe
+from graphs.factor.run import dry_run, load_dry_run_inputs
 from graphs.factor.state import FactorState
 from tools.data.schema import DataError
 
@@ -35,7 +35,7 @@ Answer with one JSON object: {{"ok": true|false, "diffs": ["what differs", ...],
 def dry_run_node(state: FactorState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
     ctx, spec = runtime.context, state["spec"]
     try:
-        inputs = load_inputs(ctx.provider, spec, universe(ctx.provider, spec), spec["start"], spec["end"])
+        inputs = load_dry_run_inputs(ctx.provider, spec)
     except (DataError, ValueError) as exc:
         return {"dry_run": {"ok": False, "error": f"data: {exc}", "checks": None, "summary": f"data: {exc}",
                             "fatal": True}}

@@ -14,8 +14,8 @@ from langgraph.runtime import Runtime
 
 from graphs.common import AGENT_STEP_LIMIT
 from graphs.context import WorkflowContext
-from graphs.factor.run import dry_run, load_inputs, universe
-from graphs.factor.state import FactorState
+from graphs.factor.run import dry_run, load_dry_run_inputs
+from graphs.factor.state import FactorState, failure_of
 from graphs.factor.template import render
 
 CODEGEN_PROMPT = """You are CodeGen, a quant developer. Write the body of `compute_factor` for this factor:
@@ -61,7 +61,7 @@ def codegen_node(state: FactorState, config: RunnableConfig, runtime: Runtime[Wo
 
 def _generate(state: FactorState, ctx: WorkflowContext) -> dict[str, Any]:
     spec = state["spec"]
-    inputs = load_inputs(ctx.provider, spec, universe(ctx.provider, spec), spec["start"], spec["end"])
+    inputs = load_dry_run_inputs(ctx.provider, spec)
     tried: list[str] = []
 
     @tool
@@ -71,7 +71,7 @@ def _generate(state: FactorState, ctx: WorkflowContext) -> dict[str, Any]:
         outcome = dry_run(ctx.sandbox, spec, body, inputs)
         return ("checks passed: " if outcome["ok"] else "FAILED: ") + outcome["summary"]
 
-    previous, problem = state.get("factor_body"), _problem(state)
+    previous, problem = state.get("factor_body"), failure_of(state)
     template = render(spec["name"], spec["description"], spec["fields"], "...")
     request = "\n".join(m.content for m in state.get("messages", []) if isinstance(m, HumanMessage))[-2000:]
     values = {"name": spec["name"], "description": spec["description"], "request": request, "template": template}
@@ -90,13 +90,3 @@ def _generate(state: FactorState, ctx: WorkflowContext) -> dict[str, Any]:
         body = tried[-1]
     return {"factor_body": body, "factor_code": render(spec["name"], spec["description"], spec["fields"], body),
             "editing": False, "attempts": [*state.get("attempts", []), {"source": "llm", "note": note}]}
-
-
-def _problem(state: FactorState) -> str | None:
-    dry = state.get("dry_run") or {}
-    semantic = state.get("semantic_check") or {}
-    if dry and not dry.get("ok"):
-        return str(dry.get("error"))
-    if semantic and not semantic.get("ok"):
-        return "semantic check: " + "; ".join(semantic.get("diffs") or [semantic.get("reason") or ""])
-    return None

@@ -8,20 +8,9 @@ from __future__ import annotations
 
 from langgraph.types import Command, interrupt
 
-from graphs.factor.state import MAX_RETRIES, FactorState
+from graphs.factor.state import MAX_RETRIES, FactorState, failure_of
 from graphs.factor.template import TemplateError, body_of, render
 from graphs.interrupts import code_review_request, decision_of, edited_code
-
-
-def failure_of(state: FactorState) -> str | None:
-    """Why the body under test is not good, or None when the dry run and the semantic check passed."""
-    dry = state.get("dry_run") or {}
-    if not dry.get("ok"):
-        return str(dry.get("error") or "the dry run did not run")
-    semantic = state.get("semantic_check") or {}
-    if not semantic.get("ok"):
-        return "semantic check: " + "; ".join(semantic.get("diffs") or [str(semantic.get("reason"))])
-    return None
 
 
 def retry_router_node(state: FactorState) -> Command:

@@ -18,6 +18,12 @@ def _run_key(state: FactorState, config: RunnableConfig) -> str:
     return f"{thread_id(config)}:{state.get('run_no', 1)}"
 
 
+def _stored_spec(state: FactorState, **extra: Any) -> dict[str, Any]:
+    """The spec as saved: the body under review (library body or edit) replaces the library's, plus `extra`."""
+    spec = {k: v for k, v in state["spec"].items() if k != "body"}
+    return {**spec, "body": state.get("factor_body"), **extra}
+
+
 def write_db_node(state: FactorState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
     spec, review = state["spec"], state.get("review") or {}
     values = workspace(runtime.context, config).get(state["backfill"]["name"])  # type: ignore[index]
@@ -25,8 +31,7 @@ def write_db_node(state: FactorState, config: RunnableConfig, runtime: Runtime[W
     metrics.index = metrics.index.astype(int)
     info, created = FactorStore(runtime.context.engine).save(
         name=spec["name"], description=spec["description"], code=state.get("factor_code") or "",
-        spec={k: v for k, v in spec.items() if k != "body"} | {"body": state.get("factor_body"),
-                                                                "near_duplicates": state["evaluation"]["duplicates"]},
+        spec=_stored_spec(state, near_duplicates=state["evaluation"]["duplicates"]),  # type: ignore[index]
         author=state.get("requester"), reviewer=review.get("reviewer"),
         decision="edit" if review.get("status") == "edited" else "approve", run_key=_run_key(state, config),
         values=values, metrics=metrics.astype(float))
@@ -39,8 +44,7 @@ def record_reject_node(state: FactorState, config: RunnableConfig,
     spec, review = state["spec"], state.get("review") or {}
     info, _ = FactorStore(runtime.context.engine).save(
         name=spec["name"], description=spec["description"], code=state.get("factor_code") or "",
-        spec={k: v for k, v in spec.items() if k != "body"} | {"body": state.get("factor_body"),
-                                                                "reject_reason": review.get("reason")},
+        spec=_stored_spec(state, reject_reason=review.get("reason")),
         author=state.get("requester"), reviewer=review.get("reviewer"), decision="reject",
         run_key=_run_key(state, config))
     reason = f" Reason: {review['reason']}" if review.get("reason") else ""
