@@ -85,6 +85,28 @@ def test_turnover_factor_with_ties_and_late_listings_matches_alphalens(baostock:
     assert_same_as_alphalens(factor.iloc[5:], close)
 
 
+def test_weekly_factor_with_tied_forward_returns_matches_alphalens(baostock: pd.DataFrame) -> None:
+    close = baostock.pivot(index="trade_date", columns="ts_code", values="close").dropna(axis=1).iloc[:400]
+    weekly = (-(close / close.shift(10) - 1)).iloc[15::5]  # every fifth price date; periods count price rows
+    assert (weekly.index.to_series().diff().dropna().dt.days > 1).all()
+    whole_yuan = close.round(0)  # many codes share a forward return of exactly 0: ties in the returns' ranks
+    assert (whole_yuan.pct_change(fill_method=None).iloc[1:] == 0).sum(axis=1).min() > 10
+    assert_same_as_alphalens(weekly, whole_yuan)
+
+
+def test_lags_count_factor_dates_even_when_a_date_drops_out(baostock: pd.DataFrame) -> None:
+    close = baostock.pivot(index="trade_date", columns="ts_code", values="close").dropna(axis=1).iloc[:400]
+    weekly = (-(close / close.shift(10) - 1)).iloc[15::5]
+    weekly.iloc[20] = 0.0  # a constant date drops out of the evaluation
+    ours = evaluate_factor(weekly, close)
+    after = weekly.index[21]
+    assert ours.coverage.iloc[20] == 0 and ours.coverage.iloc[21] > 0
+    assert np.isnan(ours.rank_autocorrelation.loc[after, 1]) and np.isnan(ours.turnover[1].loc[after, 1])
+    # a weekly index has no frequency, so alphalens lags over the dates left after cleaning instead
+    theirs = alphalens_run(weekly, close)
+    assert np.isfinite(theirs["autocorr"][1].loc[after]) and np.isfinite(theirs["turnover"][(1, 1)].loc[after])
+
+
 def test_constant_dates_drop_out_like_alphalens(baostock: pd.DataFrame) -> None:
     close = baostock.pivot(index="trade_date", columns="ts_code", values="close").dropna(axis=1).iloc[:200]
     factor = close.pct_change(10)

@@ -74,6 +74,19 @@ def test_near_duplicates_found_above_threshold_only(engine: Engine) -> None:
     assert all(d.name != name for d in store.near_duplicates(panel(5)))
 
 
+def test_codes_of_different_lengths_round_trip(engine: Engine) -> None:
+    store = FactorStore(engine)
+    values = panel(7, dates=40, codes=6)
+    values.columns = ["600519.SH", "AAPL", "00700.HK", "000001.SZ", "T", "BRK.B"]
+    values.iloc[3, 1] = np.inf  # not finite: not stored
+    info, _ = save(store, f"mixed_{uuid.uuid4().hex[:6]}", values)
+    back = store.values(info.id)
+    assert store.count_values(info.id) == int(np.isfinite(values.to_numpy()).sum())
+    expected = values.where(np.isfinite(values))
+    pd.testing.assert_frame_equal(back, expected.reindex(index=back.index, columns=back.columns),
+                                  check_names=False, check_freq=False)
+
+
 def test_long_values_drops_missing_cells() -> None:
     frame = panel(6, dates=3, codes=4)
     rows = long_values(frame)

@@ -18,15 +18,20 @@ Conventions (the tests compare each with alphalens-reloaded 0.5.1 on real data):
   sqrt(se_top^2 + se_bottom^2). alphalens-reloaded's `compute_mean_returns_spread` halves this figure.
 - factor-weighted long-short return per date: weights (f - mean f) / sum |f - mean f| over the date's
   codes, return = sum(weight x forward return) (alphalens `factor_returns`, demeaned).
-- turnover of quantile q at period p: share of the names in q at t that were not in q at t-p (dates
-  of the factor's calendar); factor rank autocorrelation: Pearson correlation of a date's ranks with
-  the ranks p dates earlier, over codes present in both.
+- turnover of quantile q at period p: share of the names in q at t that were not in q at t-p; factor rank
+  autocorrelation: Pearson correlation of a date's ranks with the ranks p dates earlier, over codes present
+  in both. Lags count dates of the factor's calendar; when the date p earlier has no evaluated codes, both
+  are NaN. alphalens lags on the frequency it infers for the index (the same for a daily factor), and when
+  it infers none (e.g. a weekly factor) over the dates that survived cleaning, which can pair dates weeks
+  apart.
 - annualisation: a period-p mean return r is put on a daily basis as (1 + r)^(1/p) - 1 (alphalens
   `rate_of_return`) and compounded over 252 trading days a year.
 """
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -108,142 +113,233 @@ def evaluate_factor(factor: pd.DataFrame, prices: pd.DataFrame, periods: tuple[i
         trade_ok &= tradable.reindex(index=prices.index, columns=codes).fillna(False).to_numpy(dtype=bool)
     px[~trade_ok] = np.nan
     rows = prices.index.get_indexer(dates)
+    fwd = {p: _forward_returns(px, rows, p) for p in periods}  # finite only where t and t+p are tradable
+    del px, trade_ok
 
-    fwd: dict[int, np.ndarray] = {}
-    for p in periods:
-        ahead = np.full_like(px, np.nan)
-        ahead[:-p] = px[p:]
-        fwd[p] = (ahead / px - 1.0)[rows]
-    f = factor.reindex(index=dates, columns=codes).to_numpy(dtype=float)
-    valid = np.isfinite(f) & trade_ok[rows]
+    f = factor.reindex(index=dates, columns=codes).to_numpy(dtype=float, copy=True)
+    valid = np.isfinite(f)
     for p in periods:
         valid &= np.isfinite(fwd[p])
-
-    quantile = _qcut_rows(np.where(valid, f, np.nan), quantiles)
-    valid &= np.isfinite(quantile)
-    f = np.where(valid, f, np.nan)
+    f[~valid] = np.nan
+    order = np.argsort(f, axis=1)  # NaN last; shared by the quantile edges and the factor's ranks
+    ordered = np.take_along_axis(f, order, axis=1)
+    labels = _quantile_labels(f, ordered, valid.sum(axis=1), quantiles)
+    valid = labels > 0  # dates whose edges are not unique drop out entirely
+    n = valid.sum(axis=1)
+    f[~valid] = np.nan
     for p in periods:
-        fwd[p] = np.where(valid, fwd[p], np.nan)
+        fwd[p][~valid] = np.nan
+    ranks = _average_ranks(order, ordered) * valid
+    del order, ordered
+
+    factor_sums = _FactorSums(f, ranks, valid, n)
+    cells = (np.arange(len(dates)) * (quantiles + 1))[:, None] + labels  # (date, quantile) bin of each cell
+    sizes = _bin_sums(cells, None, len(dates), quantiles)
+
+    def one_period(p: int) -> dict[str, np.ndarray]:
+        demeaned = _centred(fwd[p], valid, n)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            by_quantile = _bin_sums(cells, demeaned, len(dates), quantiles) / sizes
+        ic, factor_returns = factor_sums.ic_and_returns(demeaned)
+        return {"ic": ic, "factor_returns": factor_returns, "rank_ic": factor_sums.rank_ic(fwd[p]),
+                "by_quantile": by_quantile, "turnover": _turnover(cells, labels, sizes, p, quantiles),
+                "autocorr": factor_sums.rank_autocorrelation(p)}
+
+    with ThreadPoolExecutor(max_workers=min(len(periods), os.cpu_count() or 1)) as pool:
+        per = dict(zip(periods, pool.map(one_period, periods), strict=True))
 
     index = pd.Index(dates, name=factor.index.name)
+    quantile_axis = pd.Index(range(1, quantiles + 1))
     wide = lambda a: pd.DataFrame(a, index=index, columns=codes)  # noqa: E731
-    ranks = _rank_rows(f)
-    ic = pd.DataFrame({p: _row_corr(f, fwd[p]) for p in periods}, index=index)
-    fwd_ranks = {p: _rank_rows(fwd[p]) for p in periods}
-    rank_ic = pd.DataFrame({p: _row_corr(ranks, fwd_ranks[p]) for p in periods}, index=index)
-
-    by_date, qmean, qse, spread = {}, {}, {}, {}
-    labels = list(range(1, quantiles + 1))
-    members = {q: quantile == q for q in labels}
-    sizes = {q: members[q].sum(axis=1) for q in labels}
-    for p in periods:
-        demeaned = fwd[p] - _row_mean(fwd[p])[:, None]
-        table = pd.DataFrame({q: _masked_mean(demeaned, members[q], sizes[q]) for q in labels}, index=index)
-        by_date[p] = table
-        qmean[p] = table.mean()
-        qse[p] = table.std() / np.sqrt(table.count())
-        spread[p] = table[quantiles] - table[1]
-    centred = f - _row_mean(f)[:, None]
-    gross = np.nansum(np.abs(centred), axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        weights = np.where(gross[:, None] > 0, centred / gross[:, None], 0.0 * centred)
-    has_rows = valid.any(axis=1)
-    factor_returns = pd.DataFrame(
-        {p: np.where(has_rows, np.nansum(weights * fwd[p], axis=1), np.nan) for p in periods}, index=index)
-
-    turnover = {p: pd.DataFrame({q: _turnover(members[q], p) for q in labels}, index=index) for p in periods}
-    autocorr = pd.DataFrame({p: _row_corr(ranks, _shift_down(ranks, p)) for p in periods}, index=index)
-
+    by_date = {p: pd.DataFrame(per[p]["by_quantile"], index=index, columns=quantile_axis) for p in periods}
+    per_date = lambda key: pd.DataFrame({p: per[p][key] for p in periods}, index=index)  # noqa: E731
+    ic, rank_ic = per_date("ic"), per_date("rank_ic")
     return FactorEvaluation(
         periods=periods, quantiles=quantiles,
         forward_returns={p: wide(fwd[p]) for p in periods},
-        factor_quantile=wide(quantile),
+        factor_quantile=wide(np.where(valid, labels, np.nan)),
         ic=ic, rank_ic=rank_ic, ic_summary=_ic_summary(ic, rank_ic),
         quantile_returns_by_date=by_date,
-        quantile_mean=pd.DataFrame(qmean).rename_axis("quantile"),
-        quantile_std_err=pd.DataFrame(qse).rename_axis("quantile"),
-        spread=pd.DataFrame(spread, index=index), factor_returns=factor_returns,
-        turnover=turnover, rank_autocorrelation=autocorr,
-        coverage=pd.Series(valid.sum(axis=1), index=index, name="codes"),
+        quantile_mean=pd.DataFrame({p: by_date[p].mean() for p in periods}).rename_axis("quantile"),
+        quantile_std_err=pd.DataFrame({p: by_date[p].std() / np.sqrt(by_date[p].count())
+                                       for p in periods}).rename_axis("quantile"),
+        spread=pd.DataFrame({p: by_date[p][quantiles] - by_date[p][1] for p in periods}, index=index),
+        factor_returns=per_date("factor_returns"),
+        turnover={p: pd.DataFrame(per[p]["turnover"], index=index, columns=quantile_axis) for p in periods},
+        rank_autocorrelation=per_date("autocorr"),
+        coverage=pd.Series(n, index=index, name="codes"),
     )
 
 
-def _masked_mean(a: np.ndarray, mask: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """Row means of `a` over `mask` (NaN where a row has no cell in it)."""
-    total = np.where(mask, a, 0.0).sum(axis=1)
+class _FactorSums:
+    """The factor's per-date sums that every period's correlations reuse.
+
+    Correlations of ranks are computed from raw sums: ranks are half-integers, so every sum and product below
+    is exact in float64 (up to 2**53) and only the final square root and division round.
+    """
+
+    def __init__(self, f: np.ndarray, ranks: np.ndarray, valid: np.ndarray, n: np.ndarray) -> None:
+        self.valid, self.n, self.ranks = valid, n, ranks
+        self.centred = _centred(f, valid, n)
+        self.norm = np.sqrt(_dot_rows(self.centred, self.centred))
+        self.gross = np.abs(self.centred).sum(axis=1)
+        self.rank_sum = ranks.sum(axis=1)
+        self.rank_squares = _dot_rows(ranks, ranks)
+        self.mask = valid.astype(float)
+
+    def ic_and_returns(self, demeaned: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Pearson IC and factor-weighted long-short return per date, given demeaned forward returns."""
+        cov = _dot_rows(self.centred, demeaned)
+        norm_y = np.sqrt(_dot_rows(demeaned, demeaned))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ic = np.where((self.n >= 2) & (self.norm > 0) & (norm_y > 0), cov / (self.norm * norm_y), np.nan)
+            returns = np.where(self.n > 0, cov / np.where(self.gross > 0, self.gross, 1.0), np.nan)
+        return np.clip(ic, -1.0, 1.0), returns
+
+    def rank_ic(self, y: np.ndarray) -> np.ndarray:
+        """Spearman correlation of the factor and `y` per date (`y` NaN outside the evaluated cells)."""
+        order = np.argsort(y, axis=1)
+        ordered = np.take_along_axis(y, order, axis=1)
+        factor_ranks = np.take_along_axis(self.ranks, order, axis=1)  # in y's order, 0 in the NaN tail
+        width = y.shape[1]
+        n = self.n.astype(float)
+        cross = factor_ranks @ np.arange(1.0, width + 1)  # y's ranks are the positions when a row has no ties
+        y_squares = n * (n + 1) * (2 * n + 1) / 6
+        tied = np.flatnonzero((ordered[:, 1:] == ordered[:, :-1]).any(axis=1))
+        if len(tied):
+            y_ranks = _tie_averaged(ordered[tied]) * (np.arange(width) < self.n[tied, None])
+            cross[tied] = _dot_rows(factor_ranks[tied], y_ranks)
+            y_squares[tied] = _dot_rows(y_ranks, y_ranks)
+        return _pearson_from_sums(n, self.rank_sum, n * (n + 1) / 2, self.rank_squares, y_squares, cross)
+
+    def rank_autocorrelation(self, period: int) -> np.ndarray:
+        """Pearson correlation of each date's factor ranks with those `period` dates earlier, over common codes."""
+        out = np.full(len(self.ranks), np.nan)
+        if period >= len(self.ranks):
+            return out
+        now, before = self.ranks[period:], self.ranks[:-period]
+        now_mask, before_mask = self.mask[period:], self.mask[:-period]
+        squares = self.ranks * self.ranks
+        out[period:] = _pearson_from_sums(
+            _dot_rows(now_mask, before_mask), _dot_rows(now, before_mask), _dot_rows(before, now_mask),
+            _dot_rows(squares[period:], before_mask), _dot_rows(squares[:-period], now_mask),
+            _dot_rows(now, before))
+        return out
+
+
+def _pearson_from_sums(n: np.ndarray, sx: np.ndarray, sy: np.ndarray, sxx: np.ndarray, syy: np.ndarray,
+                       sxy: np.ndarray) -> np.ndarray:
+    var_x, var_y = n * sxx - sx * sx, n * syy - sy * sy
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+        r = np.where((n >= 2) & (var_x > 0) & (var_y > 0), (n * sxy - sx * sy) / np.sqrt(var_x * var_y), np.nan)
+    return np.clip(r, -1.0, 1.0)
 
 
-def _row_mean(a: np.ndarray) -> np.ndarray:
-    finite = np.isfinite(a)
-    return _masked_mean(a, finite, finite.sum(axis=1))
+def _forward_returns(px: np.ndarray, rows: np.ndarray, period: int) -> np.ndarray:
+    """close[t + period] / close[t] - 1 at the given price rows (NaN past the end of the prices)."""
+    out = np.full((len(rows), px.shape[1]), np.nan)
+    inside = int((rows + period < len(px)).sum())  # rows are sorted, so those inside come first
+    first = rows[0] if len(rows) else 0
+    if inside and (rows[:inside] == np.arange(first, first + inside)).all():  # consecutive: views, no copies
+        np.divide(px[first + period : first + period + inside], px[first : first + inside], out=out[:inside])
+    elif inside:
+        np.divide(px[rows[:inside] + period], px[rows[:inside]], out=out[:inside])
+    out[:inside] -= 1.0
+    return out
 
 
-def _rank_rows(a: np.ndarray) -> np.ndarray:
-    """Average ranks (1-based, ties share their mean rank) per row; NaN stays NaN (pandas rank(axis=1))."""
-    width = a.shape[1]
-    order = np.argsort(a, axis=1)  # NaN sorts last; the order within ties does not change their mean rank
-    ordered = np.take_along_axis(a, order, axis=1)
-    starts = np.ones(a.shape, dtype=bool)
-    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
-    ends = np.ones(a.shape, dtype=bool)
-    ends[:, :-1] = starts[:, 1:]
-    position = np.broadcast_to(np.arange(width), a.shape)
-    first = np.maximum.accumulate(np.where(starts, position, 0), axis=1)
-    last = np.minimum.accumulate(np.where(ends, position, width - 1)[:, ::-1], axis=1)[:, ::-1]
-    ranked = (first + last) / 2.0 + 1.0
-    ranked[np.isnan(ordered)] = np.nan
-    out = np.empty(a.shape)
+def _quantile_labels(values: np.ndarray, ordered: np.ndarray, n: np.ndarray, quantiles: int) -> np.ndarray:
+    """Per-row `pd.qcut(row, q, labels=False) + 1` as int8, 0 where NaN; rows with non-unique edges get 0.
+
+    `ordered` is each row sorted ascending (NaN last) and `n` its count of values. The edges are computed as
+    pandas 3 computes them: its rounded-up quantile levels, then numpy's linear interpolation, bit for bit.
+    """
+    levels = np.linspace(0, 1, quantiles + 1)
+    np.putmask(levels, quantiles * levels != np.arange(quantiles + 1), np.nextafter(levels, 1))
+    last = np.maximum(n, 1)[:, None] - 1
+    virtual = last * levels  # numpy's 'linear' virtual index, (n - 1) * level
+    below = np.floor(virtual)
+    gamma = virtual - below
+    below_i = np.minimum(below, last).astype(np.intp)
+    above_i = np.where(virtual >= last, last, below_i + 1).astype(np.intp)
+    a = np.take_along_axis(ordered, below_i, axis=1)
+    b = np.take_along_axis(ordered, above_i, axis=1)
+    diff = b - a
+    edges = np.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma)  # numpy's _lerp
+    labels = np.ones(values.shape, dtype=np.int8)
+    for k in range(1, quantiles):
+        labels += values > edges[:, k : k + 1]
+    usable = (n > 0) & (np.diff(edges, axis=1) != 0).all(axis=1)
+    labels[~np.isfinite(values) | ~usable[:, None]] = 0
+    return labels
+
+
+def _average_ranks(order: np.ndarray, ordered: np.ndarray) -> np.ndarray:
+    """Average ranks (1-based, ties share their mean rank, as pandas' rank(axis=1)) per row; 0 where NaN.
+
+    `order` is the row-wise argsort (NaN last) and `ordered` the sorted rows. Rows without ties skip the tie
+    arithmetic.
+    """
+    width = ordered.shape[1]
+    ranked = np.tile(np.arange(1.0, width + 1), (len(ordered), 1))
+    tied = np.flatnonzero((ordered[:, 1:] == ordered[:, :-1]).any(axis=1))
+    if len(tied):
+        ranked[tied] = _tie_averaged(ordered[tied])
+    ranked[np.isnan(ordered)] = 0.0
+    out = np.empty(ordered.shape)
     np.put_along_axis(out, order, ranked, axis=1)
     return out
 
 
-def _row_corr(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Pearson correlation per row over the columns where both are finite; NaN when undefined."""
-    both = np.isfinite(x) & np.isfinite(y)
-    n = both.sum(axis=1)
+def _tie_averaged(ordered: np.ndarray) -> np.ndarray:
+    """1-based ranks of sorted rows where each run of equal values gets the mean of its positions."""
+    width = ordered.shape[1]
+    starts = np.ones(ordered.shape, dtype=bool)
+    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    ends = np.ones(ordered.shape, dtype=bool)
+    ends[:, :-1] = starts[:, 1:]
+    position = np.broadcast_to(np.arange(width), ordered.shape)
+    first = np.maximum.accumulate(np.where(starts, position, 0), axis=1)
+    last = np.minimum.accumulate(np.where(ends, position, width - 1)[:, ::-1], axis=1)[:, ::-1]
+    return (first + last) / 2.0 + 1.0
+
+
+def _centred(a: np.ndarray, mask: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """`a` minus its row mean over `mask`, and 0 outside `mask`."""
+    out = np.where(mask, a, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        xc = np.where(both, x - _masked_mean(x, both, n)[:, None], 0.0)
-        yc = np.where(both, y - _masked_mean(y, both, n)[:, None], 0.0)
-        cov = (xc * yc).sum(axis=1)
-        var = np.sqrt((xc * xc).sum(axis=1) * (yc * yc).sum(axis=1))
-        r = np.where((n >= 2) & (var > 0), cov / var, np.nan)
-    return np.clip(r, -1.0, 1.0)
-
-
-def _qcut_rows(values: np.ndarray, quantiles: int) -> np.ndarray:
-    """Per-row `pd.qcut(row, q, labels=False) + 1`; rows with non-unique edges (or no values) get NaN."""
-    out = np.full(values.shape, np.nan)
-    present = np.isfinite(values).any(axis=1)
-    if not present.any():
-        return out
-    sub = values[present]
-    qs = np.linspace(0, 1, quantiles + 1)
-    edges = np.nanpercentile(sub, qs * 100, axis=1, method="linear").T  # as pandas' Series.quantile does
-    unique = (np.diff(edges, axis=1) != 0).all(axis=1)
-    labels = np.ones(sub.shape)
-    for k in range(1, quantiles):
-        labels += sub > edges[:, k : k + 1]
-    labels[~np.isfinite(sub) | ~unique[:, None]] = np.nan
-    out[present] = labels
+        mean = np.where(n > 0, out.sum(axis=1) / np.maximum(n, 1), 0.0)
+    out -= mean[:, None]
+    out *= mask
     return out
 
 
-def _turnover(member: np.ndarray, period: int) -> np.ndarray:
-    """Share of today's members that were not members `period` dates earlier (NaN when either date is empty)."""
-    count = member.sum(axis=1)
-    before = _shift_down(member.astype(float), period)
-    new = (member & ~(before == 1)).sum(axis=1)
-    defined = (count > 0) & (np.nansum(before, axis=1) > 0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(defined, new / np.where(count > 0, count, 1), np.nan)
+def _dot_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return np.einsum("ij,ij->i", x, y)
 
 
-def _shift_down(a: np.ndarray, period: int) -> np.ndarray:
-    out = np.full(a.shape, np.nan)
-    if period < len(a):
-        out[period:] = a[:-period]
+def _bin_sums(cells: np.ndarray, weights: np.ndarray | None, dates: int, quantiles: int) -> np.ndarray:
+    """Per date and quantile (dates x quantiles): the count of cells, or the sum of `weights` over them."""
+    flat = None if weights is None else weights.ravel()
+    sums = np.bincount(cells.ravel(), weights=flat, minlength=dates * (quantiles + 1))
+    return sums.reshape(dates, quantiles + 1)[:, 1:].astype(float)
+
+
+def _turnover(cells: np.ndarray, labels: np.ndarray, sizes: np.ndarray, period: int, quantiles: int) -> np.ndarray:
+    """Per date and quantile: share of today's members that were not members `period` dates earlier.
+
+    NaN when the quantile is empty on either date.
+    """
+    out = np.full(sizes.shape, np.nan)
+    if period >= len(labels):
+        return out
+    stayed = (labels[period:] == labels[:-period]) & (labels[period:] > 0)
+    kept = np.zeros(sizes.shape)
+    kept[period:] = _bin_sums(cells[period:][stayed] - period * (quantiles + 1), None, len(labels) - period,
+                              quantiles)
+    defined = np.zeros(sizes.shape, dtype=bool)
+    defined[period:] = (sizes[period:] > 0) & (sizes[:-period] > 0)
+    np.divide(sizes - kept, sizes, out=out, where=defined)
     return out
 
 

@@ -6,6 +6,7 @@ PostgreSQL `COPY` (binary) on Postgres and batched inserts on SQLite."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -19,6 +20,8 @@ from tools.storage.models import FactorMetric, FactorRecord, FactorValue
 
 DUPLICATE_CORRELATION = 0.99
 SQLITE_BATCH = 50_000
+_COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + bytes(8)  # signature, flags 0, header extension length 0
+_COPY_TRAILER = b"\xff\xff"  # field count -1
 
 
 class FactorStoreError(RuntimeError):
@@ -62,6 +65,36 @@ def long_values(frame: pd.DataFrame) -> pd.DataFrame:
                          "value": values[rows, cols]})
 
 
+def binary_copy_chunks(factor_id: int, frame: pd.DataFrame, chunk_rows: int = 500_000) -> Iterator[bytes]:
+    """factor_values rows of a dates x codes frame (finite values only) in PostgreSQL's binary COPY format.
+
+    Built with numpy record arrays, one per ts_code byte length, instead of one Python call per row; the
+    header and trailer are included, so the chunks go to `Copy.write` as they are.
+    """
+    values = frame.to_numpy(dtype=float)
+    dates = pd.DatetimeIndex(frame.index).strftime("%Y%m%d").to_numpy().astype("S8")
+    codes = [str(c).encode() for c in frame.columns]
+    lengths = np.array([len(c) for c in codes])
+    yield _COPY_SIGNATURE
+    for length in np.unique(lengths[lengths > 0]):
+        columns = np.flatnonzero(lengths == length)
+        block = values[:, columns]
+        rows, cols = np.nonzero(np.isfinite(block))
+        names = np.array([codes[c] for c in columns], dtype=f"S{length}")
+        record = np.dtype([("fields", ">i2"), ("id_size", ">i4"), ("id", ">i8"), ("date_size", ">i4"),
+                           ("date", "S8"), ("code_size", ">i4"), ("code", f"S{length}"), ("value_size", ">i4"),
+                           ("value", ">f8")])
+        for start in range(0, len(rows), chunk_rows):
+            r, c = rows[start:start + chunk_rows], cols[start:start + chunk_rows]
+            out = np.empty(len(r), record)
+            out["fields"], out["id_size"], out["id"] = 4, 8, factor_id
+            out["date_size"], out["date"] = 8, dates[r]
+            out["code_size"], out["code"] = length, names[c]
+            out["value_size"], out["value"] = 8, block[r, c]
+            yield out.tobytes()
+    yield _COPY_TRAILER
+
+
 class FactorStore:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -85,7 +118,7 @@ class FactorStore:
                     reviewer=reviewer, decision=decision, status=status, run_key=run_key,
                     created_at=datetime.now().astimezone()).returning(FactorRecord.id)).scalar_one()
                 if values is not None:
-                    self._write_values(conn, factor_id, long_values(values))
+                    self._write_values(conn, factor_id, values)
                 if metrics is not None:
                     rows = [{"factor_id": factor_id, "period": int(period), "name": str(key),
                              "value": None if not np.isfinite(v) else float(v)}
@@ -101,16 +134,15 @@ class FactorStore:
         assert saved is not None
         return saved, True
 
-    def _write_values(self, conn: Connection, factor_id: int, rows: pd.DataFrame) -> None:
+    def _write_values(self, conn: Connection, factor_id: int, values: pd.DataFrame) -> None:
         if conn.dialect.name == "postgresql":
             raw = conn.connection.driver_connection
             with raw.cursor() as cursor, cursor.copy(
                     "COPY factor_values (factor_id, trade_date, ts_code, value) FROM STDIN (FORMAT BINARY)") as copy:
-                copy.set_types(["int8", "varchar", "varchar", "float8"])
-                for date, code, value in zip(rows["trade_date"].to_numpy(), rows["ts_code"].to_numpy(),
-                                             rows["value"].to_numpy(), strict=True):
-                    copy.write_row((factor_id, date, code, value))
+                for chunk in binary_copy_chunks(factor_id, values):
+                    copy.write(chunk)
             return
+        rows = long_values(values)
         records = [{"factor_id": factor_id, "trade_date": d, "ts_code": c, "value": float(v)}
                    for d, c, v in zip(rows["trade_date"], rows["ts_code"], rows["value"], strict=True)]
         for start in range(0, len(records), SQLITE_BATCH):

@@ -109,13 +109,18 @@ class FactorRecord(Base):
 
 
 class FactorValue(Base):
-    """Backfilled values, long format; bulk-loaded (COPY on PostgreSQL)."""
+    """Backfilled values, long format; bulk-loaded (COPY on PostgreSQL).
+
+    factor_id refers to factors.id without a database foreign key (migration 0003 says why); on PostgreSQL
+    trade_date and ts_code compare bytewise (COLLATE "C")."""
 
     __tablename__ = "factor_values"
 
-    factor_id: Mapped[int] = mapped_column(_id, ForeignKey("factors.id", ondelete="CASCADE"), primary_key=True)
-    trade_date: Mapped[str] = mapped_column(String(8), primary_key=True)
-    ts_code: Mapped[str] = mapped_column(String(16), primary_key=True)
+    factor_id: Mapped[int] = mapped_column(_id, primary_key=True)
+    trade_date: Mapped[str] = mapped_column(String(8).with_variant(String(8, collation="C"), "postgresql"),
+                                            primary_key=True)
+    ts_code: Mapped[str] = mapped_column(String(16).with_variant(String(16, collation="C"), "postgresql"),
+                                         primary_key=True)
     value: Mapped[float] = mapped_column(Double)
 
 
