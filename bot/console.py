@@ -34,6 +34,8 @@ workflow requests (anything that is not a command below):
       edit                        replace the body: type it on the following lines, end with a line `.`
       edit FILE                   replace the body with the contents of FILE
       reject REASON               stop; the rejection is recorded
+  while an action waits for approval (e.g. saving a near duplicate of another factor):
+      approve | reject REASON
 factor library:
   factor list                         saved factors (newest version of each)
   factor show NAME                    one factor: versions, reviewer, metrics, code
@@ -113,7 +115,7 @@ class Console:
     def answer(self, word: str, line: str) -> None:
         """A line typed while the run waits: a clarify answer, or a review decision."""
         kind = self.waiting[2]  # type: ignore[index]
-        if kind != "code_review":
+        if kind not in ("code_review", "approval"):
             self.decide({"type": "respond", "message": line})
             return
         rest = line.split(None, 1)[1].strip() if " " in line else ""
@@ -121,6 +123,8 @@ class Console:
             self.decide({"type": "approve"})
         elif word == "reject":
             self.decide({"type": "reject", "message": rest})
+        elif kind == "approval":
+            self.say("this waits for approval: approve, or reject REASON")
         elif word == "edit" and rest:
             try:
                 body = Path(rest).expanduser().read_text()
@@ -146,6 +150,10 @@ class Console:
             self.waiting = (outcome.thread_id, pending["id"], value.get("type", "clarify"))
             if value.get("type") == "code_review":
                 self.show_review(value)
+                return
+            if value.get("type") == "approval":
+                self.say(f"--- approval: {value.get('title')} ---\n{value.get('description', '')}")
+                self.say(f"--- approve | reject REASON ({value.get('on_reject') or 'the action is not taken'}) ---")
                 return
             self.say(f"? {value.get('question', '')}")
             if value.get("choices"):

@@ -38,6 +38,23 @@ def code_review_request(name: str, code: str, program: str, summary: str, failur
     }
 
 
+def approval_request(action: str, title: str, args: dict[str, Any], description: str, on_reject: str,
+                     allowed: tuple[str, ...] = ("approve", "reject")) -> dict[str, Any]:
+    """An action for a human to approve or reject before it is taken; `args` are its details (JSON-safe),
+    `on_reject` says what a rejection means."""
+    return {
+        "type": APPROVAL,
+        "action": action,
+        "title": title,
+        "args": dict(args),
+        "description": description,
+        "on_reject": on_reject,
+        "allowed": list(allowed),
+        "action_requests": [{"name": action, "args": dict(args), "description": description}],
+        "review_configs": [{"action_name": action, "allowed_decisions": list(allowed)}],
+    }
+
+
 def edited_code(decision: dict[str, Any]) -> str:
     """The code of an `edit` decision (`edited_action.args.code`)."""
     action = decision.get("edited_action") or {}

@@ -93,7 +93,7 @@ def test_local_provider_needs_a_directory(tmp_path: Path) -> None:
 
 def test_factor_session_with_review_at_the_prompt(tmp_path: Path) -> None:
     """Library factors with no LLM, end to end through `quantdesk chat`: approve, edit (typed and from a file),
-    reject, then the library read back."""
+    a near duplicate's approval rejected, a review rejected, then the library read back."""
     edited = tmp_path / "body.py"
     edited.write_text("return -(close / close.shift(10) - 1)\n")
     session = "\n".join([
@@ -105,6 +105,10 @@ def test_factor_session_with_review_at_the_prompt(tmp_path: Path) -> None:
         "return close.stack()",
         ".",
         f"edit {edited}",
+        "factor reversal 20190301 20200601 window=10 name=rev10",  # the values of the edited reversal_5
+        "approve",
+        "edit",  # not possible on an approval: the prompt says what is
+        "reject same as reversal_5",
         "factor volatility 20190301 20200601",
         "reject too close to what we have",
         "factor list",
@@ -118,6 +122,9 @@ def test_factor_session_with_review_at_the_prompt(tmp_path: Path) -> None:
     assert "*Factor momentum_20* v1 saved (approve by" in text
     assert "Your edit was not accepted: compute_factor must return a DataFrame, got Series" in text
     assert "*Factor reversal_5* v1 saved (edit by" in text
+    assert "--- approval: save rev10 ---" in text and "reversal_5 v1: correlation 1.000" in text
+    assert "this waits for approval: approve, or reject REASON" in text
+    assert "Not saved: factor rev10 nearly repeats reversal_5; nothing was written. Reason: same as reversal_5" in text
     assert "Rejected: factor volatility_20 was not backfilled or saved" in text
     assert "• volatility_20 v1 [rejected]" in text and "• momentum_20 v1 [active]" in text
     assert "return -(close / close.shift(10) - 1)" in text.split("reversal_5: ", 1)[1]

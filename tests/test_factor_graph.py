@@ -171,18 +171,48 @@ def test_missing_dates_clarify_then_follow_up_reruns_with_a_new_window(make_thre
     assert [v.version for v in FactorStore(engine).versions(name)] == [1, 2]
 
 
-def test_near_duplicate_is_reported(make_thread) -> None:
+def test_near_duplicate_of_another_factor_is_saved_only_when_approved(make_thread, engine: Engine) -> None:
     first, second = make_thread(), make_thread()
     tag = uuid.uuid4().hex[:6]
     first.decide(first.say(f"factor reversal 20190301 20200601 name=a_{tag}"), {"type": "approve"})
     done = second.decide(second.say(f"factor momentum 20190301 20200601 window=5 name=b_{tag}"), {"type": "approve"})
     duplicates = {d["name"]: d for d in done["result"]["duplicates"]}
     assert f"a_{tag}" not in duplicates  # momentum = minus reversal: correlation -1 is not a duplicate
-    third = make_thread()
-    done = third.decide(third.say(f"factor reversal window=5 20190301 20200601 name=c_{tag}"), {"type": "approve"})
+
+    rejected = make_thread()
+    out = rejected.decide(rejected.say(f"factor reversal window=5 20190301 20200601 name=c_{tag}"),
+                          {"type": "approve"})
+    (pending,) = out["__interrupt__"]
+    approval = pending.value
+    assert approval["type"] == "approval" and approval["action"] == "save_factor"
+    assert approval["review_configs"] == [{"action_name": "save_factor", "allowed_decisions": ["approve", "reject"]}]
+    assert f"a_{tag} v1" in approval["description"] and f"b_{tag}" not in approval["description"]
+    assert approval["args"]["near_duplicates"][0].startswith(f"a_{tag} v1 (")
+    done = rejected.decide(out, {"type": "reject", "message": "we have it already"})
+    assert done["result"] is None and "Not saved" in done["final_reply"] and "we have it already" in done["final_reply"]
+    assert FactorStore(engine).latest(f"c_{tag}", status=None) is None  # nothing written
+
+    approved = make_thread()
+    out = approved.decide(approved.say(f"factor reversal window=5 20190301 20200601 name=d_{tag}"),
+                          {"type": "approve"})
+    assert out["__interrupt__"][0].value["type"] == "approval"
+    done = approved.decide(out, {"type": "approve"})
     duplicates = {d["name"]: d for d in done["result"]["duplicates"]}
     assert duplicates[f"a_{tag}"]["correlation"] > 0.999 and f"b_{tag}" not in duplicates
     assert f"near duplicate: a_{tag} v1" in done["messages"][-1].content
+    saved = FactorStore(engine).latest(f"d_{tag}")
+    assert saved is not None and saved.spec["duplicate_approved_by"] == "UBOB"
+
+
+def test_rerunning_a_name_makes_a_version_without_asking(make_thread) -> None:
+    name = f"rev_{uuid.uuid4().hex[:6]}"
+    thread = make_thread()
+    request = f"factor combo 0.7*reversal(3) + volatility(9) 20190301 20200601 name={name}"  # like no other test's
+    thread.decide(thread.say(request), {"type": "approve"})
+    again = make_thread()
+    done = again.decide(again.say(request), {"type": "approve"})
+    assert done["result"]["version"] == 2  # its own earlier version is reported, not asked about
+    assert [d["name"] for d in done["result"]["duplicates"]] == [name]
 
 
 def test_combination_and_unknown_factor_messages(make_thread) -> None:

@@ -363,3 +363,66 @@ def test_factor_reject_modal_records_the_reason(slack: SlackServer, bot: BotProc
                         and str(c.args.get("text", "")).startswith("Rejected: factor slack_vol"))
     info = FactorStore(make_engine(bot.database_url)).latest("slack_vol", status=None)
     assert info.status == "rejected" and info.reviewer == CAROL and info.spec["reject_reason"] == "too noisy"
+
+
+def _factor_thread(slack: SlackServer, bot: BotProcess, channel: str, text: str) -> tuple[str, object]:
+    """Mention the bot with a factor request, approve its code review as ALICE; (thread root, review call)."""
+    root = new_ts()
+    post(bot.url, event_body(mention(channel, ALICE, text, root)), "application/json")
+    review = _review_call(slack, channel, root)
+    post(bot.url, action_body(ALICE, channel, review.response["ts"], root, _button(review, "review_approve")),
+         "application/x-www-form-urlencoded")
+    return root, review
+
+
+def _approval_call(slack: SlackServer, channel: str, root: str):  # noqa: ANN202
+    return slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, root)(c)
+                               and str(c.args.get("text", "")).startswith("Approval needed"))[0]
+
+
+def test_saving_a_near_duplicate_asks_for_approval(slack: SlackServer, bot: BotProcess) -> None:
+    channel = "C720"
+    first, _ = _factor_thread(slack, bot, channel, "factor reversal 20190301 20200601 window=7 name=slack_rev_a")
+    slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, first)(c)
+                        and str(c.args.get("text", "")).startswith("Factor slack_rev_a v1 saved"))
+
+    # the same values under another name: approval with the duplicate's details, Approve / Reject
+    root, _ = _factor_thread(slack, bot, channel, "factor reversal 20190301 20200601 window=7 name=slack_rev_b")
+    approval = _approval_call(slack, channel, root)
+    blocks = json.dumps(_blocks_valid(approval))
+    assert "Approval: save slack_rev_b" in blocks and "slack_rev_a v1 (1.000)" in blocks
+    assert "review_edit" not in blocks and "Reject: Nothing is saved." in blocks
+    # a reply does not decide it; another user's click is refused
+    post(bot.url, event_body(message(channel, ALICE, "yes save it", new_ts(), thread_ts=root)), "application/json")
+    slack.fake.wait_for("chat.postEphemeral", where=lambda c: c.args.get("thread_ts") == root
+                        and "waiting for approval" in c.args.get("text", ""))
+    post(bot.url, action_body(BOB, channel, approval.response["ts"], root, _button(approval, "review_approve")),
+         "application/x-www-form-urlencoded")
+    slack.fake.wait_for("chat.postEphemeral", where=lambda c: c.args.get("user") == BOB
+                        and c.args.get("channel") == channel and "Only the person" in c.args.get("text", ""))
+    # a configured approver rejects with a reason: nothing is saved
+    views_before = len(slack.fake.of("views.open"))
+    post(bot.url, action_body(CAROL, channel, approval.response["ts"], root, _button(approval, "review_reject")),
+         "application/x-www-form-urlencoded")
+    view = _opened_view(slack, views_before + 1)
+    assert "Nothing is saved." in json.dumps(view["blocks"])
+    post(bot.url, view_body(CAROL, "review_reject_modal", view["private_metadata"],
+                            {"reason": {"reason": "same as slack_rev_a"}}), "application/x-www-form-urlencoded")
+    slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, root)(c)
+                        and str(c.args.get("text", "")).startswith("Not saved: factor slack_rev_b"))
+    updated = slack.fake.wait_for("chat.update", where=lambda c: c.args.get("ts") == approval.response["ts"]
+                                  and "blocks" in c.args)[0]
+    assert "rejected by <@UCAROL>" in json.dumps(updated.args["blocks"])
+    engine = make_engine(bot.database_url)
+    assert FactorStore(engine).latest("slack_rev_b", status=None) is None
+    assert [e["action"] for e in AuditLog(engine).entries(thread_id_for(TEAM, channel, root))] == ["approve", "reject"]
+
+    # approved: saved, with the duplicate reported and the approver stored
+    root, _ = _factor_thread(slack, bot, channel, "factor reversal 20190301 20200601 window=7 name=slack_rev_c")
+    approval = _approval_call(slack, channel, root)
+    post(bot.url, action_body(ALICE, channel, approval.response["ts"], root, _button(approval, "review_approve")),
+         "application/x-www-form-urlencoded")
+    result = slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, root)(c)
+                                 and str(c.args.get("text", "")).startswith("Factor slack_rev_c v1 saved"))[0]
+    assert "Near duplicate of *slack_rev_a*" in json.dumps(_blocks_valid(result))
+    assert FactorStore(engine).latest("slack_rev_c").spec["duplicate_approved_by"] == ALICE

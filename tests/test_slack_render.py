@@ -7,8 +7,14 @@ import json
 import pytest
 from slack_sdk.models.blocks import Block
 
-from bot.slack.render import answered_message, clarify_message, reply_message, signal_result_message
-from graphs.interrupts import clarify_request
+from bot.slack.render import (
+    answered_message,
+    approval_message,
+    clarify_message,
+    reply_message,
+    signal_result_message,
+)
+from graphs.interrupts import approval_request, clarify_request
 from graphs.signal.library import STRATEGIES
 from graphs.signal.nodes.report import CONVENTIONS
 
@@ -69,3 +75,16 @@ def test_signal_result_blocks(result: dict) -> None:
 
 def test_plain_reply() -> None:
     _valid(reply_message("Cancelled; nothing was run."))
+
+
+def test_approval_shows_details_within_limits_and_only_approve_reject() -> None:
+    args = {f"field_{i}": ["x" * 900, "y" * 900, "z" * 900] if i == 0 else i for i in range(14)}
+    payload = approval_request("place_order", "buy 600519.SH", args, "d" * 5000, on_reject="No order is sent.",
+                               allowed=("approve", "edit", "reject"))
+    blocks = _valid(approval_message("slack-abc", "int-9", payload, "U1"))
+    fields = next(b for b in blocks if b.get("fields"))["fields"]
+    assert len(fields) == 10 and len(fields[0]["text"]) == 2000 and fields[0]["text"].startswith("*Field 0*")
+    buttons = next(b for b in blocks if b["type"] == "actions")["elements"]
+    assert [b["action_id"] for b in buttons] == ["review_approve", "review_reject"]
+    assert json.loads(buttons[1]["value"]) == {"t": "slack-abc", "i": "int-9", "d": "reject"}
+    assert "<@U1> or a configured approver can decide. Reject: No order is sent." in json.dumps(blocks)

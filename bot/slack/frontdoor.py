@@ -29,9 +29,13 @@ NODE_LABELS = {"reflection": "planning", "data_fetch": "data", "signal_generate"
                "clarify": "answer", "report": "backtest and chart", "collect_spec": "spec", "codegen": "code",
                "dry_run": "dry run", "semantic_check": "semantic check", "retry_router": "verdict",
                "human_review": "review", "backfill": "backfill", "evaluate": "evaluation", "write_db": "saved",
-               "record_reject": "recorded", "finish": "summary"}
-REVIEW_BY_BUTTONS = ("This code is waiting for review: use Approve, Edit or Reject on the review message above "
-                     "(a thread reply does not decide it).")
+               "record_reject": "recorded", "confirm_save": "save approval", "finish": "summary"}
+DECIDE_BY_BUTTONS = {
+    "code_review": "This code is waiting for review: use Approve, Edit or Reject on the review message above "
+                   "(a thread reply does not decide it).",
+    "approval": "This is waiting for approval: use Approve or Reject on the approval message above (a thread reply "
+                "does not decide it).",
+}
 
 
 @dataclass(frozen=True)
@@ -86,9 +90,11 @@ class FrontDoor:
             pending = self.runner.pending(thread_id)
             if pending:
                 interrupt = pending[0]
-                if interrupt["value"].get("type") != "clarify":
+                kind = interrupt["value"].get("type")
+                if kind != "clarify":
                     self._safe(self.client.chat_postEphemeral, channel=where.channel, user=where.user,
-                               thread_ts=where.thread_ts, text=REVIEW_BY_BUTTONS)
+                               thread_ts=where.thread_ts,
+                               text=DECIDE_BY_BUTTONS.get(kind, DECIDE_BY_BUTTONS["approval"]))
                     return
                 if not self.authorised(info, where.user):
                     self._safe(self.client.chat_postEphemeral, channel=where.channel, user=where.user,
@@ -219,8 +225,11 @@ class FrontDoor:
         self.registry.update(info.thread_id, status="done", pending={})
 
     def _post_interrupt(self, where: Where, info: ThreadInfo, thread_id: str, interrupt: dict[str, Any]) -> str:
-        """Post one question or review; a body too long to show inline goes up as a snippet file below it."""
+        """Post one question, review or approval; a body too long to show inline goes up as a snippet file below it."""
         value = interrupt["value"]
+        if value.get("type") == "approval":
+            message = render.approval_message(thread_id, interrupt["id"], value, info.user_id)
+            return self.client.chat_postMessage(channel=where.channel, thread_ts=where.thread_ts, **message)["ts"]
         if value.get("type") != "code_review":
             message = render.clarify_message(thread_id, interrupt["id"], value)
             return self.client.chat_postMessage(channel=where.channel, thread_ts=where.thread_ts, **message)["ts"]
@@ -265,6 +274,8 @@ def _pending_entry(value: dict[str, Any]) -> dict[str, Any]:
     """What the registry keeps about a pause: its kind and the title its message shows."""
     if value.get("type") == "code_review":
         return {"kind": "code_review", "question": f"Code review: {value.get('name', 'factor')}"}
+    if value.get("type") == "approval":
+        return {"kind": "approval", "question": f"Approval: {value.get('title') or value.get('action')}"}
     return {"kind": value.get("type"), "question": value.get("question", "")}
 
 

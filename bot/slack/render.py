@@ -111,8 +111,50 @@ def code_review_message(thread_id: str, interrupt_id: str, payload: dict[str, An
     else:
         blocks.append(_section(f"*Body of `compute_factor`* is {len(code):,} characters, too long to show here: it "
                                "is attached below as a file."))
+    blocks.append(_decision_buttons(thread_id, interrupt_id, payload.get("allowed") or []))
+    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"{_who(requester)} can decide. Edit "
+                                                    "opens the code in a form; edited code is dry-run and checked "
+                                                    "again."}]})
+    text = f"Code review for factor {name}: " + (f"checks failed ({failure})" if failure else "checks passed")
+    return {"text": _clip(text, 3000), "blocks": blocks}
+
+
+def approval_message(thread_id: str, interrupt_id: str, payload: dict[str, Any], requester: str | None,
+                     ) -> dict[str, Any]:
+    """An action waiting for approval: what it is, its details, Approve / Reject and what a rejection means."""
+    title = str(payload.get("title") or payload.get("action") or "action")
+    details = [{"type": "mrkdwn", "text": _clip(f"*{key.replace('_', ' ').capitalize()}*\n{_detail(value)}", 2000)}
+               for key, value in (payload.get("args") or {}).items()][:10]
+    blocks: list[dict[str, Any]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": _clip(f"Approval: {title}", 150)}},
+        _section(str(payload.get("description") or title)),
+    ]
+    if details:
+        blocks.append({"type": "section", "fields": details})
+    allowed = [d for d in payload.get("allowed") or [] if d in ("approve", "reject")]
+    blocks.append(_decision_buttons(thread_id, interrupt_id, allowed))
+    on_reject = f" Reject: {payload['on_reject']}" if payload.get("on_reject") else ""
+    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(
+        f"{_who(requester)} can decide.{on_reject}", SECTION_TEXT_MAX)}]})
+    return {"text": _clip(f"Approval needed: {title}", 3000), "blocks": blocks}
+
+
+def _detail(value: Any) -> str:
+    if isinstance(value, list):
+        return "\n".join(_detail(v) for v in value) or "-"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {_detail(v)}" for k, v in value.items()) or "-"
+    return str(value) if value not in (None, "") else "-"
+
+
+def _who(requester: str | None) -> str:
+    return f"<@{requester}> or a configured approver" if requester else "The requester or a configured approver"
+
+
+def _decision_buttons(thread_id: str, interrupt_id: str, allowed: list[str]) -> dict[str, Any]:
+    """Approve / Edit / Reject buttons (`review_<decision>` actions) for the allowed decisions."""
     elements = []
-    for decision in payload.get("allowed") or []:
+    for decision in allowed:
         button: dict[str, Any] = {"type": "button", "action_id": f"review_{decision}",
                                   "text": {"type": "plain_text", "text": DECISION_LABELS[decision]},
                                   "value": button_value(thread_id, interrupt_id, decision)}
@@ -121,12 +163,7 @@ def code_review_message(thread_id: str, interrupt_id: str, payload: dict[str, An
         elif decision == "reject":
             button["style"] = "danger"
         elements.append(button)
-    blocks.append({"type": "actions", "block_id": "review", "elements": elements})
-    who = f"<@{requester}> or a configured approver" if requester else "The requester or a configured approver"
-    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"{who} can decide. Edit opens the "
-                                                    "code in a form; edited code is dry-run and checked again."}]})
-    text = f"Code review for factor {name}: " + (f"checks failed ({failure})" if failure else "checks passed")
-    return {"text": _clip(text, 3000), "blocks": blocks}
+    return {"type": "actions", "block_id": "review", "elements": elements}
 
 
 def decided_message(title: str, user_id: str, decision: str, detail: str = "") -> dict[str, Any]:
@@ -166,9 +203,10 @@ def edit_modal(thread_id: str, interrupt_id: str, message_ts: str, name: str, co
                     "element": element}])
 
 
-def reject_modal(thread_id: str, interrupt_id: str, message_ts: str, name: str) -> dict[str, Any]:
-    return _modal("review_reject_modal", "Reject factor", "Reject", (thread_id, interrupt_id, message_ts),
-                  [_section(f"Reject *{_clip(name, 200)}*? Nothing is backfilled or saved; the rejection is recorded."),
+def reject_modal(thread_id: str, interrupt_id: str, message_ts: str, name: str, consequence: str) -> dict[str, Any]:
+    """A form for a rejection's reason; `consequence` says what rejecting does."""
+    return _modal("review_reject_modal", "Reject", "Reject", (thread_id, interrupt_id, message_ts),
+                  [_section(_clip(f"Reject *{_clip(name, 200)}*? {consequence}", SECTION_TEXT_MAX)),
                    {"type": "input", "block_id": "reason", "label": {"type": "plain_text", "text": "Reason"},
                     "element": {"type": "plain_text_input", "action_id": "reason", "multiline": True,
                                 "max_length": 1000}}])

@@ -1,5 +1,6 @@
 """The factor-coding subgraph (seed 003): collect_spec → codegen → dry_run → semantic_check → retry_router
-(≤ 5 retries) → human_review (code_review interrupt) → backfill → evaluate → write_db → finish; clarify
+(≤ 5 retries) → human_review (code_review interrupt) → backfill → evaluate → confirm_save (approval interrupt,
+only for a near duplicate of another factor) → write_db → finish; clarify
 pauses for missing essentials, a rejection is recorded and ends the run."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from graphs.factor.nodes.backfill import backfill_node, evaluate_node
 from graphs.factor.nodes.checks import dry_run_node, semantic_check_node
 from graphs.factor.nodes.codegen import codegen_node
 from graphs.factor.nodes.collect_spec import collect_spec_node
+from graphs.factor.nodes.confirm_save import confirm_save_node
 from graphs.factor.nodes.finish import finish_node
 from graphs.factor.nodes.review import human_review_node, retry_router_node
 from graphs.factor.nodes.store import record_reject_node, write_db_node
@@ -40,7 +42,8 @@ def build_factor_graph(checkpointer: BaseCheckpointSaver | Checkpointer = None) 
     graph.add_node("human_review", human_review_node,
                    destinations=("backfill", "record_reject", "dry_run", "human_review"))
     graph.add_node("backfill", backfill_node, destinations=("evaluate", "finish"))
-    graph.add_node("evaluate", evaluate_node, destinations=("write_db", "finish"))
+    graph.add_node("evaluate", evaluate_node, destinations=("confirm_save", "write_db", "finish"))
+    graph.add_node("confirm_save", confirm_save_node, destinations=("write_db", "finish", "confirm_save"))
     graph.add_node("write_db", write_db_node)
     graph.add_node("record_reject", record_reject_node)
     graph.add_node("finish", finish_node)

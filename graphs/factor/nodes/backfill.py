@@ -14,6 +14,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from graphs.context import WorkflowContext, thread_id, workspace
+from graphs.factor.nodes.confirm_save import duplicates_of_others
 from graphs.factor.run import BACKFILL_LIMITS, execute, load_inputs, universe, warmup_rows
 from graphs.factor.state import FactorState
 from tools.charts import factor_tear_sheet
@@ -78,7 +79,8 @@ def evaluate_node(state: FactorState, config: RunnableConfig, runtime: Runtime[W
     out_dir = Path(ctx.artifacts_dir) / thread_id(config)
     artifacts = _write_artifacts(out_dir, f"{spec['name']}_run{state.get('run_no', 1)}", spec["name"], evaluation,
                                  metrics)
-    return Command(goto="write_db", update={
+    gate = "confirm_save" if duplicates_of_others(spec["name"], duplicates) else "write_db"
+    return Command(goto=gate, update={
         "evaluation": {"metrics": _records(metrics), "duplicates": duplicates,
                        "coverage_mean": float(evaluation.coverage.mean())},
         "artifacts": artifacts})

@@ -31,7 +31,8 @@ def write_db_node(state: FactorState, config: RunnableConfig, runtime: Runtime[W
     metrics.index = metrics.index.astype(int)
     info, created = FactorStore(runtime.context.engine).save(
         name=spec["name"], description=spec["description"], code=state.get("factor_code") or "",
-        spec=_stored_spec(state, near_duplicates=state["evaluation"]["duplicates"]),  # type: ignore[index]
+        spec=_stored_spec(state, near_duplicates=state["evaluation"]["duplicates"],  # type: ignore[index]
+                          duplicate_approved_by=(state.get("save_approval") or {}).get("approver")),
         author=state.get("requester"), reviewer=review.get("reviewer"),
         decision="edit" if review.get("status") == "edited" else "approve", run_key=_run_key(state, config),
         values=values, metrics=metrics.astype(float))
