@@ -113,39 +113,39 @@ def evaluate_factor(factor: pd.DataFrame, prices: pd.DataFrame, periods: tuple[i
         trade_ok &= tradable.reindex(index=prices.index, columns=codes).fillna(False).to_numpy(dtype=bool)
     px[~trade_ok] = np.nan
     rows = prices.index.get_indexer(dates)
-    fwd = {p: _forward_returns(px, rows, p) for p in periods}  # finite only where t and t+p are tradable
-    del px, trade_ok
+    with ThreadPoolExecutor(max_workers=min(len(periods), os.cpu_count() or 1)) as pool:  # numpy frees the GIL
+        pending = {p: pool.submit(_forward_returns, px, rows, p) for p in periods}
+        f = factor.reindex(index=dates, columns=codes).to_numpy(dtype=float, copy=True)
+        fwd = {p: job.result() for p, job in pending.items()}  # finite only where t and t+p are tradable
+        del px, trade_ok
+        valid = np.isfinite(f)
+        for p in periods:
+            valid &= np.isfinite(fwd[p])
+        f[~valid] = np.nan
+        order = np.argsort(f, axis=1)  # NaN last; shared by the quantile edges and the factor's ranks
+        ordered = np.take_along_axis(f, order, axis=1)
+        labels = _quantile_labels(f, ordered, valid.sum(axis=1), quantiles)
+        valid = labels > 0  # dates whose edges are not unique drop out entirely
+        n = valid.sum(axis=1)
+        f[~valid] = np.nan
+        for p in periods:
+            fwd[p][~valid] = np.nan
+        ranks = _average_ranks(order, ordered) * valid  # 0 outside the evaluated cells
+        del order, ordered
 
-    f = factor.reindex(index=dates, columns=codes).to_numpy(dtype=float, copy=True)
-    valid = np.isfinite(f)
-    for p in periods:
-        valid &= np.isfinite(fwd[p])
-    f[~valid] = np.nan
-    order = np.argsort(f, axis=1)  # NaN last; shared by the quantile edges and the factor's ranks
-    ordered = np.take_along_axis(f, order, axis=1)
-    labels = _quantile_labels(f, ordered, valid.sum(axis=1), quantiles)
-    valid = labels > 0  # dates whose edges are not unique drop out entirely
-    n = valid.sum(axis=1)
-    f[~valid] = np.nan
-    for p in periods:
-        fwd[p][~valid] = np.nan
-    ranks = _average_ranks(order, ordered) * valid
-    del order, ordered
+        factor_sums = _FactorSums(f, ranks, valid, n)
+        cells = (np.arange(len(dates)) * (quantiles + 1))[:, None] + labels  # (date, quantile) bin of each cell
+        sizes = _bin_sums(cells, None, len(dates), quantiles)
 
-    factor_sums = _FactorSums(f, ranks, valid, n)
-    cells = (np.arange(len(dates)) * (quantiles + 1))[:, None] + labels  # (date, quantile) bin of each cell
-    sizes = _bin_sums(cells, None, len(dates), quantiles)
+        def one_period(p: int) -> dict[str, np.ndarray]:
+            demeaned = _centred(fwd[p], valid, n)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                by_quantile = _bin_sums(cells, demeaned, len(dates), quantiles) / sizes
+            ic, factor_returns = factor_sums.ic_and_returns(demeaned)
+            return {"ic": ic, "factor_returns": factor_returns, "rank_ic": factor_sums.rank_ic(fwd[p]),
+                    "by_quantile": by_quantile, "turnover": _turnover(cells, labels, sizes, p, quantiles),
+                    "autocorr": factor_sums.rank_autocorrelation(p)}
 
-    def one_period(p: int) -> dict[str, np.ndarray]:
-        demeaned = _centred(fwd[p], valid, n)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            by_quantile = _bin_sums(cells, demeaned, len(dates), quantiles) / sizes
-        ic, factor_returns = factor_sums.ic_and_returns(demeaned)
-        return {"ic": ic, "factor_returns": factor_returns, "rank_ic": factor_sums.rank_ic(fwd[p]),
-                "by_quantile": by_quantile, "turnover": _turnover(cells, labels, sizes, p, quantiles),
-                "autocorr": factor_sums.rank_autocorrelation(p)}
-
-    with ThreadPoolExecutor(max_workers=min(len(periods), os.cpu_count() or 1)) as pool:
         per = dict(zip(periods, pool.map(one_period, periods), strict=True))
 
     index = pd.Index(dates, name=factor.index.name)
@@ -237,8 +237,9 @@ def _pearson_from_sums(n: np.ndarray, sx: np.ndarray, sy: np.ndarray, sxx: np.nd
 
 def _forward_returns(px: np.ndarray, rows: np.ndarray, period: int) -> np.ndarray:
     """close[t + period] / close[t] - 1 at the given price rows (NaN past the end of the prices)."""
-    out = np.full((len(rows), px.shape[1]), np.nan)
+    out = np.empty((len(rows), px.shape[1]))
     inside = int((rows + period < len(px)).sum())  # rows are sorted, so those inside come first
+    out[inside:] = np.nan
     first = rows[0] if len(rows) else 0
     if inside and (rows[:inside] == np.arange(first, first + inside)).all():  # consecutive: views, no copies
         np.divide(px[first + period : first + period + inside], px[first : first + inside], out=out[:inside])
@@ -275,19 +276,18 @@ def _quantile_labels(values: np.ndarray, ordered: np.ndarray, n: np.ndarray, qua
 
 
 def _average_ranks(order: np.ndarray, ordered: np.ndarray) -> np.ndarray:
-    """Average ranks (1-based, ties share their mean rank, as pandas' rank(axis=1)) per row; 0 where NaN.
+    """Average ranks (1-based, ties share their mean rank, as pandas' rank(axis=1)) per row of finite values.
 
-    `order` is the row-wise argsort (NaN last) and `ordered` the sorted rows. Rows without ties skip the tie
-    arithmetic.
+    `order` is the row-wise argsort (NaN last) and `ordered` the sorted rows; cells that were NaN get
+    arbitrary ranks above the row's count, for the caller to mask. Only rows with ties pay for tie arithmetic.
     """
-    width = ordered.shape[1]
-    ranked = np.tile(np.arange(1.0, width + 1), (len(ordered), 1))
+    out = np.empty(ordered.shape)
+    np.put_along_axis(out, order, np.arange(1.0, ordered.shape[1] + 1)[None, :], axis=1)
     tied = np.flatnonzero((ordered[:, 1:] == ordered[:, :-1]).any(axis=1))
     if len(tied):
-        ranked[tied] = _tie_averaged(ordered[tied])
-    ranked[np.isnan(ordered)] = 0.0
-    out = np.empty(ordered.shape)
-    np.put_along_axis(out, order, ranked, axis=1)
+        fixed = np.empty((len(tied), ordered.shape[1]))
+        np.put_along_axis(fixed, order[tied], _tie_averaged(ordered[tied]), axis=1)
+        out[tied] = fixed
     return out
 
 
