@@ -12,11 +12,20 @@ import psycopg
 import pytest
 from sqlalchemy import Engine
 
+from tools.sandbox import Sandbox
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 PG_ADMIN_URL = os.environ.get("QUANTDESK_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    """One sandbox worker per test module (test_sandbox_run.py brings its own with two)."""
+    box = Sandbox(workers=1)
+    yield box
+    box.close()
 
 
 @pytest.fixture(scope="session")

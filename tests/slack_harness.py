@@ -1,4 +1,4 @@
-"""Drive `quantdesk serve` (HTTP mode) with signed Slack requests over real HTTP."""
+"""Drive `quantdesk serve`: signed Slack requests over real HTTP, and the payloads Socket Mode envelopes carry."""
 
 from __future__ import annotations
 
@@ -33,10 +33,10 @@ class BotProcess:
         self.proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--host", "127.0.0.1", "--port", "0"],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ)
         line = self.proc.stdout.readline()
-        if "listening on" not in line:
+        if "listening on" not in line and "Socket Mode" not in line:
             self.proc.kill()
             raise RuntimeError(f"bot did not start: {line}{self.proc.stderr.read()}")
-        self.url = line.split("listening on ", 1)[1].strip()
+        self.url = line.split("listening on ", 1)[1].strip() if "listening on" in line else ""
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -60,10 +60,15 @@ def post(url: str, body: str, content_type: str, retry: int | None = None) -> tu
         return exc.code, exc.read().decode()
 
 
+def event_payload(event: dict[str, Any], event_id: str | None = None) -> dict[str, Any]:
+    """An Events API callback (the HTTP body, or a Socket Mode `events_api` envelope's payload)."""
+    return {"token": "x", "team_id": TEAM, "api_app_id": "A1", "type": "event_callback",
+            "event_id": event_id or f"Ev{next(_ids):06d}", "event_time": int(time.time()),
+            "authorizations": [{"team_id": TEAM, "user_id": BOT_USER, "is_bot": True}], "event": event}
+
+
 def event_body(event: dict[str, Any], event_id: str | None = None) -> str:
-    return json.dumps({"token": "x", "team_id": TEAM, "api_app_id": "A1", "type": "event_callback",
-                       "event_id": event_id or f"Ev{next(_ids):06d}", "event_time": int(time.time()),
-                       "authorizations": [{"team_id": TEAM, "user_id": BOT_USER, "is_bot": True}], "event": event})
+    return json.dumps(event_payload(event, event_id))
 
 
 def mention(channel: str, user: str, text: str, ts: str, thread_ts: str | None = None) -> dict[str, Any]:
@@ -83,18 +88,27 @@ def message(channel: str, user: str, text: str, ts: str, thread_ts: str | None =
     return event
 
 
+def command_payload(text: str, channel: str, user: str, response_url: str) -> dict[str, Any]:
+    """A `/quant` invocation's fields (form-encoded over HTTP, a `slash_commands` envelope's payload)."""
+    return {"token": "x", "team_id": TEAM, "channel_id": channel, "user_id": user, "command": "/quant",
+            "text": text, "response_url": response_url, "trigger_id": f"trig{next(_ids)}"}
+
+
 def command_body(text: str, channel: str, user: str, response_url: str) -> str:
-    return urlencode({"token": "x", "team_id": TEAM, "channel_id": channel, "user_id": user, "command": "/quant",
-                      "text": text, "response_url": response_url, "trigger_id": f"trig{next(_ids)}"})
+    return urlencode(command_payload(text, channel, user, response_url))
+
+
+def action_payload(user: str, channel: str, message_ts: str, thread_ts: str, action: dict[str, Any]) -> dict[str, Any]:
+    """A button click (`block_actions`; an `interactive` envelope's payload in Socket Mode)."""
+    return {"type": "block_actions", "team": {"id": TEAM}, "user": {"id": user}, "api_app_id": "A1",
+            "token": "x", "trigger_id": f"trig{next(_ids)}", "channel": {"id": channel},
+            "container": {"type": "message", "message_ts": message_ts, "channel_id": channel},
+            "message": {"ts": message_ts, "thread_ts": thread_ts, "text": "q"},
+            "actions": [{**action, "type": "button", "action_ts": str(time.time())}]}
 
 
 def action_body(user: str, channel: str, message_ts: str, thread_ts: str, action: dict[str, Any]) -> str:
-    payload = {"type": "block_actions", "team": {"id": TEAM}, "user": {"id": user}, "api_app_id": "A1",
-               "token": "x", "trigger_id": f"trig{next(_ids)}", "channel": {"id": channel},
-               "container": {"type": "message", "message_ts": message_ts, "channel_id": channel},
-               "message": {"ts": message_ts, "thread_ts": thread_ts, "text": "q"},
-               "actions": [{**action, "type": "button", "action_ts": str(time.time())}]}
-    return urlencode({"payload": json.dumps(payload)})
+    return urlencode({"payload": json.dumps(action_payload(user, channel, message_ts, thread_ts, action))})
 
 
 def view_body(user: str, callback_id: str, private_metadata: str, values: dict[str, Any]) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +24,6 @@ from tools.storage.checkpointer import open_checkpointer
 
 GOOD_BODY = "return -(close / close.shift(10) - 1)"
 BAD_BODY = "return close.rolling(10).mean().stack()"  # a Series: the output-type check fails
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    box = Sandbox(workers=1)
-    yield box
-    box.close()
 
 
 class Thread:

@@ -4,7 +4,6 @@ PostgreSQL); LLM paths driven by scripted chat models that emit real tool calls.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +30,6 @@ from tools.storage.migrate import upgrade
 from tools.workspace import Workspace
 
 CODES = "000001.SZ,600519.SH,000002.SZ,601318.SH,600036.SH"
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    box = Sandbox(workers=1)
-    yield box
-    box.close()
 
 
 @pytest.fixture(scope="module")

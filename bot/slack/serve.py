@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from threading import Event
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
@@ -34,8 +35,14 @@ def serve(ctx: AppContext, checkpointer: BaseCheckpointSaver, host: str, port: i
     if settings.slack_app_token is not None:
         from slack_bolt.adapter.socket_mode import SocketModeHandler
 
+        handler = SocketModeHandler(app, settings.slack_app_token.get_secret_value())
+        handler.connect()  # apps.connections.open, then the WebSocket; reconnects on its own after that
         log.info("Slack Socket Mode")
-        SocketModeHandler(app, settings.slack_app_token.get_secret_value()).start()
+        print("connected to Slack in Socket Mode", flush=True)
+        try:
+            Event().wait()
+        finally:
+            handler.close()
         return
     if settings.slack_signing_secret is None:
         raise StartupError("HTTP mode needs SLACK_SIGNING_SECRET (or set SLACK_APP_TOKEN for Socket Mode)")

@@ -32,6 +32,7 @@ class FakeSlack:
     calls: list[Call] = field(default_factory=list)
     not_in_channels: set[str] = field(default_factory=set)
     fail_uploads: bool = False
+    socket_url: str | None = None  # apps.connections.open hands this WebSocket URL out (Socket Mode)
     _ts: count = field(default_factory=lambda: count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
     port: int = 0
@@ -62,6 +63,10 @@ class FakeSlack:
         return response
 
     def _respond(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
+        if method == "apps.connections.open":
+            if self.socket_url is None:
+                return {"ok": False, "error": "not_allowed_token_type"}
+            return {"ok": True, "url": self.socket_url}
         if method == "auth.test":
             return {"ok": True, "user_id": BOT_USER, "bot_id": BOT_ID, "team_id": TEAM, "user": "quantdesk"}
         if method in ("chat.postMessage", "chat.postEphemeral"):
