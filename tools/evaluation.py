@@ -133,24 +133,26 @@ def evaluate_factor(factor: pd.DataFrame, prices: pd.DataFrame, periods: tuple[i
         ranks = _average_ranks(order, ordered) * valid  # 0 outside the evaluated cells
         del order, ordered
 
-        factor_sums = _FactorSums(f, ranks, valid, n)
+        rank_sums = _RankSums(ranks, valid, n)  # the sorting-heavy part runs on the pool meanwhile
+        rank_jobs = {p: (pool.submit(rank_sums.rank_ic, fwd[p]), pool.submit(rank_sums.rank_autocorrelation, p))
+                     for p in periods}
+        moments = _FactorMoments(f, valid, n)
         cells = (np.arange(len(dates)) * (quantiles + 1))[:, None] + labels  # (date, quantile) bin of each cell
         sizes = _bin_sums(cells, None, len(dates), quantiles)
-
-        def one_period(p: int) -> dict[str, np.ndarray]:
+        per: dict[int, dict[str, np.ndarray]] = {}
+        for p in periods:
             demeaned = _centred(fwd[p], valid, n)
             with np.errstate(invalid="ignore", divide="ignore"):
                 by_quantile = _bin_sums(cells, demeaned, len(dates), quantiles) / sizes
-            ic, factor_returns = factor_sums.ic_and_returns(demeaned)
-            return {"ic": ic, "factor_returns": factor_returns, "rank_ic": factor_sums.rank_ic(fwd[p]),
-                    "by_quantile": by_quantile, "turnover": _turnover(cells, labels, sizes, p, quantiles),
-                    "autocorr": factor_sums.rank_autocorrelation(p)}
-
-        per = dict(zip(periods, pool.map(one_period, periods), strict=True))
+            ic, factor_returns = moments.ic_and_returns(demeaned)
+            per[p] = {"ic": ic, "factor_returns": factor_returns, "by_quantile": by_quantile,
+                      "turnover": _turnover(cells, labels, sizes, p, quantiles)}
+        for p, (rank_ic_job, autocorr_job) in rank_jobs.items():
+            per[p].update(rank_ic=rank_ic_job.result(), autocorr=autocorr_job.result())
 
     index = pd.Index(dates, name=factor.index.name)
     quantile_axis = pd.Index(range(1, quantiles + 1))
-    wide = lambda a: pd.DataFrame(a, index=index, columns=codes)  # noqa: E731
+    wide = lambda a: pd.DataFrame(a, index=index, columns=codes, copy=False)  # noqa: E731
     by_date = {p: pd.DataFrame(per[p]["by_quantile"], index=index, columns=quantile_axis) for p in periods}
     per_date = lambda key: pd.DataFrame({p: per[p][key] for p in periods}, index=index)  # noqa: E731
     ic, rank_ic = per_date("ic"), per_date("rank_ic")
@@ -171,21 +173,14 @@ def evaluate_factor(factor: pd.DataFrame, prices: pd.DataFrame, periods: tuple[i
     )
 
 
-class _FactorSums:
-    """The factor's per-date sums that every period's correlations reuse.
+class _FactorMoments:
+    """The factor's centred values and their per-date norms, shared by every period's IC and long-short return."""
 
-    Correlations of ranks are computed from raw sums: ranks are half-integers, so every sum and product below
-    is exact in float64 (up to 2**53) and only the final square root and division round.
-    """
-
-    def __init__(self, f: np.ndarray, ranks: np.ndarray, valid: np.ndarray, n: np.ndarray) -> None:
-        self.valid, self.n, self.ranks = valid, n, ranks
+    def __init__(self, f: np.ndarray, valid: np.ndarray, n: np.ndarray) -> None:
+        self.n = n
         self.centred = _centred(f, valid, n)
         self.norm = np.sqrt(_dot_rows(self.centred, self.centred))
         self.gross = np.abs(self.centred).sum(axis=1)
-        self.rank_sum = ranks.sum(axis=1)
-        self.rank_squares = _dot_rows(ranks, ranks)
-        self.mask = valid.astype(float)
 
     def ic_and_returns(self, demeaned: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Pearson IC and factor-weighted long-short return per date, given demeaned forward returns."""
@@ -195,6 +190,22 @@ class _FactorSums:
             ic = np.where((self.n >= 2) & (self.norm > 0) & (norm_y > 0), cov / (self.norm * norm_y), np.nan)
             returns = np.where(self.n > 0, cov / np.where(self.gross > 0, self.gross, 1.0), np.nan)
         return np.clip(ic, -1.0, 1.0), returns
+
+
+class _RankSums:
+    """The factor's ranks (0 outside the evaluated cells) and their per-date sums, for Spearman IC and rank
+    autocorrelation.
+
+    Correlations of ranks are computed from raw sums: ranks are half-integers, so every sum and product below
+    is exact in float64 (up to 2**53) and only the final square root and division round.
+    """
+
+    def __init__(self, ranks: np.ndarray, valid: np.ndarray, n: np.ndarray) -> None:
+        self.ranks, self.n = ranks, n
+        self.mask = valid.astype(float)
+        self.squares = ranks * ranks
+        self.rank_sum = ranks.sum(axis=1)
+        self.rank_squares = self.squares.sum(axis=1)
 
     def rank_ic(self, y: np.ndarray) -> np.ndarray:
         """Spearman correlation of the factor and `y` per date (`y` NaN outside the evaluated cells)."""
@@ -219,10 +230,9 @@ class _FactorSums:
             return out
         now, before = self.ranks[period:], self.ranks[:-period]
         now_mask, before_mask = self.mask[period:], self.mask[:-period]
-        squares = self.ranks * self.ranks
         out[period:] = _pearson_from_sums(
             _dot_rows(now_mask, before_mask), _dot_rows(now, before_mask), _dot_rows(before, now_mask),
-            _dot_rows(squares[period:], before_mask), _dot_rows(squares[:-period], now_mask),
+            _dot_rows(self.squares[period:], before_mask), _dot_rows(self.squares[:-period], now_mask),
             _dot_rows(now, before))
         return out
 
