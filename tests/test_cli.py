@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tools.storage.migrate import head_revision
+
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("QUANTDESK_", "TUSHARE_", "DATABASE_"))}
@@ -69,10 +71,10 @@ def test_workspace_persists_between_console_runs(tmp_path: Path) -> None:
 def test_unmigrated_postgres_is_refused_until_db_upgrade(tmp_path: Path, fresh_pg_url: str) -> None:
     refused = _quantdesk(["chat"], tmp_path, "ws\n", DATABASE_URL=fresh_pg_url)
     assert refused.returncode == 2
-    assert "is at revision none, code needs 0002; run `quantdesk db upgrade`" in refused.stderr
+    assert f"is at revision none, code needs {head_revision()}; run `quantdesk db upgrade`" in refused.stderr
     upgraded = _quantdesk(["db", "upgrade"], tmp_path, DATABASE_URL=fresh_pg_url)
     assert upgraded.returncode == 0, upgraded.stderr
-    assert "is at revision 0002" in upgraded.stdout
+    assert f"is at revision {head_revision()}" in upgraded.stdout
     works = _quantdesk(["chat"], tmp_path, "ws\n", DATABASE_URL=fresh_pg_url)
     assert works.returncode == 0 and "workspace is empty" in works.stdout
 
