@@ -9,40 +9,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import HumanMessage
-from langgraph.types import Command
 from sqlalchemy import Engine
 
 from graphs.context import WorkflowContext
 from graphs.factor.state import MAX_RETRIES
-from graphs.main import build_main_graph
 from tests.fakes.chat import ScriptedChatModel, answer, tool_call
+from tests.graph_thread import GraphThread
 from tools.data.local import SampleProvider
 from tools.factor_store import FactorStore
 from tools.sandbox import Sandbox
-from tools.storage.checkpointer import open_checkpointer
 
 GOOD_BODY = "return -(close / close.shift(10) - 1)"
 BAD_BODY = "return close.rolling(10).mean().stack()"  # a Series: the output-type check fails
-
-
-class Thread:
-    """One thread of the main graph, invoked the way the bot's runner invokes it."""
-
-    def __init__(self, url: str, ctx: WorkflowContext) -> None:
-        self.url, self.ctx = url, ctx
-        self.config = {"configurable": {"thread_id": f"t-{uuid.uuid4().hex[:10]}"}}
-
-    def say(self, text: str) -> dict[str, Any]:
-        return self._invoke({"messages": [HumanMessage(text)], "requester": "UALICE"})
-
-    def decide(self, out: dict[str, Any], decision: dict[str, Any]) -> dict[str, Any]:
-        (pending,) = out["__interrupt__"]
-        return self._invoke(Command(resume={pending.id: {**decision, "user": "UBOB"}}))
-
-    def _invoke(self, value: Any) -> dict[str, Any]:
-        with open_checkpointer(self.url) as saver:
-            return build_main_graph(saver).invoke(value, self.config, context=self.ctx)
 
 
 def review(out: dict[str, Any]) -> dict[str, Any]:
@@ -58,10 +36,10 @@ def edit(code: str) -> dict[str, Any]:
 
 @pytest.fixture
 def make_thread(db_url: str, engine: Engine, sandbox: Sandbox, tmp_path: Path):  # noqa: ANN201
-    def make(llm: ScriptedChatModel | None = None, light: ScriptedChatModel | None = None) -> Thread:
+    def make(llm: ScriptedChatModel | None = None, light: ScriptedChatModel | None = None) -> GraphThread:
         ctx = WorkflowContext(provider=SampleProvider(), engine=engine, sandbox=sandbox,
                               artifacts_dir=tmp_path / "artifacts", llm=llm, light_llm=light)
-        return Thread(db_url, ctx)
+        return GraphThread(db_url, ctx)
     return make
 
 
@@ -153,7 +131,7 @@ def test_missing_dates_clarify_then_follow_up_reruns_with_a_new_window(make_thre
     out = thread.say(f"factor turnover name={name}")
     (pending,) = out["__interrupt__"]
     assert pending.value["type"] == "clarify" and "Which dates?" in pending.value["question"]
-    out = thread._invoke(Command(resume={pending.id: {"type": "respond", "message": "20190301 20200601"}}))
+    out = thread.answer(out, "20190301 20200601")
     first = thread.decide(out, {"type": "approve"})
     assert first["result"]["version"] == 1
     follow = thread.say("window=5")  # same thread: continues the factor work with the new window

@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
-from typing import Any
 
-from langchain_core.messages import HumanMessage
-from langgraph.types import Command
 from sqlalchemy import Engine
 
 from graphs.context import WorkflowContext
-from graphs.main import build_main_graph
 from tests.fakes.chat import ScriptedChatModel, answer, decision, tool_call
+from tests.graph_thread import GraphThread
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
-from tools.storage.checkpointer import open_checkpointer
 
 CODES, START, END = "000001.SZ,600519.SH", "20190101", "20200601"
 
@@ -24,23 +19,6 @@ CODES, START, END = "000001.SZ,600519.SH", "20190101", "20200601"
 def ma_cross(fast: int, slow: int) -> str:
     return (f"fast = close.rolling({fast}).mean()\nslow = close.rolling({slow}).mean()\n"
             "signal = ((fast > slow).astype(float) - (fast < slow).astype(float)).where(slow.notna())")
-
-
-class Thread:
-    def __init__(self, url: str, ctx: WorkflowContext) -> None:
-        self.url, self.ctx = url, ctx
-        self.config = {"configurable": {"thread_id": f"t-{uuid.uuid4().hex[:10]}"}}
-
-    def say(self, text: str) -> dict[str, Any]:
-        return self._invoke({"messages": [HumanMessage(text)], "requester": "UALICE"})
-
-    def answer(self, out: dict[str, Any], text: str) -> dict[str, Any]:
-        (pending,) = out["__interrupt__"]
-        return self._invoke(Command(resume={pending.id: {"type": "respond", "message": text}}))
-
-    def _invoke(self, value: Any) -> dict[str, Any]:
-        with open_checkpointer(self.url) as saver:
-            return build_main_graph(saver).invoke(value, self.config, context=self.ctx)
 
 
 def test_free_text_follow_up_continues_the_signal_work(db_url: str, engine: Engine, sandbox: Sandbox,
@@ -58,7 +36,7 @@ def test_free_text_follow_up_continues_the_signal_work(db_url: str, engine: Engi
     ])
     ctx = WorkflowContext(provider=SampleProvider(), engine=engine, sandbox=sandbox,
                           artifacts_dir=tmp_path / "artifacts", llm=llm, light_llm=light)
-    thread = Thread(db_url, ctx)
+    thread = GraphThread(db_url, ctx)
     first = thread.say("Moving-average cross for Ping An and Moutai, 2019 to mid-2020: buy when the 5-day "
                        "average is above the 20-day one")
     assert first["workflow"] == "signal" and first["result"]["code"] == ma_cross(5, 20)
@@ -79,5 +57,5 @@ def test_free_text_that_is_no_workflow_gets_the_routers_reply(db_url: str, engin
     light = ScriptedChatModel(script=[answer(json.dumps({"workflow": "none", "reply": "I do signals and factors."}))])
     ctx = WorkflowContext(provider=SampleProvider(), engine=engine, sandbox=sandbox,
                           artifacts_dir=tmp_path / "artifacts", llm=None, light_llm=light)
-    out = Thread(db_url, ctx).say("what's the weather in Shanghai?")
+    out = GraphThread(db_url, ctx).say("what's the weather in Shanghai?")
     assert out["final_reply"] == "I do signals and factors." and out.get("workflow") is None

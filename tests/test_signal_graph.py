@@ -3,15 +3,12 @@ PostgreSQL); LLM paths driven by scripted chat models that emit real tool calls.
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
-from langchain_core.messages import HumanMessage
-from langgraph.types import Command
 from sqlalchemy import Engine
 
 from graphs.context import WorkflowContext
@@ -20,6 +17,7 @@ from graphs.signal.library import STRATEGIES
 from graphs.signal.nodes.reflection import NO_LLM_REPLY
 from tests.fakes.chat import ScriptedChatModel, answer, decision, tool_call
 from tests.fakes.tushare_server import GOOD_TOKEN, FakeTushare, TushareServer
+from tests.graph_thread import GraphThread
 from tools.data.local import LocalProvider, SampleProvider
 from tools.data.provider import MarketDataProvider
 from tools.data.tushare import TushareProvider
@@ -27,7 +25,6 @@ from tools.sandbox import Sandbox
 from tools.storage.checkpointer import open_checkpointer
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
-from tools.workspace import Workspace
 
 CODES = "000001.SZ,600519.SH,000002.SZ,601318.SH,600036.SH"
 
@@ -37,31 +34,8 @@ def real_data(shared_data: Path) -> LocalProvider:
     return LocalProvider(shared_data / "cn_csi300_baostock_qfq")
 
 
-class Runner:
-    """Invokes the graph on one thread with a checkpointer, like the bot's runner does."""
-
-    def __init__(self, url: str, ctx: WorkflowContext) -> None:
-        self.url, self.ctx = url, ctx
-        self.thread = f"t-{uuid.uuid4().hex[:10]}"
-
-    @property
-    def config(self) -> dict:
-        return {"configurable": {"thread_id": self.thread}}
-
-    def start(self, text: str) -> dict[str, Any]:
-        return self._invoke({"messages": [HumanMessage(text)]})
-
-    def answer(self, out: dict[str, Any], text: str) -> dict[str, Any]:
-        (pending,) = out["__interrupt__"]
-        return self._invoke(Command(resume={pending.id: {"type": "respond", "message": text}}))
-
-    def _invoke(self, value: Any) -> dict[str, Any]:
-        with open_checkpointer(self.url) as saver:
-            return build_signal_graph(saver).invoke(value, self.config, context=self.ctx)
-
-    @property
-    def workspace(self) -> Workspace:
-        return Workspace(self.ctx.engine, self.thread)
+def signal_thread(url: str, ctx: WorkflowContext) -> GraphThread:
+    return GraphThread(url, ctx, build=build_signal_graph, requester=None)
 
 
 def _ctx(engine: Engine, provider: MarketDataProvider, sandbox: Sandbox, tmp_path: Path,
@@ -77,8 +51,8 @@ def sqlite_runner_factory(tmp_path: Path, sandbox: Sandbox):  # noqa: ANN201
     upgrade(engine)
 
     def make(provider: MarketDataProvider, llm: ScriptedChatModel | None = None,
-             light: ScriptedChatModel | None = None) -> Runner:
-        return Runner(url, _ctx(engine, provider, sandbox, tmp_path, llm, light))
+             light: ScriptedChatModel | None = None) -> GraphThread:
+        return signal_thread(url, _ctx(engine, provider, sandbox, tmp_path, llm, light))
 
     return make
 
@@ -96,7 +70,7 @@ def _question(out: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("name", [n for n in STRATEGIES if n != "valuation"])
 def test_every_library_strategy_on_real_data(name: str, sqlite_runner_factory, real_data: LocalProvider) -> None:
     runner = sqlite_runner_factory(real_data)
-    out = runner.start(f"signal {name} {CODES} 20180101 20191231")
+    out = runner.say(f"signal {name} {CODES} 20180101 20191231")
     assert out.get("result"), out.get("final_reply") or out.get("error_messages") or out.get("__interrupt__")
     result = out["result"]
     assert result["strategy"] == name and result["shape"][1] == 5
@@ -115,7 +89,7 @@ def test_every_library_strategy_on_real_data(name: str, sqlite_runner_factory, r
 
 def test_valuation_needs_daily_indicators(sqlite_runner_factory, real_data: LocalProvider) -> None:
     runner = sqlite_runner_factory(real_data)
-    question = _question(runner.start(f"signal valuation {CODES} 20180101 20191231"))
+    question = _question(runner.say(f"signal valuation {CODES} 20180101 20191231"))
     assert "'pe' (daily_basic) is not available from the local provider" in question["question"]
 
 
@@ -127,14 +101,14 @@ def test_valuation_with_tushare_indicators(sqlite_runner_factory, shared_data: P
     basics = basics.assign(pe=rng.uniform(-5, 60, len(basics)), pb=rng.uniform(0.5, 8, len(basics)))
     with TushareServer(FakeTushare({"daily": bars, "daily_basic": basics})) as server:
         runner = sqlite_runner_factory(TushareProvider(GOOD_TOKEN, server.url))
-        out = runner.start(f"signal valuation {CODES} 20190101 20191231 cheap=0.4")
+        out = runner.say(f"signal valuation {CODES} 20190101 20191231 cheap=0.4")
     assert out["result"]["strategy"] == "valuation" and out["result"]["params"]["cheap"] == 0.4
     assert runner.workspace.get("indicators/pe").shape == runner.workspace.get("ohlcv/close").shape
 
 
 def test_missing_dates_clarify_then_complete(db_url: str, engine: Engine, sandbox: Sandbox, tmp_path: Path) -> None:
-    runner = Runner(db_url, _ctx(engine, SampleProvider(), sandbox, tmp_path))
-    out = runner.start("signal ma_cross 600519.SH fast=10 slow=30")
+    runner = signal_thread(db_url, _ctx(engine, SampleProvider(), sandbox, tmp_path))
+    out = runner.say("signal ma_cross 600519.SH fast=10 slow=30")
     question = _question(out)
     assert "date range" in question["question"]
     assert question["action_requests"][0]["name"] == "clarify"
@@ -146,7 +120,7 @@ def test_missing_dates_clarify_then_complete(db_url: str, engine: Engine, sandbo
 
 def test_missing_strategy_offers_choices_and_missing_codes_come_first(sqlite_runner_factory) -> None:
     runner = sqlite_runner_factory(SampleProvider())
-    out = runner.start("signal 20200101 20200601")
+    out = runner.say("signal 20200101 20200601")
     assert "Which stocks" in _question(out)["question"]
     out = runner.answer(out, "000001.SZ 600000.SH 600519.SH")
     assert _question(out)["choices"] == list(STRATEGIES)
@@ -156,7 +130,7 @@ def test_missing_strategy_offers_choices_and_missing_codes_come_first(sqlite_run
 
 def test_bad_parameter_is_asked_again(sqlite_runner_factory) -> None:
     runner = sqlite_runner_factory(SampleProvider())
-    out = runner.start("signal ma_cross 600519.SH 20190101 20200601 fast=30 slow=10")
+    out = runner.say("signal ma_cross 600519.SH 20190101 20200601 fast=30 slow=10")
     assert "fast (30) must be shorter than slow (10)" in _question(out)["question"]
     out = runner.answer(out, "fast=5 slow=20")
     assert out["result"]["params"] == {"fast": 5, "slow": 20}
@@ -164,7 +138,7 @@ def test_bad_parameter_is_asked_again(sqlite_runner_factory) -> None:
 
 def test_clarifications_are_bounded(sqlite_runner_factory) -> None:
     runner = sqlite_runner_factory(SampleProvider())
-    out = runner.start("signal ma_cross 20190101 20200101")
+    out = runner.say("signal ma_cross 20190101 20200101")
     for _ in range(3):
         _question(out)
         out = runner.answer(out, "I don't know")
@@ -174,12 +148,12 @@ def test_clarifications_are_bounded(sqlite_runner_factory) -> None:
 
 def test_cancel(sqlite_runner_factory) -> None:
     runner = sqlite_runner_factory(SampleProvider())
-    out = runner.answer(runner.start("signal rsi 600519.SH"), "cancel")
+    out = runner.answer(runner.say("signal rsi 600519.SH"), "cancel")
     assert out["final_reply"] == "Cancelled; nothing was run."
 
 
 def test_free_form_without_llm_says_what_to_configure(sqlite_runner_factory) -> None:
-    out = sqlite_runner_factory(SampleProvider()).start("find me stocks with rising volume and falling price")
+    out = sqlite_runner_factory(SampleProvider()).say("find me stocks with rising volume and falling price")
     assert out["final_reply"] == NO_LLM_REPLY
     assert "OPENAI_API_KEY" in NO_LLM_REPLY and "signal ma_cross" in NO_LLM_REPLY
 
@@ -203,8 +177,8 @@ def test_llm_complete_request(db_url: str, engine: Engine, sandbox: Sandbox, tmp
         answer("signal stored"),
     ])
     light = ScriptedChatModel(script=_fetch_script())
-    runner = Runner(db_url, _ctx(engine, SampleProvider(), sandbox, tmp_path, llm, light))
-    out = runner.start("Buy when the 5-day average crosses above the 20-day one, for Ping An and Moutai in 2019-2020")
+    runner = signal_thread(db_url, _ctx(engine, SampleProvider(), sandbox, tmp_path, llm, light))
+    out = runner.say("Buy when the 5-day average crosses above the 20-day one, for Ping An and Moutai in 2019-2020")
     assert out["result"]["codes"] == ["000001.SZ", "600519.SH"]
     assert out["result"]["code"] == GOOD_CODE and out["signal_name"] == "signal/custom"
     assert {"ohlcv/close", "ohlcv/open", "signal/custom"} <= set(runner.workspace.names())
@@ -221,9 +195,9 @@ def test_llm_missing_dates_interrupt_then_resume(db_url: str, engine: Engine, sa
         tool_call("run_signal_code", code=GOOD_CODE),
         answer("done"),
     ])
-    runner = Runner(db_url, _ctx(engine, SampleProvider(), sandbox, tmp_path, llm,
+    runner = signal_thread(db_url, _ctx(engine, SampleProvider(), sandbox, tmp_path, llm,
                                  ScriptedChatModel(script=_fetch_script())))
-    out = runner.start("moving-average cross on Moutai")
+    out = runner.say("moving-average cross on Moutai")
     assert _question(out)["question"] == "Which period should I use (YYYYMMDD to YYYYMMDD)?"
     out = runner.answer(out, "20190101 to 20200601")
     assert out["result"]["last_date"] <= "2020-06-01"
@@ -238,7 +212,7 @@ def test_llm_code_error_is_fed_back_and_fixed(sqlite_runner_factory) -> None:
         answer("fixed"),
     ])
     runner = sqlite_runner_factory(SampleProvider(), llm, ScriptedChatModel(script=_fetch_script()))
-    out = runner.start("ma cross please")
+    out = runner.say("ma cross please")
     assert out["result"]["code"] == GOOD_CODE
     observation = llm.prompts[2][-1]
     assert observation.type == "tool" and "NameError" in observation.content and "line 1" in observation.content
@@ -253,7 +227,7 @@ def test_llm_repeated_failure_ends_in_clarify(sqlite_runner_factory) -> None:
         tool_call("run_signal_code", code=broken), answer("failed again"),
     ])
     runner = sqlite_runner_factory(SampleProvider(), llm, ScriptedChatModel(script=_fetch_script()))
-    question = _question(runner.start("something odd"))
+    question = _question(runner.say("something odd"))
     assert question["question"].startswith("The same problem happened twice")
     assert "undefined_thing" in question["question"]
     assert not llm.script
@@ -268,7 +242,7 @@ def test_llm_lookahead_signal_is_rejected(sqlite_runner_factory) -> None:
         tool_call("run_signal_code", code=cheat), answer("done"),
     ])
     runner = sqlite_runner_factory(SampleProvider(), llm, ScriptedChatModel(script=_fetch_script()))
-    out = runner.start("buy the day before it rises")
+    out = runner.say("buy the day before it rises")
     question = _question(out)
     assert "look-ahead" in question["question"] and "uses future prices" in question["question"]
     with open_checkpointer(runner.url) as saver:

@@ -1,0 +1,54 @@
+"""One conversation thread of a graph, invoked the way the bot's runner invokes it: a fresh checkpointer
+connection per turn, each resume keyed by its interrupt id."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command
+
+from graphs.context import WorkflowContext
+from graphs.main import build_main_graph
+from tools.storage.checkpointer import open_checkpointer
+from tools.workspace import Workspace
+
+
+class GraphThread:
+    def __init__(self, url: str, ctx: WorkflowContext,
+                 build: Callable[[Any], CompiledStateGraph] = build_main_graph, requester: str | None = "UALICE",
+                 ) -> None:
+        self.url, self.ctx, self.build, self.requester = url, ctx, build, requester
+        self.thread = f"t-{uuid.uuid4().hex[:10]}"
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return {"configurable": {"thread_id": self.thread}}
+
+    @property
+    def workspace(self) -> Workspace:
+        return Workspace(self.ctx.engine, self.thread)
+
+    def say(self, text: str) -> dict[str, Any]:
+        """A new message in the thread."""
+        update: dict[str, Any] = {"messages": [HumanMessage(text)]}
+        if self.requester:
+            update["requester"] = self.requester
+        return self._invoke(update)
+
+    def answer(self, out: dict[str, Any], text: str) -> dict[str, Any]:
+        """A text answer (`respond`) to the one pending interrupt of `out`."""
+        (pending,) = out["__interrupt__"]
+        return self._invoke(Command(resume={pending.id: {"type": "respond", "message": text}}))
+
+    def decide(self, out: dict[str, Any], decision: dict[str, Any], user: str = "UBOB") -> dict[str, Any]:
+        """A review or approval decision by `user` on the one pending interrupt of `out`."""
+        (pending,) = out["__interrupt__"]
+        return self._invoke(Command(resume={pending.id: {**decision, "user": user}}))
+
+    def _invoke(self, value: Any) -> dict[str, Any]:
+        with open_checkpointer(self.url) as saver:
+            return self.build(saver).invoke(value, self.config, context=self.ctx)
