@@ -33,6 +33,7 @@ def code_review_request(name: str, code: str, program: str, summary: str, failur
         "summary": summary,
         "failure": failure,
         "allowed": list(allowed),
+        "on_reject": "Nothing is backfilled or saved; the rejection is recorded.",
         "action_requests": [{"name": CODE_REVIEW, "args": {"name": name, "code": code}, "description": description}],
         "review_configs": [{"action_name": CODE_REVIEW, "allowed_decisions": list(allowed)}],
     }

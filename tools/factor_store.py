@@ -56,11 +56,16 @@ def _info(row: Any) -> FactorInfo:
                       row.reviewer, row.decision, row.status, row.created_at)
 
 
+def trade_dates(frame: pd.DataFrame) -> np.ndarray:
+    """A frame's dates as the stored YYYYMMDD strings."""
+    return pd.DatetimeIndex(frame.index).strftime("%Y%m%d").to_numpy()
+
+
 def long_values(frame: pd.DataFrame) -> pd.DataFrame:
     """A dates x codes frame as (trade_date YYYYMMDD, ts_code, value) rows, finite values only."""
     values = frame.to_numpy(dtype=float)
     rows, cols = np.nonzero(np.isfinite(values))
-    index = pd.DatetimeIndex(frame.index).strftime("%Y%m%d").to_numpy()
+    index = trade_dates(frame)
     return pd.DataFrame({"trade_date": index[rows], "ts_code": frame.columns.to_numpy()[cols].astype(str),
                          "value": values[rows, cols]})
 
@@ -72,7 +77,7 @@ def binary_copy_chunks(factor_id: int, frame: pd.DataFrame, chunk_rows: int = 50
     header and trailer are included, so the chunks go to `Copy.write` as they are.
     """
     values = frame.to_numpy(dtype=float)
-    dates = pd.DatetimeIndex(frame.index).strftime("%Y%m%d").to_numpy().astype("S8")
+    dates = trade_dates(frame).astype("S8")
     codes = [str(c).encode() for c in frame.columns]
     lengths = np.array([len(c) for c in codes])
     yield _COPY_SIGNATURE

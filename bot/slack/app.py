@@ -148,15 +148,11 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
             client.chat_postEphemeral(channel=channel, user=user, text=reason or "Already handled.",
                                       thread_ts=message.get("thread_ts"))
             return
-        if decision == "edit":
-            view = render.edit_modal(thread_id, interrupt_id, message["ts"], str(value.get("name") or "factor"),
-                                     str(value.get("code") or ""))
-        elif value.get("type") == "approval":
-            view = render.reject_modal(thread_id, interrupt_id, message["ts"], str(value.get("title")),
-                                       str(value.get("on_reject") or "The action is not taken."))
-        else:
-            view = render.reject_modal(thread_id, interrupt_id, message["ts"], str(value.get("name") or "factor"),
-                                       "Nothing is backfilled or saved; the rejection is recorded.")
+        name = str(value.get("title") or value.get("name") or "factor")
+        view = (render.edit_modal(thread_id, interrupt_id, message["ts"], name, str(value.get("code") or ""))
+                if decision == "edit" else
+                render.reject_modal(thread_id, interrupt_id, message["ts"], name,
+                                    str(value.get("on_reject") or "The action is not taken.")))
         client.views_open(trigger_id=body["trigger_id"], view=view)
 
     @app.view("review_edit_modal")

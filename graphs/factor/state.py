@@ -32,7 +32,7 @@ class FactorState(TypedDict, total=False):
     review: dict[str, Any] | None  # {status: approved|edited|rejected|pending, reviewer, reason, note}
     backfill: dict[str, Any] | None  # {name, shape, first_date, last_date}
     evaluation: dict[str, Any] | None  # {metrics: {period: {...}}, duplicates: [...]}
-    save_approval: dict[str, Any] | None  # {approver, duplicates}: saving a near duplicate was approved
+    save_approval: dict[str, Any] | None  # {approver}: saving a near duplicate was approved
     saved: dict[str, Any] | None  # {id, name, version, status}
     artifacts: list[dict[str, str]]
     result: dict[str, Any] | None

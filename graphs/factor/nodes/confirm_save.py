@@ -40,7 +40,7 @@ def confirm_save_node(state: FactorState) -> Command:
     decision = decision_of(interrupt(payload))
     kind, user = decision.get("type"), decision.get("user")
     if kind == "approve":
-        return Command(goto="write_db", update={"save_approval": {"approver": user, "duplicates": duplicates}})
+        return Command(goto="write_db", update={"save_approval": {"approver": user}})
     if kind == "reject":
         reason = str(decision.get("message") or "").strip()
         reply = (f"Not saved: factor {name} nearly repeats {', '.join(d['name'] for d in duplicates)}; nothing was "
