@@ -75,3 +75,22 @@ def test_a_forged_object_dtype_is_refused() -> None:
     entries[0]["matrix"]["dtype"] = "O"
     with pytest.raises(codec.CodecError, match="refusing matrix"):
         codec.decode_values(entries, blobs)
+
+
+def test_lists_of_numpy_scalars_and_dates_round_trip() -> None:
+    values = {"xs": [np.float64(1.5), np.int64(2), np.bool_(True), pd.Timestamp("2021-01-04"), float("nan"), None]}
+    out = codec.decode_values(*codec.encode_values(values))["xs"]
+    assert out[:4] == [1.5, 2, True, pd.Timestamp("2021-01-04")] and np.isnan(out[4]) and out[5] is None
+    assert [type(v) for v in out[:3]] == [float, int, bool]
+    with pytest.raises(codec.CodecError, match="xs: type list cannot be passed"):
+        codec.encode_values({"xs": [1, [2]]})
+
+
+@pytest.mark.parametrize("frame", [
+    pd.DataFrame({"v": [1.0, 2.0]}, index=pd.Index([pd.Timestamp("2021-01-04"), 0.25], dtype=object)),
+    pd.DataFrame({"v": [b"x", "y"]}),
+    pd.DataFrame([[1.0, 2.0]], columns=pd.Index([0.9, "q"], dtype=object)),
+])
+def test_mixed_object_values_are_refused_not_garbled(frame: pd.DataFrame) -> None:
+    with pytest.raises(codec.CodecError, match="mixes value types"):
+        codec.encode_values({"x": frame})

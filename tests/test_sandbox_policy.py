@@ -68,6 +68,25 @@ REJECTED = {
     "pd.api.extensions.register_dataframe_accessor('x')": "'.api'",
     "global x": "'global' is not allowed",
     "async def f(): pass": "async code",
+    # string-to-attribute helpers: the attribute check would never see the names
+    "import operator\nf = operator.attrgetter('io.common.os')": "'.attrgetter' is not allowed",
+    "from operator import methodcaller": "'from operator import methodcaller' is not allowed",
+    "g = getattr\nx = g(pd, 'io')": "getattr() may only be called directly",
+    "import functools\nx = functools.reduce(getattr, ['io', 'common'], pd)": "getattr() may only be called directly",
+    "m = list(map(hasattr, [pd], ['io']))": "hasattr() may only be called directly",
+    # string annotations are evaluated by typing.get_type_hints and functools.singledispatch
+    "import typing\nh = typing.get_type_hints": "'.get_type_hints' is not allowed",
+    "from typing import ForwardRef": "'from typing import ForwardRef' is not allowed",
+    "import functools\n@functools.singledispatch\ndef f(x):\n    return x": "'.singledispatch' is not allowed",
+    # expression strings and method-name strings get the attribute check too
+    "x = pd.eval('pd.io.common.os.getcwd()')": "'.eval()' attribute '.io' is not allowed",
+    "x = close.eval('a.to_pickle')": "'.eval()' attribute '.to_pickle'",
+    "x = close.query('a >')": "'.query()' needs a valid expression",
+    "x = close.agg('to_pickle', path='x.pkl')": "'.agg('to_pickle')' is not allowed",
+    "x = close.apply(['mean', '_mgr'])": "'.apply('_mgr')': private and dunder",
+    "x = close.transform({'a': 'to_csv'})": "call '.to_csv()' directly",
+    "x = close.to_string(float_format='{0.__class__}')": "format field {0.__class__}: private and dunder",
+    "x = close.to_string(float_format='{0.f_globals}')": "format field {0.f_globals} is not allowed",
 }
 
 
@@ -107,6 +126,10 @@ ALLOWED = [
     "def zscore(x):\n    return (x - x.mean()) / x.std()\nfactor = close.apply(zscore, axis=1)",
     "result = close.dtypes.iloc[0] == 'float64'",
     "factor = close.ewm(span=10).mean().groupby(close.index.month).transform('mean')",
+    "result = close.agg(['mean', 'std'])\nz = close.apply(lambda row: row['000001.SZ'], axis=1)",
+    "result = close.eval('a.abs() + b')\nr = pd.eval('close.a + 1')",
+    "print('{0.real} and {x[1]}')\nresult = hasattr(close, 'mean')",
+    "import functools\nimport operator\nresult = functools.reduce(operator.add, [1, 2], 0)",
 ]
 
 

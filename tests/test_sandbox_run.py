@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import ctypes.util
+import logging
 import os
+import shutil
+import subprocess
 import textwrap
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tools.sandbox import Level, Limits, Sandbox, SandboxUnavailable, detect
+from tools.sandbox import Level, Limits, Sandbox, SandboxUnavailable, detect, host
 
 FAST = Limits(wall_seconds=5, cpu_seconds=4, memory_bytes=512 << 20)
 
@@ -25,10 +30,10 @@ def sandbox() -> Iterator[Sandbox]:
 
 @pytest.fixture(scope="module", params=[Level.FULL, Level.BASIC])
 def raw_sandbox(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
-    """No static policy: what the OS layer alone contains, at each level."""
+    """No static policy and no runtime guards: what the OS layer alone contains, at each level."""
     if request.param is Level.FULL and detect()[0] is not Level.FULL:
         pytest.fail(f"full isolation unavailable: {detect()[1]}")
-    box = Sandbox(workers=1, level=request.param, static_policy=False)
+    box = Sandbox(workers=1, level=request.param, static_policy=False, runtime_guards=False)
     yield box
     box.close()
 
@@ -42,11 +47,24 @@ def close(shared_data: Path) -> pd.DataFrame:
     return wide.iloc[:, :60]
 
 
-def test_full_isolation_is_available_in_ci() -> None:
+def _expected_level() -> Level:
+    """The level this host should reach, worked out here rather than by tools.sandbox.isolation: full when
+    bubblewrap can start a process in fresh namespaces, else basic when libseccomp is there, else minimal."""
+    if shutil.which("bwrap"):
+        probe = subprocess.run(["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/",
+                                "--proc", "/proc", "--dev", "/dev", "true"], capture_output=True, timeout=60)
+        if probe.returncode == 0:
+            return Level.FULL
+    return Level.BASIC if ctypes.util.find_library("seccomp") else Level.MINIMAL
+
+
+def test_detected_level_is_what_the_host_offers(sandbox: Sandbox) -> None:
     level, reason = detect()
-    if os.environ.get("CI", "").lower() == "true":
-        assert level is Level.FULL, reason
-    assert level in (Level.FULL, Level.BASIC, Level.MINIMAL)
+    assert level is _expected_level(), reason
+    if os.environ.get("CI", "").lower() == "true" or (os.geteuid() == 0 and shutil.which("bwrap")):
+        assert level is Level.FULL, reason  # scripts/system-deps.sh installs bubblewrap for `make test`
+    assert sandbox.level is level
+    assert (sandbox.reason == "") is (level is Level.FULL)
 
 
 def test_inputs_in_outputs_out(sandbox: Sandbox, close: pd.DataFrame) -> None:
@@ -267,7 +285,7 @@ def test_tampering_with_modules_does_not_carry_over(raw_sandbox: Sandbox, close:
 def test_full_level_hides_the_host_file_system(sandbox: Sandbox) -> None:
     if sandbox.level is not Level.FULL:
         pytest.fail("needs full isolation")
-    box = Sandbox(workers=1, static_policy=False)
+    box = Sandbox(workers=1, static_policy=False, runtime_guards=False)
     try:
         repo = Path(__file__).resolve().parents[1]
         code = textwrap.dedent(f"""
@@ -301,7 +319,7 @@ def test_full_level_hides_the_host_file_system(sandbox: Sandbox) -> None:
 
 
 def test_basic_level_still_blocks_network_and_exec() -> None:
-    box = Sandbox(workers=1, level=Level.BASIC, static_policy=False)
+    box = Sandbox(workers=1, level=Level.BASIC, static_policy=False, runtime_guards=False)
     try:
         res = box.run("import socket\nresult = 0\ntry:\n    socket.socket()\nexcept OSError:\n    result = 1")
         assert res.outputs == {"result": 1}
@@ -310,8 +328,6 @@ def test_basic_level_still_blocks_network_and_exec() -> None:
 
 
 def test_require_full_refuses_weaker_levels(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tools.sandbox import host
-
     monkeypatch.setattr(host, "detect", lambda: (Level.BASIC, "bubblewrap (bwrap) is not installed"))
     with pytest.raises(SandboxUnavailable, match="full sandbox isolation is required .*bwrap"):
         Sandbox(require_full=True)
@@ -325,6 +341,203 @@ def test_host_is_unaffected(sandbox: Sandbox, tmp_path: Path) -> None:
     assert dict(os.environ) == env_before
     assert pd.DataFrame.sum is sum_before
     assert sandbox.run("result = 1").ok
+
+
+# --- level, warning, warm start -------------------------------------------------------------
+
+
+def test_below_full_is_warned_once_with_what_to_install(monkeypatch: pytest.MonkeyPatch,
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(host, "_warned", set())
+    monkeypatch.setattr(host, "detect", lambda: (Level.BASIC, "bubblewrap (bwrap) is not installed"))
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with caplog.at_level(logging.WARNING, logger="tools.sandbox.host"):
+        boxes = [Sandbox(workers=1), Sandbox(workers=1)]
+    for box in boxes:
+        box.close()
+    warnings = [r.getMessage() for r in caplog.records if r.name == host.log.name and r.levelno == logging.WARNING]
+    assert len(warnings) == 1, warnings
+    assert "basic isolation, below full: bubblewrap (bwrap) is not installed" in warnings[0]
+    assert "apt-get install bubblewrap" in warnings[0]
+    assert boxes[0].level is Level.BASIC and "apt-get install bubblewrap" in boxes[0].reason
+
+
+def test_minimal_level_also_names_libseccomp(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(host, "_warned", set())
+    monkeypatch.setattr(host, "detect", lambda: (Level.MINIMAL, "bwrap cannot create namespaces here: denied"))
+    box = Sandbox(workers=1)
+    box.close()
+    assert box.level is Level.MINIMAL
+    assert "libseccomp" in box.reason and "bwrap cannot create namespaces" in box.reason
+
+
+def test_a_requested_weaker_level_is_warned_and_explained(caplog: pytest.LogCaptureFixture,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    if detect()[0] is not Level.FULL:
+        pytest.fail(f"needs full isolation: {detect()[1]}")
+    monkeypatch.setattr(host, "_warned", set())
+    with caplog.at_level(logging.WARNING, logger="tools.sandbox.host"):
+        box = Sandbox(workers=1, level=Level.BASIC)
+    box.close()
+    assert box.reason == "level basic was requested; this host offers full"
+    assert [r.getMessage() for r in caplog.records if r.name == host.log.name and r.levelno == logging.WARNING] == [
+        "sandbox runs at basic isolation, below full: level basic was requested; this host offers full"]
+
+
+def test_full_level_logs_no_warning(caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(host, "_warned", set())
+    monkeypatch.setattr(host, "detect", lambda: (Level.FULL, ""))
+    with caplog.at_level(logging.INFO, logger="tools.sandbox.host"):
+        Sandbox(workers=1).close()
+    assert [r.levelno for r in caplog.records if r.name == host.log.name] == [logging.INFO]
+
+
+def _children() -> dict[int, str]:
+    """This process's child processes and their command lines."""
+    kids = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == os.getpid():
+                kids[int(stat.parent.name)] = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, IndexError):
+            continue  # the process ended while we looked
+    return kids
+
+
+def test_warm_starts_the_workers_that_runs_then_use() -> None:
+    before = _children()
+    box = Sandbox(workers=2)
+    try:
+        assert _children() == before  # workers start lazily
+        box.warm()
+        started = {pid: cmd for pid, cmd in _children().items() if pid not in before}
+        assert len(started) == 2 and all("worker.py" in cmd for cmd in started.values()), started
+        assert box.run("result = float(np.arange(4.0).mean())").outputs == {"result": 1.5}
+        assert {pid for pid in _children() if pid not in before} == set(started)  # no new worker for the run
+        box.warm()  # idempotent: the warm workers are kept
+        assert {pid for pid in _children() if pid not in before} == set(started)
+    finally:
+        box.close()
+    assert not set(started) & set(_children())
+
+
+def test_a_failed_warm_start_keeps_the_slot(monkeypatch: pytest.MonkeyPatch) -> None:
+    box = Sandbox(workers=1)
+
+    def broken(_spec_args: tuple) -> None:
+        raise SandboxUnavailable("the sandbox worker failed to start: test")
+
+    try:
+        with monkeypatch.context() as patch:
+            patch.setattr(host, "_Worker", broken)
+            with pytest.raises(SandboxUnavailable, match="failed to start"):
+                box.warm()
+        results = []
+        runner = threading.Thread(target=lambda: results.append(box.run("result = 1")), daemon=True)
+        runner.start()
+        runner.join(timeout=60)
+        assert results and results[0].outputs == {"result": 1}, "the run found no free worker slot"
+    finally:
+        box.close()
+
+
+# --- the user's imports: refused statically, and at run time by the import guard ---------------
+
+ESCAPE_IMPORTS = [
+    "import os", "import subprocess", "import socket", "import sys", "import builtins", "import ctypes",
+    "import importlib", "from importlib import import_module", "import pickle", "import numpy.ctypeslib",
+    "from numpy import _core", "import numpy._core._methods", "from pandas import io", "import pandas.io.common",
+]
+
+
+@pytest.mark.parametrize("code", ESCAPE_IMPORTS)
+def test_escape_imports_are_refused_before_running(sandbox: Sandbox, code: str) -> None:
+    res = sandbox.run(f"{code}\nresult = 1")
+    assert res.error is not None and res.error.kind == "forbidden" and res.error.line == 1, res.error
+
+
+@pytest.mark.parametrize("code", [
+    "result = str(getattr(np, 'ctypeslib'))", "result = str(np.ctypeslib)", "result = str(pd.io.common.os)",
+    "import operator\nresult = str(operator.attrgetter('io.common.os')(pd))", "g = getattr\nresult = str(g(pd, 'io'))",
+    "import functools\nresult = str(functools.reduce(getattr, ['io', 'common', 'os'], pd))",
+    "result = str(pd.eval('pd.io.common.os.getcwd()'))", "result = str(__import__('os'))",
+    "import typing\ndef f(x: 'pd.io.common.os.getcwd()'):\n    return x\nresult = str(typing.get_type_hints(f))",
+    "import functools\n@functools.singledispatch\ndef g(x):\n    return 0\nresult = 1",
+    "result = close.agg('to_pickle', path='x.pkl')",
+])
+def test_indirect_module_access_is_refused_before_running(sandbox: Sandbox, close: pd.DataFrame, code: str) -> None:
+    res = sandbox.run(code, {"close": close.iloc[:5, :2]})
+    assert res.error is not None and res.error.kind == "forbidden", res.error
+
+
+@pytest.fixture(scope="module")
+def guarded_sandbox() -> Iterator[Sandbox]:
+    """No static policy, runtime guards on: what the guarded builtins and import hook refuse on their own."""
+    box = Sandbox(workers=1, static_policy=False)
+    yield box
+    box.close()
+
+
+@pytest.mark.parametrize("code", [*(c for c in ESCAPE_IMPORTS if c != "from pandas import io"),
+                                  "from . import codec", "from numpy import *"])
+def test_import_statements_are_refused_at_run_time(guarded_sandbox: Sandbox, code: str) -> None:
+    res = guarded_sandbox.run(f"{code}\nresult = 1")
+    assert res.error is not None and res.error.kind == "runtime" and res.error.line == 1, res.error
+    assert "ImportError" in res.error.message and "not allowed" in res.error.message
+
+
+@pytest.mark.parametrize("code", [
+    "m = __import__('os')",  # a direct call, not an import statement
+    "m = __import__('os', {'__name__': 'numpy'}, None, [], 0)",  # globals that pose as a library
+    "m = __builtins__['__import__']('subprocess', {'__name__': 'pandas.core.frame'})",
+    "m = __import__('importlib')",
+    "m = __import__('numpy')",
+])
+def test_calling_the_import_guard_directly_returns_no_module(guarded_sandbox: Sandbox, code: str) -> None:
+    res = guarded_sandbox.run(f"{code}\nresult = repr(m)")
+    assert res.ok, res.error
+    assert res.outputs["result"] == "None"
+
+
+@pytest.mark.parametrize("code", [
+    "__import__('numpy', {'__name__': 'numpy'}, None, ['ctypeslib'], 0)",
+    "__import__('linalg', {'__name__': 'numpy', '__package__': 'numpy'}, None, [], 1)",
+    "__import__('webbrowser')",  # neither loaded nor part of an allowed library: its module code never runs
+])
+def test_the_import_guard_refuses_other_library_style_calls(guarded_sandbox: Sandbox, code: str) -> None:
+    res = guarded_sandbox.run(f"{code}\nresult = 1")
+    assert res.error is not None and res.error.kind == "runtime", res.error
+    assert "ImportError" in res.error.message and "not allowed" in res.error.message
+
+
+def test_from_imports_of_allowed_names_work_under_the_guard(guarded_sandbox: Sandbox) -> None:
+    code = "from numpy import linalg, float64, fft\nfrom pandas import DataFrame, offsets\nfrom math import sqrt\n" \
+           "x = float(linalg.norm(DataFrame({'a': [3.0, 4.0]}).to_numpy())) + float(float64(sqrt(4.0)))\n" \
+           "result = x + float(fft.fft(np.ones(2))[0].real) + offsets.BDay(3).n"
+    res = guarded_sandbox.run(code)
+    assert res.ok, res.error
+    assert res.outputs["result"] == 12.0
+
+
+def test_guarded_builtins_lack_the_forbidden_names(guarded_sandbox: Sandbox) -> None:
+    for code in ("result = open('/etc/hostname').read()", "exec('result = 1')", "result = eval('1')"):
+        res = guarded_sandbox.run(code)
+        assert res.error is not None and "NameError" in res.error.message, (code, res.error)
+
+
+def test_libraries_import_their_internals_under_the_guard(guarded_sandbox: Sandbox) -> None:
+    code = textwrap.dedent("""
+        import numpy.linalg
+        x = np.arange(6.0).reshape(2, 3)
+        v = np.log(np.array([0.0, 1.0]))
+        result = [float(x.sum()), float(x.mean()), float(numpy.linalg.norm(x)), str(x), float(v[0])]
+    """)
+    res = guarded_sandbox.run(code)
+    assert res.ok, res.error
+    x = np.arange(6.0).reshape(2, 3)
+    assert res.outputs["result"] == [15.0, 2.5, float(np.linalg.norm(x)), str(x), float("-inf")]
+    assert "RuntimeWarning" in res.stderr
 
 
 # --- legitimate factor and signal code gives the same numbers as in-process -----------------

@@ -66,7 +66,19 @@ def read_message(stream: BinaryIO, max_bytes: int | None = None) -> tuple[dict[s
     return header, blobs
 
 
+def _refuse_mixed_objects(frame: pd.DataFrame) -> None:
+    """Arrow would silently coerce an object index, column or column labels that mix value types (dates and
+    floats become dates, bytes and text become bytes, labels become text), so such frames are refused."""
+    parts = [(f"index level {name!r}", frame.index.get_level_values(i)) for i, name in enumerate(frame.index.names)]
+    parts += [(f"column labels level {i}", frame.columns.get_level_values(i)) for i in range(frame.columns.nlevels)]
+    parts += [(f"column {label!r}", frame.iloc[:, i]) for i, label in enumerate(frame.columns)]
+    for where, values in parts:
+        if values.dtype == object and pd.api.types.infer_dtype(values, skipna=True) == "mixed":
+            raise CodecError(f"{where} mixes value types; give it one type")
+
+
 def _frame_to_ipc(frame: pd.DataFrame) -> bytes:
+    _refuse_mixed_objects(frame)
     table = pa.Table.from_pandas(frame, preserve_index=True)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
@@ -176,11 +188,12 @@ def encode_values(values: dict[str, Any]) -> tuple[list[dict[str, Any]], list[by
                 entry["blob_count"] = len(parts)
                 blobs.extend(parts)
             entries.append(entry)
-        elif isinstance(value, (list, tuple)) and all(isinstance(v, SCALAR_TYPES) for v in value):
-            entries.append({"name": name, "kind": "list", "value": [_scalar(v) for v in value]})
         else:
             try:
-                entries.append({"name": name, "kind": "scalar", "value": _scalar(value)})
+                if isinstance(value, (list, tuple)):
+                    entries.append({"name": name, "kind": "list", "value": [_scalar(v) for v in value]})
+                else:
+                    entries.append({"name": name, "kind": "scalar", "value": _scalar(value)})
             except CodecError as exc:
                 raise CodecError(f"{name}: {exc}") from None
     return entries, blobs

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tools.sandbox import codec
-from tools.sandbox.isolation import DESCRIPTIONS, Level, detect, worker_spec
+from tools.sandbox.isolation import DESCRIPTIONS, Level, detect, remedy, worker_spec
 from tools.sandbox.policy import ALLOWED_MODULES, FORBIDDEN_NAMES, check_code
 
 log = logging.getLogger(__name__)
@@ -62,6 +62,21 @@ class SandboxResult:
     error: SandboxError | None = None
     seconds: float = 0.0
     isolation: str = ""
+
+
+_warned: set[tuple[Level, str]] = set()
+_warned_lock = threading.Lock()
+
+
+def _warn_below_full(level: Level, reason: str) -> None:
+    """One warning per process for each distinct reason the sandbox runs below full isolation."""
+    if level is Level.FULL:
+        return
+    with _warned_lock:
+        if (level, reason) in _warned:
+            return
+        _warned.add((level, reason))
+    log.warning("sandbox runs at %s isolation, below full: %s", level.value, reason)
 
 
 class _Worker:
@@ -118,20 +133,28 @@ class Sandbox:
     """Runs untrusted pandas/numpy code: static policy first, then a fresh isolated child per run."""
 
     def __init__(self, workers: int = 2, require_full: bool = False, level: Level | None = None,
-                 static_policy: bool = True) -> None:
-        """`level` forces a weaker level than detected; `static_policy=False` (policy and runtime guards off)
-        exists only so tests can show that the OS isolation contains code on its own."""
+                 static_policy: bool = True, runtime_guards: bool = True) -> None:
+        """`level` forces a weaker level than detected. `static_policy=False` and `runtime_guards=False` switch off
+        the static check and the child's restricted builtins and import guard; they exist only so tests can show
+        each remaining layer holding on its own.
+
+        `level` (attribute) is the isolation every run gets; `reason` says why it is below full ('' at full)."""
         detected, reason = detect()
         self.level = level or detected
+        if self.level is Level.FULL:
+            self.reason = ""
+        elif self.level is detected:
+            self.reason = f"{reason}; to get full isolation, {remedy(detected)}"
+        else:
+            self.reason = f"level {self.level.value} was requested; this host offers {detected.value}"
         if require_full and self.level is not Level.FULL:
             raise SandboxUnavailable(
-                f"full sandbox isolation is required (QUANTDESK_SANDBOX_REQUIRE_FULL) but unavailable: {reason}"
+                f"full sandbox isolation is required (QUANTDESK_SANDBOX_REQUIRE_FULL) but unavailable: {self.reason}"
             )
         log.info("sandbox isolation %s", DESCRIPTIONS[self.level])
-        if self.level is not Level.FULL:
-            log.warning("sandbox runs below full isolation: %s", reason)
+        _warn_below_full(self.level, self.reason)
         self._scratch = tempfile.TemporaryDirectory(prefix="quantdesk-sandbox-")
-        self._spec_args = (self.level, ALLOWED_MODULES, FORBIDDEN_NAMES, self._scratch.name, static_policy)
+        self._spec_args = (self.level, ALLOWED_MODULES, FORBIDDEN_NAMES, self._scratch.name, runtime_guards)
         self._idle: queue.LifoQueue[_Worker | None] = queue.LifoQueue()
         for _ in range(workers):
             self._idle.put(None)  # a slot; its worker starts on first use
@@ -139,13 +162,17 @@ class Sandbox:
         self._static_policy = static_policy
 
     def warm(self) -> None:
-        """Start every worker now instead of on first use."""
+        """Start the idle workers' fork servers now (about a second at full isolation) instead of on first use.
+
+        Raises SandboxUnavailable when a worker cannot start; its slot stays usable."""
         slots = [self._idle.get() for _ in range(self._idle.qsize())]
-        for i, worker in enumerate(slots):
-            if worker is None:
-                slots[i] = _Worker(self._spec_args)
-        for worker in slots:
-            self._idle.put(worker)
+        try:
+            for i, worker in enumerate(slots):
+                if worker is None or not worker.alive():
+                    slots[i] = _Worker(self._spec_args)
+        finally:
+            for worker in slots:
+                self._idle.put(worker)
 
     def run(self, code: str, inputs: dict[str, Any] | None = None, limits: Limits | None = None,
             outputs: list[str] | tuple[str, ...] | None = None) -> SandboxResult:

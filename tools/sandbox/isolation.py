@@ -129,6 +129,21 @@ def detect() -> tuple[Level, str]:
     return Level.MINIMAL, f"{reason}; libseccomp is not installed either"
 
 
+def remedy(level: Level) -> str:
+    """What to install or allow so that a host whose `detect()` gives `level` offers full isolation."""
+    if level is Level.FULL:
+        return ""
+    if shutil.which("bwrap") is None:
+        steps = ["install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`, or scripts/system-deps.sh)"]
+    else:
+        steps = ["let bubblewrap create namespaces: allow unprivileged user namespaces "
+                 "(sysctl kernel.unprivileged_userns_clone=1, kernel.apparmor_restrict_unprivileged_userns=0) "
+                 "or, in a container, use a seccomp/AppArmor profile that permits unshare"]
+    if level is Level.MINIMAL:
+        steps.append("install libseccomp (`apt-get install libseccomp2`) for the seccomp filter")
+    return "; ".join(steps)
+
+
 def worker_spec(level: Level, allowed_modules: frozenset[str], forbidden_builtins: frozenset[str],
                 scratch_root: str, python_guards: bool = True) -> WorkerSpec:
     """`python_guards`: restricted builtins and import hook in the child (the runtime twin of the policy)."""

@@ -7,6 +7,7 @@ APIs always leave ways around a static check.
 from __future__ import annotations
 
 import ast
+import re
 import unicodedata
 from dataclasses import dataclass
 
@@ -35,12 +36,17 @@ FORBIDDEN_ATTRIBUTES = frozenset({
     "to_clipboard", "ExcelWriter", "HDFStore", "set_option", "option_context", "show_versions",
     "gi_frame", "f_globals", "f_locals", "f_back", "tb_frame", "cr_frame", "ag_frame", "mro",
     "format_map", "register_dataframe_accessor", "register_series_accessor", "register_index_accessor",
+    # callables that turn strings into attribute access or evaluate them (string annotations)
+    "attrgetter", "methodcaller", "get_type_hints", "ForwardRef", "singledispatch", "singledispatchmethod",
 })
 
 # Methods that write text when given a path; allowed only without one (they then return a string).
 PATH_WRITERS = frozenset({"to_csv", "to_json", "to_html", "to_xml", "to_latex", "to_markdown", "to_string"})
 PATH_KEYWORDS = frozenset({"path_or_buf", "buf", "path"})
 EXPRESSION_METHODS = frozenset({"eval", "query"})
+# Methods that call the method a string names (`close.agg('mean')`).
+DISPATCH_METHODS = frozenset({"agg", "aggregate", "apply", "transform"})
+ATTRIBUTE_FUNCTIONS = frozenset({"getattr", "hasattr"})
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,8 @@ class _Checker(ast.NodeVisitor):
         name = _nfkc(node.id)
         if name in FORBIDDEN_NAMES:
             self.flag(node, f"use of {name!r} is not allowed")
+        elif name in ATTRIBUTE_FUNCTIONS:
+            self.flag(node, f"{name}() may only be called directly, with a literal attribute name")
         elif name.startswith("__"):
             self.flag(node, f"dunder name {name!r} is not allowed")
 
@@ -105,10 +113,19 @@ class _Checker(ast.NodeVisitor):
         elif name in FORBIDDEN_ATTRIBUTES or name.startswith("read_"):
             self.flag(node, f"{what} is not allowed (file, interpreter or foreign-code access)")
 
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and "{" in node.value:
+            for _literal, field, _spec, _conv in _format_fields(node.value):
+                for name in re.findall(r"\.([^.\[]*)", field or ""):
+                    self._check_attribute_name(node, _nfkc(name), f"format field {{{field}}}")
+
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        if isinstance(func, ast.Name) and _nfkc(func.id) in ("getattr", "hasattr"):
+        if isinstance(func, ast.Name) and _nfkc(func.id) in ATTRIBUTE_FUNCTIONS:
             self._check_getattr(node, _nfkc(func.id))
+            for child in (*node.args, *node.keywords):  # not the name itself: a direct call is fine
+                self.visit(child)
+            return
         if isinstance(func, ast.Attribute):
             attr = _nfkc(func.attr)
             if attr in PATH_WRITERS and (node.args or any(k.arg in PATH_KEYWORDS for k in node.keywords)):
@@ -117,6 +134,8 @@ class _Checker(ast.NodeVisitor):
                 self._check_expression_string(node, attr)
             if attr == "format":
                 self._check_format(node)
+            if attr in DISPATCH_METHODS:
+                self._check_dispatch_strings(node, attr)
         self.generic_visit(node)
 
     def _check_getattr(self, node: ast.Call, fn: str) -> None:
@@ -133,8 +152,28 @@ class _Checker(ast.NodeVisitor):
         text = _nfkc(expr.value)
         if "@" in text or "__" in text or "`" in text:
             self.flag(node, f"'.{method}()' expressions may not use '@' variables, dunders or backticks")
+        else:
+            self._check_expression_attributes(node, method, text)
         if any(k.arg in ("engine", "local_dict", "global_dict", "resolvers") for k in node.keywords):
             self.flag(node, f"'.{method}()' may not set engine or variable dictionaries")
+
+    def _check_expression_attributes(self, node: ast.Call, method: str, text: str) -> None:
+        try:
+            tree = ast.parse(text, mode="exec")
+        except SyntaxError:
+            self.flag(node, f"'.{method}()' needs a valid expression")
+            return
+        for sub in ast.walk(tree):
+            if isinstance(sub, ast.Attribute):
+                self._check_attribute_name(node, _nfkc(sub.attr), f"'.{method}()' attribute '.{sub.attr}'")
+
+    def _check_dispatch_strings(self, node: ast.Call, method: str) -> None:
+        """`close.agg('name')` calls the method `name`: the names must pass the attribute check."""
+        targets = node.args[:1] + [k.value for k in node.keywords if k.arg == "func"]
+        for name in (n for target in targets for n in _literal_strings(target)):
+            self._check_attribute_name(node, _nfkc(name), f"'.{method}({name!r})'")
+            if _nfkc(name) in PATH_WRITERS:
+                self.flag(node, f"'.{method}({name!r})': call '.{_nfkc(name)}()' directly")
 
     def _check_format(self, node: ast.Call) -> None:
         target = node.func.value if isinstance(node.func, ast.Attribute) else None
@@ -173,6 +212,17 @@ class _Checker(ast.NodeVisitor):
         if node.arg is not None and _nfkc(node.arg).startswith("__"):
             self.flag(node, f"dunder keyword {node.arg!r} is not allowed")
         self.generic_visit(node)
+
+
+def _literal_strings(node: ast.AST) -> list[str]:
+    """The strings of a literal and of the lists, tuples, sets and dict values it is built from."""
+    if isinstance(node, ast.Constant):
+        return [node.value] if isinstance(node.value, str) else []
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return [s for item in node.elts for s in _literal_strings(item)]
+    if isinstance(node, ast.Dict):
+        return [s for item in node.values for s in _literal_strings(item)]
+    return []
 
 
 def _format_fields(template: str) -> list[tuple[str, str | None, str | None, str | None]]:

@@ -1,10 +1,10 @@
 """The sandbox worker: a warm zygote that forks one fresh, locked-down child per code run.
 
 Runs as a plain script inside the isolation the host set up (bubblewrap namespaces, or a bare
-subprocess at the basic level), with only the standard library, numpy, pandas, pyarrow and its two
+subprocess at the basic level), with only the standard library, numpy, pandas, pyarrow and its three
 sibling modules. Protocol on stdin/stdout: `codec` messages. The child of each run:
 new session → chdir to a private scratch dir → rlimits → drop root → seccomp → decode inputs →
-run the code with guarded builtins → encode outputs (data only) → exit. The zygote enforces the
+run the code with guarded builtins (see `guard`) → encode outputs (data only) → exit. The zygote enforces the
 wall clock, caps the result size, kills every leftover process and removes the scratch dir.
 """
 
@@ -29,6 +29,7 @@ sys.path.extend(sys.argv[1:])  # the host's library directories (numpy, pandas, 
 import contextlib
 
 import codec  # noqa: E402
+import guard  # noqa: E402
 import seccomp  # noqa: E402
 
 USER_FILENAME = "<user code>"
@@ -66,22 +67,6 @@ class CappedText(io.TextIOBase):
 def _prctl(option: int, value: int) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(option, value, 0, 0, 0)
-
-
-def _guarded_builtins(allowed_modules: frozenset[str], forbidden: frozenset[str]) -> dict:
-    real_import = builtins.__import__
-
-    def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002, ANN001, ANN202
-        if level != 0 or name not in allowed_modules:
-            raise ImportError(f"import of {name!r} is not allowed in the sandbox")
-        for item in fromlist or ():
-            if item.startswith("_"):
-                raise ImportError(f"importing {item!r} from {name!r} is not allowed")
-        return real_import(name, globals, locals, fromlist, level)
-
-    safe = {k: v for k, v in vars(builtins).items() if k not in forbidden and not k.startswith("_")}
-    safe["__import__"] = guarded_import
-    return safe
 
 
 def _user_line(exc: BaseException, code: str) -> tuple[int | None, str | None]:
@@ -275,7 +260,7 @@ def main() -> int:
         "seccomp": lib,
         "scratch_root": init["scratch_root"],
         "pid_namespace": init["pid_namespace"],
-        "builtins": (_guarded_builtins(frozenset(init["allowed_modules"]), frozenset(init["forbidden_builtins"]))
+        "builtins": (guard.guarded_builtins(frozenset(init["allowed_modules"]), frozenset(init["forbidden_builtins"]))
                      if init["python_guards"] else vars(builtins)),
     }
     codec.write_message(stdout, {"ready": True, "seccomp": lib is not None, "pid": os.getpid()}, [])
