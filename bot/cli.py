@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from sqlalchemy.exc import ArgumentError, OperationalError
+
 from bot.console import run_console
 from bot.context import StartupError, build_context, configure_logging
 from bot.runner import Runner
@@ -49,6 +51,15 @@ def main(argv: list[str] | None = None) -> int:
             return run_console(ctx, Runner(ctx, checkpointer))
     except (StartupError, DataError, SandboxUnavailable) as exc:
         print(f"quantdesk: {exc}", file=sys.stderr)
+        return 2
+    except OperationalError as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+        print(f"quantdesk: database {redacted(settings.database_url_value)} failed: {reason}; check DATABASE_URL "
+              "and that the database server is running", file=sys.stderr)
+        return 2
+    except ArgumentError as exc:
+        print(f"quantdesk: DATABASE_URL is not usable ({exc}); use sqlite:///PATH or "
+              "postgresql://USER@HOST:PORT/DATABASE", file=sys.stderr)
         return 2
 
 

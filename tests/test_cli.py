@@ -1,15 +1,20 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from tests.fakes.slack_server import FakeSlack, SlackServer
 from tools.storage.migrate import head_revision
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("QUANTDESK_", "TUSHARE_", "DATABASE_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("QUANTDESK_", "TUSHARE_", "DATABASE_", "SLACK_"))}
     env.update(QUANTDESK_DATA_DIR=str(tmp_path / "data"), QUANTDESK_LOG_LEVEL="WARNING", **extra)
     return env
 
@@ -25,6 +30,7 @@ def test_chat_session_on_embedded_defaults(tmp_path: Path) -> None:
         "load close 000001.SZ,600519.SH 20200101 20200331",
         "ws",
         "bars 600519.SH 20200102 20200103 close",
+        "bars 000001.SZ,600519.SH 20200102 20200103 turnover_rate",
         "load pe 000001.SZ 20200101 20200331",
         "bogus",
         "quit",
@@ -37,6 +43,7 @@ def test_chat_session_on_embedded_defaults(tmp_path: Path) -> None:
     assert lines.count("ohlcv/close 58x2 20200102..20200331") == 1
     assert "stored ohlcv/close 58x2 20200102..20200331" in lines
     assert any("600519.SH   20200102" in line for line in lines)
+    assert "4 rows" in lines and any(re.match(r"^0 +000001\.SZ +20200102 +\d+\.\d+$", line) for line in lines)
     assert any("'pe' (daily_basic) is not available from the bundled sample" in line for line in lines)
     assert any(line.startswith("I can run these without an LLM") for line in lines)
     assert (tmp_path / "data" / "quantdesk.db").is_file()
@@ -54,12 +61,14 @@ def test_signal_session_with_a_clarify_answered_at_the_prompt(tmp_path: Path) ->
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].startswith("? Which date range?")
-    assert lines[1].startswith("*bollinger (window=30, k=2)* on 2 code(s), 2019-01-02–2020-06-01")
+    assert lines[1] == "Signal: bollinger (window=30, k=2)"
+    assert lines[2].startswith("Signal bollinger (window=30, k=2): total ") and "against buy-and-hold" in lines[2]
+    assert lines[4].startswith("  2019-01-02 – 2020-06-01 · ")
     chart = next(line.split(": ", 1)[1] for line in lines if line.startswith("  saved chart: "))
     assert Path(chart).read_bytes()[:4] == b"\x89PNG" and Path(chart).is_relative_to(tmp_path / "data")
     assert "? Cross-sectional momentum ranks stocks against each other; give at least 3 codes." in lines
     assert "Cancelled; nothing was run." in lines
-    assert any("the signal has no buy or sell at all" in line for line in lines[-2:]), lines[-2:]
+    assert any("the signal has no buy or sell at all" in line for line in lines[-4:]), lines[-4:]
 
 
 def test_workspace_persists_between_console_runs(tmp_path: Path) -> None:
@@ -85,6 +94,45 @@ def test_db_upgrade_hides_the_password(tmp_path: Path, fresh_pg_url: str) -> Non
     assert out.returncode == 0, out.stderr
     assert "s3cret-pw" not in out.stdout + out.stderr
     assert "***" in out.stdout
+
+
+@pytest.mark.parametrize(("url", "message"), [
+    ("postgresql://nobody:s3cret-pw@127.0.0.1:1/x",
+     "quantdesk: database postgresql://nobody:***@127.0.0.1:1/x failed: connection failed: connection to server "
+     'at "127.0.0.1", port 1 failed: Connection refused; check DATABASE_URL and that the database server is running'),
+    ("not-a-url", "quantdesk: DATABASE_URL is not usable (Could not parse SQLAlchemy URL from given URL string); "
+                  "use sqlite:///PATH or postgresql://USER@HOST:PORT/DATABASE"),
+])
+def test_db_upgrade_on_a_bad_database_says_what_to_fix(tmp_path: Path, url: str, message: str) -> None:
+    out = _quantdesk(["db", "upgrade"], tmp_path, DATABASE_URL=url)
+    assert out.returncode == 2
+    assert out.stderr.splitlines() == [message]
+
+
+def test_serve_with_slack_unreachable_says_what_to_fix(tmp_path: Path) -> None:
+    out = _quantdesk(["serve", "--host", "127.0.0.1", "--port", "0"], tmp_path, SLACK_BOT_TOKEN="xoxb-secret-x",
+                     SLACK_SIGNING_SECRET="s", SLACK_API_URL="http://127.0.0.1:1/api/")
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr and "xoxb-secret-x" not in out.stderr
+    assert re.fullmatch(r"quantdesk: cannot reach Slack at http://127\.0\.0\.1:1/api/ \(.*Connection refused\); "
+                        r"check the network, or SLACK_API_URL if set", out.stderr.splitlines()[-1])
+    assert sum(line.startswith("quantdesk:") for line in out.stderr.splitlines()) == 1
+
+
+class _RefusingSlack(FakeSlack):
+    def _respond(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": False, "error": "invalid_auth"} if method == "auth.test" else super()._respond(method, args)
+
+
+def test_serve_with_a_refused_token_says_what_to_fix(tmp_path: Path) -> None:
+    with SlackServer(_RefusingSlack()) as slack:
+        out = _quantdesk(["serve", "--host", "127.0.0.1", "--port", "0"], tmp_path, SLACK_BOT_TOKEN="xoxb-secret-x",
+                         SLACK_SIGNING_SECRET="s", SLACK_API_URL=slack.url)
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr and "xoxb-secret-x" not in out.stderr
+    assert out.stderr.splitlines()[-1] == ("quantdesk: Slack refused SLACK_BOT_TOKEN (invalid_auth); check the token "
+                                           "in your Slack app's settings")
+    assert [c.method for c in slack.fake.calls] == ["auth.test"]
 
 
 def test_local_provider_needs_a_directory(tmp_path: Path) -> None:
@@ -119,16 +167,16 @@ def test_factor_session_with_review_at_the_prompt(tmp_path: Path) -> None:
     out = _quantdesk(["chat"], tmp_path, session)
     assert out.returncode == 0, out.stderr
     text = out.stdout
-    assert "--- code review: factor momentum_20 (checks passed) ---" in text
+    assert "--- code review: factor momentum_20 (checks passed; sandbox isolation: full) ---" in text
     assert "the code is waiting for review: approve, edit [FILE], or reject REASON" in text
-    assert "*Factor momentum_20* v1 saved (approve by" in text
+    assert "Factor momentum_20 v1 saved\n" in text and " · approve by " in text
     assert "Your edit was not accepted: compute_factor must return a DataFrame, got Series" in text
-    assert "*Factor reversal_5* v1 saved (edit by" in text
+    assert "Factor reversal_5 v1 saved\n" in text and " · edit by " in text
     assert "--- approval: save rev10 ---" in text and "reversal_5 v1: correlation 1.000" in text
-    assert "this waits for approval: approve, or reject REASON" in text
+    assert "this waits for approval: approve | reject (reject needs a REASON)" in text
     assert "Not saved: factor rev10 nearly repeats reversal_5; nothing was written. Reason: same as reversal_5" in text
     assert "Rejected: factor volatility_20 was not backfilled or saved" in text
-    assert "• volatility_20 v1 [rejected]" in text and "• momentum_20 v1 [active]" in text
+    assert "  volatility_20 v1 [rejected]" in text and "  momentum_20 v1 [active]" in text
     assert "return -(close / close.shift(10) - 1)" in text.split("reversal_5: ", 1)[1]
     chart = next(line.split(": ", 1)[1] for line in text.splitlines() if line.startswith("  saved chart: "))
     assert Path(chart).read_bytes()[:4] == b"\x89PNG"

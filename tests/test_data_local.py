@@ -81,7 +81,8 @@ def test_suspended_rows_are_dropped(baostock: LocalProvider, shared_data: Path) 
         ("000001.SZ", "20200301", "20200201", None, "start date 20200301 is after end date 20200201"),
         ("000001.SZ", "2020-13-01", "20200201", None, "is not a date"),
         ("000001.SZ", "20150101", "20151231", None, "covers 20190102 to 20200824"),
-        ("000001.SZ", "20200101", "20200201", ["pe"], "field 'pe' is not part of tushare daily"),
+        ("000001.SZ", "20200101", "20200201", ["pe"], "'pe' .*not available from the bundled sample provider;"),
+        ("000001.SZ", "20200101", "20200201", ["eps"], "unknown field 'eps'; known fields: open, "),
         ("", "20200101", "20200201", None, "no ts_code given"),
     ],
 )
@@ -89,6 +90,27 @@ def test_bad_requests_get_clear_errors(sample: SampleProvider, codes: str, start
                                        fields: list[str] | None, message: str) -> None:
     with pytest.raises(DataError, match=message.replace("(", r"\(")):
         sample.daily(codes, start, end, fields)
+
+
+def test_daily_joins_the_fields_of_other_datasets(sample: SampleProvider) -> None:
+    codes, start, end = "000001.SZ,600519.SH", "20200101", "20200331"
+    turnover = sample.daily(codes, start, end, ["turnover_rate"])
+    indicators = sample.daily_basic(codes, start, end)
+    assert list(turnover.columns) == ["ts_code", "trade_date", "turnover_rate"]
+    pd.testing.assert_frame_equal(turnover, indicators)
+    both = sample.daily(codes, start, end, ["close", "turnover_rate", "close"])
+    assert list(both.columns) == ["ts_code", "trade_date", "close", "turnover_rate"]
+    assert both["trade_date"].is_monotonic_increasing and both.notna().all().all()
+    bars = sample.daily(codes, start, end, ["close"])
+    pd.testing.assert_frame_equal(both[["ts_code", "trade_date", "close"]], bars)
+    merged = both.merge(indicators, on=["ts_code", "trade_date"], suffixes=("", "_basic"))
+    assert len(merged) == len(both) and (merged["turnover_rate"] == merged["turnover_rate_basic"]).all()
+
+
+def test_the_dataset_api_names_where_a_field_lives(sample: SampleProvider) -> None:
+    with pytest.raises(DataError, match="'turnover_rate' is not part of tushare daily; 'turnover_rate' is in "
+                                        "daily_basic"):
+        sample.fetch("daily", "000001.SZ", "20200101", "20200201", ["turnover_rate"])
 
 
 def test_missing_indicator_fields_are_never_filled(csi300: LocalProvider, sample: SampleProvider) -> None:
@@ -120,6 +142,23 @@ def test_a_late_listing_is_a_nan_column_but_alone_an_error(csi300: LocalProvider
     assert wide[late_code].isna().all() and wide["000001.SZ"].notna().all()
     with pytest.raises(DataError, match=f"no daily rows for {late_code} .*not yet listed"):
         csi300.daily(late_code, "20170901", "20170910")
+
+
+def test_missing_codes_are_handed_to_the_caller_as_warnings(csi300: LocalProvider,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    late = csi300.daily(sorted(csi300.known_codes()), "20170901", "20221220", ["close"])
+    late_code = late.groupby("ts_code")["trade_date"].min().idxmax()
+    codes = ["000001.SZ", late_code]
+    notes: list[str] = []
+    with caplog.at_level("WARNING", logger="tools.data.provider"):
+        csi300.wide("close", codes, "20170901", "20170910", warnings=notes)
+        csi300.daily(codes, "20170901", "20170910", ["close"], warnings=notes)
+    assert notes == [f"no daily rows for {late_code} between 20170901 and 20170910 from the local provider "
+                     "(not yet listed or suspended); their values are missing (NaN)"] * 2
+    assert caplog.records == []
+    with caplog.at_level("WARNING", logger="tools.data.provider"):
+        csi300.panel(["close"], codes, "20170901", "20170910")
+    assert [r.getMessage() for r in caplog.records] == notes[:1]
 
 
 def test_csv_directory(tmp_path: Path, sample: SampleProvider) -> None:

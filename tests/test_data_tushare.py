@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from tests.fakes.tushare_server import (
+    DROP,
     GOOD_TOKEN,
     NO_PERMISSION_TOKEN,
     RATE_LIMITED_TOKEN,
@@ -15,8 +16,6 @@ from tests.fakes.tushare_server import (
     FakeTushare,
     TushareServer,
 )
-from tools.data.cache import CachingProvider
-from tools.data.local import LocalProvider
 from tools.data.schema import BAR_FIELDS, INDICATOR_FIELDS, DataError
 from tools.data.tushare import TushareError, TushareProvider
 
@@ -76,14 +75,47 @@ def test_daily_basic_fields(server: TushareServer, basics: pd.DataFrame) -> None
     assert frame[frame.ts_code == "600519.SH"]["pe"].iloc[-1] == src
 
 
-def test_bad_token(server: TushareServer) -> None:
+def test_bad_token_is_not_retried(server: TushareServer) -> None:
+    waits: list[float] = []
     with pytest.raises(TushareError, match="rejected the token .*TUSHARE_TOKEN"):
-        TushareProvider("wrong", server.url).daily("000001.SZ", "20200101", "20200201")
+        TushareProvider("wrong", server.url, sleep=waits.append).daily("000001.SZ", "20200101", "20200201")
+    assert server.fake.posts == 1 and waits == []
 
 
 def test_no_permission(server: TushareServer) -> None:
     with pytest.raises(TushareError, match="no permission for tushare daily_basic"):
         TushareProvider(NO_PERMISSION_TOKEN, server.url).daily_basic("000001.SZ", "20200101", "20200201")
+    assert server.fake.posts == 1
+
+
+def test_server_errors_and_dropped_connections_are_retried_with_backoff(server: TushareServer,
+                                                                        bars: pd.DataFrame) -> None:
+    waits: list[float] = []
+    server.fake.faults = [500, DROP, 503]
+    provider = TushareProvider(GOOD_TOKEN, server.url, sleep=waits.append, retry_backoff=0.5)
+    frame = provider.daily("000001.SZ", "20200101", "20200201")
+    expected = bars[(bars.ts_code == "000001.SZ") & bars.trade_date.between("20200101", "20200201")]
+    assert len(frame) == len(expected) > 10
+    assert waits == [0.5, 1.0, 2.0]
+    assert server.fake.posts == 4 and len(server.fake.requests) == 1
+
+
+def test_retries_are_bounded(server: TushareServer) -> None:
+    waits: list[float] = []
+    server.fake.faults = [502] * 10
+    provider = TushareProvider(GOOD_TOKEN, server.url, sleep=waits.append, retries=2, retry_backoff=0.01)
+    with pytest.raises(TushareError, match="HTTP 502 for daily .*gave up after 3 attempts"):
+        provider.daily("000001.SZ", "20200101", "20200201")
+    assert server.fake.posts == 3 and len(waits) == 2 and server.fake.requests == []
+
+
+@pytest.mark.parametrize("status", [400, 401, 404])
+def test_client_errors_are_not_retried(server: TushareServer, status: int) -> None:
+    waits: list[float] = []
+    server.fake.faults = [status, status]
+    with pytest.raises(TushareError, match=f"HTTP {status} for daily$"):
+        TushareProvider(GOOD_TOKEN, server.url, sleep=waits.append).daily("000001.SZ", "20200101", "20200201")
+    assert server.fake.posts == 1 and waits == []
 
 
 def test_rate_limit_is_retried_then_reported(server: TushareServer) -> None:
@@ -97,10 +129,12 @@ def test_rate_limit_is_retried_then_reported(server: TushareServer) -> None:
         provider.daily("000002.SZ", "20200101", "20200201")
 
 
-def test_unreachable_server_is_a_clear_error() -> None:
-    provider = TushareProvider(GOOD_TOKEN, "http://127.0.0.1:9", timeout=2)
-    with pytest.raises(TushareError, match="cannot reach tushare"):
+def test_unreachable_server_is_retried_then_a_clear_error() -> None:
+    waits: list[float] = []
+    provider = TushareProvider(GOOD_TOKEN, "http://127.0.0.1:9", timeout=2, sleep=waits.append)
+    with pytest.raises(TushareError, match="cannot reach tushare at http://127.0.0.1:9: ConnectError .*4 attempts"):
         provider.daily("000001.SZ", "20200101", "20200201")
+    assert waits == [1.0, 2.0, 4.0]
 
 
 def test_unknown_code_is_named(server: TushareServer) -> None:
@@ -110,25 +144,3 @@ def test_unknown_code_is_named(server: TushareServer) -> None:
 
 def test_token_never_in_repr() -> None:
     assert GOOD_TOKEN not in repr(TushareProvider(GOOD_TOKEN, "http://127.0.0.1:9"))
-
-
-def test_cache_serves_repeats_and_narrower_ranges(server: TushareServer) -> None:
-    cached = CachingProvider(TushareProvider(GOOD_TOKEN, server.url))
-    first = cached.wide("close", "000001.SZ,600000.SH", "20200101", "20200630")
-    calls = len(server.fake.requests)
-    again = cached.wide("close", "000001.SZ,600000.SH", "20200101", "20200630")
-    narrower = cached.wide("close", "600000.SH", "20200301", "20200331")
-    assert len(server.fake.requests) == calls
-    pd.testing.assert_frame_equal(first, again)
-    pd.testing.assert_frame_equal(narrower, first.loc["2020-03-01":"2020-03-31", ["600000.SH"]])
-    cached.wide("close", "000001.SZ,000002.SZ", "20200101", "20200630")
-    assert server.fake.requests[-1]["params"]["ts_code"] == "000002.SZ"
-
-
-def test_cache_in_front_of_local_files(shared_data: Path) -> None:
-    cached = CachingProvider(LocalProvider(shared_data / "cn_csi300_tushare"))
-    cached.daily("000001.SZ", "20200101", "20201231")
-    cached.daily("000001.SZ", "20200601", "20200630")
-    assert cached.misses == 1
-    cached.daily("000001.SZ", "20190101", "20201231")
-    assert cached.misses == 2

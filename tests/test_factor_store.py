@@ -8,7 +8,13 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import Engine
 
-from tools.factor_store import FactorStore, long_values
+from tools.factor_store import (
+    DUPLICATE_SAMPLE_CODES,
+    DUPLICATE_SAMPLE_DATES,
+    FactorStore,
+    duplicate_sample,
+    long_values,
+)
 
 
 def panel(seed: int, dates: int = 60, codes: int = 30) -> pd.DataFrame:
@@ -72,6 +78,32 @@ def test_near_duplicates_found_above_threshold_only(engine: Engine) -> None:
     duplicates = store.near_duplicates(base * 3 + 1 + noise)
     assert any(d.name == name and d.correlation > 0.99 for d in duplicates)
     assert all(d.name != name for d in store.near_duplicates(panel(5)))
+
+
+def test_near_duplicates_compare_a_bounded_sample(engine: Engine) -> None:
+    store = FactorStore(engine)
+    history = panel(8, dates=300, codes=260)
+    name = f"long_{uuid.uuid4().hex[:6]}"
+    save(store, name, history)
+    rng = np.random.default_rng(9)
+    copy = history * 2 + 1 + rng.normal(scale=0.01, size=history.shape)
+    found = [d for d in store.near_duplicates(copy) if d.name == name]
+    assert len(found) == 1 and found[0].correlation > 0.99
+    assert found[0].overlap == DUPLICATE_SAMPLE_DATES * DUPLICATE_SAMPLE_CODES < history.size
+    related = history + rng.normal(scale=0.3, size=history.shape)  # correlation about 0.96
+    assert all(d.name != name for d in store.near_duplicates(related))
+    assert any(d.name == name and 0.9 < d.correlation < 0.99 for d in store.near_duplicates(related, threshold=0.9))
+    assert all(d.name != name for d in store.near_duplicates(panel(10, dates=300, codes=260)))
+
+
+def test_the_duplicate_sample_is_the_last_dates_with_values_and_spread_codes() -> None:
+    frame = panel(11, dates=100, codes=450)
+    frame.iloc[-5:] = np.nan  # trailing dates without values are skipped
+    dates, codes = duplicate_sample(frame)
+    assert dates == [d.strftime("%Y%m%d") for d in frame.index[-5 - DUPLICATE_SAMPLE_DATES:-5]]
+    assert len(codes) == DUPLICATE_SAMPLE_CODES and codes == sorted(codes)
+    assert codes[0] == frame.columns[0] and codes[-1] == frame.columns[-1]
+    assert duplicate_sample(frame.iloc[:, ::-1]) == (dates, codes)
 
 
 def test_codes_of_different_lengths_round_trip(engine: Engine) -> None:

@@ -46,6 +46,18 @@ def test_dedupe_claims_once_across_instances(engine: Engine) -> None:
     assert not Deduper(engine).claim(key)
 
 
+def test_long_keys_are_hashed_not_truncated(engine: Engine) -> None:
+    prefix = f"action:{uuid.uuid4()}:" + "x" * 200
+    first, second = prefix + "approve", prefix + "reject"
+    deduper = Deduper(engine)
+    assert deduper.claim(first) and deduper.claim(second)
+    assert not deduper.claim(first) and not deduper.claim(second)
+    stored = Deduper.stored_key(first)
+    assert len(stored) == Deduper.MAX_KEY and stored.startswith(prefix[:100]) and stored != Deduper.stored_key(second)
+    short = f"event:{uuid.uuid4()}"
+    assert Deduper.stored_key(short) == short and Deduper.stored_key("e" * 200) == "e" * 200
+
+
 def test_concurrent_claims_have_one_winner(engine: Engine) -> None:
     key = f"decision:{uuid.uuid4()}"
     wins: list[bool] = []

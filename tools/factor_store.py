@@ -19,6 +19,10 @@ from sqlalchemy.exc import IntegrityError
 from tools.storage.models import FactorMetric, FactorRecord, FactorValue
 
 DUPLICATE_CORRELATION = 0.99
+# Near-duplicate search compares a bounded sample: the frame's last dates with values, and codes spread evenly
+# over its sorted columns, so a save costs the same whatever the library's history.
+DUPLICATE_SAMPLE_DATES = 60
+DUPLICATE_SAMPLE_CODES = 200
 SQLITE_BATCH = 50_000
 _COPY_SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + bytes(8)  # signature, flags 0, header extension length 0
 _COPY_TRAILER = b"\xff\xff"  # field count -1
@@ -48,7 +52,7 @@ class NearDuplicate:
     name: str
     version: int
     correlation: float
-    overlap: int  # (date, code) cells both factors have
+    overlap: int  # sampled (date, code) cells both factors have
 
 
 def _info(row: Any) -> FactorInfo:
@@ -214,23 +218,45 @@ class FactorStore:
 
     def near_duplicates(self, frame: pd.DataFrame, threshold: float = DUPLICATE_CORRELATION,
                         min_overlap: int = 100) -> list[NearDuplicate]:
-        """Active factors whose stored values correlate with `frame` at `threshold` or more (Pearson over
-        the (date, code) cells both have, within `frame`'s date range)."""
-        if frame.empty:
+        """Active factors whose stored values correlate with `frame` at `threshold` or more: Pearson over the
+        sampled (date, code) cells both have (see `duplicate_sample`), one query for the whole library."""
+        dates, codes = duplicate_sample(frame)
+        if not dates or not codes:
             return []
-        index = pd.DatetimeIndex(frame.index)
-        start, end = index.min().strftime("%Y%m%d"), index.max().strftime("%Y%m%d")
+        active = {info.id: info for info in self.list() if info.status == "active"}
+        if not active:
+            return []
+        query = select(FactorValue.factor_id, FactorValue.trade_date, FactorValue.ts_code, FactorValue.value).where(
+            FactorValue.factor_id.in_(list(active)), FactorValue.trade_date.in_(dates), FactorValue.ts_code.in_(codes))
+        with self.engine.connect() as conn:
+            long = pd.DataFrame(conn.execute(query).all(), columns=["factor_id", "trade_date", "ts_code", "value"])
+        sample = frame.set_axis(trade_dates(frame), axis=0).set_axis(frame.columns.astype(str), axis=1)
+        a = sample.loc[dates, codes].to_numpy(dtype=float).ravel()
         found = []
-        for info in self.list():
-            if info.status != "active":
-                continue
-            stored = self.values(info.id, start, end)
-            a = frame.reindex(index=stored.index, columns=stored.columns).to_numpy(dtype=float).ravel()
+        for factor_id, rows in long.groupby("factor_id"):
+            stored = rows.pivot(index="trade_date", columns="ts_code", values="value").reindex(index=dates,
+                                                                                               columns=codes)
             b = stored.to_numpy(dtype=float).ravel()
             both = np.isfinite(a) & np.isfinite(b)
             if both.sum() < min_overlap or np.std(a[both]) == 0 or np.std(b[both]) == 0:
                 continue
             corr = float(np.corrcoef(a[both], b[both])[0, 1])
             if corr >= threshold:
+                info = active[int(factor_id)]
                 found.append(NearDuplicate(info.name, info.version, corr, int(both.sum())))
         return sorted(found, key=lambda d: -d.correlation)
+
+
+def duplicate_sample(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """The cells near-duplicate search compares: the last `DUPLICATE_SAMPLE_DATES` dates (YYYYMMDD) with a finite
+    value, and up to `DUPLICATE_SAMPLE_CODES` of the codes with a value on them, evenly spread over the sorted
+    codes. Deterministic, so a factor and its copy are sampled alike."""
+    if frame.empty:
+        return [], []
+    finite = np.isfinite(frame.to_numpy(dtype=float))
+    rows = np.flatnonzero(finite.any(axis=1))[-DUPLICATE_SAMPLE_DATES:]
+    columns = np.flatnonzero(finite[rows].any(axis=0))
+    codes = np.sort(frame.columns.to_numpy()[columns].astype(str))
+    if len(codes) > DUPLICATE_SAMPLE_CODES:
+        codes = codes[np.unique(np.linspace(0, len(codes) - 1, DUPLICATE_SAMPLE_CODES).round().astype(int))]
+    return trade_dates(frame)[rows].tolist(), codes.tolist()

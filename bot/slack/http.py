@@ -11,17 +11,35 @@ from slack_bolt import App, BoltRequest
 
 log = logging.getLogger(__name__)
 
+MAX_BODY_BYTES = 1 << 20  # Slack's payloads are a few kB; a larger body is refused unread (HTTP 413)
 
-def make_server(app: App, host: str, port: int, path: str = "/slack/events") -> ThreadingHTTPServer:
+
+def make_server(app: App, host: str, port: int, path: str = "/slack/events",
+                max_body: int = MAX_BODY_BYTES) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def do_POST(self) -> None:  # noqa: N802
             url = urlparse(self.path)
             if url.path != path:
-                self._send(404, b"not found", {})
+                self._refuse(404, "not found")
                 return
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode("utf-8")
+            try:
+                length = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                length = -1
+            if length < 0:
+                self._refuse(400, "bad Content-Length")
+                return
+            if length > max_body:
+                log.warning("refused a %d-byte request body (limit %d)", length, max_body)
+                self._refuse(413, f"request body over {max_body} bytes")
+                return
+            try:
+                body = self.rfile.read(length).decode("utf-8")
+            except UnicodeDecodeError:
+                self._refuse(400, "request body is not UTF-8")
+                return
             headers = {k.lower(): [v] for k, v in self.headers.items()}
             response = app.dispatch(BoltRequest(body=body, query=url.query, headers=headers))
             self._send(response.status, response.body.encode("utf-8"),
@@ -29,6 +47,11 @@ def make_server(app: App, host: str, port: int, path: str = "/slack/events") -> 
 
         def do_GET(self) -> None:  # noqa: N802
             self._send(200 if urlparse(self.path).path == "/healthz" else 404, b"ok", {})
+
+        def _refuse(self, status: int, reason: str) -> None:
+            """Answer an error and close: a body left unread must not be parsed as the next request."""
+            self.close_connection = True
+            self._send(status, reason.encode(), {"Connection": "close"})
 
         def _send(self, status: int, data: bytes, headers: dict[str, str]) -> None:
             self.send_response(status)

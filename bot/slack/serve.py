@@ -6,6 +6,8 @@ import logging
 from threading import Event
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from slack_bolt.error import BoltError
+from slack_sdk.errors import SlackApiError
 
 from bot.context import AppContext, StartupError
 from bot.locks import ThreadLocks
@@ -18,6 +20,19 @@ from bot.slack.http import make_server
 log = logging.getLogger(__name__)
 
 
+def slack_startup_error(exc: Exception, token_name: str, api_url: str) -> StartupError:
+    """What to fix when the first call to Slack fails: the token was refused, or Slack was not reached."""
+    if isinstance(exc, BoltError) and isinstance(exc.__context__, SlackApiError):
+        exc = exc.__context__  # Bolt's own auth.test at App() wraps Slack's refusal
+    if isinstance(exc, BoltError):
+        return StartupError(f"the Slack app cannot start: {exc}")
+    if isinstance(exc, SlackApiError):
+        return StartupError(f"Slack refused {token_name} ({exc.response.get('error')}); check the token in your "
+                            "Slack app's settings")
+    reason = getattr(exc, "reason", None) or exc
+    return StartupError(f"cannot reach Slack at {api_url} ({reason}); check the network, or SLACK_API_URL if set")
+
+
 def build_front_door(ctx: AppContext, checkpointer: BaseCheckpointSaver):  # noqa: ANN201
     """The Bolt app and its front door for `ctx`."""
     settings = ctx.settings
@@ -26,7 +41,11 @@ def build_front_door(ctx: AppContext, checkpointer: BaseCheckpointSaver):  # noq
     client = make_client(settings)
     door = FrontDoor(Runner(ctx, checkpointer), client, ThreadRegistry(ctx.engine), Deduper(ctx.engine),
                      AuditLog(ctx.engine), ThreadLocks(ctx.engine), settings.approvers)
-    return build_app(settings, client, door), door
+    try:
+        app = build_app(settings, client, door)  # calls auth.test: the first request to Slack
+    except (BoltError, SlackApiError, OSError) as exc:
+        raise slack_startup_error(exc, "SLACK_BOT_TOKEN", settings.slack_api_url) from None
+    return app, door
 
 
 def serve(ctx: AppContext, checkpointer: BaseCheckpointSaver, host: str, port: int) -> None:
@@ -36,7 +55,10 @@ def serve(ctx: AppContext, checkpointer: BaseCheckpointSaver, host: str, port: i
         from slack_bolt.adapter.socket_mode import SocketModeHandler
 
         handler = SocketModeHandler(app, settings.slack_app_token.get_secret_value())
-        handler.connect()  # apps.connections.open, then the WebSocket; reconnects on its own after that
+        try:
+            handler.connect()  # apps.connections.open, then the WebSocket; reconnects on its own after that
+        except (SlackApiError, OSError) as exc:
+            raise slack_startup_error(exc, "SLACK_APP_TOKEN", settings.slack_api_url) from None
         log.info("Slack Socket Mode")
         print("connected to Slack in Socket Mode", flush=True)
         try:

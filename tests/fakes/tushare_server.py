@@ -1,8 +1,10 @@
-"""A local HTTP server speaking tushare Pro's protocol over real data, with tushare's row limit and errors."""
+"""A local HTTP server speaking tushare Pro's protocol over real data, with tushare's row limit and errors,
+and injectable transport faults (HTTP error statuses, connections dropped without an answer)."""
 
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 
@@ -16,13 +18,27 @@ NO_PERMISSION_TOKEN = "weak-token"
 RATE_LIMITED_TOKEN = "busy-token"
 
 
+DROP = "drop"  # a fault: close the connection without answering
+
+
 @dataclass
 class FakeTushare:
-    """Serves `tables` (api_name -> long frame); records every request body."""
+    """Serves `tables` (api_name -> long frame); records every answered request body.
+
+    `faults` are consumed one per POST before answering: an int is answered with that HTTP status, `DROP`
+    closes the connection without a response. `posts` counts every POST, faulty or not."""
 
     tables: dict[str, pd.DataFrame]
     rate_limited_calls: int = 0
     requests: list[dict] = field(default_factory=list)
+    faults: list[int | str] = field(default_factory=list)
+    posts: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def next_fault(self) -> int | str | None:
+        with self._lock:
+            self.posts += 1
+            return self.faults.pop(0) if self.faults else None
 
     def answer(self, body: dict) -> dict:
         self.requests.append(body)
@@ -65,6 +81,13 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
+        fault = self.fake.next_fault()
+        if fault == DROP:
+            self.close_connection = True
+            return
+        if isinstance(fault, int):
+            self.send_error(fault)
+            return
         data = json.dumps(self.fake.answer(body), ensure_ascii=False).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json; charset=utf-8")

@@ -24,4 +24,4 @@ def provider_from_settings(settings: Settings) -> MarketDataProvider:
         inner = LocalProvider(settings.local_data_path)
     else:
         inner = SampleProvider()
-    return CachingProvider(inner)
+    return CachingProvider(inner, recent_days=settings.cache_recent_days, recent_ttl=settings.cache_recent_ttl)

@@ -29,6 +29,9 @@ class MarketDataProvider(ABC):
 
     Long frames have columns ts_code, trade_date (YYYYMMDD strings) and the fields, sorted by
     trade_date then ts_code. Wide frames have a DatetimeIndex named trade_date and one column per ts_code.
+
+    Every public method takes `warnings`: a list the provider appends readable notes to (codes that came back
+    without rows, hence as NaN columns), for the caller to show its user. Without it the notes are logged.
     """
 
     name: str = "provider"
@@ -46,17 +49,32 @@ class MarketDataProvider(ABC):
         return None
 
     def daily(self, codes: str | Iterable[str], start: str | date, end: str | date,
-              fields: Sequence[str] | None = None) -> pd.DataFrame:
-        """Daily bars (tushare `daily`)."""
-        return self.fetch(DAILY, codes, start, end, fields)
+              fields: Sequence[str] | None = None, *, warnings: list[str] | None = None) -> pd.DataFrame:
+        """Daily bars (tushare `daily`); fields of the other datasets, like daily_basic's turnover_rate,
+        are joined on (ts_code, trade_date)."""
+        return self._joined(DAILY, codes, start, end, fields, warnings)
 
     def daily_basic(self, codes: str | Iterable[str], start: str | date, end: str | date,
-                    fields: Sequence[str] | None = None) -> pd.DataFrame:
-        """Daily indicators (tushare `daily_basic`)."""
-        return self.fetch(DAILY_BASIC, codes, start, end, fields)
+                    fields: Sequence[str] | None = None, *, warnings: list[str] | None = None) -> pd.DataFrame:
+        """Daily indicators (tushare `daily_basic`); bar fields are joined like in `daily`."""
+        return self._joined(DAILY_BASIC, codes, start, end, fields, warnings)
+
+    def _joined(self, dataset: str, codes: str | Iterable[str], start: str | date, end: str | date,
+                fields: Sequence[str] | None, warnings: list[str] | None) -> pd.DataFrame:
+        """All of `dataset` when no fields are named, else the named fields fetched per dataset and joined."""
+        if fields is None:
+            return self.fetch(dataset, codes, start, end, None, warnings=warnings)
+        wanted = list(dict.fromkeys(fields))
+        code_list = normalize_codes(codes)
+        frames = [self.fetch(ds, code_list, start, end, ds_fields, warnings=warnings)
+                  for ds, ds_fields in _by_dataset(wanted).items()]
+        frame = frames[0]
+        for other in frames[1:]:
+            frame = frame.merge(other, on=list(KEY_COLUMNS), how="outer")
+        return frame.loc[:, [*KEY_COLUMNS, *wanted]].sort_values(["trade_date", "ts_code"], ignore_index=True)
 
     def fetch(self, dataset: str, codes: str | Iterable[str], start: str | date, end: str | date,
-              fields: Sequence[str] | None = None) -> pd.DataFrame:
+              fields: Sequence[str] | None = None, *, warnings: list[str] | None = None) -> pd.DataFrame:
         """Validated long rows of one dataset; every problem is a `DataError` naming it."""
         if dataset not in DATASET_FIELDS:
             raise DataError(f"unknown dataset {dataset!r}; use one of: {', '.join(DATASET_FIELDS)}")
@@ -80,31 +98,45 @@ class MarketDataProvider(ABC):
         if missing:
             # Late listings and long suspensions are normal in a universe: those codes come back
             # as all-NaN columns of wide frames. A lone code with no rows is an error (above).
-            log.warning("no %s rows for %s between %s and %s from %s", dataset, ", ".join(missing),
-                        start_s, end_s, self.name)
+            _warn(warnings, f"no {dataset} rows for {', '.join(missing)} between {start_s} and {end_s} from the "
+                            f"{self.name} provider (not yet listed or suspended); their values are missing (NaN)")
         frame = frame.loc[:, [*KEY_COLUMNS, *wanted]]
         return frame.sort_values(["trade_date", "ts_code"], ignore_index=True)
 
     def _coverage_hint(self) -> str:
         return ""
 
-    def wide(self, field: str, codes: str | Iterable[str], start: str | date, end: str | date) -> pd.DataFrame:
+    def wide(self, field: str, codes: str | Iterable[str], start: str | date, end: str | date, *,
+             warnings: list[str] | None = None) -> pd.DataFrame:
         """One field as a date × code frame (NaN where a code has no row that day)."""
-        return self.panel([field], codes, start, end)[field]
+        return self.panel([field], codes, start, end, warnings=warnings)[field]
 
     def panel(self, fields: Sequence[str], codes: str | Iterable[str], start: str | date,
-              end: str | date) -> dict[str, pd.DataFrame]:
+              end: str | date, *, warnings: list[str] | None = None) -> dict[str, pd.DataFrame]:
         """Several fields as wide frames, fetching each dataset once."""
-        by_dataset: dict[str, list[str]] = {}
-        for field in fields:
-            by_dataset.setdefault(dataset_of(field), []).append(field)
         code_list = normalize_codes(codes)
         result: dict[str, pd.DataFrame] = {}
-        for dataset, dataset_fields in by_dataset.items():
-            long = self.fetch(dataset, code_list, start, end, dataset_fields)
+        for dataset, dataset_fields in _by_dataset(fields).items():
+            long = self.fetch(dataset, code_list, start, end, dataset_fields, warnings=warnings)
             for field in dataset_fields:
                 result[field] = to_wide(long, field, code_list)
         return {field: result[field] for field in fields}
+
+
+def _by_dataset(fields: Iterable[str]) -> dict[str, list[str]]:
+    """Fields grouped by the dataset they belong to, in the order given; an unknown field is a `DataError`."""
+    grouped: dict[str, list[str]] = {}
+    for field in fields:
+        grouped.setdefault(dataset_of(field), []).append(field)
+    return grouped
+
+
+def _warn(warnings: list[str] | None, message: str) -> None:
+    """Hand a note to the caller's list, or log it when the caller did not ask for notes."""
+    if warnings is None:
+        log.warning("%s", message)
+    else:
+        warnings.append(message)
 
 
 def to_wide(long: pd.DataFrame, field: str, codes: Sequence[str] | None = None) -> pd.DataFrame:

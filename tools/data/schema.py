@@ -96,8 +96,10 @@ def check_fields(dataset: str, fields: Iterable[str] | None, available: Iterable
     wanted = list(fields) if fields is not None else have
     for field in wanted:
         if field not in schema_fields:
+            home = next((f"; {field!r} is in {ds}" for ds, fs in DATASET_FIELDS.items() if field in fs), "")
             raise DataError(
-                f"field {field!r} is not part of tushare {dataset}; its fields are: {', '.join(schema_fields)}"
+                f"field {field!r} is not part of tushare {dataset}{home}; "
+                f"the fields of {dataset} are: {', '.join(schema_fields)}"
             )
         if field not in have:
             offered = ", ".join(have) or "none"

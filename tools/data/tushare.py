@@ -17,6 +17,7 @@ log = logging.getLogger(__name__)
 PAGE_SIZE = 6000  # tushare returns at most 6,000 rows of daily / daily_basic per call
 CODES_PER_CALL = 50
 RATE_LIMIT_RETRIES = 3
+TRANSIENT_RETRIES = 3  # transport errors and HTTP 5xx; waits double from `retry_backoff`
 
 
 class TushareError(DataError):
@@ -43,13 +44,20 @@ class TushareRateLimited(TushareError):
     """Per-minute quota exhausted."""
 
 
+class _Transient(Exception):
+    """A failure worth retrying: the request did not reach tushare or tushare's server failed (HTTP 5xx)."""
+
+
 class TushareProvider(MarketDataProvider):
-    """tushare Pro over HTTP, with paging, code batching, rate-limit back-off and readable errors."""
+    """tushare Pro over HTTP, with paging, code batching, readable errors and bounded retries: transport errors
+    and HTTP 5xx with doubling waits from `retry_backoff`, rate limits with waits of `backoff_seconds` × n;
+    other HTTP 4xx answers and tushare's own errors (token, permission, bad input) are never retried."""
 
     name = "tushare"
 
     def __init__(self, token: str, api_url: str = "http://api.tushare.pro", *, timeout: float = 30.0,
-                 sleep: Callable[[float], None] = time.sleep, backoff_seconds: float = 20.0) -> None:
+                 sleep: Callable[[float], None] = time.sleep, backoff_seconds: float = 20.0,
+                 retries: int = TRANSIENT_RETRIES, retry_backoff: float = 1.0) -> None:
         if not token:
             raise TushareError("TUSHARE_TOKEN is empty; get a token at tushare.pro and set it")
         self._token = token
@@ -57,6 +65,8 @@ class TushareProvider(MarketDataProvider):
         self._api_url = api_url
         self._sleep = sleep
         self._backoff = backoff_seconds
+        self._retries = retries
+        self._retry_backoff = retry_backoff
 
     def __repr__(self) -> str:
         return f"TushareProvider(api_url={self._api_url!r})"
@@ -82,28 +92,46 @@ class TushareProvider(MarketDataProvider):
 
     def _post(self, api_name: str, params: dict[str, object], fields: list[str]) -> dict:
         body = {"api_name": api_name, "token": self._token, "params": params, "fields": ",".join(fields)}
-        for attempt in range(RATE_LIMIT_RETRIES + 1):
+        failures = limited = 0
+        while True:
             try:
-                response = self._client.post("", json=body)
-            except httpx.HTTPError as exc:
-                raise TushareError(f"cannot reach tushare at {self._api_url}: {type(exc).__name__}") from None
-            if response.status_code != 200:
-                raise TushareError(f"tushare answered HTTP {response.status_code} for {api_name}")
-            try:
-                answer = response.json()
-            except ValueError:
-                raise TushareError(f"tushare sent a reply that is not JSON for {api_name}") from None
+                answer = self._send(api_name, body)
+            except _Transient as exc:
+                if failures >= self._retries:
+                    raise TushareError(f"{exc} (gave up after {failures + 1} attempts)") from None
+                wait = self._retry_backoff * 2**failures
+                failures += 1
+                log.warning("%s; retry %d of %d in %.1f s", exc, failures, self._retries, wait)
+                self._sleep(wait)
+                continue
             code = int(answer.get("code", -1))
             if code == 0:
                 return answer.get("data") or {}
             error = _explain(code, str(answer.get("msg") or ""), api_name)
-            if isinstance(error, TushareRateLimited) and attempt < RATE_LIMIT_RETRIES:
-                wait = self._backoff * (attempt + 1)
+            if isinstance(error, TushareRateLimited) and limited < RATE_LIMIT_RETRIES:
+                limited += 1
+                wait = self._backoff * limited
                 log.warning("tushare rate limit on %s; retrying in %.0f s", api_name, wait)
                 self._sleep(wait)
                 continue
             raise error
-        raise AssertionError("unreachable")
+
+    def _send(self, api_name: str, body: dict[str, object]) -> dict:
+        """One POST and its decoded answer; raises `_Transient` for what a retry may fix."""
+        try:
+            response = self._client.post("", json=body)
+        except httpx.TransportError as exc:
+            raise _Transient(f"cannot reach tushare at {self._api_url}: {type(exc).__name__}") from None
+        except httpx.HTTPError as exc:
+            raise TushareError(f"cannot talk to tushare at {self._api_url}: {type(exc).__name__}") from None
+        if response.status_code >= 500:
+            raise _Transient(f"tushare answered HTTP {response.status_code} for {api_name}")
+        if response.status_code != 200:
+            raise TushareError(f"tushare answered HTTP {response.status_code} for {api_name}")
+        try:
+            return response.json()
+        except ValueError:
+            raise TushareError(f"tushare sent a reply that is not JSON for {api_name}") from None
 
     def _fetch(self, dataset: str, codes: list[str], start: str, end: str, fields: list[str]) -> pd.DataFrame:
         columns = [*KEY_COLUMNS, *fields]

@@ -1,0 +1,108 @@
+"""The HTTP listener of `quantdesk serve` over real sockets: body size cap and malformed lengths."""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import time
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from slack_bolt import App
+from slack_sdk import WebClient
+from slack_sdk.signature import SignatureVerifier
+
+from bot.slack.http import MAX_BODY_BYTES, make_server, serve_in_thread
+from tests.fakes.slack_server import SlackServer
+
+SECRET = "listener-secret"
+
+
+@pytest.fixture(scope="module")
+def slack() -> Iterator[SlackServer]:
+    with SlackServer() as server:
+        yield server
+
+
+@pytest.fixture
+def listener(slack: SlackServer) -> Iterator[tuple[int, list[str]]]:
+    """A listener on an ephemeral port whose Bolt app records the text of every `/quant` command."""
+    app = App(client=WebClient(token="xoxb-test", base_url=slack.url), signing_secret=SECRET)
+    seen: list[str] = []
+
+    @app.command("/quant")
+    def on_command(ack: Any, command: dict[str, Any]) -> None:
+        seen.append(command["text"])
+        ack()
+
+    server = make_server(app, "127.0.0.1", 0)
+    serve_in_thread(server)
+    yield server.server_address[1], seen
+    server.shutdown()
+    server.server_close()
+
+
+def _signed_command(text: str) -> tuple[bytes, dict[str, str]]:
+    body = urlencode({"command": "/quant", "text": text, "team_id": "T1", "user_id": "U1", "channel_id": "C1",
+                      "response_url": "http://127.0.0.1:9/respond", "trigger_id": "1"})
+    timestamp = str(int(time.time()))
+    signature = SignatureVerifier(SECRET).generate_signature(timestamp=timestamp, body=body)
+    return body.encode(), {"Content-Type": "application/x-www-form-urlencoded",
+                           "X-Slack-Request-Timestamp": timestamp, "X-Slack-Signature": signature}
+
+
+def _post(port: int, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("POST", "/slack/events", body=body, headers=headers)
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+def _raw(port: int, request: bytes) -> bytes:
+    """Send `request` as it is and read until the server closes the connection."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(request)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_a_signed_slack_request_reaches_bolt(listener: tuple[int, list[str]]) -> None:
+    port, seen = listener
+    body, headers = _signed_command("help")
+    status, _data = _post(port, body, headers)
+    assert status == 200 and seen == ["help"]
+
+
+def test_a_body_at_the_limit_is_read_and_one_over_is_refused(listener: tuple[int, list[str]]) -> None:
+    port, seen = listener
+    body, headers = _signed_command("x")
+    padded = body + b"&pad=" + b"a" * (MAX_BODY_BYTES - len(body) - 5)
+    assert len(padded) == MAX_BODY_BYTES
+    unsigned, _data = _post(port, padded, headers)
+    assert unsigned == 401  # read in full and handed to Bolt, whose signature check refuses it
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:  # the headers announce one byte more; the answer comes before any of the body is sent
+        connection.putrequest("POST", "/slack/events")
+        for key, value in {**headers, "Content-Length": str(MAX_BODY_BYTES + 1)}.items():
+            connection.putheader(key, value)
+        connection.endheaders()
+        response = connection.getresponse()
+        assert (response.status, response.getheader("Connection")) == (413, "close")
+        assert response.read() == f"request body over {MAX_BODY_BYTES} bytes".encode()
+    finally:
+        connection.close()
+    assert seen == []
+
+
+@pytest.mark.parametrize("length", [b"-5", b"lots"])
+def test_a_malformed_length_is_a_bad_request(listener: tuple[int, list[str]], length: bytes) -> None:
+    port, _seen = listener
+    answer = _raw(port, b"POST /slack/events HTTP/1.1\r\nHost: x\r\nContent-Length: " + length + b"\r\n\r\n")
+    assert answer.split(b"\r\n", 1)[0].endswith(b" 400 Bad Request")
