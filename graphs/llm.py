@@ -1,10 +1,35 @@
-"""The seeds' get_llm / get_light_llm: OpenAI-compatible chat models from settings, or None without one."""
+"""The seeds' get_llm / get_light_llm (OpenAI-compatible chat models from settings, or None without one), and
+what a workflow says when a configured model's answer cannot be used.
+
+Call sites catch `MODEL_FAILURES` around a model call (`AGENT_FAILURES` around an agent run) and tell the user
+`describe_model_failure(exc)`; any other exception is a bug and propagates."""
 
 from __future__ import annotations
 
-from langchain_core.language_models import BaseChatModel
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
 
+import openai
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langgraph.errors import GraphRecursionError
+
+from graphs.common import message_text, parse_json_object
 from tools.settings import Settings
+
+log = logging.getLogger(__name__)
+
+LLM_MAX_RETRIES = 2  # the client retries timeouts, dropped connections, HTTP 408/409/429 and 5xx this often
+
+
+class ModelAnswerError(Exception):
+    """The model answered, but not in a form the workflow can use (prose or broken JSON where JSON was asked)."""
+
+
+MODEL_FAILURES: tuple[type[Exception], ...] = (ModelAnswerError, openai.APIError)
+AGENT_FAILURES: tuple[type[Exception], ...] = (*MODEL_FAILURES, GraphRecursionError)
 
 
 def _chat(settings: Settings, model: str) -> BaseChatModel | None:
@@ -13,8 +38,8 @@ def _chat(settings: Settings, model: str) -> BaseChatModel | None:
     from langchain_openai import ChatOpenAI
 
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else "not-needed"
-    return ChatOpenAI(model=model, api_key=key, base_url=settings.openai_base_url, temperature=0, timeout=120,
-                      max_retries=2)
+    return ChatOpenAI(model=model, api_key=key, base_url=settings.openai_base_url, temperature=0,
+                      timeout=settings.llm_timeout_seconds, max_retries=LLM_MAX_RETRIES)
 
 
 def get_llm(settings: Settings) -> BaseChatModel | None:
@@ -25,3 +50,87 @@ def get_llm(settings: Settings) -> BaseChatModel | None:
 def get_light_llm(settings: Settings) -> BaseChatModel | None:
     """The light model (data fetching, routing)."""
     return _chat(settings, settings.light_model)
+
+
+def parse_json_answer(text: str, what: str) -> dict[str, Any]:
+    """The JSON object in a model's answer; ModelAnswerError naming `what` was asked for when there is none."""
+    if not text.strip():
+        raise ModelAnswerError(f"it gave an empty answer instead of the JSON {what}")
+    try:
+        return parse_json_object(text)
+    except ValueError as exc:
+        if "{" in text:
+            detail = str(exc) if isinstance(exc, json.JSONDecodeError) else "the object is never closed"
+            raise ModelAnswerError(f"its JSON {what} is broken ({detail})") from exc
+        start = " ".join(text.split())[:80]
+        raise ModelAnswerError(f'it replied in prose instead of the JSON {what} ("{start}")') from exc
+
+
+def invoke_json(model: BaseChatModel, messages: Sequence[BaseMessage], what: str) -> dict[str, Any]:
+    """Ask `model` and parse its answer as one JSON object (see `parse_json_answer`)."""
+    return parse_json_answer(message_text(model.invoke(list(messages))), what)
+
+
+def describe_model_failure(exc: Exception) -> str:
+    """One sentence for the user saying what the model or its endpoint did wrong; logged (without secrets)."""
+    text = _describe(exc)
+    log.warning("model failure: %s", text)
+    return text
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, ModelAnswerError):
+        return f"The model's answer could not be used: {exc}."
+    if isinstance(exc, GraphRecursionError):
+        return "The model did not finish: it kept calling tools until the step limit stopped it."
+    after = _after_retries(exc)
+    if isinstance(exc, openai.APITimeoutError):
+        return f"The model did not answer within {_timeout(exc)} (QUANTDESK_LLM_TIMEOUT){after}."
+    if isinstance(exc, openai.APIConnectionError):
+        return f"The model endpoint {_host(exc)} could not be reached{after} (check OPENAI_BASE_URL)."
+    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+        return f"The model endpoint refused the API key (HTTP {exc.status_code}); check OPENAI_API_KEY."
+    if isinstance(exc, openai.NotFoundError):
+        return (f"The model endpoint does not serve model {_model(exc)!r} (HTTP 404); check QUANTDESK_MODEL, "
+                "QUANTDESK_LIGHT_MODEL and OPENAI_BASE_URL.")
+    if isinstance(exc, openai.RateLimitError):
+        return f"The model endpoint kept answering HTTP 429 (rate limited){after}."
+    if isinstance(exc, openai.APIStatusError):
+        return f"The model endpoint returned HTTP {exc.status_code}{after}{_server_message(exc)}."
+    return f"The model endpoint's answer could not be read ({type(exc).__name__})."
+
+
+def _after_retries(exc: Exception) -> str:
+    """' after N retries', read from the last attempt's request (the OpenAI client counts them there)."""
+    request = getattr(exc, "request", None)
+    try:
+        retries = int(request.headers.get("x-stainless-retry-count", "0")) if request is not None else 0
+    except ValueError:
+        return ""
+    return f" after {retries} {'retry' if retries == 1 else 'retries'}" if retries else ""
+
+
+def _timeout(exc: openai.APIError) -> str:
+    seconds = exc.request.headers.get("x-stainless-read-timeout")
+    try:
+        return f"{float(seconds):g} s"
+    except (TypeError, ValueError):
+        return "the configured time"
+
+
+def _host(exc: openai.APIError) -> str:
+    return f"{exc.request.url.host}:{exc.request.url.port}" if exc.request.url.port else str(exc.request.url.host)
+
+
+def _model(exc: openai.APIError) -> str:
+    try:
+        return str(json.loads(exc.request.content).get("model"))
+    except (ValueError, AttributeError):
+        return "?"
+
+
+def _server_message(exc: openai.APIStatusError) -> str:
+    """The endpoint's own error message (never for auth errors, whose messages may echo part of the key)."""
+    body = exc.body.get("error", exc.body) if isinstance(exc.body, dict) else None
+    message = body.get("message") if isinstance(body, dict) else None
+    return f" ({' '.join(str(message).split())[:160]})" if message else ""

@@ -1,17 +1,28 @@
-"""A scripted chat model: replays prepared AI messages (with real tool calls) in order, and records prompts."""
+"""A scripted chat model: replays prepared AI messages (with real tool calls) and records prompts.
+
+One `script` replays in call order; `scripts` keyed by a marker of each agent's system prompt give every agent
+its own queue, so parallel branches get deterministic answers. Running out, or a prompt no key matches, raises
+`ScriptExhausted`, a BaseException that no `except Exception` in the product can swallow; it is also recorded,
+and `ScriptedModels.check()` (a fixture's teardown) fails the test when any model ran out or left answers unused."""
 
 from __future__ import annotations
 
 import json
+import threading
 from itertools import count
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field, PrivateAttr
 
 _ids = count(1)
+
+
+class ScriptExhausted(BaseException):  # noqa: N818 - named for what happened, like StopIteration
+    """A scripted model was asked for an answer its script does not have: always a test failure."""
 
 
 def tool_call(name: str, **args: Any) -> AIMessage:
@@ -40,11 +51,19 @@ def decision(next_action: str, ts_code: str | None = None, start: str | None = N
     return AIMessage(content=f"```json\n{json.dumps(body)}\n```")
 
 
-class ScriptedChatModel(BaseChatModel):
-    """Replays `script` one message per model call; running out is a test failure, not a silent loop."""
+def _system_text(messages: list[BaseMessage]) -> str:
+    return "\n".join(str(m.content) for m in messages if isinstance(m, SystemMessage))
 
-    script: list[AIMessage]
-    prompts: list[list[BaseMessage]] = []
+
+class ScriptedChatModel(BaseChatModel):
+    """Replays `script` one message per call, or, with `scripts`, the queue whose key occurs in the system
+    prompt (exactly one key must). `prompts` holds every call's messages in order."""
+
+    script: list[AIMessage] = Field(default_factory=list)
+    scripts: dict[str, list[AIMessage]] = Field(default_factory=dict)
+    prompts: list[list[BaseMessage]] = Field(default_factory=list)
+    failures: list[str] = Field(default_factory=list)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @property
     def _llm_type(self) -> str:
@@ -53,9 +72,60 @@ class ScriptedChatModel(BaseChatModel):
     def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:
         return self
 
+    def prompts_for(self, key: str) -> list[list[BaseMessage]]:
+        """The prompts of the calls answered from `scripts[key]`."""
+        return [p for p in self.prompts if key in _system_text(p)]
+
+    def leftovers(self) -> dict[str, int]:
+        """Unused answers per queue ("" is `script`)."""
+        queues = {"": self.script, **self.scripts}
+        return {key: len(queue) for key, queue in queues.items() if queue}
+
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                   run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
-        self.prompts.append(list(messages))
-        if not self.script:
-            raise AssertionError("the scripted model ran out of answers")
-        return ChatResult(generations=[ChatGeneration(message=self.script.pop(0))])
+        with self._lock:
+            self.prompts.append(list(messages))
+            queue, problem = self._queue(messages)
+            if queue is not None and not queue:
+                problem = "the scripted model ran out of answers" + (f" for {self._key(messages)!r}"
+                                                                     if self.scripts else "")
+            if problem:
+                self.failures.append(problem)
+                raise ScriptExhausted(problem)
+            message = queue.pop(0)  # type: ignore[union-attr]
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _key(self, messages: list[BaseMessage]) -> str | None:
+        system = _system_text(messages)
+        keys = [k for k in self.scripts if k in system]
+        return keys[0] if len(keys) == 1 else None
+
+    def _queue(self, messages: list[BaseMessage]) -> tuple[list[AIMessage] | None, str | None]:
+        if not self.scripts:
+            return self.script, None
+        key = self._key(messages)
+        if key is None:
+            start = _system_text(messages)[:60].replace("\n", " ")
+            return None, f"no single script key (of {list(self.scripts)}) matches the system prompt {start!r}"
+        return self.scripts[key], None
+
+
+class ScriptedModels:
+    """Hands out scripted models (`models(script=[...])` or `models(scripts={...})`) and checks them all:
+    `check()`, run at a fixture's teardown, fails when any model ran out or left answers unused."""
+
+    def __init__(self) -> None:
+        self.made: list[ScriptedChatModel] = []
+
+    def __call__(self, script: list[AIMessage] | None = None,
+                 scripts: dict[str, list[AIMessage]] | None = None) -> ScriptedChatModel:
+        model = ScriptedChatModel(script=script or [], scripts=scripts or {})
+        self.made.append(model)
+        return model
+
+    def check(self) -> None:
+        problems = [p for model in self.made for p in model.failures]
+        problems += [f"{n} scripted answer(s) for {key or 'the script'!r} were never asked for"
+                     for model in self.made for key, n in model.leftovers().items()]
+        if problems:
+            raise AssertionError("scripted models: " + "; ".join(problems))
