@@ -1,4 +1,9 @@
-"""`quantdesk chat`: a local console that reads requests from a terminal or piped stdin."""
+"""`quantdesk chat`: a local console that reads requests from a terminal or piped stdin.
+
+The session keeps one current thread: a follow-up (`fast=10 slow=30`, an answer, free text) continues it; a
+new request (it starts with a workflow's keyword or one of its strategies or kinds) starts a new thread, and
+a question still pending in the old one is cancelled with a note. Commands and `help` always work, even while
+a question is pending."""
 
 from __future__ import annotations
 
@@ -7,69 +12,95 @@ import shlex
 import sys
 import uuid
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 import pandas as pd
 
 from bot.context import AppContext
-from bot.factor_views import factor_list_text, factor_show_text
+from bot.interrupt_kinds import EDIT_BODY, code_edit, kind_of
 from bot.runner import Outcome, Runner
+from bot.views import view_text
+from graphs.clarify import is_cancel
+from graphs.registry import WORKFLOWS, workflow_for
 from tools.data.schema import DATASET_FIELDS, DataError, dataset_of
 from tools.workspace import Workspace, WorkspaceError
 
-HELP = """\
-workflow requests (anything that is not a command below):
-  signal STRATEGY CODES START END [name=value ...]
-      e.g. signal ma_cross 000001.SZ,600000.SH 20200101 20200630 fast=5 slow=20
-      strategies: ma_cross, momentum, mean_reversion, rsi, bollinger, channel, valuation
-  factor KIND START END [window=N] [name=NAME]       (CODES optional: default the whole universe)
-      e.g. factor momentum 20190301 20200601 window=20
-      kinds: momentum, reversal, volatility, turnover, volume_price_corr, value, book_to_price, size,
-             combo (e.g. factor combo 0.5*momentum(20) - volatility(20) 20190301 20200601)
-  free text (needs an LLM: OPENAI_API_KEY / OPENAI_BASE_URL)
-  while a question is pending, the next line is the answer (`cancel` to stop)
-  while code is up for review:
-      approve                     accept the code as shown
-      edit                        replace the body: type it on the following lines, end with a line `.`
-      edit FILE                   replace the body with the contents of FILE
-      reject REASON               stop; the rejection is recorded
-  while an action waits for approval (e.g. saving a near duplicate of another factor):
-      approve | reject REASON
-factor library:
-  factor list                         saved factors (newest version of each)
-  factor show NAME                    one factor: versions, reviewer, metrics, code
-data commands:
-  codes                               codes the data provider knows
-  fields                              fields the data provider offers
-  bars CODES START END [FIELD ...]    daily bars (long), e.g. bars 000001.SZ,600000.SH 20200101 20200331
-  load FIELD CODES START END          a wide date x code frame into the workspace (ohlcv/ or indicators/)
-  ws                                  frames in this session's workspace
-  show NAME                           head and tail of a workspace frame
-  help                                this text
-  quit                                leave (end of input does too)"""
+HOME = "console"  # the session's own thread id: its workspace holds what `load` stores, across console runs
+
+
+@dataclass(frozen=True)
+class DataCommand:
+    usage: str
+    summary: str
+    arity: tuple[int, int | None]  # (fewest, most) arguments; None: no upper bound
+    run: Callable[[list[str]], None]
+
+
+def _help_text(commands: dict[str, DataCommand]) -> str:
+    lines = ["workflow requests (a new request starts a new thread; anything else continues the current one):"]
+    for workflow in WORKFLOWS.values():
+        lines += [f"  {workflow.usage}", f"      {workflow.summary}", f"      e.g. {workflow.example}"]
+        lines += [f"      {note}" for note in workflow.notes]
+        lines += [f"  {sub.usage:<34}{sub.summary}" for sub in workflow.subcommands.values()]
+    lines += [
+        "  free text (needs an LLM: OPENAI_API_KEY / OPENAI_BASE_URL); follow-ups such as `fast=10 slow=30` or",
+        "  `window=10` re-run the current request with those changes",
+        "while a question is pending, the next line is the answer; `cancel` ends the request",
+        "while code is up for review:",
+        "  approve                     accept the code as shown",
+        "  edit                        replace the body: type it on the following lines, end with a line `.`",
+        "  edit FILE                   replace the body with the contents of FILE",
+        "  reject REASON               stop; the rejection and its reason are recorded (a reason is required)",
+        "while an action waits for approval (e.g. saving a near duplicate of another factor):",
+        "  approve | reject REASON     (and edit name=value ... where the action allows edits)",
+        "data commands:",
+    ]
+    lines += [f"  {c.usage:<34}{c.summary}" for c in commands.values()]
+    lines += ["  help                              this text", "  quit                              leave (end of "
+                                                                  "input does too)"]
+    return "\n".join(lines)
 
 
 class Console:
-    """One console session = one thread id with its own workspace."""
+    """One console session: a current thread (with its workspace) and the interrupts pending in it."""
 
-    def __init__(self, ctx: AppContext, runner: Runner, out: TextIO, thread_id: str = "console") -> None:
+    def __init__(self, ctx: AppContext, runner: Runner, out: TextIO) -> None:
         self.ctx = ctx
         self.runner = runner
         self.out = out
-        self.workspace = Workspace(ctx.engine, thread_id)
         self.user = getpass.getuser()
-        self.waiting: tuple[str, str, str] | None = None  # (thread id, interrupt id, kind) of the pending pause
+        self.thread = HOME
+        self.pending: list[dict[str, Any]] = []  # [{"id", "value"}] of the current thread, oldest first
         self.editing: list[str] | None = None  # body lines of an `edit` being typed
-        self.commands: dict[str, Callable[[list[str]], None]] = {
-            "codes": self.codes,
-            "fields": self.fields,
-            "bars": self.bars,
-            "load": self.load,
-            "ws": self.ws,
-            "show": self.show,
-            "help": lambda _args: self.say(HELP),
+        self.commands: dict[str, DataCommand] = {
+            "codes": DataCommand("codes", "codes the data provider knows", (0, 0), self.codes),
+            "fields": DataCommand("fields", "fields the data provider offers", (0, 0), self.fields),
+            "bars": DataCommand("bars CODES START END [FIELD ...]", "daily bars (long), e.g. bars 000001.SZ "
+                                "20200101 20200331", (3, None), self.bars),
+            "load": DataCommand("load FIELD CODES START END", "a wide date x code frame into the workspace",
+                                (4, 4), self.load),
+            "ws": DataCommand("ws", "frames in the current thread's workspace (inputs and outputs)", (0, 0),
+                              self.ws),
+            "show": DataCommand("show NAME", "head and tail of a workspace frame", (1, 1), self.show),
         }
+
+    @staticmethod
+    def _new_thread() -> str:
+        return f"console-{uuid.uuid4().hex[:12]}"
+
+    @property
+    def workspaces(self) -> list[tuple[str, Workspace]]:
+        """The session's own workspace (what `load` stores; kept between console runs), then the current
+        request's (what the workflow produced)."""
+        own = [("session", Workspace(self.ctx.engine, HOME))]
+        return own if self.thread == HOME else [*own, ("current request", Workspace(self.ctx.engine, self.thread))]
+
+    @property
+    def prompt(self) -> str:
+        if self.editing is not None:
+            return "... "
+        return kind_of(self.pending[0]["value"]).prompt if self.pending else "quant> "
 
     def say(self, text: str) -> None:
         print(text, file=self.out, flush=True)
@@ -79,12 +110,13 @@ class Console:
         if self.editing is not None:
             if line.rstrip("\n") == ".":
                 body, self.editing = "\n".join(self.editing), None
-                self.decide({"type": "edit", "edited_action": {"name": "code_review", "args": {"code": body}}})
+                self.decide(code_edit(body))
             else:
                 self.editing.append(line.rstrip("\n"))
             return True
+        text = line.strip()
         try:
-            words = shlex.split(line)
+            words = shlex.split(text)
         except ValueError as exc:
             self.say(f"error: {exc}")
             return True
@@ -93,86 +125,78 @@ class Console:
         name, args = words[0].lower(), words[1:]
         if name in ("quit", "exit"):
             return False
-        if self.waiting is not None:
-            self.answer(name, line.strip())
-            return True
-        if name == "factor" and args[:1] in (["list"], ["show"]):
-            self.say(factor_list_text(self.ctx.engine) if args[0] == "list"
-                     else factor_show_text(self.ctx.engine, " ".join(args[1:])))
-            return True
-        command = self.commands.get(name)
-        if command is None:
-            self.show_outcome(self.runner.start(f"console-{uuid.uuid4().hex[:12]}", line.strip(), user=self.user))
-            return True
-        try:
-            command(args)
-        except (DataError, WorkspaceError) as exc:
-            self.say(f"error: {exc}")
-        except TypeError:
-            self.say(f"error: wrong arguments for {name}; type help")
+        if name == "help":
+            self.say(_help_text(self.commands))
+        elif name in self.commands:
+            self.command(name, args)
+        elif name in WORKFLOWS and WORKFLOWS[name].subcommand(args):
+            self.say(view_text(WORKFLOWS[name].subcommand(args).run(self.ctx.engine, args[1:])))  # type: ignore[union-attr]
+        elif workflow_for(text) is not None:
+            self.new_request(text)
+        elif self.pending:
+            self.answer(text)
+        else:
+            self.show_outcome(self.runner.start(self.thread, text, user=self.user))
         return True
 
-    def answer(self, word: str, line: str) -> None:
-        """A line typed while the run waits: a clarify answer, or a review decision."""
-        kind = self.waiting[2]  # type: ignore[index]
-        if kind not in ("code_review", "approval"):
-            self.decide({"type": "respond", "message": line})
+    def command(self, name: str, args: list[str]) -> None:
+        command = self.commands[name]
+        low, high = command.arity
+        if len(args) < low or (high is not None and len(args) > high):
+            self.say(f"usage: {command.usage}")
             return
-        rest = line.split(None, 1)[1].strip() if " " in line else ""
-        if word == "approve":
-            self.decide({"type": "approve"})
-        elif word == "reject":
-            self.decide({"type": "reject", "message": rest})
-        elif kind == "approval":
-            self.say("this waits for approval: approve, or reject REASON")
-        elif word == "edit" and rest:
-            try:
-                body = Path(rest).expanduser().read_text()
-            except OSError as exc:
-                self.say(f"error: cannot read {rest}: {exc.strerror}")
-                return
-            self.decide({"type": "edit", "edited_action": {"name": "code_review", "args": {"code": body}}})
-        elif word == "edit":
+        try:
+            command.run(args)
+        except (DataError, WorkspaceError, ValueError) as exc:
+            self.say(f"error: {exc}")
+
+    def new_request(self, text: str) -> None:
+        if self.pending:
+            self.say("(the previous request's pending question was cancelled; starting the new request)")
+        self.thread, self.pending = self._new_thread(), []
+        self.show_outcome(self.runner.start(self.thread, text, user=self.user))
+
+    def answer(self, text: str) -> None:
+        """A line typed while the run waits: the answer or decision for the oldest pending interrupt."""
+        payload = self.pending[0]["value"]
+        kind = kind_of(payload)
+        if is_cancel(text) and kind.name != "clarify":  # a review or approval ends as a rejection, recorded
+            self.decide({"type": "reject", "message": "cancelled in the console"})
+            return
+        step = kind.console_step(text, payload)
+        if step.message == EDIT_BODY:
             self.editing = []
             self.say("type the new body of compute_factor; end with a line holding only `.`")
+        elif step.message:
+            self.say(step.message)
         else:
-            self.say("the code is waiting for review: approve, edit [FILE], or reject REASON")
+            self.decide(step.decision)  # type: ignore[arg-type]
 
     def decide(self, decision: dict[str, Any]) -> None:
-        thread, interrupt_id, _kind = self.waiting  # type: ignore[misc]
-        self.show_outcome(self.runner.resume(thread, interrupt_id, {**decision, "user": self.user}))
+        interrupt_id = self.pending[0]["id"]
+        self.show_outcome(self.runner.resume(self.thread, interrupt_id, decision, self.user))
 
     def show_outcome(self, outcome: Outcome) -> None:
-        self.waiting = None
+        self.pending = list(outcome.interrupts) if outcome.status == "waiting" else []
         if outcome.status == "waiting":
-            pending = outcome.interrupts[0]
-            value = pending["value"]
-            self.waiting = (outcome.thread_id, pending["id"], value.get("type", "clarify"))
-            if value.get("type") == "code_review":
-                self.show_review(value)
-                return
-            if value.get("type") == "approval":
-                self.say(f"--- approval: {value.get('title')} ---\n{value.get('description', '')}")
-                self.say(f"--- approve | reject REASON ({value.get('on_reject') or 'the action is not taken'}) ---")
-                return
-            self.say(f"? {value.get('question', '')}")
-            if value.get("choices"):
-                self.say("  choices: " + " | ".join(value["choices"]))
+            for index, interrupt in enumerate(self.pending):
+                prefix = f"[{index + 1}/{len(self.pending)}] " if len(self.pending) > 1 else ""
+                self.say(prefix + kind_of(interrupt["value"]).console_text(interrupt["value"]))
             return
         if outcome.status == "failed":
             self.say(f"error: {outcome.text}")
             return
-        self.say(outcome.text)
-        for artifact in (outcome.result or {}).get("artifacts", []):
-            self.say(f"  saved {artifact['kind']}: {artifact['path']}")
+        if outcome.result and outcome.workflow in WORKFLOWS:
+            self.say(view_text(WORKFLOWS[outcome.workflow].present(outcome.result)))
+            for artifact in outcome.result.get("artifacts", []):
+                self.say(f"  saved {artifact['kind']}: {artifact['path']}")
+        else:
+            self.say(outcome.text)
 
-    def show_review(self, value: dict[str, Any]) -> None:
-        verdict = f"checks FAILED: {value['failure']}" if value.get("failure") else "checks passed"
-        self.say(f"--- code review: factor {value.get('name')} ({verdict}) ---")
-        self.say(value.get("summary", ""))
-        self.say("--- body of compute_factor ---")
-        self.say(value.get("code", "").rstrip())
-        self.say(f"--- review> {' | '.join(value.get('allowed', []))} (help lists the forms) ---")
+    def say_warnings(self, notes: list[str]) -> None:
+        """The data provider's warnings (e.g. codes without rows), shown here rather than only in the log."""
+        for note in notes:
+            self.say(f"warning: {note}")
 
     def codes(self, _args: list[str]) -> None:
         known = self.ctx.provider.known_codes()
@@ -188,24 +212,34 @@ class Console:
 
     def bars(self, args: list[str]) -> None:
         codes, start, end, *fields = args
-        frame = self.ctx.provider.daily(codes, start, end, fields or None)
+        notes: list[str] = []
+        frame = self.ctx.provider.daily(codes, start, end, fields or None, warnings=notes)
         with pd.option_context("display.width", 160, "display.max_columns", 12):
             self.say(f"{len(frame)} rows\n{frame.head(5)}\n...\n{frame.tail(5)}")
+        self.say_warnings(notes)
 
     def load(self, args: list[str]) -> None:
         field, codes, start, end = args
         namespace = "ohlcv" if dataset_of(field) == "daily" else "indicators"
-        frame = self.ctx.provider.wide(field, codes, start, end)
-        info = self.workspace.put(f"{namespace}/{field}", frame)
+        notes: list[str] = []
+        frame = self.ctx.provider.wide(field, codes, start, end, warnings=notes)
+        info = Workspace(self.ctx.engine, HOME).put(f"{namespace}/{field}", frame)
         self.say(f"stored {info.describe()}")
+        self.say_warnings(notes)
 
     def ws(self, _args: list[str]) -> None:
-        items = self.workspace.list()
-        self.say("\n".join(item.describe() for item in items) if items else "workspace is empty")
+        lines = []
+        for label, workspace in self.workspaces:
+            items = workspace.list()
+            if items and label != "session":
+                lines.append(f"{label}:")
+            lines += [item.describe() for item in items]
+        self.say("\n".join(lines) if lines else "workspace is empty")
 
     def show(self, args: list[str]) -> None:
-        (name,) = args
-        frame = self.workspace.get(name)
+        """The frame from the current request's workspace, else from the session's."""
+        found = [w for _, w in reversed(self.workspaces) if any(i.name == args[0] for i in w.list())]
+        frame = (found[0] if found else Workspace(self.ctx.engine, HOME)).get(args[0])
         with pd.option_context("display.width", 160, "display.max_columns", 8):
             self.say(f"{frame.head(5)}\n...\n{frame.tail(5)}")
 
@@ -217,8 +251,7 @@ def run_console(ctx: AppContext, runner: Runner, stdin: TextIO = sys.stdin, out:
         console.say("QuantDesk console. Type help.")
     while True:
         if interactive:
-            out.write("... " if console.editing is not None else "review> " if console.waiting and
-                      console.waiting[2] == "code_review" else "answer> " if console.waiting else "quant> ")
+            out.write(console.prompt)
             out.flush()
         line = stdin.readline()
         if not line:

@@ -105,21 +105,26 @@ class ThreadRegistry:
                                    .order_by(ThreadRecord.updated_at.desc())).all()
             return [_info(r) for r in rows]
 
-    def waiting_threads(self) -> list[ThreadInfo]:
-        with Session(self.engine) as session:
-            rows = session.scalars(select(ThreadRecord).where(ThreadRecord.status == "waiting")).all()
-            return [_info(r) for r in rows]
-
 
 class Deduper:
     """Claims keys once, persistently: `claim(key)` is True for the first caller only."""
 
+    MAX_KEY = 200  # processed_events.key
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
+    @classmethod
+    def stored_key(cls, key: str) -> str:
+        """`key` itself when it fits the column, else its readable start and the sha256 of all of it."""
+        if len(key) <= cls.MAX_KEY:
+            return key
+        digest = hashlib.sha256(key.encode()).hexdigest()
+        return f"{key[:cls.MAX_KEY - len(digest) - 1]}#{digest}"
+
     def claim(self, key: str) -> bool:
         with Session(self.engine) as session:
-            session.add(ProcessedEvent(key=key[:200]))
+            session.add(ProcessedEvent(key=self.stored_key(key)))
             try:
                 session.commit()
             except IntegrityError:

@@ -19,12 +19,12 @@ from bot.context import AppContext
 from graphs.context import WorkflowContext
 from graphs.llm import get_light_llm, get_llm
 from graphs.main import build_main_graph
+from graphs.progress import PROGRESS
 from tools.sandbox import SandboxUnavailable, default_sandbox
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[str], None]  # called with each node's name as it completes
-SILENT_NODES = frozenset({"route", "signal", "factor"})  # the main graph's own steps, not progress to show
+Progress = Callable[[str, str | None], None]  # called with each step's label and detail, as nodes report them
 
 
 @dataclass
@@ -43,8 +43,13 @@ class Runner:
     def __init__(self, app: AppContext, checkpointer: BaseCheckpointSaver) -> None:
         settings = app.settings
         self.graph = build_main_graph(checkpointer)
+        sandbox = default_sandbox()
+        try:
+            sandbox.warm()  # at start, so the first user's code does not pay for the workers' start-up
+        except SandboxUnavailable as exc:
+            log.warning("the sandbox could not start its workers: %s", exc)
         self.context = WorkflowContext(
-            provider=app.provider, engine=app.engine, sandbox=default_sandbox(),
+            provider=app.provider, engine=app.engine, sandbox=sandbox,
             artifacts_dir=settings.data_dir / "artifacts", llm=get_llm(settings), light_llm=get_light_llm(settings),
             fee_rate=settings.fee_rate, long_only=settings.long_only,
         )
@@ -55,23 +60,24 @@ class Runner:
         update: dict[str, Any] = {"messages": [HumanMessage(text)]}
         if user:
             update["requester"] = user
-        return self._run(thread_id, update, progress)
+        return self._run(thread_id, update, progress, user)
 
-    def resume(self, thread_id: str, interrupt_id: str, value: Any, progress: Progress | None = None) -> Outcome:
-        return self._run(thread_id, Command(resume={interrupt_id: value}), progress)
+    def resume(self, thread_id: str, interrupt_id: str, decision: dict[str, Any], user: str | None,
+               progress: Progress | None = None) -> Outcome:
+        """Answer one pending interrupt with a HITL decision; `user` (the decider) travels in the config."""
+        return self._run(thread_id, Command(resume={interrupt_id: decision}), progress, user)
 
     def pending(self, thread_id: str) -> list[dict[str, Any]]:
         return _interrupts(self.graph.get_state(_config(thread_id)))
 
-    def _run(self, thread_id: str, value: Any, progress: Progress | None) -> Outcome:
-        config = _config(thread_id)
+    def _run(self, thread_id: str, value: Any, progress: Progress | None, user: str | None) -> Outcome:
+        config = _config(thread_id, user)
         with self._locks[thread_id]:
             try:
-                for _namespace, update in self.graph.stream(value, config, context=self.context,
-                                                            stream_mode="updates", subgraphs=True):
-                    for node in update:
-                        if progress is not None and not node.startswith("__") and node not in SILENT_NODES:
-                            progress(node)
+                for _namespace, event in self.graph.stream(value, config, context=self.context,
+                                                           stream_mode="custom", subgraphs=True):
+                    if progress is not None and isinstance(event, dict) and PROGRESS in event:
+                        progress(str(event[PROGRESS]), event.get("detail"))
                 state = self.graph.get_state(config)
             except SandboxUnavailable as exc:
                 return Outcome(thread_id, "failed", f"Generated code cannot run here: {exc}")
@@ -84,8 +90,7 @@ class Runner:
         if state.interrupts:
             return Outcome(thread_id, "waiting", interrupts=_interrupts(state), workflow=workflow)
         if values.get("result"):
-            return Outcome(thread_id, "done", values["messages"][-1].content, result=values["result"],
-                           workflow=workflow)
+            return Outcome(thread_id, "done", result=values["result"], workflow=workflow)
         return Outcome(thread_id, "done", values.get("final_reply") or "Done.", workflow=workflow)
 
 
@@ -93,5 +98,8 @@ def _interrupts(state: StateSnapshot) -> list[dict[str, Any]]:
     return [{"id": i.id, "value": i.value} for i in state.interrupts]
 
 
-def _config(thread_id: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread_id}}
+def _config(thread_id: str, user: str | None = None) -> dict[str, Any]:
+    configurable: dict[str, Any] = {"thread_id": thread_id}
+    if user:
+        configurable["user"] = user
+    return {"configurable": configurable}

@@ -5,21 +5,56 @@ LLM call before `interrupt()`: the node re-runs from its start on resume and mus
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain_core.messages import HumanMessage
+from langgraph.graph import END
 from langgraph.types import interrupt
 
 from graphs.interrupts import answer_text, clarify_request
+from graphs.progress import report_progress
+
+MAX_CLARIFICATIONS = 3  # questions a request may ask before it stops and asks for a complete request
+
+
+def ask(state: Mapping[str, Any], question: str, restart_hint: str,
+        choices: list[str] | None = None) -> dict[str, Any]:
+    """The update that asks `question` (for the clarify node), or ends the request once the cap is reached."""
+    if state.get("clarification_count", 0) >= MAX_CLARIFICATIONS:
+        return {"clarification_needed": None, "clarify_choices": [],
+                "final_reply": f"Stopping after {MAX_CLARIFICATIONS} questions without what I need: {question}\n"
+                               f"Start again with a complete request: {restart_hint}"}
+    return {"clarification_needed": question, "clarify_choices": list(choices or [])}
+
+
+CANCEL_WORDS = frozenset({"cancel", "stop", "abort", "取消"})
+CANCELLED = "Cancelled; nothing was run."
+
+
+def is_cancel(text: str) -> bool:
+    return text.strip().lower() in CANCEL_WORDS
 
 
 def clarify_node(state: Mapping[str, Any]) -> dict[str, Any]:
     question = state.get("clarification_needed") or "Could you say more about what you need?"
-    answer = interrupt(clarify_request(question, state.get("clarify_choices") or []))
+    report_progress("question")
+    answer = answer_text(interrupt(clarify_request(question, state.get("clarify_choices") or [])))
+    if is_cancel(answer):  # ends the request in every workflow; the word never joins the conversation
+        return {"final_reply": CANCELLED, "clarification_needed": None, "clarify_choices": [],
+                "clarification_count": 0, "result": None}
     return {
-        "messages": [HumanMessage(answer_text(answer) or "(no answer)")],
+        "messages": [HumanMessage(answer or "(no answer)")],
         "clarification_count": state.get("clarification_count", 0) + 1,
         "clarification_needed": None,
         "clarify_choices": [],
     }
+
+
+def after_clarify(next_node: str) -> Callable[[Mapping[str, Any]], str]:
+    """The edge out of the clarify node: back to `next_node` with the answer, or the end when cancelled."""
+
+    def route(state: Mapping[str, Any]) -> str:
+        return END if state.get("final_reply") == CANCELLED else next_node
+
+    return route

@@ -32,3 +32,9 @@ def thread_id(config: RunnableConfig) -> str:
 
 def workspace(context: WorkflowContext, config: RunnableConfig) -> Workspace:
     return Workspace(context.engine, thread_id(config))
+
+
+def decider(config: RunnableConfig) -> str | None:
+    """Who made the decision this run resumes with: the adapter puts it in `configurable.user`
+    (Slack user, console user, or the Studio/SDK caller), never inside the decision itself."""
+    return config.get("configurable", {}).get("user")

@@ -21,10 +21,12 @@ def clarify_request(question: str, choices: list[str] | None = None) -> dict[str
 
 
 def code_review_request(name: str, code: str, program: str, summary: str, failure: str | None,
-                        allowed: list[str]) -> dict[str, Any]:
-    """Code for a human to approve, edit or reject; `code` is the editable part (the template's body)."""
+                        allowed: list[str], isolation: Any) -> dict[str, Any]:
+    """Code for a human to approve, edit or reject; `code` is the editable part (the template's body);
+    `isolation` is the sandbox level the code ran under (shown to the reviewer)."""
+    isolation = str(getattr(isolation, "value", isolation))
     description = (f"Factor {name}: " + (f"checks FAILED: {failure}" if failure else "checks passed")
-                   + f"\n{summary}")
+                   + f" (sandbox isolation: {isolation})\n{summary}")
     return {
         "type": CODE_REVIEW,
         "name": name,
@@ -32,6 +34,7 @@ def code_review_request(name: str, code: str, program: str, summary: str, failur
         "program": program,
         "summary": summary,
         "failure": failure,
+        "isolation": isolation,
         "allowed": list(allowed),
         "on_reject": "Nothing is backfilled or saved; the rejection is recorded.",
         "action_requests": [{"name": CODE_REVIEW, "args": {"name": name, "code": code}, "description": description}],
@@ -40,9 +43,14 @@ def code_review_request(name: str, code: str, program: str, summary: str, failur
 
 
 def approval_request(action: str, title: str, args: dict[str, Any], description: str, on_reject: str,
-                     allowed: tuple[str, ...] = ("approve", "reject")) -> dict[str, Any]:
+                     allowed: tuple[str, ...] = ("approve", "reject"),
+                     args_schema: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """An action for a human to approve or reject before it is taken; `args` are its details (JSON-safe),
-    `on_reject` says what a rejection means."""
+    `on_reject` says what a rejection means. With `edit` allowed, `args_schema` names the editable arguments:
+    {name: {"type": "integer" | "number" | "string", "title": ..., "minimum": ..., "maximum": ...,
+    "enum": [...]}}; an edit is validated against it (`validate_args`) by the adapter and again by the node."""
+    if "edit" in allowed and not args_schema:
+        raise ValueError("an approval that allows edit needs the schema of its editable arguments")
     return {
         "type": APPROVAL,
         "action": action,
@@ -51,6 +59,7 @@ def approval_request(action: str, title: str, args: dict[str, Any], description:
         "description": description,
         "on_reject": on_reject,
         "allowed": list(allowed),
+        "args_schema": dict(args_schema or {}),
         "action_requests": [{"name": action, "args": dict(args), "description": description}],
         "review_configs": [{"action_name": action, "allowed_decisions": list(allowed)}],
     }
@@ -81,3 +90,33 @@ def answer_text(value: Any) -> str:
     """The free text of a clarify answer."""
     decision = decision_of(value)
     return str(decision.get("message") or "").strip()
+
+
+def validate_args(schema: dict[str, dict[str, Any]], original: dict[str, Any],
+                  edits: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """An approval's arguments after `edits`, checked against its `args_schema`: (typed args, problems). Only
+    the schema's arguments may change."""
+    problems = [f"{name} cannot be edited" for name in edits if name not in schema]
+    raw = {**original, **{k: v for k, v in edits.items() if k in schema}}
+    args = dict(raw)
+    for name, rule in schema.items():
+        label = rule.get("title") or name
+        value = raw.get(name)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            problems.append(f"{label} is required")
+            continue
+        kind = rule.get("type", "string")
+        try:
+            typed: Any = int(str(value)) if kind == "integer" else float(str(value)) if kind == "number" \
+                else str(value).strip()
+        except ValueError:
+            problems.append(f"{label} must be {'a whole number' if kind == 'integer' else 'a number'}, not {value!r}")
+            continue
+        if "enum" in rule and typed not in rule["enum"]:
+            problems.append(f"{label} must be one of {', '.join(map(str, rule['enum']))}")
+        if "minimum" in rule and typed < rule["minimum"]:
+            problems.append(f"{label} must be at least {rule['minimum']}")
+        if "maximum" in rule and typed > rule["maximum"]:
+            problems.append(f"{label} must be at most {rule['maximum']}")
+        args[name] = typed
+    return args, problems

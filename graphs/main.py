@@ -19,26 +19,20 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from graphs.common import message_text, parse_json_object
+from graphs.common import message_text
 from graphs.context import WorkflowContext
-from graphs.factor import spec as factor_grammar
-from graphs.factor.graph import build_factor_graph
-from graphs.signal import grammar as signal_grammar
-from graphs.signal.graph import build_signal_graph
+from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json
+from graphs.registry import PLANNED, WORKFLOWS, not_available, workflow_for
 
-WORKFLOWS = ("signal", "factor")
-PLANNED = {"analyze": "multi-analyst trading decision", "rule": "execution rules"}
+ROUTER_PROMPT = ("You route a quant's request in a Slack thread to one workflow. Workflows:\n"
+                 + "".join(f"- {w.name}: {w.summary}\n" for w in WORKFLOWS.values())
+                 + "- none: anything else (then write a short helpful reply)\n"
+                 'Answer with one JSON object: {"workflow": ' + " | ".join(f'"{n}"' for n in WORKFLOWS)
+                 + ' | "none", "reply": "only when none"}')
 
-ROUTER_PROMPT = """You route a quant's request in a Slack thread to one workflow. Workflows:
-- signal: turn a trading idea into a daily buy/sell signal on some stocks and backtest it
-- factor: write, check and evaluate a cross-sectional stock-selection factor (IC, quantile returns) and save it
-- none: anything else (then write a short helpful reply)
-Answer with one JSON object: {"workflow": "signal" | "factor" | "none", "reply": "only when none"}"""
-
-NO_ROUTE = ("I can run these without an LLM:\n"
-            "• `signal STRATEGY CODES START END [name=value ...]`, e.g. `signal ma_cross 000001.SZ 20190101 20200601`\n"
-            "• `factor KIND START END [window=N]`, e.g. `factor momentum 20190301 20200601 window=20`\n"
-            "Plain-language requests need an LLM (OPENAI_API_KEY, OPENAI_BASE_URL).")
+GRAMMAR_HELP = "".join(f"• `{w.usage}`, e.g. `{w.example}`\n" for w in WORKFLOWS.values())
+NO_ROUTE = ("I can run these without an LLM:\n" + GRAMMAR_HELP
+            + "Plain-language requests need an LLM (OPENAI_API_KEY, OPENAI_BASE_URL).")
 
 
 class MainState(TypedDict, total=False):
@@ -70,37 +64,36 @@ def route_node(state: MainState, runtime: Runtime[WorkflowContext]) -> Command:
 
 def _choose(text: str, current: str | None, ctx: WorkflowContext) -> tuple[str | None, str]:
     first = _first_word(text)
-    if first in WORKFLOWS:
-        return first, ""
     if first in PLANNED:
-        return None, f"The {PLANNED[first]} workflow is not available yet; `signal` and `factor` are."
-    if current in WORKFLOWS:
+        return None, not_available(first)
+    if first in WORKFLOWS:  # a request that names its workflow
+        return first, ""
+    if current in WORKFLOWS:  # anything else continues the thread's workflow
         return current, ""
-    if first in signal_grammar.strategy_names():
-        return "signal", ""
-    if first in factor_grammar.library_names():
-        return "factor", ""
-    if signal_grammar.looks_structured(text):
-        return "signal", ""
+    named = workflow_for(text)  # a request that starts with a strategy or factor kind
+    if named is not None:
+        return named.name, ""
+    structured = next((w for w in WORKFLOWS.values() if w.looks_structured(text)), None)
+    if structured is not None:
+        return structured.name, ""
     llm = ctx.light_llm or ctx.llm
     if llm is None:
         return None, NO_ROUTE
     try:
-        answer = parse_json_object(message_text(llm.invoke([SystemMessage(ROUTER_PROMPT), HumanMessage(text)])))
-    except Exception:  # noqa: BLE001 - an unusable routing answer becomes the help text
-        return None, NO_ROUTE
+        answer = invoke_json(llm, [SystemMessage(ROUTER_PROMPT), HumanMessage(text)], "routing answer")
+    except MODEL_FAILURES as exc:
+        return None, f"{describe_model_failure(exc)}\nThese work without the model:\n{GRAMMAR_HELP}"
     workflow = answer.get("workflow")
     if workflow in WORKFLOWS:
         return workflow, ""
-    return None, str(answer.get("reply") or NO_ROUTE)
+    return None, str(answer.get("reply") or "I can run these:\n" + GRAMMAR_HELP)
 
 
 def build_main_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
     graph = StateGraph(MainState, context_schema=WorkflowContext)
     graph.add_node("route", route_node, destinations=(*WORKFLOWS, END))
-    graph.add_node("signal", build_signal_graph(checkpointer=True))
-    graph.add_node("factor", build_factor_graph(checkpointer=True))
     graph.add_edge(START, "route")
-    graph.add_edge("signal", END)
-    graph.add_edge("factor", END)
+    for workflow in WORKFLOWS.values():
+        graph.add_node(workflow.name, workflow.build(checkpointer=True))
+        graph.add_edge(workflow.name, END)
     return graph.compile(checkpointer=checkpointer, name="quantdesk")

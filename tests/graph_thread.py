@@ -47,8 +47,11 @@ class GraphThread:
     def decide(self, out: dict[str, Any], decision: dict[str, Any], user: str = "UBOB") -> dict[str, Any]:
         """A review or approval decision by `user` on the one pending interrupt of `out`."""
         (pending,) = out["__interrupt__"]
-        return self._invoke(Command(resume={pending.id: {**decision, "user": user}}))
+        return self._invoke(Command(resume={pending.id: decision}), user)
 
-    def _invoke(self, value: Any) -> dict[str, Any]:
+    def _invoke(self, value: Any, user: str | None = None) -> dict[str, Any]:
+        config = self.config
+        if user:  # the decider travels in the config, as the runner sends it
+            config["configurable"]["user"] = user
         with open_checkpointer(self.url) as saver:
-            return self.build(saver).invoke(value, self.config, context=self.ctx)
+            return self.build(saver).invoke(value, config, context=self.ctx)

@@ -1,15 +1,17 @@
-"""The vectorised backtest against a plain loop that follows the stated conventions step by step."""
+"""The vectorised backtest and its buy-and-hold benchmark against plain loops that follow the stated conventions
+step by step, the labelled counts and the degeneracy warnings against hand calculations on tiny frames."""
 
 from __future__ import annotations
 
 import math
+import statistics
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from tools.backtest import BARS_PER_YEAR, run_backtest, target_positions
+from tools.backtest import BARS_PER_YEAR, buy_and_hold, degeneracy_warnings, run_backtest, target_positions
 from tools.data.local import LocalProvider
 
 
@@ -18,13 +20,18 @@ def reference(signal: pd.DataFrame, price: pd.DataFrame, fee: float, long_only: 
     n = len(codes)
     target = dict.fromkeys(codes, 0.0)
     held = dict.fromkeys(codes, 0.0)
-    daily, traded_days, trades = [], [], 0
+    daily, traded_days, invested, trades = [], [], [], 0
+    buys = sells = round_trips = 0
     runs: dict[str, list[float]] = {c: [] for c in codes}
     wins = total_runs = 0
     for i, day in enumerate(dates[:-1]):
         new_held = {c: target[c] for c in codes}  # yesterday's target is traded today
         traded = sum(abs(new_held[c] - held[c]) for c in codes)
         trades += sum(1 for c in codes if new_held[c] != held[c])
+        buys += sum(1 for c in codes if new_held[c] > held[c])
+        sells += sum(1 for c in codes if new_held[c] < held[c])
+        round_trips += sum(1 for c in codes if held[c] != 0 and new_held[c] != held[c])
+        invested.append(sum(abs(new_held[c]) for c in codes) / n)
         ret = 0.0
         for c in codes:
             if new_held[c] != held[c] and runs[c]:
@@ -53,7 +60,45 @@ def reference(signal: pd.DataFrame, price: pd.DataFrame, fee: float, long_only: 
     mean, std = np.mean(daily), np.std(daily, ddof=1)
     return {"total_return": equity[-1] - 1, "annual_return": equity[-1] ** (BARS_PER_YEAR / len(daily)) - 1,
             "sharpe": mean / std * math.sqrt(BARS_PER_YEAR), "max_drawdown": float(np.min(equity / peak - 1)),
-            "turnover": float(np.mean(traded_days)), "trades": trades, "hit_rate": wins / total_runs}
+            "turnover": float(np.mean(traded_days)), "trades": trades, "hit_rate": wins / total_runs,
+            "buys": buys, "sells": sells, "round_trips": round_trips,
+            "open_positions": sum(1 for c in codes if held[c] != 0), "exposure": float(np.mean(invested)),
+            "signal_days_buy": sum(1 for d in dates for c in codes if signal.at[d, c] == 1),
+            "signal_days_sell": sum(1 for d in dates for c in codes if signal.at[d, c] == -1)}
+
+
+def reference_buy_and_hold(price: pd.DataFrame, fee: float) -> list[float]:
+    """Each code's 1/N sleeve buys at its first valid price, pays the fee once, is valued at its last valid price."""
+    dates, codes = list(price.index), list(price.columns)
+    entry: dict[str, float] = {}
+    last: dict[str, float] = {}
+    values = []
+    for i in range(len(dates) - 1):
+        for c in codes:
+            p = price.at[dates[i], c]
+            if c not in entry and np.isfinite(p) and p > 0:
+                entry[c] = last[c] = p
+        total = 0.0
+        for c in codes:
+            p = price.at[dates[i + 1], c]
+            if c in entry and np.isfinite(p) and p > 0:
+                last[c] = p
+            total += (1 - fee) * last[c] / entry[c] if c in entry else 1.0
+        values.append(total / len(codes))
+    return values
+
+
+def performance(equity: list[float]) -> dict[str, float]:
+    """Total, annualised, Sharpe and drawdown of an equity path starting from 1, by the module's definitions."""
+    path = [1.0, *equity]
+    daily = [b / a - 1 for a, b in zip(path[:-1], path[1:], strict=True)]
+    peak, drawdown = 0.0, 0.0
+    for value in equity:
+        peak = max(peak, value)
+        drawdown = min(drawdown, value / peak - 1)
+    return {"total_return": equity[-1] - 1, "annual_return": equity[-1] ** (BARS_PER_YEAR / len(equity)) - 1,
+            "sharpe": statistics.mean(daily) / statistics.stdev(daily) * math.sqrt(BARS_PER_YEAR),
+            "max_drawdown": drawdown}
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +121,47 @@ def test_matches_a_plain_loop_on_real_data(panel: dict[str, pd.DataFrame], long_
     assert result.metrics.bars == len(close) - 1
 
 
+def test_benchmark_matches_a_plain_loop_on_real_data(panel: dict[str, pd.DataFrame]) -> None:
+    price = panel["open"].copy()
+    price.iloc[:60, 1] = np.nan  # lists late: enters on its first price
+    price.iloc[200:210, 2] = np.nan  # suspended: valued at its last price meanwhile
+    signal = pd.DataFrame(0.0, index=price.index, columns=price.columns)
+    signal.iloc[5::40] = 1.0
+    signal.iloc[25::40] = -1.0
+    result = run_backtest(signal, price, fee_rate=0.001)
+    expected = reference_buy_and_hold(price, 0.001)
+    assert result.benchmark_equity.to_numpy() == pytest.approx(expected, rel=1e-12)
+    assert result.benchmark_equity.index.equals(result.equity.index)
+    m = result.metrics.as_dict()
+    for key, value in performance(expected).items():
+        assert m[f"benchmark_{key}"] == pytest.approx(value, rel=1e-9), key
+    assert m["excess_return"] == pytest.approx(m["total_return"] - (expected[-1] - 1), rel=1e-12)
+
+
+def test_buy_and_hold_by_hand() -> None:
+    index = pd.bdate_range("2024-01-01", periods=4)
+    # A is bought at 10 on the first bar and suspended on the third (valued at 11 meanwhile);
+    # B lists on the second bar and is bought at its price, 20; until then its sleeve is cash.
+    price = pd.DataFrame({"A": [10.0, 11.0, np.nan, 12.1], "B": [np.nan, 20.0, 22.0, 18.0]}, index=index)
+    equity = buy_and_hold(price)
+    assert equity.index.equals(index[:3])  # labelled like the strategy: bar t holds the value at bar t+1's price
+    assert equity.tolist() == pytest.approx([(1.1 + 1.0) / 2, (1.1 + 1.1) / 2, (1.21 + 0.9) / 2], rel=1e-12)
+    with_fee = buy_and_hold(price, fee_rate=0.01)  # each sleeve pays 1% once, when it buys
+    assert with_fee.tolist() == pytest.approx([(0.99 * 1.1 + 1.0) / 2, 0.99 * 1.1, 0.99 * (1.21 + 0.9) / 2], rel=1e-12)
+
+    flat = pd.DataFrame(0.0, index=index, columns=["A", "B"])  # a strategy that never trades
+    m = run_backtest(flat, price, fee_rate=0.0).metrics
+    daily = [0.05, 1.1 / 1.05 - 1, 1.055 / 1.1 - 1]
+    assert m.total_return == 0.0 and m.exposure == 0.0
+    assert m.benchmark_total_return == pytest.approx(0.055, rel=1e-12)
+    assert m.benchmark_annual_return == pytest.approx(1.055 ** (252 / 3) - 1, rel=1e-12)
+    assert m.benchmark_sharpe == pytest.approx(statistics.mean(daily) / statistics.stdev(daily) * math.sqrt(252),
+                                               rel=1e-12)
+    assert m.benchmark_max_drawdown == pytest.approx(1.055 / 1.1 - 1, rel=1e-12)
+    assert m.excess_return == pytest.approx(-0.055, rel=1e-12)
+    assert m.excess_annual_return == pytest.approx(-(1.055 ** 84 - 1), rel=1e-12)
+
+
 def test_hold_and_nan_keep_the_previous_target() -> None:
     signal = pd.DataFrame({"a": [1, 0, np.nan, -1, 0, 1]}, dtype=float)
     assert target_positions(signal, long_only=False)["a"].tolist() == [1, 1, 1, -1, -1, 1]
@@ -90,3 +176,93 @@ def test_trades_on_the_next_bar() -> None:
     assert result.positions["a"].tolist() == [0, 1, 1, 1, 1]
     assert result.daily_returns.round(12).tolist() == [0.0, 0.1, 0.1, 0.1]
     assert result.metrics.trades == 1 and result.metrics.hit_rate == 1.0
+
+
+def test_counts_are_labelled_by_hand_long_only() -> None:
+    index = pd.bdate_range("2024-01-01", periods=7)
+    signal = pd.DataFrame({"A": [1, 1, 0, -1, 1, np.nan, -1], "B": [0.0] * 7}, index=index, dtype=float)
+    price = pd.DataFrame({"A": [10.0, 11, 12, 13, 14, 15, 16], "B": [5.0] * 7}, index=index)
+    result = run_backtest(signal, price, fee_rate=0.0)
+    # targets 1 1 1 0 1 1 0 -> positions 0 1 1 1 0 1 1: bought on bars 1 and 5, sold on bar 4; the -1 on the
+    # last date cannot be traded. B never trades.
+    assert result.positions["A"].tolist() == [0, 1, 1, 1, 0, 1, 1]
+    m = result.metrics
+    assert (m.signal_days_buy, m.signal_days_sell) == (3, 2)
+    assert (m.buys, m.sells, m.trades) == (2, 1, 3)
+    assert (m.round_trips, m.open_positions) == (1, 1)
+    assert m.exposure == pytest.approx((0 + 0.5 + 0.5 + 0.5 + 0 + 0.5) / 6, rel=1e-12)
+    assert result.exposure.tolist() == [0, 0.5, 0.5, 0.5, 0, 0.5]
+    # holding periods: bars 1-3 (11 -> 14, a gain) and bar 5 (15 -> 16, a gain)
+    assert m.hit_rate == 1.0
+
+
+def test_counts_are_labelled_by_hand_long_short() -> None:
+    index = pd.bdate_range("2024-01-01", periods=6)
+    signal = pd.DataFrame({"A": [1, -1, 0, 1, np.nan, 0]}, index=index, dtype=float)
+    price = pd.DataFrame({"A": [10.0, 11, 12, 13, 14, 15]}, index=index)
+    result = run_backtest(signal, price, fee_rate=0.0, long_only=False)
+    # positions 0 1 -1 -1 1 1: buy (open long) on bar 1, sell (close long, open short) on bar 2,
+    # buy (cover, open long) on bar 4; two holding periods closed, one open
+    assert result.positions["A"].tolist() == [0, 1, -1, -1, 1, 1]
+    m = result.metrics
+    assert (m.signal_days_buy, m.signal_days_sell) == (2, 1)
+    assert (m.buys, m.sells, m.trades) == (2, 1, 3)
+    assert (m.round_trips, m.open_positions) == (2, 1)
+    assert m.exposure == pytest.approx(4 / 5, rel=1e-12)
+
+
+def frame(columns: dict[str, list[float]]) -> pd.DataFrame:
+    rows = len(next(iter(columns.values())))
+    return pd.DataFrame(columns, index=pd.bdate_range("2024-01-01", periods=rows), dtype=float)
+
+
+def warnings_for(signal: pd.DataFrame, long_only: bool = True) -> dict[str, str]:
+    price = pd.DataFrame(10.0, index=signal.index, columns=signal.columns)
+    return degeneracy_warnings(signal, run_backtest(signal, price, long_only=long_only))
+
+
+def test_degenerate_no_bars_and_no_signal() -> None:
+    assert set(warnings_for(frame({"A": [1.0]}))) == {"no_bars"}
+    assert set(warnings_for(frame({"A": [np.nan] * 4, "B": [np.nan] * 4}))) == {"no_signal"}
+
+
+def test_degenerate_constant_buy_signal_never_sells_and_is_always_invested() -> None:
+    found = warnings_for(frame({"A": [1.0] * 5, "B": [1.0] * 5}))
+    assert set(found) == {"constant_signal", "never_sells", "always_in_market"}
+    assert "every value is 1" in found["constant_signal"]
+    assert "2 position(s) opened and none closed" in found["never_sells"]
+    assert "20240102" in found["always_in_market"]  # every code held from the second bar on
+
+
+def test_degenerate_never_buys_and_never_in_market() -> None:
+    found = warnings_for(frame({"A": [-1, 0, -1, 0], "B": [0, -1, 0, 0]}))
+    assert set(found) == {"never_buys", "never_in_market"}
+
+
+def test_degenerate_never_sells_like_momentum_on_three_codes() -> None:
+    # each code comes to the top once and there is no -1: positions open one by one and stay open
+    found = warnings_for(frame({"A": [np.nan, 1, 0, 0, 0, 0], "B": [np.nan, 0, 1, 0, 0, 0],
+                                "C": [np.nan, 0, 0, 1, 0, 0]}))
+    assert set(found) == {"never_sells"}
+    assert "3 position(s) opened" in found["never_sells"] and "0 sell value(s)" in found["never_sells"]
+
+
+def test_degenerate_codes_without_signal_or_trades() -> None:
+    found = warnings_for(frame({"A": [1, -1, 1, -1, 0], "B": [np.nan] * 5, "C": [0.0] * 5}))
+    assert set(found) == {"codes_without_signal", "codes_never_traded"}
+    assert found["codes_without_signal"].endswith("1 of 3 code(s) have no signal value at all: B")
+    assert found["codes_never_traded"].endswith("2 of 3 code(s) never trade: B, C")
+
+
+def test_a_healthy_strategy_has_no_warnings() -> None:
+    assert warnings_for(frame({"A": [1, 0, -1, 0, 1, -1], "B": [0, 1, 0, -1, 1, -1]})) == {}
+
+
+def test_momentum_on_real_data_with_no_bottom_never_sells(panel: dict[str, pd.DataFrame]) -> None:
+    close = panel["close"]
+    ret = close.pct_change(20, fill_method=None)
+    rank = ret.rank(axis=1, pct=True)  # four codes: 0.25, 0.5, 0.75, 1 -> nothing at or below 0.2
+    signal = ((rank > 1 - 0.3).astype(float) - (rank <= 0.2).astype(float)).where(ret.notna())
+    result = run_backtest(signal, panel["open"])
+    assert result.metrics.signal_days_sell == 0 and result.metrics.sells == 0 and result.metrics.buys > 0
+    assert "never_sells" in degeneracy_warnings(signal, result)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tools.evaluation import EvaluationError, evaluate_factor
+from tools.evaluation import MIN_EVALUATED_DATES, EvaluationError, evaluate_factor
 
 PERIODS = (1, 5, 20)
 TOL = 1e-9
@@ -160,3 +160,70 @@ def test_nothing_in_common_is_a_clear_error() -> None:
     prices = pd.DataFrame({"B": [1.0, 2.0]}, index=factor.index)
     with pytest.raises(EvaluationError, match="share no"):
         evaluate_factor(factor, prices)
+
+
+def test_a_window_at_the_end_of_the_data_says_why_nothing_is_evaluated(baostock: pd.DataFrame) -> None:
+    close = baostock.pivot(index="trade_date", columns="ts_code", values="close").dropna(axis=1)
+    assert f"{close.index[-1]:%Y%m%d}" == "20200824"
+    factor = close.pct_change(5).iloc[-16:]  # the last 16 price dates: t + p exists for 16 - p of them
+    ours = evaluate_factor(factor, close)
+    c = ours.counts
+    assert (c.dates, c.with_values, c.with_all_forward, c.evaluated) == (16, 16, 0, 0)
+    assert c.in_calendar == c.with_forward == {1: 15, 5: 11, 20: 0}
+    horizons = ours.horizons()
+    assert [(h.forward_dates, h.evaluated_dates, h.ic_dates, h.rank_ic_dates) for h in horizons.values()] == [
+        (15, 0, 0, 0), (11, 0, 0, 0), (0, 0, 0, 0)]
+    assert horizons[20].reason == (f"no forward 20d return: the data ends 20200824, fewer than 20 trading day(s) "
+                                   f"after the first factor date {factor.index[0]:%Y%m%d}")
+    assert horizons[1].reason.startswith("no date has a forward return for every horizon evaluated together "
+                                         "(1d, 5d, 20d), because no forward 20d return")
+    assert horizons[1].reason.endswith("evaluate without 20d to use the others")
+    missing = ours.missing_reasons()
+    assert set(missing) == {1, 5, 20}
+    assert all(len(reasons) == len(ours.metrics().columns) - 1 for reasons in missing.values())  # all but "dates"
+    assert missing[20]["rank_ic_mean"] == horizons[20].reason
+    assert ours.reasons() == [horizons[1].reason]  # the 20d reason is quoted inside the others
+    shortfall = ours.shortfall()
+    assert shortfall is not None and shortfall.startswith(f"fewer than {MIN_EVALUATED_DATES} evaluable dates "
+                                                          "(1d: 0, 5d: 0, 20d: 0): no date has")
+    assert "15 with a forward 1d return, 11 with a forward 5d return, 0 with a forward 20d return" in shortfall
+
+    short = evaluate_factor(factor, close, periods=(1,))  # the 1d figures alone are there
+    h = short.horizons()[1]
+    assert (h.forward_dates, h.evaluated_dates, h.ic_dates, h.rank_ic_dates, h.reason) == (15, 15, 15, 15, None)
+    assert short.missing_reasons() == {}
+    assert short.shortfall(minimum=15) is None
+    assert short.shortfall(minimum=16).startswith("fewer than 16 evaluable dates (1d: 15). dates: 16 in the factor")
+
+
+def test_one_evaluated_date_explains_each_missing_figure(baostock: pd.DataFrame) -> None:
+    close = baostock.pivot(index="trade_date", columns="ts_code", values="close").dropna(axis=1).iloc[:100]
+    factor = close.pct_change(5).iloc[[50]]
+    ours = evaluate_factor(factor, close, periods=(1, 5))
+    assert ours.counts.evaluated == 1 and ours.horizons()[5].ic_dates == 1
+    missing = ours.missing_reasons()[5]
+    assert set(missing) == {"ic_std", "icir", "ic_t", "rank_ic_std", "rank_icir", "rank_ic_t", "spread_se",
+                            "turnover_top", "turnover_bottom", "rank_autocorr"}
+    assert missing["ic_std"] == "only 1 date(s) with a defined IC: a standard deviation needs 2"
+    assert missing["rank_icir"] == "only 1 date(s) with a defined Rank IC: a standard deviation needs 2"
+    assert missing["turnover_top"].startswith("needs an evaluated date 5 date(s) after another")
+    assert ours.horizons()[5].reason is None
+
+
+def test_reasons_for_no_values_no_tradable_prices_and_ties(baostock: pd.DataFrame) -> None:
+    close = baostock.pivot(index="trade_date", columns="ts_code", values="close").dropna(axis=1).iloc[:60]
+    empty = evaluate_factor(close * np.nan, close, periods=(1,))
+    assert empty.horizons()[1].reason == "the factor has no finite value on any of its 60 price date(s)"
+    halted = pd.DataFrame(False, index=close.index, columns=close.columns)
+    suspended = evaluate_factor(close.pct_change(5), close, periods=(1,), tradable=halted)
+    assert suspended.horizons()[1].reason.startswith("no forward 1d return: no code with a factor value trades")
+    constant = evaluate_factor(close * 0 + 1.0, close, periods=(1,))
+    assert constant.counts.with_all_forward == 59 and constant.counts.evaluated == 0
+    assert constant.horizons()[1].reason.startswith("no date has 5 distinct quantile edges")
+
+
+def test_a_full_evaluation_has_no_shortfall(baostock: pd.DataFrame) -> None:
+    close = baostock.pivot(index="trade_date", columns="ts_code", values="close").dropna(axis=1).iloc[:200]
+    ours = evaluate_factor(close.pct_change(20), close)
+    assert ours.shortfall() is None and ours.reasons() == []
+    assert all(h.reason is None and h.ic_dates == ours.metrics().loc[p, "dates"] for p, h in ours.horizons().items())

@@ -424,5 +424,5 @@ def test_saving_a_near_duplicate_asks_for_approval(slack: SlackServer, bot: BotP
          "application/x-www-form-urlencoded")
     result = slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, root)(c)
                                  and str(c.args.get("text", "")).startswith("Factor slack_rev_c v1 saved"))[0]
-    assert "Near duplicate of *slack_rev_a*" in json.dumps(_blocks_valid(result))
+    assert "near duplicate of slack_rev_a v1" in json.dumps(_blocks_valid(result))
     assert FactorStore(engine).latest("slack_rev_c").spec["duplicate_approved_by"] == ALICE

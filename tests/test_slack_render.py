@@ -6,17 +6,20 @@ import json
 
 import pytest
 from slack_sdk.models.blocks import Block
+from slack_sdk.models.views import View
 
 from bot.slack.render import (
     answered_message,
+    approval_edit_modal,
     approval_message,
     clarify_message,
     reply_message,
-    signal_result_message,
+    view_message,
 )
-from graphs.interrupts import approval_request, clarify_request
+from graphs.interrupts import approval_request, clarify_request, validate_args
 from graphs.signal.library import STRATEGIES
 from graphs.signal.nodes.report import CONVENTIONS
+from graphs.signal.present import present_signal
 
 
 def _valid(message: dict) -> list[dict]:
@@ -59,17 +62,20 @@ def result() -> dict:
         "first_date": "2019-01-02", "last_date": "2020-06-01", "shape": [342, 30],
         "counts": {"buy": 10, "sell": 12, "hold": 100, "missing": 4},
         "metrics": {"total_return": 0.12, "annual_return": 0.08, "sharpe": 1.1, "max_drawdown": -0.1,
+                    "benchmark_total_return": 0.3, "benchmark_sharpe": 1.4, "benchmark_max_drawdown": -0.2,
+                    "excess_return": -0.18, "exposure": 0.39, "buys": 20, "sells": 20, "round_trips": 18,
                     "trades": 40, "hit_rate": 0.55, "turnover": 0.02, "fee_rate": 0.0005},
         "conventions": CONVENTIONS, "warnings": ["w" * 4000, "two"],
     }
 
 
 def test_signal_result_blocks(result: dict) -> None:
-    message = signal_result_message(result)
+    message = view_message(present_signal(result))
     blocks = _valid(message)
     assert blocks[0]["type"] == "header"
     assert "and 18 more" in blocks[1]["text"]["text"]
     assert "12.00%" in message["text"] and "Sharpe 1.10" in message["text"]
+    assert "buy-and-hold 30.00% (excess -18.00%)" in message["text"] and "exposure 39%" in message["text"]
     assert len(blocks[2]["fields"]) == 10
 
 
@@ -77,10 +83,9 @@ def test_plain_reply() -> None:
     _valid(reply_message("Cancelled; nothing was run."))
 
 
-def test_approval_shows_details_within_limits_and_only_approve_reject() -> None:
+def test_approval_shows_details_within_limits_and_its_decisions() -> None:
     args = {f"field_{i}": ["x" * 900, "y" * 900, "z" * 900] if i == 0 else i for i in range(14)}
-    payload = approval_request("place_order", "buy 600519.SH", args, "d" * 5000, on_reject="No order is sent.",
-                               allowed=("approve", "edit", "reject"))
+    payload = approval_request("place_order", "buy 600519.SH", args, "d" * 5000, on_reject="No order is sent.")
     blocks = _valid(approval_message("slack-abc", "int-9", payload, "U1"))
     fields = next(b for b in blocks if b.get("fields"))["fields"]
     assert len(fields) == 10 and len(fields[0]["text"]) == 2000 and fields[0]["text"].startswith("*Field 0*")
@@ -88,3 +93,22 @@ def test_approval_shows_details_within_limits_and_only_approve_reject() -> None:
     assert [b["action_id"] for b in buttons] == ["review_approve", "review_reject"]
     assert json.loads(buttons[1]["value"]) == {"t": "slack-abc", "i": "int-9", "d": "reject"}
     assert "<@U1> or a configured approver can decide. Reject: No order is sent." in json.dumps(blocks)
+
+
+def test_approval_with_edit_needs_a_schema_and_gets_a_form_built_from_it() -> None:
+    with pytest.raises(ValueError, match="schema"):
+        approval_request("place_order", "buy", {"shares": 100}, "d", on_reject="x", allowed=("approve", "edit"))
+    schema = {"shares": {"type": "integer", "title": "Shares", "minimum": 100, "maximum": 10_000},
+              "limit": {"type": "number", "title": "Limit price"}}
+    payload = approval_request("place_order", "buy 600519.SH", {"shares": 300, "limit": 1700.5, "code": "600519.SH"},
+                               "d", on_reject="No order.", allowed=("approve", "edit", "reject"), args_schema=schema)
+    buttons = next(b for b in _valid(approval_message("t", "i", payload, "U1")) if b["type"] == "actions")["elements"]
+    assert [b["action_id"] for b in buttons] == ["review_approve", "review_edit", "review_reject"]
+    modal = approval_edit_modal("t", "i", "171.1", payload)
+    View(**modal).validate_json()  # slack_sdk's own checks of a modal
+    inputs = {b["block_id"]: b for b in modal["blocks"] if b["type"] == "input"}
+    assert set(inputs) == {"shares", "limit"} and inputs["shares"]["element"]["initial_value"] == "300"
+    assert validate_args(schema, payload["args"], {"shares": "250"}) == (
+        {"shares": 250, "limit": 1700.5, "code": "600519.SH"}, [])
+    assert validate_args(schema, payload["args"], {"shares": "50", "limit": "abc", "code": "000001.SZ"})[1] == [
+        "code cannot be edited", "Shares must be at least 100", "Limit price must be a number, not 'abc'"]

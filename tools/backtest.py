@@ -1,4 +1,4 @@
-"""A simple next-bar backtest of a date x code signal frame.
+"""A simple next-bar backtest of a date x code signal frame, beside the buy-and-hold of the same codes.
 
 Conventions (stated in every report):
 - target position per code: a signal of 1 means long, -1 short (flat when `long_only`), 0 or NaN keep
@@ -10,7 +10,25 @@ Conventions (stated in every report):
 - the portfolio holds each code with weight 1/N (N codes); fees are `fee_rate` times the traded
   notional, charged on each change of position;
 - Sharpe = mean / std of daily returns x sqrt(252), risk-free rate 0; annualised return compounds
-  to 252 bars a year.
+  to 252 bars a year; the last bar has no next price, so T dates give T - 1 bars of returns.
+
+Benchmark (always reported beside the strategy): the equal-weight buy-and-hold of the same codes at the
+same execution prices over the same bars. Each code gets a 1/N sleeve of capital; the sleeve buys at the
+code's first valid (finite, positive) price from bar 0 on, paying `fee_rate` once, and holds to the end.
+A code that lists later keeps its sleeve in cash until its first price (the buy is at that bar's price,
+like the strategy's trades); a code never priced keeps cash throughout. A missing price later
+(suspension, delisting) values the holding at its last price. Nothing is sold at the end, as the
+strategy is not charged for closing its open positions either.
+
+Counts, each labelled for what it counts:
+- signal_days_buy / signal_days_sell: cells of the signal equal to 1 / -1, over every date and code
+  (a code signalling 1 on ten days while already long counts ten);
+- buys / sells: executed position increases / decreases (long-only: entries / exits; long-short: a
+  buy opens a long or covers a short, a sell closes a long or opens a short); trades = buys + sells;
+- round_trips: holding periods closed (a position opened and later closed or reversed);
+  open_positions: codes still holding on the last bar. Holding periods = round_trips + open_positions,
+  the denominator of the hit rate.
+Executed counts cover the bars with a return (a trade on the last date cannot be evaluated).
 """
 
 from __future__ import annotations
@@ -21,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 BARS_PER_YEAR = 252
+MAX_LISTED_CODES = 10
 
 
 @dataclass(frozen=True)
@@ -30,11 +49,24 @@ class BacktestMetrics:
     sharpe: float
     max_drawdown: float
     turnover: float  # average daily traded notional as a share of capital
-    trades: int  # changes of position, summed over codes
+    trades: int  # executed changes of position (buys + sells), summed over codes
     hit_rate: float  # share of closed or open holding periods with a positive return
     bars: int
     fee_rate: float
     long_only: bool
+    exposure: float  # average fraction of capital invested (gross: long plus short) over the bars
+    signal_days_buy: int  # signal cells equal to 1
+    signal_days_sell: int  # signal cells equal to -1
+    buys: int  # executed position increases
+    sells: int  # executed position decreases
+    round_trips: int  # holding periods closed
+    open_positions: int  # codes holding on the last bar
+    benchmark_total_return: float  # equal-weight buy-and-hold of the same codes (module docstring)
+    benchmark_annual_return: float
+    benchmark_sharpe: float
+    benchmark_max_drawdown: float
+    excess_return: float  # total_return - benchmark_total_return
+    excess_annual_return: float  # annual_return - benchmark_annual_return
 
     def as_dict(self) -> dict[str, float | int | bool]:
         return asdict(self)
@@ -44,8 +76,11 @@ class BacktestMetrics:
 class BacktestResult:
     metrics: BacktestMetrics
     daily_returns: pd.Series
-    equity: pd.Series
+    equity: pd.Series  # value after each bar's return, starting capital 1
     positions: pd.DataFrame
+    exposure: pd.Series  # fraction of capital invested per bar
+    benchmark_returns: pd.Series  # the buy-and-hold's daily returns, on the same bars
+    benchmark_equity: pd.Series
 
 
 def target_positions(signal: pd.DataFrame, long_only: bool = True) -> pd.DataFrame:
@@ -57,37 +92,87 @@ def target_positions(signal: pd.DataFrame, long_only: bool = True) -> pd.DataFra
     return target.astype("float64")
 
 
+def executed_changes(positions: pd.DataFrame | pd.Series) -> pd.DataFrame | pd.Series:
+    """Change of position at each bar with a return (from flat before the first bar; the last bar is left out).
+
+    Positive values are buys, negative values sells: the counts in the metrics and the chart markers.
+    """
+    change = positions.diff()
+    change.iloc[:1] = positions.iloc[:1]
+    return change.iloc[:-1]
+
+
+def buy_and_hold(price: pd.DataFrame, fee_rate: float = 0.0) -> pd.Series:
+    """Equity of the equal-weight buy-and-hold of `price`'s codes (module docstring), labelled like
+    `run_backtest`'s equity: the value at bar t is taken at bar t+1's price (T dates give T - 1 values)."""
+    px = price.to_numpy(dtype=float)
+    if len(px) < 2 or px.shape[1] == 0:
+        return pd.Series(1.0, index=price.index[:0], dtype=float)
+    priced = np.isfinite(px) & (px > 0)
+    listed = priced.any(axis=0)
+    first = priced.argmax(axis=0)
+    entry = np.where(listed, px[first, np.arange(px.shape[1])], np.nan)
+    held = price.where(priced).ffill().to_numpy(dtype=float)[1:]  # valued at the last valid price
+    entered = listed & (np.arange(len(px) - 1)[:, None] >= first)
+    value = np.where(entered, (1.0 - fee_rate) * held / entry, 1.0)
+    return pd.Series(value.mean(axis=1), index=price.index[:-1])
+
+
 def run_backtest(signal: pd.DataFrame, price: pd.DataFrame, fee_rate: float = 0.0005,
                  long_only: bool = True) -> BacktestResult:
-    """Backtest `signal` against execution prices `price` (same dates and codes)."""
+    """Backtest `signal` against execution prices `price` (same dates and codes), with its benchmark."""
     price = price.reindex(index=signal.index, columns=signal.columns)
     positions = target_positions(signal, long_only).shift(1).fillna(0.0)
     forward = (price.shift(-1) / price - 1.0).fillna(0.0)
     n = signal.shape[1]
-    traded = positions.diff().abs()
-    traded.iloc[0] = positions.iloc[0].abs()
-    daily = (positions * forward).sum(axis=1) / n - fee_rate * traded.sum(axis=1) / n
-    daily = daily.iloc[:-1]  # the last bar has no next price
+    changes = executed_changes(positions)
+    traded = changes.abs()
+    daily = (positions.iloc[:-1] * forward.iloc[:-1]).sum(axis=1) / n - fee_rate * traded.sum(axis=1) / n
     equity = (1.0 + daily).cumprod()
+    exposure = positions.iloc[:-1].abs().sum(axis=1) / max(n, 1)
+    bench_equity = buy_and_hold(price, fee_rate)
+    bench_daily = bench_equity / bench_equity.shift(1, fill_value=1.0) - 1.0
+    total, annual, sharpe, drawdown = _performance(daily, equity)
+    b_total, b_annual, b_sharpe, b_drawdown = _performance(bench_daily, bench_equity)
+    bars = len(daily)
+    held = positions.iloc[:-1]
+    metrics = BacktestMetrics(
+        total_return=total,
+        annual_return=annual,
+        sharpe=sharpe,
+        max_drawdown=drawdown,
+        turnover=float(traded.sum(axis=1).mean() / n) if bars else 0.0,
+        trades=int((changes != 0).sum().sum()),
+        hit_rate=_hit_rate(held, forward.iloc[:-1]),
+        bars=bars,
+        fee_rate=fee_rate,
+        long_only=long_only,
+        exposure=float(exposure.mean()) if bars else 0.0,
+        signal_days_buy=int((signal == 1).sum().sum()),
+        signal_days_sell=int((signal == -1).sum().sum()),
+        buys=int((changes > 0).sum().sum()),
+        sells=int((changes < 0).sum().sum()),
+        round_trips=int(((held.shift(1, fill_value=0.0) != 0) & (changes != 0)).sum().sum()),
+        open_positions=int((held.iloc[-1] != 0).sum()) if bars else 0,
+        benchmark_total_return=b_total,
+        benchmark_annual_return=b_annual,
+        benchmark_sharpe=b_sharpe,
+        benchmark_max_drawdown=b_drawdown,
+        excess_return=total - b_total,
+        excess_annual_return=annual - b_annual,
+    )
+    return BacktestResult(metrics, daily, equity, positions, exposure, bench_daily, bench_equity)
+
+
+def _performance(daily: pd.Series, equity: pd.Series) -> tuple[float, float, float, float]:
+    """Total return, annualised return, Sharpe and maximum drawdown of a daily return series and its equity."""
     bars = len(daily)
     total = float(equity.iloc[-1] - 1.0) if bars else 0.0
     annual = float((1.0 + total) ** (BARS_PER_YEAR / bars) - 1.0) if bars and total > -1 else -1.0
     std = float(daily.std(ddof=1)) if bars > 1 else 0.0
     sharpe = float(daily.mean() / std * np.sqrt(BARS_PER_YEAR)) if std > 0 else 0.0
     drawdown = float((equity / equity.cummax() - 1.0).min()) if bars else 0.0
-    metrics = BacktestMetrics(
-        total_return=total,
-        annual_return=annual,
-        sharpe=sharpe,
-        max_drawdown=drawdown,
-        turnover=float(traded.iloc[:-1].sum(axis=1).mean() / n) if bars else 0.0,
-        trades=int((traded.iloc[:-1] > 0).sum().sum()),
-        hit_rate=_hit_rate(positions.iloc[:-1], forward.iloc[:-1]),
-        bars=bars,
-        fee_rate=fee_rate,
-        long_only=long_only,
-    )
-    return BacktestResult(metrics, daily, equity, positions)
+    return total, annual, sharpe, drawdown
 
 
 def _hit_rate(positions: pd.DataFrame, forward: pd.DataFrame) -> float:
@@ -103,3 +188,53 @@ def _hit_rate(positions: pd.DataFrame, forward: pd.DataFrame) -> float:
     growth = np.bincount(run_id[active], weights=np.log1p(held[active] * forward.to_numpy()[active]))
     present = np.bincount(run_id[active]) > 0
     return float((growth[present] > 0).sum() / present.sum())
+
+
+def degeneracy_warnings(signal: pd.DataFrame, result: BacktestResult) -> dict[str, str]:
+    """Plain-language warnings, keyed by kind, when a strategy degenerates; empty when none applies.
+
+    Kinds: no_bars, no_signal (each alone: nothing else can be judged), constant_signal, never_buys,
+    never_sells, never_in_market, always_in_market, codes_without_signal, codes_never_traded.
+    """
+    m = result.metrics
+    rows, cols = signal.shape
+    if m.bars == 0:
+        return {"no_bars": f"only {rows} date(s) and {cols} code(s): nothing to backtest (a return needs two dates)"}
+    values = signal.to_numpy(dtype=float)
+    present = values[np.isfinite(values)]
+    if present.size == 0:
+        return {"no_signal": "the signal has no values at all (every cell is NaN)"}
+    out: dict[str, str] = {}
+    distinct = np.unique(present)
+    if len(distinct) == 1:
+        out["constant_signal"] = (f"the signal is constant: every value is {distinct[0]:g} ({present.size} of "
+                                  f"{values.size} cells, the rest NaN)")
+    if m.signal_days_buy == 0:
+        out["never_buys"] = f"never buys: the signal has no 1 in {rows} dates x {cols} codes"
+    if m.buys and not m.sells:
+        out["never_sells"] = (f"never sells: {m.buys} position(s) opened and none closed (the signal has "
+                              f"{m.signal_days_sell} sell value(s)); every position is held to the end")
+    held = result.positions.iloc[:-1] != 0
+    if not held.any().any():
+        out["never_in_market"] = "never in the market: no position is held on any bar"
+    elif m.bars > 1 and held.iloc[1:].all().all():
+        like = ("buy-and-hold entered one bar late" if (result.positions.iloc[1:-1] > 0).all().all()
+                else "long or short in every code throughout")
+        out["always_in_market"] = (f"always fully invested: every code is held on every bar from "
+                                   f"{_date(held.index[1])} on ({like})")
+    silent = signal.columns[signal.isna().all()]
+    if len(silent):
+        out["codes_without_signal"] = f"{len(silent)} of {cols} code(s) have no signal value at all: {_names(silent)}"
+    idle = signal.columns[(executed_changes(result.positions) == 0).all()]
+    if held.any().any() and len(idle):
+        out["codes_never_traded"] = f"{len(idle)} of {cols} code(s) never trade: {_names(idle)}"
+    return out
+
+
+def _names(codes: pd.Index) -> str:
+    shown = ", ".join(map(str, codes[:MAX_LISTED_CODES]))
+    return shown + (f" and {len(codes) - MAX_LISTED_CODES} more" if len(codes) > MAX_LISTED_CODES else "")
+
+
+def _date(value: object) -> str:
+    return f"{value:%Y%m%d}" if isinstance(value, pd.Timestamp) else str(value)

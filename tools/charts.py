@@ -1,16 +1,27 @@
-"""Charts as PNG bytes (matplotlib, headless)."""
+"""Charts as PNG bytes (matplotlib, headless). A chart with nothing to plot draws a note saying why instead
+of empty axes; the functions that decide what is drawn (`nothing_to_plot`, `factor_chart_plan`) are plain
+data, so they are tested without looking at pixels."""
 
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 
 import matplotlib
 
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+
+from tools.backtest import executed_changes  # noqa: E402
+from tools.evaluation import FactorEvaluation  # noqa: E402
+
+ROLLING = 20  # dates in the rolling means of IC and turnover
+HORIZON_COLOURS = ("#2c3e50", "#c0392b", "#27ae60", "#8e44ad", "#d35400", "#2980b9")
 
 
 def _png(fig: Figure) -> bytes:
@@ -20,11 +31,38 @@ def _png(fig: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def price_with_trades(close: pd.Series, positions: pd.Series, title: str) -> bytes:
-    """One code's close with markers where its position goes up (buy) or down (sell)."""
-    change = positions.diff().fillna(positions)
-    fig, ax = plt.subplots(figsize=(10, 4.5))
+def note_chart(title: str, note: str) -> bytes:
+    """A chart that only says why there is nothing to plot."""
+    fig, ax = plt.subplots(figsize=(10, 3))
+    ax.set_axis_off()
+    ax.set_title(title)
+    ax.text(0.5, 0.5, note, ha="center", va="center", wrap=True, fontsize=11, transform=ax.transAxes)
+    return _png(fig)
+
+
+def nothing_to_plot(data: pd.Series | pd.DataFrame, what: str) -> str | None:
+    """Why `data` gives nothing to plot (no rows, no columns, every value missing), or None when it does."""
+    if data.empty:
+        return f"no {what} to plot: no dates" if len(data.index) == 0 else f"no {what} to plot: no codes"
+    if not data.notna().to_numpy().any():
+        return f"no {what} to plot: every value is missing"
+    return None
+
+
+def price_with_trades(close: pd.Series, positions: pd.Series, title: str, *, equity: pd.Series | None = None,
+                      benchmark: pd.Series | None = None) -> bytes:
+    """One code's close with markers where the backtest buys (position up) and sells (position down), counted as
+    the backtest's metrics count them; with `equity` and `benchmark`, a second panel compares the strategy's
+    equity with buying and holding the code."""
+    note = nothing_to_plot(close, "prices")
+    if note:
+        return note_chart(title, note)
+    compare = equity is not None and not equity.empty
+    fig, axes = plt.subplots(2 if compare else 1, 1, figsize=(10, 7 if compare else 4.5), sharex=True, squeeze=False,
+                             gridspec_kw={"height_ratios": [3, 2] if compare else [1]})
+    ax = axes[0, 0]
     ax.plot(close.index, close.to_numpy(), color="#34495e", linewidth=1.2, label="close")
+    change = executed_changes(positions)
     buys, sells = change[change > 0].index, change[change < 0].index
     ax.scatter(buys, close.reindex(buys), marker="^", color="#27ae60", s=60, label=f"buy ({len(buys)})", zorder=3)
     ax.scatter(sells, close.reindex(sells), marker="v", color="#c0392b", s=60, label=f"sell ({len(sells)})",
@@ -32,55 +70,111 @@ def price_with_trades(close: pd.Series, positions: pd.Series, title: str) -> byt
     ax.set_title(title)
     ax.legend(loc="best")
     ax.grid(alpha=0.3)
+    if equity is not None and compare:
+        _equity_panel(axes[1, 0], equity, benchmark, "buy-and-hold")
     return _png(fig)
 
 
-def equity_and_signal_counts(equity: pd.Series, signal: pd.DataFrame, title: str) -> bytes:
-    """Portfolio equity curve above daily counts of buy and sell signals."""
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 6), sharex=True, gridspec_kw={"height_ratios": [2, 1]})
-    top.plot(equity.index, equity.to_numpy(), color="#2c3e50", linewidth=1.3)
-    top.axhline(1.0, color="#95a5a6", linewidth=0.8)
+def equity_and_signal_counts(equity: pd.Series, signal: pd.DataFrame, title: str, *,
+                             benchmark: pd.Series | None = None, exposure: pd.Series | None = None) -> bytes:
+    """Portfolio equity (with the equal-weight buy-and-hold `benchmark` when given), the fraction of capital
+    invested (`exposure`, when given), and the daily number of codes signalling 1 and -1."""
+    note = nothing_to_plot(signal, "signal") or nothing_to_plot(equity, "backtest bars")
+    if note:
+        return note_chart(title, note)
+    panels = 3 if exposure is not None else 2
+    fig, axes = plt.subplots(panels, 1, figsize=(10, 2.5 + 2 * panels), sharex=True,
+                             gridspec_kw={"height_ratios": [2] + [1] * (panels - 1)})
+    top, bottom = axes[0], axes[-1]
+    _equity_panel(top, equity, benchmark, "buy-and-hold, equal weight")
     top.set_title(title)
-    top.set_ylabel("equity")
-    top.grid(alpha=0.3)
+    if exposure is not None:
+        middle = axes[1]
+        middle.fill_between(exposure.index, exposure.to_numpy(), step="mid", color="#2980b9", alpha=0.6, linewidth=0)
+        middle.set_ylim(0, max(1.0, float(exposure.max())))
+        middle.set_ylabel(f"invested\n(mean {exposure.mean():.0%})")
+        middle.grid(alpha=0.3)
     buys, sells = (signal == 1).sum(axis=1).to_numpy(), (signal == -1).sum(axis=1).to_numpy()
-    bottom.fill_between(signal.index, buys, step="mid", color="#27ae60", alpha=0.8, linewidth=0, label="buy")
-    bottom.fill_between(signal.index, -sells, step="mid", color="#c0392b", alpha=0.8, linewidth=0, label="sell")
+    bottom.fill_between(signal.index, buys, step="mid", color="#27ae60", alpha=0.8, linewidth=0, label="codes at 1")
+    bottom.fill_between(signal.index, -sells, step="mid", color="#c0392b", alpha=0.8, linewidth=0,
+                        label="codes at -1")
     bottom.set_ylabel("signals")
     bottom.legend(loc="upper left")
     bottom.grid(alpha=0.3)
     return _png(fig)
 
 
-def factor_tear_sheet(ic: pd.Series, rank_ic: pd.Series, quantile_mean: pd.Series,
-                      quantile_daily: pd.DataFrame, turnover: pd.DataFrame, title: str) -> bytes:
-    """Four panels: IC and Rank IC with a 20-day rolling mean, mean (demeaned) return by quantile,
-    cumulative demeaned return per quantile, and turnover of the top and bottom quantiles."""
-    fig, axes = plt.subplots(2, 2, figsize=(13, 8))
-    (ic_ax, bar_ax), (cum_ax, turn_ax) = axes
-    ic_ax.bar(rank_ic.index, rank_ic.to_numpy(), color="#95a5a6", width=1.0, label="Rank IC")
-    ic_ax.plot(rank_ic.index, rank_ic.rolling(20, min_periods=5).mean().to_numpy(), color="#c0392b",
-               label="Rank IC, 20-day mean")
-    ic_ax.plot(ic.index, ic.rolling(20, min_periods=5).mean().to_numpy(), color="#2c3e50", label="IC, 20-day mean")
-    ic_ax.axhline(0, color="black", linewidth=0.6)
-    ic_ax.set_title(f"IC and Rank IC ({ic.name}-day forward return)")
-    ic_ax.legend(loc="best", fontsize=8)
-    bar_ax.bar(range(len(quantile_mean)), quantile_mean.to_numpy() * 1e4, color="#2980b9")
-    bar_ax.set_xticks(range(len(quantile_mean)), [f"Q{q}" for q in quantile_mean.index])
-    bar_ax.set_title(f"Mean demeaned {quantile_mean.name}-day return by quantile (bps)")
-    bar_ax.axhline(0, color="black", linewidth=0.6)
-    cumulative = (1 + quantile_daily.fillna(0)).cumprod() - 1
-    for q in cumulative.columns:
-        cum_ax.plot(cumulative.index, cumulative[q].to_numpy(), label=f"Q{q}")
-    cum_ax.set_title("Cumulative demeaned 1-day return by quantile")
-    cum_ax.legend(loc="best", fontsize=8)
-    for q, color in ((turnover.columns[0], "#27ae60"), (turnover.columns[-1], "#c0392b")):
-        turn_ax.plot(turnover.index, turnover[q].rolling(20, min_periods=5).mean().to_numpy(), color=color,
-                     label=f"Q{q}, 20-day mean")
-    turn_ax.set_title("Quantile turnover (1 day)")
-    turn_ax.legend(loc="best", fontsize=8)
+def _equity_panel(ax: Axes, equity: pd.Series, benchmark: pd.Series | None, label: str) -> None:
+    ax.plot(equity.index, equity.to_numpy(), color="#2c3e50", linewidth=1.3,
+            label=f"strategy ({equity.iloc[-1] - 1:+.1%})")
+    if benchmark is not None and not benchmark.empty:
+        ax.plot(benchmark.index, benchmark.to_numpy(), color="#e67e22", linewidth=1.1,
+                label=f"{label} ({benchmark.iloc[-1] - 1:+.1%})")
+    ax.axhline(1.0, color="#95a5a6", linewidth=0.8)
+    ax.set_ylabel("equity")
+    ax.legend(loc="upper left", fontsize=8)
+    ax.grid(alpha=0.3)
+
+
+@dataclass(frozen=True)
+class FactorChartPlan:
+    """What the factor chart draws: the horizons with dates to plot, why the others are left out, and the note
+    drawn instead of the panels when no horizon has any."""
+
+    horizons: tuple[int, ...]
+    skipped: dict[int, str]
+    note: str | None
+
+
+def factor_chart_plan(evaluation: FactorEvaluation) -> FactorChartPlan:
+    """Plot every period with at least one dated Rank IC; a period without says why (`horizons()` reasons)."""
+    horizons, skipped = [], {}
+    for p, h in evaluation.horizons().items():
+        if h.rank_ic_dates:
+            horizons.append(p)
+        else:
+            skipped[p] = h.reason or "no date with a Rank IC"
+    note = None if horizons else "no evaluable dates for any horizon: " + "; ".join(evaluation.reasons())
+    return FactorChartPlan(tuple(horizons), skipped, note)
+
+
+def factor_chart(evaluation: FactorEvaluation, title: str) -> bytes:
+    """Four panels over every evaluated horizon: cumulative Rank IC, mean demeaned return by quantile (on a daily
+    basis), cumulative top-minus-bottom spread, and top / bottom quantile turnover; a note when nothing plots."""
+    plan = factor_chart_plan(evaluation)
+    if plan.note:
+        return note_chart(title, plan.note)
+    fig, axes = plt.subplots(2, 2, figsize=(13, 8), layout="constrained")
+    (ic_ax, bar_ax), (spread_ax, turn_ax) = axes
+    top, bottom = evaluation.quantiles, 1
+    width = 0.8 / len(plan.horizons)
+    quantiles = np.arange(1, evaluation.quantiles + 1)
+    for i, p in enumerate(plan.horizons):
+        colour = HORIZON_COLOURS[i % len(HORIZON_COLOURS)]
+        rank_ic = evaluation.rank_ic[p].dropna()
+        ic_ax.plot(rank_ic.index, rank_ic.cumsum().to_numpy(), color=colour,
+                   label=f"{p}d (mean {rank_ic.mean():.3f}, {len(rank_ic)} dates)")
+        daily_rate = (1 + evaluation.quantile_mean[p]) ** (1 / p) - 1
+        bar_ax.bar(quantiles + (i - (len(plan.horizons) - 1) / 2) * width, daily_rate.to_numpy() * 1e4, width,
+                   color=colour, label=f"{p}d")
+        spread = evaluation.spread[p].dropna()
+        spread_ax.plot(spread.index, (spread / p).cumsum().to_numpy(), color=colour, label=f"{p}d")
+        for q, style in ((top, "-"), (bottom, "--")):
+            turnover = evaluation.turnover[p][q].dropna().rolling(ROLLING, min_periods=1).mean()
+            turn_ax.plot(turnover.index, turnover.to_numpy(), color=colour, linestyle=style, label=f"{p}d Q{q}")
+    ic_ax.set_title("Cumulative Rank IC per horizon")
+    bar_ax.set_xticks(quantiles, [f"Q{q}" for q in quantiles])
+    bar_ax.set_title("Mean demeaned return by quantile (bps a day, (1 + r)^(1/p) - 1)")
+    spread_ax.set_title(f"Cumulative Q{top} - Q{bottom} spread (each date's p-day spread / p)")
+    turn_ax.set_title(f"Quantile turnover, {ROLLING}-date mean (solid Q{top}, dashed Q{bottom})")
     for ax in axes.ravel():
+        ax.axhline(0, color="black", linewidth=0.6)
+        ax.legend(loc="best", fontsize=8)
         ax.grid(alpha=0.3)
+    if plan.skipped:
+        fig.supxlabel("not plotted: " + "; ".join(f"{p}d: {r}" for p, r in plan.skipped.items()), fontsize=8,
+                      wrap=True)
+    for ax in (ic_ax, spread_ax, turn_ax):
+        ax.tick_params(axis="x", labelrotation=30)
     fig.suptitle(title)
-    fig.autofmt_xdate()
     return _png(fig)

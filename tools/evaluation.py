@@ -26,11 +26,15 @@ Conventions (the tests compare each with alphalens-reloaded 0.5.1 on real data):
   apart.
 - annualisation: a period-p mean return r is put on a daily basis as (1 + r)^(1/p) - 1 (alphalens
   `rate_of_return`) and compounded over 252 trading days a year.
+- missing figures: `DateCounts` records how many factor dates survive each requirement above, so
+  `FactorEvaluation.horizons()` and `missing_reasons()` say why a figure is NaN (e.g. the prices end
+  before a forward return exists), and `shortfall()` flags fewer than `MIN_EVALUATED_DATES` dates.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -38,10 +42,36 @@ import numpy as np
 import pandas as pd
 
 TRADING_DAYS = 252
+MIN_EVALUATED_DATES = 20  # fewer dates with an IC than this make figures too thin to save without approval
 
 
 class EvaluationError(ValueError):
     """The factor and prices cannot be evaluated together; the message says why."""
+
+
+@dataclass(frozen=True)
+class DateCounts:
+    """How many factor dates pass each requirement of the evaluated set, in order."""
+
+    dates: int  # factor dates that are also price dates
+    with_values: int  # ... with a finite factor value for at least one code
+    in_calendar: dict[int, int]  # period -> dates with a price row `period` rows later
+    with_forward: dict[int, int]  # period -> dates where a code has a factor value and that period's forward return
+    with_all_forward: int  # dates where a code has a factor value and a forward return for every period
+    evaluated: int  # dates left once dates without unique quantile edges drop out
+    price_end: pd.Timestamp  # the last price date
+
+
+@dataclass(frozen=True)
+class HorizonCoverage:
+    """Dates behind one period's figures, and why there are none (None when there are some)."""
+
+    period: int
+    forward_dates: int  # dates where a code has a factor value and this period's forward return
+    evaluated_dates: int  # dates in the evaluated set (the same for every period: it needs all of them)
+    ic_dates: int  # dates with a Pearson IC (metrics()["dates"])
+    rank_ic_dates: int  # dates with a Rank IC
+    reason: str | None
 
 
 @dataclass
@@ -60,6 +90,7 @@ class FactorEvaluation:
     factor_returns: pd.DataFrame  # dates x periods: factor-weighted long-short
     turnover: dict[int, pd.DataFrame]  # period -> dates x quantiles
     rank_autocorrelation: pd.DataFrame  # dates x periods
+    counts: DateCounts
     coverage: pd.Series = field(default_factory=lambda: pd.Series(dtype=float))  # evaluated codes per date
 
     def metrics(self) -> pd.DataFrame:
@@ -87,6 +118,88 @@ class FactorEvaluation:
                 "dates": int(ic["n"]),
             })
         return pd.DataFrame(rows).set_index("period")
+
+    def horizons(self) -> dict[int, HorizonCoverage]:
+        """Per period: the dates its figures rest on and, when it has no dated IC, why."""
+        return {p: HorizonCoverage(p, self.counts.with_forward[p], self.counts.evaluated,
+                                   int(self.ic_summary.loc[("ic", p), "n"]),
+                                   int(self.ic_summary.loc[("rank_ic", p), "n"]), self._horizon_reason(p))
+                for p in self.periods}
+
+    def missing_reasons(self) -> dict[int, dict[str, str]]:
+        """Period -> metric -> why it is NaN, for every NaN figure of `metrics()` (periods without one left out)."""
+        out: dict[int, dict[str, str]] = {}
+        for p, row in self.metrics().iterrows():
+            horizon = self._horizon_reason(int(p))
+            reasons = {str(name): horizon or self._metric_reason(str(name), int(p))
+                       for name, value in row.items() if not np.isfinite(value)}
+            if reasons:
+                out[int(p)] = reasons
+        return out
+
+    def reasons(self, periods: Iterable[int] | None = None) -> list[str]:
+        """The distinct reasons why `periods` (default all) have no dated IC; one that repeats inside another
+        (a longer horizon's, quoted by the shorter ones it blocks) is given once."""
+        found = [r for p in (self.periods if periods is None else periods) if (r := self._horizon_reason(p))]
+        found = list(dict.fromkeys(found))
+        return [r for r in found if not any(r != other and r in other for other in found)]
+
+    def shortfall(self, minimum: int = MIN_EVALUATED_DATES) -> str | None:
+        """Why the figures are too thin to keep (a period with fewer than `minimum` dates with an IC), or None."""
+        short = {p: min(h.ic_dates, h.rank_ic_dates) for p, h in self.horizons().items()}
+        short = {p: n for p, n in short.items() if n < minimum}
+        if not short:
+            return None
+        c = self.counts
+        funnel = (f"dates: {c.dates} in the factor, {c.with_values} with values, "
+                  + ", ".join(f"{c.with_forward[p]} with a forward {p}d return" for p in self.periods)
+                  + f" (prices end {c.price_end:%Y%m%d}), {c.evaluated} evaluated")
+        counts = ", ".join(f"{p}d: {n}" for p, n in short.items())
+        detail = "; ".join(self.reasons(short))
+        return f"fewer than {minimum} evaluable dates ({counts})" + (f": {detail}" if detail else "") + f". {funnel}"
+
+    def _horizon_reason(self, period: int) -> str | None:
+        """Why `period` has no date with an IC, from the first requirement no date meets."""
+        c = self.counts
+        if c.with_values == 0:
+            return f"the factor has no finite value on any of its {c.dates} price date(s)"
+        if c.in_calendar[period] == 0:
+            return (f"no forward {period}d return: the data ends {c.price_end:%Y%m%d}, fewer than {period} trading "
+                    f"day(s) after the first factor date {self.ic.index[0]:%Y%m%d}")
+        if c.with_forward[period] == 0:
+            return (f"no forward {period}d return: no code with a factor value trades both on a date and {period} "
+                    "trading day(s) later (suspended or not listed)")
+        if c.with_all_forward == 0:
+            lacking = [q for q in self.periods if c.with_forward[q] == 0]
+            together = ", ".join(f"{q}d" for q in self.periods)
+            if not lacking:
+                return f"no code has a forward return for every horizon evaluated together ({together}) on one date"
+            q = lacking[-1]
+            return (f"no date has a forward return for every horizon evaluated together ({together}), because "
+                    f"{self._horizon_reason(q)}; evaluate without {q}d to use the others")
+        if c.evaluated == 0:
+            return (f"no date has {self.quantiles} distinct quantile edges (too few codes or too many tied factor "
+                    "values)")
+        if min(self.ic[period].count(), self.rank_ic[period].count()) == 0:
+            return f"no date has 2 or more evaluated codes whose factor values and {period}d returns both vary"
+        return None
+
+    def _metric_reason(self, name: str, period: int) -> str:
+        """Why one figure is NaN when its period has dates with an IC."""
+        if name.startswith(("ic", "rank_ic")):
+            kind, label = ("rank_ic", "Rank IC") if name.startswith("rank_ic") else ("ic", "IC")
+            n = int(self.ic_summary.loc[(kind, period), "n"])
+            if n < 2:
+                return f"only {n} date(s) with a defined {label}: a standard deviation needs 2"
+            return f"the {label} is the same on every date (standard deviation 0)"
+        if name in ("top_mean", "bottom_mean", "spread_mean"):
+            return "the top or bottom quantile is empty on every evaluated date (tied factor values)"
+        if name == "spread_se":
+            return "a standard error needs 2 or more evaluated dates with the top and bottom quantiles"
+        if name.startswith(("turnover", "rank_autocorr")):
+            return (f"needs an evaluated date {period} date(s) after another; {self.counts.evaluated} of "
+                    f"{self.counts.dates} factor date(s) are evaluated")
+        return "not defined on the evaluated dates"
 
 
 def annualised(period_return: float, period: int) -> float:
@@ -119,8 +232,15 @@ def evaluate_factor(factor: pd.DataFrame, prices: pd.DataFrame, periods: tuple[i
         fwd = {p: job.result() for p, job in pending.items()}  # finite only where t and t+p are tradable
         del px, trade_ok
         valid = np.isfinite(f)
+        finite = valid.copy()
+        with_values, with_forward = int(finite.any(axis=1).sum()), {}
         for p in periods:
-            valid &= np.isfinite(fwd[p])
+            ok = np.isfinite(fwd[p])
+            valid &= ok
+            ok &= finite
+            with_forward[p] = int(ok.any(axis=1).sum())
+        with_all_forward = int(valid.any(axis=1).sum())
+        del finite, ok
         f[~valid] = np.nan
         order = np.argsort(f, axis=1)  # NaN last; shared by the quantile edges and the factor's ranks
         ordered = np.take_along_axis(f, order, axis=1)
@@ -169,6 +289,10 @@ def evaluate_factor(factor: pd.DataFrame, prices: pd.DataFrame, periods: tuple[i
         factor_returns=per_date("factor_returns"),
         turnover={p: pd.DataFrame(per[p]["turnover"], index=index, columns=quantile_axis) for p in periods},
         rank_autocorrelation=per_date("autocorr"),
+        counts=DateCounts(dates=len(dates), with_values=with_values,
+                          in_calendar={p: int((rows + p < len(prices.index)).sum()) for p in periods},
+                          with_forward=with_forward, with_all_forward=with_all_forward,
+                          evaluated=int((n > 0).sum()), price_end=prices.index[-1]),
         coverage=pd.Series(n, index=index, name="codes"),
     )
 

@@ -28,12 +28,15 @@ class Settings(BaseSettings):
     local_data_path: Path | None = Field(default=None, alias="QUANTDESK_LOCAL_DATA")
     tushare_token: SecretStr | None = Field(default=None, alias="TUSHARE_TOKEN")
     tushare_api_url: str = Field(default="http://api.tushare.pro", alias="TUSHARE_API_URL")
+    cache_recent_days: int = Field(default=7, ge=0, alias="QUANTDESK_CACHE_RECENT_DAYS")
+    cache_recent_ttl: float = Field(default=600.0, ge=0, alias="QUANTDESK_CACHE_RECENT_TTL")
 
     # LLM
     openai_api_key: SecretStr | None = Field(default=None, alias="OPENAI_API_KEY")
     openai_base_url: str | None = Field(default=None, alias="OPENAI_BASE_URL")
     model: str = Field(default="gpt-4o", alias="QUANTDESK_MODEL")
     light_model: str = Field(default="gpt-4o-mini", alias="QUANTDESK_LIGHT_MODEL")
+    llm_timeout_seconds: float = Field(default=60.0, gt=0, alias="QUANTDESK_LLM_TIMEOUT")
 
     # Slack
     slack_bot_token: SecretStr | None = Field(default=None, alias="SLACK_BOT_TOKEN")

@@ -138,14 +138,6 @@ class Workspace:
     def names(self) -> list[str]:
         return [item.name for item in self.list()]
 
-    def delete(self, name: str) -> None:
-        with Session(self.engine) as session, session.begin():
-            session.execute(
-                delete(WorkspaceFrame).where(
-                    WorkspaceFrame.thread_id == self.thread_id, WorkspaceFrame.name == check_name(name)
-                )
-            )
-
     def clear(self) -> None:
         with Session(self.engine) as session, session.begin():
             session.execute(delete(WorkspaceFrame).where(WorkspaceFrame.thread_id == self.thread_id))

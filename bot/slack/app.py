@@ -11,31 +11,30 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
-from bot.factor_views import factor_list_text, factor_show_text
 from bot.slack import render
 from bot.slack.frontdoor import FrontDoor, Where, clean_text, parse_button_value
 from graphs.factor.template import edit_problems
+from graphs.interrupts import APPROVAL, validate_args
+from graphs.registry import PLANNED, WORKFLOWS, not_available
 from tools.settings import Settings
 
 log = logging.getLogger(__name__)
 
-USAGE = """*QuantDesk* — `/quant <subcommand>`
-• `/quant signal STRATEGY CODES START END [name=value ...]` — e.g. `/quant signal ma_cross 000001.SZ,600000.SH \
-20200101 20200630 fast=5 slow=20`. Strategies: ma_cross, momentum, mean_reversion, rsi, bollinger, channel, valuation.
-• `/quant factor KIND START END [window=N] [name=NAME]` — code, check and evaluate a factor, with your review \
-before anything is saved; e.g. `/quant factor momentum 20190301 20200601 window=20`. Kinds: momentum, reversal, \
-volatility, turnover, volume_price_corr, value, book_to_price, size, combo (`combo 0.5*momentum(20) - \
-volatility(20)`); plain words when an LLM is configured.
-• `/quant factor list` · `/quant factor show NAME` — the saved factor library
-• `/quant status` — your open threads and the questions waiting for you
-• `/quant help` — this text
-Or mention me in a channel (`@QuantDesk signal rsi 600519.SH 20190101 20200601`, or plain words when an LLM is \
-configured) and reply in the thread when I ask something."""
+def usage() -> str:
+    """`/quant help`, from the workflow registry."""
+    lines = ["*QuantDesk* — `/quant <subcommand>`"]
+    for workflow in WORKFLOWS.values():
+        lines.append(f"• `/quant {workflow.usage}` — {workflow.summary}; e.g. `/quant {workflow.example}`. "
+                     + "; ".join(workflow.notes) + ".")
+        lines += [f"• `/quant {sub.usage}` — {sub.summary}" for sub in workflow.subcommands.values()]
+    lines += ["• `/quant status` — your open threads and the questions waiting for you",
+              "• `/quant help` — this text",
+              "Or mention me in a channel (`@QuantDesk signal rsi 600519.SH 20190101 20200601`, or plain words when "
+              "an LLM is configured) and reply in the thread when I ask something. A new request typed into a "
+              "thread that waits on a question starts its own thread."]
+    return "\n".join(lines)
 
-NOT_YET = "The {name} workflow is not available yet; `/quant signal` and `/quant factor` are. See `/quant help`."
-WORKFLOW_USAGE = {"signal": "Usage: `/quant signal STRATEGY CODES START END [name=value ...]`. See `/quant help`.",
-                  "factor": "Usage: `/quant factor KIND START END [window=N]`, `/quant factor list` or "
-                            "`/quant factor show NAME`. See `/quant help`."}
+
 NOT_IN_CHANNEL = ("I am not a member of this channel, so I cannot start a thread here. Invite me with "
                   "`/invite @QuantDesk` and run the command again.")
 
@@ -82,19 +81,21 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
         sub, _, rest = text.partition(" ")
         sub = sub.lower()
         user, channel = command["user_id"], command["channel_id"]
+        workflow = WORKFLOWS.get(sub)
         if sub in ("", "help"):
-            respond(response_type="ephemeral", text=USAGE)
+            respond(response_type="ephemeral", text=usage())
         elif sub == "status":
             respond(response_type="ephemeral", text=door_status(door, user))
-        elif sub in ("analyze", "rule"):
-            respond(response_type="ephemeral", text=NOT_YET.format(name=sub))
-        elif sub == "factor" and rest.split()[:1] in (["list"], ["show"]):
+        elif sub in PLANNED:
+            respond(response_type="ephemeral", text=not_available(sub) + " See `/quant help`.")
+        elif workflow is not None and workflow.subcommand(rest.split()):
             words = rest.split()
-            respond(response_type="ephemeral", text=factor_list_text(door.registry.engine) if words[0] == "list"
-                    else factor_show_text(door.registry.engine, " ".join(words[1:])))
-        elif sub in ("signal", "factor"):
+            view = workflow.subcommand(words).run(door.registry.engine, words[1:])  # type: ignore[union-attr]
+            respond(response_type="ephemeral", **render.view_message(view))
+        elif workflow is not None:
             if not rest.strip():
-                respond(response_type="ephemeral", text=WORKFLOW_USAGE[sub])
+                respond(response_type="ephemeral", text=f"Usage: `/quant {workflow.usage}`, e.g. "
+                                                        f"`/quant {workflow.example}`. See `/quant help`.")
                 return
             try:
                 root = client.chat_postMessage(channel=channel, text=f"<@{user}> asked: `/quant {text}`")["ts"]
@@ -105,7 +106,7 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
                 return
             door.submit_text(Where(command["team_id"], channel, root, user), f"{sub} {rest}")
         else:
-            respond(response_type="ephemeral", text=f"Unknown subcommand `{sub}`.\n{USAGE}")
+            respond(response_type="ephemeral", text=f"Unknown subcommand `{sub}`.\n{usage()}")
 
     @app.action(re.compile(r"^clarify_choice_\d+$"))
     def on_choice(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
@@ -149,10 +150,13 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
                                       thread_ts=message.get("thread_ts"))
             return
         name = str(value.get("title") or value.get("name") or "factor")
-        view = (render.edit_modal(thread_id, interrupt_id, message["ts"], name, str(value.get("code") or ""))
-                if decision == "edit" else
-                render.reject_modal(thread_id, interrupt_id, message["ts"], name,
-                                    str(value.get("on_reject") or "The action is not taken.")))
+        if decision == "reject":
+            view = render.reject_modal(thread_id, interrupt_id, message["ts"], name,
+                                       str(value.get("on_reject") or "The action is not taken."))
+        elif value.get("type") == APPROVAL:
+            view = render.approval_edit_modal(thread_id, interrupt_id, message["ts"], value)
+        else:
+            view = render.edit_modal(thread_id, interrupt_id, message["ts"], name, str(value.get("code") or ""))
         client.views_open(trigger_id=body["trigger_id"], view=view)
 
     @app.view("review_edit_modal")
@@ -164,6 +168,21 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
             return
         decided_in_form(ack, body, view, {"type": "edit",
                                           "edited_action": {"name": "code_review", "args": {"code": code}}}, "code")
+
+    @app.view("approval_edit_modal")
+    def on_approval_edit_submitted(ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
+        thread_id, interrupt_id, _ = render.parse_metadata(view["private_metadata"])
+        value = door.pending_value(thread_id, interrupt_id)
+        if value is None:
+            ack(response_action="errors", errors={next(iter(view["state"]["values"]), "x"): "Already handled."})
+            return
+        edits = {name: (block.get(name) or {}).get("value") for name, block in view["state"]["values"].items()}
+        args, problems = validate_args(value.get("args_schema") or {}, value.get("args") or {}, edits)
+        if problems:  # shown in the form, against the first field; nothing is decided
+            ack(response_action="errors", errors={next(iter(edits)): "; ".join(problems)[:1000]})
+            return
+        decided_in_form(ack, body, view, {"type": "edit", "edited_action": {"name": value.get("action"),
+                                                                            "args": args}}, next(iter(edits)))
 
     @app.view("review_reject_modal")
     def on_reject_submitted(ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:

@@ -17,27 +17,16 @@ from typing import Any
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
+from bot.interrupt_kinds import kind_of
 from bot.locks import ThreadLocks
 from bot.registry import AuditLog, Deduper, ThreadInfo, ThreadRegistry, thread_id_for
 from bot.runner import Outcome, Runner
 from bot.slack import render
+from graphs.registry import WORKFLOWS, workflow_for
 
 log = logging.getLogger(__name__)
 
 MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
-NODE_LABELS = {"reflection": "planning", "data_fetch": "data", "signal_generate": "signal", "validate": "checks",
-               "clarify": "answer", "report": "backtest and chart", "collect_spec": "spec", "codegen": "code",
-               "dry_run": "dry run", "semantic_check": "semantic check", "retry_router": "verdict",
-               "human_review": "review", "backfill": "backfill", "evaluate": "evaluation", "write_db": "saved",
-               "record_reject": "recorded", "confirm_save": "save approval", "finish": "summary"}
-DECIDE_BY_BUTTONS = {
-    "code_review": "This code is waiting for review: use Approve, Edit or Reject on the review message above "
-                   "(a thread reply does not decide it).",
-    "approval": "This is waiting for approval: use Approve or Reject on the approval message above (a thread reply "
-                "does not decide it).",
-}
-
-
 @dataclass(frozen=True)
 class Where:
     team: str
@@ -88,13 +77,14 @@ class FrontDoor:
         with self.locks.hold(thread_id):
             info, _created = self.registry.open(where.team, where.channel, where.thread_ts, where.user)
             pending = self.runner.pending(thread_id)
+            if pending and workflow_for(text) is not None:  # a new request, not an answer: it gets its own thread
+                self._start_elsewhere(where, text)
+                return
             if pending:
-                interrupt = pending[0]
-                kind = interrupt["value"].get("type")
-                if kind != "clarify":
+                interrupt = next((p for p in pending if kind_of(p["value"]).thread_reply_decides), None)
+                if interrupt is None:
                     self._safe(self.client.chat_postEphemeral, channel=where.channel, user=where.user,
-                               thread_ts=where.thread_ts,
-                               text=DECIDE_BY_BUTTONS.get(kind, DECIDE_BY_BUTTONS["approval"]))
+                               thread_ts=where.thread_ts, text=kind_of(pending[0]["value"]).reply_hint)
                     return
                 if not self.authorised(info, where.user):
                     self._safe(self.client.chat_postEphemeral, channel=where.channel, user=where.user,
@@ -106,7 +96,7 @@ class FrontDoor:
                 self.accept_answer(where, info, interrupt["id"], text, {"source": "thread reply"})
                 status = self._status_message(where)
                 outcome = self.runner.resume(thread_id, interrupt["id"], {"type": "respond", "message": text},
-                                             self._progress(where, status))
+                                             where.user, self._progress(where, status))
             else:
                 status = self._status_message(where)
                 outcome = self.runner.start(thread_id, text, self._progress(where, status), user=where.user)
@@ -118,9 +108,21 @@ class FrontDoor:
             if info is None:
                 return
             status = self._status_message(where)
-            outcome = self.runner.resume(thread_id, interrupt_id, {**decision, "user": where.user},
-                                         self._progress(where, status))
+            outcome = self.runner.resume(thread_id, interrupt_id, decision, where.user, self._progress(where, status))
             self._render(where, info, outcome, status)
+
+    def _start_elsewhere(self, where: Where, text: str) -> None:
+        """A complete new request typed into a thread that waits on a question: it starts in a new thread (a new
+        top-level message), and the old thread is told so; its question stays open."""
+        try:
+            root = self.client.chat_postMessage(channel=where.channel, text=f"<@{where.user}> asked: `{text}`")["ts"]
+        except SlackApiError as exc:
+            log.warning("could not start a new thread: %s", exc.response.get("error"))
+            return
+        self._safe(self.client.chat_postMessage, channel=where.channel, thread_ts=where.thread_ts,
+                   text="That looks like a new request, so I started it in its own thread. The question here is "
+                        "still open (reply `cancel` to drop it).")
+        self._handle_text(Where(where.team, where.channel, root, where.user), text)
 
     def may_decide(self, thread_id: str, interrupt_id: str, user: str) -> tuple[bool, str]:
         """Whether `user` may decide this pause now (nothing is claimed: opening a form is not a decision)."""
@@ -156,8 +158,12 @@ class FrontDoor:
     def _progress(self, where: Where, status_ts: str | None):  # noqa: ANN202
         done: list[str] = []
 
-        def update(node: str) -> None:
-            done.append(NODE_LABELS.get(node, node))
+        def update(label: str, detail: str | None) -> None:
+            step = f"{label} ({detail})" if detail else label
+            if done and done[-1].split(" (")[0] == label:  # the same step again with new detail
+                done[-1] = step
+            else:
+                done.append(step)
             if status_ts:
                 self._safe(self.client.chat_update, channel=where.channel, ts=status_ts,
                            text=":hourglass_flowing_sand: " + " → ".join(done) + " …")
@@ -214,10 +220,10 @@ class FrontDoor:
             self.registry.update(info.thread_id, status="failed", pending={})
             return
         self._finish_status(where, status_ts, ":white_check_mark: done")
-        if outcome.result:
-            summary = (render.factor_result_message if outcome.result.get("workflow") == "factor"
-                       else render.signal_result_message)
-            self.client.chat_postMessage(channel=where.channel, thread_ts=where.thread_ts, **summary(outcome.result))
+        if outcome.result and outcome.workflow in WORKFLOWS:
+            view = WORKFLOWS[outcome.workflow].present(outcome.result)
+            self.client.chat_postMessage(channel=where.channel, thread_ts=where.thread_ts,
+                                         **render.view_message(view))
             self._upload(where, outcome.result.get("artifacts", []))
         else:
             self.client.chat_postMessage(channel=where.channel, thread_ts=where.thread_ts,
@@ -225,15 +231,9 @@ class FrontDoor:
         self.registry.update(info.thread_id, status="done", pending={})
 
     def _post_interrupt(self, where: Where, info: ThreadInfo, thread_id: str, interrupt: dict[str, Any]) -> str:
-        """Post one question, review or approval; a body too long to show inline goes up as a snippet file below it."""
+        """Post one question, review or approval; a code body too long to show inline goes up as a snippet file."""
         value = interrupt["value"]
-        if value.get("type") == "approval":
-            message = render.approval_message(thread_id, interrupt["id"], value, info.user_id)
-            return self.client.chat_postMessage(channel=where.channel, thread_ts=where.thread_ts, **message)["ts"]
-        if value.get("type") != "code_review":
-            message = render.clarify_message(thread_id, interrupt["id"], value)
-            return self.client.chat_postMessage(channel=where.channel, thread_ts=where.thread_ts, **message)["ts"]
-        message = render.code_review_message(thread_id, interrupt["id"], value, info.user_id)
+        message = kind_of(value).slack_message(thread_id, interrupt["id"], value, info.user_id)
         ts = self.client.chat_postMessage(channel=where.channel, thread_ts=where.thread_ts, **message)["ts"]
         code = str(value.get("code") or "")
         if len(code) > render.CODE_INLINE_MAX:
@@ -272,11 +272,8 @@ class FrontDoor:
 
 def _pending_entry(value: dict[str, Any]) -> dict[str, Any]:
     """What the registry keeps about a pause: its kind and the title its message shows."""
-    if value.get("type") == "code_review":
-        return {"kind": "code_review", "question": f"Code review: {value.get('name', 'factor')}"}
-    if value.get("type") == "approval":
-        return {"kind": "approval", "question": f"Approval: {value.get('title') or value.get('action')}"}
-    return {"kind": value.get("type"), "question": value.get("question", "")}
+    kind = kind_of(value)
+    return {"kind": kind.name, "question": kind.title(value)}
 
 
 def clean_text(text: str) -> str:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
+
+from graphs.views import View
 
 SECTION_TEXT_MAX = 3000
 BUTTON_TEXT_MAX = 75
@@ -53,38 +56,6 @@ def answered_message(question: str, user_id: str, answer: str) -> dict[str, Any]
     return {"text": f"{question} — answered by {user_id}", "blocks": [_section(text)]}
 
 
-def _pct(value: float) -> str:
-    return f"{value:.2%}"
-
-
-def signal_result_message(result: dict[str, Any]) -> dict[str, Any]:
-    """Summary blocks of a signal run: what ran, signal counts, backtest metrics, warnings."""
-    m, counts = result["metrics"], result["counts"]
-    fields = [
-        ("Total return", _pct(m["total_return"])), ("Annualised", _pct(m["annual_return"])),
-        ("Sharpe", f"{m['sharpe']:.2f}"), ("Max drawdown", _pct(m["max_drawdown"])),
-        ("Trades", str(m["trades"])), ("Hit rate", f"{m['hit_rate']:.1%}"),
-        ("Daily turnover", _pct(m["turnover"])), ("Fee per side", _pct(m["fee_rate"])),
-        ("Buy / sell", f"{counts['buy']} / {counts['sell']}"),
-        ("Hold / missing", f"{counts['hold']} / {counts['missing']}"),
-    ]
-    codes = ", ".join(result["codes"][:12]) + (f" and {len(result['codes']) - 12} more" if len(result["codes"]) > 12
-                                                else "")
-    blocks: list[dict[str, Any]] = [
-        {"type": "header", "text": {"type": "plain_text", "text": _clip(f"Signal: {result['title']}", 150)}},
-        _section(f"{codes}\n{result['first_date']} – {result['last_date']} · {result['shape'][0]} dates × "
-                 f"{result['shape'][1]} codes"),
-        {"type": "section", "fields": [{"type": "mrkdwn", "text": f"*{k}*\n{v}"} for k, v in fields]},
-        {"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(result["conventions"], 3000)}]},
-    ]
-    for warning in result.get("warnings", [])[:5]:
-        note = _clip(f":warning: {warning}", 3000)
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": note}]})
-    text = (f"Signal {result['title']}: total {_pct(m['total_return'])}, Sharpe {m['sharpe']:.2f}, "
-            f"max drawdown {_pct(m['max_drawdown'])}, {m['trades']} trades")
-    return {"text": text, "blocks": blocks[:MAX_BLOCKS]}
-
-
 def reply_message(text: str) -> dict[str, Any]:
     return {"text": _clip(text, 40_000), "blocks": [_section(text)]}
 
@@ -99,7 +70,8 @@ def code_review_message(thread_id: str, interrupt_id: str, payload: dict[str, An
     """Code for review: verdict, dry-run and check summary, the code (inline when it fits), the decisions."""
     name, code = payload.get("name", "factor"), str(payload.get("code") or "")
     failure = payload.get("failure")
-    verdict = f":x: *Checks failed:* {failure}" if failure else ":white_check_mark: *Checks passed*"
+    verdict = (f":x: *Checks failed:* {failure}" if failure else ":white_check_mark: *Checks passed*") + (
+        f" · sandbox isolation: {payload.get('isolation', 'unknown')}")
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": _clip(f"Code review: {name}", 150)}},
         _section(verdict),
@@ -131,7 +103,7 @@ def approval_message(thread_id: str, interrupt_id: str, payload: dict[str, Any],
     ]
     if details:
         blocks.append({"type": "section", "fields": details})
-    allowed = [d for d in payload.get("allowed") or [] if d in ("approve", "reject")]
+    allowed = [d for d in payload.get("allowed") or [] if d in DECISION_LABELS]
     blocks.append(_decision_buttons(thread_id, interrupt_id, allowed))
     on_reject = f" Reject: {payload['on_reject']}" if payload.get("on_reject") else ""
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(
@@ -212,41 +184,53 @@ def reject_modal(thread_id: str, interrupt_id: str, message_ts: str, name: str, 
                                 "max_length": 1000}}])
 
 
+def approval_edit_modal(thread_id: str, interrupt_id: str, message_ts: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """A form with one input per editable argument of an approval (its `args_schema`), prefilled with the
+    current values; the submission is validated against the same schema."""
+    args = payload.get("args") or {}
+    blocks: list[dict[str, Any]] = [_section(_clip(f"Edit *{payload.get('title') or payload.get('action')}*. The "
+                                                   "edited values are checked again before anything is done.",
+                                                   SECTION_TEXT_MAX))]
+    for name, rule in list((payload.get("args_schema") or {}).items())[:MAX_BLOCKS - 1]:
+        element: dict[str, Any] = {"type": "plain_text_input", "action_id": name, "max_length": 200}
+        if args.get(name) is not None:
+            element["initial_value"] = str(args[name])
+        hint = ", ".join(f"{k} {rule[k]}" for k in ("minimum", "maximum") if k in rule)
+        block: dict[str, Any] = {"type": "input", "block_id": name, "element": element,
+                                 "label": {"type": "plain_text", "text": _clip(str(rule.get("title") or name), 2000)}}
+        if hint or rule.get("enum"):
+            block["hint"] = {"type": "plain_text", "text": _clip(hint or "one of " + ", ".join(map(str, rule["enum"])),
+                                                                 2000)}
+        blocks.append(block)
+    return _modal("approval_edit_modal", "Edit before approving", "Submit", (thread_id, interrupt_id, message_ts),
+                  blocks)
+
+
 def parse_metadata(value: str) -> tuple[str, str, str]:
     """(thread id, interrupt id, message ts) of a submitted decision form."""
     data = json.loads(value)
     return str(data["t"]), str(data["i"]), str(data["m"])
 
 
-def _num(value: float | None, spec: str) -> str:
-    return "n/a" if value is None else format(value, spec)
-
-
-def factor_result_message(result: dict[str, Any]) -> dict[str, Any]:
-    """Summary of a saved factor: metrics per forward-return period as a table, duplicates, conventions."""
-    header = f"{'period':>6} {'IC':>8} {'RankIC':>8} {'ICIR':>6} {'t':>6} {'top-bot':>9} {'L/S':>9} {'turn':>6}"
-    rows = [header]
-    for period, m in result["metrics"].items():
-        rows.append(f"{period + 'd':>6} {_num(m['ic_mean'], '.4f'):>8} {_num(m['rank_ic_mean'], '.4f'):>8} "
-                    f"{_num(m['rank_icir'], '.2f'):>6} {_num(m['rank_ic_t'], '.1f'):>6} "
-                    f"{_num(m['spread_mean'] and m['spread_mean'] * 1e4, '.1f') + 'bp':>9} "
-                    f"{_num(m['long_short_mean'] and m['long_short_mean'] * 1e4, '.1f') + 'bp':>9} "
-                    f"{_num(m['turnover_top'], '.0%'):>6}")
-    decided = f"{result['decision']} by <@{result['reviewer']}>" if result.get("reviewer") else result["decision"]
-    blocks: list[dict[str, Any]] = [
-        {"type": "header", "text": {"type": "plain_text", "text": _clip(f"Factor {result['title']} saved", 150)}},
-        _section(f"{result['description']}\n{result['shape'][0]} dates × {result['shape'][1]} codes, "
-                 f"{result['first_date']}–{result['last_date']} · {decided}"),
-        _section("```" + "\n".join(rows) + "```"),
-        {"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(result["conventions"], 3000)}]},
-    ]
-    for dup in result.get("duplicates", [])[:5]:
-        blocks.append(_section(f":warning: Near duplicate of *{dup['name']}* v{dup['version']} "
-                               f"(correlation {dup['correlation']:.3f} over {dup['overlap']:,} values)"))
-    for warning in result.get("warnings", [])[:5]:
+def view_message(view: View) -> dict[str, Any]:
+    """A result view as blocks: header, summary and lines, facts as fields, the table and code as preformatted
+    text, notes as small print, warnings."""
+    lines = [view.summary, *view.lines]
+    for user in view.users:  # user ids in the text become mentions
+        lines = [re.sub(rf"\b{re.escape(user)}\b", f"<@{user}>", line) for line in lines]
+    blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": _clip(view.title, 150)}},
+                                    _section("\n".join(lines))]
+    for start in range(0, len(view.facts), 10):  # a section holds at most 10 fields
+        blocks.append({"type": "section", "fields": [
+            {"type": "mrkdwn", "text": _clip(f"*{label}*\n{value}", 2000)}
+            for label, value in view.facts[start:start + 10]]})
+    if view.table is not None:
+        blocks.append(_section("```" + view.table.aligned() + "```"))
+    if view.code:
+        blocks.append(_section("```" + view.code + "```"))
+    for note in view.notes:
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(note, SECTION_TEXT_MAX)}]})
+    for warning in view.warnings[:10]:
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(f":warning: {warning}",
-                                                                                        3000)}]})
-    first = next(iter(result["metrics"].values()), {})
-    text = (f"Factor {result['title']} saved: Rank IC {_num(first.get('rank_ic_mean'), '.4f')} "
-            f"(first period), {len(result.get('duplicates', []))} near duplicate(s)")
-    return {"text": text, "blocks": blocks[:MAX_BLOCKS]}
+                                                                                        SECTION_TEXT_MAX)}]})
+    return {"text": _clip(view.summary, 3000), "blocks": blocks[:MAX_BLOCKS]}

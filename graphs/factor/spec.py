@@ -22,10 +22,9 @@ from graphs.factor.library import (
     combination_parts,
     find_factor,
 )
+from graphs.grammar import split, tokenize
+from graphs.grammar import starts_request as new_request
 
-_CODE = re.compile(r"^\d{6}\.(SZ|SH|BJ)$", re.IGNORECASE)
-_DATE = re.compile(r"^(\d{8}|\d{4}-\d{2}-\d{2})$")
-_PARAM = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(\S+)$")
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
@@ -41,11 +40,12 @@ class FactorRequest:
     start: str | None = None
     end: str | None = None
     params: dict[str, str] = field(default_factory=dict)
+    bad_codes: tuple[str, ...] = ()
 
     def merge(self, other: FactorRequest) -> FactorRequest:
         return replace(self, kind=other.kind or self.kind, expression=other.expression or self.expression,
                        codes=other.codes or self.codes, start=other.start or self.start, end=other.end or self.end,
-                       params={**self.params, **other.params})
+                       params={**self.params, **other.params}, bad_codes=other.bad_codes)
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "expression": self.expression, "codes": list(self.codes), "start": self.start,
@@ -57,44 +57,30 @@ class FactorRequest:
                    data.get("end"), dict(data.get("params") or {}))
 
 
-def _tokens(text: str) -> list[str]:
-    tokens = [t for t in re.split(r"[\s,，]+", text.strip()) if t]
-    if tokens and tokens[0].lower() in ("factor", "/factor"):
-        tokens = tokens[1:]
-    return tokens
-
-
 def parse(text: str) -> FactorRequest:
     """Whatever pieces of the grammar `text` holds."""
-    kind, codes, dates, params, rest = None, [], [], {}, []
-    for token in _tokens(text):
-        if _CODE.match(token):
-            if token.upper() not in codes:
-                codes.append(token.upper())
-        elif _DATE.match(token):
-            dates.append(token.replace("-", ""))
-        elif match := _PARAM.match(token):
-            params[match.group(1).lower()] = match.group(2)
-        elif kind is None and token.lower() in ("combo", "combination"):
+    tokens = tokenize(text, "factor")
+    kind, rest = None, []
+    for word in tokens.words:
+        if kind is None and word.lower() in ("combo", "combination"):
             kind = "combo"
-        elif kind is None and find_factor(token) is not None:
-            kind = find_factor(token).name  # type: ignore[union-attr]
+        elif kind is None and find_factor(word) is not None:
+            kind = find_factor(word).name  # type: ignore[union-attr]
         else:
-            rest.append(token)
+            rest.append(word)
     expression = " ".join(rest) if kind == "combo" and rest else None
-    return FactorRequest(kind, expression, tuple(codes), dates[0] if dates else None,
-                         dates[1] if len(dates) > 1 else None, params)
+    dates = tokens.dates
+    return FactorRequest(kind, expression, tokens.codes, dates[0] if dates else None,
+                         dates[1] if len(dates) > 1 else None, tokens.params, tokens.bad_codes)
 
 
 def looks_structured(text: str) -> bool:
     """The grammar rather than prose: starts with a library factor or `combo`, or is only codes/dates/params."""
-    tokens = _tokens(text)
-    if tokens and (tokens[0].lower() in ("combo", "combination") or find_factor(tokens[0]) is not None):
+    words = split(text, "factor")
+    if words and (words[0].lower() in ("combo", "combination") or find_factor(words[0]) is not None):
         return True
-    request = parse(text)
-    known = len(request.codes) + (request.start is not None) + (request.end is not None) + len(request.params)
-    leftovers = [t for t in tokens if not (_CODE.match(t) or _DATE.match(t) or _PARAM.match(t))]
-    return known >= 1 and len(leftovers) <= 1
+    tokens = tokenize(text, "factor")
+    return tokens.known + len(tokens.bad_codes) >= 1 and len(tokens.words) <= 1
 
 
 def missing(request: FactorRequest, has_universe: bool) -> list[str]:
@@ -148,3 +134,9 @@ def build_spec(request: FactorRequest) -> dict[str, Any]:
 
 def library_names() -> list[str]:
     return [*FACTORS, "combo"]
+
+
+def starts_request(text: str) -> bool:
+    """A new factor request rather than a follow-up or an answer (see graphs.grammar.starts_request)."""
+    return new_request(text, "factor",
+                       lambda word: word.lower() in ("combo", "combination") or find_factor(word) is not None)

@@ -8,7 +8,6 @@ from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
 MAX_RETRIES = 5  # code-generation retries after the first attempt (the seed's limit)
-MAX_CLARIFICATIONS = 3
 
 
 class FactorState(TypedDict, total=False):
@@ -48,3 +47,8 @@ def failure_of(state: FactorState) -> str | None:
     if not semantic.get("ok"):
         return "semantic check: " + "; ".join(semantic.get("diffs") or [str(semantic.get("reason"))])
     return None
+
+
+def duplicates_of_others(name: str, duplicates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The near duplicates that belong to other factor names (re-running a name makes a version, not a copy)."""
+    return [d for d in duplicates if d["name"] != name]

@@ -9,14 +9,11 @@ clarify questions) and are merged into what is already known.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 
+from graphs.grammar import split, tokenize
+from graphs.grammar import starts_request as new_request
 from graphs.signal.library import STRATEGIES, find_strategy
-
-_CODE = re.compile(r"^\d{6}\.(SZ|SH|BJ)$", re.IGNORECASE)
-_DATE = re.compile(r"^(\d{8}|\d{4}-\d{2}-\d{2})$")
-_PARAM = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(\S+)$")
 
 
 @dataclass(frozen=True)
@@ -29,6 +26,7 @@ class SignalRequest:
     end: str | None = None
     params: dict[str, str] = field(default_factory=dict)
     unknown_words: tuple[str, ...] = ()
+    bad_codes: tuple[str, ...] = ()
 
     def missing(self) -> list[str]:
         """Missing essentials, most important first (codes > dates > strategy, as the seed orders them)."""
@@ -51,6 +49,7 @@ class SignalRequest:
             end=other.end or self.end,
             params={**self.params, **other.params},
             unknown_words=other.unknown_words,
+            bad_codes=other.bad_codes,
         )
 
     def as_dict(self) -> dict:
@@ -63,50 +62,36 @@ class SignalRequest:
                    dict(data.get("params") or {}))
 
 
-def _date(token: str) -> str:
-    return token.replace("-", "")
-
-
 def parse(text: str) -> SignalRequest:
     """Parse whatever pieces of the grammar `text` contains."""
-    tokens = [t for t in re.split(r"[\s,，]+", text.strip()) if t]
-    if tokens and tokens[0].lower() in ("signal", "/signal"):
-        tokens = tokens[1:]
+    tokens = tokenize(text, "signal")
     strategy: str | None = None
-    codes: list[str] = []
-    dates: list[str] = []
-    params: dict[str, str] = {}
     unknown: list[str] = []
-    for token in tokens:
-        if _CODE.match(token):
-            code = token.upper()
-            if code not in codes:
-                codes.append(code)
-        elif _DATE.match(token):
-            dates.append(_date(token))
-        elif match := _PARAM.match(token):
-            params[match.group(1).lower()] = match.group(2)
-        elif strategy is None and find_strategy(token) is not None:
-            strategy = find_strategy(token).name  # type: ignore[union-attr]
+    for word in tokens.words:
+        found = find_strategy(word) if strategy is None else None
+        if found is not None:
+            strategy = found.name
         else:
-            unknown.append(token)
-    start = dates[0] if dates else None
-    end = dates[1] if len(dates) > 1 else None
-    return SignalRequest(strategy, tuple(codes), start, end, params, tuple(unknown))
+            unknown.append(word)
+    dates = tokens.dates
+    return SignalRequest(strategy, tokens.codes, dates[0] if dates else None, dates[1] if len(dates) > 1 else None,
+                         tokens.params, tuple(unknown), tokens.bad_codes)
 
 
 def looks_structured(text: str) -> bool:
     """True when the text is the grammar rather than free prose: it starts with a strategy name, or it is
     made of codes, dates and parameters with at most one other word."""
-    tokens = [t for t in re.split(r"[\s,，]+", text.strip()) if t]
-    if tokens and tokens[0].lower() in ("signal", "/signal"):
-        tokens = tokens[1:]
-    if tokens and find_strategy(tokens[0]) is not None:
+    words = split(text, "signal")
+    if words and find_strategy(words[0]) is not None:
         return True
-    request = parse(text)
-    known = len(request.codes) + (request.start is not None) + (request.end is not None) + len(request.params)
-    return known >= 1 and len(request.unknown_words) <= 1
+    tokens = tokenize(text, "signal")
+    return tokens.known + len(tokens.bad_codes) >= 1 and len(tokens.words) <= 1
 
 
 def strategy_names() -> list[str]:
     return list(STRATEGIES)
+
+
+def starts_request(text: str) -> bool:
+    """A new signal request rather than a follow-up or an answer (see graphs.grammar.starts_request)."""
+    return new_request(text, "signal", lambda word: find_strategy(word) is not None)

@@ -8,7 +8,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
-from graphs.clarify import clarify_node
+from graphs.clarify import after_clarify, clarify_node
 from graphs.context import WorkflowContext
 from graphs.signal.nodes.data_fetch import data_fetch_node
 from graphs.signal.nodes.reflection import reflection_node
@@ -38,6 +38,6 @@ def build_signal_graph(checkpointer: BaseCheckpointSaver | Checkpointer = None) 
     graph.add_conditional_edges("data_fetch", route_after_data_fetch, ["reflection", "signal_generate"])
     graph.add_conditional_edges("signal_generate", route_after_signal_generate, ["reflection", "validate"])
     graph.add_conditional_edges("validate", route_after_validation, ["reflection", "report"])
-    graph.add_edge("clarify", "reflection")
+    graph.add_conditional_edges("clarify", after_clarify("reflection"), ["reflection", END])
     graph.add_edge("report", END)
     return graph.compile(checkpointer=checkpointer, name="signal")

@@ -8,7 +8,6 @@ from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
 MAX_RETRIES = 3
-MAX_CLARIFICATIONS = 3
 
 
 class SignalState(TypedDict, total=False):

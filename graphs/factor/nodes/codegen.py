@@ -17,6 +17,8 @@ from graphs.context import WorkflowContext
 from graphs.factor.run import dry_run, load_dry_run_inputs
 from graphs.factor.state import FactorState, failure_of
 from graphs.factor.template import render
+from graphs.llm import AGENT_FAILURES, describe_model_failure
+from graphs.progress import report_progress
 
 CODEGEN_PROMPT = """You are CodeGen, a quant developer. Write the body of `compute_factor` for this factor:
 
@@ -53,6 +55,7 @@ Problem:
 
 def codegen_node(state: FactorState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
     spec = state["spec"]
+    report_progress("code", None if spec.get("body") else f"attempt {len(state.get('attempts', [])) + 1}")
     if spec.get("body"):  # library factor: the body comes from the library
         return {"factor_body": spec["body"], "factor_code": render(spec["name"], spec["description"], spec["fields"],
                                                                     spec["body"]), "editing": False}
@@ -81,12 +84,14 @@ def _generate(state: FactorState, ctx: WorkflowContext) -> dict[str, Any]:
     note = None
     try:
         agent.invoke({"messages": [HumanMessage("Write the factor body.")]}, {"recursion_limit": AGENT_STEP_LIMIT})
-    except Exception as exc:  # noqa: BLE001 - the agent stopping is an attempt that failed, not a crash
-        note = f"the code agent stopped: {type(exc).__name__}: {exc}"
+    except AGENT_FAILURES as exc:  # the agent stopping is an attempt that failed, not a crash
+        note = f"the code agent stopped: {describe_model_failure(exc)}"
     if not tried:
         body = previous or "raise NotImplementedError('the model wrote no code')\n"
         note = note or "the model answered without trying any code"
     else:
         body = tried[-1]
+    retries = state.get("retry_count", 0) + (1 if previous else 0)  # a previous body means this is a retry
     return {"factor_body": body, "factor_code": render(spec["name"], spec["description"], spec["fields"], body),
-            "editing": False, "attempts": [*state.get("attempts", []), {"source": "llm", "note": note}]}
+            "editing": False, "retry_count": retries,
+            "attempts": [*state.get("attempts", []), {"source": "llm", "note": note}]}

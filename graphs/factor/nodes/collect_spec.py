@@ -12,10 +12,14 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graphs.common import message_text, new_human_text, parse_json_object
+from graphs.clarify import ask
+from graphs.common import new_human_text
 from graphs.context import WorkflowContext
 from graphs.factor import spec as grammar
-from graphs.factor.state import MAX_CLARIFICATIONS, FactorState
+from graphs.factor.state import FactorState
+from graphs.grammar import bad_code_message
+from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json
+from graphs.progress import report_progress
 from tools.data.schema import BAR_FIELDS, INDICATOR_FIELDS
 
 NEEDS_LLM = ("Free-form factor requests need an LLM (set OPENAI_API_KEY, and OPENAI_BASE_URL for a "
@@ -42,19 +46,18 @@ def _reset() -> dict[str, Any]:
     """Per-run fields cleared when a new request (or a follow-up) starts a run."""
     return {"retry_count": 0, "attempts": [], "review": None, "editing": False, "dry_run": None,
             "semantic_check": None, "backfill": None, "evaluation": None, "saved": None, "result": None,
-            "final_reply": None, "artifacts": [], "factor_body": None, "factor_code": None}
+            "final_reply": None, "artifacts": [], "factor_body": None, "factor_code": None, "save_approval": None}
 
 
 def _ask(state: FactorState, update: dict[str, Any], question: str, choices: list[str] | None = None) -> dict:
-    if state.get("clarification_count", 0) >= MAX_CLARIFICATIONS:
-        return {**update, "final_reply": f"I still cannot build the factor: {question} Start again with the full "
-                                         "request, e.g. `factor momentum 20190101 20200601 window=20`."}
-    return {**update, "clarification_needed": question, "clarify_choices": choices or []}
+    return {**update, **ask(state, question, "`factor KIND START END [window=N]`, e.g. "
+                                             "`factor momentum 20190101 20200601 window=20`.", choices)}
 
 
 def collect_spec_node(state: FactorState, config: RunnableConfig,
                       runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
     messages = state.get("messages", [])
+    report_progress("reading the request")
     text = new_human_text(messages, state.get("consumed", 0))
     update: dict[str, Any] = {"consumed": len(messages), **_reset(), "clarification_needed": None}
     answering = state.get("clarification_count", 0) > 0 and state.get("spec") is None
@@ -69,7 +72,12 @@ def collect_spec_node(state: FactorState, config: RunnableConfig,
 
 
 def _library(state: FactorState, ctx: WorkflowContext, text: str, update: dict[str, Any]) -> dict[str, Any]:
-    request = grammar.FactorRequest.from_dict(state.get("request") or {}).merge(grammar.parse(text))
+    known = grammar.FactorRequest() if grammar.starts_request(text) else grammar.FactorRequest.from_dict(
+        state.get("request") or {})
+    request = known.merge(grammar.parse(text))
+    if request.bad_codes:
+        return _ask(state, {**update, "mode": "library", "request": request.as_dict(), "spec": None},
+                    f"{bad_code_message(request.bad_codes)} Reply with the corrected codes, or `cancel`.")
     update.update(mode="library", request=request.as_dict(), spec=None)
     missing = grammar.missing(request, ctx.provider.known_codes() is not None)
     if "factor" in missing:
@@ -94,10 +102,10 @@ def _llm(state: FactorState, ctx: WorkflowContext, update: dict[str, Any]) -> di
     conversation = [m for m in state.get("messages", []) if isinstance(m, HumanMessage)][-12:]
     prompt = [SystemMessage(SPEC_PROMPT.format(fields=fields, universe=universe)), *conversation]
     try:
-        raw = parse_json_object(message_text(ctx.llm.invoke(prompt)))  # type: ignore[union-attr]
-    except Exception as exc:  # noqa: BLE001 - a model failure becomes a reply, not a crash
-        return {**update, "mode": "llm", "final_reply": f"I could not read the factor request ({exc}). "
-                                                         "Try rephrasing, or use the grammar (`/quant help`)."}
+        raw = invoke_json(ctx.llm, prompt, "factor spec")  # type: ignore[arg-type]
+    except MODEL_FAILURES as exc:
+        return {**update, "mode": "llm", "final_reply": f"{describe_model_failure(exc)} Try again or rephrase, "
+                                                         "or use the grammar (`/quant help`)."}
     update["mode"] = "llm"
     if raw.get("question"):
         return _ask(state, {**update, "spec": None}, str(raw["question"]))

@@ -1,49 +1,63 @@
-"""confirm_save: a factor whose values nearly repeat another stored factor (correlation ≥ 0.99) is saved only
-after an `approval` interrupt; a rejection ends the run with nothing written. Earlier versions of the same
+"""confirm_save: a factor whose values nearly repeat another stored factor (correlation ≥ 0.99), or whose
+figures rest on too few evaluable dates, is saved only after an `approval` interrupt; a rejection ends the run
+with nothing written. Earlier versions of the same
 name are not asked about: a new version is what re-running a name means.
 
 Nothing here has a side effect before `interrupt()`: the node re-runs from its start on resume."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from langgraph.types import Command, interrupt
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import interrupt
 
-from graphs.factor.nodes.finish import fmt
-from graphs.factor.state import FactorState
+from graphs.context import decider
+from graphs.factor.state import FactorState, duplicates_of_others
 from graphs.interrupts import approval_request, decision_of
+from graphs.progress import report_progress
 
 SAVE_FACTOR = "save_factor"
 
 
-def duplicates_of_others(name: str, duplicates: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The near duplicates that belong to other factor names."""
-    return [d for d in duplicates if d["name"] != name]
+def _rank_ic(metrics: dict[str, dict[str, float | None]]) -> str:
+    return ", ".join(f"{period}d " + ("n/a" if m.get("rank_ic_mean") is None else f"{m['rank_ic_mean']:.4f}")
+                     for period, m in metrics.items())
 
 
-def confirm_save_node(state: FactorState) -> Command:
+def confirm_save_node(state: FactorState, config: RunnableConfig) -> dict[str, Any]:
     name = state["spec"]["name"]
+    report_progress("save approval")
     evaluation = state.get("evaluation") or {}
     duplicates = duplicates_of_others(name, evaluation.get("duplicates", []))
-    metrics = evaluation.get("metrics", {})
-    ic = ", ".join(f"{period}d {fmt(m['rank_ic_mean'])}" for period, m in metrics.items())
-    lines = [f"• {d['name']} v{d['version']}: correlation {d['correlation']:.3f} over {d['overlap']:,} values"
-             for d in duplicates]
+    ic = _rank_ic(evaluation.get("metrics", {}))
+    doubts = []
+    if duplicates:
+        doubts.append("its values nearly repeat what the library holds:\n" + "\n".join(
+            f"• {d['name']} v{d['version']}: correlation {d['correlation']:.3f} over {d['overlap']:,} values"
+            for d in duplicates))
+    if evaluation.get("shortfall"):
+        doubts.append(f"its figures rest on too few dates: {evaluation['shortfall']}")
+    args: dict[str, Any] = {"name": name, "rank_ic": ic,
+                            "dates_evaluated": ", ".join(f"{p}d {n}" for p, n in
+                                                         evaluation.get("dates_evaluated", {}).items())}
+    if duplicates:
+        args["near_duplicates"] = [f"{d['name']} v{d['version']} ({d['correlation']:.3f})" for d in duplicates]
     payload = approval_request(
-        SAVE_FACTOR, f"save {name}",
-        {"name": name, "near_duplicates": [f"{d['name']} v{d['version']} ({d['correlation']:.3f})" for d in duplicates],
-         "rank_ic": ic},
-        f"Factor {name} passed review, but its values nearly repeat what the library holds:\n" + "\n".join(lines)
-        + f"\nRank IC {ic}. Save it as a new factor anyway?",
+        SAVE_FACTOR, f"save {name}", args,
+        f"Factor {name} passed review, but " + "\nAnd ".join(doubts) + f"\nRank IC {ic}. Save it anyway?",
         on_reject="Nothing is saved.")
     decision = decision_of(interrupt(payload))
-    kind, user = decision.get("type"), decision.get("user")
+    kind = decision.get("type")
     if kind == "approve":
-        return Command(goto="write_db", update={"save_approval": {"approver": user}})
+        return {"save_approval": {"approver": decider(config)}}
     if kind == "reject":
         reason = str(decision.get("message") or "").strip()
-        reply = (f"Not saved: factor {name} nearly repeats {', '.join(d['name'] for d in duplicates)}; nothing was "
-                 "written." + (f" Reason: {reason}" if reason else ""))
-        return Command(goto="finish", update={"final_reply": reply})
-    return Command(goto="confirm_save")  # a respond or edit does not decide a save: ask again
+        for artifact in state.get("artifacts", []):  # the tear sheet and CSVs of a factor that is not saved
+            Path(artifact["path"]).unlink(missing_ok=True)
+        why = (f"nearly repeats {', '.join(d['name'] for d in duplicates)}" if duplicates
+               else "has too few evaluable dates")
+        return {"artifacts": [], "final_reply": f"Not saved: factor {name} {why}; nothing was written."
+                                                + (f" Reason: {reason}" if reason else "")}
+    return {}  # a respond or edit does not decide a save: the route asks again

@@ -15,6 +15,8 @@ from langgraph.runtime import Runtime
 
 from graphs.common import AGENT_STEP_LIMIT
 from graphs.context import WorkflowContext, workspace
+from graphs.llm import AGENT_FAILURES, describe_model_failure
+from graphs.progress import report_progress
 from graphs.signal.state import SignalState
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import BAR_FIELDS, DAILY, INDICATOR_FIELDS, DataError
@@ -54,6 +56,7 @@ def store_fields(provider: MarketDataProvider, ws: Workspace, fields: list[str],
 
 
 def data_fetch_node(state: SignalState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+    report_progress("data")
     ws = workspace(runtime.context, config)
     params = (state.get("user_intent") or {}).get("params") or {}
     if state.get("mode") == "structured":
@@ -122,8 +125,8 @@ def _fetch_llm(state: SignalState, ctx: WorkflowContext, ws: Workspace, params: 
     try:
         agent.invoke({"messages": [HumanMessage("Fetch the data for this task.")]},
                      {"recursion_limit": AGENT_STEP_LIMIT})
-    except Exception as exc:  # noqa: BLE001 - the agent's failure becomes an error for reflection
-        errors.append(f"the data agent stopped: {type(exc).__name__}: {exc}")
+    except AGENT_FAILURES as exc:  # the agent's failure becomes an error for reflection
+        errors.append(f"the data agent stopped: {describe_model_failure(exc)}")
     if not any(i["name"].startswith("ohlcv/") for i in stored):
         error = "data fetch failed: " + (errors[-1] if errors else "the model fetched no price data")
         return {"error_messages": [error], "error_log": [*state.get("error_log", []), error],

@@ -11,17 +11,15 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.runtime import Runtime
 
-from graphs.common import (
-    AGENT_STEP_LIMIT,
-    last_ai_text,
-    new_human_text,
-    parse_json_object,
-    workspace_summary,
-)
+from graphs.clarify import CANCELLED, ask, is_cancel
+from graphs.common import AGENT_STEP_LIMIT, last_ai_text, new_human_text, workspace_summary
 from graphs.context import WorkflowContext, workspace
-from graphs.signal.grammar import SignalRequest, looks_structured, parse, strategy_names
+from graphs.grammar import bad_code_message
+from graphs.llm import AGENT_FAILURES, describe_model_failure, parse_json_answer
+from graphs.progress import report_progress
+from graphs.signal.grammar import SignalRequest, looks_structured, parse, starts_request, strategy_names
 from graphs.signal.library import STRATEGIES, library_help
-from graphs.signal.state import MAX_CLARIFICATIONS, MAX_RETRIES, SignalState
+from graphs.signal.state import MAX_RETRIES, SignalState
 from tools.data.schema import BAR_FIELDS, DataError, check_range, normalize_codes
 
 GRAMMAR_HINT = "signal STRATEGY CODES START END [name=value ...], e.g. `signal ma_cross 000001.SZ,600000.SH " \
@@ -75,11 +73,8 @@ If data is ready and the user asks for a signal, go straight to signal_generate.
 
 
 def _clarify(state: SignalState, question: str, choices: list[str] | None = None) -> dict[str, Any]:
-    if state.get("clarification_count", 0) >= MAX_CLARIFICATIONS:
-        return {"current_task": "end",
-                "final_reply": f"Stopping after {MAX_CLARIFICATIONS} questions without what I need: {question}\n"
-                               f"Start again with a complete request: {GRAMMAR_HINT}."}
-    return {"current_task": "clarify", "clarification_needed": question, "clarify_choices": list(choices or [])}
+    update = ask(state, question, f"{GRAMMAR_HINT}.", choices)
+    return {**update, "current_task": "clarify" if update["clarification_needed"] else "end"}
 
 
 def _next_step(state: SignalState, ready: dict[str, bool]) -> str:
@@ -98,13 +93,14 @@ def _repeated_error(state: SignalState) -> str | None:
 
 
 def reflection_node(state: SignalState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+    report_progress("planning")
     messages = state.get("messages", [])
     text = new_human_text(messages, state.get("consumed", 0))
     base: dict[str, Any] = {"consumed": len(messages), "clarification_needed": None, "clarify_choices": [],
                             "result": None, "final_reply": None}
-    if text.lower() in ("cancel", "stop", "abort", "取消"):
-        return {**base, "current_task": "end", "final_reply": "Cancelled; nothing was run."}
-    mode = state.get("mode")
+    if is_cancel(text):
+        return {**base, "current_task": "end", "final_reply": CANCELLED}
+    mode = "structured" if starts_request(text) else state.get("mode")
     if mode is None:
         if looks_structured(text):
             mode = "structured"
@@ -120,7 +116,10 @@ def reflection_node(state: SignalState, config: RunnableConfig, runtime: Runtime
 
 def _reflect_structured(state: SignalState, text: str) -> dict[str, Any]:
     old = SignalRequest.from_dict(state.get("request") or {})
-    request = old.merge(parse(text)) if text else old
+    request = SignalRequest().merge(parse(text)) if starts_request(text) else old.merge(parse(text)) if text else old
+    if request.bad_codes:
+        return {"request": request.as_dict(), "error_messages": [], **_clarify(
+            state, f"{bad_code_message(request.bad_codes)} Reply with the corrected codes, or `cancel`.")}
     update: dict[str, Any] = {"request": request.as_dict(), "error_messages": []}
     ready = {k: bool(state.get(k)) for k in ("data_ready", "signal_ready", "validated")}
     if request.as_dict() != old.as_dict():
@@ -192,9 +191,9 @@ def _reflect_llm(state: SignalState, text: str, config: RunnableConfig,
     try:
         run = agent.invoke({"messages": [HumanMessage(text or "Decide the next step.")]},
                            {"recursion_limit": AGENT_STEP_LIMIT})
-        decision = parse_json_object(last_ai_text(run["messages"]))
-    except Exception as exc:  # noqa: BLE001 - a broken model answer is an error to retry, not a crash
-        error = f"reflection could not read the model's decision: {type(exc).__name__}: {exc}"
+        decision = parse_json_answer(last_ai_text(run["messages"]), "decision")
+    except AGENT_FAILURES as exc:  # an unusable answer is an error to retry (the same one twice: a question)
+        error = f"reflection: {describe_model_failure(exc)}"
         return {**update, "current_task": "reflection_failed", "error_messages": [error],
                 "error_log": [*state.get("error_log", []), error]}
     intent = decision.get("user_intent") or {}

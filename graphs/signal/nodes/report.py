@@ -12,13 +12,17 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from graphs.context import WorkflowContext, thread_id, workspace
+from graphs.progress import report_progress
 from graphs.signal.state import SignalState
-from tools.backtest import BacktestResult, run_backtest
+from tools.backtest import BacktestResult, degeneracy_warnings, run_backtest
 from tools.charts import equity_and_signal_counts, price_with_trades
 from tools.workspace import WorkspaceError
 
 CONVENTIONS = ("next-bar execution at the open (close when no open), equal weight per code, long-only unless "
-               "configured, fees on traded notional; Sharpe = mean/std of daily returns x sqrt(252), rf = 0")
+               "configured, fees on traded notional; Sharpe = mean/std of daily returns x sqrt(252), rf = 0; "
+               "benchmark = equal-weight buy-and-hold of the same codes from the first bar (each code's 1/N bought "
+               "at its first price and held, a later listing waits in cash); exposure = mean share of capital "
+               "invested")
 
 
 def signal_counts(signal: pd.DataFrame) -> dict[str, int]:
@@ -26,24 +30,9 @@ def signal_counts(signal: pd.DataFrame) -> dict[str, int]:
             "hold": int((signal == 0).sum().sum()), "missing": int(signal.isna().sum().sum())}
 
 
-def summary_text(result: dict[str, Any]) -> str:
-    m = result["metrics"]
-    counts = result["counts"]
-    lines = [
-        f"*{result['title']}* on {len(result['codes'])} code(s), {result['first_date']}–{result['last_date']}"
-        f" ({result['shape'][0]} dates × {result['shape'][1]} codes)",
-        f"signals: {counts['buy']} buy, {counts['sell']} sell, {counts['hold']} hold, {counts['missing']} missing",
-        f"total return {m['total_return']:.2%}, annualised {m['annual_return']:.2%}, Sharpe {m['sharpe']:.2f}, "
-        f"max drawdown {m['max_drawdown']:.2%}",
-        f"trades {m['trades']}, hit rate {m['hit_rate']:.1%}, daily turnover {m['turnover']:.2%}, "
-        f"fee {m['fee_rate']:.2%} a side",
-    ]
-    lines += [f"warning: {w}" for w in result["warnings"]]
-    return "\n".join(lines)
-
-
 def report_node(state: SignalState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
     ctx = runtime.context
+    report_progress("backtest and chart")
     ws = workspace(ctx, config)
     signal = ws.get(state["signal_name"])  # type: ignore[arg-type]
     close = ws.get("ohlcv/close")
@@ -52,6 +41,7 @@ def report_node(state: SignalState, config: RunnableConfig, runtime: Runtime[Wor
     except WorkspaceError:
         price = close
     backtest = run_backtest(signal, price, fee_rate=ctx.fee_rate, long_only=ctx.long_only)
+    warnings = [*state.get("warnings", []), *degeneracy_warnings(signal, backtest).values()]
     params = (state.get("user_intent") or {}).get("params") or {}
     name = state["signal_name"].split("/", 1)[1]  # type: ignore[union-attr]
     title = params.get("strategy") or name
@@ -72,13 +62,14 @@ def report_node(state: SignalState, config: RunnableConfig, runtime: Runtime[Wor
         "counts": signal_counts(signal),
         "metrics": backtest.metrics.as_dict(),
         "conventions": CONVENTIONS,
-        "warnings": list(state.get("warnings", [])),
+        "warnings": warnings,
         "signal_name": state["signal_name"],
         "code": state.get("signal_code"),
         "artifacts": artifacts,
     }
-    text = summary_text(result)
-    return {"result": result, "messages": [AIMessage(text)], "current_task": "end",
+    brief = (f"Backtested {title} on {len(result['codes'])} code(s): total return "
+             f"{result['metrics']['total_return']:.2%}, Sharpe {result['metrics']['sharpe']:.2f}")
+    return {"result": result, "messages": [AIMessage(brief)], "current_task": "end",
             "execution_history": [*state.get("execution_history", []), "report: done"]}
 
 
@@ -87,9 +78,11 @@ def _write_artifacts(out_dir: Path, name: str, title: str, signal: pd.DataFrame,
     out_dir.mkdir(parents=True, exist_ok=True)
     if signal.shape[1] == 1:
         code = signal.columns[0]
-        png = price_with_trades(close[code], backtest.positions[code], f"{title} — {code}")
+        png = price_with_trades(close[code], backtest.positions[code], f"{title} — {code}", equity=backtest.equity,
+                                benchmark=backtest.benchmark_equity)
     else:
-        png = equity_and_signal_counts(backtest.equity, signal, f"{title} — equity of {signal.shape[1]} codes")
+        png = equity_and_signal_counts(backtest.equity, signal, f"{title} — equity of {signal.shape[1]} codes",
+                                       benchmark=backtest.benchmark_equity, exposure=backtest.exposure)
     paths = {
         "chart": (out_dir / f"{name}.png", "image/png"),
         "signal_csv": (out_dir / f"{name}_signal.csv", "text/csv"),

@@ -15,6 +15,8 @@ from langgraph.runtime import Runtime
 
 from graphs.common import AGENT_STEP_LIMIT, frame_inputs
 from graphs.context import WorkflowContext, workspace
+from graphs.llm import AGENT_FAILURES, describe_model_failure
+from graphs.progress import report_progress
 from graphs.signal.library import STRATEGIES
 from graphs.signal.state import SignalState
 from tools.sandbox import Sandbox
@@ -68,6 +70,7 @@ def run_signal(sandbox: Sandbox, ws: Workspace, code: str, name: str) -> tuple[d
 
 def signal_generate_node(state: SignalState, config: RunnableConfig,
                          runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+    report_progress("signal")
     ws = workspace(runtime.context, config)
     params = (state.get("user_intent") or {}).get("params") or {}
     if state.get("mode") == "structured":
@@ -107,8 +110,8 @@ def _generate_llm(state: SignalState, ctx: WorkflowContext, ws: Workspace, param
                          system_prompt=SIGNAL_PROMPT.format(available=available or "none", strategy=strategy))
     try:
         agent.invoke({"messages": [HumanMessage("Generate the signal.")]}, {"recursion_limit": AGENT_STEP_LIMIT})
-    except Exception as exc:  # noqa: BLE001 - the agent's failure becomes an error for reflection
-        attempts.append(("", None, f"the signal agent stopped: {type(exc).__name__}: {exc}"))
+    except AGENT_FAILURES as exc:  # the agent's failure becomes an error for reflection
+        attempts.append(("", None, f"the signal agent stopped: {describe_model_failure(exc)}"))
     good = [a for a in attempts if a[1] is not None]
     if good:
         code, info, message = good[-1]

@@ -16,6 +16,7 @@ from langgraph.runtime import Runtime
 
 from graphs.common import frame_inputs
 from graphs.context import WorkflowContext, workspace
+from graphs.progress import report_progress
 from graphs.signal.state import SignalState
 from tools.sandbox import Sandbox
 from tools.workspace import Workspace, WorkspaceError
@@ -87,6 +88,7 @@ def lookahead_error(sandbox: Sandbox, code: str, inputs: dict[str, pd.DataFrame]
 
 
 def validate_node(state: SignalState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+    report_progress("checks")
     ws = workspace(runtime.context, config)
     errors, warnings = _validate(ws, runtime.context.sandbox, state.get("signal_name"), state.get("signal_code"))
     history = [*state.get("execution_history", []),

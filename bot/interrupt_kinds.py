@@ -1,0 +1,151 @@
+"""Interrupt kinds as types: each of clarify, code_review and approval owns how it is titled, rendered in Slack
+and in the console, and how a console line becomes its HITL decision. Payload builders and decision parsing on
+the graph side are in graphs/interrupts.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bot.slack import render
+from graphs.interrupts import APPROVAL, CLARIFY, CODE_REVIEW, validate_args
+
+EDIT_BODY = "edit-body"  # console: the body follows on the next lines, ended by a line `.`
+
+
+@dataclass(frozen=True)
+class ConsoleStep:
+    """What a console line did to a pending interrupt: a decision to resume with, or a message (and nothing
+    resumes), or the start of a multi-line body (`EDIT_BODY`)."""
+
+    decision: dict[str, Any] | None = None
+    message: str | None = None
+
+
+class Clarify:
+    name = CLARIFY
+    prompt = "answer> "
+    thread_reply_decides = True
+
+    @staticmethod
+    def title(payload: dict[str, Any]) -> str:
+        return str(payload.get("question") or "Question")
+
+    @staticmethod
+    def slack_message(thread_id: str, interrupt_id: str, payload: dict[str, Any], requester: str | None) -> dict:
+        return render.clarify_message(thread_id, interrupt_id, payload)
+
+    @staticmethod
+    def console_text(payload: dict[str, Any]) -> str:
+        text = f"? {payload.get('question', '')}"
+        if payload.get("choices"):
+            text += "\n  choices: " + " | ".join(payload["choices"])
+        return text
+
+    @staticmethod
+    def console_step(line: str, payload: dict[str, Any]) -> ConsoleStep:
+        return ConsoleStep({"type": "respond", "message": line.strip()})
+
+
+def _reject(rest: str, what: str) -> ConsoleStep:
+    if not rest:
+        return ConsoleStep(message=f"reject needs a reason: reject REASON ({what})")
+    return ConsoleStep({"type": "reject", "message": rest})
+
+
+class CodeReview:
+    name = CODE_REVIEW
+    prompt = "review> "
+    thread_reply_decides = False
+    reply_hint = ("This code is waiting for review: use Approve, Edit or Reject on the review message above "
+                  "(a thread reply does not decide it).")
+
+    @staticmethod
+    def title(payload: dict[str, Any]) -> str:
+        return f"Code review: {payload.get('name', 'factor')}"
+
+    @staticmethod
+    def slack_message(thread_id: str, interrupt_id: str, payload: dict[str, Any], requester: str | None) -> dict:
+        return render.code_review_message(thread_id, interrupt_id, payload, requester)
+
+    @staticmethod
+    def console_text(payload: dict[str, Any]) -> str:
+        verdict = f"checks FAILED: {payload['failure']}" if payload.get("failure") else "checks passed"
+        return "\n".join([
+            f"--- code review: factor {payload.get('name')} ({verdict}; sandbox isolation: "
+            f"{payload.get('isolation', 'unknown')}) ---",
+            str(payload.get("summary", "")), "--- body of compute_factor ---", str(payload.get("code", "")).rstrip(),
+            f"--- review> {' | '.join(payload.get('allowed', []))} (edit [FILE]; reject REASON) ---"])
+
+    @staticmethod
+    def console_step(line: str, payload: dict[str, Any]) -> ConsoleStep:
+        word, _, rest = line.strip().partition(" ")
+        word, rest = word.lower(), rest.strip()
+        if word == "approve":
+            return ConsoleStep({"type": "approve"})
+        if word == "reject":
+            return _reject(rest, "the rejection is recorded")
+        if word == "edit" and rest:
+            try:
+                body = Path(rest).expanduser().read_text()
+            except OSError as exc:
+                return ConsoleStep(message=f"error: cannot read {rest}: {exc.strerror}")
+            return ConsoleStep(code_edit(body))
+        if word == "edit":
+            return ConsoleStep(message=EDIT_BODY)
+        return ConsoleStep(message="the code is waiting for review: approve, edit [FILE], or reject REASON")
+
+
+def code_edit(body: str) -> dict[str, Any]:
+    return {"type": "edit", "edited_action": {"name": CODE_REVIEW, "args": {"code": body}}}
+
+
+class Approval:
+    name = APPROVAL
+    prompt = "approve> "
+    thread_reply_decides = False
+    reply_hint = ("This is waiting for approval: use the buttons on the approval message above (a thread reply "
+                  "does not decide it).")
+
+    @staticmethod
+    def title(payload: dict[str, Any]) -> str:
+        return f"Approval: {payload.get('title') or payload.get('action')}"
+
+    @staticmethod
+    def slack_message(thread_id: str, interrupt_id: str, payload: dict[str, Any], requester: str | None) -> dict:
+        return render.approval_message(thread_id, interrupt_id, payload, requester)
+
+    @staticmethod
+    def console_text(payload: dict[str, Any]) -> str:
+        forms = ["approve", "reject REASON"]
+        if "edit" in payload.get("allowed", []):
+            forms.insert(1, "edit " + " ".join(f"{k}=…" for k in payload.get("args_schema") or {}))
+        details = "\n".join(f"  {k}: {v}" for k, v in (payload.get("args") or {}).items())
+        return (f"--- approval: {payload.get('title')} ---\n{payload.get('description', '')}\n{details}\n"
+                f"--- {' | '.join(forms)} (reject: {payload.get('on_reject') or 'the action is not taken'}) ---")
+
+    @staticmethod
+    def console_step(line: str, payload: dict[str, Any]) -> ConsoleStep:
+        word, _, rest = line.strip().partition(" ")
+        word, rest = word.lower(), rest.strip()
+        if word == "approve":
+            return ConsoleStep({"type": "approve"})
+        if word == "reject":
+            return _reject(rest, str(payload.get("on_reject") or "the action is not taken"))
+        if word == "edit" and "edit" in payload.get("allowed", []):
+            raw = dict(part.split("=", 1) for part in rest.split() if "=" in part)
+            args, errors = validate_args(payload.get("args_schema") or {}, payload.get("args") or {}, raw)
+            if errors:
+                return ConsoleStep(message="error: " + "; ".join(errors))
+            return ConsoleStep({"type": "edit", "edited_action": {"name": payload.get("action"), "args": args}})
+        allowed = " | ".join(payload.get("allowed", []))
+        return ConsoleStep(message=f"this waits for approval: {allowed} (reject needs a REASON)")
+
+
+KINDS: dict[str, Any] = {k.name: k for k in (Clarify, CodeReview, Approval)}
+
+
+def kind_of(payload: dict[str, Any]) -> Any:
+    """The kind class of an interrupt payload (clarify when unmarked)."""
+    return KINDS.get(payload.get("type") or CLARIFY, Clarify)

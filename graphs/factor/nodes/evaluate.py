@@ -1,0 +1,72 @@
+"""evaluate: the backfilled factor against forward returns (IC, quantiles, turnover), near duplicates in the
+library, the tear sheet and the CSVs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+
+from graphs.context import WorkflowContext, thread_id, workspace
+from graphs.factor.state import FactorState
+from graphs.progress import report_progress
+from tools.charts import factor_chart
+from tools.evaluation import EvaluationError, evaluate_factor
+from tools.factor_store import FactorStore
+from tools.workspace import WorkspaceError
+
+PERIODS = (1, 5, 20)
+QUANTILES = 5
+
+
+def evaluate_node(state: FactorState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+    ctx, spec = runtime.context, state["spec"]
+    report_progress("evaluation")
+    ws = workspace(ctx, config)
+    factor = ws.get(state["backfill"]["name"])  # type: ignore[index]
+    close = ws.get("ohlcv/close")
+    try:
+        tradable = ws.get("ohlcv/vol") > 0
+    except WorkspaceError:
+        tradable = None
+    try:
+        evaluation = evaluate_factor(factor, close, PERIODS, QUANTILES, tradable=tradable)
+    except EvaluationError as exc:
+        return {"final_reply": f"The factor could not be evaluated: {exc}"}
+    metrics = evaluation.metrics()
+    duplicates = [d.__dict__ for d in FactorStore(ctx.engine).near_duplicates(factor)]
+    out_dir = Path(ctx.artifacts_dir) / thread_id(config)
+    artifacts = _write_artifacts(out_dir, f"{spec['name']}_run{state.get('run_no', 1)}", spec["name"], evaluation,
+                                 metrics)
+    return {"evaluation": {"metrics": _records(metrics), "duplicates": duplicates,
+                           "coverage_mean": float(evaluation.coverage.mean()),
+                           "dates_evaluated": {str(p): h.ic_dates for p, h in evaluation.horizons().items()},
+                           "missing": {str(p): reasons for p, reasons in evaluation.missing_reasons().items()},
+                           "shortfall": evaluation.shortfall()},
+            "artifacts": artifacts}
+
+
+def _records(metrics: pd.DataFrame) -> dict[str, dict[str, float | None]]:
+    """JSON-safe metrics for graph state: period (as text) -> name -> value (None for NaN)."""
+    return {str(p): {k: (None if not np.isfinite(v) else float(v)) for k, v in row.items()}
+            for p, row in metrics.iterrows()}
+
+
+def _write_artifacts(out_dir: Path, stem: str, title: str, evaluation: Any,
+                     metrics: pd.DataFrame) -> list[dict[str, str]]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    png = factor_chart(evaluation, f"{title}: evaluation")
+    paths = {"chart": out_dir / f"{stem}.png", "metrics_csv": out_dir / f"{stem}_metrics.csv",
+             "ic_csv": out_dir / f"{stem}_ic.csv"}
+    paths["chart"].write_bytes(png)
+    metrics.to_csv(paths["metrics_csv"])
+    ic = pd.concat({"ic": evaluation.ic, "rank_ic": evaluation.rank_ic}, axis=1)
+    ic.columns = [f"{kind}_{p}d" for kind, p in ic.columns]
+    ic.to_csv(paths["ic_csv"], date_format="%Y%m%d")
+    mime = {"chart": "image/png", "metrics_csv": "text/csv", "ic_csv": "text/csv"}
+    return [{"kind": k, "path": str(p), "mime": mime[k], "title": f"{title} {k.replace('_', ' ')}"}
+            for k, p in paths.items()]

@@ -1,0 +1,71 @@
+"""semantic_check: compare the code with the spec after a passing dry run (rule-based for library bodies and
+without an LLM, an LLM judge otherwise). The verdict is recorded; the routes decide what happens next."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+
+from graphs.context import WorkflowContext
+from graphs.factor.state import FactorState
+from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json
+from graphs.progress import report_progress
+
+JUDGE_PROMPT = """You review a stock-selection factor's code against its specification.
+
+Specification: {description}
+Fields: {fields}; look-back: {lookback} trading days; frequency: daily.
+
+Body of compute_factor (each argument a DataFrame dates x codes):
+```python
+{body}
+```
+Does the code compute what the specification says (right fields, windows, sign and formula)? Ignore style.
+Answer with one JSON object: {{"ok": true|false, "diffs": ["what differs", ...], "reason": "one sentence"}}
+"""
+
+
+def semantic_check_node(state: FactorState, config: RunnableConfig,
+                        runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+    if not (state.get("dry_run") or {}).get("ok"):
+        return {"semantic_check": None}
+    spec, body = state["spec"], state.get("factor_body") or ""
+    report_progress("semantic check")
+    if spec.get("body") and body.strip() == spec["body"].strip():
+        return {"semantic_check": {"ok": True, "diffs": [], "reason": "library implementation of the spec",
+                                   "by": "rules"}}
+    diffs = rule_diffs(spec, body)
+    if diffs or runtime.context.light_llm is None and runtime.context.llm is None:
+        return {"semantic_check": {"ok": not diffs, "diffs": diffs, "reason": "rule-based check", "by": "rules"}}
+    judge = runtime.context.llm or runtime.context.light_llm
+    prompt = JUDGE_PROMPT.format(description=spec["description"], fields=", ".join(spec["fields"]),
+                                 lookback=spec.get("lookback", 0), body=body)
+    try:
+        verdict = invoke_json(judge, [SystemMessage(prompt), HumanMessage("Judge the code.")],  # type: ignore[arg-type]
+                              "verdict")
+    except MODEL_FAILURES as exc:  # an unreadable verdict must not pass silently
+        return {"semantic_check": {"ok": False, "diffs": [f"the semantic judge gave no verdict: "
+                                                          f"{describe_model_failure(exc)}"],
+                                   "reason": "no verdict", "by": "llm"}}
+    return {"semantic_check": {"ok": bool(verdict.get("ok")), "diffs": [str(d) for d in verdict.get("diffs") or []],
+                               "reason": str(verdict.get("reason") or ""), "by": "llm"}}
+
+
+def rule_diffs(spec: dict[str, Any], body: str) -> list[str]:
+    """What a reader can tell without a model: the spec's fields are used, no negative shifts."""
+    try:
+        tree = ast.parse("def _f():\n" + textwrap.indent(textwrap.dedent(body), "    "))
+    except SyntaxError:
+        return []  # the dry run reports syntax errors
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    diffs = [f"the spec's field `{f}` is not used" for f in spec["fields"] if f not in names]
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "shift"
+                and node.args and isinstance(node.args[0], ast.UnaryOp) and isinstance(node.args[0].op, ast.USub)):
+            diffs.append("shift with a negative period reads future data")
+    return diffs

@@ -1,0 +1,32 @@
+"""write_db: save the reviewed factor (values, metrics) as a new version, idempotently (run key)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+
+from graphs.context import WorkflowContext, workspace
+from graphs.factor.saving import run_key, stored_spec
+from graphs.factor.state import FactorState
+from graphs.progress import report_progress
+from tools.factor_store import FactorStore
+
+
+def write_db_node(state: FactorState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+    spec, review = state["spec"], state.get("review") or {}
+    report_progress("saving")
+    values = workspace(runtime.context, config).get(state["backfill"]["name"])  # type: ignore[index]
+    metrics = pd.DataFrame.from_dict(state["evaluation"]["metrics"], orient="index")  # type: ignore[index]
+    metrics.index = metrics.index.astype(int)
+    info, created = FactorStore(runtime.context.engine).save(
+        name=spec["name"], description=spec["description"], code=state.get("factor_code") or "",
+        spec=stored_spec(state, near_duplicates=state["evaluation"]["duplicates"],  # type: ignore[index]
+                         duplicate_approved_by=(state.get("save_approval") or {}).get("approver")),
+        author=state.get("requester"), reviewer=review.get("reviewer"),
+        decision="edit" if review.get("status") == "edited" else "approve", run_key=run_key(state, config),
+        values=values, metrics=metrics.astype(float))
+    return {"saved": {"id": info.id, "name": info.name, "version": info.version, "status": info.status,
+                      "created": created}}

@@ -1,0 +1,74 @@
+"""The factor workflow's results (a saved factor, the library) as views for the adapters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Engine
+
+from graphs.views import Table, View
+from tools.factor_store import FactorStore
+
+SHOWN_METRICS = (("rank_ic_mean", "Rank IC", "{:.4f}"), ("rank_icir", "ICIR", "{:.2f}"), ("ic_mean", "IC", "{:.4f}"),
+                 ("spread_mean", "top−bottom", "{:.4%}"), ("turnover_top", "top turnover", "{:.1%}"))
+
+
+def _num(value: float | None, spec: str, scale: float = 1.0, unit: str = "") -> str:
+    return "n/a" if value is None else format(value * scale, spec) + unit
+
+
+def present_factor(result: dict[str, Any]) -> View:
+    """A saved factor: metrics per forward-return period as a table, duplicates, conventions."""
+    dates = result.get("dates_evaluated", {})
+    rows = [[f"{period}d", str(dates.get(period, "?")), _num(m["ic_mean"], ".4f"), _num(m["rank_ic_mean"], ".4f"),
+             _num(m["rank_icir"], ".2f"),
+             _num(m["rank_ic_t"], ".1f"), _num(m["spread_mean"], ".1f", 1e4, "bp"),
+             _num(m["long_short_mean"], ".1f", 1e4, "bp"), _num(m["turnover_top"], ".0%")]
+            for period, m in result["metrics"].items()]
+    table = Table(["period", "dates", "IC", "RankIC", "ICIR", "t", "top-bot", "L/S", "turn"], rows)
+    decided = f"{result['decision']} by {result['reviewer']}" if result.get("reviewer") else result["decision"]
+    warnings = [f"near duplicate of {d['name']} v{d['version']} (correlation {d['correlation']:.3f} over "
+                f"{d['overlap']:,} values)" for d in result.get("duplicates", [])]
+    why_missing = sorted({f"{period}d: {reason}" for period, reasons in result.get("missing", {}).items()
+                          for reason in reasons.values()})
+    first = next(iter(result["metrics"].values()), {})
+    summary = (f"Factor {result['title']} saved: Rank IC {_num(first.get('rank_ic_mean'), '.4f')} (first period), "
+               f"{len(result.get('duplicates', []))} near duplicate(s)")
+    return View(title=f"Factor {result['title']} saved", summary=summary,
+                lines=[result["description"], f"{result['shape'][0]} dates × {result['shape'][1]} codes, "
+                                              f"{result['first_date']}–{result['last_date']} · {decided}"],
+                table=table, notes=[result["conventions"], *(f"n/a because {w}" for w in why_missing)],
+                warnings=warnings + list(result.get("warnings", [])),
+                users=[result["reviewer"]] if result.get("reviewer") else [])
+
+
+def factor_list(engine: Engine, _args: list[str]) -> View:
+    factors = FactorStore(engine).list()
+    if not factors:
+        return View("Factor library", "No factors saved yet. Start one with `factor KIND START END` "
+                                      "(e.g. `factor momentum 20190301 20200601`).")
+    lines = [f"{f.name} v{f.version} [{f.status}] {f.description} — by {f.author or '?'}, {f.decision} by "
+             f"{f.reviewer or '?'}, {f.created_at:%Y-%m-%d %H:%M}" for f in factors]
+    return View("Factor library", f"{len(factors)} factor(s), newest version of each:", lines=lines)
+
+
+def factor_show(engine: Engine, args: list[str]) -> View:
+    name = " ".join(args).strip().lower()
+    if not name:
+        return View("Factor", "Usage: factor show NAME (see factor list)")
+    store = FactorStore(engine)
+    versions = store.versions(name)
+    if not versions:
+        return View("Factor", f"No factor named {name!r}. See `factor list`.")
+    latest = versions[-1]
+    lines = ["versions: " + ", ".join(f"v{v.version} {v.status} ({v.decision} by {v.reviewer or '?'})"
+                                      for v in versions)]
+    active = store.latest(name)
+    code = None
+    if active is not None:
+        lines.append(f"v{active.version}: {store.count_values(active.id)} values stored")
+        for period, row in store.metrics(active.id).iterrows():
+            shown = ", ".join(f"{label} {fmt.format(row[key])}" for key, label, fmt in SHOWN_METRICS if key in row)
+            lines.append(f"{period}d: {shown}")
+        code = (active.spec.get("body") or active.code).rstrip()
+    return View(f"Factor {latest.name}", f"{latest.name}: {latest.description}", lines=lines, code=code)

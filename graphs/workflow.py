@@ -1,0 +1,39 @@
+"""What a workflow is to the rest of QuantDesk: one registry entry (see graphs/registry.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.graph.state import CompiledStateGraph
+from sqlalchemy import Engine
+
+from graphs.views import View
+
+
+@dataclass(frozen=True)
+class Subcommand:
+    """A command of a workflow that reads data and needs no run (e.g. `factor list`)."""
+
+    usage: str
+    summary: str
+    run: Callable[[Engine, list[str]], View]
+
+
+@dataclass(frozen=True)
+class Workflow:
+    name: str  # the request's first word, the `/quant` subcommand and the main graph's node
+    summary: str  # one line: what it does (help and the LLM router's prompt)
+    usage: str  # the grammar
+    example: str
+    notes: tuple[str, ...]  # more help lines (strategies, kinds, what parameters mean)
+    starts_request: Callable[[str], bool]  # a new request of this workflow (first word is its keyword or a kind)
+    looks_structured: Callable[[str], bool]  # the grammar rather than prose
+    build: Callable[..., CompiledStateGraph]  # build(checkpointer=...) -> the compiled subgraph
+    present: Callable[[dict[str, Any]], View]  # a finished run's result as a view
+    subcommands: dict[str, Subcommand] = field(default_factory=dict)
+
+    def subcommand(self, words: list[str]) -> Subcommand | None:
+        """The subcommand `words` call (`factor list` → list), if any."""
+        return self.subcommands.get(words[0].lower()) if words else None

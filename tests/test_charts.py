@@ -1,0 +1,104 @@
+"""Charts return decodable PNGs; what a chart draws (panels per horizon, or a note saying why there is nothing)
+is decided by plain functions, tested here without looking at pixels."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import matplotlib.image
+import numpy as np
+import pandas as pd
+import pytest
+
+from tools.backtest import run_backtest
+from tools.charts import (
+    equity_and_signal_counts,
+    factor_chart,
+    factor_chart_plan,
+    note_chart,
+    nothing_to_plot,
+    price_with_trades,
+)
+from tools.evaluation import evaluate_factor
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def assert_png(data: bytes) -> None:
+    assert data.startswith(PNG_MAGIC)
+    pixels = matplotlib.image.imread(io.BytesIO(data), format="png")
+    assert pixels.ndim == 3 and pixels.shape[0] > 100 and pixels.shape[1] > 100
+
+
+@pytest.fixture(scope="module")
+def close(shared_data: Path) -> pd.DataFrame:
+    bars = pd.read_parquet(shared_data / "cn_csi300_baostock_qfq" / "daily.parquet",
+                           columns=["ts_code", "trade_date", "close"])
+    bars["trade_date"] = pd.to_datetime(bars["trade_date"])
+    wide = bars.pivot(index="trade_date", columns="ts_code", values="close").dropna(axis=1)
+    return wide.iloc[-300:, :40]
+
+
+def test_nothing_to_plot_names_what_is_missing() -> None:
+    index = pd.bdate_range("2024-01-01", periods=3)
+    assert nothing_to_plot(pd.DataFrame(columns=["A"], dtype=float), "signal") == "no signal to plot: no dates"
+    assert nothing_to_plot(pd.DataFrame(index=index), "signal") == "no signal to plot: no codes"
+    assert nothing_to_plot(pd.Series(np.nan, index=index), "prices") == "no prices to plot: every value is missing"
+    assert nothing_to_plot(pd.Series([1.0, np.nan, 2.0], index=index), "prices") is None
+
+
+def test_signal_charts_with_benchmark_are_pngs(close: pd.DataFrame) -> None:
+    fast, slow = close.rolling(5).mean(), close.rolling(20).mean()
+    signal = ((fast > slow).astype(float) - (fast < slow).astype(float)).where(slow.notna())
+    result = run_backtest(signal, close)
+    assert_png(equity_and_signal_counts(result.equity, signal, "ma_cross", benchmark=result.benchmark_equity,
+                                        exposure=result.exposure))
+    assert_png(equity_and_signal_counts(result.equity, signal, "ma_cross"))  # without the optional panels
+    code = close.columns[0]
+    single = run_backtest(signal[[code]], close[[code]])
+    assert_png(price_with_trades(close[code], single.positions[code], code, equity=single.equity,
+                                 benchmark=single.benchmark_equity))
+    assert_png(price_with_trades(close[code], single.positions[code], code))
+
+
+def test_empty_signal_charts_draw_a_note() -> None:
+    empty = pd.DataFrame(columns=["A"], dtype=float, index=pd.DatetimeIndex([]))
+    result = run_backtest(empty, empty)
+    assert nothing_to_plot(empty, "signal") == "no signal to plot: no dates"
+    assert_png(equity_and_signal_counts(result.equity, empty, "empty", benchmark=result.benchmark_equity,
+                                        exposure=result.exposure))
+    assert_png(price_with_trades(empty["A"], result.positions["A"], "empty"))
+    assert_png(note_chart("a title", "no signal to plot: no dates"))
+
+
+def test_factor_chart_plots_every_horizon(close: pd.DataFrame) -> None:
+    evaluation = evaluate_factor(-close.pct_change(20), close, periods=(1, 5, 20))
+    plan = factor_chart_plan(evaluation)
+    assert plan.horizons == (1, 5, 20) and plan.skipped == {} and plan.note is None
+    assert_png(factor_chart(evaluation, "reversal"))
+
+
+def test_factor_chart_without_evaluable_dates_draws_the_reason(close: pd.DataFrame) -> None:
+    evaluation = evaluate_factor(close.pct_change(5).iloc[-16:], close, periods=(1, 5, 20))  # the data ends first
+    plan = factor_chart_plan(evaluation)
+    assert plan.horizons == () and set(plan.skipped) == {1, 5, 20}
+    assert plan.note is not None and plan.note.startswith(
+        "no evaluable dates for any horizon: no date has a forward return for every horizon evaluated together "
+        "(1d, 5d, 20d), because no forward 20d return: the data ends 20200824")
+    assert plan.note.count("no forward 20d return") == 1  # the reason the shorter horizons quote is given once
+    assert_png(factor_chart(evaluation, "too late"))
+
+
+def test_factor_chart_leaves_out_a_horizon_without_rank_ic() -> None:
+    # prices repeat every 5 rows: every 5-day return is 0, so no date has a 5d Rank IC while 1d returns vary
+    index = pd.bdate_range("2024-01-01", periods=60)
+    codes = [f"{i:06d}.SZ" for i in range(12)]
+    rows, cols = np.meshgrid(np.arange(len(index)), np.arange(len(codes)), indexing="ij")
+    prices = pd.DataFrame(10.0 + (rows + cols) % 5, index=index, columns=codes)
+    factor = pd.DataFrame(np.random.default_rng(3).normal(size=prices.shape), index=index, columns=codes)
+    evaluation = evaluate_factor(factor, prices, periods=(1, 5))
+    plan = factor_chart_plan(evaluation)
+    assert plan.horizons == (1,) and plan.note is None
+    assert plan.skipped == {5: "no date has 2 or more evaluated codes whose factor values and 5d returns both vary"}
+    assert_png(factor_chart(evaluation, "half"))
