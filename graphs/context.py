@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from sqlalchemy import Engine
 
+from tools.artifacts import ArtifactStore
 from tools.data.provider import MarketDataProvider
 from tools.sandbox import Sandbox
 from tools.workspace import Workspace
@@ -19,7 +19,7 @@ class WorkflowContext:
     provider: MarketDataProvider
     engine: Engine
     sandbox: Sandbox
-    artifacts_dir: Path
+    artifacts: ArtifactStore  # charts and files of runs, in the database (no host paths)
     llm: BaseChatModel | None = None
     light_llm: BaseChatModel | None = None
     fee_rate: float = 0.0005

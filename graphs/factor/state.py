@@ -7,6 +7,8 @@ from typing import Annotated, Any, TypedDict
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
+from tools.artifacts import ArtifactRef
+
 MAX_RETRIES = 5  # code-generation retries after the first attempt (the seed's limit)
 
 
@@ -17,13 +19,14 @@ class FactorState(TypedDict, total=False):
     run_no: int  # one per factor request in this thread (idempotency key of the save)
     mode: str  # "library" or "llm"
     request: dict[str, Any]  # FactorRequest.as_dict() (library mode)
-    spec: dict[str, Any]  # name, description, fields, lookback, frequency, codes, start, end, library, body
+    spec: dict[str, Any]  # name, description, fields, lookback, frequency, codes, start, end, library, body;
+    # after an edit that changed the body also edited_from: {name, description, body} of the code first reviewed
     clarification_needed: str | None
     clarify_choices: list[str]
     clarification_count: int
     factor_body: str | None  # the generated (or edited) body of compute_factor
     factor_code: str | None  # the full program from the template
-    dry_run: dict[str, Any] | None  # {ok, error, checks: CheckReport.as_dict(), summary, seconds}
+    dry_run: dict[str, Any] | None  # {ok, error, checks: CheckReport.as_dict(), figures, summary, fatal}
     semantic_check: dict[str, Any] | None  # {ok, diffs, reason, by}
     retry_count: int
     attempts: list[dict[str, Any]]  # every attempt: {source, ok, problem}
@@ -33,7 +36,7 @@ class FactorState(TypedDict, total=False):
     evaluation: dict[str, Any] | None  # {metrics: {period: {...}}, duplicates: [...]}
     save_approval: dict[str, Any] | None  # {approver}: saving a near duplicate was approved
     saved: dict[str, Any] | None  # {id, name, version, status}
-    artifacts: list[dict[str, str]]
+    artifacts: list[ArtifactRef]  # charts and CSVs stored with the thread (tools/artifacts.py)
     result: dict[str, Any] | None
     final_reply: str | None
 

@@ -133,3 +133,22 @@ class FactorMetric(Base):
     period: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(32), primary_key=True)
     value: Mapped[float | None] = mapped_column(Double)
+
+
+class Artifact(Base):
+    """A chart or file a run produced, kept in the database so that whichever worker finishes the run uploads
+    it; (thread, run key, kind) is unique, so a node that re-runs stores it once."""
+
+    __tablename__ = "artifacts"
+    __table_args__ = (UniqueConstraint("thread_id", "run_key", "kind", name="uq_artifacts_thread_run_kind"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)  # uuid4 hex
+    thread_id: Mapped[str] = mapped_column(String(64))
+    run_key: Mapped[str] = mapped_column(String(128))
+    kind: Mapped[str] = mapped_column(String(32))
+    filename: Mapped[str] = mapped_column(String(255))
+    title: Mapped[str] = mapped_column(String(300))
+    mime: Mapped[str] = mapped_column(String(100))
+    size: Mapped[int] = mapped_column(BigInteger)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)

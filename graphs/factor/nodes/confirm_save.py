@@ -7,13 +7,13 @@ Nothing here has a side effect before `interrupt()`: the node re-runs from its s
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from graphs.context import decider
+from graphs.context import WorkflowContext, decider
 from graphs.factor.state import FactorState, duplicates_of_others
 from graphs.interrupts import approval_request, decision_of
 from graphs.progress import report_progress
@@ -26,7 +26,7 @@ def _rank_ic(metrics: dict[str, dict[str, float | None]]) -> str:
                      for period, m in metrics.items())
 
 
-def confirm_save_node(state: FactorState, config: RunnableConfig) -> dict[str, Any]:
+def confirm_save_node(state: FactorState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
     name = state["spec"]["name"]
     report_progress("save approval")
     evaluation = state.get("evaluation") or {}
@@ -54,8 +54,8 @@ def confirm_save_node(state: FactorState, config: RunnableConfig) -> dict[str, A
         return {"save_approval": {"approver": decider(config)}}
     if kind == "reject":
         reason = str(decision.get("message") or "").strip()
-        for artifact in state.get("artifacts", []):  # the tear sheet and CSVs of a factor that is not saved
-            Path(artifact["path"]).unlink(missing_ok=True)
+        # the tear sheet and CSVs of a factor that is not saved (deleting twice, on a re-run, is harmless)
+        runtime.context.artifacts.delete([artifact["id"] for artifact in state.get("artifacts", [])])
         why = (f"nearly repeats {', '.join(d['name'] for d in duplicates)}" if duplicates
                else "has too few evaluable dates")
         return {"artifacts": [], "final_reply": f"Not saved: factor {name} {why}; nothing was written."

@@ -1,9 +1,9 @@
 """evaluate: the backfilled factor against forward returns (IC, quantiles, turnover), near duplicates in the
-library, the tear sheet and the CSVs."""
+library, the tear sheet and the CSVs (stored in the database under the factor run's key, so a re-run of this
+node stores nothing twice)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -14,8 +14,9 @@ from langgraph.runtime import Runtime
 from graphs.context import WorkflowContext, thread_id, workspace
 from graphs.factor.state import FactorState
 from graphs.progress import report_progress
+from tools.artifacts import ArtifactRef, ArtifactStore
 from tools.charts import factor_chart
-from tools.evaluation import EvaluationError, evaluate_factor
+from tools.evaluation import EvaluationError, FactorEvaluation, evaluate_factor
 from tools.factor_store import FactorStore
 from tools.workspace import WorkspaceError
 
@@ -39,9 +40,9 @@ def evaluate_node(state: FactorState, config: RunnableConfig, runtime: Runtime[W
         return {"final_reply": f"The factor could not be evaluated: {exc}"}
     metrics = evaluation.metrics()
     duplicates = [d.__dict__ for d in FactorStore(ctx.engine).near_duplicates(factor)]
-    out_dir = Path(ctx.artifacts_dir) / thread_id(config)
-    artifacts = _write_artifacts(out_dir, f"{spec['name']}_run{state.get('run_no', 1)}", spec["name"], evaluation,
-                                 metrics)
+    run_no = state.get("run_no", 1)
+    artifacts = _store_artifacts(ctx.artifacts, thread_id(config), f"factor/evaluate:{run_no}",
+                                 f"{spec['name']}_run{run_no}", spec["name"], evaluation, metrics)
     return {"evaluation": {"metrics": _records(metrics), "duplicates": duplicates,
                            "coverage_mean": float(evaluation.coverage.mean()),
                            "dates_evaluated": {str(p): h.ic_dates for p, h in evaluation.horizons().items()},
@@ -56,17 +57,14 @@ def _records(metrics: pd.DataFrame) -> dict[str, dict[str, float | None]]:
             for p, row in metrics.iterrows()}
 
 
-def _write_artifacts(out_dir: Path, stem: str, title: str, evaluation: Any,
-                     metrics: pd.DataFrame) -> list[dict[str, str]]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    png = factor_chart(evaluation, f"{title}: evaluation")
-    paths = {"chart": out_dir / f"{stem}.png", "metrics_csv": out_dir / f"{stem}_metrics.csv",
-             "ic_csv": out_dir / f"{stem}_ic.csv"}
-    paths["chart"].write_bytes(png)
-    metrics.to_csv(paths["metrics_csv"])
+def _store_artifacts(store: ArtifactStore, thread: str, run_key: str, stem: str, title: str,
+                     evaluation: FactorEvaluation, metrics: pd.DataFrame) -> list[ArtifactRef]:
     ic = pd.concat({"ic": evaluation.ic, "rank_ic": evaluation.rank_ic}, axis=1)
     ic.columns = [f"{kind}_{p}d" for kind, p in ic.columns]
-    ic.to_csv(paths["ic_csv"], date_format="%Y%m%d")
-    mime = {"chart": "image/png", "metrics_csv": "text/csv", "ic_csv": "text/csv"}
-    return [{"kind": k, "path": str(p), "mime": mime[k], "title": f"{title} {k.replace('_', ' ')}"}
-            for k, p in paths.items()]
+    files = {
+        "chart": (f"{stem}.png", "image/png", factor_chart(evaluation, f"{title}: evaluation")),
+        "metrics_csv": (f"{stem}_metrics.csv", "text/csv", metrics.to_csv().encode()),
+        "ic_csv": (f"{stem}_ic.csv", "text/csv", ic.to_csv(date_format="%Y%m%d").encode()),
+    }
+    return [store.put(thread, run_key, kind, filename, f"{title} {kind.replace('_', ' ')}", mime, data)
+            for kind, (filename, mime, data) in files.items()]

@@ -1,19 +1,20 @@
-"""Report: backtest the validated signal, draw the chart, write the artifacts, and summarise — as data for
-the adapters (nothing here talks to Slack)."""
+"""Report: backtest the validated signal, draw the chart, store the artifacts (in the database, keyed by the
+request, so a re-run of this node stores nothing twice), and summarise — as data for the adapters (nothing here
+talks to Slack)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from graphs.context import WorkflowContext, thread_id, workspace
 from graphs.progress import report_progress
 from graphs.signal.state import SignalState
+from tools.artifacts import ArtifactRef, ArtifactStore
 from tools.backtest import BacktestResult, degeneracy_warnings, run_backtest
 from tools.charts import equity_and_signal_counts, price_with_trades
 from tools.workspace import WorkspaceError
@@ -47,8 +48,8 @@ def report_node(state: SignalState, config: RunnableConfig, runtime: Runtime[Wor
     title = params.get("strategy") or name
     if params.get("strategy_params"):
         title += " (" + ", ".join(f"{k}={v:g}" for k, v in params["strategy_params"].items()) + ")"
-    out_dir = Path(ctx.artifacts_dir) / thread_id(config)
-    artifacts = _write_artifacts(out_dir, name, title, signal, close, backtest)
+    artifacts = _store_artifacts(ctx.artifacts, thread_id(config), _run_key(state.get("messages", [])), name,
+                                 title, signal, close, backtest)
     result = {
         "workflow": "signal",
         "title": title,
@@ -73,9 +74,14 @@ def report_node(state: SignalState, config: RunnableConfig, runtime: Runtime[Wor
             "execution_history": [*state.get("execution_history", []), "report: done"]}
 
 
-def _write_artifacts(out_dir: Path, name: str, title: str, signal: pd.DataFrame, close: pd.DataFrame,
-                     backtest: BacktestResult) -> list[dict[str, str]]:
-    out_dir.mkdir(parents=True, exist_ok=True)
+def _run_key(messages: list[AnyMessage]) -> str:
+    """The artifacts' idempotency key: the request this report answers (its last human message)."""
+    last = next(m for m in reversed(messages) if isinstance(m, HumanMessage))
+    return f"signal/report:{last.id}"
+
+
+def _store_artifacts(store: ArtifactStore, thread: str, run_key: str, name: str, title: str, signal: pd.DataFrame,
+                     close: pd.DataFrame, backtest: BacktestResult) -> list[ArtifactRef]:
     if signal.shape[1] == 1:
         code = signal.columns[0]
         png = price_with_trades(close[code], backtest.positions[code], f"{title} — {code}", equity=backtest.equity,
@@ -83,15 +89,12 @@ def _write_artifacts(out_dir: Path, name: str, title: str, signal: pd.DataFrame,
     else:
         png = equity_and_signal_counts(backtest.equity, signal, f"{title} — equity of {signal.shape[1]} codes",
                                        benchmark=backtest.benchmark_equity, exposure=backtest.exposure)
-    paths = {
-        "chart": (out_dir / f"{name}.png", "image/png"),
-        "signal_csv": (out_dir / f"{name}_signal.csv", "text/csv"),
-        "signal_parquet": (out_dir / f"{name}_signal.parquet", "application/vnd.apache.parquet"),
-        "metrics_csv": (out_dir / f"{name}_metrics.csv", "text/csv"),
+    metrics = pd.Series(backtest.metrics.as_dict()).rename("value").to_csv(index_label="metric")
+    files = {
+        "chart": (f"{name}.png", "image/png", png),
+        "signal_csv": (f"{name}_signal.csv", "text/csv", signal.to_csv(date_format="%Y%m%d").encode()),
+        "signal_parquet": (f"{name}_signal.parquet", "application/vnd.apache.parquet", signal.to_parquet()),
+        "metrics_csv": (f"{name}_metrics.csv", "text/csv", metrics.encode()),
     }
-    paths["chart"][0].write_bytes(png)
-    signal.to_csv(paths["signal_csv"][0], date_format="%Y%m%d")
-    signal.to_parquet(paths["signal_parquet"][0])
-    pd.Series(backtest.metrics.as_dict()).rename("value").to_csv(paths["metrics_csv"][0], index_label="metric")
-    return [{"kind": kind, "path": str(path), "mime": mime, "title": f"{title} {kind.replace('_', ' ')}"}
-            for kind, (path, mime) in paths.items()]
+    return [store.put(thread, run_key, kind, filename, f"{title} {kind.replace('_', ' ')}", mime, data)
+            for kind, (filename, mime, data) in files.items()]
