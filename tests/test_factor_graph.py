@@ -3,7 +3,9 @@ PostgreSQL), scripted chat models emitting real tool calls; results read back fr
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from graphs.factor.present import present_factor
 from graphs.factor.state import MAX_RETRIES
 from tests.fakes.chat import ScriptedChatModel, answer, tool_call
 from tests.graph_thread import GraphThread
+from tools.artifacts import ArtifactStore
 from tools.data.local import SampleProvider
 from tools.factor_store import FactorStore
 from tools.sandbox import Sandbox
@@ -39,7 +42,7 @@ def edit(code: str) -> dict[str, Any]:
 def make_thread(db_url: str, engine: Engine, sandbox: Sandbox, tmp_path: Path):  # noqa: ANN201
     def make(llm: ScriptedChatModel | None = None, light: ScriptedChatModel | None = None) -> GraphThread:
         ctx = WorkflowContext(provider=SampleProvider(), engine=engine, sandbox=sandbox,
-                              artifacts_dir=tmp_path / "artifacts", llm=llm, light_llm=light)
+                              artifacts=ArtifactStore(engine), llm=llm, light_llm=light)
         return GraphThread(db_url, ctx)
     return make
 
@@ -77,8 +80,8 @@ def test_llm_dry_run_failure_retry_success_approve_backfill_evaluate_save(make_t
         int(store.values(saved.id).isna().sum().sum())
     metrics = store.metrics(saved.id)
     assert list(metrics.index) == [1, 5, 20] and metrics["dates"].min() > 200
-    assert Path(next(a["path"] for a in done["result"]["artifacts"] if a["kind"] == "chart")).read_bytes()[:4] \
-        == b"\x89PNG"
+    chart = next(a for a in done["result"]["artifacts"] if a["kind"] == "chart")
+    assert "path" not in chart and thread.ctx.artifacts.get(chart["id"]).data[:4] == b"\x89PNG"
 
 
 def test_five_failed_retries_reach_review_with_the_failure_shown(make_thread, engine: Engine) -> None:
@@ -99,6 +102,11 @@ def test_five_failed_retries_reach_review_with_the_failure_shown(make_thread, en
     assert FactorStore(engine).latest(name, status=None).status == "rejected"
 
 
+def edit_name(name: str, body: str) -> str:
+    """The name an edit is saved under: the first name, `_edit_` and 6 hex digits of the body's SHA-256."""
+    return f"{name}_edit_{hashlib.sha256(body.encode()).hexdigest()[:6]}"
+
+
 def test_broken_edit_is_asked_again_then_a_good_edit_is_used(make_thread, engine: Engine) -> None:
     name = f"mom_{uuid.uuid4().hex[:6]}"
     thread = make_thread()
@@ -107,12 +115,63 @@ def test_broken_edit_is_asked_again_then_a_good_edit_is_used(make_thread, engine
     again = thread.decide(out, edit("return close.stack()"))
     shown = review(again)
     assert "Your edit was not accepted" in shown["summary"] and "got Series" in shown["failure"]
+    assert "got Series" not in shown["summary"]  # the failure is shown once, with the checks
+    assert shown["action_requests"][0]["description"].count("got Series") == 1
+    assert shown["name"] == edit_name(name, "return close.stack()")  # the code under review is the edit
     lookahead = thread.decide(again, edit("return close.shift(-5) / close - 1"))
     assert "negative period" in review(lookahead)["failure"] or "look-ahead" in review(lookahead)["failure"]
     done = thread.decide(lookahead, edit("def compute_factor(close):\n    return close / close.shift(10) - 1\n"))
     assert done["result"]["decision"] == "edit"
-    saved = FactorStore(engine).latest(name)
-    assert "close.shift(10)" in saved.code and saved.decision == "edit"
+    new_name = edit_name(name, "return close / close.shift(10) - 1")
+    assert done["result"]["name"] == new_name
+    store = FactorStore(engine)
+    saved = store.latest(new_name)
+    assert "close.shift(10)" in saved.code and saved.decision == "edit" and f"# Factor: {new_name}" in saved.code
+    assert saved.description == ("return over the last 20 trading days; edited by UBOB: was "
+                                 "`return close / close.shift(20) - 1`, now `return close / close.shift(10) - 1`")
+    assert saved.spec["edited_from"]["name"] == name
+    assert store.latest(name, status=None) is None  # the library name keeps meaning the library factor
+
+
+def test_an_edit_is_saved_under_a_new_name_and_checked_against_the_original(make_thread, engine: Engine) -> None:
+    tag = uuid.uuid4().hex[:6]
+    request = f"factor reversal 20190301 20200601 window=7 name=r_{tag}"  # a window no other test saves
+    first = make_thread()
+    first.decide(first.say(request), {"type": "approve"})
+    # the same request, edited to twice the values: another name, so it is a near duplicate of r_{tag}
+    second = make_thread()
+    body = "return -(close / close.shift(7) - 1) * 2"
+    out = second.decide(second.say(request), edit(body))
+    (pending,) = out["__interrupt__"]
+    assert pending.value["type"] == "approval" and pending.value["args"]["name"] == edit_name(f"r_{tag}", body)
+    assert pending.value["args"]["near_duplicates"] == [f"r_{tag} v1 (1.000)"]
+    done = second.decide(out, {"type": "approve"})
+    assert done["result"]["title"] == f"{edit_name(f'r_{tag}', body)} v1"
+    assert [v.version for v in FactorStore(engine).versions(f"r_{tag}")] == [1]
+
+    third = make_thread()  # a name carried in the edit is used when valid
+    out = third.say(request)
+    twelve = "return -(close / close.shift(12) - 1)"
+    named = {"type": "edit", "edited_action": {"name": "code_review", "args": {"code": twelve, "name": "Twelve"}}}
+    out = third.decide(out, named)
+    shown = review(out)
+    assert shown["summary"].startswith("Edit not used: factor name 'Twelve'") and shown["name"] == f"r_{tag}"
+    named["edited_action"]["args"]["name"] = f"r12_{tag}"
+    done = third.decide(out, named, user="UCAROL")
+    assert done.get("result"), done.get("final_reply") or done.get("__interrupt__")
+    saved = FactorStore(engine).latest(f"r12_{tag}")
+    assert done["result"]["name"] == f"r12_{tag}" and saved.reviewer == "UCAROL"
+    assert saved.description == ("minus the return over the last 7 trading days (short-term reversal); edited by "
+                                 "UCAROL: was `return -(close / close.shift(7) - 1)`, now `" + twelve + "`")
+
+
+def test_dates_in_errors_are_the_ones_typed(make_thread) -> None:
+    future = make_thread().say("factor reversal 20991120 20991201")
+    assert future["final_reply"].startswith("I cannot build that factor: start date 20991120 is in the future")
+    late = make_thread().say("factor reversal 20210101 20210601")  # the sample ends on 20200824
+    assert "between 20210101 and 20210601" in late["final_reply"]
+    # the dates typed and the sample's coverage; not the start of the warm-up fetched before 20210101
+    assert set(re.findall(r"\b\d{8}\b", late["final_reply"])) == {"20210101", "20210601", "20190102", "20200824"}
 
 
 def test_reject_ends_the_run_and_is_recorded(make_thread, engine: Engine) -> None:

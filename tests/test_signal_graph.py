@@ -3,6 +3,7 @@ PostgreSQL); LLM paths driven by scripted chat models that emit real tool calls.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pandas as pd
 import pytest
 from sqlalchemy import Engine
 
+from graphs.checkpointer import open_checkpointer
 from graphs.context import WorkflowContext
 from graphs.signal.graph import build_signal_graph
 from graphs.signal.library import STRATEGIES
@@ -18,11 +20,12 @@ from graphs.signal.nodes.reflection import NO_LLM_REPLY
 from tests.fakes.chat import ScriptedChatModel, answer, decision, tool_call
 from tests.fakes.tushare_server import GOOD_TOKEN, FakeTushare, TushareServer
 from tests.graph_thread import GraphThread
+from tools.artifacts import ArtifactStore
+from tools.data.cache import CachingProvider
 from tools.data.local import LocalProvider, SampleProvider
 from tools.data.provider import MarketDataProvider
 from tools.data.tushare import TushareProvider
 from tools.sandbox import Sandbox
-from tools.storage.checkpointer import open_checkpointer
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
 
@@ -40,7 +43,7 @@ def signal_thread(url: str, ctx: WorkflowContext) -> GraphThread:
 
 def _ctx(engine: Engine, provider: MarketDataProvider, sandbox: Sandbox, tmp_path: Path,
          llm: ScriptedChatModel | None = None, light: ScriptedChatModel | None = None) -> WorkflowContext:
-    return WorkflowContext(provider=provider, engine=engine, sandbox=sandbox, artifacts_dir=tmp_path / "artifacts",
+    return WorkflowContext(provider=provider, engine=engine, sandbox=sandbox, artifacts=ArtifactStore(engine),
                          llm=llm, light_llm=light)
 
 
@@ -81,16 +84,49 @@ def test_every_library_strategy_on_real_data(name: str, sqlite_runner_factory, r
     exec(STRATEGIES[name].code(STRATEGIES[name].resolve({})), reference)  # trusted library code, in-process
     pd.testing.assert_frame_equal(signal, reference["signal"].astype("float64"), check_freq=False)
     chart = next(a for a in result["artifacts"] if a["kind"] == "chart")
-    assert Path(chart["path"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    saved = pd.read_parquet(next(a["path"] for a in result["artifacts"] if a["kind"] == "signal_parquet"))
+    assert "path" not in chart and runner.ctx.artifacts.get(chart["id"]).data[:8] == b"\x89PNG\r\n\x1a\n"
+    parquet = next(a for a in result["artifacts"] if a["kind"] == "signal_parquet")
+    saved = pd.read_parquet(io.BytesIO(runner.ctx.artifacts.get(parquet["id"]).data))
     pd.testing.assert_frame_equal(saved, signal, check_freq=False)
     assert "Sharpe" in out["messages"][-1].content
 
 
 def test_valuation_needs_daily_indicators(sqlite_runner_factory, real_data: LocalProvider) -> None:
-    runner = sqlite_runner_factory(real_data)
-    question = _question(runner.say(f"signal valuation {CODES} 20180101 20191231"))
-    assert "'pe' (daily_basic) is not available from the local provider" in question["question"]
+    out = sqlite_runner_factory(real_data).say(f"signal valuation {CODES} 20180101 20191231")
+    assert "__interrupt__" not in out and out.get("result") is None  # a refusal, not a question
+    assert out["final_reply"].startswith("The valuation strategy needs data the local provider does not have: "
+                                         "pe, pb from daily_basic (it offers: none).")
+
+
+def test_valuation_on_the_sample_says_where_pe_and_pb_come_from(sqlite_runner_factory) -> None:
+    runner = sqlite_runner_factory(CachingProvider(SampleProvider()))
+    out = runner.say("signal valuation")  # refused at once: no codes or dates asked for first
+    assert "__interrupt__" not in out and out.get("result") is None
+    reply = out["final_reply"]
+    assert "the bundled sample provider does not have: pe, pb from daily_basic (it offers: turnover_rate)" in reply
+    assert "tushare's daily_basic (set TUSHARE_TOKEN)" in reply and "QUANTDESK_LOCAL_DATA" in reply
+    assert "indicators/pe" not in runner.workspace.names()
+
+
+def test_range_after_the_data_asks_for_other_dates(sqlite_runner_factory) -> None:
+    runner = sqlite_runner_factory(CachingProvider(SampleProvider()))  # the sample ends on 20200824
+    out = runner.say("signal ma_cross 000001.SZ 20210101 20210601")
+    assert _question(out)["question"].startswith("the data ends on 20200824; your range 20210101–20210601 has no "
+                                                 "bars.")
+    out = runner.answer(out, "20200101 20200601")
+    assert out["result"]["last_date"] <= "2020-06-01"
+
+
+def test_range_running_past_the_data_says_where_it_ends(sqlite_runner_factory) -> None:
+    runner = sqlite_runner_factory(SampleProvider())
+    # 20200803–20200824 is 16 trade dates, fewer than the 20-day slow average needs: no trade at all
+    question = _question(runner.say("signal ma_cross 000001.SZ 20200801 20210601"))["question"]
+    assert "the signal has no buy or sell at all (all 0 or NaN): the data ends on 20200824, so your range " \
+           "20200801–20210601 has only 16 bar(s)" in question
+    out = sqlite_runner_factory(SampleProvider()).say("signal ma_cross 000001.SZ 20200601 20210601")
+    assert out["result"]["last_date"] == "2020-08-24"
+    assert any(w.startswith("the data ends on 20200824, so your range 20200601–20210601 has only ")
+               for w in out["result"]["warnings"])
 
 
 def test_valuation_with_tushare_indicators(sqlite_runner_factory, shared_data: Path) -> None:
@@ -233,6 +269,22 @@ def test_llm_repeated_failure_ends_in_clarify(sqlite_runner_factory) -> None:
     assert not llm.script
 
 
+def test_llm_fetch_after_the_data_is_told_where_it_ends(sqlite_runner_factory) -> None:
+    llm = ScriptedChatModel(script=[
+        decision("data_fetch", "000001.SZ", "20210101", "20210601", "ma cross"),
+        decision("clarify", "000001.SZ", question="Which dates?"),
+    ])
+    light = ScriptedChatModel(script=[
+        tool_call("daily_bar", ts_code="000001.SZ", start_date="2021-01-01", end_date="20210601"),
+        answer("the data ends before the range")])
+    runner = sqlite_runner_factory(SampleProvider(), llm, light)
+    assert _question(runner.say("ma cross on Ping An in 2021"))["question"] == "Which dates?"
+    observation = light.prompts[1][-1]
+    assert observation.type == "tool"
+    assert observation.content == "error: the data ends on 20200824; your range 20210101–20210601 has no bars"
+    assert "the data ends on 20200824" in str(llm.prompts[1][0].content)  # reflection saw the reason
+
+
 def test_llm_lookahead_signal_is_rejected(sqlite_runner_factory) -> None:
     cheat = "future = close.shift(-1)\nsignal = ((future > close).astype(float) * 2 - 1).where(future.notna())"
     llm = ScriptedChatModel(script=[
@@ -244,7 +296,7 @@ def test_llm_lookahead_signal_is_rejected(sqlite_runner_factory) -> None:
     runner = sqlite_runner_factory(SampleProvider(), llm, ScriptedChatModel(script=_fetch_script()))
     out = runner.say("buy the day before it rises")
     question = _question(out)
-    assert "look-ahead" in question["question"] and "uses future prices" in question["question"]
+    assert "look-ahead: the signal on " in question["question"] and "uses future data" in question["question"]
     with open_checkpointer(runner.url) as saver:
         history = build_signal_graph(saver).get_state(runner.config).values["execution_history"]
     assert any(h.startswith("validation: 1 error(s)") for h in history)

@@ -25,6 +25,7 @@ import pytest
 from graphs.context import WorkflowContext
 from graphs.signal.graph import build_signal_graph
 from tests.graph_thread import GraphThread
+from tools.artifacts import ArtifactStore
 from tools.data.local import LocalProvider, SampleProvider, sample_dir
 from tools.data.provider import MarketDataProvider
 from tools.sandbox import Sandbox
@@ -74,7 +75,7 @@ def run_signal(tmp_path: Path, sandbox: Sandbox) -> Iterator[Callable[..., tuple
     upgrade(engine)
 
     def run(provider: MarketDataProvider, request: str) -> tuple[pd.DataFrame, dict[str, Any]]:
-        ctx = WorkflowContext(provider=provider, engine=engine, sandbox=sandbox, artifacts_dir=tmp_path / "art")
+        ctx = WorkflowContext(provider=provider, engine=engine, sandbox=sandbox, artifacts=ArtifactStore(engine))
         thread = GraphThread(url, ctx, build=build_signal_graph, requester=None)
         out = thread.say(f"signal {request}")
         assert out.get("result"), out.get("final_reply") or out.get("error_messages") or out.get("__interrupt__")
@@ -110,12 +111,10 @@ def assert_signal(signal: pd.DataFrame, result: dict[str, Any], dates: Sequence[
 # --- plain-Python references (no pandas): the strategies' documented definitions ---------------------------
 # Each takes {field: {code: [values]}} and returns {code: [cell]}: 1 / -1 / 0, NaN where the definition has no
 # value, CLOSE where the decision is within EPS (relative) of its threshold, too close to call in floating
-# point (only happens on real data, and is skipped there), and SKIP where the comparison is left to a
-# dedicated test.
+# point (only happens on real data, and is skipped there).
 
 EPS = 1e-9
 CLOSE = "too close to call"
-SKIP = "not compared"
 Cell = float | str
 
 
@@ -202,27 +201,31 @@ def ref_mean_reversion(data: dict[str, dict[str, Column]], window: int, entry: f
 
 
 def ref_rsi(data: dict[str, dict[str, Column]], window: int, lower: float, upper: float) -> dict[str, list[Cell]]:
-    """Wilder smoothing as the library implements it: exponential with alpha = 1 / window, seeded with the
-    first change (Wilder's book seeds with the simple mean of the first `window` changes instead, which gives
-    other values on the early dates), reported from the window-th change on; RSI = 100 when there was no loss.
-    Cells from a code's first missing price on are SKIP (see test_rsi_has_no_value_on_a_day_without_data)."""
+    """Wilder smoothing as the library implements it: exponential with alpha = 1 / window over the code's own
+    price changes, seeded with the first change (Wilder's book seeds with the simple mean of the first `window`
+    changes instead, which gives other values on the early dates), reported from the window-th change on;
+    RSI = 100 when there was no loss, 50 when there was neither gain nor loss (a flat price). A day without a
+    price has no value and no change: the next change is measured from the last price before it."""
     alpha = 1 / window
     out = {}
     for code, close in data["close"].items():
-        cells: list[Cell] = [N]
-        gain = loss = N
-        for t in range(1, len(close)):
-            if math.isnan(close[t]) or math.isnan(close[t - 1]) or cells[-1] == SKIP:
-                cells.append(SKIP)
+        cells: list[Cell] = []
+        last = gain = loss = N
+        changes = 0
+        for price in close:
+            if math.isnan(price) or math.isnan(last):
+                cells.append(N)
+                last = price if math.isnan(last) else last
                 continue
-            delta = close[t] - close[t - 1]
+            delta, last = price - last, price
             up, down = max(delta, 0.0), max(-delta, 0.0)
-            gain = up if t == 1 else (1 - alpha) * gain + alpha * up
-            loss = down if t == 1 else (1 - alpha) * loss + alpha * down
-            if t < window:
+            changes += 1
+            gain = up if changes == 1 else (1 - alpha) * gain + alpha * up
+            loss = down if changes == 1 else (1 - alpha) * loss + alpha * down
+            if changes < window:
                 cells.append(N)
                 continue
-            rsi = 100.0 if loss == 0 else 100 - 100 / (1 + gain / loss)
+            rsi = 50.0 if gain == loss == 0 else 100.0 if loss == 0 else 100 - 100 / (1 + gain / loss)
             cells.append(_sign(lower - rsi, rsi - upper, 100))
         out[code] = cells
     return out
@@ -463,16 +466,15 @@ def test_parameters_change_the_output(tmp_path: Path, run_signal) -> None:
 
 # --- "NaN no data": days on which a code has no row -----------------------------------------------------------
 # library.py documents `signal` as "1 buy, -1 sell, 0 hold, NaN no data". ma_cross, momentum, mean_reversion and
-# bollinger keep that (see the tests above); channel and rsi do not. Strict xfails: they fail once fixed.
+# bollinger keep that through their windows (see the tests above); channel and rsi are checked here.
 
 
-@pytest.mark.xfail(strict=True, reason="channel signals 0 (hold) on a day the code has no price: close is NaN, "
-                                       "but only upper/lower are masked (library.py, channel template)")
 def test_channel_has_no_value_on_a_day_without_data(tmp_path: Path, run_signal) -> None:
     dates = trade_dates(8)
     close = {A: [10.0, 11, 12, 14, N, 12, 13, 16], B: [20.0, 20, 20, 21, 22, 23, 24, 25]}
     data = {"close": close, "high": {c: [x + 0.5 for x in xs] for c, xs in close.items()},
             "low": {c: [x - 0.5 for x in xs] for c, xs in close.items()}}
+    # A: 14 > 12.5 buys on t=3; no price on t=4 (not a hold), and the windows of t=5..7 hold that day: no band
     expected = {A: [N, N, N, 1, N, N, N, N], B: [N, N, N, 1, 1, 1, 1, 1]}
     assert_reference_agrees(ref_channel(data, 3), expected)
     signal, result = run_signal(write_provider(tmp_path / "data", dates, data),
@@ -480,17 +482,34 @@ def test_channel_has_no_value_on_a_day_without_data(tmp_path: Path, run_signal) 
     assert_signal(signal, result, dates, expected)
 
 
-@pytest.mark.xfail(strict=True, reason="rsi carries the last RSI (here a buy) through a day the code has no "
-                                       "price: ewm of a NaN change keeps the previous mean (library.py, rsi)")
 def test_rsi_has_no_value_on_a_day_without_data(tmp_path: Path, run_signal) -> None:
     dates = trade_dates(8)
-    close = {A: [10.0, 11, 12, 11, 10, 9, N, 9], B: [20.0, 19, 18, 17, 16, 17, 18, 19]}
+    close = {
+        # changes +1 +1 -1 -1 -1, gain/loss with alpha 1/3: RSI 66.7, 44.4, 29.6 (buy) on t=3..5; no price on
+        # t=6: no signal (not the last RSI carried on); t=7: +3 from t=5's 9: gain 8/27 * 2/3 + 1 = 97/81,
+        # loss 19/27 * 2/3 = 38/81, RSI 71.9 (sell)
+        A: [10.0, 11, 12, 11, 10, 9, N, 12],
+        # four falls (RSI 0, buy), then rises: RSI 33.3, 55.6, 70.4 (sell)
+        B: [20.0, 19, 18, 17, 16, 17, 18, 19],
+    }
+    expected = {A: [N, N, N, 0, 0, 1, N, -1], B: [N, N, N, 1, 1, 0, 0, -1]}
     data = {"close": close}
-    # A: RSI 66.7, 44.4, 29.6 (buy) on t=3..5; no price on t=6, so no signal that day
+    assert_reference_agrees(ref_rsi(data, 3, 30, 70), expected)
     signal, result = run_signal(write_provider(tmp_path / "data", dates, {**data, "high": close, "low": close}),
                                 f"rsi {A},{B} {dates[0]} {dates[-1]} window=3 lower=30 upper=70")
-    assert signal.loc[pd.Timestamp(dates[5]), A] == 1  # the day before: a buy (RSI 29.6)
-    assert math.isnan(signal.loc[pd.Timestamp(dates[6]), A]), "a signal on a day without a price"
+    assert_signal(signal, result, dates, expected)
+
+
+def test_rsi_of_a_flat_price_is_neutral(tmp_path: Path, run_signal) -> None:
+    dates = trade_dates(8)
+    # A never moves: neither gain nor loss, RSI 50, a hold (not 100, a sell); B as above
+    close = {A: [10.0] * 8, B: [20.0, 19, 18, 17, 16, 17, 18, 19]}
+    expected = {A: [N, N, N, 0, 0, 0, 0, 0], B: [N, N, N, 1, 1, 0, 0, -1]}
+    data = {"close": close}
+    assert_reference_agrees(ref_rsi(data, 3, 30, 70), expected)
+    signal, result = run_signal(write_provider(tmp_path / "data", dates, {**data, "high": close, "low": close}),
+                                f"rsi {A},{B} {dates[0]} {dates[-1]} window=3 lower=30 upper=70")
+    assert_signal(signal, result, dates, expected)
 
 
 # --- the same references on real data -----------------------------------------------------------------------
@@ -526,11 +545,10 @@ def test_library_strategy_matches_reference_on_real_data(name: str, real_bars, r
     assert list(signal.index.strftime("%Y%m%d")) == list(real_bars["close"].index)
     compared = too_close = 0
     for code in REAL_CODES:
-        no_data = real_bars["close"][code].isna().tolist()
         for t, (g, w) in enumerate(zip(signal[code].tolist(), want[code], strict=True)):
             if w == CLOSE:
                 too_close += 1
-            elif w != SKIP and not no_data[t]:  # days without a price are tested by hand above
+            else:  # days without a price included: NaN on both sides
                 assert g == w or (math.isnan(g) and math.isnan(w)), (name, code, signal.index[t], g, w)
                 compared += 1
     assert too_close <= 3 and compared > 0.6 * signal.size, (compared, too_close)

@@ -24,14 +24,14 @@ class CheckReport:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def summary(self) -> str:
+    def figures(self) -> str:
+        """The measured figures in one line ("" when the output could not be measured); problems not included."""
         s = self.stats
         if "shape" not in s:
-            return "; ".join(self.problems)
-        head = (f"{s['shape'][0]} dates × {s['shape'][1]} codes, NaN {s['nan_ratio']:.1%} after {s['warmup']} warm-up "
-                f"rows, coverage per date min {s['min_coverage']:.0%} / mean {s['mean_coverage']:.0%}, "
+            return ""
+        return (f"{s['shape'][0]} dates × {s['shape'][1]} codes, NaN {s['nan_ratio']:.1%} after {s['warmup']} "
+                f"warm-up rows, coverage per date min {s['min_coverage']:.0%} / mean {s['mean_coverage']:.0%}, "
                 f"constant dates {s['constant_dates']}")
-        return head if self.ok else head + "\nProblems: " + "; ".join(self.problems)
 
 
 def check_factor(value: Any, reference: pd.DataFrame, warmup: int) -> CheckReport:
@@ -78,16 +78,3 @@ def check_factor(value: Any, reference: pd.DataFrame, warmup: int) -> CheckRepor
              "mean_coverage": float(coverage.mean()) if coverage.size else 0.0, "constant_dates": constant_dates}
     return CheckReport(not problems, problems, stats)
 
-
-def lookahead_problem(full: pd.DataFrame, early: pd.DataFrame) -> str | None:
-    """Compare a factor computed on all data with one computed on data cut earlier; they must agree."""
-    if not isinstance(early, pd.DataFrame):
-        return "the factor code fails on data cut at an earlier date"
-    overlap = full.reindex(index=early.index, columns=early.columns).to_numpy(dtype=float)
-    cut = early.to_numpy(dtype=float)
-    same = np.isclose(overlap, cut, rtol=1e-9, atol=1e-12, equal_nan=True)
-    if same.all():
-        return None
-    first = early.index[np.where(~same.all(axis=1))[0][0]]
-    return (f"look-ahead: the value on {pd.Timestamp(first):%Y-%m-%d} changes when later data is removed, so the "
-            "factor uses future data (shift(-n), centred windows, full-sample statistics)")

@@ -11,12 +11,13 @@ import pandas as pd
 
 from graphs.factor.template import render
 from tools.data.provider import MarketDataProvider
-from tools.factor_checks import CheckReport, check_factor, lookahead_problem
+from tools.data.schema import DataError, check_range
+from tools.factor_checks import check_factor
+from tools.lookahead import CutRunError, lookahead_problem
 from tools.sandbox import Limits, Sandbox
 
 DRY_RUN_CODES = 30
 DRY_RUN_DATES = 80  # after the warm-up
-LOOKAHEAD_CUT = 0.7
 DRY_RUN_LIMITS = Limits(wall_seconds=20, cpu_seconds=20, memory_bytes=1 << 30)
 BACKFILL_LIMITS = Limits(wall_seconds=120, cpu_seconds=120, memory_bytes=4 << 30)
 
@@ -38,8 +39,14 @@ def universe(provider: MarketDataProvider, spec: dict[str, Any]) -> list[str]:
 
 def load_inputs(provider: MarketDataProvider, spec: dict[str, Any], codes: list[str], start: str,
                 end: str) -> dict[str, pd.DataFrame]:
-    """One wide frame per field over [start - warm-up, end], aligned on the first field's dates and codes."""
-    frames = provider.panel(spec["fields"], codes, warmup_start(start, spec.get("lookback", 0)), end)
+    """One wide frame per field over [start - warm-up, end], aligned on the first field's dates and codes.
+    Errors name the dates the user asked for, not the warm-up start."""
+    start, end = check_range(start, end)
+    first_day = warmup_start(start, spec.get("lookback", 0))
+    try:
+        frames = provider.panel(spec["fields"], codes, first_day, end)
+    except DataError as exc:  # no rows from the warm-up start on means none from `start` either
+        raise DataError(str(exc).replace(f"between {first_day} and", f"between {start} and")) from None
     first = next(iter(frames.values()))
     return {field: frame.reindex(index=first.index, columns=first.columns) for field, frame in frames.items()}
 
@@ -79,24 +86,31 @@ def clean_error(error: str, code: str) -> str:
 
 def dry_run(sandbox: Sandbox, spec: dict[str, Any], body: str,
             inputs: dict[str, pd.DataFrame]) -> dict[str, Any]:
-    """Run on the slice, check the values, rerun on data cut earlier to catch look-ahead."""
+    """Run on the slice, check the values, rerun on data cut earlier to catch look-ahead. `figures` describes the
+    run without its problems (for a reviewer who sees the problems apart); `summary` has both (for the model)."""
     sample = dry_run_slice(inputs, spec.get("lookback", 0))
     reference = next(iter(sample.values()))
+    figures = f"dry run on {reference.shape[0]} dates × {reference.shape[1]} codes"
     factor, error = execute(sandbox, spec, body, sample, DRY_RUN_LIMITS)
     if factor is None:
-        return {"ok": False, "error": error, "checks": None, "summary": f"the dry run failed: {error}"}
-    report: CheckReport = check_factor(factor, reference, spec.get("lookback", 0))
+        return {"ok": False, "error": error, "checks": None, "figures": figures,
+                "summary": f"the dry run failed: {error}"}
+    report = check_factor(factor, reference, spec.get("lookback", 0))
     problems = list(report.problems)
     if report.ok:
-        cut = reference.index[int(len(reference.index) * LOOKAHEAD_CUT)]
-        early, early_error = execute(sandbox, spec, body, {f: s.loc[:cut] for f, s in sample.items()},
-                                     DRY_RUN_LIMITS)
-        look = early_error and f"the code fails on data cut at {cut:%Y-%m-%d}: {early_error}"
-        problem = look or lookahead_problem(factor, early)
+        def run_cut(cut: pd.Timestamp) -> Any:
+            early, early_error = execute(sandbox, spec, body, {f: s.loc[:cut] for f, s in sample.items()},
+                                         DRY_RUN_LIMITS)
+            if early is None:
+                raise CutRunError(early_error)
+            return early
+
+        problem = lookahead_problem(run_cut, factor, "the factor")
         if problem:
             problems.append(problem)
+    if report.figures():
+        figures = f"dry run: {report.figures()}"
     ok = not problems
-    summary = f"dry run on {reference.shape[0]} dates × {reference.shape[1]} codes: " + report.summary()
-    if not ok and report.ok:
-        summary += "\nProblems: " + "; ".join(problems)
-    return {"ok": ok, "error": None if ok else "; ".join(problems), "checks": report.as_dict(), "summary": summary}
+    summary = figures if ok else f"{figures}\nProblems: " + "; ".join(problems)
+    return {"ok": ok, "error": None if ok else "; ".join(problems), "checks": report.as_dict(), "figures": figures,
+            "summary": summary}

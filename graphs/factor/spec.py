@@ -24,6 +24,7 @@ from graphs.factor.library import (
 )
 from graphs.grammar import split, tokenize
 from graphs.grammar import starts_request as new_request
+from tools.data.schema import DataError, check_range
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
@@ -107,8 +108,11 @@ def build_spec(request: FactorRequest) -> dict[str, Any]:
         raise SpecError(f"window={window} is not a whole number of days") from None
     if window_days is not None and not 1 <= window_days <= 500:
         raise SpecError("window must be between 1 and 500 trading days")
-    if request.start and request.end and request.start > request.end:
-        raise SpecError(f"the start date {request.start} is after the end date {request.end}")
+    if request.start and request.end:
+        try:
+            check_range(request.start, request.end)
+        except DataError as exc:
+            raise SpecError(str(exc)) from None
     if request.kind == "combo":
         if not request.expression:
             raise SpecError("say which factors to combine, e.g. `factor combo 0.5*momentum(20) - volatility(20) ...`")
@@ -124,12 +128,18 @@ def build_spec(request: FactorRequest) -> dict[str, Any]:
         fields, lookback, body = factor.fields, factor.lookback(window_days), factor.body(window_days)
         description = factor.description.format(w=window_days or factor.window)
         default_name = factor.name + (f"_{window_days or factor.window}" if factor.window else "")
-    name = (name or default_name).lower()[:64]
-    if not _NAME.match(name):
-        raise SpecError(f"factor name {name!r}: use lower-case letters, digits and _ (starting with a letter)")
+    name = check_name((name or default_name).lower()[:64])
     return {"name": name, "description": description, "fields": list(fields), "lookback": lookback,
             "frequency": "daily", "codes": list(request.codes), "start": request.start, "end": request.end,
             "library": request.kind, "body": body}
+
+
+def check_name(name: str) -> str:
+    """`name` when it can name a factor in the library, else a SpecError saying how to write one."""
+    if not _NAME.match(name):
+        raise SpecError(f"factor name {name!r}: use lower-case letters, digits and _ (starting with a letter, "
+                        "at most 64 characters)")
+    return name
 
 
 def library_names() -> list[str]:

@@ -116,17 +116,16 @@ signal = signal.where(z.notna())
 
 _add(Strategy(
     "rsi", "RSI thresholds",
-    "buy when Wilder's RSI falls below `lower`, sell when it rises above `upper`",
+    "buy when Wilder's RSI falls below `lower`, sell when it rises above `upper` (a flat price is RSI 50)",
     ("close",),
     {"window": Param(14, 2, 250), "lower": Param(30, 1, 99), "upper": Param(70, 1, 99)},
     """
-delta = close.diff()
-gain = delta.clip(lower=0).ewm(alpha=1 / {window}, adjust=False, min_periods={window}).mean()
-loss = (-delta.clip(upper=0)).ewm(alpha=1 / {window}, adjust=False, min_periods={window}).mean()
-rsi = 100 - 100 / (1 + gain / loss)
-rsi = rsi.where(loss != 0, 100.0).where(gain.notna())
+delta = close - close.ffill().shift(1)
+gain = delta.clip(lower=0).ewm(alpha=1 / {window}, adjust=False, min_periods={window}, ignore_na=True).mean()
+loss = (-delta.clip(upper=0)).ewm(alpha=1 / {window}, adjust=False, min_periods={window}, ignore_na=True).mean()
+rsi = (100 * gain / (gain + loss)).where(gain + loss > 0, 50.0)
 signal = (rsi < {lower}).astype(float) - (rsi > {upper}).astype(float)
-signal = signal.where(rsi.notna())
+signal = signal.where(gain.notna() & close.notna())
 """,
 ))
 
@@ -153,7 +152,7 @@ _add(Strategy(
 upper = high.rolling({window}).max().shift(1)
 lower = low.rolling({window}).min().shift(1)
 signal = (close > upper).astype(float) - (close < lower).astype(float)
-signal = signal.where(upper.notna() & lower.notna())
+signal = signal.where(upper.notna() & lower.notna() & close.notna())
 """,
     aliases=("donchian",),
 ))

@@ -20,7 +20,7 @@ from graphs.factor.state import FactorState
 from graphs.grammar import bad_code_message
 from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json
 from graphs.progress import report_progress
-from tools.data.schema import BAR_FIELDS, INDICATOR_FIELDS
+from tools.data.schema import BAR_FIELDS, INDICATOR_FIELDS, DataError, check_range
 
 NEEDS_LLM = ("Free-form factor requests need an LLM (set OPENAI_API_KEY, and OPENAI_BASE_URL for a "
              "compatible server). Without one, use the grammar: `factor KIND START END [window=N] [name=NAME]` "
@@ -127,6 +127,10 @@ def _checked_llm_spec(raw: dict[str, Any], known: frozenset[str] | None) -> tupl
         return spec, f"Which fields should the factor use? Known: {', '.join(BAR_FIELDS + INDICATOR_FIELDS)}."
     if not spec["start"] or not spec["end"]:
         return spec, "Which dates? Give START END as YYYYMMDD, e.g. 20190102 20200630."
+    try:
+        spec["start"], spec["end"] = check_range(str(spec["start"]), str(spec["end"]))
+    except DataError as exc:
+        return spec, f"{exc}. Which dates should I use? Give START END as YYYYMMDD."
     if not spec["codes"] and not known:
         return spec, "Which codes? e.g. 000001.SZ,600000.SH,600519.SH"
     return spec, None

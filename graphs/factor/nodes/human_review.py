@@ -1,11 +1,15 @@
 """human_review: the review gate. Pauses with a `code_review` interrupt and records the decision: approve,
 an edit (dry-run and checked again before it is accepted) or reject. The reviewer comes from the run's
-config (`configurable.user`), never from inside the decision.
+config (`configurable.user`), never from inside the decision. An edit that changes the code changes what the
+factor means, so it is tested and saved under a new name (`<name>_edit_<hash>`, or the valid name the edit
+carries in `edited_action.args.name`) with a description that says who changed what.
 
 Nothing here has a side effect before `interrupt()`: the node re-runs from its start on resume."""
 
 from __future__ import annotations
 
+import difflib
+import hashlib
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -13,6 +17,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from graphs.context import WorkflowContext, decider
+from graphs.factor.spec import check_name
 from graphs.factor.state import MAX_RETRIES, FactorState, failure_of
 from graphs.factor.template import TemplateError, body_of, render
 from graphs.interrupts import code_review_request, decision_of, edited_code
@@ -24,7 +29,7 @@ def _note(state: FactorState, failure: str | None) -> str | None:
     review = state.get("review") or {}
     notes = [review["note"]] if review.get("status") == "pending" and review.get("note") else []
     if state.get("editing") and failure:
-        notes.append(f"Your edit was not accepted: {failure}")
+        notes.append("Your edit was not accepted.")  # the failure itself is shown with the checks
     if failure and state.get("retry_count", 0) >= MAX_RETRIES:
         notes.append(f"Code generation failed {MAX_RETRIES + 1} times; the last failure is shown.")
     return "\n".join(notes) or None
@@ -35,7 +40,7 @@ def human_review_node(state: FactorState, config: RunnableConfig,
     spec, body = state["spec"], state.get("factor_body") or ""
     failure = failure_of(state)
     report_progress("review")
-    summary = (state.get("dry_run") or {}).get("summary") or ""
+    summary = (state.get("dry_run") or {}).get("figures") or ""
     semantic = state.get("semantic_check") or {}
     if semantic.get("ok"):
         summary += f"\nSemantic check ({semantic.get('by')}): {semantic.get('reason')}"
@@ -57,7 +62,51 @@ def human_review_node(state: FactorState, config: RunnableConfig,
                            "reason": str(decision.get("message") or "").strip()}}
     try:
         edited = body_of(edited_code(decision))
+        spec = edited_spec(spec, body, edited, reviewer, _asked_name(decision, spec["name"]))
     except (TemplateError, ValueError) as exc:
         return {"editing": False, "review": {"status": "pending", "note": f"Edit not used: {exc}"}}
-    return {"factor_body": edited, "factor_code": render(spec["name"], spec["description"], spec["fields"], edited),
+    return {"spec": spec, "factor_body": edited,
+            "factor_code": render(spec["name"], spec["description"], spec["fields"], edited),
             "editing": True, "review": {"status": "edited", "reviewer": reviewer}}
+
+
+def _asked_name(decision: dict[str, Any], shown: str) -> str | None:
+    """A name the reviewer typed into the edit (adapters that send back every argument repeat the shown one)."""
+    name = ((decision.get("edited_action") or {}).get("args") or {}).get("name")
+    if not isinstance(name, str) or not name.strip() or name.strip() == shown:
+        return None
+    return check_name(name.strip())
+
+
+def _lines(body: str) -> list[str]:
+    return [line.rstrip() for line in body.strip("\n").splitlines() if line.strip()]
+
+
+def edited_spec(spec: dict[str, Any], under_review: str, edited: str, reviewer: str | None,
+                name: str | None = None) -> dict[str, Any]:
+    """The spec an edit is tested and saved under. Code unchanged from the body under review keeps the spec;
+    other code gets `name` (or `<first name>_edit_<6 hex of its hash>`) and the first description plus who
+    changed which lines; code back to the first reviewed body gets the first name and description back."""
+    if name is None and _lines(edited) == _lines(under_review):
+        return spec
+    origin = spec.get("edited_from") or {"name": spec["name"], "description": spec["description"],
+                                         "body": under_review}
+    base = {k: v for k, v in spec.items() if k != "edited_from"}
+    if _lines(edited) == _lines(origin["body"]):
+        return {**base, "name": name or origin["name"], "description": origin["description"]}
+    digest = hashlib.sha256("\n".join(_lines(edited)).encode()).hexdigest()[:6]
+    description = f"{origin['description']}; edited by {reviewer or 'an unnamed reviewer'}: " \
+                  f"{change_summary(origin['body'], edited)}"
+    return {**base, "name": name or f"{origin['name'][:52]}_edit_{digest}", "description": description,
+            "edited_from": origin}
+
+
+def change_summary(before: str, after: str, limit: int = 160) -> str:
+    """The changed lines, shortest first-hand form: "was `…`, now `…`" (cut at `limit` characters)."""
+    old, new = _lines(before), _lines(after)
+    diff = list(difflib.ndiff(old, new))
+    removed = [line[2:].strip() for line in diff if line.startswith("- ")]
+    added = [line[2:].strip() for line in diff if line.startswith("+ ")]
+    parts = ([f"was `{' / '.join(removed)}`"] if removed else []) + ([f"now `{' / '.join(added)}`"] if added else [])
+    text = ", ".join(parts)
+    return text if len(text) <= limit else text[:limit - 1] + "…"

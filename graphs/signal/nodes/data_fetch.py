@@ -18,8 +18,10 @@ from graphs.context import WorkflowContext, workspace
 from graphs.llm import AGENT_FAILURES, describe_model_failure
 from graphs.progress import report_progress
 from graphs.signal.state import SignalState
+from tools.data.cache import CachingProvider
+from tools.data.local import LocalProvider
 from tools.data.provider import MarketDataProvider
-from tools.data.schema import BAR_FIELDS, DAILY, INDICATOR_FIELDS, DataError
+from tools.data.schema import BAR_FIELDS, DAILY, INDICATOR_FIELDS, DataError, dataset_of, normalize_date
 from tools.workspace import Workspace
 
 DATA_FETCH_PROMPT = """You fetch Chinese A-share data from tushare into the thread's workspace.
@@ -42,6 +44,38 @@ DATA_FETCH_PROMPT = """You fetch Chinese A-share data from tushare into the thre
 Dates are YYYYMMDD; codes carry the exchange suffix (000001.SZ, 600000.SH). Do not assume a date range.
 Finish with a short summary of what was fetched or what failed.
 """
+
+
+def data_end(provider: MarketDataProvider) -> str | None:
+    """The last trade date of a provider with a fixed data set (a local folder or the bundled sample, also behind
+    the cache), or None for a live source (tushare), whose data runs to today."""
+    if isinstance(provider, CachingProvider):
+        return data_end(provider.inner)
+    return provider.date_range()[1] if isinstance(provider, LocalProvider) else None
+
+
+def no_bars(provider: MarketDataProvider, start: str, end: str) -> str | None:
+    """Why a range has no bars at all when it starts after the provider's data ends, else None."""
+    last = data_end(provider)
+    start, end = normalize_date(start, "start date"), normalize_date(end, "end date")
+    return f"the data ends on {last}; your range {start}–{end} has no bars" if last and start > last else None
+
+
+def missing_fields_reply(provider: MarketDataProvider, what: str, fields: tuple[str, ...] | list[str]) -> str | None:
+    """A final reply when the provider lacks fields `what` needs: which, and which providers serve them."""
+    missing: dict[str, list[str]] = {}
+    for field in fields:
+        if field not in provider.available_fields(dataset_of(field)):
+            missing.setdefault(dataset_of(field), []).append(field)
+    if not missing:
+        return None
+    offers = {dataset: ", ".join(provider.available_fields(dataset)) or "none" for dataset in missing}
+    lacks = "; ".join(f"{', '.join(names)} from {dataset} (it offers: {offers[dataset]})"
+                      for dataset, names in missing.items())
+    sources = " or ".join(missing)
+    return (f"{what} needs data the {provider.name} provider does not have: {lacks}. These fields come from "
+            f"tushare's {sources} (set TUSHARE_TOKEN), or from a local folder whose {sources} files (.parquet or "
+            ".csv, tushare schema) hold them (set QUANTDESK_LOCAL_DATA to that folder). Nothing was run.")
 
 
 def store_fields(provider: MarketDataProvider, ws: Workspace, fields: list[str], codes: str, start: str,
@@ -94,6 +128,9 @@ def _fetch_llm(state: SignalState, ctx: WorkflowContext, ws: Workspace, params: 
 
     def run(fields: list[str], ts_code: str, start_date: str, end_date: str) -> str:
         try:
+            empty = no_bars(ctx.provider, start_date, end_date)
+            if empty:
+                raise DataError(empty)
             infos = store_fields(ctx.provider, ws, fields, ts_code, start_date, end_date)
         except DataError as exc:
             errors.append(str(exc))

@@ -19,7 +19,9 @@ from graphs.llm import AGENT_FAILURES, describe_model_failure, parse_json_answer
 from graphs.progress import report_progress
 from graphs.signal.grammar import SignalRequest, looks_structured, parse, starts_request, strategy_names
 from graphs.signal.library import STRATEGIES, library_help
+from graphs.signal.nodes.data_fetch import missing_fields_reply, no_bars
 from graphs.signal.state import MAX_RETRIES, SignalState
+from tools.data.provider import MarketDataProvider
 from tools.data.schema import BAR_FIELDS, DataError, check_range, normalize_codes
 
 GRAMMAR_HINT = "signal STRATEGY CODES START END [name=value ...], e.g. `signal ma_cross 000001.SZ,600000.SH " \
@@ -110,17 +112,22 @@ def reflection_node(state: SignalState, config: RunnableConfig, runtime: Runtime
             return {**base, "mode": "unsupported", "current_task": "end", "final_reply": NO_LLM_REPLY}
     base["mode"] = mode
     if mode == "structured":
-        return {**base, **_reflect_structured(state, text)}
+        return {**base, **_reflect_structured(state, text, runtime.context.provider)}
     return {**base, **_reflect_llm(state, text, config, runtime)}
 
 
-def _reflect_structured(state: SignalState, text: str) -> dict[str, Any]:
+def _reflect_structured(state: SignalState, text: str, provider: MarketDataProvider) -> dict[str, Any]:
     old = SignalRequest.from_dict(state.get("request") or {})
     request = SignalRequest().merge(parse(text)) if starts_request(text) else old.merge(parse(text)) if text else old
     if request.bad_codes:
         return {"request": request.as_dict(), "error_messages": [], **_clarify(
             state, f"{bad_code_message(request.bad_codes)} Reply with the corrected codes, or `cancel`.")}
     update: dict[str, Any] = {"request": request.as_dict(), "error_messages": []}
+    if request.strategy:  # a strategy whose data this provider lacks: no answer to any question would help
+        fields = STRATEGIES[request.strategy].fields
+        refusal = missing_fields_reply(provider, f"The {request.strategy} strategy", fields)
+        if refusal:
+            return {**update, "current_task": "end", "final_reply": refusal}
     ready = {k: bool(state.get(k)) for k in ("data_ready", "signal_ready", "validated")}
     if request.as_dict() != old.as_dict():
         ready = dict.fromkeys(ready, False)
@@ -145,6 +152,9 @@ def _reflect_structured(state: SignalState, text: str) -> dict[str, Any]:
         start, end = check_range(request.start, request.end)  # type: ignore[arg-type]
     except (ValueError, DataError) as exc:
         return {**update, **_clarify(state, f"{exc}. Reply with a corrected value, or `cancel`.")}
+    empty = no_bars(provider, start, end)
+    if empty:
+        return {**update, **_clarify(state, f"{empty}. Reply with other dates, or `cancel`.")}
     if len(codes) < strategy.min_codes:
         return {**update, **_clarify(
             state, f"{strategy.title} ranks stocks against each other; give at least {strategy.min_codes} codes.")}

@@ -3,13 +3,13 @@
 Errors: no price data, no signal, a signal that is not a dates x codes frame aligned with the data, values
 outside {1, 0, -1, NaN}, no buy or sell at all, look-ahead (the signal changes when later data is removed).
 Warnings: codes or signal mostly missing, extreme daily returns (> 50%), non-positive prices, a signal
-covering fewer dates than the data."""
+covering fewer dates than the data, a requested range that runs past the end of the provider's data (which
+also explains a signal without trades)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
@@ -17,13 +17,17 @@ from langgraph.runtime import Runtime
 from graphs.common import frame_inputs
 from graphs.context import WorkflowContext, workspace
 from graphs.progress import report_progress
+from graphs.signal.nodes.data_fetch import data_end
 from graphs.signal.state import SignalState
+from tools.data.provider import MarketDataProvider
+from tools.data.schema import DataError, normalize_date
+from tools.lookahead import CutRunError, lookahead_problem
 from tools.sandbox import Sandbox
 from tools.workspace import Workspace, WorkspaceError
 
-LOOKAHEAD_CUT = 0.6  # recompute on the first 60% of dates
 MISSING_WARN = 0.5
 EXTREME_RETURN = 0.5
+NO_TRADES = "the signal has no buy or sell at all (all 0 or NaN)"
 
 
 def check_data(close: pd.DataFrame) -> tuple[list[str], list[str]]:
@@ -59,7 +63,7 @@ def check_signal_frame(signal: pd.DataFrame, close: pd.DataFrame) -> tuple[list[
     if bad:
         errors.append(f"signal values must be 1, 0, -1 or NaN; found {', '.join(f'{v:g}' for v in bad[:5])}")
     if not ((signal == 1) | (signal == -1)).any().any():
-        errors.append("the signal has no buy or sell at all (all 0 or NaN)")
+        errors.append(NO_TRADES)
     nan_share = float(signal.isna().to_numpy().mean()) if signal.size else 1.0
     if nan_share > MISSING_WARN:
         warnings.append(f"{nan_share:.0%} of the signal is NaN (warm-up windows or missing data)")
@@ -67,30 +71,39 @@ def check_signal_frame(signal: pd.DataFrame, close: pd.DataFrame) -> tuple[list[
 
 
 def lookahead_error(sandbox: Sandbox, code: str, inputs: dict[str, pd.DataFrame], signal: pd.DataFrame) -> str | None:
-    """Recompute the signal on data cut at an earlier date; the overlap must be identical."""
-    dates = inputs["close"].index
-    if len(dates) < 10:
+    """The truncation test: the signal recomputed on data cut at an earlier date must not change."""
+    def run_cut(cut: pd.Timestamp) -> Any:
+        rerun = sandbox.run(code, {name: frame.loc[:cut] for name, frame in inputs.items()}, outputs=["signal"])
+        if not rerun.ok:
+            raise CutRunError(str(rerun.error))
+        return rerun.outputs["signal"]
+    return lookahead_problem(run_cut, signal, "the signal")
+
+
+def short_range(provider: MarketDataProvider, params: dict[str, Any], bars: int) -> str | None:
+    """When the requested range runs past the end of the provider's data: where the data ends and how many bars
+    the range has; else None."""
+    last = data_end(provider)
+    try:
+        start, end = normalize_date(params["start_date"]), normalize_date(params["end_date"])
+    except (KeyError, DataError):
         return None
-    cutoff = dates[int(len(dates) * LOOKAHEAD_CUT)]
-    truncated = {name: frame.loc[:cutoff] for name, frame in inputs.items()}
-    rerun = sandbox.run(code, truncated, outputs=["signal"])
-    if not rerun.ok:
-        return f"the signal code fails on data cut at {cutoff:%Y-%m-%d}: {rerun.error}"
-    early = rerun.outputs["signal"]
-    full = signal.loc[:cutoff].reindex(index=early.index, columns=early.columns)
-    same = (full.to_numpy() == early.to_numpy()) | (np.isnan(full.to_numpy(dtype=float))
-                                                   & np.isnan(early.to_numpy(dtype=float)))
-    if same.all():
+    if last is None or end <= last:
         return None
-    first = early.index[np.where(~same.all(axis=1))[0][0]]
-    return (f"look-ahead: the signal on {first:%Y-%m-%d} changes when data after {cutoff:%Y-%m-%d} is removed, "
-            "so it uses future prices (e.g. shift(-n), centred windows, or full-sample statistics)")
+    return f"the data ends on {last}, so your range {start}–{end} has only {bars} bar(s)"
 
 
 def validate_node(state: SignalState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
     report_progress("checks")
     ws = workspace(runtime.context, config)
     errors, warnings = _validate(ws, runtime.context.sandbox, state.get("signal_name"), state.get("signal_code"))
+    params = (state.get("user_intent") or {}).get("params") or {}
+    short = short_range(runtime.context.provider, params, ws.info("ohlcv/close").rows) if "ohlcv/close" in ws \
+        else None
+    if short and NO_TRADES in errors:  # the usual cause: too few bars for the strategy's windows
+        errors[errors.index(NO_TRADES)] = f"{NO_TRADES}: {short}"
+    elif short:
+        warnings.append(short)
     history = [*state.get("execution_history", []),
                f"validation: {len(errors)} error(s), {len(warnings)} warning(s)"]
     if errors:

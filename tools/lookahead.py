@@ -1,0 +1,55 @@
+"""The truncation test for look-ahead: code that only reads the past gives the same values up to a date whether or
+not the data after that date exists. Shared by every workflow that runs user or model code on dated frames."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+CUT_SHARE = 0.6  # the cut leaves this share of the dates that have values before it
+MIN_DATES = 10  # fewer dates with values: too short to test
+
+
+class CutRunError(Exception):
+    """The code failed on the inputs cut at a date; the message says why."""
+
+
+def cut_date(full: pd.DataFrame | pd.Series) -> pd.Timestamp | None:
+    """A date inside the part of `full` that has values (warm-up rows skipped), or None when too short."""
+    present = full.notna() if isinstance(full, pd.Series) else full.notna().any(axis=1)
+    dates = full.index[present.to_numpy()]
+    if len(dates) < MIN_DATES:
+        return None
+    return pd.Timestamp(dates[int(len(dates) * CUT_SHARE)])
+
+
+def lookahead_problem(run_cut: Callable[[pd.Timestamp], Any], full: pd.DataFrame | pd.Series,
+                      what: str = "the output") -> str | None:
+    """Run the code again on inputs cut at a date inside `full` (`run_cut(date)` returns that run's output or
+    raises CutRunError) and compare the values up to the cut: a problem naming the first date that changed,
+    or None when nothing did (or `full` is too short to test)."""
+    cut = cut_date(full)
+    if cut is None:
+        return None
+    try:
+        early = run_cut(cut)
+    except CutRunError as exc:
+        return f"{what} fails on the data cut at {cut:%Y%m%d}: {exc}"
+    if type(early) is not type(full):
+        return f"on the data cut at {cut:%Y%m%d}, {what} is a {type(early).__name__}, not a {type(full).__name__}"
+    early_table = early.to_frame() if isinstance(early, pd.Series) else early
+    before = pd.DataFrame(full.loc[:cut]).reindex(index=early_table.index, columns=early_table.columns)
+    try:
+        same = np.isclose(before.to_numpy(dtype=float), early_table.to_numpy(dtype=float), rtol=1e-9, atol=1e-12,
+                          equal_nan=True)
+    except (TypeError, ValueError):
+        return f"on the data cut at {cut:%Y%m%d}, {what} holds values that are not numbers"
+    changed = ~same.all(axis=1)
+    if not changed.any():
+        return None
+    first = pd.Timestamp(early_table.index[np.argmax(changed)])
+    return (f"look-ahead: {what} on {first:%Y%m%d} changes when the data after {cut:%Y%m%d} is removed, so it uses "
+            "future data (e.g. shift(-n), centred windows or full-sample statistics)")
