@@ -4,25 +4,42 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from itertools import count
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+from slack_sdk.models.blocks import Block
 from slack_sdk.signature import SignatureVerifier
 
-from tests.fakes.slack_server import BOT_USER, TEAM
+from tests.fakes.slack_server import BOT_USER, TEAM, Call, SlackServer
 
 SECRET = "test-signing-secret"
 _ids = count(1)
 
 
+def wait_until(check: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
+    """Poll `check` until it returns something truthy (returned), or fail after `timeout` seconds saying `what`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.05)
+
+
 class BotProcess:
-    """A `quantdesk serve` subprocess on an ephemeral port, pointed at the fake Slack API."""
+    """A `quantdesk serve` subprocess on an ephemeral port, pointed at the fake Slack API. Its output is drained
+    by a thread (a full stderr pipe would block the bot) and kept for `output()`."""
 
     def __init__(self, slack_url: str, database_url: str, data_dir: Path, **env: str) -> None:
         environ = {k: v for k, v in os.environ.items() if not k.startswith(("QUANTDESK_", "SLACK_", "OPENAI_"))}
@@ -37,6 +54,27 @@ class BotProcess:
             self.proc.kill()
             raise RuntimeError(f"bot did not start: {line}{self.proc.stderr.read()}")
         self.url = line.split("listening on ", 1)[1].strip() if "listening on" in line else ""
+        self._output: list[str] = []
+        self._drains = [threading.Thread(target=self._drain, args=(stream,), daemon=True)
+                        for stream in (self.proc.stdout, self.proc.stderr)]
+        for drain in self._drains:
+            drain.start()
+
+    def _drain(self, stream: Any) -> None:
+        for line in stream:
+            self._output.append(line)
+
+    def output(self) -> str:
+        """What the bot wrote to stdout and stderr so far (logs at WARNING and above)."""
+        return "".join(self._output)
+
+    def kill(self) -> int:
+        """SIGKILL, as a crash or an OOM kill would: no handler runs, nothing is flushed or closed. Returns the
+        exit status (-SIGKILL)."""
+        os.kill(self.proc.pid, signal.SIGKILL)
+        status = self.proc.wait(timeout=10)
+        self._join()
+        return status
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -44,6 +82,12 @@ class BotProcess:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+            self.proc.wait(timeout=10)
+        self._join()
+
+    def _join(self) -> None:
+        for drain in self._drains:
+            drain.join(timeout=5)
 
 
 def post(url: str, body: str, content_type: str, retry: int | None = None) -> tuple[int, str]:
@@ -120,3 +164,49 @@ def view_body(user: str, callback_id: str, private_metadata: str, values: dict[s
                "view": {"id": f"V{next(_ids)}", "type": "modal", "callback_id": callback_id, "team_id": TEAM,
                         "private_metadata": private_metadata, "state": {"values": state}, "hash": "h"}}
     return urlencode({"payload": json.dumps(payload)})
+
+
+# --- reading what the bot sent -------------------------------------------------------------------------------
+
+
+def in_thread(channel: str, thread_ts: str) -> Callable[[Call], bool]:
+    return lambda c: c.args.get("channel") == channel and c.args.get("thread_ts") == thread_ts
+
+
+def text_of(call: Call) -> str:
+    return str(call.args.get("text") or "")
+
+
+def blocks_valid(call: Call) -> list[dict[str, Any]]:
+    """The call's blocks, each validated by slack_sdk.models; a plain-text fallback must be there too."""
+    blocks = call.args.get("blocks")
+    blocks = json.loads(blocks) if isinstance(blocks, str) else (blocks or [])
+    for raw in blocks:
+        Block.parse(raw).validate_json()
+    assert call.args.get("text"), "a plain-text fallback is required"
+    return blocks
+
+
+def question_call(slack: SlackServer, channel: str, thread_ts: str, n: int = 1) -> Call:
+    """The n-th clarify question posted in the thread."""
+    calls = slack.fake.wait_for("chat.postMessage", n, where=lambda c: in_thread(channel, thread_ts)(c)
+                                and "blocks" in c.args and ":question:" in json.dumps(c.args["blocks"]))
+    return calls[n - 1]
+
+
+def review_call(slack: SlackServer, channel: str, root: str, n: int = 1) -> Call:
+    """The n-th code review posted in the thread."""
+    calls = slack.fake.wait_for("chat.postMessage", n, where=lambda c: in_thread(channel, root)(c)
+                                and text_of(c).startswith("Code review for factor"))
+    return calls[n - 1]
+
+
+def result_call(slack: SlackServer, channel: str, root: str, prefix: str) -> Call:
+    """The first message posted (successfully) in the thread whose text starts with `prefix`."""
+    return slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, root)(c) and c.ok
+                               and text_of(c).startswith(prefix))[0]
+
+
+def button_of(call: Call, action_id: str) -> dict[str, Any]:
+    blocks = blocks_valid(call)
+    return next(e for b in blocks if b["type"] == "actions" for e in b["elements"] if e["action_id"] == action_id)

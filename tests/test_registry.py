@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import queue
 import subprocess
 import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 
+import psycopg
+import pytest
 from sqlalchemy import Engine
 
-from bot.locks import ThreadLocks
+from bot.locks import ThreadLocks, _advisory_key
 from bot.registry import AuditLog, Deduper, ThreadRegistry, thread_id_for
 
 
@@ -79,28 +83,75 @@ def test_audit_log(engine: Engine) -> None:
 
 
 HOLDER = """
-import sys, time
+import sys
 from tools.storage.db import make_engine
 from bot.locks import ThreadLocks
 locks = ThreadLocks(make_engine(sys.argv[1]))
+print("asking", flush=True)
 with locks.hold(sys.argv[2]):
-    print(f"{time.time():.6f}", flush=True)
-    time.sleep(1.0)
-    print(f"{time.time():.6f}", flush=True)
+    print("holding", flush=True)
+    sys.stdin.readline()  # hold until the test says so
+print("released", flush=True)
 """
 
 
+class Holder:
+    """A process that takes a thread's lock and holds it until `release()`; its lines arrive on a queue."""
+
+    def __init__(self, db_url: str, thread: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", HOLDER, db_url, thread], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=lambda: [self.lines.put(line.strip()) for line in self.proc.stdout],
+                         daemon=True).start()
+
+    def next_line(self, timeout: float = 60.0) -> str:
+        return self.lines.get(timeout=timeout)
+
+    def release(self) -> None:
+        self.proc.stdin.write("\n")
+        self.proc.stdin.flush()
+
+
+def _waits_for_the_lock(db_url: str, thread: str, pid: int) -> bool:
+    """Whether process `pid` is blocked on `thread`'s lock, as the lock's owner sees it: an ungranted advisory lock
+    on PostgreSQL, a blocked flock (`->` in /proc/locks) on SQLite."""
+    if db_url.startswith("sqlite"):
+        return any(parts[1:4] == ["->", "FLOCK", "ADVISORY"] and parts[5] == str(pid)
+                   for parts in map(str.split, Path("/proc/locks").read_text().splitlines()) if len(parts) > 5)
+    key = _advisory_key(thread) & 0xFFFF_FFFF_FFFF_FFFF  # pg_locks shows a bigint key as two unsigned halves
+    with psycopg.connect(db_url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = %s "
+                           "AND objid = %s AND objsubid = 1", (key >> 32, key & 0xFFFF_FFFF)).fetchone()
+    return bool(row and row[0])
+
+
 def test_runs_on_one_thread_are_serialised_across_processes(engine: Engine, db_url: str) -> None:
+    if db_url.startswith("sqlite") and not Path("/proc/locks").exists():
+        pytest.skip("needs Linux's /proc/locks to see a process blocked on a flock")
     thread = f"slack-{uuid.uuid4().hex[:8]}"
-    procs = [subprocess.Popen([sys.executable, "-c", HOLDER, db_url, thread], stdout=subprocess.PIPE, text=True)
-             for _ in range(2)]
-    spans = []
-    for proc in procs:
-        out, _ = proc.communicate(timeout=60)
-        start, end = map(float, out.split())
-        spans.append((start, end))
-    spans.sort()
-    assert spans[0][1] <= spans[1][0], spans  # the second started only after the first released
+    first = Holder(db_url, thread)
+    second = None
+    try:
+        assert [first.next_line(), first.next_line()] == ["asking", "holding"]
+        second = Holder(db_url, thread)
+        assert second.next_line() == "asking"
+        deadline = time.monotonic() + 60
+        while not _waits_for_the_lock(db_url, thread, second.proc.pid):  # blocked, not merely slow to get there
+            assert second.lines.empty(), f"the second process got past the lock: {second.lines.get()}"
+            assert time.monotonic() < deadline, "the second process never blocked on the lock"
+            time.sleep(0.05)
+        assert second.lines.empty()  # still waiting while the first holds the lock
+        first.release()
+        assert first.next_line() == "released"
+        assert second.next_line() == "holding"  # and it gets the lock once the first lets go
+        second.release()
+        assert second.next_line() == "released"
+    finally:
+        for holder in (first, second):
+            if holder is not None:
+                holder.proc.kill()
+                holder.proc.wait(timeout=10)
 
 
 def test_other_threads_do_not_wait(engine: Engine) -> None:

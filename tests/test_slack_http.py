@@ -4,27 +4,37 @@ recording every call out."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from itertools import count
 from pathlib import Path
 
 import pytest
-from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
 
-from bot.registry import AuditLog, thread_id_for
+from bot.registry import AuditLog, ThreadRegistry, thread_id_for
 from tests.fakes.slack_server import TEAM, SlackServer
 from tests.slack_harness import (
     BotProcess,
     action_body,
+    blocks_valid,
+    button_of,
     command_body,
     event_body,
+    in_thread,
     mention,
     message,
     post,
+    question_call,
+    review_call,
     view_body,
+    wait_until,
 )
+from tools.artifacts import ArtifactStore
 from tools.factor_store import FactorStore
 from tools.storage.db import make_engine
 
@@ -50,37 +60,18 @@ def bot(slack: SlackServer, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     process.stop()
 
 
-def in_thread(channel: str, thread_ts: str):  # noqa: ANN201
-    return lambda c: c.args.get("channel") == channel and c.args.get("thread_ts") == thread_ts
-
-
-def _blocks_valid(call) -> list[dict]:  # noqa: ANN001
-    blocks = call.args.get("blocks")
-    blocks = json.loads(blocks) if isinstance(blocks, str) else (blocks or [])
-    for raw in blocks:
-        Block.parse(raw).validate_json()
-    assert call.args.get("text"), "a plain-text fallback is required"
-    return blocks
-
-
-def _question_call(slack: SlackServer, channel: str, thread_ts: str, n: int = 1):  # noqa: ANN202
-    calls = slack.fake.wait_for("chat.postMessage", n, where=lambda c: in_thread(channel, thread_ts)(c)
-                                and "blocks" in c.args and ":question:" in json.dumps(c.args["blocks"]))
-    return calls[n - 1]
-
-
 def test_mention_clarify_reply_result_with_chart(slack: SlackServer, bot: BotProcess) -> None:
     channel, root = "C100", new_ts()
     status, _ = post(bot.url, event_body(mention(channel, ALICE, "signal rsi 600519.SH", root)), "application/json")
     assert status == 200
-    question = _question_call(slack, channel, root)
+    question = question_call(slack, channel, root)
     assert "date range" in question.args["text"]
-    _blocks_valid(question)
+    blocks_valid(question)
     post(bot.url, event_body(message(channel, ALICE, "20190101 20200601", new_ts(), thread_ts=root)),
          "application/json")
     result = slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, root)(c)
                                  and str(c.args.get("text", "")).startswith("Signal rsi"))[0]
-    blocks = _blocks_valid(result)
+    blocks = blocks_valid(result)
     assert blocks[0]["type"] == "header"
     complete = slack.fake.wait_for("files.completeUploadExternal", where=lambda c: c.args.get("channel_id") == channel
                                    and c.args.get("thread_ts") == root)[0]
@@ -136,19 +127,27 @@ def test_retries_and_double_delivery_start_one_run(slack: SlackServer, bot: BotP
     post(bot.url, body, "application/json", retry=1)
     post(bot.url, body, "application/json", retry=2)
     post(bot.url, event_body(message(channel, ALICE, event["text"], ts)), "application/json")  # message twin
-    _question_call(slack, channel, ts)
-    time.sleep(1.5)
-    working = [c for c in slack.fake.of("chat.postMessage") if in_thread(channel, ts)(c)
-               and "working" in str(c.args.get("text"))]
-    assert len(working) == 1
+    question_call(slack, channel, ts)
+    # The marker: an answer sent after every copy was delivered. It is handled under the same thread lock after
+    # anything a copy could have started, so once its result is in, a copy that got through would have shown:
+    # a second run's status here, or (the thread now waits on a question) a new top-level "asked:" thread.
+    post(bot.url, event_body(message(channel, ALICE, "20190101 20200601", new_ts(), thread_ts=ts)),
+         "application/json")
+    slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, ts)(c)
+                        and str(c.args.get("text", "")).startswith("Signal rsi"))
+    posted = [c for c in slack.fake.of("chat.postMessage") if c.args.get("channel") == channel]
+    working = [c for c in posted if in_thread(channel, ts)(c) and "working" in str(c.args.get("text"))]
+    assert len(working) == 2  # the first run and the answer's resume, nothing for the three copies
+    assert len([c for c in posted if ":question:" in json.dumps(c.args.get("blocks") or "")]) == 1
+    assert [c for c in posted if "thread_ts" not in c.args] == []  # no copy was taken for a new request
 
 
 def test_buttons_authorisation_and_double_click(slack: SlackServer, bot: BotProcess) -> None:
     channel, root = "C600", new_ts()
     post(bot.url, event_body(mention(channel, ALICE, "signal 600519.SH,000001.SZ,600036.SH 20190101 20200601", root)),
          "application/json")
-    question = _question_call(slack, channel, root)
-    blocks = _blocks_valid(question)
+    question = question_call(slack, channel, root)
+    blocks = blocks_valid(question)
     button = next(e for b in blocks if b["type"] == "actions" for e in b["elements"]
                   if e["text"]["text"] == "momentum")
     message_ts = question.response["ts"]
@@ -158,10 +157,8 @@ def test_buttons_authorisation_and_double_click(slack: SlackServer, bot: BotProc
     refusal = slack.fake.wait_for("chat.postEphemeral", where=lambda c: c.args.get("user") == BOB
                                   and c.args.get("channel") == channel)[0]
     assert "Only the person who started this request" in refusal.args["text"]
-    time.sleep(0.5)
-    working = [c for c in slack.fake.of("chat.postMessage") if in_thread(channel, root)(c)
-               and "working" in str(c.args.get("text"))]
-    assert len(working) == 1  # only the first run's status: the refused click resumed nothing
+    # whether the refused click claimed or resumed anything shows below: had it, both later clicks would hear
+    # "Already handled." (there would be one "handled" too many) and the thread would have a second resume
     post(bot.url, action_body(CAROL, channel, message_ts, root, action), "application/x-www-form-urlencoded")
     post(bot.url, action_body(ALICE, channel, message_ts, root, action), "application/x-www-form-urlencoded")
     slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, root)(c)
@@ -177,6 +174,9 @@ def test_buttons_authorisation_and_double_click(slack: SlackServer, bot: BotProc
     results = [c for c in slack.fake.of("chat.postMessage") if in_thread(channel, root)(c)
                and str(c.args.get("text", "")).startswith("Signal momentum")]
     assert len(results) == 1
+    working = [c for c in slack.fake.of("chat.postMessage") if in_thread(channel, root)(c)
+               and "working" in str(c.args.get("text"))]
+    assert len(working) == 2  # the first run and one resume: neither BOB's refused click nor the loser resumed
 
 
 def test_upload_failure_is_reported_and_loses_nothing(slack: SlackServer, bot: BotProcess) -> None:
@@ -187,8 +187,10 @@ def test_upload_failure_is_reported_and_loses_nothing(slack: SlackServer, bot: B
              "application/json")
         note = slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, root)(c)
                                    and "could not upload" in str(c.args.get("text", "")))[0]
-        paths = [line.split("`")[1] for line in note.args["text"].splitlines() if "`" in line]
-        assert paths and all(Path(p).is_file() for p in paths)
+        assert "kept" in note.args["text"] and ".png" in note.args["text"] and "/" not in note.args["text"]
+        store = ArtifactStore(make_engine(bot.database_url))  # the files are in the database, for any replica
+        charts = [a for a in store.list(thread_id_for(TEAM, channel, root)) if a["kind"] == "chart"]
+        assert charts and store.get(charts[0]["id"]).data[:4] == b"\x89PNG"
     finally:
         slack.fake.fail_uploads = False
 
@@ -237,45 +239,52 @@ def test_two_replies_at_once_are_serialised(slack: SlackServer, bot: BotProcess)
 
 def test_a_paused_run_is_resumed_by_a_click_in_a_new_process(slack: SlackServer, pg_url: str,
                                                              tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith(("QUANTDESK_", "DATABASE_"))}
+    """SIGKILL while the run waits on a question; a new process on the same database takes the click."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("QUANTDESK_", "DATABASE_"))}
     upgraded = subprocess.run([sys.executable, "-m", "bot.cli", "db", "upgrade"], capture_output=True, text=True,
                               env={**env, "DATABASE_URL": pg_url, "QUANTDESK_DATA_DIR": str(tmp_path)})
     assert upgraded.returncode == 0, upgraded.stderr
     channel, root = "C950", new_ts()
+    thread_id = thread_id_for(TEAM, channel, root)
+    registry = ThreadRegistry(make_engine(pg_url))
     first = BotProcess(slack.url, pg_url, tmp_path / "a")
     try:
         post(first.url, event_body(mention(channel, ALICE, "signal 600519.SH,000001.SZ,600036.SH 20190101 "
                                                            "20200601", root)), "application/json")
-        question = _question_call(slack, channel, root)
+        question = question_call(slack, channel, root)
+        # paused: the registry holds the question's message, the run is over; now the process dies uncleanly
+        wait_until(lambda: (info := registry.get(thread_id)) is not None and info.status == "waiting"
+                   and any(p.get("ts") == question.response["ts"] for p in info.pending.values()),
+                   "the registry to record the pending question")
     finally:
-        first.stop()
-    blocks = _blocks_valid(question)
+        status = first.kill()
+    assert status == -signal.SIGKILL
+    blocks = blocks_valid(question)
     button = next(e for b in blocks if b["type"] == "actions" for e in b["elements"]
                   if e["text"]["text"] == "mean_reversion")
+    action = {"action_id": button["action_id"], "block_id": "clarify_0", "value": button["value"],
+              "text": button["text"]}
     second = BotProcess(slack.url, pg_url, tmp_path / "b")
     try:
-        action = {"action_id": button["action_id"], "block_id": "clarify_0", "value": button["value"],
-                  "text": button["text"]}
         post(second.url, action_body(ALICE, channel, question.response["ts"], root, action),
              "application/x-www-form-urlencoded")
-        slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, root)(c)
-                            and str(c.args.get("text", "")).startswith("Signal mean_reversion"))
+        is_result = lambda c: in_thread(channel, root)(c) and str(c.args.get("text", "")).startswith(  # noqa: E731
+            "Signal mean_reversion")
+        result = slack.fake.wait_for("chat.postMessage", where=is_result)[0]
+        blocks_valid(result)
+        # a second click after the restart is "already handled"; the first decision stays the only one
+        post(second.url, action_body(ALICE, channel, question.response["ts"], root, action),
+             "application/x-www-form-urlencoded")
+        slack.fake.wait_for("chat.postEphemeral", where=lambda c: c.args.get("channel") == channel
+                            and c.args.get("text") == "Already handled.")
+        wait_until(lambda: registry.get(thread_id).status == "done", "the thread to be marked done")
     finally:
         second.stop()
-
-
-def _review_call(slack: SlackServer, channel: str, root: str, n: int = 1):  # noqa: ANN202
-    calls = slack.fake.wait_for("chat.postMessage", n, where=lambda c: in_thread(channel, root)(c)
-                                and str(c.args.get("text", "")).startswith("Code review for factor"))
-    return calls[n - 1]
-
-
-def _button(call, action_id: str) -> dict:  # noqa: ANN001
-    blocks = _blocks_valid(call)
-    return next(e for b in blocks if b["type"] == "actions" for e in b["elements"] if e["action_id"] == action_id)
+    assert len([c for c in slack.fake.of("chat.postMessage") if is_result(c)]) == 1
+    answered = [c for c in slack.fake.of("chat.update") if c.args.get("ts") == question.response["ts"]]
+    assert len(answered) == 1 and "mean_reversion" in json.dumps(answered[0].args["blocks"])
+    engine = make_engine(pg_url)
+    assert [e["action"] for e in AuditLog(engine).entries(thread_id)] == ["respond"]
 
 
 def _opened_view(slack: SlackServer, n: int) -> dict:
@@ -290,16 +299,16 @@ def test_factor_review_edit_modal_uses_the_edited_code(slack: SlackServer, bot: 
     channel, root = "C700", new_ts()
     post(bot.url, event_body(mention(channel, ALICE, "factor momentum 20190301 20200601 window=20 name=slack_mom",
                                      root)), "application/json")
-    first = _review_call(slack, channel, root)
+    first = review_call(slack, channel, root)
     assert "return close / close.shift(20) - 1" in json.dumps(first.args["blocks"])
-    approve = _button(first, "review_approve")
+    approve = button_of(first, "review_approve")
     # someone else may not decide
     post(bot.url, action_body(BOB, channel, first.response["ts"], root, approve), "application/x-www-form-urlencoded")
     slack.fake.wait_for("chat.postEphemeral", where=lambda c: c.args.get("user") == BOB
                         and "Only the person who started" in c.args.get("text", ""))
     # Edit opens a modal prefilled with the body
     views_before = len(slack.fake.of("views.open"))
-    post(bot.url, action_body(ALICE, channel, first.response["ts"], root, _button(first, "review_edit")),
+    post(bot.url, action_body(ALICE, channel, first.response["ts"], root, button_of(first, "review_edit")),
          "application/x-www-form-urlencoded")
     view = _opened_view(slack, views_before + 1)
     assert view["blocks"][1]["element"]["initial_value"] == "return close / close.shift(20) - 1\n"
@@ -314,7 +323,7 @@ def test_factor_review_edit_modal_uses_the_edited_code(slack: SlackServer, bot: 
     broken = view_body(ALICE, "review_edit_modal", metadata, {"code": {"code": "return close.stack()"}})
     status, body = post(bot.url, broken, "application/x-www-form-urlencoded")
     assert status == 200 and body == ""
-    second = _review_call(slack, channel, root, 2)
+    second = review_call(slack, channel, root, 2)
     assert "Checks failed" in json.dumps(second.args["blocks"]) and "review_approve" not in json.dumps(
         second.args["blocks"])
     # a second submission of the old form is "already handled", in the form
@@ -322,7 +331,7 @@ def test_factor_review_edit_modal_uses_the_edited_code(slack: SlackServer, bot: 
                     "application/x-www-form-urlencoded")
     assert json.loads(stale)["errors"]["code"] == "Already handled."
     # a good edit is accepted and used
-    post(bot.url, action_body(ALICE, channel, second.response["ts"], root, _button(second, "review_edit")),
+    post(bot.url, action_body(ALICE, channel, second.response["ts"], root, button_of(second, "review_edit")),
          "application/x-www-form-urlencoded")
     view = _opened_view(slack, views_before + 2)
     post(bot.url, view_body(ALICE, "review_edit_modal", view["private_metadata"],
@@ -330,14 +339,14 @@ def test_factor_review_edit_modal_uses_the_edited_code(slack: SlackServer, bot: 
          "application/x-www-form-urlencoded")
     result = slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, root)(c)
                                  and str(c.args.get("text", "")).startswith("Factor slack_mom"))[0]
-    assert "edit by <@UALICE>" in json.dumps(_blocks_valid(result))
+    assert "edit by <@UALICE>" in json.dumps(blocks_valid(result))
     slack.fake.wait_for("files.completeUploadExternal", where=lambda c: c.args.get("thread_ts") == root)
     updated = slack.fake.wait_for("chat.update", where=lambda c: c.args.get("ts") == second.response["ts"]
                                   and "blocks" in c.args)[0]
     assert "edited by <@UALICE>" in json.dumps(updated.args["blocks"]) and "actions" not in json.dumps(
         updated.args["blocks"])
     engine = make_engine(bot.database_url)
-    saved = FactorStore(engine).latest("slack_mom")
+    saved = FactorStore(engine).latest("slack_mom_edit_62259e")
     assert "close.shift(10)" in saved.code and saved.reviewer == ALICE and saved.decision == "edit"
     actions = [e["action"] for e in AuditLog(engine).entries(thread_id_for(TEAM, channel, root))]
     assert actions == ["edit", "edit"]
@@ -351,9 +360,9 @@ def test_factor_reject_modal_records_the_reason(slack: SlackServer, bot: BotProc
     root_call = slack.fake.wait_for("chat.postMessage", where=lambda c: c.args.get("channel") == channel
                                     and "thread_ts" not in c.args)[0]
     root = root_call.response["ts"]
-    review = _review_call(slack, channel, root)
+    review = review_call(slack, channel, root)
     views_before = len(slack.fake.of("views.open"))
-    post(bot.url, action_body(CAROL, channel, review.response["ts"], root, _button(review, "review_reject")),
+    post(bot.url, action_body(CAROL, channel, review.response["ts"], root, button_of(review, "review_reject")),
          "application/x-www-form-urlencoded")  # CAROL is a configured approver
     view = _opened_view(slack, views_before + 1)
     reason = {"reason": {"reason": "too noisy"}}
@@ -369,8 +378,8 @@ def _factor_thread(slack: SlackServer, bot: BotProcess, channel: str, text: str)
     """Mention the bot with a factor request, approve its code review as ALICE; (thread root, review call)."""
     root = new_ts()
     post(bot.url, event_body(mention(channel, ALICE, text, root)), "application/json")
-    review = _review_call(slack, channel, root)
-    post(bot.url, action_body(ALICE, channel, review.response["ts"], root, _button(review, "review_approve")),
+    review = review_call(slack, channel, root)
+    post(bot.url, action_body(ALICE, channel, review.response["ts"], root, button_of(review, "review_approve")),
          "application/x-www-form-urlencoded")
     return root, review
 
@@ -389,20 +398,20 @@ def test_saving_a_near_duplicate_asks_for_approval(slack: SlackServer, bot: BotP
     # the same values under another name: approval with the duplicate's details, Approve / Reject
     root, _ = _factor_thread(slack, bot, channel, "factor reversal 20190301 20200601 window=7 name=slack_rev_b")
     approval = _approval_call(slack, channel, root)
-    blocks = json.dumps(_blocks_valid(approval))
+    blocks = json.dumps(blocks_valid(approval))
     assert "Approval: save slack_rev_b" in blocks and "slack_rev_a v1 (1.000)" in blocks
     assert "review_edit" not in blocks and "Reject: Nothing is saved." in blocks
     # a reply does not decide it; another user's click is refused
     post(bot.url, event_body(message(channel, ALICE, "yes save it", new_ts(), thread_ts=root)), "application/json")
     slack.fake.wait_for("chat.postEphemeral", where=lambda c: c.args.get("thread_ts") == root
                         and "waiting for approval" in c.args.get("text", ""))
-    post(bot.url, action_body(BOB, channel, approval.response["ts"], root, _button(approval, "review_approve")),
+    post(bot.url, action_body(BOB, channel, approval.response["ts"], root, button_of(approval, "review_approve")),
          "application/x-www-form-urlencoded")
     slack.fake.wait_for("chat.postEphemeral", where=lambda c: c.args.get("user") == BOB
                         and c.args.get("channel") == channel and "Only the person" in c.args.get("text", ""))
     # a configured approver rejects with a reason: nothing is saved
     views_before = len(slack.fake.of("views.open"))
-    post(bot.url, action_body(CAROL, channel, approval.response["ts"], root, _button(approval, "review_reject")),
+    post(bot.url, action_body(CAROL, channel, approval.response["ts"], root, button_of(approval, "review_reject")),
          "application/x-www-form-urlencoded")
     view = _opened_view(slack, views_before + 1)
     assert "Nothing is saved." in json.dumps(view["blocks"])
@@ -420,9 +429,9 @@ def test_saving_a_near_duplicate_asks_for_approval(slack: SlackServer, bot: BotP
     # approved: saved, with the duplicate reported and the approver stored
     root, _ = _factor_thread(slack, bot, channel, "factor reversal 20190301 20200601 window=7 name=slack_rev_c")
     approval = _approval_call(slack, channel, root)
-    post(bot.url, action_body(ALICE, channel, approval.response["ts"], root, _button(approval, "review_approve")),
+    post(bot.url, action_body(ALICE, channel, approval.response["ts"], root, button_of(approval, "review_approve")),
          "application/x-www-form-urlencoded")
     result = slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, root)(c)
                                  and str(c.args.get("text", "")).startswith("Factor slack_rev_c v1 saved"))[0]
-    assert "near duplicate of slack_rev_a v1" in json.dumps(_blocks_valid(result))
+    assert "near duplicate of slack_rev_a v1" in json.dumps(blocks_valid(result))
     assert FactorStore(engine).latest("slack_rev_c").spec["duplicate_approved_by"] == ALICE

@@ -1,11 +1,17 @@
 """A fake Slack Web API on loopback: answers the methods QuantDesk calls and records every call, including the
-three steps of files_upload_v2 (getUploadURLExternal, the upload POST, completeUploadExternal)."""
+three steps of files_upload_v2 (getUploadURLExternal, the upload POST, completeUploadExternal).
+
+Faults are injected per method: `fake.inject("chat.update", Fault.server_error(), Fault.ratelimited())` makes
+the next matching calls fail in that order (an HTTP status with Slack's error body or a non-JSON page, a 429 with
+Retry-After, or a connection closed without an answer); each fault is used once, and the failed call is recorded
+with the fault that answered it."""
 
 from __future__ import annotations
 
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from itertools import count
@@ -19,12 +25,50 @@ BOT_ID = "BBOT"
 TEAM = "T0001"
 
 
+@dataclass(frozen=True)
+class Fault:
+    """How one call fails: an HTTP `status` with Slack's `{"ok": false, "error": ...}` (or a raw non-JSON `page`),
+    extra `headers`, or `drop` (the connection is closed unanswered). `where(args)` picks the calls it applies to."""
+
+    status: int = 200
+    error: str = "internal_error"
+    page: bytes | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    drop: bool = False
+    where: Callable[[dict[str, Any]], bool] | None = None
+
+    @classmethod
+    def server_error(cls, status: int = 500, page: bytes | None = None, **kw: Any) -> Fault:
+        return cls(status=status, page=page, **kw)
+
+    @classmethod
+    def ratelimited(cls, retry_after: int = 0, **kw: Any) -> Fault:
+        return cls(status=429, error="ratelimited", headers=(("Retry-After", str(retry_after)),), **kw)
+
+    @classmethod
+    def slack_error(cls, error: str, **kw: Any) -> Fault:
+        """HTTP 200 with `ok: false`, as Slack answers e.g. `msg_too_long` or `message_not_found`."""
+        return cls(status=200, error=error, **kw)
+
+    @classmethod
+    def dropped(cls, **kw: Any) -> Fault:
+        return cls(drop=True, **kw)
+
+    def applies(self, args: dict[str, Any]) -> bool:
+        return self.where is None or bool(self.where(args))
+
+
 @dataclass
 class Call:
     method: str
     args: dict[str, Any]
     body: bytes = b""
     response: dict[str, Any] = field(default_factory=dict)
+    fault: Fault | None = None  # set when an injected fault answered this call
+
+    @property
+    def ok(self) -> bool:
+        return self.fault is None and self.response.get("ok", True) is not False
 
 
 @dataclass
@@ -35,12 +79,36 @@ class FakeSlack:
     socket_url: str | None = None  # apps.connections.open hands this WebSocket URL out (Socket Mode)
     _ts: count = field(default_factory=lambda: count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _faults: dict[str, list[Fault]] = field(default_factory=dict)
+    _messages: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # channel -> ts -> message
     port: int = 0
 
     def record(self, method: str, args: dict[str, Any], body: bytes = b"",
-               response: dict[str, Any] | None = None) -> None:
+               response: dict[str, Any] | None = None, fault: Fault | None = None) -> None:
         with self._lock:
-            self.calls.append(Call(method, args, body, response or {}))
+            self.calls.append(Call(method, args, body, response or {}, fault))
+
+    def inject(self, method: str, *faults: Fault) -> None:
+        """Queue `faults` for `method`: each of the next matching calls takes the first fault that applies."""
+        with self._lock:
+            self._faults.setdefault(method, []).extend(faults)
+
+    def take_fault(self, method: str, args: dict[str, Any]) -> Fault | None:
+        with self._lock:
+            queue = self._faults.get(method, [])
+            found = next((f for f in queue if f.applies(args)), None)
+            if found is not None:
+                queue.remove(found)
+            return found
+
+    def pending_faults(self, method: str) -> list[Fault]:
+        """Injected faults not used yet."""
+        with self._lock:
+            return list(self._faults.get(method, []))
+
+    def clear_faults(self) -> None:
+        with self._lock:
+            self._faults.clear()
 
     def of(self, method: str) -> list[Call]:
         with self._lock:
@@ -56,6 +124,27 @@ class FakeSlack:
                 return found
             time.sleep(0.05)
         raise AssertionError(f"expected {n} {method} call(s); got {[c.method for c in self.calls]}")
+
+    def _remember(self, channel: str, ts: str, args: dict[str, Any]) -> None:
+        """Keep a bot post, so conversations.replies can show the thread as Slack would."""
+        metadata = args.get("metadata")
+        metadata = json.loads(metadata) if isinstance(metadata, str) else metadata
+        message = {"type": "message", "ts": ts, "text": args.get("text"), "user": BOT_USER, "bot_id": BOT_ID,
+                   "thread_ts": args.get("thread_ts") or None, "metadata": metadata}
+        with self._lock:
+            self._messages.setdefault(channel, {})[ts] = message
+
+    def replies(self, channel: str | None, root: str | None, with_metadata: bool = False) -> list[dict[str, Any]]:
+        """The bot's messages of a thread (the root first when the bot posted it), oldest first."""
+        with self._lock:
+            kept = [dict(m) for m in self._messages.get(channel or "", {}).values()
+                    if m["ts"] == root or m["thread_ts"] == root]
+        for message in kept:
+            if not with_metadata or message["metadata"] is None:
+                message.pop("metadata")
+            if message["thread_ts"] is None:
+                message.pop("thread_ts")
+        return sorted(kept, key=lambda m: float(m["ts"]))
 
     def answer(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
         response = self._respond(method, args)
@@ -74,10 +163,19 @@ class FakeSlack:
             if channel in self.not_in_channels:
                 return {"ok": False, "error": "not_in_channel"}
             ts = f"{1700000000 + next(self._ts)}.000100"
+            if method == "chat.postMessage":
+                self._remember(channel, ts, args)
             return {"ok": True, "channel": channel, "ts": ts, "message_ts": ts,
                     "message": {"text": args.get("text"), "ts": ts}}
         if method == "chat.update":
+            with self._lock:
+                kept = self._messages.get(args.get("channel"), {}).get(args.get("ts"))
+                if kept is not None:
+                    kept["text"] = args.get("text")
             return {"ok": True, "channel": args.get("channel"), "ts": args.get("ts")}
+        if method == "conversations.replies":
+            return {"ok": True, "messages": self.replies(args.get("channel"), args.get("ts"),
+                                                         _truthy(args.get("include_all_metadata")))}
         if method == "files.getUploadURLExternal":
             file_id = f"F{next(self._ts):06d}"
             return {"ok": True, "upload_url": f"http://127.0.0.1:{self.port}/upload/{file_id}", "file_id": file_id}
@@ -92,6 +190,10 @@ class FakeSlack:
         return {"ok": False, "error": "unknown_method"}
 
 
+def _truthy(value: Any) -> bool:
+    return value not in (None, "", "0", "false", "False", False, 0)
+
+
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeSlack
 
@@ -99,7 +201,8 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length)
         if self.path.startswith("/respond/"):
-            self.fake.record("respond", json.loads(body or b"{}"))
+            hook = self.path.split("/respond/", 1)[1]  # which response_url: the test names it
+            self.fake.record("respond", {**json.loads(body or b"{}"), "_hook": hook})
             self._send(200, b"ok", "text/plain")
             return
         if self.path.startswith("/upload/"):
@@ -112,11 +215,25 @@ class _Handler(BaseHTTPRequestHandler):
             args = json.loads(body or b"{}")
         else:
             args = {k: v[0] for k, v in parse_qs(body.decode()).items()}
-        self._send(200, json.dumps(self.fake.answer(method, args)).encode(), "application/json")
+        fault = self.fake.take_fault(method, args)
+        if fault is None:
+            self._send(200, json.dumps(self.fake.answer(method, args)).encode(), "application/json")
+            return
+        response = {"ok": False, "error": fault.error}
+        self.fake.record(method, args, response=response, fault=fault)
+        if fault.drop:
+            self.close_connection = True  # no status line at all: the client sees the connection closed
+            return
+        if fault.page is not None:
+            self._send(fault.status, fault.page, "text/html", fault.headers)
+        else:
+            self._send(fault.status, json.dumps(response).encode(), "application/json", fault.headers)
 
-    def _send(self, status: int, data: bytes, kind: str) -> None:
+    def _send(self, status: int, data: bytes, kind: str, headers: tuple[tuple[str, str], ...] = ()) -> None:
         self.send_response(status)
         self.send_header("Content-Type", kind)
+        for name, value in headers:
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
