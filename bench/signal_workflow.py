@@ -9,12 +9,13 @@ from pathlib import Path
 
 from langchain_core.messages import HumanMessage
 
+from graphs.checkpointer import open_checkpointer
 from graphs.context import WorkflowContext
 from graphs.signal.graph import build_signal_graph
+from tools.artifacts import ArtifactStore
 from tools.data.cache import CachingProvider
 from tools.data.local import LocalProvider, SampleProvider
 from tools.sandbox import Sandbox
-from tools.storage.checkpointer import open_checkpointer
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
 
@@ -29,7 +30,7 @@ def _run(label: str, provider: LocalProvider, sandbox: Sandbox) -> None:
         engine = make_engine(url)
         upgrade(engine)
         ctx = WorkflowContext(provider=CachingProvider(provider), engine=engine, sandbox=sandbox,
-                            artifacts_dir=Path(tmp) / "artifacts")
+                            artifacts=ArtifactStore(engine))
         with open_checkpointer(url) as saver:
             graph = build_signal_graph(saver)
             request = {"messages": [HumanMessage(f"signal ma_cross {codes} {first} {last} fast=5 slow=20")]}

@@ -15,10 +15,10 @@ from slack_sdk import WebClient
 from bot.context import build_context
 from bot.slack.http import make_server, serve_in_thread
 from bot.slack.serve import build_front_door
+from graphs.checkpointer import open_checkpointer
 from tests.fakes.slack_server import SlackServer
 from tests.slack_harness import SECRET, event_body, mention, post
 from tools.settings import Settings
-from tools.storage.checkpointer import open_checkpointer
 
 EVENTS = 200
 CONCURRENCY = 50

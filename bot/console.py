@@ -18,6 +18,7 @@ from typing import Any, TextIO
 import pandas as pd
 
 from bot.context import AppContext
+from bot.decisions import DecisionStore
 from bot.interrupt_kinds import EDIT_BODY, code_edit, kind_of
 from bot.runner import Outcome, Runner
 from bot.views import view_text
@@ -70,6 +71,7 @@ class Console:
         self.runner = runner
         self.out = out
         self.user = getpass.getuser()
+        self.decisions = DecisionStore(ctx.engine)
         self.thread = HOME
         self.pending: list[dict[str, Any]] = []  # [{"id", "value"}] of the current thread, oldest first
         self.editing: list[str] | None = None  # body lines of an `edit` being typed
@@ -173,8 +175,19 @@ class Console:
             self.decide(step.decision)  # type: ignore[arg-type]
 
     def decide(self, decision: dict[str, Any]) -> None:
+        """Record the decision (the same durable table as Slack's), apply it, and mark how that went."""
         interrupt_id = self.pending[0]["id"]
-        self.show_outcome(self.runner.resume(self.thread, interrupt_id, decision, self.user))
+        if not self.decisions.accept(interrupt_id, self.thread, decision, self.user, "console"):
+            self.say("already handled")
+            return
+        outcome = self.runner.resume(self.thread, interrupt_id, decision, self.user)
+        if outcome.status != "failed":
+            self.decisions.mark_applied(interrupt_id)
+        elif outcome.retryable:
+            self.decisions.mark_retry(interrupt_id, outcome.text)
+        else:
+            self.decisions.mark_failed(interrupt_id, outcome.text)
+        self.show_outcome(outcome)
 
     def show_outcome(self, outcome: Outcome) -> None:
         self.pending = list(outcome.interrupts) if outcome.status == "waiting" else []
@@ -188,8 +201,11 @@ class Console:
             return
         if outcome.result and outcome.workflow in WORKFLOWS:
             self.say(view_text(WORKFLOWS[outcome.workflow].present(outcome.result)))
+            exports = self.ctx.settings.data_dir / "exports" / outcome.thread_id  # this machine's copies
             for artifact in outcome.result.get("artifacts", []):
-                self.say(f"  saved {artifact['kind']}: {artifact['path']}")
+                path = self.runner.context.artifacts.export(artifact["id"], exports)
+                self.say(f"  saved {artifact['kind']}: {path}" if path else
+                         f"  {artifact['kind']} is no longer stored (older than the retention period)")
         else:
             self.say(outcome.text)
 

@@ -63,7 +63,7 @@ class CodeReview:
 
     @staticmethod
     def title(payload: dict[str, Any]) -> str:
-        return f"Code review: {payload.get('name', 'factor')}"
+        return f"Code review: {payload.get('name', 'code')}"
 
     @staticmethod
     def slack_message(thread_id: str, interrupt_id: str, payload: dict[str, Any], requester: str | None) -> dict:

@@ -5,24 +5,34 @@ One run at a time per thread (in this process); every run gets the same checkpoi
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import psycopg
+import psycopg_pool
+import sqlalchemy.exc
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.types import Command, StateSnapshot
+from langgraph.types import Command, Durability, StateSnapshot
 
 from bot.context import AppContext
 from graphs.context import WorkflowContext
 from graphs.llm import get_light_llm, get_llm
 from graphs.main import build_main_graph
 from graphs.progress import PROGRESS
+from tools.artifacts import ArtifactStore
 from tools.sandbox import SandboxUnavailable, default_sandbox
 
 log = logging.getLogger(__name__)
+
+# Errors of the infrastructure under a run (database, pool, network), as opposed to errors of the graph itself.
+INFRASTRUCTURE_ERRORS: tuple[type[BaseException], ...] = (
+    sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError, sqlite3.OperationalError,
+    psycopg.OperationalError, psycopg.InterfaceError, psycopg_pool.PoolTimeout, ConnectionError, TimeoutError)
 
 Progress = Callable[[str, str | None], None]  # called with each step's label and detail, as nodes report them
 
@@ -37,6 +47,8 @@ class Outcome:
     result: dict[str, Any] | None = None
     interrupts: list[dict[str, Any]] = field(default_factory=list)  # [{"id": ..., "value": payload}]
     workflow: str | None = None
+    retryable: bool = False  # failed on the database or the network, not in the graph: the same run may succeed
+    checkpoint: str = ""  # the checkpoint the outcome was read from (a stable key for its result post)
 
 
 class Runner:
@@ -50,7 +62,8 @@ class Runner:
             log.warning("the sandbox could not start its workers: %s", exc)
         self.context = WorkflowContext(
             provider=app.provider, engine=app.engine, sandbox=sandbox,
-            artifacts_dir=settings.data_dir / "artifacts", llm=get_llm(settings), light_llm=get_light_llm(settings),
+            artifacts=ArtifactStore(app.engine, settings.artifact_retention_days), llm=get_llm(settings),
+            light_llm=get_light_llm(settings),
             fee_rate=settings.fee_rate, long_only=settings.long_only,
         )
         self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
@@ -60,38 +73,54 @@ class Runner:
         update: dict[str, Any] = {"messages": [HumanMessage(text)]}
         if user:
             update["requester"] = user
-        return self._run(thread_id, update, progress, user)
+        return self._run(thread_id, update, progress, user, "async")
 
     def resume(self, thread_id: str, interrupt_id: str, decision: dict[str, Any], user: str | None,
                progress: Progress | None = None) -> Outcome:
-        """Answer one pending interrupt with a HITL decision; `user` (the decider) travels in the config."""
-        return self._run(thread_id, Command(resume={interrupt_id: decision}), progress, user)
+        """Answer one pending interrupt with a HITL decision; `user` (the decider) travels in the config. A decision
+        is what releases side effects (saves now, orders next), so its run checkpoints synchronously: each step is
+        durable before the next one starts."""
+        return self._run(thread_id, Command(resume={interrupt_id: decision}), progress, user, "sync")
 
     def pending(self, thread_id: str) -> list[dict[str, Any]]:
         return _interrupts(self.graph.get_state(_config(thread_id)))
 
-    def _run(self, thread_id: str, value: Any, progress: Progress | None, user: str | None) -> Outcome:
+    def _run(self, thread_id: str, value: Any, progress: Progress | None, user: str | None,
+             durability: Durability) -> Outcome:
         config = _config(thread_id, user)
         with self._locks[thread_id]:
             try:
-                for _namespace, event in self.graph.stream(value, config, context=self.context,
-                                                           stream_mode="custom", subgraphs=True):
+                for _namespace, event in self.graph.stream(value, config, context=self.context, stream_mode="custom",
+                                                           subgraphs=True, durability=durability):
                     if progress is not None and isinstance(event, dict) and PROGRESS in event:
                         progress(str(event[PROGRESS]), event.get("detail"))
                 state = self.graph.get_state(config)
             except SandboxUnavailable as exc:
                 return Outcome(thread_id, "failed", f"Generated code cannot run here: {exc}")
+            except INFRASTRUCTURE_ERRORS as exc:
+                log.warning("run on thread %s hit an infrastructure error: %s", thread_id, type(exc).__name__)
+                return Outcome(thread_id, "failed", f"the database or network failed ({type(exc).__name__})",
+                               retryable=True)
             except Exception:
                 log.exception("run failed on thread %s", thread_id)
                 return Outcome(thread_id, "failed", "Something went wrong in this run; it was logged. "
                                                     "You can try again or start a new request.")
-        values = state.values
-        workflow = values.get("workflow")
-        if state.interrupts:
-            return Outcome(thread_id, "waiting", interrupts=_interrupts(state), workflow=workflow)
-        if values.get("result"):
-            return Outcome(thread_id, "done", result=values["result"], workflow=workflow)
-        return Outcome(thread_id, "done", values.get("final_reply") or "Done.", workflow=workflow)
+        return _outcome(thread_id, state)
+
+    def current(self, thread_id: str) -> Outcome:
+        """Where the thread stands now, without running anything (what a lost post would have shown)."""
+        return _outcome(thread_id, self.graph.get_state(_config(thread_id)))
+
+
+def _outcome(thread_id: str, state: StateSnapshot) -> Outcome:
+    checkpoint = str(state.config.get("configurable", {}).get("checkpoint_id") or "")
+    values = state.values
+    workflow = values.get("workflow")
+    if state.interrupts:
+        return Outcome(thread_id, "waiting", interrupts=_interrupts(state), workflow=workflow, checkpoint=checkpoint)
+    if values.get("result"):
+        return Outcome(thread_id, "done", result=values["result"], workflow=workflow, checkpoint=checkpoint)
+    return Outcome(thread_id, "done", values.get("final_reply") or "Done.", workflow=workflow, checkpoint=checkpoint)
 
 
 def _interrupts(state: StateSnapshot) -> list[dict[str, Any]]:

@@ -11,9 +11,9 @@ from langchain_core.messages import HumanMessage
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
+from graphs.checkpointer import open_checkpointer
 from graphs.context import WorkflowContext
 from graphs.main import build_main_graph
-from tools.storage.checkpointer import open_checkpointer
 from tools.workspace import Workspace
 
 

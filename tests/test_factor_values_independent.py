@@ -30,6 +30,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from graphs.context import WorkflowContext
 from tests.graph_thread import GraphThread
+from tools.artifacts import ArtifactStore
 from tools.data.local import LocalProvider, SampleProvider, sample_dir
 from tools.data.provider import MarketDataProvider
 from tools.factor_store import FactorStore
@@ -90,7 +91,7 @@ def turnover(raw: dict[str, pd.DataFrame], n: int) -> pd.DataFrame:
 
 
 @pytest.fixture
-def run_factor(sqlite_url: str, sandbox: Sandbox, tmp_path: Path) -> Iterator[Callable[..., pd.DataFrame]]:
+def run_factor(sqlite_url: str, sandbox: Sandbox) -> Iterator[Callable[..., pd.DataFrame]]:
     """Run `factor REQUEST name=NAME` through the main graph on SQLite, approving the code review; returns the
     stored values of NAME read back from the factor library."""
     engine = make_engine(sqlite_url)
@@ -98,7 +99,7 @@ def run_factor(sqlite_url: str, sandbox: Sandbox, tmp_path: Path) -> Iterator[Ca
 
     def run(request: str, name: str, provider: MarketDataProvider | None = None) -> pd.DataFrame:
         ctx = WorkflowContext(provider=provider or SampleProvider(), engine=engine, sandbox=sandbox,
-                              artifacts_dir=tmp_path / "artifacts")
+                              artifacts=ArtifactStore(engine))
         thread = GraphThread(sqlite_url, ctx)
         out: dict[str, Any] = thread.say(f"factor {request} name={name}")
         assert "__interrupt__" in out, out.get("final_reply")

@@ -9,7 +9,6 @@ import json
 import socket
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import TypeVar
 
 import openai
@@ -32,6 +31,7 @@ from graphs.main import NO_ROUTE
 from tests.fakes.chat import ScriptedChatModel, ScriptedModels, ScriptExhausted, answer, tool_call
 from tests.fakes.openai_server import API_KEY, FakeOpenAI, OpenAIServer, Step, hang, http_error
 from tests.graph_thread import GraphThread
+from tools.artifacts import ArtifactStore
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
 from tools.settings import Settings
@@ -334,7 +334,7 @@ def test_scripted_model_keyed_per_agent(scripted: ScriptedModels) -> None:
 
 
 @pytest.fixture
-def thread_for(sqlite_url: str, sandbox: Sandbox, tmp_path: Path,
+def thread_for(sqlite_url: str, sandbox: Sandbox,
                openai_server: OpenAIServer) -> Iterator[Callable[..., GraphThread]]:
     """Main-graph threads whose models are the real ChatOpenAI against the fake server."""
     engine = make_engine(sqlite_url)
@@ -343,7 +343,7 @@ def thread_for(sqlite_url: str, sandbox: Sandbox, tmp_path: Path,
     def make(timeout: float = 10.0) -> GraphThread:
         settings = settings_for(openai_server, timeout)
         ctx = WorkflowContext(provider=SampleProvider(), engine=engine, sandbox=sandbox,
-                              artifacts_dir=tmp_path / "artifacts", llm=get_llm(settings),
+                              artifacts=ArtifactStore(engine), llm=get_llm(settings),
                               light_llm=get_light_llm(settings))
         return GraphThread(sqlite_url, ctx)
 
@@ -404,12 +404,12 @@ class BuggyModel(ScriptedChatModel):
         raise KeyError("a bug, not a model failure")
 
 
-def test_a_bug_is_not_reported_as_a_model_failure(sqlite_url: str, sandbox: Sandbox, tmp_path: Path,
+def test_a_bug_is_not_reported_as_a_model_failure(sqlite_url: str, sandbox: Sandbox,
                                                    scripted: ScriptedModels) -> None:
     engine = make_engine(sqlite_url)
     upgrade(engine)
     ctx = WorkflowContext(provider=SampleProvider(), engine=engine, sandbox=sandbox,
-                          artifacts_dir=tmp_path / "artifacts", llm=BuggyModel(), light_llm=BuggyModel())
+                          artifacts=ArtifactStore(engine), llm=BuggyModel(), light_llm=BuggyModel())
     with pytest.raises(KeyError, match="a bug"):  # the router
         GraphThread(sqlite_url, ctx).say(FREE_TEXT)
     ctx.light_llm = scripted(script=[answer('{"workflow": "signal"}')])

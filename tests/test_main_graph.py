@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from sqlalchemy import Engine
 
 from graphs.context import WorkflowContext
 from tests.fakes.chat import ScriptedChatModel, answer, decision, tool_call
 from tests.graph_thread import GraphThread
+from tools.artifacts import ArtifactStore
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
 
@@ -21,8 +21,7 @@ def ma_cross(fast: int, slow: int) -> str:
             "signal = ((fast > slow).astype(float) - (fast < slow).astype(float)).where(slow.notna())")
 
 
-def test_free_text_follow_up_continues_the_signal_work(db_url: str, engine: Engine, sandbox: Sandbox,
-                                                        tmp_path: Path) -> None:
+def test_free_text_follow_up_continues_the_signal_work(db_url: str, engine: Engine, sandbox: Sandbox) -> None:
     light = ScriptedChatModel(script=[
         answer(json.dumps({"workflow": "signal"})),  # routing the first, free-text request
         tool_call("daily_bar", ts_code=CODES, start_date=START, end_date=END), answer("fetched close"),
@@ -35,7 +34,7 @@ def test_free_text_follow_up_continues_the_signal_work(db_url: str, engine: Engi
         tool_call("run_signal_code", code=ma_cross(10, 30)), answer("10/30 cross stored"),
     ])
     ctx = WorkflowContext(provider=SampleProvider(), engine=engine, sandbox=sandbox,
-                          artifacts_dir=tmp_path / "artifacts", llm=llm, light_llm=light)
+                          artifacts=ArtifactStore(engine), llm=llm, light_llm=light)
     thread = GraphThread(db_url, ctx)
     first = thread.say("Moving-average cross for Ping An and Moutai, 2019 to mid-2020: buy when the 5-day "
                        "average is above the 20-day one")
@@ -52,10 +51,10 @@ def test_free_text_follow_up_continues_the_signal_work(db_url: str, engine: Engi
     assert not llm.script and not light.script
 
 
-def test_free_text_that_is_no_workflow_gets_the_routers_reply(db_url: str, engine: Engine, sandbox: Sandbox,
-                                                               tmp_path: Path) -> None:
+def test_free_text_that_is_no_workflow_gets_the_routers_reply(db_url: str, engine: Engine,
+                                                               sandbox: Sandbox) -> None:
     light = ScriptedChatModel(script=[answer(json.dumps({"workflow": "none", "reply": "I do signals and factors."}))])
     ctx = WorkflowContext(provider=SampleProvider(), engine=engine, sandbox=sandbox,
-                          artifacts_dir=tmp_path / "artifacts", llm=None, light_llm=light)
+                          artifacts=ArtifactStore(engine), llm=None, light_llm=light)
     out = GraphThread(db_url, ctx).say("what's the weather in Shanghai?")
     assert out["final_reply"] == "I do signals and factors." and out.get("workflow") is None

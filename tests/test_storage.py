@@ -8,7 +8,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 from sqlalchemy import Engine, inspect
 
-from tools.storage.checkpointer import open_checkpointer
+from graphs.checkpointer import open_checkpointer
 from tools.storage.db import libpq_url, make_engine, redacted, sqlalchemy_url
 from tools.storage.migrate import current_revision, downgrade, head_revision, upgrade
 

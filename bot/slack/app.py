@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from typing import Any
@@ -12,7 +13,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
 from bot.slack import render
-from bot.slack.frontdoor import FrontDoor, Where, clean_text, parse_button_value
+from bot.slack.frontdoor import ALREADY_HANDLED, FrontDoor, Where, clean_text, parse_button_value
 from graphs.factor.template import edit_problems
 from graphs.interrupts import APPROVAL, validate_args
 from graphs.registry import PLANNED, WORKFLOWS, not_available
@@ -114,7 +115,7 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
         thread_id, interrupt_id, choice = parse_button_value(action["value"])
         user, channel = body["user"]["id"], body["channel"]["id"]
         message_ts = body["message"]["ts"]
-        allowed, reason = door.decide(thread_id, interrupt_id, user)
+        allowed, reason = door.decide(thread_id, interrupt_id, user, {"type": "respond", "message": choice}, "button")
         if not allowed:
             client.chat_postEphemeral(channel=channel, user=user, text=reason,
                                       thread_ts=body["message"].get("thread_ts"))
@@ -124,19 +125,34 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
             return
         where = Where(info.team_id, info.channel_id, info.thread_ts, user)
         door.accept_answer(where, info, interrupt_id, choice, {"choice": choice, "source": "button"}, message_ts)
-        door.submit_decision(where, thread_id, interrupt_id, {"type": "respond", "message": choice})
+        door.submit_decision(interrupt_id, where)
 
     @app.action("review_approve")
     def on_approve(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
         ack()
         thread_id, interrupt_id, _ = parse_button_value(action["value"])
         user, channel = body["user"]["id"], body["channel"]["id"]
-        allowed, reason = door.decide(thread_id, interrupt_id, user)
+        allowed, reason = door.decide(thread_id, interrupt_id, user, {"type": "approve"}, "button")
         if not allowed:
             client.chat_postEphemeral(channel=channel, user=user, text=reason,
                                       thread_ts=body["message"].get("thread_ts"))
             return
         resume(thread_id, interrupt_id, user, body["message"]["ts"], {"type": "approve"})
+
+    @app.action("decision_retry")
+    def on_retry(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+        ack()
+        interrupt_id = json.loads(action["value"])["i"]
+        user, channel = body["user"]["id"], body["channel"]["id"]
+        record = door.decisions.get(interrupt_id)
+        info = door.registry.get(record.thread_id) if record else None
+        if info is None or not door.authorised(info, user):
+            text = "Only the person who started this request or a configured approver can retry it."
+        elif door.retry(interrupt_id):
+            text = "Retrying the decision."
+        else:
+            text = ALREADY_HANDLED
+        client.chat_postEphemeral(channel=channel, user=user, text=text, thread_ts=body["message"].get("thread_ts"))
 
     @app.action(re.compile(r"^review_(edit|reject)$"))
     def on_open_form(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
@@ -149,7 +165,7 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
             client.chat_postEphemeral(channel=channel, user=user, text=reason or "Already handled.",
                                       thread_ts=message.get("thread_ts"))
             return
-        name = str(value.get("title") or value.get("name") or "factor")
+        name = str(value.get("title") or value.get("name") or "code")
         if decision == "reject":
             view = render.reject_modal(thread_id, interrupt_id, message["ts"], name,
                                        str(value.get("on_reject") or "The action is not taken."))
@@ -192,7 +208,7 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
     def decided_in_form(ack: Any, body: dict[str, Any], view: dict[str, Any], decision: dict[str, Any],
                         block: str) -> None:
         thread_id, interrupt_id, message_ts = render.parse_metadata(view["private_metadata"])
-        allowed, reason = door.decide(thread_id, interrupt_id, body["user"]["id"])
+        allowed, reason = door.decide(thread_id, interrupt_id, body["user"]["id"], decision, "modal")
         if not allowed:
             ack(response_action="errors", errors={block: reason})
             return
@@ -206,15 +222,24 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
             return
         where = Where(info.team_id, info.channel_id, info.thread_ts, user)
         door.accept_decision(where, info, interrupt_id, decision, message_ts)
-        door.submit_decision(where, thread_id, interrupt_id, decision)
+        door.submit_decision(interrupt_id, where)
 
     return app
 
 
 def door_status(door: FrontDoor, user: str) -> str:
-    threads = door.registry.threads_of(user)
+    """The user's open threads, and anything stuck in them with the reason: decisions not applied yet and
+    questions or results that have not reached Slack."""
+    threads = door.registry.threads_of(user, ("running", "waiting", "failed"))
     if not threads:
         return "You have no open QuantDesk threads."
-    lines = [f"• <#{t.channel_id}> thread {t.thread_ts}: {t.status}"
-             + (f", {len(t.pending)} question(s) waiting for you" if t.pending else "") for t in threads]
-    return "Your open threads:\n" + "\n".join(lines)
+    mine = {t.thread_id for t in threads}
+    lines = ["Your open threads:"] + [
+        f"• <#{t.channel_id}> thread {t.thread_ts}: {t.status}"
+        + (f", {len(t.pending)} question(s) waiting for you" if t.pending else "") for t in threads]
+    stuck = [f"• decision by <@{d.decided_by}> ({d.source}) "
+             + ("failed: " if d.outcome == "failed" else f"not applied yet (attempt {d.attempts}): ")
+             + (d.last_error or "waiting for its turn") for d in door.decisions.stuck() if d.thread_id in mine]
+    stuck += [f"• a {p.kind} not posted yet ({p.attempts} attempt(s)): {p.last_error or 'waiting for its turn'}"
+              for p in door.posts.unposted() if p.thread_id in mine]
+    return "\n".join(lines + (["Stuck:", *stuck] if stuck else []))

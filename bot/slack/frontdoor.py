@@ -6,27 +6,36 @@ run returns; results are posted as blocks plus uploaded files."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import re
+import socket
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
+from bot.decisions import CLAIM_SECONDS, MAX_ATTEMPTS, DecisionStore, PostStore
 from bot.interrupt_kinds import kind_of
 from bot.locks import ThreadLocks
 from bot.registry import AuditLog, Deduper, ThreadInfo, ThreadRegistry, thread_id_for
-from bot.runner import Outcome, Runner
+from bot.runner import INFRASTRUCTURE_ERRORS, Outcome, Runner
 from bot.slack import render
 from graphs.registry import WORKFLOWS, workflow_for
 
 log = logging.getLogger(__name__)
 
 MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
+ALREADY_HANDLED = "Already handled."
+POST_EVENT = "quantdesk_post"  # message metadata event type: {"key": interrupt id or result key}
+BLOCKS_REFUSED = ("invalid_blocks", "invalid_blocks_format", "msg_too_long", "too_many_blocks")
+PLAIN_TEXT_NOTE = "\n(Shown as plain text: Slack refused the formatted message. Reply here, or use `quantdesk chat`.)"
+PLAIN_TEXT_MAX = 39_000
+
 @dataclass(frozen=True)
 class Where:
     team: str
@@ -37,10 +46,14 @@ class Where:
 
 class FrontDoor:
     def __init__(self, runner: Runner, client: WebClient, registry: ThreadRegistry, deduper: Deduper,
-                 audit: AuditLog, locks: ThreadLocks, approvers: frozenset[str], workers: int = 8) -> None:
+                 audit: AuditLog, locks: ThreadLocks, approvers: frozenset[str], workers: int = 8,
+                 claim_seconds: float = CLAIM_SECONDS) -> None:
         self.runner, self.client = runner, client
         self.registry, self.deduper, self.audit, self.locks = registry, deduper, audit, locks
+        self.decisions = DecisionStore(registry.engine, claim_seconds)
+        self.posts = PostStore(registry.engine)
         self.approvers = approvers
+        self.owner = f"{socket.gethostname()}:{os.getpid()}"  # who claims decisions to apply them
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="quantdesk-run")
 
     # --- entry points (called by Bolt listeners after ack) ----------------------------------------
@@ -57,9 +70,9 @@ class FrontDoor:
     def submit_text(self, where: Where, text: str) -> Future:
         return self.pool.submit(self._guarded, self._handle_text, where, clean_text(text))
 
-    def submit_decision(self, where: Where, thread_id: str, interrupt_id: str, decision: dict[str, Any]) -> Future:
-        """Resume a pause with a decision already accepted by `decide()` (HITL shape: approve/edit/reject/respond)."""
-        return self.pool.submit(self._guarded, self._handle_decision, where, thread_id, interrupt_id, decision)
+    def submit_decision(self, interrupt_id: str, where: Where) -> Future:
+        """Apply a decision `decide()` accepted (its row holds the HITL decision and the decider)."""
+        return self.pool.submit(self._guarded, self.apply, interrupt_id, where)
 
     def authorised(self, thread: ThreadInfo, user: str) -> bool:
         return user == thread.user_id or user in self.approvers
@@ -77,39 +90,100 @@ class FrontDoor:
         with self.locks.hold(thread_id):
             info, _created = self.registry.open(where.team, where.channel, where.thread_ts, where.user)
             pending = self.runner.pending(thread_id)
-            if pending and workflow_for(text) is not None:  # a new request, not an answer: it gets its own thread
-                self._start_elsewhere(where, text)
-                return
-            if pending:
-                interrupt = next((p for p in pending if kind_of(p["value"]).thread_reply_decides), None)
-                if interrupt is None:
-                    self._safe(self.client.chat_postEphemeral, channel=where.channel, user=where.user,
-                               thread_ts=where.thread_ts, text=kind_of(pending[0]["value"]).reply_hint)
-                    return
-                if not self.authorised(info, where.user):
-                    self._safe(self.client.chat_postEphemeral, channel=where.channel, user=where.user,
-                               thread_ts=where.thread_ts, text="Only the person who started this request or a "
-                                                               "configured approver can answer its questions.")
-                    return
-                if not self.deduper.claim(f"decision:{interrupt['id']}"):
-                    return  # a button click answered it first
-                self.accept_answer(where, info, interrupt["id"], text, {"source": "thread reply"})
-                status = self._status_message(where)
-                outcome = self.runner.resume(thread_id, interrupt["id"], {"type": "respond", "message": text},
-                                             where.user, self._progress(where, status))
-            else:
+            if not pending:
                 status = self._status_message(where)
                 outcome = self.runner.start(thread_id, text, self._progress(where, status), user=where.user)
-            self._render(where, info, outcome, status)
+                self._render(where, info, outcome, status)
+                return
+        if workflow_for(text) is not None:  # a new request, not an answer: it gets its own thread
+            self._start_elsewhere(where, text)
+            return
+        interrupt = next((p for p in pending if kind_of(p["value"]).thread_reply_decides), None)
+        if interrupt is None:
+            self._safe(self.client.chat_postEphemeral, channel=where.channel, user=where.user,
+                       thread_ts=where.thread_ts, text=kind_of(pending[0]["value"]).reply_hint)
+            return
+        decision = {"type": "respond", "message": text}
+        allowed, reason = self.decide(thread_id, interrupt["id"], where.user, decision, "thread reply")
+        if not allowed:
+            if reason != ALREADY_HANDLED:  # a button click answered it first: nothing to say
+                self._safe(self.client.chat_postEphemeral, channel=where.channel, user=where.user,
+                           thread_ts=where.thread_ts, text=reason)
+            return
+        self.accept_answer(where, info, interrupt["id"], text, {"source": "thread reply"})
+        self.apply(interrupt["id"], where)
 
-    def _handle_decision(self, where: Where, thread_id: str, interrupt_id: str, decision: dict[str, Any]) -> None:
-        with self.locks.hold(thread_id):
-            info = self.registry.get(thread_id)
-            if info is None:
+    def apply(self, interrupt_id: str, where: Where | None = None) -> None:
+        """Apply an accepted decision: resume the graph once. The checkpoint is the truth: when the interrupt is
+        no longer pending the decision was applied before (a crash came after), so it is only marked applied and
+        the thread shown where it stands. Infrastructure errors are retried later; graph errors are final.
+        `where` is the thread to tell when even the database is unreachable."""
+        try:
+            self._apply(interrupt_id)
+        except INFRASTRUCTURE_ERRORS as exc:
+            error = f"the database or network failed ({type(exc).__name__})"
+            log.warning("decision %s not applied: %s", interrupt_id, error)
+            with contextlib.suppress(*INFRASTRUCTURE_ERRORS):  # else the row stays due for the reconciler
+                self.decisions.mark_retry(interrupt_id, error)
+            if where is not None:
+                self._safe(self.client.chat_postMessage, channel=where.channel, thread_ts=where.thread_ts,
+                           text=f":warning: Your decision is recorded but could not be applied yet: {error}. I will "
+                                "try again automatically; nothing is lost.")
+
+    def _apply(self, interrupt_id: str) -> None:
+        record = self.decisions.get(interrupt_id)
+        if record is None or record.applied or record.outcome or not self.decisions.claim(interrupt_id, self.owner):
+            return
+        info = self.registry.get(record.thread_id)
+        if info is None:
+            self.decisions.mark_failed(interrupt_id, "the thread is not in the registry")
+            return
+        where = Where(info.team_id, info.channel_id, info.thread_ts, record.decided_by or "")
+        with self.locks.hold(record.thread_id):
+            try:
+                still_pending = interrupt_id in {p["id"] for p in self.runner.pending(record.thread_id)}
+            except INFRASTRUCTURE_ERRORS as exc:
+                self._retry_later(where, interrupt_id, f"the database failed ({type(exc).__name__})")
+                return
+            if not still_pending:
+                self._render(where, info, self.runner.current(record.thread_id), None)
+                self.decisions.mark_applied(interrupt_id)
                 return
             status = self._status_message(where)
-            outcome = self.runner.resume(thread_id, interrupt_id, decision, where.user, self._progress(where, status))
+            outcome = self.runner.resume(record.thread_id, interrupt_id, record.decision, record.decided_by,
+                                         self._progress(where, status))
+            if outcome.status == "failed" and outcome.retryable:
+                self._finish_status(where, status, ":warning: not applied yet")
+                self._retry_later(where, interrupt_id, outcome.text)
+                return
+            if outcome.status == "failed":
+                self.decisions.mark_failed(interrupt_id, outcome.text)
+                self._finish_status(where, status, ":x: stopped")
+                self._offer_retry(where, interrupt_id, outcome.text)
+                self.registry.update(info.thread_id, status="failed")
+                return
             self._render(where, info, outcome, status)
+            self.decisions.mark_applied(interrupt_id)
+
+    def retry(self, interrupt_id: str) -> bool:
+        """A human pressed Retry on a failed decision: apply it again."""
+        if not self.decisions.retry(interrupt_id):
+            return False
+        self.pool.submit(self._guarded, self.apply, interrupt_id)
+        return True
+
+    def _retry_later(self, where: Where, interrupt_id: str, error: str) -> None:
+        attempts = self.decisions.mark_retry(interrupt_id, error)
+        if attempts >= MAX_ATTEMPTS:
+            self._offer_retry(where, interrupt_id, f"{error}; gave up after {attempts} attempts")
+            return
+        self._safe(self.client.chat_postMessage, channel=where.channel, thread_ts=where.thread_ts,
+                   text=f":warning: Your decision is recorded but could not be applied yet: {error}. I will try "
+                        "again automatically; nothing is lost.")
+
+    def _offer_retry(self, where: Where, interrupt_id: str, error: str) -> None:
+        self._safe(self.client.chat_postMessage, channel=where.channel, thread_ts=where.thread_ts,
+                   **render.retry_message(interrupt_id, error))
 
     def _start_elsewhere(self, where: Where, text: str) -> None:
         """A complete new request typed into a thread that waits on a question: it starts in a new thread (a new
@@ -125,24 +199,27 @@ class FrontDoor:
         self._handle_text(Where(where.team, where.channel, root, where.user), text)
 
     def may_decide(self, thread_id: str, interrupt_id: str, user: str) -> tuple[bool, str]:
-        """Whether `user` may decide this pause now (nothing is claimed: opening a form is not a decision)."""
+        """Whether `user` may decide this pause now (nothing is recorded: opening a form is not a decision)."""
         info = self.registry.get(thread_id)
         if info is None:
             return False, "This thread is not one of mine any more."
         if not self.authorised(info, user):
             return False, "Only the person who started this request or a configured approver can answer it."
+        if self.decisions.get(interrupt_id) is not None:
+            return False, ALREADY_HANDLED
         if interrupt_id not in {p["id"] for p in self.runner.pending(thread_id)}:  # the checkpoint is the truth
-            return False, "Already handled."
+            return False, "This question is no longer open: the run has moved on."
         return True, ""
 
     def pending_value(self, thread_id: str, interrupt_id: str) -> dict[str, Any] | None:
         return next((p["value"] for p in self.runner.pending(thread_id) if p["id"] == interrupt_id), None)
 
-    def decide(self, thread_id: str, interrupt_id: str, user: str) -> tuple[bool, str]:
-        """Gatekeeping for a decision: (allowed, reason). Claims the decision when it is the first one."""
+    def decide(self, thread_id: str, interrupt_id: str, user: str, decision: dict[str, Any],
+               source: str) -> tuple[bool, str]:
+        """Accept a decision: (accepted, reason). Accepting inserts its durable row; the first decision wins."""
         allowed, reason = self.may_decide(thread_id, interrupt_id, user)
-        if allowed and not self.deduper.claim(f"decision:{interrupt_id}"):
-            return False, "Already handled."
+        if allowed and not self.decisions.accept(interrupt_id, thread_id, decision, user, source):
+            return False, ALREADY_HANDLED
         return allowed, reason
 
     # --- rendering ---------------------------------------------------------------------------------
@@ -203,6 +280,9 @@ class FrontDoor:
             self._safe(self.client.chat_update, channel=where.channel, ts=ts, **message)
 
     def _render(self, where: Where, info: ThreadInfo, outcome: Outcome, status_ts: str | None) -> None:
+        """Show an outcome in the thread. Every question and result is a post row first, keyed by its interrupt
+        id or its checkpoint, so showing the same outcome again (after a crash) posts nothing twice, and a post
+        Slack refused stays for the reconciler."""
         if outcome.workflow and outcome.workflow != info.workflow:
             self.registry.update(info.thread_id, workflow=outcome.workflow)
         if outcome.status == "waiting":
@@ -210,33 +290,74 @@ class FrontDoor:
             pending: dict[str, Any] = {i["id"]: _pending_entry(i["value"]) for i in outcome.interrupts}
             self.registry.update(info.thread_id, status="waiting", pending=pending)
             for interrupt in outcome.interrupts:
-                pending[interrupt["id"]]["ts"] = self._post_interrupt(where, info, outcome.thread_id, interrupt)
+                _post, created = self.posts.record(interrupt["id"], info.thread_id, "interrupt")
+                if created:
+                    pending[interrupt["id"]]["ts"] = self._post_interrupt(where, info, interrupt)
+                else:  # shown before (a crash came after): check, and post only what never arrived
+                    self.repost(interrupt["id"])
+                    pending[interrupt["id"]]["ts"] = self.posts.get(interrupt["id"]).ts  # type: ignore[union-attr]
             self.registry.update(info.thread_id, pending=pending)
             return
         if outcome.status == "failed":
             self._finish_status(where, status_ts, ":x: stopped")
-            self.client.chat_postMessage(channel=where.channel, thread_ts=where.thread_ts,
-                                         **render.reply_message(outcome.text))
+            self._safe(self.client.chat_postMessage, channel=where.channel, thread_ts=where.thread_ts,
+                       **render.reply_message(outcome.text))
             self.registry.update(info.thread_id, status="failed", pending={})
             return
         self._finish_status(where, status_ts, ":white_check_mark: done")
-        if outcome.result and outcome.workflow in WORKFLOWS:
-            view = WORKFLOWS[outcome.workflow].present(outcome.result)
-            self.client.chat_postMessage(channel=where.channel, thread_ts=where.thread_ts,
-                                         **render.view_message(view))
-            self._upload(where, outcome.result.get("artifacts", []))
+        key = f"result:{info.thread_id}:{outcome.checkpoint}"
+        body = {"workflow": outcome.workflow, "result": outcome.result, "text": outcome.text}
+        _post, created = self.posts.record(key, info.thread_id, "result", body)
+        if created:
+            self._post_result(where, key, body)
         else:
-            self.client.chat_postMessage(channel=where.channel, thread_ts=where.thread_ts,
-                                         **render.reply_message(outcome.text))
+            self.repost(key)
         self.registry.update(info.thread_id, status="done", pending={})
 
-    def _post_interrupt(self, where: Where, info: ThreadInfo, thread_id: str, interrupt: dict[str, Any]) -> str:
+    def _post(self, where: Where, key: str, message: dict[str, Any]) -> str | None:
+        """Post `message` into the thread with its key in the message metadata (so a re-post can find it);
+        blocks Slack refuses fall back to the plain text. None (and the post row says why) when Slack refused."""
+        metadata = {"event_type": POST_EVENT, "event_payload": {"key": key}}
+        try:
+            try:
+                ts = self.client.chat_postMessage(channel=where.channel, thread_ts=where.thread_ts,
+                                                  metadata=metadata, **message)["ts"]
+            except SlackApiError as exc:
+                if exc.response.get("error") not in BLOCKS_REFUSED or "blocks" not in message:
+                    raise
+                text = message["text"] + PLAIN_TEXT_NOTE
+                ts = self.client.chat_postMessage(channel=where.channel, thread_ts=where.thread_ts,
+                                                  metadata=metadata, text=text[:PLAIN_TEXT_MAX])["ts"]
+        except (SlackApiError, OSError) as exc:
+            error = exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__
+            log.warning("post %s not accepted by Slack: %s", key, error)
+            self.posts.mark_failed(key, str(error))
+            return None
+        self.posts.mark_posted(key, ts)
+        return ts
+
+    def _post_result(self, where: Where, key: str, body: dict[str, Any], ts: str | None = None) -> None:
+        """Post a result (unless `ts` says Slack has it already), then its files; complete once both are done."""
+        workflow, result = body.get("workflow"), body.get("result")
+        if result and workflow in WORKFLOWS:
+            message = render.view_message(WORKFLOWS[workflow].present(result))
+        else:
+            message = render.reply_message(str(body.get("text") or "Done."))
+        if not (ts or self._post(where, key, message)):
+            return
+        if result:
+            self._upload(where, result.get("artifacts", []))
+        self.posts.mark_complete(key)
+
+    def _post_interrupt(self, where: Where, info: ThreadInfo, interrupt: dict[str, Any]) -> str | None:
         """Post one question, review or approval; a code body too long to show inline goes up as a snippet file."""
         value = interrupt["value"]
-        message = kind_of(value).slack_message(thread_id, interrupt["id"], value, info.user_id)
-        ts = self.client.chat_postMessage(channel=where.channel, thread_ts=where.thread_ts, **message)["ts"]
+        message = kind_of(value).slack_message(info.thread_id, interrupt["id"], value, info.user_id)
+        ts = self._post(where, interrupt["id"], message)
+        if ts:
+            self.posts.mark_complete(interrupt["id"])
         code = str(value.get("code") or "")
-        if len(code) > render.CODE_INLINE_MAX:
+        if ts and len(code) > render.CODE_INLINE_MAX:
             try:
                 self.client.files_upload_v2(content=value.get("program") or code, filename=f"{value['name']}.py",
                                             title=f"{value['name']}.py (code under review)",
@@ -248,26 +369,78 @@ class FrontDoor:
                                 "`quantdesk chat` or ask an admin to check the bot's file permissions.")
         return ts
 
-    def _upload(self, where: Where, artifacts: list[dict[str, str]]) -> None:
-        files = [a for a in artifacts if a["kind"] in ("chart", "signal_csv", "metrics_csv", "ic_csv")]
-        if not files:
+    # --- reconciliation ------------------------------------------------------------------------------
+
+    def repost(self, key: str) -> None:
+        """Post a question or result Slack refused before, unless the thread shows it already (a crash can come
+        after Slack accepted a post and before its ts was saved) or the question is no longer open."""
+        post = self.posts.get(key)
+        info = self.registry.get(post.thread_id) if post else None
+        if post is None or post.complete or info is None:
             return
-        uploads = [{"file": a["path"], "filename": Path(a["path"]).name, "title": a["title"]} for a in files]
+        where = Where(info.team_id, info.channel_id, info.thread_ts, info.user_id or "")
+        ts = post.ts or self._find_in_thread(where, key)
+        if ts and not post.ts:
+            self.posts.mark_posted(key, ts)
+        if post.kind == "result":
+            self._post_result(where, key, post.body, ts)
+        elif ts:
+            self.posts.mark_complete(key)
+        else:
+            interrupt = next((p for p in self.runner.pending(info.thread_id) if p["id"] == key), None)
+            if interrupt is None:
+                self.posts.mark_complete(key)  # answered or moved on meanwhile: nothing left to ask
+                return
+            ts = self._post_interrupt(where, info, interrupt)
+            if ts:
+                pending = dict(self.registry.get(info.thread_id).pending)  # type: ignore[union-attr]
+                pending[key] = {**pending.get(key, _pending_entry(interrupt["value"])), "ts": ts}
+                self.registry.update(info.thread_id, pending=pending)
+
+    def _find_in_thread(self, where: Where, key: str) -> str | None:
+        """The ts of the bot's message in the thread whose metadata carries `key`, if Slack has one."""
+        try:
+            replies = self.client.conversations_replies(channel=where.channel, ts=where.thread_ts,
+                                                        include_all_metadata=True, limit=200)
+        except SlackApiError as exc:
+            log.warning("could not read the thread to check a re-post: %s", exc.response.get("error"))
+            raise
+        for message in replies.get("messages", []):
+            metadata = message.get("metadata") or {}
+            if metadata.get("event_type") == POST_EVENT and (metadata.get("event_payload") or {}).get("key") == key:
+                return str(message["ts"])
+        return None
+
+    def _upload(self, where: Where, artifacts: list[dict[str, Any]]) -> None:
+        """Upload the result's chart and CSVs with their bytes from the database, so whichever worker finished
+        the run can; a failure is said in the thread (the files stay stored), never with a host path."""
+        refs = [a for a in artifacts if a["kind"] in ("chart", "signal_csv", "metrics_csv", "ic_csv")]
+        store = self.runner.context.artifacts
+        stored = [s for s in (store.get(a["id"]) for a in refs) if s is not None]
+        if len(stored) < len(refs):
+            log.warning("%d artifact(s) of thread %s are no longer stored", len(refs) - len(stored), where.thread_ts)
+        if not stored:
+            return
+        uploads = [{"content": s.data, "filename": s.filename, "title": s.title} for s in stored]
         try:
             self.client.files_upload_v2(file_uploads=uploads, channel=where.channel, thread_ts=where.thread_ts)
         except (SlackApiError, OSError) as exc:
             error = exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__
             log.warning("upload failed: %s", error)
-            kept = "\n".join(f"• {a['title']}: `{a['path']}`" for a in files)
+            kept = f" for {store.retention_days} days" if store.retention_days else ""
+            titles = "\n".join(f"• {s.title} ({s.filename})" for s in stored)
             self._safe(self.client.chat_postMessage, channel=where.channel, thread_ts=where.thread_ts,
-                       text=f":warning: I could not upload the files ({error}). Nothing is lost; they are kept on "
-                            f"the bot host:\n{kept}")
+                       text=f":warning: I could not upload the files ({error}). Nothing is lost: they are kept "
+                            f"with this thread in QuantDesk's database{kept} and can be posted here again:\n{titles}")
 
     def _safe(self, method: Any, **kwargs: Any) -> None:
+        """A Slack call whose failure (an API error or a dropped connection) must not stop the run."""
         try:
             method(**kwargs)
         except SlackApiError as exc:
             log.warning("Slack call failed: %s", exc.response.get("error"))
+        except OSError as exc:
+            log.warning("Slack call failed: %s", type(exc).__name__)
 
 
 def _pending_entry(value: dict[str, Any]) -> dict[str, Any]:

@@ -68,7 +68,7 @@ DECISION_LABELS = {"approve": "Approve", "edit": "Edit", "reject": "Reject"}
 def code_review_message(thread_id: str, interrupt_id: str, payload: dict[str, Any], requester: str | None,
                         ) -> dict[str, Any]:
     """Code for review: verdict, dry-run and check summary, the code (inline when it fits), the decisions."""
-    name, code = payload.get("name", "factor"), str(payload.get("code") or "")
+    name, code = payload.get("name", "code"), str(payload.get("code") or "")
     failure = payload.get("failure")
     verdict = (f":x: *Checks failed:* {failure}" if failure else ":white_check_mark: *Checks passed*") + (
         f" · sandbox isolation: {payload.get('isolation', 'unknown')}")
@@ -136,6 +136,16 @@ def _decision_buttons(thread_id: str, interrupt_id: str, allowed: list[str]) -> 
             button["style"] = "danger"
         elements.append(button)
     return {"type": "actions", "block_id": "review", "elements": elements}
+
+
+def retry_message(interrupt_id: str, error: str) -> dict[str, Any]:
+    """A decision that could not be applied: what went wrong, and a Retry button."""
+    text = f":x: Your decision is recorded but was not applied: {error}"
+    return {"text": _clip(text, 3000), "blocks": [
+        _section(text),
+        {"type": "actions", "block_id": "retry", "elements": [
+            {"type": "button", "action_id": "decision_retry", "text": {"type": "plain_text", "text": "Retry"},
+             "value": json.dumps({"i": interrupt_id}, separators=(",", ":"))}]}]}
 
 
 def decided_message(title: str, user_id: str, decision: str, detail: str = "") -> dict[str, Any]:

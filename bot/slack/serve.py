@@ -11,6 +11,7 @@ from slack_sdk.errors import SlackApiError
 
 from bot.context import AppContext, StartupError
 from bot.locks import ThreadLocks
+from bot.reconciler import Reconciler
 from bot.registry import AuditLog, Deduper, ThreadRegistry
 from bot.runner import Runner
 from bot.slack.app import build_app, make_client
@@ -40,7 +41,8 @@ def build_front_door(ctx: AppContext, checkpointer: BaseCheckpointSaver):  # noq
         raise StartupError("SLACK_BOT_TOKEN is not set; see README, 'Slack app in five steps'")
     client = make_client(settings)
     door = FrontDoor(Runner(ctx, checkpointer), client, ThreadRegistry(ctx.engine), Deduper(ctx.engine),
-                     AuditLog(ctx.engine), ThreadLocks(ctx.engine), settings.approvers)
+                     AuditLog(ctx.engine), ThreadLocks(ctx.engine), settings.approvers,
+                     claim_seconds=settings.decision_claim_seconds)
     try:
         app = build_app(settings, client, door)  # calls auth.test: the first request to Slack
     except (BoltError, SlackApiError, OSError) as exc:
@@ -50,7 +52,8 @@ def build_front_door(ctx: AppContext, checkpointer: BaseCheckpointSaver):  # noq
 
 def serve(ctx: AppContext, checkpointer: BaseCheckpointSaver, host: str, port: int) -> None:
     settings = ctx.settings
-    app, _door = build_front_door(ctx, checkpointer)
+    app, door = build_front_door(ctx, checkpointer)
+    Reconciler(door, settings.reconcile_interval_seconds).start()  # a pass now (start-up), then every few seconds
     if settings.slack_app_token is not None:
         from slack_bolt.adapter.socket_mode import SocketModeHandler
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from alembic import context
 
+import tools.storage.run_records  # noqa: F401  (its tables join the metadata)
 from tools.storage.models import Base
 
 connection = context.config.attributes["connection"]

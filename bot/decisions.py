@@ -1,0 +1,206 @@
+"""Durable decisions and posts on the application database (ARCHITECTURE §7).
+
+A decision is accepted by inserting its row (the interrupt id is the key, so the first decision wins across
+clicks, replies, processes and hosts); it is applied by resuming the graph and marked applied once the
+checkpoint no longer has the interrupt pending. A failed apply stays unapplied and is retried with back-off
+by the reconciler (infrastructure errors only, at most MAX_ATTEMPTS times); an error raised by the graph itself
+marks it failed. A post (a question or a result) is a row until Slack accepted its message."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Engine, or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from tools.storage.models import utcnow
+from tools.storage.run_records import DecisionRecord, PostRecord
+
+MAX_ATTEMPTS = 5
+BACKOFF_SECONDS = (2, 5, 15, 60, 300)
+CLAIM_SECONDS = 30  # default: a claimed decision is its worker's for this long (then the worker is presumed dead)
+SOURCES = ("button", "modal", "thread reply", "console", "api")
+
+
+@dataclass(frozen=True)
+class Decision:
+    interrupt_id: str
+    thread_id: str
+    decision: dict[str, Any]
+    decided_by: str | None
+    source: str
+    outcome: str | None
+    attempts: int
+    last_error: str | None
+    applied: bool
+
+
+def _decision(row: DecisionRecord) -> Decision:
+    return Decision(row.interrupt_id, row.thread_id, dict(row.decision), row.decided_by, row.source, row.outcome,
+                    row.attempts, row.last_error, row.applied_at is not None)
+
+
+class DecisionStore:
+    def __init__(self, engine: Engine, claim_seconds: float = CLAIM_SECONDS) -> None:
+        """`claim_seconds`: how long a claim keeps other workers off. A claim that outlives its run is harmless:
+        the thread lock and the checkpoint keep a decision from being applied twice."""
+        self.engine = engine
+        self.claim_seconds = claim_seconds
+
+    def accept(self, interrupt_id: str, thread_id: str, decision: dict[str, Any], decided_by: str | None,
+               source: str) -> bool:
+        """Record a decision; False when the interrupt already has one ("already handled")."""
+        if source not in SOURCES:
+            raise ValueError(f"unknown decision source {source!r}")
+        with Session(self.engine) as session:
+            session.add(DecisionRecord(interrupt_id=interrupt_id, thread_id=thread_id, decision=dict(decision),
+                                       decided_by=decided_by, source=source, attempts=0, decided_at=utcnow(),
+                                       next_attempt_at=utcnow()))
+            try:
+                session.commit()
+            except IntegrityError:
+                return False
+            return True
+
+    def get(self, interrupt_id: str) -> Decision | None:
+        with Session(self.engine) as session:
+            row = session.get(DecisionRecord, interrupt_id)
+            return _decision(row) if row else None
+
+    def claim(self, interrupt_id: str, owner: str, now: datetime | None = None) -> bool:
+        """Take the decision to apply it: True for one claimant at a time (a claim lapses after claim_seconds)."""
+        now = now or utcnow()
+        with Session(self.engine) as session, session.begin():
+            done = session.execute(
+                update(DecisionRecord)
+                .where(DecisionRecord.interrupt_id == interrupt_id, DecisionRecord.applied_at.is_(None),
+                       DecisionRecord.outcome.is_(None),
+                       or_(DecisionRecord.claimed_until.is_(None), DecisionRecord.claimed_until < now,
+                           DecisionRecord.claimed_by == owner))
+                .values(claimed_by=owner, claimed_until=now + timedelta(seconds=self.claim_seconds)))
+            return done.rowcount == 1
+
+    def mark_applied(self, interrupt_id: str) -> None:
+        self._set(interrupt_id, applied_at=utcnow(), outcome="applied", claimed_by=None, claimed_until=None)
+
+    def mark_failed(self, interrupt_id: str, error: str) -> None:
+        """An error raised by the graph itself: no automatic retry (the thread offers a Retry button)."""
+        self._set(interrupt_id, outcome="failed", last_error=error[:2000], claimed_by=None, claimed_until=None)
+
+    def mark_retry(self, interrupt_id: str, error: str, now: datetime | None = None) -> int:
+        """An infrastructure error: count the attempt and schedule the next with back-off; returns attempts so far.
+        After MAX_ATTEMPTS the decision is marked failed."""
+        now = now or utcnow()
+        with Session(self.engine) as session, session.begin():
+            row = session.get(DecisionRecord, interrupt_id)
+            if row is None:
+                return 0
+            row.attempts += 1
+            row.last_error = error[:2000]
+            row.claimed_by = row.claimed_until = None
+            if row.attempts >= MAX_ATTEMPTS:
+                row.outcome = "failed"
+            else:
+                row.next_attempt_at = now + timedelta(seconds=BACKOFF_SECONDS[row.attempts - 1])
+            return row.attempts
+
+    def retry(self, interrupt_id: str) -> bool:
+        """A human's Retry of a failed decision: it becomes due again, with a fresh attempt count."""
+        with Session(self.engine) as session, session.begin():
+            done = session.execute(update(DecisionRecord).where(
+                DecisionRecord.interrupt_id == interrupt_id, DecisionRecord.outcome == "failed",
+                DecisionRecord.applied_at.is_(None)).values(outcome=None, attempts=0, next_attempt_at=utcnow()))
+            return done.rowcount == 1
+
+    def due(self, now: datetime | None = None, limit: int = 50) -> list[Decision]:
+        """Unapplied decisions whose next attempt is due and that no live worker holds."""
+        now = now or utcnow()
+        with Session(self.engine) as session:
+            rows = session.scalars(
+                select(DecisionRecord)
+                .where(DecisionRecord.applied_at.is_(None), DecisionRecord.outcome.is_(None),
+                       DecisionRecord.next_attempt_at <= now,
+                       or_(DecisionRecord.claimed_until.is_(None), DecisionRecord.claimed_until < now))
+                .order_by(DecisionRecord.decided_at).limit(limit)).all()
+            return [_decision(r) for r in rows]
+
+    def stuck(self) -> list[Decision]:
+        """Decisions not applied yet (pending, retrying or failed), oldest first: what `/quant status` shows."""
+        with Session(self.engine) as session:
+            rows = session.scalars(select(DecisionRecord).where(DecisionRecord.applied_at.is_(None))
+                                   .order_by(DecisionRecord.decided_at)).all()
+            return [_decision(r) for r in rows]
+
+    def _set(self, interrupt_id: str, **values: Any) -> None:
+        with Session(self.engine) as session, session.begin():
+            session.execute(update(DecisionRecord).where(DecisionRecord.interrupt_id == interrupt_id).values(**values))
+
+
+@dataclass(frozen=True)
+class Post:
+    key: str
+    thread_id: str
+    kind: str
+    body: dict[str, Any]
+    ts: str | None
+    attempts: int
+    last_error: str | None
+    complete: bool
+
+
+def _post(row: PostRecord) -> Post:
+    return Post(row.key, row.thread_id, row.kind, dict(row.body or {}), row.ts, row.attempts, row.last_error,
+                row.completed_at is not None)
+
+
+class PostStore:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def record(self, key: str, thread_id: str, kind: str, body: dict[str, Any] | None = None) -> tuple[Post, bool]:
+        """The post's row and whether this call created it: an existing row means an earlier attempt may have
+        reached Slack already, so the thread is checked before posting again."""
+        with Session(self.engine) as session:
+            row = session.get(PostRecord, key)
+            if row is not None:
+                return _post(row), False
+            row = PostRecord(key=key, thread_id=thread_id, kind=kind, body=dict(body or {}), attempts=0,
+                             created_at=utcnow())
+            session.add(row)
+            try:
+                session.commit()
+            except IntegrityError:  # another process recorded it a moment ago
+                session.rollback()
+                return _post(session.get(PostRecord, key)), False  # type: ignore[arg-type]
+            return _post(row), True
+
+    def get(self, key: str) -> Post | None:
+        with Session(self.engine) as session:
+            row = session.get(PostRecord, key)
+            return _post(row) if row else None
+
+    def mark_posted(self, key: str, ts: str) -> None:
+        with Session(self.engine) as session, session.begin():
+            session.execute(update(PostRecord).where(PostRecord.key == key).values(ts=ts, posted_at=utcnow()))
+
+    def mark_complete(self, key: str) -> None:
+        """Everything that goes with the post is done (a result's files uploaded, or their failure reported)."""
+        with Session(self.engine) as session, session.begin():
+            session.execute(update(PostRecord).where(PostRecord.key == key).values(completed_at=utcnow()))
+
+    def mark_failed(self, key: str, error: str) -> None:
+        with Session(self.engine) as session, session.begin():
+            row = session.get(PostRecord, key)
+            if row is not None:
+                row.attempts += 1
+                row.last_error = error[:2000]
+
+    def unposted(self, limit: int = 50) -> list[Post]:
+        """Posts not completed: no message yet, or a result whose files were not uploaded yet."""
+        with Session(self.engine) as session:
+            rows = session.scalars(select(PostRecord).where(PostRecord.completed_at.is_(None))
+                                   .order_by(PostRecord.created_at).limit(limit)).all()
+            return [_post(r) for r in rows]

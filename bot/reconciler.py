@@ -1,0 +1,65 @@
+"""The reconciler: applies accepted decisions that were never applied (a crash, a database or network error)
+and re-posts questions and results Slack refused. It runs at start-up and then every few seconds; decisions
+are claimed row by row, so several processes can run one without applying anything twice."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Protocol
+
+from bot.decisions import DecisionStore, PostStore
+
+log = logging.getLogger(__name__)
+
+INTERVAL_SECONDS = 5.0  # at most 10 s between passes (ARCHITECTURE §7)
+
+
+class Applier(Protocol):
+    """What the reconciler drives: the front door (Slack) or any adapter that applies and re-posts."""
+
+    decisions: DecisionStore
+    posts: PostStore
+
+    def apply(self, interrupt_id: str) -> None: ...
+
+    def repost(self, key: str) -> None: ...
+
+
+class Reconciler:
+    def __init__(self, door: Applier, interval: float = INTERVAL_SECONDS) -> None:
+        self.door = door
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def run_once(self) -> None:
+        """One pass: every due decision, then every post without a message."""
+        for decision in self.door.decisions.due():
+            try:
+                self.door.apply(decision.interrupt_id)
+            except Exception:  # noqa: BLE001 - one bad row must not stop the others; it is retried next pass
+                log.exception("applying decision %s failed", decision.interrupt_id)
+        for post in self.door.posts.unposted():
+            try:
+                self.door.repost(post.key)
+            except Exception:  # noqa: BLE001 - Slack or the database is down: the post stays for the next pass
+                log.warning("re-posting %s failed; will try again", post.key, exc_info=True)
+
+    def start(self) -> None:
+        """Run a pass now and then every `interval` seconds, in a daemon thread, until `stop()`."""
+        self._thread = threading.Thread(target=self._loop, name="quantdesk-reconciler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.interval + 5)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.run_once()
+            except Exception:  # noqa: BLE001 - the loop must survive a database outage
+                log.exception("reconciler pass failed")
+            self._stop.wait(self.interval)

@@ -1,0 +1,37 @@
+"""The fake Slack Web API with a held response: Slack accepted the message, but the bot never learns its ts."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.fakes.slack_server import FakeSlack
+
+
+def metadata_of(args: dict[str, Any]) -> dict[str, Any]:
+    """A posted message's metadata (JSON bodies carry a dict, form bodies a JSON string)."""
+    value = args.get("metadata")
+    return (json.loads(value) if isinstance(value, str) else value) or {}
+
+
+def post_key(args: dict[str, Any]) -> str:
+    """The QuantDesk post key in a message's metadata ('' when it has none)."""
+    return str((metadata_of(args).get("event_payload") or {}).get("key") or "")
+
+
+@dataclass
+class FaultySlack(FakeSlack):
+    hold_when: Callable[[dict[str, Any]], bool] | None = None  # a matching post is accepted, its answer held
+    held: threading.Event = field(default_factory=threading.Event)  # set once a post is being held
+    release: threading.Event = field(default_factory=threading.Event)
+
+    def answer(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
+        response = super().answer(method, args)
+        if method == "chat.postMessage" and response.get("ok") and self.hold_when and self.hold_when(args):
+            self.hold_when = None
+            self.held.set()
+            self.release.wait(timeout=120)  # the bot is killed meanwhile; its socket is gone when we answer
+        return response

@@ -1,0 +1,67 @@
+"""`quantdesk chat` as a new user drives it: wrong argument counts, `cancel` at a prompt, a new request while a
+question is pending, follow-ups, malformed codes, rejections without a reason (issue 11, defects 1–4 and 12)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.test_cli import _quantdesk
+
+
+def _chat(tmp_path: Path, *lines: str) -> list[str]:
+    out = _quantdesk(["chat"], tmp_path, "\n".join(lines) + "\n")
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr
+    return out.stdout.splitlines()
+
+
+def test_data_commands_with_wrong_arguments_print_their_usage_and_the_session_goes_on(tmp_path: Path) -> None:
+    lines = _chat(tmp_path, "load close 600519.SH 20200101", "bars", "bars 600519.SH", "show", "show a b",
+                  "load close 600519.SH 20200101 20200110 extra", "codes now", "fields")
+    assert lines[:7] == ["usage: load FIELD CODES START END", "usage: bars CODES START END [FIELD ...]",
+                         "usage: bars CODES START END [FIELD ...]", "usage: show NAME", "usage: show NAME",
+                         "usage: load FIELD CODES START END", "usage: codes"]
+    assert lines[7].startswith("daily: open, high, low, close")  # the session survived every one of them
+
+
+def test_cancel_ends_a_pending_question_in_the_factor_workflow(tmp_path: Path) -> None:
+    lines = _chat(tmp_path, "factor momentum window=20", "cancel", "fields")
+    assert lines[0].startswith("? Which dates?")
+    assert lines[1] == "Cancelled; nothing was run."
+    assert sum(line.startswith("? ") for line in lines) == 1  # asked once, not three more times
+    assert lines[2].startswith("daily: ")
+
+
+def test_a_new_request_at_a_prompt_starts_afresh_and_commands_are_not_eaten_as_answers(tmp_path: Path) -> None:
+    lines = _chat(tmp_path,
+                  "signal rsi 600519.SH 20190101 20200601 window=0",  # out of range: asks for a corrected value
+                  "help", "factor list", "fields",  # each runs; none is taken as the answer
+                  "signal ma_cross 600519.SH,000001.SZ 20190101 20200601 fast=5 slow=20",
+                  "fast=10 slow=30",  # a follow-up re-runs the last request with these changes
+                  "ws")
+    assert lines[0] == "? window must be between 2 and 250, got 0. Reply with a corrected value, or `cancel`."
+    assert any(line.startswith("workflow requests") for line in lines)  # help
+    assert any(line.startswith("No factors saved yet") for line in lines)  # factor list
+    assert any(line.startswith("daily: ") for line in lines)  # fields
+    assert "(the previous request's pending question was cancelled; starting the new request)" in lines
+    assert not any("has no parameter window" in line for line in lines)
+    titles = [line for line in lines if line.startswith("Signal: ")]
+    assert titles == ["Signal: ma_cross (fast=5, slow=20)", "Signal: ma_cross (fast=10, slow=30)"]
+    current = lines[lines.index("current request:") + 1:]
+    assert any(line.startswith("signal/") for line in current)  # the workflow's output is in `ws`
+    assert any(line.startswith("ohlcv/close ") for line in current)
+
+
+def test_malformed_codes_are_named_with_the_code_they_probably_mean(tmp_path: Path) -> None:
+    lines = _chat(tmp_path, "factor momentum 20190301 20200601 600519 window=20", "cancel",
+                  "signal ma_cross 600519 20190101 20200601", "cancel", "signal rsi 000001 20190101 20200601")
+    assert lines[0] == "? 600519 is not a ts_code; did you mean 600519.SH? Reply with the corrected codes, or `cancel`."
+    assert lines[2] == lines[0]
+    assert lines[4].startswith("? 000001 is not a ts_code; did you mean 000001.SZ?")
+
+
+def test_a_rejection_needs_a_reason(tmp_path: Path) -> None:
+    lines = _chat(tmp_path, "factor reversal 20190301 20200601", "reject", "reject not what I asked for")
+    assert "reject needs a reason: reject REASON (the rejection is recorded)" in lines
+    assert any(line.startswith("Rejected: factor reversal_5 was not backfilled or saved") and
+               line.endswith("Reason: not what I asked for") for line in lines)

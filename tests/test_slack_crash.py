@@ -1,0 +1,116 @@
+"""A human decision survives SIGKILL (issue 12): `quantdesk serve` is killed right after a click is accepted,
+in the middle of the resumed run, and after the result's post reached Slack but before its ts was saved. A new
+process on the same database applies the decision exactly once: one result, one set of uploads."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from itertools import count
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from bot.registry import thread_id_for
+from tests.fakes.slack_faults import FaultySlack, post_key
+from tests.fakes.slack_server import TEAM, SlackServer
+from tests.slack_harness import (
+    BotProcess,
+    action_body,
+    button_of,
+    event_body,
+    in_thread,
+    mention,
+    post,
+    review_call,
+    text_of,
+    wait_until,
+)
+from tools.factor_store import FactorStore
+from tools.storage.db import make_engine
+from tools.storage.run_records import DecisionRecord, PostRecord
+
+ALICE = "UALICE"
+FAST = {"QUANTDESK_RECONCILE_INTERVAL": "0.5", "QUANTDESK_DECISION_CLAIM_SECONDS": "2"}
+_ts = count(1)
+
+
+def new_ts() -> str:
+    return f"{1900000000 + next(_ts)}.{int(time.time() * 1000) % 1000000:06d}"
+
+
+@pytest.fixture
+def slack() -> Iterator[SlackServer]:
+    with SlackServer(FaultySlack()) as server:
+        yield server
+
+
+def _start(slack: SlackServer, data: Path) -> BotProcess:
+    return BotProcess(slack.url, f"sqlite:///{data / 'q.db'}", data, **FAST)
+
+
+def _review_then_approve(slack: SlackServer, bot: BotProcess, channel: str, root: str, name: str) -> None:
+    post(bot.url, event_body(mention(channel, ALICE, f"factor momentum 20190301 20200601 window=20 name={name}",
+                                     root)), "application/json")
+    review = review_call(slack, channel, root)
+    status, _ = post(bot.url, action_body(ALICE, channel, review.response["ts"], root,
+                                          button_of(review, "review_approve")), "application/x-www-form-urlencoded")
+    assert status == 200  # acked: the decision row is in the database
+
+
+def _settled(data: Path, channel: str, root: str) -> bool:
+    """The decision is applied and every post of the thread is complete: nothing more can be posted."""
+    engine = make_engine(f"sqlite:///{data / 'q.db'}")
+    thread = thread_id_for(TEAM, channel, root)
+    with Session(engine) as session:
+        decisions = session.scalars(select(DecisionRecord).where(DecisionRecord.thread_id == thread)).all()
+        posts = session.scalars(select(PostRecord).where(PostRecord.thread_id == thread)).all()
+    engine.dispose()
+    return bool(decisions) and all(d.applied_at for d in decisions) and all(p.completed_at for p in posts)
+
+
+def _exactly_once(slack: SlackServer, data: Path, channel: str, root: str, name: str) -> None:
+    wait_until(lambda: _settled(data, channel, root), "the decision applied and every post complete", 120)
+    results = [c for c in slack.fake.of("chat.postMessage") if in_thread(channel, root)(c) and c.ok
+               and text_of(c).startswith(f"Factor {name} v1 saved")]
+    assert len(results) == 1 and post_key(results[0].args).startswith("result:")
+    uploads = [c for c in slack.fake.of("files.completeUploadExternal") if c.args.get("thread_ts") == root]
+    assert len(uploads) == 1
+    engine = make_engine(f"sqlite:///{data / 'q.db'}")
+    assert [v.version for v in FactorStore(engine).versions(name)] == [1]  # saved once
+    engine.dispose()
+
+
+@pytest.mark.parametrize("moment", ["after the click", "mid-run"])
+def test_sigkill_after_a_click_applies_the_decision_exactly_once(slack: SlackServer, tmp_path: Path,
+                                                                 moment: str) -> None:
+    channel, root, name = "C900", new_ts(), f"crash_{'a' if moment == 'after the click' else 'b'}"
+    bot = _start(slack, tmp_path)
+    _review_then_approve(slack, bot, channel, root, name)
+    if moment == "mid-run":  # the resumed run reports its backfill: kill it there
+        slack.fake.wait_for("chat.update", where=lambda c: c.args.get("channel") == channel
+                            and "backfill" in str(c.args.get("text", "")))
+    assert bot.kill() == -9
+    again = _start(slack, tmp_path)
+    try:
+        _exactly_once(slack, tmp_path, channel, root, name)
+    finally:
+        again.stop()
+
+
+def test_sigkill_after_the_result_reached_slack_before_its_ts_was_saved(slack: SlackServer, tmp_path: Path) -> None:
+    channel, root, name = "C901", new_ts(), "crash_c"
+    fake: FaultySlack = slack.fake  # type: ignore[assignment]
+    fake.hold_when = lambda args: str(args.get("text", "")).startswith(f"Factor {name} v1 saved")
+    bot = _start(slack, tmp_path)
+    _review_then_approve(slack, bot, channel, root, name)
+    assert fake.held.wait(timeout=120), "the result was never posted"
+    assert bot.kill() == -9  # Slack has the message; the bot never learnt its ts
+    fake.release.set()
+    again = _start(slack, tmp_path)
+    try:
+        _exactly_once(slack, tmp_path, channel, root, name)
+    finally:
+        again.stop()
