@@ -10,12 +10,22 @@ from sqlalchemy.exc import ArgumentError, OperationalError
 from bot.console import run_console
 from bot.context import StartupError, build_context, configure_logging
 from bot.runner import Runner
+from graphs.checkpointer import open_checkpointer
 from tools.data.schema import DataError
 from tools.sandbox import SandboxUnavailable
-from tools.settings import get_settings
-from tools.storage.checkpointer import open_checkpointer
-from tools.storage.db import make_engine, redacted
+from tools.settings import Settings, get_settings
+from tools.storage.db import is_sqlite, make_engine, redacted
 from tools.storage.migrate import upgrade
+
+NO_SEPARATE_WORKER = ("the embedded SQLite default runs jobs in-process inside `quantdesk serve` and `quantdesk chat`; "
+                      "`quantdesk worker` and `serve --no-worker` need DATABASE_URL=postgresql://...")
+
+
+def _positive(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {number}")
+    return number
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -25,10 +35,34 @@ def _parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the Slack bot (Socket Mode with SLACK_APP_TOKEN, else HTTP mode)")
     serve.add_argument("--host", default="0.0.0.0")
     serve.add_argument("--port", type=int, default=3000)
+    serve.add_argument("--no-worker", action="store_true",
+                       help="run no job worker in this process (PostgreSQL: `quantdesk worker` processes run the jobs)")
+    worker = sub.add_parser("worker", help="run jobs from the PostgreSQL job queue (any number of hosts)")
+    worker.add_argument("--concurrency", type=_positive, default=None,
+                        help="jobs this process runs at once (default QUANTDESK_JOB_CONCURRENCY)")
     db = sub.add_parser("db", help="database maintenance")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     db_sub.add_parser("upgrade", help="apply migrations to DATABASE_URL")
     return parser
+
+
+def _worker(settings: Settings, concurrency: int | None) -> int:
+    """`quantdesk worker`: a procrastinate worker running the bot's jobs until SIGINT/SIGTERM."""
+    from bot.jobs import JobHandler, make_job_queue
+    from bot.jobs.pg import PgJobQueue
+    from bot.slack.serve import build_front_door
+
+    ctx = build_context(settings)
+    with open_checkpointer(settings.database_url_value, max_connections=settings.checkpoint_pool_size) as checkpointer:
+        _app, door = build_front_door(ctx, checkpointer)
+        if not isinstance(door, JobHandler):
+            raise StartupError("the Slack front door does not run jobs (run_text / apply_decision) in this version")
+        queue = make_job_queue(ctx.engine, settings)
+        assert isinstance(queue, PgJobQueue)
+        print(f"worker on {redacted(settings.database_url_value)}: queue runs, concurrency "
+              f"{concurrency or settings.job_concurrency}", flush=True)
+        queue.run_worker(door, concurrency)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,6 +75,13 @@ def main(argv: list[str] | None = None) -> int:
             revision = upgrade(make_engine(url))
             print(f"{redacted(url)} is at revision {revision}")
             return 0
+        if args.command == "worker" or getattr(args, "no_worker", False):
+            if is_sqlite(settings.database_url_value):
+                print(f"quantdesk: {NO_SEPARATE_WORKER}", file=sys.stderr)
+                return 2
+            if args.command == "worker":
+                return _worker(settings, args.concurrency)
+            settings = settings.model_copy(update={"in_process_worker": False})
         ctx = build_context(settings)
         with open_checkpointer(settings.database_url_value) as checkpointer:
             if args.command == "serve":

@@ -20,6 +20,7 @@ class Settings(BaseSettings):
     # storage
     database_url: SecretStr | None = Field(default=None, alias="DATABASE_URL")
     data_dir: Path = Field(default=DEFAULT_DATA_DIR, alias="QUANTDESK_DATA_DIR")
+    artifact_retention_days: int = Field(default=30, ge=0, alias="QUANTDESK_ARTIFACT_RETENTION_DAYS")  # 0: keep
 
     # market data
     data_provider: Literal["auto", "sample", "local", "tushare"] = Field(
@@ -52,6 +53,17 @@ class Settings(BaseSettings):
     # backtests
     fee_rate: float = Field(default=0.0005, ge=0, le=0.05, alias="QUANTDESK_FEE_RATE")
     long_only: bool = Field(default=True, alias="QUANTDESK_LONG_ONLY")
+    decision_claim_seconds: float = Field(default=30.0, gt=0, alias="QUANTDESK_DECISION_CLAIM_SECONDS")
+    reconcile_interval_seconds: float = Field(default=5.0, gt=0, le=10, alias="QUANTDESK_RECONCILE_INTERVAL")
+
+    # job queue (procrastinate on PostgreSQL, an in-process executor on SQLite)
+    job_concurrency: int = Field(default=4, ge=1, le=64, alias="QUANTDESK_JOB_CONCURRENCY")
+    job_poll_interval: float = Field(default=0.3, gt=0, le=5, alias="QUANTDESK_JOB_POLL_INTERVAL")
+    job_stalled_timeout: float = Field(default=30.0, ge=1, le=3600, alias="QUANTDESK_JOB_STALLED_TIMEOUT")
+    job_pool_size: int = Field(default=4, ge=2, le=100, alias="QUANTDESK_JOB_POOL_SIZE")
+    checkpoint_pool_size: int = Field(default=10, ge=1, le=100, alias="QUANTDESK_CHECKPOINT_POOL_SIZE")
+    job_processes: int = Field(default=2, ge=1, le=1000, alias="QUANTDESK_JOB_PROCESSES")
+    in_process_worker: bool = Field(default=True, alias="QUANTDESK_IN_PROCESS_WORKER")
 
     log_level: str = Field(default="INFO", alias="QUANTDESK_LOG_LEVEL")
 

@@ -1,0 +1,49 @@
+"""The job queue (ARCHITECTURE §1, §7): every run is a job; lock = thread id, so one run per thread, in order.
+
+`make_job_queue` picks the implementation from DATABASE_URL: procrastinate on PostgreSQL (`quantdesk worker`
+processes on any number of hosts, plus one inside `serve` unless `--no-worker`), an in-process executor on the
+embedded SQLite default. The front door calls `submit_text` / `submit_decision` / `abort`; the reconciler calls
+`requeue_unqueued`; the runner checks `should_stop()` between nodes."""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy import Engine
+
+from bot.jobs.base import (
+    RUNS_QUEUE,
+    JobHandler,
+    JobQueue,
+    WorkerHandle,
+    should_stop,
+)
+from bot.jobs.inbox import Inbox, Message
+from tools.settings import Settings
+from tools.storage.db import is_sqlite
+
+log = logging.getLogger(__name__)
+
+__all__ = ["RUNS_QUEUE", "Inbox", "JobHandler", "JobQueue", "Message", "WorkerHandle", "make_job_queue",
+           "should_stop", "start_in_process_worker"]
+
+
+def make_job_queue(engine: Engine, settings: Settings) -> JobQueue:
+    """The queue for the engine's database: PgJobQueue on PostgreSQL, LocalJobQueue on SQLite."""
+    if is_sqlite(engine.url.render_as_string(hide_password=False)):
+        from bot.jobs.local import LocalJobQueue
+
+        return LocalJobQueue(engine, settings)
+    from bot.jobs.pg import PgJobQueue, connection_budget
+
+    connection_budget(engine, settings)  # logs a warning when the pools could exceed max_connections
+    return PgJobQueue(engine, settings)
+
+
+def start_in_process_worker(queue: JobQueue, handler: JobHandler) -> WorkerHandle | None:
+    """The worker inside `serve`/`chat`: always on SQLite (jobs run nowhere else); on PostgreSQL unless
+    `serve --no-worker` / QUANTDESK_IN_PROCESS_WORKER=false (then `quantdesk worker` processes run the jobs)."""
+    if queue.settings.in_process_worker or is_sqlite(queue.engine.url.render_as_string(hide_password=False)):
+        return queue.start_worker(handler)
+    log.info("no in-process worker: `quantdesk worker` processes run the jobs")
+    return None

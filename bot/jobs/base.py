@@ -1,0 +1,143 @@
+"""What both job queues share: the job payloads, the handler they call, the job functions and the stop check.
+
+A job is one Slack message (`run_text`) or one accepted decision (`apply_decision`). Its lock is the LangGraph
+thread id, so a thread runs one job at a time, in arrival order. The job functions below are the same for
+procrastinate (PostgreSQL) and the in-process executor (SQLite); they call the handler the worker was started
+with, which builds the bot's context in the worker's own process."""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Protocol, runtime_checkable
+
+from sqlalchemy import Engine
+
+from bot.jobs.inbox import Inbox, Message
+from tools.settings import Settings
+
+log = logging.getLogger(__name__)
+
+RUNS_QUEUE = "runs"  # runs of threads; long batch work (e.g. "backfill") gets a queue of its own
+RUN_TEXT = "quantdesk.run_text"
+APPLY_DECISION = "quantdesk.apply_decision"
+STOP_USER = "user"  # abort(thread_id): the thread's run stops at its next node and is not run again
+STOP_SHUTDOWN = "shutdown"  # the worker is stopping: the run stops at its next node and is retried elsewhere
+REQUEUE_AFTER_SECONDS = 5.0
+
+
+@runtime_checkable
+class JobHandler(Protocol):
+    """What a worker calls. Both methods must be idempotent: a job runs again after its worker died, so the
+    handler dedupes decisions by their row and messages by their inbox row / checkpoint."""
+
+    def run_text(self, message: Message) -> None: ...
+
+    def apply_decision(self, interrupt_id: str, thread_id: str) -> None: ...
+
+
+class WorkerHandle(ABC):
+    """A worker running in this process (threads); `stop()` asks its jobs to stop at their next node."""
+
+    @abstractmethod
+    def stop(self, timeout: float = 60.0) -> None: ...
+
+
+class JobQueue(ABC):
+    """One queue for every run: record a message, then enqueue it; enqueue decisions; abort a thread's run."""
+
+    def __init__(self, engine: Engine, settings: Settings) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.inbox = Inbox(engine)
+
+    def submit_text(self, message: Message) -> bool:
+        """Record the message, then enqueue its job. False when its key was recorded before (a Slack retry, or
+        app_mention and message for one post). An enqueue that fails leaves the row for `requeue_unqueued`."""
+        if not self.inbox.record(message.key, message.thread_id, message.payload()):
+            return False
+        try:
+            self._enqueue_recorded(message)
+        except Exception:  # noqa: BLE001 - the row is durable: the reconciler's requeue_unqueued enqueues it
+            log.warning("enqueueing message %s failed; it stays in the inbox for the reconciler", message.key,
+                        exc_info=True)
+        return True
+
+    def requeue_unqueued(self, older_than: float = REQUEUE_AFTER_SECONDS) -> int:
+        """Enqueue messages recorded more than `older_than` seconds ago but never enqueued (the process died or
+        the queue failed in between); returns how many. Safe from several processes at once."""
+        count = 0
+        for message in self.inbox.unqueued(older_than):
+            if self._enqueue_recorded(message):
+                log.info("requeued message %s of thread %s", message.key, message.thread_id)
+                count += 1
+        return count
+
+    def mark_done(self, key: str) -> None:
+        self.inbox.mark_done(key)
+
+    @abstractmethod
+    def _enqueue_recorded(self, message: Message) -> bool:
+        """Claim the recorded message for enqueueing and enqueue it; False when another caller claimed it."""
+
+    @abstractmethod
+    def submit_decision(self, interrupt_id: str, thread_id: str) -> bool:
+        """Enqueue applying an accepted decision (its row is the durable record). False, enqueueing nothing, when
+        a job for this decision is already waiting or running (the reconciler may call this every pass)."""
+
+    @abstractmethod
+    def abort(self, thread_id: str) -> bool:
+        """Ask the thread's running job to stop at its next node boundary, without waiting behind the thread's
+        lock. False when nothing of the thread is running."""
+
+    @abstractmethod
+    def start_worker(self, handler: JobHandler, concurrency: int | None = None) -> WorkerHandle:
+        """Run jobs in this process, in background threads, until the handle is stopped."""
+
+
+# --- the stop check --------------------------------------------------------------------------------------------
+
+_stop_reason: ContextVar[Callable[[], str | None]] = ContextVar("quantdesk_job_stop_reason", default=lambda: None)
+
+
+def should_stop() -> bool:
+    """True when the job running on this thread was asked to stop (abort or shutdown): the runner checks it
+    between nodes and returns at the next boundary. Always False outside a job."""
+    return _stop_reason.get()() is not None
+
+
+def stop_reason() -> str | None:
+    return _stop_reason.get()()
+
+
+@contextmanager
+def stop_scope(reason: Callable[[], str | None]) -> Iterator[None]:
+    token = _stop_reason.set(reason)
+    try:
+        yield
+    finally:
+        _stop_reason.reset(token)
+
+
+# --- the job functions (both queues) ---------------------------------------------------------------------------
+
+
+def run_text_job(handler: JobHandler, inbox: Inbox, args: dict[str, Any]) -> None:
+    """Run one message unless its inbox row is done. The row is marked done when the run ends (also when it
+    failed or was aborted by a user), but not when the worker is shutting down: then the job is retried."""
+    message = Message(**args)
+    if inbox.is_done(message.key):
+        log.info("message %s already done; skipped", message.key)
+        return
+    try:
+        handler.run_text(message)
+    finally:
+        if stop_reason() != STOP_SHUTDOWN:
+            inbox.mark_done(message.key)
+
+
+def apply_decision_job(handler: JobHandler, args: dict[str, Any]) -> None:
+    handler.apply_decision(args["interrupt_id"], args["thread_id"])

@@ -1,0 +1,104 @@
+"""The inbox: every Slack message the bot will run, recorded before its job is enqueued (migration 0006).
+
+The key (channel:ts or the event id) is the primary key, so recording is the persistent dedupe: a Slack retry
+or the second delivery of one post finds the row and enqueues nothing. `enqueued_at` is claimed in the same
+transaction that enqueues the job (PostgreSQL), so a recorded message is enqueued exactly once even when several
+processes requeue; `done_at` is set when its run ended."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import JSON, Connection, DateTime, Engine, String, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Mapped, mapped_column
+
+from bot.registry import thread_id_for
+from tools.storage.models import Base, utcnow
+
+
+@dataclass(frozen=True)
+class Message:
+    """A Slack message, mention or slash command to run in a thread. `key` is its dedupe key (channel:ts or the
+    event id); `thread_id` defaults to the registry's id for (team, channel, thread_ts)."""
+
+    key: str
+    team: str
+    channel: str
+    thread_ts: str
+    user: str
+    text: str
+    thread_id: str = field(default="")
+
+    def __post_init__(self) -> None:
+        if not self.thread_id:
+            object.__setattr__(self, "thread_id", thread_id_for(self.team, self.channel, self.thread_ts))
+
+    def payload(self) -> dict[str, str]:
+        return asdict(self)
+
+
+class InboxRecord(Base):
+    """One message to run: recorded, then enqueued, then done."""
+
+    __tablename__ = "inbox"
+
+    key: Mapped[str] = mapped_column(String(160), primary_key=True)
+    thread_id: Mapped[str] = mapped_column(String(64), index=True)
+    payload: Mapped[dict] = mapped_column(JSON)  # the Message fields
+    received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    enqueued_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), index=True)
+    done_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), index=True)
+
+
+_inbox = InboxRecord.__table__
+
+
+class Inbox:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def record(self, key: str, thread_id: str, payload: dict[str, Any]) -> bool:
+        """Insert the message's row; False when the key is already there."""
+        try:
+            with self.engine.begin() as connection:
+                connection.execute(_inbox.insert().values(key=key, thread_id=thread_id, payload=payload,
+                                                          received_at=utcnow()))
+        except IntegrityError:
+            return False
+        return True
+
+    def claim(self, connection: Connection, key: str) -> bool:
+        """Mark the row enqueued, on `connection` (commit it with the enqueue); False when someone else did."""
+        done = connection.execute(update(_inbox).where(_inbox.c.key == key, _inbox.c.enqueued_at.is_(None),
+                                                       _inbox.c.done_at.is_(None)).values(enqueued_at=utcnow()))
+        return done.rowcount == 1
+
+    def unqueued(self, older_than: float, limit: int = 200) -> list[Message]:
+        """Messages recorded at least `older_than` seconds ago and never enqueued, oldest first."""
+        cutoff = utcnow() - timedelta(seconds=older_than)
+        with self.engine.connect() as connection:
+            rows = connection.execute(select(_inbox.c.payload).where(
+                _inbox.c.enqueued_at.is_(None), _inbox.c.done_at.is_(None), _inbox.c.received_at <= cutoff)
+                .order_by(_inbox.c.received_at).limit(limit)).all()
+        return [Message(**row.payload) for row in rows]
+
+    def release_unfinished(self, enqueued_before: datetime) -> int:
+        """Forget the enqueueing of unfinished messages enqueued before `enqueued_before` (their in-process queue
+        died with its process), so `unqueued` returns them again; returns how many."""
+        with self.engine.begin() as connection:
+            done = connection.execute(update(_inbox).where(
+                _inbox.c.done_at.is_(None), _inbox.c.enqueued_at < enqueued_before).values(enqueued_at=None))
+        return done.rowcount
+
+    def is_done(self, key: str) -> bool:
+        with self.engine.connect() as connection:
+            done_at = connection.execute(select(_inbox.c.done_at).where(_inbox.c.key == key)).scalar_one_or_none()
+        return done_at is not None
+
+    def mark_done(self, key: str) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(update(_inbox).where(_inbox.c.key == key, _inbox.c.done_at.is_(None))
+                               .values(done_at=utcnow()))

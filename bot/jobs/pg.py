@@ -1,0 +1,250 @@
+"""The job queue on PostgreSQL: procrastinate 3.10 (its schema is installed by migration 0006).
+
+Every job of a thread is deferred with `lock=<thread id>` and the same priority, so jobs of one thread run one
+at a time in job-id (arrival) order, and a worker never fetches a job whose thread is busy. Deferring happens on
+the application engine's connection, in the transaction that marks the inbox row enqueued. A finished job does
+not wake the next job of its lock, so workers poll every QUANTDESK_JOB_POLL_INTERVAL seconds. A worker that
+dies (SIGKILL) leaves its job "doing" and its lock held: every worker runs a reaper that retries the jobs of
+workers whose heartbeat is older than QUANTDESK_JOB_STALLED_TIMEOUT."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from procrastinate import App, JobContext, PsycopgConnector, RetryStrategy
+from procrastinate.exceptions import JobAborted
+from procrastinate.job_context import AbortReason
+from procrastinate.jobs import Status
+from procrastinate.utils import utcnow
+from sqlalchemy import Connection, Engine, text
+
+from bot.jobs.base import (
+    APPLY_DECISION,
+    RUN_TEXT,
+    RUNS_QUEUE,
+    STOP_SHUTDOWN,
+    STOP_USER,
+    JobHandler,
+    JobQueue,
+    WorkerHandle,
+    apply_decision_job,
+    run_text_job,
+    stop_scope,
+)
+from bot.jobs.inbox import Message
+from tools.settings import Settings
+from tools.storage.db import libpq_url
+
+log = logging.getLogger(__name__)
+
+RUN_PRIORITY = 0  # one priority for every job of a thread: a higher one would jump ahead within the lock
+MAX_ATTEMPTS = 5  # a job whose worker died this many times is failed, not retried (it may be what kills them)
+ABORT_POLL_SECONDS = 1.0  # fallback only: abort requests arrive by LISTEN/NOTIFY
+SHUTDOWN_GRACE_SECONDS = 30.0  # then running jobs are asked to stop at their next node, and are retried
+REAPER_LOCK_KEY = 0x71646A6F62  # pg_try_advisory_xact_lock key: one reaper pass at a time across hosts
+# Jobs a stopping worker asked to stop are retried (a user's abort is not: procrastinate skips retries for it).
+SHUTDOWN_RETRY = RetryStrategy(retry_exceptions=[JobAborted])
+
+
+def _stop_reason(context: JobContext) -> str | None:
+    reason = context.abort_reason()
+    if reason is None:
+        return None
+    return STOP_SHUTDOWN if reason == AbortReason.SHUTDOWN else STOP_USER
+
+
+def _run_text_task(context: JobContext, **args: Any) -> None:
+    with stop_scope(lambda: _stop_reason(context)):
+        run_text_job(context.additional_context["handler"], context.additional_context["inbox"], args)
+    if context.should_abort():
+        raise JobAborted
+
+
+def _apply_decision_task(context: JobContext, **args: Any) -> None:
+    with stop_scope(lambda: _stop_reason(context)):
+        apply_decision_job(context.additional_context["handler"], args)
+    if context.should_abort():
+        raise JobAborted
+
+
+def make_app(conninfo: str, pool_size: int) -> App:
+    """A procrastinate App with the two tasks; its pool opens only when a worker opens the app."""
+    app = App(connector=PsycopgConnector(conninfo=conninfo, min_size=1, max_size=pool_size))
+    for name, func in ((RUN_TEXT, _run_text_task), (APPLY_DECISION, _apply_decision_task)):
+        app.task(name=name, queue=RUNS_QUEUE, pass_context=True, retry=SHUTDOWN_RETRY, priority=RUN_PRIORITY)(func)
+    return app
+
+
+def _driver(connection: Connection) -> Any:
+    """The psycopg connection under a SQLAlchemy connection (same transaction), for procrastinate's queries."""
+    return connection.connection.driver_connection
+
+
+class PgJobQueue(JobQueue):
+    def __init__(self, engine: Engine, settings: Settings) -> None:
+        super().__init__(engine, settings)
+        self.conninfo = libpq_url(engine.url.render_as_string(hide_password=False))
+        self.app = make_app(self.conninfo, settings.job_pool_size)  # for deferring: never opened here
+
+    def _defer(self, connection: Connection, task: str, thread_id: str, args: dict[str, Any]) -> int:
+        deferrer = self.app.configure_task(task, lock=thread_id, queue=RUNS_QUEUE, priority=RUN_PRIORITY,
+                                           connection=_driver(connection))
+        return deferrer.defer(**args)
+
+    def _enqueue_recorded(self, message: Message) -> bool:
+        with self.engine.begin() as connection:
+            if not self.inbox.claim(connection, message.key):
+                return False
+            self._defer(connection, RUN_TEXT, message.thread_id, message.payload())
+        return True
+
+    def submit_decision(self, interrupt_id: str, thread_id: str) -> bool:
+        with self.engine.begin() as connection:
+            connection.execute(text("SELECT pg_advisory_xact_lock(hashtext(:lock))"), {"lock": thread_id})
+            pending = connection.execute(text(
+                "SELECT 1 FROM procrastinate_jobs WHERE lock = :lock AND task_name = :task "
+                "AND status IN ('todo', 'doing') AND args->>'interrupt_id' = :interrupt_id LIMIT 1"),
+                {"lock": thread_id, "task": APPLY_DECISION, "interrupt_id": interrupt_id}).first()
+            if pending is not None:
+                return False
+            self._defer(connection, APPLY_DECISION, thread_id, {"interrupt_id": interrupt_id, "thread_id": thread_id})
+        return True
+
+    def abort(self, thread_id: str) -> bool:
+        with self.engine.begin() as connection:
+            running = connection.execute(text(
+                "SELECT id FROM procrastinate_jobs WHERE lock = :lock AND status = 'doing'"),
+                {"lock": thread_id}).scalars().all()
+            requested = [job_id for job_id in running
+                         if self.app.job_manager.cancel_job_by_id(job_id, abort=True, connection=_driver(connection))]
+        if requested:
+            log.info("abort requested for job(s) %s of thread %s", requested, thread_id)
+        return bool(requested)
+
+    # --- workers -----------------------------------------------------------------------------------------------
+
+    def start_worker(self, handler: JobHandler, concurrency: int | None = None) -> WorkerHandle:
+        return _ThreadWorker(self, handler, concurrency or self.settings.job_concurrency)
+
+    def run_worker(self, handler: JobHandler, concurrency: int | None = None) -> None:
+        """Run a worker in the foreground until SIGINT/SIGTERM (`quantdesk worker`)."""
+        asyncio.run(self.serve(handler, concurrency or self.settings.job_concurrency, install_signal_handlers=True))
+
+    async def serve(self, handler: JobHandler, concurrency: int, *, install_signal_handlers: bool) -> None:
+        """A procrastinate worker and the stalled-job reaper, on the running event loop, until cancelled."""
+        settings = self.settings
+        loop = asyncio.get_running_loop()
+        # sync tasks run on the loop's default executor: one thread per job slot, or a job would sit "doing"
+        loop.set_default_executor(ThreadPoolExecutor(concurrency + 1, thread_name_prefix="quantdesk-job"))
+        app = make_app(self.conninfo, settings.job_pool_size)
+        async with app.open_async():
+            reaper = asyncio.create_task(reap_forever(app, settings.job_stalled_timeout), name="quantdesk-reaper")
+            try:
+                await app.run_worker_async(
+                    queues=[RUNS_QUEUE], name=f"quantdesk@{socket.gethostname()}:{os.getpid()}",
+                    concurrency=concurrency, fetch_job_polling_interval=settings.job_poll_interval,
+                    abort_job_polling_interval=ABORT_POLL_SECONDS, listen_notify=True, delete_jobs="successful",
+                    additional_context={"handler": handler, "inbox": self.inbox},
+                    install_signal_handlers=install_signal_handlers,
+                    update_heartbeat_interval=settings.job_stalled_timeout / 3,
+                    stalled_worker_timeout=settings.job_stalled_timeout,
+                    shutdown_graceful_timeout=SHUTDOWN_GRACE_SECONDS)
+            finally:
+                reaper.cancel()
+                await asyncio.gather(reaper, return_exceptions=True)
+
+
+class _ThreadWorker(WorkerHandle):
+    """A procrastinate worker on an event loop of its own, in a background thread of this process."""
+
+    def __init__(self, queue: PgJobQueue, handler: JobHandler, concurrency: int) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._started = threading.Event()
+        self._thread = threading.Thread(target=self._main, args=(queue, handler, concurrency),
+                                        name="quantdesk-worker", daemon=True)
+        self._thread.start()
+        self._started.wait()
+        log.info("in-process procrastinate worker: concurrency %d", concurrency)
+
+    def _main(self, queue: PgJobQueue, handler: JobHandler, concurrency: int) -> None:
+        async def run() -> None:
+            self._loop, self._task = asyncio.get_running_loop(), asyncio.current_task()
+            self._started.set()
+            await queue.serve(handler, concurrency, install_signal_handlers=False)
+
+        try:
+            asyncio.run(run())
+        except asyncio.CancelledError:
+            log.info("in-process worker stopped")
+        except Exception:
+            log.exception("in-process worker failed")
+        finally:
+            self._started.set()
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Stop fetching; running jobs get SHUTDOWN_GRACE_SECONDS, then stop at their next node and are retried."""
+        if self._loop is not None and self._task is not None and not self._loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop closed in between
+                self._loop.call_soon_threadsafe(self._task.cancel)
+        self._thread.join(timeout)
+
+
+async def reap_stalled_jobs(app: App, timeout: float) -> list[int]:
+    """Retry the running jobs of workers without a heartbeat for `timeout` seconds (or pruned), releasing their
+    thread's lock; fail those that already took MAX_ATTEMPTS. One pass at a time across all hosts."""
+    async with app.connector.pool.connection() as connection, connection.transaction():  # type: ignore[attr-defined]
+        cursor = await connection.execute("SELECT pg_try_advisory_xact_lock(%s)", (REAPER_LOCK_KEY,))
+        row = await cursor.fetchone()
+        if not row or not row[0]:
+            return []
+        reaped = []
+        for job in await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=timeout):
+            assert job.id is not None
+            if job.attempts + 1 >= MAX_ATTEMPTS:
+                log.error("job %s (%s, thread %s) lost its worker %d times; failing it", job.id, job.task_name,
+                          job.lock, job.attempts + 1)
+                await app.job_manager.finish_job_by_id_async(job.id, status=Status.FAILED, delete_job=False)
+            else:
+                log.warning("job %s (%s, thread %s) lost its worker (no heartbeat for %.0f s); retrying it",
+                            job.id, job.task_name, job.lock, timeout)
+                await app.job_manager.retry_job_by_id_async(job.id, retry_at=utcnow())
+            reaped.append(job.id)
+        return reaped
+
+
+async def reap_forever(app: App, timeout: float) -> None:
+    """A reaper pass now and every `timeout / 2` seconds; a failed pass is logged and the next one tried."""
+    while True:
+        try:
+            await reap_stalled_jobs(app, timeout)
+        except Exception:
+            log.exception("stalled-job reaper pass failed")
+        await asyncio.sleep(timeout / 2)
+
+
+def connection_budget(engine: Engine, settings: Settings) -> tuple[int, int, str | None]:
+    """(connections all processes may open, the server's max_connections, a warning when the first exceeds the
+    second). Per process: the job pool, procrastinate's LISTEN connection, the app engine's pool and overflow,
+    and the checkpointer pool."""
+    app_pool = engine.pool.size() + getattr(engine.pool, "_max_overflow", 0)  # type: ignore[attr-defined]
+    per_process = settings.job_pool_size + 1 + app_pool + settings.checkpoint_pool_size
+    total = per_process * settings.job_processes
+    with engine.connect() as connection:
+        max_connections = int(connection.exec_driver_sql("SHOW max_connections").scalar_one())
+    warning = None
+    if total > max_connections:
+        warning = (f"QUANTDESK_JOB_PROCESSES={settings.job_processes} processes x {per_process} connections each "
+                   f"(job pool {settings.job_pool_size} + listener 1 + app pool {app_pool} + checkpointer "
+                   f"{settings.checkpoint_pool_size}) = {total} exceeds the server's max_connections="
+                   f"{max_connections}; lower QUANTDESK_JOB_POOL_SIZE / QUANTDESK_CHECKPOINT_POOL_SIZE or raise "
+                   "max_connections")
+        log.warning(warning)
+    return total, max_connections, warning

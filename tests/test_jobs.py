@@ -1,0 +1,440 @@
+"""The job queue (bot/jobs): per-thread order, no head-of-line blocking across threads, inbox dedupe and requeue,
+decisions, abort at a node boundary, crash safety with SIGKILLed worker processes, and the worker command.
+
+Handlers record what they did in a `job_events` table of the test database (ordered by its id), so workers in
+other processes report the same way as in-process ones. A job whose text is `gate:NAME` waits until the test
+opens that gate (a row in `job_gates`); `steps:N` runs N short steps, checking `should_stop()` between them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, insert, select
+
+from bot.jobs import JobQueue, Message, make_job_queue, should_stop, start_in_process_worker
+from bot.jobs.local import LocalJobQueue
+from bot.jobs.pg import PgJobQueue, connection_budget
+from tools.settings import Settings, get_settings
+from tools.storage.db import make_engine
+from tools.storage.migrate import upgrade
+
+ROOT = Path(__file__).resolve().parents[1]
+STEP_SECONDS = 0.05
+WAIT_SECONDS = 60.0
+
+_meta = MetaData()
+events = Table("job_events", _meta, Column("id", Integer, primary_key=True, autoincrement=True),
+               Column("key", String(100)), Column("thread_id", String(64)), Column("phase", String(16)),
+               Column("pid", Integer))
+gates = Table("job_gates", _meta, Column("name", String(64), primary_key=True))
+
+
+def _settings(url: str, tmp: Path, **extra: Any) -> Settings:
+    return Settings(DATABASE_URL=url, QUANTDESK_DATA_DIR=str(tmp), QUANTDESK_JOB_POLL_INTERVAL=0.1, **extra)
+
+
+class Recorder:
+    """The test handler: records start / end / stopped / decision rows; obeys `gate:` and `steps:` texts."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def _record(self, key: str, thread_id: str, phase: str) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(insert(events).values(key=key, thread_id=thread_id, phase=phase, pid=os.getpid()))
+
+    def run_text(self, message: Message) -> None:
+        kind, _, arg = message.text.partition(":")
+        self._record(message.key, message.thread_id, "start")
+        if kind == "gate":
+            deadline = time.monotonic() + WAIT_SECONDS
+            while not _gate_open(self.engine, arg):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"gate {arg} never opened")
+                time.sleep(0.02)
+        elif kind == "steps":
+            for _ in range(int(arg)):
+                if should_stop():
+                    self._record(message.key, message.thread_id, "stopped")
+                    return
+                time.sleep(STEP_SECONDS)  # one node's work
+        self._record(message.key, message.thread_id, "end")
+
+    def apply_decision(self, interrupt_id: str, thread_id: str) -> None:
+        self._record(interrupt_id, thread_id, "decision")
+
+
+def _gate_open(engine: Engine, name: str) -> bool:
+    with engine.connect() as connection:
+        return connection.execute(select(gates.c.name).where(gates.c.name == name)).first() is not None
+
+
+def _open_gate(engine: Engine, name: str) -> None:
+    with engine.begin() as connection:
+        connection.execute(insert(gates).values(name=name))
+
+
+def _events(engine: Engine, thread_id: str | None = None) -> list[tuple[str, str, int]]:
+    query = select(events.c.key, events.c.phase, events.c.pid).order_by(events.c.id)
+    if thread_id is not None:
+        query = query.where(events.c.thread_id == thread_id)
+    with engine.connect() as connection:
+        return [tuple(row) for row in connection.execute(query)]  # type: ignore[misc]
+
+
+def _wait_for(engine: Engine, done: Callable[[list[tuple[str, str, int]]], bool],
+              timeout: float = WAIT_SECONDS) -> list[tuple[str, str, int]]:
+    """Poll the events until `done(events)`; fail with what was seen after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        seen = _events(engine)
+        if done(seen):
+            return seen
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out; events so far: {seen}")
+        time.sleep(0.02)
+
+
+def _eventually(condition: Callable[[], bool], what: str, timeout: float = WAIT_SECONDS) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def _has(key: str, phase: str) -> Callable[[list[tuple[str, str, int]]], bool]:
+    return lambda seen: any(k == key and p == phase for k, p, _ in seen)
+
+
+def _message(key: str, text: str, thread_ts: str = "1700000000.000100") -> Message:
+    return Message(key=key, team="T1", channel="C1", thread_ts=thread_ts, user="U1", text=text)
+
+
+def _start_and_end_in_order(seen: list[tuple[str, str, int]], keys: list[str]) -> bool:
+    return [(k, p) for k, p, _ in seen] == [(k, p) for k in keys for p in ("start", "end")]
+
+
+# --- fixtures ------------------------------------------------------------------------------------------------
+
+Workers = Callable[..., subprocess.Popen]
+InProcess = Callable[..., "_InProcess"]
+Engines = Callable[[str], Engine]
+
+
+def _prepared(url: str) -> str:
+    """The database migrated, with the test's event tables."""
+    engine = make_engine(url)
+    upgrade(engine)
+    _meta.create_all(engine)
+    engine.dispose()
+    return url
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def queue_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A database of its own, on SQLite and on PostgreSQL (a fresh one: other tests' jobs stay out)."""
+    if request.param == "sqlite":
+        return _prepared(f"sqlite:///{tmp_path / 'jobs.db'}")
+    return _prepared(request.getfixturevalue("fresh_pg_url"))
+
+
+@pytest.fixture
+def pg_queue_url(fresh_pg_url: str) -> str:
+    return _prepared(fresh_pg_url)
+
+
+@pytest.fixture
+def engine_for() -> Iterator[Engines]:
+    engines: list[Engine] = []
+
+    def make(url: str) -> Engine:
+        engines.append(make_engine(url))
+        return engines[-1]
+
+    yield make
+    for engine in engines:
+        engine.dispose()
+
+
+@pytest.fixture
+def workers() -> Iterator[Workers]:
+    """Worker processes (this module run as a script); stopped with SIGTERM, or killed, at the end."""
+    started: list[subprocess.Popen] = []
+
+    def start(url: str, concurrency: int = 2, stalled_timeout: float = 30.0) -> subprocess.Popen:
+        env = {**os.environ, "QUANTDESK_LOG_LEVEL": "WARNING"}
+        process = subprocess.Popen([sys.executable, "-m", "tests.test_jobs", url, str(concurrency),
+                                    str(stalled_timeout)], cwd=ROOT, env=env)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.terminate()
+    for process in started:
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+class _InProcess:
+    """A queue on `url` with an in-process worker (threads) and the Recorder; stopped by the fixture."""
+
+    def __init__(self, url: str, tmp: Path, concurrency: int) -> None:
+        self.engine = make_engine(url)
+        self.queue: JobQueue = make_job_queue(self.engine, _settings(url, tmp))
+        self.handle = self.queue.start_worker(Recorder(self.engine), concurrency)
+
+    def close(self) -> None:
+        self.handle.stop(timeout=30)
+        self.engine.dispose()
+
+
+@pytest.fixture
+def in_process(tmp_path: Path) -> Iterator[InProcess]:
+    made: list[_InProcess] = []
+
+    def make(url: str, concurrency: int = 2) -> _InProcess:
+        made.append(_InProcess(url, tmp_path, concurrency))
+        return made[-1]
+
+    yield make
+    for item in made:
+        item.close()
+
+
+# --- order and fairness --------------------------------------------------------------------------------------
+
+
+def test_one_thread_runs_in_arrival_order_one_job_at_a_time(queue_url: str, tmp_path: Path, workers: Workers,
+                                                            in_process: InProcess, engine_for: Engines) -> None:
+    """20 jobs of one thread: each starts after the previous ended, in arrival order. PostgreSQL: two worker
+    processes with two slots each compete for them; SQLite: the executor's four threads."""
+    keys = [f"C1:{i:02d}" for i in range(20)]
+    if queue_url.startswith("sqlite"):
+        queue = in_process(queue_url, concurrency=4).queue
+    else:
+        queue = make_job_queue(engine_for(queue_url), _settings(queue_url, tmp_path))
+        workers(queue_url, concurrency=2)
+        workers(queue_url, concurrency=2)
+    for key in keys:
+        assert queue.submit_text(_message(key, "quick"))
+    seen = _wait_for(queue.engine, lambda seen: len(seen) == 40)
+    assert _start_and_end_in_order(seen, keys), seen
+    if queue_url.startswith("postgresql"):
+        assert all(pid != os.getpid() for *_, pid in seen)  # the worker processes ran them
+
+
+def test_a_burst_into_a_busy_thread_does_not_delay_another_thread(queue_url: str, tmp_path: Path, workers: Workers,
+                                                                  in_process: InProcess, engine_for: Engines) -> None:
+    """Thread A's first job holds its thread (gate), 29 more wait behind it; thread B's job, submitted after the
+    burst, runs to its end while all of A's burst is still queued."""
+    if queue_url.startswith("sqlite"):
+        queue = in_process(queue_url, concurrency=2).queue
+    else:
+        queue = make_job_queue(engine_for(queue_url), _settings(queue_url, tmp_path))
+        workers(queue_url, concurrency=2)
+    burst = [f"A:{i:02d}" for i in range(30)]
+    queue.submit_text(_message(burst[0], "gate:a", thread_ts="1.A"))
+    for key in burst[1:]:
+        queue.submit_text(_message(key, "quick", thread_ts="1.A"))
+    queue.submit_text(_message("B:00", "quick", thread_ts="1.B"))
+
+    seen = _wait_for(queue.engine, _has("B:00", "end"))
+    assert [(k, p) for k, p, _ in seen if k.startswith("A")] in ([], [("A:00", "start")]), seen  # burst still queued
+    _open_gate(queue.engine, "a")
+    seen = _wait_for(queue.engine, lambda seen: sum(p == "end" for _, p, _ in seen) == 31)
+    a_thread = Message(key="x", team="T1", channel="C1", thread_ts="1.A", user="U1", text="").thread_id
+    assert _start_and_end_in_order(_events(queue.engine, a_thread), burst)
+
+
+def test_a_worker_slot_is_never_parked_on_a_busy_thread(queue_url: str, in_process: InProcess) -> None:
+    """In-process workers with two slots: with thread A held and a burst behind it, the other slot serves threads
+    B, C and D one after another (none of A's queued jobs takes it and waits there)."""
+    runner = in_process(queue_url, concurrency=2)
+    queue = runner.queue
+    queue.submit_text(_message("A:00", "gate:a", thread_ts="2.A"))
+    for i in range(1, 10):
+        queue.submit_text(_message(f"A:{i:02d}", "quick", thread_ts="2.A"))
+    for name in "BCD":
+        queue.submit_text(_message(f"{name}:00", "quick", thread_ts=f"2.{name}"))
+    seen = _wait_for(queue.engine, lambda seen: all(_has(f"{n}:00", "end")(seen) for n in "BCD"))
+    assert [k for k, p, _ in seen if k.startswith("A")] in ([], ["A:00"]), seen
+    _open_gate(queue.engine, "a")
+    _wait_for(queue.engine, _has("A:09", "end"))
+
+
+# --- inbox dedupe, requeue and decisions ---------------------------------------------------------------------
+
+
+def test_inbox_dedupes_and_requeues_recorded_but_unqueued_messages(queue_url: str, in_process: InProcess) -> None:
+    runner = in_process(queue_url, concurrency=1)
+    queue = runner.queue
+    first = _message("C1:100.1", "quick")
+    assert queue.submit_text(first) is True
+    assert queue.submit_text(first) is False  # a Slack retry / app_mention + message of the same post
+    # a process that died between recording and enqueueing left this row behind
+    lost = _message("C1:100.2", "quick")
+    assert queue.inbox.record(lost.key, lost.thread_id, lost.payload())
+    assert queue.requeue_unqueued(older_than=60) == 0  # too fresh: its submitter may still be enqueueing
+    assert queue.requeue_unqueued(older_than=0) == 1
+    assert queue.requeue_unqueued(older_than=0) == 0
+    assert queue.submit_text(_message("C1:100.3", "quick"))  # a sentinel: FIFO, so anything queued before ran
+    seen = _wait_for(queue.engine, _has("C1:100.3", "end"))
+    assert [(k, p) for k, p, _ in seen] == [(k, p) for k in ("C1:100.1", "C1:100.2", "C1:100.3")
+                                            for p in ("start", "end")]
+    _eventually(lambda: all(queue.inbox.is_done(k) for k in ("C1:100.1", "C1:100.2", "C1:100.3")),
+                "the inbox rows to be marked done")
+
+
+def test_a_decision_is_enqueued_once_while_waiting_and_runs_in_thread_order(queue_url: str,
+                                                                            in_process: InProcess) -> None:
+    runner = in_process(queue_url, concurrency=2)
+    queue = runner.queue
+    busy = _message("C1:200.1", "gate:d")
+    queue.submit_text(busy)
+    _wait_for(queue.engine, _has(busy.key, "start"))
+    assert queue.submit_decision("intr-1", busy.thread_id) is True
+    assert queue.submit_decision("intr-1", busy.thread_id) is False  # the reconciler's next pass
+    queue.submit_text(_message("C1:200.2", "quick"))
+    _open_gate(queue.engine, "d")
+    seen = _wait_for(queue.engine, _has("C1:200.2", "end"))
+    assert [(k, p) for k, p, _ in seen] == [("C1:200.1", "start"), ("C1:200.1", "end"), ("intr-1", "decision"),
+                                            ("C1:200.2", "start"), ("C1:200.2", "end")]
+    assert queue.submit_decision("intr-1", busy.thread_id) is True  # nothing pending now: a retry may enqueue
+
+
+# --- abort ---------------------------------------------------------------------------------------------------
+
+
+def test_abort_stops_a_long_job_at_its_next_boundary(queue_url: str, in_process: InProcess) -> None:
+    runner = in_process(queue_url, concurrency=2)
+    queue = runner.queue
+    long = _message("C1:300.1", "steps:600")  # 30 s of steps if nothing stops it
+    assert queue.abort(long.thread_id) is False  # nothing running
+    queue.submit_text(long)
+    queue.submit_text(_message("C1:300.2", "quick"))
+    _wait_for(queue.engine, _has(long.key, "start"))
+    started = time.monotonic()
+    assert queue.abort(long.thread_id) is True  # returns at once: it does not queue behind the thread's lock
+    assert time.monotonic() - started < 5
+    seen = _wait_for(queue.engine, _has("C1:300.2", "end"), timeout=20)
+    assert [(k, p) for k, p, _ in seen] == [(long.key, "start"), (long.key, "stopped"), ("C1:300.2", "start"),
+                                            ("C1:300.2", "end")]
+    assert queue.inbox.is_done(long.key)  # a user's abort is final: the message is not run again (done before
+    # the next job of the thread could start)
+
+
+# --- crash safety --------------------------------------------------------------------------------------------
+
+
+def test_a_sigkilled_workers_job_runs_again_and_its_thread_proceeds(pg_queue_url: str, tmp_path: Path,
+                                                                    workers: Workers, engine_for: Engines) -> None:
+    engine = engine_for(pg_queue_url)
+    queue = make_job_queue(engine, _settings(pg_queue_url, tmp_path))
+    first = workers(pg_queue_url, concurrency=2, stalled_timeout=2)
+    queue.submit_text(_message("C1:400.1", "gate:k"))
+    queue.submit_text(_message("C1:400.2", "quick"))
+    _wait_for(engine, _has("C1:400.1", "start"))
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait()
+    _open_gate(engine, "k")
+    second = workers(pg_queue_url, concurrency=2, stalled_timeout=2)
+    seen = _wait_for(engine, _has("C1:400.2", "end"))
+    assert [(k, p, pid) for k, p, pid in seen] == [
+        ("C1:400.1", "start", first.pid), ("C1:400.1", "start", second.pid), ("C1:400.1", "end", second.pid),
+        ("C1:400.2", "start", second.pid), ("C1:400.2", "end", second.pid)]
+
+
+def test_sqlite_restart_runs_the_messages_a_dead_process_left_queued(tmp_path: Path) -> None:
+    url = _prepared(f"sqlite:///{tmp_path / 'jobs.db'}")
+    engine = make_engine(url)
+    dead = LocalJobQueue(engine, _settings(url, tmp_path))
+    for i in range(3):
+        assert dead.submit_text(_message(f"C1:500.{i}", "quick"))  # queued in memory; the process "dies"
+    restarted = LocalJobQueue(engine, _settings(url, tmp_path))
+    handle = restarted.start_worker(Recorder(engine), 2)
+    try:
+        seen = _wait_for(engine, lambda seen: len(seen) == 6)
+        assert _start_and_end_in_order(seen, [f"C1:500.{i}" for i in range(3)])
+    finally:
+        handle.stop()
+        engine.dispose()
+
+
+# --- the worker command and the connection budget ------------------------------------------------------------
+
+
+def test_worker_command_refuses_the_embedded_sqlite_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from bot.cli import main
+
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.setenv("QUANTDESK_DATA_DIR", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    get_settings.cache_clear()
+    try:
+        for args in (["worker"], ["worker", "--concurrency", "3"], ["serve", "--no-worker"]):
+            assert main(args) == 2
+            assert "runs jobs in-process inside `quantdesk serve`" in capsys.readouterr().err
+    finally:
+        get_settings.cache_clear()
+
+
+def test_connection_budget_warns_when_processes_times_pools_exceed_max_connections(
+        pg_queue_url: str, tmp_path: Path, engine_for: Engines, caplog: pytest.LogCaptureFixture) -> None:
+    engine = engine_for(pg_queue_url)
+    total, max_connections, warning = connection_budget(engine, _settings(pg_queue_url, tmp_path,
+                                                                          QUANTDESK_JOB_PROCESSES=1))
+    assert warning is None and total < max_connections
+    processes = max_connections // total + 1
+    with caplog.at_level("WARNING"):
+        total, _, warning = connection_budget(engine, _settings(pg_queue_url, tmp_path,
+                                                                QUANTDESK_JOB_PROCESSES=processes))
+    assert total > max_connections and warning is not None and f"max_connections={max_connections}" in warning
+    assert warning in caplog.text
+    assert isinstance(make_job_queue(engine, _settings(pg_queue_url, tmp_path)), PgJobQueue)
+
+
+def test_in_process_worker_is_optional_only_on_postgres(queue_url: str, tmp_path: Path, engine_for: Engines) -> None:
+    """`serve --no-worker` (QUANTDESK_IN_PROCESS_WORKER=false) leaves PostgreSQL's jobs to `quantdesk worker`; on
+    SQLite nothing else would run them, so the in-process executor starts regardless."""
+    engine = engine_for(queue_url)
+    queue = make_job_queue(engine, _settings(queue_url, tmp_path, QUANTDESK_IN_PROCESS_WORKER=False))
+    handle = start_in_process_worker(queue, Recorder(engine))
+    if queue_url.startswith("postgresql"):
+        assert handle is None
+        return
+    assert handle is not None
+    try:
+        queue.submit_text(_message("C1:600.1", "quick"))
+        _wait_for(engine, _has("C1:600.1", "end"))
+    finally:
+        handle.stop()
+
+
+def _worker_main(url: str, concurrency: int, stalled_timeout: float) -> None:
+    """A worker process for these tests: the Recorder handler on a procrastinate worker."""
+    import logging
+
+    logging.basicConfig(level=os.environ.get("QUANTDESK_LOG_LEVEL", "WARNING"))
+    engine = make_engine(url)
+    settings = Settings(DATABASE_URL=url, QUANTDESK_JOB_POLL_INTERVAL=0.1,
+                        QUANTDESK_JOB_STALLED_TIMEOUT=stalled_timeout)
+    PgJobQueue(engine, settings).run_worker(Recorder(engine), concurrency)
+
+
+if __name__ == "__main__":
+    _worker_main(sys.argv[1], int(sys.argv[2]), float(sys.argv[3]))
