@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
                 return _worker(settings, args.concurrency)
             settings = settings.model_copy(update={"in_process_worker": False})
         ctx = build_context(settings)
-        with open_checkpointer(settings.database_url_value) as checkpointer:
+        with open_checkpointer(settings.database_url_value,
+                               max_connections=settings.checkpoint_pool_size) as checkpointer:
             if args.command == "serve":
                 from bot.slack.serve import serve
 

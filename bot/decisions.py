@@ -46,7 +46,7 @@ def _decision(row: DecisionRecord) -> Decision:
 class DecisionStore:
     def __init__(self, engine: Engine, claim_seconds: float = CLAIM_SECONDS) -> None:
         """`claim_seconds`: how long a claim keeps other workers off. A claim that outlives its run is harmless:
-        the thread lock and the checkpoint keep a decision from being applied twice."""
+        the queue's per-thread lock and the checkpoint keep a decision from being applied twice."""
         self.engine = engine
         self.claim_seconds = claim_seconds
 
@@ -78,8 +78,7 @@ class DecisionStore:
                 update(DecisionRecord)
                 .where(DecisionRecord.interrupt_id == interrupt_id, DecisionRecord.applied_at.is_(None),
                        DecisionRecord.outcome.is_(None),
-                       or_(DecisionRecord.claimed_until.is_(None), DecisionRecord.claimed_until < now,
-                           DecisionRecord.claimed_by == owner))
+                       or_(DecisionRecord.claimed_until.is_(None), DecisionRecord.claimed_until < now))
                 .values(claimed_by=owner, claimed_until=now + timedelta(seconds=self.claim_seconds)))
             return done.rowcount == 1
 
@@ -157,8 +156,20 @@ def _post(row: PostRecord) -> Post:
 
 
 class PostStore:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, claim_seconds: float = CLAIM_SECONDS) -> None:
         self.engine = engine
+        self.claim_seconds = claim_seconds
+
+    def claim(self, key: str, owner: str, now: datetime | None = None) -> bool:
+        """Take an incomplete post to re-post it: one worker at a time (the reconciler and a job may both try)."""
+        now = now or utcnow()
+        with Session(self.engine) as session, session.begin():
+            done = session.execute(
+                update(PostRecord)
+                .where(PostRecord.key == key, PostRecord.completed_at.is_(None),
+                       or_(PostRecord.claimed_until.is_(None), PostRecord.claimed_until < now))
+                .values(claimed_by=owner, claimed_until=now + timedelta(seconds=self.claim_seconds)))
+            return done.rowcount == 1
 
     def record(self, key: str, thread_id: str, kind: str, body: dict[str, Any] | None = None) -> tuple[Post, bool]:
         """The post's row and whether this call created it: an existing row means an earlier attempt may have
@@ -194,9 +205,10 @@ class PostStore:
     def mark_failed(self, key: str, error: str) -> None:
         with Session(self.engine) as session, session.begin():
             row = session.get(PostRecord, key)
-            if row is not None:
+            if row is not None:  # the claim goes too: the reconciler may try again at once
                 row.attempts += 1
                 row.last_error = error[:2000]
+                row.claimed_by = row.claimed_until = None
 
     def unposted(self, limit: int = 50) -> list[Post]:
         """Posts not completed: no message yet, or a result whose files were not uploaded yet."""

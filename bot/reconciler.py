@@ -1,6 +1,7 @@
-"""The reconciler: applies accepted decisions that were never applied (a crash, a database or network error)
-and re-posts questions and results Slack refused. It runs at start-up and then every few seconds; decisions
-are claimed row by row, so several processes can run one without applying anything twice."""
+"""The reconciler: queues again accepted decisions that were never applied (a crash, a database or network
+error) and messages recorded but never queued, and re-posts questions and results Slack refused. It runs at
+start-up and then every few seconds; decisions are claimed row by row when applied, so several processes can
+run one without applying anything twice."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import threading
 from typing import Protocol
 
 from bot.decisions import DecisionStore, PostStore
+from bot.jobs import JobQueue
 
 log = logging.getLogger(__name__)
 
@@ -20,8 +22,9 @@ class Applier(Protocol):
 
     decisions: DecisionStore
     posts: PostStore
+    queue: JobQueue
 
-    def apply(self, interrupt_id: str) -> None: ...
+    def reapply(self, interrupt_id: str, thread_id: str) -> None: ...
 
     def repost(self, key: str) -> None: ...
 
@@ -34,12 +37,11 @@ class Reconciler:
         self._thread: threading.Thread | None = None
 
     def run_once(self) -> None:
-        """One pass: every due decision, then every post without a message."""
+        """One pass: every due decision and every unqueued message back on the queue, then every post without
+        a message."""
         for decision in self.door.decisions.due():
-            try:
-                self.door.apply(decision.interrupt_id)
-            except Exception:  # noqa: BLE001 - one bad row must not stop the others; it is retried next pass
-                log.exception("applying decision %s failed", decision.interrupt_id)
+            self.door.reapply(decision.interrupt_id, decision.thread_id)
+        self.door.queue.requeue_unqueued()
         for post in self.door.posts.unposted():
             try:
                 self.door.repost(post.key)

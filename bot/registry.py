@@ -16,7 +16,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from tools.storage.models import AuditEntry, ProcessedEvent, ThreadRecord, utcnow
+from tools.storage.models import AuditEntry, ThreadRecord, utcnow
 
 STATUSES = ("running", "waiting", "done", "failed")
 
@@ -106,30 +106,16 @@ class ThreadRegistry:
             return [_info(r) for r in rows]
 
 
-class Deduper:
-    """Claims keys once, persistently: `claim(key)` is True for the first caller only."""
+MAX_KEY = 160  # inbox.key: a dedupe key longer than this is stored hashed
 
-    MAX_KEY = 200  # processed_events.key
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-
-    @classmethod
-    def stored_key(cls, key: str) -> str:
-        """`key` itself when it fits the column, else its readable start and the sha256 of all of it."""
-        if len(key) <= cls.MAX_KEY:
-            return key
-        digest = hashlib.sha256(key.encode()).hexdigest()
-        return f"{key[:cls.MAX_KEY - len(digest) - 1]}#{digest}"
-
-    def claim(self, key: str) -> bool:
-        with Session(self.engine) as session:
-            session.add(ProcessedEvent(key=self.stored_key(key)))
-            try:
-                session.commit()
-            except IntegrityError:
-                return False
-            return True
+def dedupe_key(key: str, limit: int = MAX_KEY) -> str:
+    """`key` itself when it fits the column, else its readable start and the sha256 of all of it (never
+    truncated, so two long keys that share a prefix stay distinct)."""
+    if len(key) <= limit:
+        return key
+    digest = hashlib.sha256(key.encode()).hexdigest()
+    return f"{key[:limit - len(digest) - 1]}#{digest}"
 
 
 class AuditLog:

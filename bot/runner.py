@@ -20,6 +20,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command, Durability, StateSnapshot
 
 from bot.context import AppContext
+from bot.jobs import should_stop
 from graphs.context import WorkflowContext
 from graphs.llm import get_light_llm, get_llm
 from graphs.main import build_main_graph
@@ -28,6 +29,9 @@ from tools.artifacts import ArtifactStore
 from tools.sandbox import SandboxUnavailable, default_sandbox
 
 log = logging.getLogger(__name__)
+
+STOPPED = ("Stopped at your request after the last finished step; nothing after it ran. Send a new request, or "
+           "repeat this one to start it again.")
 
 # Errors of the infrastructure under a run (database, pool, network), as opposed to errors of the graph itself.
 INFRASTRUCTURE_ERRORS: tuple[type[BaseException], ...] = (
@@ -90,9 +94,14 @@ class Runner:
         config = _config(thread_id, user)
         with self._locks[thread_id]:
             try:
-                for _namespace, event in self.graph.stream(value, config, context=self.context, stream_mode="custom",
-                                                           subgraphs=True, durability=durability):
-                    if progress is not None and isinstance(event, dict) and PROGRESS in event:
+                for _namespace, mode, event in self.graph.stream(value, config, context=self.context,
+                                                                 stream_mode=["custom", "updates"], subgraphs=True,
+                                                                 durability=durability):
+                    if mode == "updates" and should_stop():  # a node finished: the place to honour a stop
+                        stopped = _outcome(thread_id, self.graph.get_state(config))
+                        return Outcome(thread_id, "done", STOPPED, workflow=stopped.workflow,
+                                       checkpoint=f"stopped:{stopped.checkpoint}")
+                    if mode == "custom" and progress is not None and isinstance(event, dict) and PROGRESS in event:
                         progress(str(event[PROGRESS]), event.get("detail"))
                 state = self.graph.get_state(config)
             except SandboxUnavailable as exc:

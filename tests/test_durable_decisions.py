@@ -15,9 +15,9 @@ from slack_sdk import WebClient
 
 from bot.context import build_context
 from bot.decisions import DecisionStore, PostStore
-from bot.locks import ThreadLocks
+from bot.jobs import make_job_queue
 from bot.reconciler import Reconciler
-from bot.registry import AuditLog, Deduper, ThreadRegistry, thread_id_for
+from bot.registry import AuditLog, ThreadRegistry, thread_id_for
 from bot.runner import Runner
 from bot.slack.frontdoor import POST_EVENT, FrontDoor, Where
 from graphs.checkpointer import open_checkpointer
@@ -52,10 +52,11 @@ def desk(tmp_path: Path) -> Iterator[Desk]:
     ctx = build_context(settings)
     with server, open_checkpointer(url) as saver:
         client = WebClient(token="xoxb-test", base_url=server.url)
-        door = FrontDoor(Runner(ctx, saver), client, ThreadRegistry(ctx.engine), Deduper(ctx.engine),
-                         AuditLog(ctx.engine), ThreadLocks(ctx.engine), frozenset())
+        door = FrontDoor(Runner(ctx, saver), client, ThreadRegistry(ctx.engine), AuditLog(ctx.engine),
+                         make_job_queue(ctx.engine, settings), frozenset())
+        worker = door.queue.start_worker(door)  # the reconciler queues decisions: this runs them
         yield Desk(door, server.fake, url)  # type: ignore[arg-type]
-        door.pool.shutdown(wait=True)
+        worker.stop()
 
 
 def _question(desk: Desk, root: str) -> str:
@@ -74,9 +75,10 @@ def test_a_decision_applied_before_a_crash_is_only_marked_applied(desk: Desk) ->
     # the process applied it and died before marking it: the checkpoint has moved on, the row has not
     desk.door.runner.resume(thread_id, interrupt_id, {"type": "respond", "message": "20190101 20200601"}, ALICE)
     assert not DecisionStore(desk.door.registry.engine).get(interrupt_id).applied  # type: ignore[union-attr]
-    Reconciler(desk.door).run_once()
-    record = DecisionStore(desk.door.registry.engine).get(interrupt_id)
-    assert record is not None and record.applied and record.outcome == "applied"
+    Reconciler(desk.door).run_once()  # queues the unapplied decision; the worker finds the checkpoint moved on
+    store = DecisionStore(desk.door.registry.engine)
+    wait_until(lambda: store.get(interrupt_id).applied, "the decision marked applied")  # type: ignore[union-attr]
+    assert store.get(interrupt_id).outcome == "applied"  # type: ignore[union-attr]
     assert len(desk.results("C1", "100.1")) == 1  # the result the crash lost is posted, once
     Reconciler(desk.door).run_once()
     desk.door.apply(interrupt_id)
@@ -105,7 +107,7 @@ def test_a_database_failure_during_apply_is_retried_and_applied_once(desk: Desk)
     reconciler = Reconciler(desk.door)
 
     def applied() -> bool:
-        reconciler.run_once()
+        reconciler.run_once()  # queues it once its back-off is over; the worker applies it
         return DecisionStore(desk.door.registry.engine).get(interrupt_id).applied  # type: ignore[union-attr]
 
     wait_until(applied, "the reconciler to apply the decision after its back-off", timeout=30)
@@ -134,3 +136,16 @@ def test_a_question_slack_refused_is_reposted_and_a_lost_ts_is_found_not_reposte
     Reconciler(desk.door).run_once()
     assert len(desk.fake.of("chat.postMessage")) == before
     assert posts.get("result:lost").ts is not None  # type: ignore[union-attr]
+
+
+def test_stop_ends_a_running_job_at_its_next_step(desk: Desk) -> None:
+    where = Where(TEAM, "C3", "600.1", ALICE)
+    desk.door.submit_text(where, "factor momentum 20190301 20200601 window=20", "msg:C3:600.1")
+    thread_id = thread_id_for(TEAM, "C3", "600.1")
+    desk.fake.wait_for("chat.update", where=lambda c: c.args.get("ts") and "code" in str(c.args.get("text", "")))
+    assert desk.door.queue.abort(thread_id)  # what the Stop button and a `cancel` reply do, without waiting
+    stopped = desk.fake.wait_for("chat.postMessage", where=lambda c: c.args.get("thread_ts") == "600.1"
+                                 and str(c.args.get("text", "")).startswith("Stopped at your request"))
+    assert len(stopped) == 1
+    assert not any(str(c.args.get("text", "")).startswith("Code review") for c in desk.fake.of("chat.postMessage")
+                   if c.args.get("thread_ts") == "600.1")  # it stopped before the review was reached

@@ -14,6 +14,7 @@ from bot.slack.render import (
     approval_message,
     clarify_message,
     reply_message,
+    status_message,
     view_message,
 )
 from graphs.interrupts import approval_request, clarify_request, validate_args
@@ -112,3 +113,12 @@ def test_approval_with_edit_needs_a_schema_and_gets_a_form_built_from_it() -> No
         {"shares": 250, "limit": 1700.5, "code": "600519.SH"}, [])
     assert validate_args(schema, payload["args"], {"shares": "50", "limit": "abc", "code": "000001.SZ"})[1] == [
         "code cannot be edited", "Shares must be at least 100", "Limit price must be a number, not 'abc'"]
+
+
+def test_status_message_has_a_stop_button_while_running_and_none_after() -> None:
+    running = status_message("slack-abc", ":hourglass_flowing_sand: planning …")
+    blocks = _valid(running)
+    button = blocks[1]["elements"][0]
+    assert button["action_id"] == "run_stop" and json.loads(button["value"]) == {"t": "slack-abc"}
+    finished = _valid(status_message("slack-abc", ":white_check_mark: done", running=False))
+    assert [b["type"] for b in finished] == ["section"]

@@ -12,7 +12,7 @@ from graphs.checkpointer import open_checkpointer
 from tools.storage.db import libpq_url, make_engine, redacted, sqlalchemy_url
 from tools.storage.migrate import current_revision, downgrade, head_revision, upgrade
 
-APP_TABLES = {"threads", "processed_events", "audit_log", "workspace_frames"}
+APP_TABLES = {"threads", "audit_log", "workspace_frames", "decisions", "posts", "inbox", "artifacts"}
 
 
 def test_migrations_create_the_application_tables(engine: Engine) -> None:

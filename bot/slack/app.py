@@ -53,11 +53,9 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
 
     @app.event("app_mention")
     def on_mention(body: dict[str, Any], event: dict[str, Any]) -> None:
-        channel, ts = event["channel"], event["ts"]
-        if not door.claim_event(body.get("event_id"), channel, ts):
-            return
+        channel, ts = event["channel"], event["ts"]  # a retry or the same post as `message` has the same key
         door.submit_text(Where(body["team_id"], channel, event.get("thread_ts") or ts, event["user"]),
-                         event.get("text", ""))
+                         event.get("text", ""), f"msg:{channel}:{ts}")
 
     @app.event("message")
     def on_message(body: dict[str, Any], event: dict[str, Any]) -> None:
@@ -71,9 +69,7 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
             root = thread_ts
         else:
             return  # not for us; mentions arrive as app_mention
-        if not door.claim_event(body.get("event_id"), channel, event["ts"]):
-            return
-        door.submit_text(Where(team, channel, root, event["user"]), text)
+        door.submit_text(Where(team, channel, root, event["user"]), text, f"msg:{channel}:{event['ts']}")
 
     @app.command("/quant")
     def on_command(ack: Any, command: dict[str, Any], respond: Any) -> None:
@@ -105,7 +101,7 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
                 respond(response_type="ephemeral", text=NOT_IN_CHANNEL if error in (
                     "not_in_channel", "channel_not_found") else f"I could not post here ({error}).")
                 return
-            door.submit_text(Where(command["team_id"], channel, root, user), f"{sub} {rest}")
+            door.submit_text(Where(command["team_id"], channel, root, user), f"{sub} {rest}", f"msg:{channel}:{root}")
         else:
             respond(response_type="ephemeral", text=f"Unknown subcommand `{sub}`.\n{usage()}")
 
@@ -138,6 +134,20 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
                                       thread_ts=body["message"].get("thread_ts"))
             return
         resume(thread_id, interrupt_id, user, body["message"]["ts"], {"type": "approve"})
+
+    @app.action("run_stop")
+    def on_stop(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+        ack()
+        thread_id = json.loads(action["value"])["t"]
+        user, channel = body["user"]["id"], body["channel"]["id"]
+        info = door.registry.get(thread_id)
+        if info is None or not door.authorised(info, user):
+            text = "Only the person who started this request or a configured approver can stop it."
+        elif door.queue.abort(thread_id):
+            text = "Stopping after the current step."
+        else:
+            text = "Nothing is running in this thread any more."
+        client.chat_postEphemeral(channel=channel, user=user, text=text, thread_ts=body["message"].get("thread_ts"))
 
     @app.action("decision_retry")
     def on_retry(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:

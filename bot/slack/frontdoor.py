@@ -12,7 +12,6 @@ import logging
 import os
 import re
 import socket
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,10 +20,11 @@ from slack_sdk.errors import SlackApiError
 
 from bot.decisions import CLAIM_SECONDS, MAX_ATTEMPTS, DecisionStore, PostStore
 from bot.interrupt_kinds import kind_of
-from bot.locks import ThreadLocks
-from bot.registry import AuditLog, Deduper, ThreadInfo, ThreadRegistry, thread_id_for
+from bot.jobs import JobQueue, Message
+from bot.registry import AuditLog, ThreadInfo, ThreadRegistry, dedupe_key, thread_id_for
 from bot.runner import INFRASTRUCTURE_ERRORS, Outcome, Runner
 from bot.slack import render
+from graphs.clarify import is_cancel
 from graphs.registry import WORKFLOWS, workflow_for
 
 log = logging.getLogger(__name__)
@@ -45,56 +45,62 @@ class Where:
 
 
 class FrontDoor:
-    def __init__(self, runner: Runner, client: WebClient, registry: ThreadRegistry, deduper: Deduper,
-                 audit: AuditLog, locks: ThreadLocks, approvers: frozenset[str], workers: int = 8,
+    def __init__(self, runner: Runner, client: WebClient, registry: ThreadRegistry, audit: AuditLog,
+                 queue: JobQueue, approvers: frozenset[str],
                  claim_seconds: float = CLAIM_SECONDS) -> None:
-        self.runner, self.client = runner, client
-        self.registry, self.deduper, self.audit, self.locks = registry, deduper, audit, locks
+        self.runner, self.client, self.queue = runner, client, queue
+        self.registry, self.audit = registry, audit
         self.decisions = DecisionStore(registry.engine, claim_seconds)
-        self.posts = PostStore(registry.engine)
+        self.posts = PostStore(registry.engine, claim_seconds)
         self.approvers = approvers
         self.owner = f"{socket.gethostname()}:{os.getpid()}"  # who claims decisions to apply them
-        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="quantdesk-run")
 
     # --- entry points (called by Bolt listeners after ack) ----------------------------------------
-
-    def claim_event(self, event_id: str | None, channel: str, ts: str) -> bool:
-        """True when neither the event id nor channel:ts was seen before (retries, app_mention + message)."""
-        if event_id and not self.deduper.claim(f"event:{event_id}"):
-            return False  # a retry: stop before touching the message key, or two deliveries could both drop it
-        return self.deduper.claim(f"msg:{channel}:{ts}")
 
     def is_known_thread(self, team: str, channel: str, thread_ts: str) -> bool:
         return self.registry.find(team, channel, thread_ts) is not None
 
-    def submit_text(self, where: Where, text: str) -> Future:
-        return self.pool.submit(self._guarded, self._handle_text, where, clean_text(text))
+    def submit_text(self, where: Where, text: str, key: str) -> bool:
+        """Record the message (its dedupe key) and queue its run behind the thread's earlier jobs. `cancel` also
+        stops the thread's running job at its next step at once, without waiting its turn."""
+        text = clean_text(text)
+        message = Message(dedupe_key(key), where.team, where.channel, where.thread_ts, where.user, text)
+        if is_cancel(text) and self.queue.abort(message.thread_id):
+            log.info("stop requested for thread %s", message.thread_id)
+        return self.queue.submit_text(message)
 
-    def submit_decision(self, interrupt_id: str, where: Where) -> Future:
-        """Apply a decision `decide()` accepted (its row holds the HITL decision and the decider)."""
-        return self.pool.submit(self._guarded, self.apply, interrupt_id, where)
+    def submit_decision(self, interrupt_id: str, where: Where) -> bool:
+        """Queue the application of a decision `decide()` accepted (its row holds the decision and the decider)."""
+        return self.queue.submit_decision(interrupt_id, thread_id_for(where.team, where.channel, where.thread_ts))
+
+    # --- jobs (JobHandler: the queue's workers call these, one job of a thread at a time) ------------------
+
+    def run_text(self, message: Message) -> None:
+        self._handle_text(Where(message.team, message.channel, message.thread_ts, message.user), message.text)
+
+    def apply_decision(self, interrupt_id: str, thread_id: str) -> None:
+        info = self.registry.get(thread_id)
+        where = Where(info.team_id, info.channel_id, info.thread_ts, info.user_id or "") if info else None
+        self.apply(interrupt_id, where)
+
+    def reapply(self, interrupt_id: str, thread_id: str) -> None:
+        """The reconciler found the decision due: queue it like any other job of its thread."""
+        self.queue.submit_decision(interrupt_id, thread_id)
 
     def authorised(self, thread: ThreadInfo, user: str) -> bool:
         return user == thread.user_id or user in self.approvers
 
     # --- work ---------------------------------------------------------------------------------------
 
-    def _guarded(self, fn: Any, *args: Any) -> None:
-        try:
-            fn(*args)
-        except Exception:
-            log.exception("handling failed")
-
     def _handle_text(self, where: Where, text: str) -> None:
         thread_id = thread_id_for(where.team, where.channel, where.thread_ts)
-        with self.locks.hold(thread_id):
-            info, _created = self.registry.open(where.team, where.channel, where.thread_ts, where.user)
-            pending = self.runner.pending(thread_id)
-            if not pending:
-                status = self._status_message(where)
-                outcome = self.runner.start(thread_id, text, self._progress(where, status), user=where.user)
-                self._render(where, info, outcome, status)
-                return
+        info, _created = self.registry.open(where.team, where.channel, where.thread_ts, where.user)
+        pending = self.runner.pending(thread_id)
+        if not pending:
+            status = self._status_message(where)
+            outcome = self.runner.start(thread_id, text, self._progress(where, status), user=where.user)
+            self._render(where, info, outcome, status)
+            return
         if workflow_for(text) is not None:  # a new request, not an answer: it gets its own thread
             self._start_elsewhere(where, text)
             return
@@ -139,37 +145,37 @@ class FrontDoor:
             self.decisions.mark_failed(interrupt_id, "the thread is not in the registry")
             return
         where = Where(info.team_id, info.channel_id, info.thread_ts, record.decided_by or "")
-        with self.locks.hold(record.thread_id):
-            try:
-                still_pending = interrupt_id in {p["id"] for p in self.runner.pending(record.thread_id)}
-            except INFRASTRUCTURE_ERRORS as exc:
-                self._retry_later(where, interrupt_id, f"the database failed ({type(exc).__name__})")
-                return
-            if not still_pending:
-                self._render(where, info, self.runner.current(record.thread_id), None)
-                self.decisions.mark_applied(interrupt_id)
-                return
-            status = self._status_message(where)
-            outcome = self.runner.resume(record.thread_id, interrupt_id, record.decision, record.decided_by,
-                                         self._progress(where, status))
-            if outcome.status == "failed" and outcome.retryable:
-                self._finish_status(where, status, ":warning: not applied yet")
-                self._retry_later(where, interrupt_id, outcome.text)
-                return
-            if outcome.status == "failed":
-                self.decisions.mark_failed(interrupt_id, outcome.text)
-                self._finish_status(where, status, ":x: stopped")
-                self._offer_retry(where, interrupt_id, outcome.text)
-                self.registry.update(info.thread_id, status="failed")
-                return
-            self._render(where, info, outcome, status)
+        try:
+            still_pending = interrupt_id in {p["id"] for p in self.runner.pending(record.thread_id)}
+        except INFRASTRUCTURE_ERRORS as exc:
+            self._retry_later(where, interrupt_id, f"the database failed ({type(exc).__name__})")
+            return
+        if not still_pending:
+            self._render(where, info, self.runner.current(record.thread_id), None)
             self.decisions.mark_applied(interrupt_id)
+            return
+        status = self._status_message(where)
+        outcome = self.runner.resume(record.thread_id, interrupt_id, record.decision, record.decided_by,
+                                     self._progress(where, status))
+        if outcome.status == "failed" and outcome.retryable:
+            self._finish_status(where, status, ":warning: not applied yet")
+            self._retry_later(where, interrupt_id, outcome.text)
+            return
+        if outcome.status == "failed":
+            self.decisions.mark_failed(interrupt_id, outcome.text)
+            self._finish_status(where, status, ":x: stopped")
+            self._offer_retry(where, interrupt_id, outcome.text)
+            self.registry.update(info.thread_id, status="failed")
+            return
+        self._render(where, info, outcome, status)
+        self.decisions.mark_applied(interrupt_id)
 
     def retry(self, interrupt_id: str) -> bool:
         """A human pressed Retry on a failed decision: apply it again."""
-        if not self.decisions.retry(interrupt_id):
+        record = self.decisions.get(interrupt_id)
+        if record is None or not self.decisions.retry(interrupt_id):
             return False
-        self.pool.submit(self._guarded, self.apply, interrupt_id)
+        self.queue.submit_decision(interrupt_id, record.thread_id)
         return True
 
     def _retry_later(self, where: Where, interrupt_id: str, error: str) -> None:
@@ -196,7 +202,8 @@ class FrontDoor:
         self._safe(self.client.chat_postMessage, channel=where.channel, thread_ts=where.thread_ts,
                    text="That looks like a new request, so I started it in its own thread. The question here is "
                         "still open (reply `cancel` to drop it).")
-        self._handle_text(Where(where.team, where.channel, root, where.user), text)
+        self.queue.submit_text(Message(f"new:{where.channel}:{root}", where.team, where.channel, root, where.user,
+                                       text))
 
     def may_decide(self, thread_id: str, interrupt_id: str, user: str) -> tuple[bool, str]:
         """Whether `user` may decide this pause now (nothing is recorded: opening a form is not a decision)."""
@@ -227,7 +234,8 @@ class FrontDoor:
     def _status_message(self, where: Where) -> str | None:
         try:
             return self.client.chat_postMessage(channel=where.channel, thread_ts=where.thread_ts,
-                                                text=":hourglass_flowing_sand: working…")["ts"]
+                                                **render.status_message(_thread_of(where),
+                                                                        ":hourglass_flowing_sand: working…"))["ts"]
         except SlackApiError as exc:
             log.warning("could not post a status message: %s", exc.response.get("error"))
             return None
@@ -242,14 +250,15 @@ class FrontDoor:
             else:
                 done.append(step)
             if status_ts:
-                self._safe(self.client.chat_update, channel=where.channel, ts=status_ts,
-                           text=":hourglass_flowing_sand: " + " → ".join(done) + " …")
+                self._safe(self.client.chat_update, channel=where.channel, ts=status_ts, **render.status_message(
+                    _thread_of(where), ":hourglass_flowing_sand: " + " → ".join(done) + " …"))
 
         return update
 
     def _finish_status(self, where: Where, status_ts: str | None, text: str) -> None:
-        if status_ts:
-            self._safe(self.client.chat_update, channel=where.channel, ts=status_ts, text=text)
+        if status_ts:  # the Stop button goes with the run
+            self._safe(self.client.chat_update, channel=where.channel, ts=status_ts,
+                       **render.status_message(_thread_of(where), text, running=False))
 
     def accept_decision(self, where: Where, info: ThreadInfo, interrupt_id: str, decision: dict[str, Any],
                         message_ts: str | None = None) -> None:
@@ -291,7 +300,7 @@ class FrontDoor:
             self.registry.update(info.thread_id, status="waiting", pending=pending)
             for interrupt in outcome.interrupts:
                 _post, created = self.posts.record(interrupt["id"], info.thread_id, "interrupt")
-                if created:
+                if created and self.posts.claim(interrupt["id"], self.owner):  # the reconciler keeps off it
                     pending[interrupt["id"]]["ts"] = self._post_interrupt(where, info, interrupt)
                 else:  # shown before (a crash came after): check, and post only what never arrived
                     self.repost(interrupt["id"])
@@ -308,7 +317,7 @@ class FrontDoor:
         key = f"result:{info.thread_id}:{outcome.checkpoint}"
         body = {"workflow": outcome.workflow, "result": outcome.result, "text": outcome.text}
         _post, created = self.posts.record(key, info.thread_id, "result", body)
-        if created:
+        if created and self.posts.claim(key, self.owner):  # the reconciler keeps off it while it is posted
             self._post_result(where, key, body)
         else:
             self.repost(key)
@@ -376,7 +385,7 @@ class FrontDoor:
         after Slack accepted a post and before its ts was saved) or the question is no longer open."""
         post = self.posts.get(key)
         info = self.registry.get(post.thread_id) if post else None
-        if post is None or post.complete or info is None:
+        if post is None or post.complete or info is None or not self.posts.claim(key, self.owner):
             return
         where = Where(info.team_id, info.channel_id, info.thread_ts, info.user_id or "")
         ts = post.ts or self._find_in_thread(where, key)
@@ -447,6 +456,10 @@ def _pending_entry(value: dict[str, Any]) -> dict[str, Any]:
     """What the registry keeps about a pause: its kind and the title its message shows."""
     kind = kind_of(value)
     return {"kind": kind.name, "question": kind.title(value)}
+
+
+def _thread_of(where: Where) -> str:
+    return thread_id_for(where.team, where.channel, where.thread_ts)
 
 
 def clean_text(text: str) -> str:

@@ -138,6 +138,16 @@ def _decision_buttons(thread_id: str, interrupt_id: str, allowed: list[str]) -> 
     return {"type": "actions", "block_id": "review", "elements": elements}
 
 
+def status_message(thread_id: str, text: str, running: bool = True) -> dict[str, Any]:
+    """A run's status line; while it runs, a Stop button stops it at its next step."""
+    blocks: list[dict[str, Any]] = [_section(text)]
+    if running:
+        blocks.append({"type": "actions", "block_id": "run", "elements": [
+            {"type": "button", "action_id": "run_stop", "text": {"type": "plain_text", "text": "Stop"},
+             "value": json.dumps({"t": thread_id}, separators=(",", ":"))}]})
+    return {"text": text, "blocks": blocks}
+
+
 def retry_message(interrupt_id: str, error: str) -> dict[str, Any]:
     """A decision that could not be applied: what went wrong, and a Retry button."""
     text = f":x: Your decision is recorded but was not applied: {error}"

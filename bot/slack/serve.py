@@ -10,9 +10,9 @@ from slack_bolt.error import BoltError
 from slack_sdk.errors import SlackApiError
 
 from bot.context import AppContext, StartupError
-from bot.locks import ThreadLocks
+from bot.jobs import WorkerHandle, make_job_queue, start_in_process_worker
 from bot.reconciler import Reconciler
-from bot.registry import AuditLog, Deduper, ThreadRegistry
+from bot.registry import AuditLog, ThreadRegistry
 from bot.runner import Runner
 from bot.slack.app import build_app, make_client
 from bot.slack.frontdoor import FrontDoor
@@ -40,8 +40,8 @@ def build_front_door(ctx: AppContext, checkpointer: BaseCheckpointSaver):  # noq
     if settings.slack_bot_token is None:
         raise StartupError("SLACK_BOT_TOKEN is not set; see README, 'Slack app in five steps'")
     client = make_client(settings)
-    door = FrontDoor(Runner(ctx, checkpointer), client, ThreadRegistry(ctx.engine), Deduper(ctx.engine),
-                     AuditLog(ctx.engine), ThreadLocks(ctx.engine), settings.approvers,
+    door = FrontDoor(Runner(ctx, checkpointer), client, ThreadRegistry(ctx.engine), AuditLog(ctx.engine),
+                     make_job_queue(ctx.engine, settings), settings.approvers,
                      claim_seconds=settings.decision_claim_seconds)
     try:
         app = build_app(settings, client, door)  # calls auth.test: the first request to Slack
@@ -53,6 +53,7 @@ def build_front_door(ctx: AppContext, checkpointer: BaseCheckpointSaver):  # noq
 def serve(ctx: AppContext, checkpointer: BaseCheckpointSaver, host: str, port: int) -> None:
     settings = ctx.settings
     app, door = build_front_door(ctx, checkpointer)
+    worker = start_in_process_worker(door.queue, door)  # unless `--no-worker` on PostgreSQL
     Reconciler(door, settings.reconcile_interval_seconds).start()  # a pass now (start-up), then every few seconds
     if settings.slack_app_token is not None:
         from slack_bolt.adapter.socket_mode import SocketModeHandler
@@ -68,6 +69,7 @@ def serve(ctx: AppContext, checkpointer: BaseCheckpointSaver, host: str, port: i
             Event().wait()
         finally:
             handler.close()
+            _stop(worker)
         return
     if settings.slack_signing_secret is None:
         raise StartupError("HTTP mode needs SLACK_SIGNING_SECRET (or set SLACK_APP_TOKEN for Socket Mode)")
@@ -78,3 +80,10 @@ def serve(ctx: AppContext, checkpointer: BaseCheckpointSaver, host: str, port: i
         server.serve_forever()
     finally:
         server.server_close()
+        _stop(worker)
+
+
+def _stop(worker: WorkerHandle | None) -> None:
+    """Let running jobs reach a node boundary; what is cut short is retried by the next worker."""
+    if worker is not None:
+        worker.stop()

@@ -45,15 +45,6 @@ class ThreadRecord(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
 
 
-class ProcessedEvent(Base):
-    """Dedupe keys (event_id, channel:ts, action ids) already handled; the primary key makes the claim atomic."""
-
-    __tablename__ = "processed_events"
-
-    key: Mapped[str] = mapped_column(String(200), primary_key=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-
-
 class AuditEntry(Base):
     """Every human decision (approve, edit, reject, respond, clarify answer)."""
 

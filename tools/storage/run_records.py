@@ -47,3 +47,5 @@ class PostRecord(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     posted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     completed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    claimed_by: Mapped[str | None] = mapped_column(String(64))  # a worker re-posting it now
+    claimed_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -1,5 +1,6 @@
 """Durable decisions and posts: a human decision is a row before anything resumes; a question or result is a
-row until Slack accepted its message.
+row until Slack accepted its message. processed_events goes: messages are deduped by the job queue's inbox
+(0006), which records a message and its run in one step.
 
 Revision ID: 0005
 Revises: 0004
@@ -46,11 +47,19 @@ def upgrade() -> None:
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("posted_at", sa.DateTime(timezone=True)),
         sa.Column("completed_at", sa.DateTime(timezone=True)),
+        sa.Column("claimed_by", sa.String(64)),
+        sa.Column("claimed_until", sa.DateTime(timezone=True)),
     )
     op.create_index("ix_posts_thread_id", "posts", ["thread_id"])
+    op.drop_table("processed_events")
 
 
 def downgrade() -> None:
+    op.create_table(
+        "processed_events",
+        sa.Column("key", sa.String(200), primary_key=True),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    )
     op.drop_index("ix_posts_thread_id", table_name="posts")
     op.drop_table("posts")
     op.drop_index("ix_decisions_thread_id", table_name="decisions")

@@ -1,0 +1,239 @@
+"""Slack at scale on real PostgreSQL and real processes: two `quantdesk serve --no-worker` listeners and two
+`quantdesk worker` processes share one procrastinate queue. Many threads, each asked a clarify question and
+answered through the other listener; Slack retries; and a burst of replies into one busy thread that must not
+hold up another thread."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from itertools import count
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.fakes.slack_server import Call, SlackServer
+from tests.slack_harness import (
+    BotProcess,
+    blocks_valid,
+    event_body,
+    in_thread,
+    mention,
+    message,
+    post,
+    text_of,
+    wait_until,
+)
+
+THREADS = 40  # mentions in the fan-out test (each asks a question, then gets an answer)
+RETRIED = 5  # of those, how many Slack also delivers a second time (X-Slack-Retry-Num: 1)
+BURST = 30  # thread replies sent into one busy thread
+WORKERS, WORKER_CONCURRENCY = 2, 2
+ALICE = "UALICE"
+WORKING = ":hourglass_flowing_sand: working…"
+ASK = "signal ma_cross 600519.SH 20190101"  # no end date: the workflow asks for the date range
+ANSWERS = ("20190101 20200601", "20190101 20191231")  # alternated, so each result shows which answer it got
+RESULT = "Signal ma_cross"
+DATES = re.compile(r"(\d{4}-\d{2}-\d{2}) – (\d{4}-\d{2}-\d{2})")
+_ts = count(1)
+
+
+def new_ts() -> str:
+    return f"{1860000000 + next(_ts)}.000100"
+
+
+def _env(slack_url: str, database_url: str, data_dir: Path) -> dict[str, str]:
+    """The environment BotProcess gives `quantdesk serve`, for a worker process."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("QUANTDESK_", "SLACK_", "OPENAI_"))}
+    environ.update(SLACK_BOT_TOKEN="xoxb-test-token", SLACK_API_URL=slack_url, DATABASE_URL=database_url,
+                   QUANTDESK_DATA_DIR=str(data_dir), QUANTDESK_LOG_LEVEL="WARNING")
+    return environ
+
+
+@dataclass
+class Worker:
+    """A `quantdesk worker` subprocess; its output drained by threads and kept."""
+
+    proc: subprocess.Popen
+    lines: list[str] = field(default_factory=list)
+
+    @classmethod
+    def start(cls, env: dict[str, str]) -> Worker:
+        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "worker", "--concurrency", str(WORKER_CONCURRENCY)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        worker = cls(proc)
+        for stream in (proc.stdout, proc.stderr):
+            threading.Thread(target=worker._drain, args=(stream,), daemon=True).start()
+        return worker
+
+    def _drain(self, stream: Any) -> None:
+        for line in stream:
+            self.lines.append(line)
+
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def started(self) -> bool:
+        if self.proc.poll() is not None:
+            raise AssertionError(f"worker exited with {self.proc.returncode}: {self.output()}")
+        return any(line.startswith("worker on ") for line in self.lines)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+@dataclass
+class Cluster:
+    slack: SlackServer
+    listeners: list[BotProcess]
+    workers: list[Worker]
+    database_url: str
+
+    def send(self, listener: int, event: dict[str, Any], retry: int | None = None, body: str | None = None) -> str:
+        body = body or event_body(event)
+        status, _ = post(self.listeners[listener % len(self.listeners)].url, body, "application/json", retry=retry)
+        assert status == 200
+        return body
+
+    def posts(self, channel: str, root: str) -> list[Call]:
+        return [c for c in self.slack.fake.of("chat.postMessage") if in_thread(channel, root)(c)]
+
+    def output(self) -> str:
+        return "\n".join([p.output() for p in self.listeners] + [w.output() for w in self.workers])
+
+    def jobs(self) -> dict[str, int]:
+        with psycopg.connect(self.database_url) as conn:
+            rows = conn.execute("SELECT status::text, count(*) FROM procrastinate_jobs GROUP BY status").fetchall()
+        return {status: n for status, n in rows}
+
+    def inbox_rows(self) -> int:
+        with psycopg.connect(self.database_url) as conn:
+            return conn.execute("SELECT count(*) FROM inbox").fetchone()[0]
+
+    def idle(self) -> bool:
+        jobs = self.jobs()
+        return not jobs.get("todo") and not jobs.get("doing")
+
+
+@pytest.fixture
+def cluster(fresh_pg_url: str, tmp_path: Path) -> Iterator[Cluster]:
+    with SlackServer() as slack:
+        env = _env(slack.url, fresh_pg_url, tmp_path / "migrate")
+        migrated = subprocess.run([sys.executable, "-m", "bot.cli", "db", "upgrade"], env=env, capture_output=True,
+                                  text=True, timeout=120)
+        assert migrated.returncode == 0, migrated.stdout + migrated.stderr
+        listeners: list[BotProcess] = []
+        workers: list[Worker] = []
+        try:
+            for i in range(2):
+                listeners.append(BotProcess(slack.url, fresh_pg_url, tmp_path / f"serve{i}",
+                                            QUANTDESK_IN_PROCESS_WORKER="false"))
+            for i in range(WORKERS):
+                workers.append(Worker.start(_env(slack.url, fresh_pg_url, tmp_path / f"worker{i}")))
+            for worker in workers:
+                wait_until(worker.started, "the worker's start line", timeout=60)
+            yield Cluster(slack, listeners, workers, fresh_pg_url)
+        finally:
+            for process in [*listeners, *workers]:
+                process.stop()
+
+
+def _question(cluster: Cluster, channel: str, root: str) -> list[Call]:
+    return [c for c in cluster.posts(channel, root) if ":question:" in json.dumps(c.args.get("blocks"))]
+
+
+def _results(cluster: Cluster, channel: str, root: str) -> list[Call]:
+    return [c for c in cluster.posts(channel, root) if c.ok and text_of(c).startswith(RESULT)]
+
+
+def _statuses(cluster: Cluster, channel: str, root: str) -> list[Call]:
+    return [c for c in cluster.posts(channel, root) if text_of(c) == WORKING]
+
+
+def test_many_threads_over_two_listeners_and_two_workers(cluster: Cluster) -> None:
+    threads = [(f"CSCALE{i % 4}", new_ts()) for i in range(THREADS)]
+    bodies = [cluster.send(i, mention(channel, ALICE, ASK, root)) for i, (channel, root) in enumerate(threads)]
+    for channel, root in threads:
+        wait_until(lambda c=channel, r=root: _question(cluster, c, r), f"the question in {channel}/{root}",
+                   timeout=180)
+
+    # Slack delivers a few mentions again (after the first was acked and even run): nothing new starts
+    for i in range(RETRIED):
+        cluster.send(i + 1, {}, retry=1, body=bodies[i])
+
+    # each answer goes to the other listener than its mention
+    for i, (channel, root) in enumerate(threads):
+        cluster.send(i + 1, message(channel, ALICE, ANSWERS[i % 2], new_ts(), thread_ts=root))
+    for channel, root in threads:
+        wait_until(lambda c=channel, r=root: _results(cluster, c, r), f"the result in {channel}/{root}", timeout=300)
+    wait_until(cluster.idle, "the queue to drain", timeout=120)
+
+    for i, (channel, root) in enumerate(threads):
+        questions, results = _question(cluster, channel, root), _results(cluster, channel, root)
+        assert len(questions) == 1, (channel, root, [text_of(c) for c in questions])
+        assert len(results) == 1, (channel, root, [text_of(c) for c in results])
+        assert len(_statuses(cluster, channel, root)) == 2  # the question's run and the answer's, no other
+        blocks_valid(questions[0])
+        blocks = blocks_valid(results[0])
+        assert blocks[0]["type"] == "header"
+        # the result reflects this thread's answer: its last date lies in the answer's end year
+        found = DATES.search(json.dumps(blocks, ensure_ascii=False))
+        assert found, json.dumps(blocks)[:500]
+        end_year = ANSWERS[i % 2].split()[1][:4]
+        assert found.group(1).startswith("2019") and found.group(2).startswith(end_year), (ANSWERS[i % 2],
+                                                                                          found.group(0))
+        answered = [c for c in cluster.slack.fake.of("chat.update") if c.args.get("channel") == channel
+                    and c.args.get("ts") == questions[0].response["ts"]]
+        assert len(answered) == 1 and ANSWERS[i % 2] in json.dumps(answered[0].args["blocks"])
+    # one inbox row per mention and per answer; the retries added none
+    assert cluster.inbox_rows() == 2 * THREADS
+    assert set(cluster.jobs()) <= {"succeeded"}, cluster.jobs()  # none failed (succeeded jobs may be deleted)
+    assert "Traceback" not in cluster.output(), cluster.output()[-4000:]
+
+
+def test_a_burst_into_a_busy_thread_does_not_hold_up_another_thread(cluster: Cluster) -> None:
+    busy_channel, busy = "CBUSY", new_ts()
+    cluster.send(0, mention(busy_channel, ALICE, f"{ASK} 20200601", busy))
+    # the thread is known (its registry row exists) once its first run posted its status
+    wait_until(lambda: _statuses(cluster, busy_channel, busy), "the busy thread's first status")
+    for i in range(BURST):
+        cluster.send(i, message(busy_channel, ALICE, f"again {i}", new_ts(), thread_ts=busy))
+    other_channel, other = "COTHER", new_ts()
+    cluster.send(1, mention(other_channel, ALICE, ASK, other))
+
+    first_other = wait_until(lambda: cluster.posts(other_channel, other), "the other thread's first message")[0]
+    runs = 1 + BURST
+    wait_until(lambda: len(_statuses(cluster, busy_channel, busy)) >= runs, "every reply of the burst to run",
+               timeout=600)
+    wait_until(lambda: len(_results(cluster, busy_channel, busy)) >= runs, "every run's result", timeout=120)
+    wait_until(cluster.idle, "the queue to drain", timeout=120)
+
+    calls = cluster.slack.fake.calls
+    position = next(i for i, c in enumerate(calls) if c is first_other)
+    busy_statuses = [i for i, c in enumerate(calls) if c.method == "chat.postMessage"
+                     and in_thread(busy_channel, busy)(c) and text_of(c) == WORKING]
+    started_before = sum(1 for i in busy_statuses if i < position)
+    # the other thread spoke while most of the burst was still queued behind the busy thread's lock
+    assert started_before < runs, (started_before, runs)
+    assert busy_statuses[-1] > position
+    assert text_of(first_other) in (WORKING, ) or ":question:" in json.dumps(first_other.args.get("blocks"))
+    # the burst ran one job at a time, every reply once: one status and one result per run, in turn
+    assert len(busy_statuses) == runs and len(_results(cluster, busy_channel, busy)) == runs
+    posts = [c for c in cluster.posts(busy_channel, busy) if text_of(c) == WORKING or text_of(c).startswith(RESULT)]
+    assert [text_of(c) == WORKING for c in posts] == [True, False] * runs
+    assert set(cluster.jobs()) <= {"succeeded"}, cluster.jobs()
+    assert cluster.inbox_rows() == runs + 1
+    print(f"busy-thread runs started before the other thread's first message: {started_before} of {runs}")
