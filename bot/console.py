@@ -22,7 +22,7 @@ from bot.decisions import DecisionStore
 from bot.interrupt_kinds import EDIT_BODY, code_edit, kind_of
 from bot.runner import Outcome, Runner
 from bot.views import view_text
-from graphs.clarify import is_cancel
+from graphs.clarify import CANCELLED, is_cancel
 from graphs.registry import WORKFLOWS, workflow_for
 from tools.data.schema import DATASET_FIELDS, DataError, dataset_of
 from tools.workspace import Workspace, WorkspaceError
@@ -199,6 +199,8 @@ class Console:
         if outcome.status == "failed":
             self.say(f"error: {outcome.text}")
             return
+        if outcome.text == CANCELLED:  # a cancelled request is over: the next line starts afresh
+            self.thread = self._new_thread()
         if outcome.result and outcome.workflow in WORKFLOWS:
             self.say(view_text(WORKFLOWS[outcome.workflow].present(outcome.result)))
             exports = self.ctx.settings.data_dir / "exports" / outcome.thread_id  # this machine's copies

@@ -25,11 +25,12 @@ def test_data_commands_with_wrong_arguments_print_their_usage_and_the_session_go
 
 
 def test_cancel_ends_a_pending_question_in_the_factor_workflow(tmp_path: Path) -> None:
-    lines = _chat(tmp_path, "factor momentum window=20", "cancel", "fields")
+    lines = _chat(tmp_path, "factor momentum window=20", "cancel", "fields", "hello there")
     assert lines[0].startswith("? Which dates?")
     assert lines[1] == "Cancelled; nothing was run."
     assert sum(line.startswith("? ") for line in lines) == 1  # asked once, not three more times
     assert lines[2].startswith("daily: ")
+    assert lines[4].startswith("I can run these without an LLM")  # free text after a cancel is not a follow-up
 
 
 def test_a_new_request_at_a_prompt_starts_afresh_and_commands_are_not_eaten_as_answers(tmp_path: Path) -> None:
