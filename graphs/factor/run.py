@@ -38,13 +38,13 @@ def universe(provider: MarketDataProvider, spec: dict[str, Any]) -> list[str]:
 
 
 def load_inputs(provider: MarketDataProvider, spec: dict[str, Any], codes: list[str], start: str,
-                end: str) -> dict[str, pd.DataFrame]:
+                end: str, warnings: list[str] | None = None) -> dict[str, pd.DataFrame]:
     """One wide frame per field over [start - warm-up, end], aligned on the first field's dates and codes.
-    Errors name the dates the user asked for, not the warm-up start."""
+    Errors name the dates the user asked for, not the warm-up start; the provider's notes go to `warnings`."""
     start, end = check_range(start, end)
     first_day = warmup_start(start, spec.get("lookback", 0))
     try:
-        frames = provider.panel(spec["fields"], codes, first_day, end)
+        frames = provider.panel(spec["fields"], codes, first_day, end, warnings=warnings)
     except DataError as exc:  # no rows from the warm-up start on means none from `start` either
         raise DataError(str(exc).replace(f"between {first_day} and", f"between {start} and")) from None
     first = next(iter(frames.values()))
@@ -52,8 +52,9 @@ def load_inputs(provider: MarketDataProvider, spec: dict[str, Any], codes: list[
 
 
 def load_dry_run_inputs(provider: MarketDataProvider, spec: dict[str, Any]) -> dict[str, pd.DataFrame]:
-    """Inputs for dry runs: only the DRY_RUN_CODES codes the slice uses, not the whole universe."""
-    return load_inputs(provider, spec, universe(provider, spec)[:DRY_RUN_CODES], spec["start"], spec["end"])
+    """Inputs for dry runs: only the DRY_RUN_CODES codes the slice uses, not the whole universe. The provider's
+    notes are dropped here: the backfill reports them for the whole universe."""
+    return load_inputs(provider, spec, universe(provider, spec)[:DRY_RUN_CODES], spec["start"], spec["end"], [])
 
 
 def warmup_rows(frame: pd.DataFrame, start: str) -> int:

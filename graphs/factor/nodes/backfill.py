@@ -26,7 +26,8 @@ def backfill_node(state: FactorState, config: RunnableConfig, runtime: Runtime[W
     ws = workspace(ctx, config)
     try:
         codes = universe(ctx.provider, spec)
-        inputs = load_inputs(ctx.provider, spec, codes, spec["start"], spec["end"])
+        notes: list[str] = []
+        inputs = load_inputs(ctx.provider, spec, codes, spec["start"], spec["end"], notes)
     except (DataError, ValueError) as exc:
         return {"final_reply": f"The backfill could not load its data: {exc}"}
     factor, error = execute(ctx.sandbox, spec, state.get("factor_body") or "", inputs, BACKFILL_LIMITS)
@@ -38,10 +39,11 @@ def backfill_node(state: FactorState, config: RunnableConfig, runtime: Runtime[W
     factor = factor.loc[pd.Timestamp(spec["start"]):]
     info = ws.put(f"factor/{spec['name']}", factor)
     end = (datetime.strptime(spec["end"], "%Y%m%d") + timedelta(days=FORWARD_BUFFER_DAYS)).strftime("%Y%m%d")
-    prices = ctx.provider.panel(_price_fields(ctx), codes, spec["start"], end)
+    prices = ctx.provider.panel(_price_fields(ctx), codes, spec["start"], end,
+                                warnings=[])  # the same codes as the inputs' notes above: not said twice
     for field, frame in prices.items():
         ws.put(f"ohlcv/{field}", frame)
-    warnings = [] if report.ok else [f"full history: {p}" for p in report.problems]
+    warnings = notes + ([] if report.ok else [f"full history: {p}" for p in report.problems])
     return {"backfill": {
         "name": info.name, "shape": [info.rows, info.cols], "first_date": info.first_date,
         "last_date": info.last_date, "warnings": warnings}}

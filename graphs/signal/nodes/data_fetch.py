@@ -79,9 +79,10 @@ def missing_fields_reply(provider: MarketDataProvider, what: str, fields: tuple[
 
 
 def store_fields(provider: MarketDataProvider, ws: Workspace, fields: list[str], codes: str, start: str,
-                 end: str) -> list[dict[str, Any]]:
-    """Fetch `fields` as wide frames into the workspace; returns their FrameInfo dicts."""
-    panel = provider.panel(fields, codes, start, end)
+                 end: str, warnings: list[str] | None = None) -> list[dict[str, Any]]:
+    """Fetch `fields` as wide frames into the workspace; returns their FrameInfo dicts. The provider's notes
+    (e.g. codes without rows) go to `warnings` when given."""
+    panel = provider.panel(fields, codes, start, end, warnings=warnings)
     infos = []
     for field, frame in panel.items():
         namespace = "ohlcv" if field in BAR_FIELDS else "indicators"
@@ -102,13 +103,15 @@ def _fetch_structured(state: SignalState, ctx: WorkflowContext, ws: Workspace, p
     fields = list(params["fields"])
     if "open" in ctx.provider.available_fields(DAILY) and "open" not in fields:
         fields.append("open")
+    notes: list[str] = []
     try:
-        infos = store_fields(ctx.provider, ws, fields, params["ts_code"], params["start_date"], params["end_date"])
+        infos = store_fields(ctx.provider, ws, fields, params["ts_code"], params["start_date"], params["end_date"],
+                             notes)
     except DataError as exc:
         error = f"data fetch failed: {exc}"
         return {"error_messages": [error], "error_log": [*state.get("error_log", []), error],
                 "execution_history": [*state.get("execution_history", []), error]}
-    return _fetched(state, infos)
+    return {**_fetched(state, infos), "warnings": [*state.get("warnings", []), *notes]}
 
 
 def _fetched(state: SignalState, infos: list[dict[str, Any]]) -> dict[str, Any]:
