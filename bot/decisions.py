@@ -25,6 +25,18 @@ CLAIM_SECONDS = 30  # default: a claimed decision is its worker's for this long 
 SOURCES = ("button", "modal", "thread reply", "console", "api")
 
 
+def _claim(engine: Engine, record: type[DecisionRecord] | type[PostRecord], owner: str, seconds: float,
+           now: datetime | None, *match: Any) -> bool:
+    """Claim the row `match` selects for `seconds`: True for one claimant at a time, until the claim lapses."""
+    now = now or utcnow()
+    with Session(engine) as session, session.begin():
+        done = session.execute(
+            update(record)
+            .where(*match, or_(record.claimed_until.is_(None), record.claimed_until < now))
+            .values(claimed_by=owner, claimed_until=now + timedelta(seconds=seconds)))
+        return done.rowcount == 1
+
+
 @dataclass(frozen=True)
 class Decision:
     interrupt_id: str
@@ -72,15 +84,9 @@ class DecisionStore:
 
     def claim(self, interrupt_id: str, owner: str, now: datetime | None = None) -> bool:
         """Take the decision to apply it: True for one claimant at a time (a claim lapses after claim_seconds)."""
-        now = now or utcnow()
-        with Session(self.engine) as session, session.begin():
-            done = session.execute(
-                update(DecisionRecord)
-                .where(DecisionRecord.interrupt_id == interrupt_id, DecisionRecord.applied_at.is_(None),
-                       DecisionRecord.outcome.is_(None),
-                       or_(DecisionRecord.claimed_until.is_(None), DecisionRecord.claimed_until < now))
-                .values(claimed_by=owner, claimed_until=now + timedelta(seconds=self.claim_seconds)))
-            return done.rowcount == 1
+        return _claim(self.engine, DecisionRecord, owner, self.claim_seconds, now,
+                      DecisionRecord.interrupt_id == interrupt_id, DecisionRecord.applied_at.is_(None),
+                      DecisionRecord.outcome.is_(None))
 
     def mark_applied(self, interrupt_id: str) -> None:
         self._set(interrupt_id, applied_at=utcnow(), outcome="applied", claimed_by=None, claimed_until=None)
@@ -162,14 +168,8 @@ class PostStore:
 
     def claim(self, key: str, owner: str, now: datetime | None = None) -> bool:
         """Take an incomplete post to re-post it: one worker at a time (the reconciler and a job may both try)."""
-        now = now or utcnow()
-        with Session(self.engine) as session, session.begin():
-            done = session.execute(
-                update(PostRecord)
-                .where(PostRecord.key == key, PostRecord.completed_at.is_(None),
-                       or_(PostRecord.claimed_until.is_(None), PostRecord.claimed_until < now))
-                .values(claimed_by=owner, claimed_until=now + timedelta(seconds=self.claim_seconds)))
-            return done.rowcount == 1
+        return _claim(self.engine, PostRecord, owner, self.claim_seconds, now, PostRecord.key == key,
+                      PostRecord.completed_at.is_(None))
 
     def record(self, key: str, thread_id: str, kind: str, body: dict[str, Any] | None = None) -> tuple[Post, bool]:
         """The post's row and whether this call created it: an existing row means an earlier attempt may have

@@ -23,6 +23,12 @@ from tests.fakes.slack_server import BOT_USER, TEAM, Call, SlackServer
 
 SECRET = "test-signing-secret"
 _ids = count(1)
+_ts = count(1)
+
+
+def new_ts() -> str:
+    """A Slack message ts no other test of this run uses."""
+    return f"{1800000000 + next(_ts)}.{int(time.time() * 1000) % 1000000:06d}"
 
 
 def wait_until(check: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
@@ -37,26 +43,15 @@ def wait_until(check: Callable[[], Any], what: str, timeout: float = 60.0) -> An
         time.sleep(0.05)
 
 
-class BotProcess:
-    """A `quantdesk serve` subprocess on an ephemeral port, pointed at the fake Slack API. Its output is drained
-    by a thread (a full stderr pipe would block the bot) and kept for `output()`."""
+class DrainedProcess:
+    """A subprocess whose stdout and stderr are drained by threads (a full pipe would block it) and kept for
+    `output()`."""
 
-    def __init__(self, slack_url: str, database_url: str, data_dir: Path, **env: str) -> None:
-        environ = {k: v for k, v in os.environ.items() if not k.startswith(("QUANTDESK_", "SLACK_", "OPENAI_"))}
-        environ.update(SLACK_BOT_TOKEN="xoxb-test-token", SLACK_SIGNING_SECRET=SECRET, SLACK_API_URL=slack_url,
-                       DATABASE_URL=database_url, QUANTDESK_DATA_DIR=str(data_dir), QUANTDESK_LOG_LEVEL="WARNING",
-                       **env)
-        self.database_url = database_url
-        self.proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--host", "127.0.0.1", "--port", "0"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ)
-        line = self.proc.stdout.readline()
-        if "listening on" not in line and "Socket Mode" not in line:
-            self.proc.kill()
-            raise RuntimeError(f"bot did not start: {line}{self.proc.stderr.read()}")
-        self.url = line.split("listening on ", 1)[1].strip() if "listening on" in line else ""
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
         self._output: list[str] = []
         self._drains = [threading.Thread(target=self._drain, args=(stream,), daemon=True)
-                        for stream in (self.proc.stdout, self.proc.stderr)]
+                        for stream in (proc.stdout, proc.stderr)]
         for drain in self._drains:
             drain.start()
 
@@ -65,7 +60,7 @@ class BotProcess:
             self._output.append(line)
 
     def output(self) -> str:
-        """What the bot wrote to stdout and stderr so far (logs at WARNING and above)."""
+        """What the process wrote to stdout and stderr so far."""
         return "".join(self._output)
 
     def kill(self) -> int:
@@ -76,10 +71,10 @@ class BotProcess:
         self._join()
         return status
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 10) -> None:
         self.proc.terminate()
         try:
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(timeout=10)
@@ -88,6 +83,26 @@ class BotProcess:
     def _join(self) -> None:
         for drain in self._drains:
             drain.join(timeout=5)
+
+
+class BotProcess(DrainedProcess):
+    """A `quantdesk serve` subprocess on an ephemeral port, pointed at the fake Slack API (logs at WARNING and
+    above in `output()`)."""
+
+    def __init__(self, slack_url: str, database_url: str, data_dir: Path, **env: str) -> None:
+        environ = {k: v for k, v in os.environ.items() if not k.startswith(("QUANTDESK_", "SLACK_", "OPENAI_"))}
+        environ.update(SLACK_BOT_TOKEN="xoxb-test-token", SLACK_SIGNING_SECRET=SECRET, SLACK_API_URL=slack_url,
+                       DATABASE_URL=database_url, QUANTDESK_DATA_DIR=str(data_dir), QUANTDESK_LOG_LEVEL="WARNING",
+                       **env)
+        self.database_url = database_url
+        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--host", "127.0.0.1", "--port", "0"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ)
+        line = proc.stdout.readline()  # type: ignore[union-attr]
+        if "listening on" not in line and "Socket Mode" not in line:
+            proc.kill()
+            raise RuntimeError(f"bot did not start: {line}{proc.stderr.read()}")  # type: ignore[union-attr]
+        self.url = line.split("listening on ", 1)[1].strip() if "listening on" in line else ""
+        super().__init__(proc)
 
 
 def post(url: str, body: str, content_type: str, retry: int | None = None) -> tuple[int, str]:

@@ -4,9 +4,7 @@ process on the same database applies the decision exactly once: one result, one 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from itertools import count
 from pathlib import Path
 
 import pytest
@@ -23,6 +21,7 @@ from tests.slack_harness import (
     event_body,
     in_thread,
     mention,
+    new_ts,
     post,
     review_call,
     text_of,
@@ -34,13 +33,6 @@ from tools.storage.run_records import DecisionRecord, PostRecord
 
 ALICE = "UALICE"
 FAST = {"QUANTDESK_RECONCILE_INTERVAL": "0.5", "QUANTDESK_DECISION_CLAIM_SECONDS": "2"}
-_ts = count(1)
-
-
-def new_ts() -> str:
-    return f"{1900000000 + next(_ts)}.{int(time.time() * 1000) % 1000000:06d}"
-
-
 @pytest.fixture
 def slack() -> Iterator[SlackServer]:
     with SlackServer(FaultySlack()) as server:

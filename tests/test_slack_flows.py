@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from itertools import count
 
 import pytest
 
@@ -25,6 +23,7 @@ from tests.slack_harness import (
     in_thread,
     mention,
     message,
+    new_ts,
     post,
     question_call,
     result_call,
@@ -38,13 +37,6 @@ DONE = ":white_check_mark: done"
 WAITING = ":speech_balloon: waiting for your answer"
 SIGNAL_REQUEST = "signal ma_cross 000001.SZ,600000.SH 20200101 20200630"
 SIGNAL_STEPS = ["planning", "data", "signal", "checks", "backtest and chart"]
-_ts = count(1)
-
-
-def new_ts() -> str:
-    return f"{1850000000 + next(_ts)}.{int(time.time() * 1000) % 1000000:06d}"
-
-
 @pytest.fixture(scope="module")
 def slack() -> Iterator[SlackServer]:
     with SlackServer() as server:
@@ -72,7 +64,7 @@ def _post_event(bot: BotProcess, event: dict) -> None:
 
 def _command(slack: SlackServer, bot: BotProcess, text: str, channel: str, user: str = BOB) -> Call:
     """Run `/quant TEXT`; the ephemeral answer it got on its response_url."""
-    hook = f"cmd{next(_ts)}"
+    hook = f"cmd{new_ts()}"
     status, body = post(bot.url, command_body(text, channel, user, slack.url.replace("/api/", f"/respond/{hook}")),
                         "application/x-www-form-urlencoded")
     assert status == 200 and body == ""

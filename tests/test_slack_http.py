@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from itertools import count
 from pathlib import Path
 
 import pytest
@@ -28,6 +27,7 @@ from tests.slack_harness import (
     in_thread,
     mention,
     message,
+    new_ts,
     post,
     question_call,
     review_call,
@@ -39,13 +39,6 @@ from tools.factor_store import FactorStore
 from tools.storage.db import make_engine
 
 ALICE, BOB, CAROL = "UALICE", "UBOB", "UCAROL"
-_ts = count(1)
-
-
-def new_ts() -> str:
-    return f"{1800000000 + next(_ts)}.{int(time.time() * 1000) % 1000000:06d}"
-
-
 @pytest.fixture(scope="module")
 def slack() -> Iterator[SlackServer]:
     with SlackServer() as server:

@@ -10,10 +10,8 @@ import os
 import re
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from itertools import count
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +21,13 @@ import pytest
 from tests.fakes.slack_server import Call, SlackServer
 from tests.slack_harness import (
     BotProcess,
+    DrainedProcess,
     blocks_valid,
     event_body,
     in_thread,
     mention,
     message,
+    new_ts,
     post,
     text_of,
     wait_until,
@@ -43,13 +43,6 @@ ASK = "signal ma_cross 600519.SH 20190101"  # no end date: the workflow asks for
 ANSWERS = ("20190101 20200601", "20190101 20191231")  # alternated, so each result shows which answer it got
 RESULT = "Signal ma_cross"
 DATES = re.compile(r"(\d{4}-\d{2}-\d{2}) – (\d{4}-\d{2}-\d{2})")
-_ts = count(1)
-
-
-def new_ts() -> str:
-    return f"{1860000000 + next(_ts)}.000100"
-
-
 def _env(slack_url: str, database_url: str, data_dir: Path) -> dict[str, str]:
     """The environment BotProcess gives `quantdesk serve`, for a worker process."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("QUANTDESK_", "SLACK_", "OPENAI_"))}
@@ -58,41 +51,19 @@ def _env(slack_url: str, database_url: str, data_dir: Path) -> dict[str, str]:
     return environ
 
 
-@dataclass
-class Worker:
-    """A `quantdesk worker` subprocess; its output drained by threads and kept."""
-
-    proc: subprocess.Popen
-    lines: list[str] = field(default_factory=list)
+class Worker(DrainedProcess):
+    """A `quantdesk worker` subprocess."""
 
     @classmethod
     def start(cls, env: dict[str, str]) -> Worker:
-        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "worker", "--concurrency", str(WORKER_CONCURRENCY)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        worker = cls(proc)
-        for stream in (proc.stdout, proc.stderr):
-            threading.Thread(target=worker._drain, args=(stream,), daemon=True).start()
-        return worker
-
-    def _drain(self, stream: Any) -> None:
-        for line in stream:
-            self.lines.append(line)
-
-    def output(self) -> str:
-        return "".join(self.lines)
+        return cls(subprocess.Popen([sys.executable, "-m", "bot.cli", "worker", "--concurrency",
+                                     str(WORKER_CONCURRENCY)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, env=env))
 
     def started(self) -> bool:
         if self.proc.poll() is not None:
             raise AssertionError(f"worker exited with {self.proc.returncode}: {self.output()}")
-        return any(line.startswith("worker on ") for line in self.lines)
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+        return any(line.startswith("worker on ") for line in self.output().splitlines())
 
 
 @dataclass

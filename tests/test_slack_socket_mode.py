@@ -4,9 +4,7 @@ against a fake Socket Mode WebSocket server and the fake Web API, both on loopba
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
-from itertools import count
 
 import pytest
 
@@ -19,16 +17,10 @@ from tests.slack_harness import (
     event_payload,
     mention,
     message,
+    new_ts,
 )
 
 ALICE = "UALICE"
-_ts = count(1)
-
-
-def new_ts() -> str:
-    return f"{1900000000 + next(_ts)}.{int(time.time() * 1000) % 1000000:06d}"
-
-
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SlackServer, SocketModeServer]]:
     data = tmp_path_factory.mktemp("socket")
