@@ -13,6 +13,8 @@ import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TextIO
 
 import pandas as pd
@@ -23,11 +25,13 @@ from bot.interrupt_kinds import EDIT_BODY, code_edit, kind_of
 from bot.runner import Outcome, Runner
 from bot.views import view_text
 from graphs.clarify import CANCELLED, is_cancel
-from graphs.registry import WORKFLOWS, workflow_for
+from graphs.registry import COMMANDS, WORKFLOWS, command_for, workflow_for
+from graphs.workflow import CommandCall, CommandError, Subcommand
 from tools.data.schema import DATASET_FIELDS, DataError, dataset_of
 from tools.workspace import Workspace, WorkspaceError
 
 HOME = "console"  # the session's own thread id: its workspace holds what `load` stores, across console runs
+ACCOUNT = "console"  # the console's paper account unless a request names another
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,8 @@ def _help_text(commands: dict[str, DataCommand]) -> str:
         lines += [f"  {workflow.usage}", f"      {workflow.summary}", f"      e.g. {workflow.example}"]
         lines += [f"      {note}" for note in workflow.notes]
         lines += [f"  {sub.usage:<34}{sub.summary}" for sub in workflow.subcommands.values()]
+    lines += ["paper account (you count as a trader here: it is your own machine):"]
+    lines += [f"  {c.usage:<34}{c.summary}" for c in COMMANDS.values()]
     lines += [
         "  free text (needs an LLM: OPENAI_API_KEY / OPENAI_BASE_URL); follow-ups such as `fast=10 slow=30` or",
         "  `window=10` re-run the current request with those changes",
@@ -53,8 +59,8 @@ def _help_text(commands: dict[str, DataCommand]) -> str:
         "  edit                        replace the body: type it on the following lines, end with a line `.`",
         "  edit FILE                   replace the body with the contents of FILE",
         "  reject REASON               stop; the rejection and its reason are recorded (a reason is required)",
-        "while an action waits for approval (e.g. saving a near duplicate of another factor):",
-        "  approve | reject REASON     (and edit name=value ... where the action allows edits)",
+        "while an action waits for approval (an order, or saving a near duplicate of another factor):",
+        "  approve | reject REASON     (and edit name=value ..., e.g. edit quantity=200 limit_price=9.80)",
         "data commands:",
     ]
     lines += [f"  {c.usage:<34}{c.summary}" for c in commands.values()]
@@ -71,6 +77,7 @@ class Console:
         self.runner = runner
         self.out = out
         self.user = getpass.getuser()
+        runner.context.traders = runner.context.traders | {self.user}  # the local operator trades on their machine
         self.decisions = DecisionStore(ctx.engine)
         self.thread = HOME
         self.pending: list[dict[str, Any]] = []  # [{"id", "value"}] of the current thread, oldest first
@@ -131,15 +138,25 @@ class Console:
             self.say(_help_text(self.commands))
         elif name in self.commands:
             self.command(name, args)
-        elif name in WORKFLOWS and WORKFLOWS[name].subcommand(args):
-            self.say(view_text(WORKFLOWS[name].subcommand(args).run(self.ctx.engine, args[1:])))  # type: ignore[union-attr]
+        elif (found := command_for(words)) is not None:
+            self.run_command(*found)
         elif workflow_for(text) is not None:
             self.new_request(text)
         elif self.pending:
             self.answer(text)
         else:
-            self.show_outcome(self.runner.start(self.thread, text, user=self.user))
+            self.show_outcome(self.runner.start(self.thread, text, user=self.user, account=ACCOUNT))
         return True
+
+    def run_command(self, command: Subcommand, args: list[str]) -> None:
+        """A command that needs no run (account, orders, factor list, ...), as the console operator."""
+        try:
+            view = command.run(CommandCall(self.runner.context, args, self.user, ACCOUNT))
+        except (CommandError, DataError, ValueError) as exc:
+            self.say(f"error: {exc}")
+            return
+        self.say(view_text(view))
+        self.export(view.artifacts, self.ctx.settings.data_dir / "exports" / "commands")
 
     def command(self, name: str, args: list[str]) -> None:
         command = self.commands[name]
@@ -156,7 +173,7 @@ class Console:
         if self.pending:
             self.say("(the previous request's pending question was cancelled; starting the new request)")
         self.thread, self.pending = self._new_thread(), []
-        self.show_outcome(self.runner.start(self.thread, text, user=self.user))
+        self.show_outcome(self.runner.start(self.thread, text, user=self.user, account=ACCOUNT))
 
     def answer(self, text: str) -> None:
         """A line typed while the run waits: the answer or decision for the oldest pending interrupt."""
@@ -180,7 +197,7 @@ class Console:
         if not self.decisions.accept(interrupt_id, self.thread, decision, self.user, "console"):
             self.say("already handled")
             return
-        outcome = self.runner.resume(self.thread, interrupt_id, decision, self.user)
+        outcome = self.runner.resume(self.thread, interrupt_id, decision, self.user, decided_at=datetime.now(UTC))
         if outcome.status != "failed":
             self.decisions.mark_applied(interrupt_id)
         elif outcome.retryable:
@@ -203,13 +220,16 @@ class Console:
             self.thread = self._new_thread()
         if outcome.result and outcome.workflow in WORKFLOWS:
             self.say(view_text(WORKFLOWS[outcome.workflow].present(outcome.result)))
-            exports = self.ctx.settings.data_dir / "exports" / outcome.thread_id  # this machine's copies
-            for artifact in outcome.result.get("artifacts", []):
-                path = self.runner.context.artifacts.export(artifact["id"], exports)
-                self.say(f"  saved {artifact['kind']}: {path}" if path else
-                         f"  {artifact['kind']} is no longer stored (older than the retention period)")
+            self.export(outcome.result.get("artifacts", []), self.ctx.settings.data_dir / "exports" / outcome.thread_id)
         else:
             self.say(outcome.text)
+
+    def export(self, artifacts: list[dict[str, Any]], folder: Path) -> None:
+        """This machine's copies of stored charts and files, and where they went."""
+        for artifact in artifacts:
+            path = self.runner.context.artifacts.export(artifact["id"], folder)
+            self.say(f"  saved {artifact['kind']}: {path}" if path else
+                     f"  {artifact['kind']} is no longer stored (older than the retention period)")
 
     def say_warnings(self, notes: list[str]) -> None:
         """The data provider's warnings (e.g. codes without rows), shown here rather than only in the log."""

@@ -9,7 +9,7 @@ marks it failed. A post (a question or a result) is a row until Slack accepted i
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Engine, or_, select, update
@@ -48,11 +48,13 @@ class Decision:
     attempts: int
     last_error: str | None
     applied: bool
+    decided_at: datetime  # when the human decided (an approval's expiry is judged against it, not the apply)
 
 
 def _decision(row: DecisionRecord) -> Decision:
+    decided_at = row.decided_at if row.decided_at.tzinfo else row.decided_at.replace(tzinfo=UTC)  # SQLite: naive
     return Decision(row.interrupt_id, row.thread_id, dict(row.decision), row.decided_by, row.source, row.outcome,
-                    row.attempts, row.last_error, row.applied_at is not None)
+                    row.attempts, row.last_error, row.applied_at is not None, decided_at)
 
 
 class DecisionStore:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Protocol
 
 from bot.decisions import DecisionStore, PostStore
@@ -15,6 +16,7 @@ from bot.jobs import JobQueue
 log = logging.getLogger(__name__)
 
 INTERVAL_SECONDS = 5.0  # at most 10 s between passes (ARCHITECTURE §7)
+SETTLE_SECONDS = 60.0  # between the paper account's settle passes (each may read the data provider)
 
 
 class Applier(Protocol):
@@ -28,6 +30,8 @@ class Applier(Protocol):
 
     def repost(self, key: str) -> None: ...
 
+    def settle(self) -> None: ...
+
 
 class Reconciler:
     def __init__(self, door: Applier, interval: float = INTERVAL_SECONDS) -> None:
@@ -35,10 +39,11 @@ class Reconciler:
         self.interval = interval
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._settled_at: float | None = None
 
     def run_once(self) -> None:
         """One pass: every due decision and every unqueued message back on the queue, then every post without
-        a message."""
+        a message; about once a minute, the paper account's settle job."""
         for decision in self.door.decisions.due():
             self.door.reapply(decision.interrupt_id, decision.thread_id)
         self.door.queue.requeue_unqueued()
@@ -47,6 +52,10 @@ class Reconciler:
                 self.door.repost(post.key)
             except Exception:  # noqa: BLE001 - Slack or the database is down: the post stays for the next pass
                 log.warning("re-posting %s failed; will try again", post.key, exc_info=True)
+        now = time.monotonic()
+        if self._settled_at is None or now - self._settled_at >= SETTLE_SECONDS:
+            self._settled_at = now
+            self.door.settle()
 
     def start(self) -> None:
         """Run a pass now and then every `interval` seconds, in a daemon thread, until `stop()`."""

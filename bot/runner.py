@@ -10,6 +10,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -26,6 +27,9 @@ from graphs.llm import get_light_llm, get_llm
 from graphs.main import build_main_graph
 from graphs.progress import PROGRESS
 from tools.artifacts import ArtifactStore
+from tools.broker.paper import PaperBroker, PaperConfig
+from tools.klines import klines_for
+from tools.rule_store import RuleStore
 from tools.sandbox import SandboxUnavailable, default_sandbox
 
 log = logging.getLogger(__name__)
@@ -58,6 +62,7 @@ class Outcome:
 class Runner:
     def __init__(self, app: AppContext, checkpointer: BaseCheckpointSaver) -> None:
         settings = app.settings
+        paper = PaperConfig.from_settings(settings)
         self.graph = build_main_graph(checkpointer)
         sandbox = default_sandbox()
         try:
@@ -69,29 +74,35 @@ class Runner:
             artifacts=ArtifactStore(app.engine, settings.artifact_retention_days), llm=get_llm(settings),
             light_llm=get_light_llm(settings),
             fee_rate=settings.fee_rate, long_only=settings.long_only,
+            paper=paper, broker=lambda name, by: PaperBroker(app.engine, app.provider, name, paper, opened_by=by),
+            traders=settings.traders,
+            rules=RuleStore(app.engine, settings.admins, max_failures=settings.rule_max_failures),
+            klines=lambda symbol: klines_for(symbol, settings, app.provider),
         )
         self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
 
-    def start(self, thread_id: str, text: str, progress: Progress | None = None, user: str | None = None) -> Outcome:
-        """A new message in the thread: a new request or a follow-up to the work already there."""
+    def start(self, thread_id: str, text: str, progress: Progress | None = None, user: str | None = None,
+              account: str | None = None) -> Outcome:
+        """A new message in the thread: a new request or a follow-up to the work already there. `account` is the
+        thread's default paper account (the channel's)."""
         update: dict[str, Any] = {"messages": [HumanMessage(text)]}
         if user:
             update["requester"] = user
-        return self._run(thread_id, update, progress, user, "async")
+        return self._run(thread_id, update, progress, _config(thread_id, user, account=account), "async")
 
     def resume(self, thread_id: str, interrupt_id: str, decision: dict[str, Any], user: str | None,
-               progress: Progress | None = None) -> Outcome:
-        """Answer one pending interrupt with a HITL decision; `user` (the decider) travels in the config. A decision
-        is what releases side effects (saves now, orders next), so its run checkpoints synchronously: each step is
-        durable before the next one starts."""
-        return self._run(thread_id, Command(resume={interrupt_id: decision}), progress, user, "sync")
+               progress: Progress | None = None, decided_at: datetime | None = None) -> Outcome:
+        """Answer one pending interrupt with a HITL decision; `user` (the decider) and when the decision was made
+        travel in the config. A decision is what releases side effects (saves, orders), so its run checkpoints
+        synchronously: each step is durable before the next one starts."""
+        config = _config(thread_id, user, decided_at=decided_at)
+        return self._run(thread_id, Command(resume={interrupt_id: decision}), progress, config, "sync")
 
     def pending(self, thread_id: str) -> list[dict[str, Any]]:
         return _interrupts(self.graph.get_state(_config(thread_id)))
 
-    def _run(self, thread_id: str, value: Any, progress: Progress | None, user: str | None,
+    def _run(self, thread_id: str, value: Any, progress: Progress | None, config: dict[str, Any],
              durability: Durability) -> Outcome:
-        config = _config(thread_id, user)
         with self._locks[thread_id]:
             try:
                 for _namespace, mode, event in self.graph.stream(value, config, context=self.context,
@@ -136,8 +147,14 @@ def _interrupts(state: StateSnapshot) -> list[dict[str, Any]]:
     return [{"id": i.id, "value": i.value} for i in state.interrupts]
 
 
-def _config(thread_id: str, user: str | None = None) -> dict[str, Any]:
+def _config(thread_id: str, user: str | None = None, *, account: str | None = None,
+            decided_at: datetime | None = None) -> dict[str, Any]:
     configurable: dict[str, Any] = {"thread_id": thread_id}
     if user:
         configurable["user"] = user
+    if account:
+        configurable["account"] = account
+    if decided_at is not None:  # SQLite hands back naive UTC times
+        aware = decided_at if decided_at.tzinfo else decided_at.replace(tzinfo=UTC)
+        configurable["decided_at"] = aware.isoformat()
     return {"configurable": configurable}

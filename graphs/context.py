@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from sqlalchemy import Engine
 
 from tools.artifacts import ArtifactStore
+from tools.broker.paper import PaperConfig
+from tools.broker.protocol import Broker
 from tools.data.provider import MarketDataProvider
+from tools.klines import KlineProvider
+from tools.rule_store import RuleStore
 from tools.sandbox import Sandbox
 from tools.workspace import Workspace
 
@@ -24,6 +30,11 @@ class WorkflowContext:
     light_llm: BaseChatModel | None = None
     fee_rate: float = 0.0005
     long_only: bool = True
+    paper: PaperConfig | None = None  # the paper account's rates, limits and clock settings
+    broker: Callable[[str, str | None], Broker] | None = None  # (account name, opened by) -> its broker
+    traders: frozenset[str] = field(default_factory=frozenset)  # who may approve or edit orders
+    rules: RuleStore | None = None  # saved execution rules and their step logs
+    klines: Callable[[str], KlineProvider] | None = None  # symbol -> the kline source that serves it
 
 
 def thread_id(config: RunnableConfig) -> str:
@@ -38,3 +49,14 @@ def decider(config: RunnableConfig) -> str | None:
     """Who made the decision this run resumes with: the adapter puts it in `configurable.user`
     (Slack user, console user, or the Studio/SDK caller), never inside the decision itself."""
     return config.get("configurable", {}).get("user")
+
+
+def decided_at(config: RunnableConfig) -> datetime | None:
+    """When the decision this run resumes with was made (the adapter's record), if it says."""
+    value = config.get("configurable", {}).get("decided_at")
+    return datetime.fromisoformat(value) if value else None
+
+
+def default_account(config: RunnableConfig) -> str:
+    """The thread's default paper account: the adapter names it (one per Slack channel, `console`)."""
+    return str(config.get("configurable", {}).get("account") or "default")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 CLARIFY = "clarify"
 CODE_REVIEW = "code_review"
 APPROVAL = "approval"
+TRADERS = "traders"  # an approval's `deciders`: only traders may approve or edit it (orders)
 
 
 def clarify_request(question: str, choices: list[str] | None = None) -> dict[str, Any]:
@@ -48,7 +50,8 @@ def approval_request(action: str, title: str, args: dict[str, Any], description:
     """An action for a human to approve or reject before it is taken; `args` are its details (JSON-safe),
     `on_reject` says what a rejection means. With `edit` allowed, `args_schema` names the editable arguments:
     {name: {"type": "integer" | "number" | "string", "title": ..., "minimum": ..., "maximum": ...,
-    "enum": [...]}}; an edit is validated against it (`validate_args`) by the adapter and again by the node."""
+    "multiple_of": ..., "decimals": ..., "enum": [...]}}; an edit is validated against it (`validate_args`) by the
+    adapter and again by the node."""
     if "edit" in allowed and not args_schema:
         raise ValueError("an approval that allows edit needs the schema of its editable arguments")
     return {
@@ -63,6 +66,23 @@ def approval_request(action: str, title: str, args: dict[str, Any], description:
         "action_requests": [{"name": action, "args": dict(args), "description": description}],
         "review_configs": [{"action_name": action, "allowed_decisions": list(allowed)}],
     }
+
+
+def approval_refusal(payload: dict[str, Any], user: str | None, decision_type: str, traders: frozenset[str],
+                     now: datetime) -> str | None:
+    """Why `user` may not take `decision_type` on this approval now, or None: approvals marked for traders
+    are approved or edited by traders only, and none after their `expires_at`. Adapters refuse early with this;
+    the graph checks again after the decision."""
+    if decision_type not in ("approve", "edit") or payload.get("type") != APPROVAL:
+        return None
+    if payload.get("deciders") == TRADERS and user not in traders:
+        return ("Only traders (QUANTDESK_TRADERS) can approve or edit orders; you can reject it." if traders else
+                "No traders are configured (QUANTDESK_TRADERS), so nobody can approve or edit this order.")
+    expires = payload.get("expires_at")
+    if expires and now > datetime.fromisoformat(expires):
+        return (f"This proposal expired at {datetime.fromisoformat(expires):%Y-%m-%d %H:%M %Z}: it cannot be "
+                "approved any more. Reject it, or propose it again for a fresh check.")
+    return None
 
 
 def edited_code(decision: dict[str, Any]) -> str:
@@ -118,5 +138,9 @@ def validate_args(schema: dict[str, dict[str, Any]], original: dict[str, Any],
             problems.append(f"{label} must be at least {rule['minimum']}")
         if "maximum" in rule and typed > rule["maximum"]:
             problems.append(f"{label} must be at most {rule['maximum']}")
+        if rule.get("multiple_of") and typed % rule["multiple_of"]:
+            problems.append(f"{label} must be a multiple of {rule['multiple_of']}")
+        if "decimals" in rule and round(typed, rule["decimals"]) != typed:
+            problems.append(f"{label} must have at most {rule['decimals']} decimals")
         args[name] = typed
     return args, problems

@@ -3,11 +3,21 @@ the console, help and the result renderers all read it. Adding a workflow is one
 
 from __future__ import annotations
 
+from graphs.execution.commands import SUBCOMMANDS as RULE_SUBCOMMANDS
+from graphs.execution.graph import build_execution_graph
+from graphs.execution.nodes.load import USAGE as RULE_RUN_USAGE
+from graphs.execution.present import present_rule_run
 from graphs.factor.graph import build_factor_graph
 from graphs.factor.library import FACTORS
 from graphs.factor.present import factor_list, factor_show, present_factor
 from graphs.factor.spec import looks_structured as factor_structured
 from graphs.factor.spec import starts_request as factor_starts
+from graphs.order.commands import account_command, cancel_command, orders_command, trading_command
+from graphs.order.grammar import USAGE as ORDER_USAGE
+from graphs.order.grammar import looks_structured as order_structured
+from graphs.order.grammar import starts_request as order_starts
+from graphs.order.graph import build_order_graph
+from graphs.order.present import present_order
 from graphs.signal.grammar import looks_structured as signal_structured
 from graphs.signal.grammar import starts_request as signal_starts
 from graphs.signal.graph import build_signal_graph
@@ -36,13 +46,65 @@ FACTOR = Workflow(
            "20190301 20200601)", "CODES default to the data provider's whole universe"),
     starts_request=factor_starts, looks_structured=factor_structured, build=build_factor_graph,
     present=present_factor,
-    subcommands={"list": Subcommand("factor list", "saved factors (newest version of each)", factor_list),
-                 "show": Subcommand("factor show NAME", "one factor: versions, reviewer, metrics, code", factor_show)},
+    subcommands={"list": Subcommand("factor list", "saved factors (newest version of each)",
+                                    lambda call: factor_list(call.context.engine, call.args)),
+                 "show": Subcommand("factor show NAME", "one factor: versions, reviewer, metrics, code",
+                                    lambda call: factor_show(call.context.engine, call.args))},
 )
 
-WORKFLOWS: dict[str, Workflow] = {w.name: w for w in (SIGNAL, FACTOR)}
+ORDER = Workflow(
+    name="order",
+    summary="a manual order on the paper account: every A-share rule and risk limit checked, then a trader's "
+            "approval before it is placed",
+    usage=ORDER_USAGE,
+    example="order 600519.SH buy 100 limit=1700",
+    notes=("the account defaults to the channel's (the console's own in `quantdesk chat`)",
+           "market orders fill at the next session's open on live data, at the last close on past data"),
+    starts_request=order_starts, looks_structured=order_structured, build=build_order_graph, present=present_order,
+)
 
-PLANNED = {"analyze": "multi-analyst trading decision", "rule": "execution rules"}
+RULE = Workflow(
+    name="rule",
+    summary="check a saved trading rule now: step by step with indicator tools (every step logged), buy/sell/hold "
+            "with a confidence, and an order for a trader's approval when it clears the rule's threshold",
+    usage=RULE_RUN_USAGE,
+    example="rule run 1",
+    notes=('save one first: rule add 600519.SH "buy when close > ma(30) and rsi(14) < 70; sell when close < ma(30)" '
+           "size=100 (the rule language runs without an LLM; plain words need one)",),
+    starts_request=lambda text: text.strip().lower().lstrip("/").split(" ", 1)[0] == "rule",
+    looks_structured=lambda text: False,
+    build=build_execution_graph, present=present_rule_run,
+    subcommands={name: Subcommand(usage, summary, run) for name, (usage, summary, run) in RULE_SUBCOMMANDS.items()},
+)
+
+WORKFLOWS: dict[str, Workflow] = {w.name: w for w in (SIGNAL, FACTOR, ORDER, RULE)}
+
+COMMANDS: dict[str, Subcommand] = {
+    "account": Subcommand("account [NAME] | account reset NAME", "a paper account: cash, positions with marks and "
+                          "P&L, an equity chart; reset is for traders and asks for confirmation", account_command),
+    "orders": Subcommand("orders [open|today|all] [NAME]", "orders of a paper account", orders_command),
+    "trading": Subcommand("trading [on|off]", "the kill switch: while off nothing is submitted or filled "
+                          "(traders switch it)", trading_command),
+    "cancel": Subcommand("cancel ORDER", "cancel an order that has not filled yet (traders)", cancel_command,
+                         min_args=1),
+}
+
+
+def command_for(words: list[str]) -> tuple[Subcommand, list[str]] | None:
+    """The command `words` call (top-level like `account`, or a workflow's like `factor list`) and its
+    arguments, if any."""
+    if not words:
+        return None
+    name = words[0].lower()
+    command = COMMANDS.get(name)
+    if command is not None and len(words) - 1 >= command.min_args:
+        return command, words[1:]
+    workflow = WORKFLOWS.get(name)
+    sub = workflow.subcommand(words[1:]) if workflow is not None else None
+    return (sub, words[2:]) if sub is not None else None
+
+
+PLANNED = {"analyze": "multi-analyst trading decision"}
 
 
 def not_available(name: str) -> str:

@@ -32,3 +32,4 @@ class View:
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     users: list[str] = field(default_factory=list)  # user ids named in the text (Slack shows them as mentions)
+    artifacts: list[dict] = field(default_factory=list)  # refs of stored charts and files that go with it

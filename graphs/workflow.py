@@ -7,18 +7,37 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
-from sqlalchemy import Engine
 
+from graphs.context import WorkflowContext
 from graphs.views import View
 
 
 @dataclass(frozen=True)
+class CommandCall:
+    """One command as an adapter hands it over: who asked, in which account's place, with which words."""
+
+    context: WorkflowContext
+    args: list[str]
+    user: str | None
+    account: str  # the adapter's default paper account (one per Slack channel; `console`)
+
+    @property
+    def is_trader(self) -> bool:
+        return self.user is not None and self.user in self.context.traders
+
+
+class CommandError(ValueError):
+    """A command that cannot be done as asked; the message says why and what to type."""
+
+
+@dataclass(frozen=True)
 class Subcommand:
-    """A command of a workflow that reads data and needs no run (e.g. `factor list`)."""
+    """A command that needs no graph run (e.g. `factor list`, `account`): it answers with a view."""
 
     usage: str
     summary: str
-    run: Callable[[Engine, list[str]], View]
+    run: Callable[[CommandCall], View]
+    min_args: int = 0  # fewer words are not this command (`cancel` alone ends a pending request)
 
 
 @dataclass(frozen=True)

@@ -44,14 +44,17 @@ class GraphThread:
         (pending,) = out["__interrupt__"]
         return self._invoke(Command(resume={pending.id: {"type": "respond", "message": text}}))
 
-    def decide(self, out: dict[str, Any], decision: dict[str, Any], user: str = "UBOB") -> dict[str, Any]:
-        """A review or approval decision by `user` on the one pending interrupt of `out`."""
+    def decide(self, out: dict[str, Any], decision: dict[str, Any], user: str | None = "UBOB",
+               decided_at: str | None = None) -> dict[str, Any]:
+        """A review or approval decision by `user` (made at `decided_at`, ISO) on the one pending interrupt."""
         (pending,) = out["__interrupt__"]
-        return self._invoke(Command(resume={pending.id: decision}), user)
+        return self._invoke(Command(resume={pending.id: decision}), user, decided_at)
 
-    def _invoke(self, value: Any, user: str | None = None) -> dict[str, Any]:
+    def _invoke(self, value: Any, user: str | None = None, decided_at: str | None = None) -> dict[str, Any]:
         config = self.config
         if user:  # the decider travels in the config, as the runner sends it
             config["configurable"]["user"] = user
+        if decided_at:
+            config["configurable"]["decided_at"] = decided_at
         with open_checkpointer(self.url) as saver:
             return self.build(saver).invoke(value, config, context=self.ctx)

@@ -214,7 +214,7 @@ def test_a_replica_on_another_data_dir_delivers_the_charts_of_a_run_it_did_not_d
             assert done.status == "done" and [r["id"] for r in done.result["artifacts"]] == [
                 drawn[k]["id"] for k in ("chart", "metrics_csv", "ic_csv")]
             where = Where(TEAM, "C1", "1800000000.000100", "UALICE")
-            door._upload(where, done.result["artifacts"])
+            door.upload(where, done.result["artifacts"])
             complete = slack.fake.wait_for("files.completeUploadExternal")[0]
             files = complete.args["files"]
             files = json.loads(files) if isinstance(files, str) else files
@@ -224,7 +224,7 @@ def test_a_replica_on_another_data_dir_delivers_the_charts_of_a_run_it_did_not_d
             assert {f["title"] for f in files} == {r["title"] for r in drawn.values()}
             assert sorted(uploads[f["id"]] for f in files) == sorted(stored.values())
             slack.fake.fail_uploads = True
-            door._upload(where, done.result["artifacts"])
+            door.upload(where, done.result["artifacts"])
             note = slack.fake.wait_for("chat.postMessage", where=lambda c: "could not upload" in c.args["text"])[0]
             assert "kept" in note.args["text"] and str(tmp_path) not in note.args["text"]
             assert all(name in note.args["text"] for name in stored)

@@ -36,6 +36,19 @@ def test_sample_serves_the_tushare_bar_schema(sample: SampleProvider) -> None:
     assert sample.date_range() == ("20190102", "20200824")
 
 
+def test_sample_bars_carry_pre_close_and_never_zero_volume(sample: SampleProvider) -> None:
+    fields = ["open", "high", "low", "close", "pre_close", "vol"]
+    frame = sample.daily("600519.SH", "20190102", "20190103", fields)
+    assert list(frame["trade_date"]) == ["20190102", "20190103"]
+    np.testing.assert_allclose(frame[fields].to_numpy(), [
+        [594.14003936, 596.107584, 579.55878032, 583.42568736, 574.68862032, 62286.49],
+        [584.38997904, 586.03609312, 570.5879456, 574.67888, 583.42568736, 30977.35],
+    ])
+    everything = sample.daily(sorted(sample.known_codes()), "20190102", "20200824", ["vol", "pre_close"])
+    assert len(everything) == 103562
+    assert (everything["vol"] > 0).all() and everything["pre_close"].notna().all()
+
+
 def test_real_prices_match_the_published_checks(csi300: LocalProvider) -> None:
     frame = csi300.daily("600519.SH", "20211231", "20221220", ["close"])
     closes = dict(zip(frame["trade_date"], frame["close"], strict=True))

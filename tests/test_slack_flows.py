@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from graphs.registry import PLANNED, WORKFLOWS, not_available
+from graphs.registry import COMMANDS, PLANNED, WORKFLOWS, not_available
 from tests.fakes.slack_server import Call, Fault, SlackServer
 from tests.slack_harness import (
     BotProcess,
@@ -220,7 +220,7 @@ def test_factor_progress_shows_dry_run_and_review(slack: SlackServer, factor_run
 # --- the registry's answers to /quant ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("sub", ["analyze 600519.SH", "rule max_position 0.1"])
+@pytest.mark.parametrize("sub", ["analyze 600519.SH"])
 def test_planned_workflows_answer_the_one_not_available_text(slack: SlackServer, bot: BotProcess, sub: str) -> None:
     name = sub.split()[0]
     assert name in PLANNED
@@ -241,8 +241,10 @@ def test_help_lists_every_workflow_in_the_registry(slack: SlackServer, bot: BotP
         assert workflow.summary in text
         for sub in workflow.subcommands.values():
             assert f"`/quant {sub.usage}`" in text
+    for command in COMMANDS.values():
+        assert f"`/quant {command.usage}`" in text
     commands = set(re.findall(r"`/quant (\w+)", text))
-    assert commands == set(WORKFLOWS) | {"status", "help"}  # and nothing planned is offered as if it worked
+    assert commands == set(WORKFLOWS) | set(COMMANDS) | {"status", "help"}  # nothing planned offered as if it worked
 
 
 # --- what results show ------------------------------------------------------------------------------------------

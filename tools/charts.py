@@ -178,3 +178,20 @@ def factor_chart(evaluation: FactorEvaluation, title: str) -> bytes:
         ax.tick_params(axis="x", labelrotation=30)
     fig.suptitle(title)
     return _png(fig)
+
+
+def account_equity(dates: list[str], equity: list[float], starting_cash: float, title: str) -> bytes:
+    """A paper account's equity at each mark, against its starting cash."""
+    series = pd.Series(equity, index=pd.to_datetime(dates, format="%Y%m%d"), dtype="float64")
+    note = nothing_to_plot(series, "marks (the account has not traded yet)")
+    if note:
+        return note_chart(title, note)
+    fig, ax = plt.subplots(figsize=(10, 4))
+    ax.plot(series.index, series.to_numpy(), color="#2c3e50", linewidth=1.3, marker="o" if len(series) < 30 else None,
+            label=f"equity ({series.iloc[-1] / starting_cash - 1:+.2%})")
+    ax.axhline(starting_cash, color="#95a5a6", linewidth=0.8, label="starting cash")
+    ax.set_title(title)
+    ax.set_ylabel("CNY")
+    ax.legend(loc="upper left", fontsize=8)
+    ax.grid(alpha=0.3)
+    return _png(fig)

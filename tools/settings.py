@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
@@ -27,6 +28,8 @@ class Settings(BaseSettings):
         default="auto", alias="QUANTDESK_DATA_PROVIDER"
     )
     local_data_path: Path | None = Field(default=None, alias="QUANTDESK_LOCAL_DATA")
+    local_price_basis: Literal["unadjusted", "forward-adjusted", "unknown"] = Field(
+        default="unknown", alias="QUANTDESK_LOCAL_PRICE_BASIS")
     tushare_token: SecretStr | None = Field(default=None, alias="TUSHARE_TOKEN")
     tushare_api_url: str = Field(default="http://api.tushare.pro", alias="TUSHARE_API_URL")
     cache_recent_days: int = Field(default=7, ge=0, alias="QUANTDESK_CACHE_RECENT_DAYS")
@@ -65,9 +68,40 @@ class Settings(BaseSettings):
     job_processes: int = Field(default=2, ge=1, le=1000, alias="QUANTDESK_JOB_PROCESSES")
     in_process_worker: bool = Field(default=True, alias="QUANTDESK_IN_PROCESS_WORKER")
 
+    # paper account (tools/broker): money in CNY, rates as fractions; a schedule is "YYYYMMDD:rate,..." (each
+    # rate applies from its date; dates before the first are refused)
+    traders: Annotated[frozenset[str], NoDecode] = Field(default=frozenset(), alias="QUANTDESK_TRADERS")
+    paper_cash: Decimal = Field(default=Decimal("1000000"), gt=0, alias="QUANTDESK_PAPER_CASH")
+    order_ttl_minutes: int = Field(default=120, ge=1, le=10080, alias="QUANTDESK_ORDER_TTL_MINUTES")
+    live_fill_at: Literal["open", "close"] = Field(default="open", alias="QUANTDESK_LIVE_FILL_AT")
+    live_data_days: int = Field(default=7, ge=1, le=60, alias="QUANTDESK_LIVE_DATA_DAYS")
+    max_order_value: Decimal = Field(default=Decimal("500000"), gt=0, alias="QUANTDESK_MAX_ORDER_VALUE")
+    max_position_weight: Decimal = Field(default=Decimal("0.3"), gt=0, le=1, alias="QUANTDESK_MAX_POSITION_WEIGHT")
+    daily_loss_limit: Decimal = Field(default=Decimal("0.05"), gt=0, le=1, alias="QUANTDESK_DAILY_LOSS_LIMIT")
+    commission_rate: Decimal = Field(default=Decimal("0.00025"), ge=0, le=Decimal("0.003"),
+                                     alias="QUANTDESK_COMMISSION_RATE")
+    commission_min: Decimal = Field(default=Decimal("5"), ge=0, alias="QUANTDESK_COMMISSION_MIN")
+    handling_fee_rate: Decimal = Field(default=Decimal("0"), ge=0, le=Decimal("0.001"),
+                                       alias="QUANTDESK_HANDLING_FEE_RATE")
+    regulator_fee_rate: Decimal = Field(default=Decimal("0"), ge=0, le=Decimal("0.001"),
+                                        alias="QUANTDESK_REGULATOR_FEE_RATE")
+    stamp_duty: str = Field(default="20080919:0.001,20230828:0.0005", alias="QUANTDESK_STAMP_DUTY")
+    transfer_fee: str = Field(default="20150801:0.00002,20220429:0.00001", alias="QUANTDESK_TRANSFER_FEE")
+    transfer_fee_bj: str = Field(default="20211115:0.000025,20220429:0.00001", alias="QUANTDESK_TRANSFER_FEE_BJ")
+
+    # crypto klines (ccxt): the exchange (a ccxt id) and an optional base URL replacing its API hosts
+    crypto_exchange: str = Field(default="binance", alias="QUANTDESK_CRYPTO_EXCHANGE")
+    crypto_api_url: str | None = Field(default=None, alias="QUANTDESK_CRYPTO_API_URL")
+
+    # execution rules: admins may change or delete anyone's rule (owners may change their own); a rule is paused
+    # after this many consecutive failed runs; ticks missed while down run once at start ("once") or not ("skip")
+    admins: Annotated[frozenset[str], NoDecode] = Field(default=frozenset(), alias="QUANTDESK_ADMINS")
+    rule_max_failures: int = Field(default=3, ge=1, le=100, alias="QUANTDESK_RULE_MAX_FAILURES")
+    rule_catch_up: Literal["once", "skip"] = Field(default="once", alias="QUANTDESK_RULE_CATCH_UP")
+
     log_level: str = Field(default="INFO", alias="QUANTDESK_LOG_LEVEL")
 
-    @field_validator("approvers", mode="before")
+    @field_validator("approvers", "traders", "admins", mode="before")
     @classmethod
     def _split_approvers(cls, value: object) -> object:
         if isinstance(value, str):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import shlex
 from typing import Any
 
 from slack_bolt import App
@@ -13,10 +14,12 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
 from bot.slack import render
-from bot.slack.frontdoor import ALREADY_HANDLED, FrontDoor, Where, clean_text, parse_button_value
+from bot.slack.frontdoor import ALREADY_HANDLED, FrontDoor, Where, channel_account, clean_text, parse_button_value
 from graphs.factor.template import edit_problems
 from graphs.interrupts import APPROVAL, validate_args
-from graphs.registry import PLANNED, WORKFLOWS, not_available
+from graphs.registry import COMMANDS, PLANNED, WORKFLOWS, command_for, not_available
+from graphs.workflow import CommandCall, CommandError, Subcommand
+from tools.data.schema import DataError
 from tools.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -28,6 +31,7 @@ def usage() -> str:
         lines.append(f"• `/quant {workflow.usage}` — {workflow.summary}; e.g. `/quant {workflow.example}`. "
                      + "; ".join(workflow.notes) + ".")
         lines += [f"• `/quant {sub.usage}` — {sub.summary}" for sub in workflow.subcommands.values()]
+    lines += [f"• `/quant {command.usage}` — {command.summary}" for command in COMMANDS.values()]
     lines += ["• `/quant status` — your open threads and the questions waiting for you",
               "• `/quant help` — this text",
               "Or mention me in a channel (`@QuantDesk signal rsi 600519.SH 20190101 20200601`, or plain words when "
@@ -79,16 +83,21 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
         sub = sub.lower()
         user, channel = command["user_id"], command["channel_id"]
         workflow = WORKFLOWS.get(sub)
+        try:
+            words = shlex.split(text)  # `rule add CODE "buy when …" every="30 14 * * 1-5"`
+        except ValueError:
+            words = text.split()
+        found = command_for(words)
         if sub in ("", "help"):
             respond(response_type="ephemeral", text=usage())
         elif sub == "status":
             respond(response_type="ephemeral", text=door_status(door, user))
         elif sub in PLANNED:
             respond(response_type="ephemeral", text=not_available(sub) + " See `/quant help`.")
-        elif workflow is not None and workflow.subcommand(rest.split()):
-            words = rest.split()
-            view = workflow.subcommand(words).run(door.registry.engine, words[1:])  # type: ignore[union-attr]
-            respond(response_type="ephemeral", **render.view_message(view))
+        elif found is not None:
+            run_command(respond, channel, user, *found)
+        elif sub in COMMANDS:  # too few words for it, e.g. `cancel` without an order
+            respond(response_type="ephemeral", text=f"Usage: `/quant {COMMANDS[sub].usage}`. See `/quant help`.")
         elif workflow is not None:
             if not rest.strip():
                 respond(response_type="ephemeral", text=f"Usage: `/quant {workflow.usage}`, e.g. "
@@ -104,6 +113,25 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
             door.submit_text(Where(command["team_id"], channel, root, user), f"{sub} {rest}", f"msg:{channel}:{root}")
         else:
             respond(response_type="ephemeral", text=f"Unknown subcommand `{sub}`.\n{usage()}")
+
+    def run_command(respond: Any, channel: str, user: str, command: Subcommand, args: list[str]) -> None:
+        """A command that needs no run: its view to the user alone; one with a chart goes to the channel, with
+        the chart uploaded beside it."""
+        try:
+            view = command.run(CommandCall(door.runner.context, args, user, channel_account(channel)))
+        except (CommandError, DataError, ValueError) as exc:
+            respond(response_type="ephemeral", text=f":warning: {exc}")
+            return
+        if not view.artifacts:
+            respond(response_type="ephemeral", **render.view_message(view))
+            return
+        try:
+            ts = client.chat_postMessage(channel=channel, **render.view_message(view))["ts"]
+        except SlackApiError as exc:
+            respond(response_type="ephemeral", **render.view_message(view))
+            log.warning("could not post a command's view: %s", exc.response.get("error"))
+            return
+        door.upload(Where("", channel, ts, user), view.artifacts)
 
     @app.action(re.compile(r"^clarify_choice_\d+$"))
     def on_choice(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
@@ -169,7 +197,7 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
         ack()  # first: the trigger_id expires 3 s after the click
         thread_id, interrupt_id, decision = parse_button_value(action["value"])
         user, channel, message = body["user"]["id"], body["channel"]["id"], body["message"]
-        allowed, reason = door.may_decide(thread_id, interrupt_id, user)
+        allowed, reason = door.may_decide(thread_id, interrupt_id, user, decision)
         value = door.pending_value(thread_id, interrupt_id) if allowed else None
         if value is None:
             client.chat_postEphemeral(channel=channel, user=user, text=reason or "Already handled.",

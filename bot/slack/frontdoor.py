@@ -12,7 +12,9 @@ import logging
 import os
 import re
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from slack_sdk import WebClient
@@ -25,7 +27,9 @@ from bot.registry import AuditLog, ThreadInfo, ThreadRegistry, dedupe_key, threa
 from bot.runner import INFRASTRUCTURE_ERRORS, Outcome, Runner
 from bot.slack import render
 from graphs.clarify import is_cancel
+from graphs.interrupts import TRADERS, approval_refusal
 from graphs.registry import WORKFLOWS, workflow_for
+from tools.broker.paper import settle_all
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +102,8 @@ class FrontDoor:
         pending = self.runner.pending(thread_id)
         if not pending:
             status = self._status_message(where)
-            outcome = self.runner.start(thread_id, text, self._progress(where, status), user=where.user)
+            outcome = self.runner.start(thread_id, text, self._progress(where, status), user=where.user,
+                                        account=channel_account(where.channel))
             self._render(where, info, outcome, status)
             return
         if workflow_for(text) is not None:  # a new request, not an answer: it gets its own thread
@@ -156,7 +161,7 @@ class FrontDoor:
             return
         status = self._status_message(where)
         outcome = self.runner.resume(record.thread_id, interrupt_id, record.decision, record.decided_by,
-                                     self._progress(where, status))
+                                     self._progress(where, status), decided_at=record.decided_at)
         if outcome.status == "failed" and outcome.retryable:
             self._finish_status(where, status, ":warning: not applied yet")
             self._retry_later(where, interrupt_id, outcome.text)
@@ -205,17 +210,28 @@ class FrontDoor:
         self.queue.submit_text(Message(f"new:{where.channel}:{root}", where.team, where.channel, root, where.user,
                                        text))
 
-    def may_decide(self, thread_id: str, interrupt_id: str, user: str) -> tuple[bool, str]:
-        """Whether `user` may decide this pause now (nothing is recorded: opening a form is not a decision)."""
+    def may_decide(self, thread_id: str, interrupt_id: str, user: str, decision_type: str) -> tuple[bool, str]:
+        """Whether `user` may take `decision_type` on this pause now (nothing is recorded: opening a form is not a
+        decision). Approvals for traders (orders) are approved or edited by traders only, and not after expiry;
+        anyone who may answer the thread, or a trader, may reject them."""
         info = self.registry.get(thread_id)
         if info is None:
             return False, "This thread is not one of mine any more."
-        if not self.authorised(info, user):
-            return False, "Only the person who started this request or a configured approver can answer it."
         if self.decisions.get(interrupt_id) is not None:
             return False, ALREADY_HANDLED
-        if interrupt_id not in {p["id"] for p in self.runner.pending(thread_id)}:  # the checkpoint is the truth
+        value = self.pending_value(thread_id, interrupt_id)  # the checkpoint is the truth
+        if value is None:
             return False, "This question is no longer open: the run has moved on."
+        traders = self.runner.context.traders
+        if value.get("deciders") == TRADERS:
+            refusal = approval_refusal(value, user, decision_type, traders, datetime.now(UTC))
+            if refusal:
+                return False, refusal
+            if not (self.authorised(info, user) or user in traders):
+                return False, "Only the requester, a configured approver or a trader can reject this order."
+            return True, ""
+        if not self.authorised(info, user):
+            return False, "Only the person who started this request or a configured approver can answer it."
         return True, ""
 
     def pending_value(self, thread_id: str, interrupt_id: str) -> dict[str, Any] | None:
@@ -224,7 +240,7 @@ class FrontDoor:
     def decide(self, thread_id: str, interrupt_id: str, user: str, decision: dict[str, Any],
                source: str) -> tuple[bool, str]:
         """Accept a decision: (accepted, reason). Accepting inserts its durable row; the first decision wins."""
-        allowed, reason = self.may_decide(thread_id, interrupt_id, user)
+        allowed, reason = self.may_decide(thread_id, interrupt_id, user, str(decision.get("type")))
         if allowed and not self.decisions.accept(interrupt_id, thread_id, decision, user, source):
             return False, ALREADY_HANDLED
         return allowed, reason
@@ -267,14 +283,17 @@ class FrontDoor:
         detail: dict[str, Any] = {"source": "slack"}
         if kind == "reject":
             detail["reason"] = decision.get("message", "")
+        edited = (decision.get("edited_action") or {}).get("args") or {}
         if kind == "edit":
-            detail["code"] = decision["edited_action"]["args"]["code"]
+            detail["edited"] = edited
         self.audit.record(info.thread_id, where.user, kind, interrupt_id, detail)
         shown = info.pending.get(interrupt_id) or {}
         ts = message_ts or shown.get("ts")
         if ts:
-            note = detail.get("reason", "") if kind == "reject" else (
-                "the edited code is being dry-run and checked" if kind == "edit" else "")
+            note = detail.get("reason", "") if kind == "reject" else ""
+            if kind == "edit":
+                note = ("the edited code is being dry-run and checked" if "code" in edited else
+                        "the edited values are being checked again")
             message = render.decided_message(shown.get("question") or "Code review", where.user, kind, note)
             self._safe(self.client.chat_update, channel=where.channel, ts=ts, **message)
 
@@ -355,7 +374,7 @@ class FrontDoor:
         if not (ts or self._post(where, key, message)):
             return
         if result:
-            self._upload(where, result.get("artifacts", []))
+            self.upload(where, result.get("artifacts", []))
         self.posts.mark_complete(key)
 
     def _post_interrupt(self, where: Where, info: ThreadInfo, interrupt: dict[str, Any]) -> str | None:
@@ -379,6 +398,27 @@ class FrontDoor:
         return ts
 
     # --- reconciliation ------------------------------------------------------------------------------
+
+    def settle(self, now: Callable[[], datetime] | None = None) -> None:
+        """The paper account's settle job: fill open orders whose session's bar exists now, and post each fill
+        (or why it did not fill) into the order's thread, once."""
+        ctx = self.runner.context
+        if ctx.paper is None:
+            return
+        for order in settle_all(ctx.engine, ctx.provider, ctx.paper, now):
+            if order.thread_id:
+                self.notify(order.thread_id, f"order:{order.id}:{order.status}", order.summary())
+
+    def notify(self, thread_id: str, key: str, text: str) -> None:
+        """Post a notice into a thread once (a post row keyed by `key`, re-posted by the reconciler if refused)."""
+        info = self.registry.get(thread_id)
+        if info is None:
+            return
+        where = Where(info.team_id, info.channel_id, info.thread_ts, info.user_id or "")
+        body = {"text": text}
+        _post, created = self.posts.record(key, thread_id, "result", body)
+        if created and self.posts.claim(key, self.owner):
+            self._post_result(where, key, body)
 
     def repost(self, key: str) -> None:
         """Post a question or result Slack refused before, unless the thread shows it already (a crash can come
@@ -420,7 +460,7 @@ class FrontDoor:
                 return str(message["ts"])
         return None
 
-    def _upload(self, where: Where, artifacts: list[dict[str, Any]]) -> None:
+    def upload(self, where: Where, artifacts: list[dict[str, Any]]) -> None:
         """Upload the result's chart and CSVs with their bytes from the database, so whichever worker finished
         the run can; a failure is said in the thread (the files stay stored), never with a host path."""
         refs = [a for a in artifacts if a["kind"] in ("chart", "signal_csv", "metrics_csv", "ic_csv")]
@@ -456,6 +496,11 @@ def _pending_entry(value: dict[str, Any]) -> dict[str, Any]:
     """What the registry keeps about a pause: its kind and the title its message shows."""
     kind = kind_of(value)
     return {"kind": kind.name, "question": kind.title(value)}
+
+
+def channel_account(channel: str) -> str:
+    """The paper account a channel trades in unless a request names another: one per channel."""
+    return channel
 
 
 def _thread_of(where: Where) -> str:

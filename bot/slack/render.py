@@ -106,8 +106,9 @@ def approval_message(thread_id: str, interrupt_id: str, payload: dict[str, Any],
     allowed = [d for d in payload.get("allowed") or [] if d in DECISION_LABELS]
     blocks.append(_decision_buttons(thread_id, interrupt_id, allowed))
     on_reject = f" Reject: {payload['on_reject']}" if payload.get("on_reject") else ""
+    who = str(payload.get("who_decides") or f"{_who(requester)} can decide.")
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(
-        f"{_who(requester)} can decide.{on_reject}", SECTION_TEXT_MAX)}]})
+        f"{who}{on_reject}", SECTION_TEXT_MAX)}]})
     return {"text": _clip(f"Approval needed: {title}", 3000), "blocks": blocks}
 
 

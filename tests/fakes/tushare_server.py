@@ -20,10 +20,17 @@ RATE_LIMITED_TOKEN = "busy-token"
 
 DROP = "drop"  # a fault: close the connection without answering
 
+DATE_COLUMNS = ("trade_date", "cal_date")  # what start_date / end_date select on
+EQUAL_PARAMS = ("trade_date", "exchange", "is_open", "list_status")  # params selecting the equal column
+DEFAULT_PARAMS = {"stock_basic": {"list_status": "L"}}  # as tushare: only listed stocks unless asked
+
 
 @dataclass
 class FakeTushare:
     """Serves `tables` (api_name -> long frame); records every answered request body.
+
+    Params select rows like tushare's: ts_code (a comma list), start_date / end_date (on trade_date or
+    cal_date), and trade_date, exchange, is_open, list_status (equal values, on tables with that column).
 
     `faults` are consumed one per POST before answering: an int is answered with that HTTP status, `DROP`
     closes the connection without a response. `posts` counts every POST, faulty or not."""
@@ -53,16 +60,21 @@ class FakeTushare:
         table = self.tables.get(body.get("api_name", ""))
         if table is None:
             return {"code": 40101, "msg": f"接口名 {body.get('api_name')} 不存在", "data": None}
-        params = body.get("params") or {}
+        params = {**DEFAULT_PARAMS.get(body["api_name"], {}), **(body.get("params") or {})}
         rows = table
         if params.get("ts_code"):
             rows = rows[rows["ts_code"].isin(str(params["ts_code"]).split(","))]
-        if params.get("start_date"):
-            rows = rows[rows["trade_date"] >= params["start_date"]]
-        if params.get("end_date"):
-            rows = rows[rows["trade_date"] <= params["end_date"]]
+        for name in EQUAL_PARAMS:
+            if params.get(name) not in (None, "") and name in rows.columns:
+                rows = rows[rows[name].astype(str) == str(params[name])]
+        day = next((c for c in DATE_COLUMNS if c in rows.columns), None)
+        if day and params.get("start_date"):
+            rows = rows[rows[day] >= params["start_date"]]
+        if day and params.get("end_date"):
+            rows = rows[rows[day] <= params["end_date"]]
         fields = [f for f in str(body.get("fields") or "").split(",") if f] or list(table.columns)
-        rows = rows.sort_values(["trade_date", "ts_code"], ascending=[False, True])
+        order = [c for c in (*DATE_COLUMNS, "ts_code", "start_date") if c in rows.columns]
+        rows = rows.sort_values(order, ascending=[c == "ts_code" for c in order])  # newest first, as tushare
         offset = int(params.get("offset") or 0)
         limit = min(int(params.get("limit") or ROW_LIMIT), ROW_LIMIT)
         page = rows.iloc[offset : offset + limit]

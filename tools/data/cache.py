@@ -1,5 +1,6 @@
 """An in-memory cache in front of a provider: repeated, narrower or adjoining requests do not refetch history,
-and recent dates are refetched once they are older than a TTL."""
+and recent dates are refetched once they are older than a TTL. Securities and the last date are kept for TTLs
+of their own; the calendar is passed through."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ from datetime import date, datetime, timedelta
 import pandas as pd
 
 from tools.data.provider import MarketDataProvider
+from tools.data.securities import Security
 
 Key = tuple[str, str, tuple[str, ...]]  # dataset, code, fields
 DEFAULT_RECENT_DAYS = 7
 DEFAULT_RECENT_TTL = 600.0
+DEFAULT_SECURITIES_TTL = 3600.0  # names and ST status change at most daily, announced ahead
 
 
 @dataclass(frozen=True)
@@ -39,13 +42,18 @@ class CachingProvider(MarketDataProvider):
     is merged in; a disjoint request replaces it only when wider. Rows dated within `recent_days` of today
     may still change (today's bar arrives after the close), so they are served from the cache for
     `recent_ttl` seconds only; older rows are immutable history and stay until evicted.
+
+    Securities are kept per code for `securities_ttl` seconds, `last_date` for `recent_ttl` seconds.
     """
 
     def __init__(self, inner: MarketDataProvider, max_entries: int = 4096, *,
                  recent_days: int = DEFAULT_RECENT_DAYS, recent_ttl: float = DEFAULT_RECENT_TTL,
+                 securities_ttl: float = DEFAULT_SECURITIES_TTL,
                  clock: Callable[[], float] = time.monotonic, today: Callable[[], date] = date.today) -> None:
         self.inner = inner
         self.name = inner.name
+        self.price_basis = inner.price_basis
+        self.securities_ttl = securities_ttl
         self.max_entries = max_entries
         self.recent_days = recent_days
         self.recent_ttl = recent_ttl
@@ -53,6 +61,8 @@ class CachingProvider(MarketDataProvider):
         self._clock = clock
         self._today = today
         self._entries: OrderedDict[Key, _Entry] = OrderedDict()
+        self._securities_cache: dict[str, tuple[float, Security]] = {}
+        self._last_date: tuple[float, str | None] | None = None
         self._lock = threading.Lock()
 
     def available_fields(self, dataset: str) -> tuple[str, ...]:
@@ -63,6 +73,35 @@ class CachingProvider(MarketDataProvider):
 
     def _coverage_hint(self) -> str:
         return self.inner._coverage_hint()
+
+    def _securities(self, codes: list[str]) -> dict[str, Security]:
+        now = self._clock()
+        with self._lock:
+            cached = {code: hit[1] for code in codes
+                      if (hit := self._securities_cache.get(code)) and now - hit[0] < self.securities_ttl}
+        missing = [code for code in codes if code not in cached]
+        if missing:
+            fresh = self.inner.securities(missing)
+            with self._lock:
+                self.misses += 1
+                self._securities_cache.update({code: (now, security) for code, security in fresh.items()})
+            cached.update(fresh)
+        return cached
+
+    def _calendar(self, start: str, end: str) -> list[str]:
+        return self.inner.calendar(start, end)
+
+    def last_date(self) -> str | None:
+        now = self._clock()
+        with self._lock:
+            hit = self._last_date
+        if hit is not None and now - hit[0] < self.recent_ttl:
+            return hit[1]
+        value = self.inner.last_date()
+        with self._lock:
+            self.misses += 1
+            self._last_date = (now, value)
+        return value
 
     def _fetch(self, dataset: str, codes: list[str], start: str, end: str, fields: list[str]) -> pd.DataFrame:
         now = self._clock()

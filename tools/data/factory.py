@@ -21,7 +21,7 @@ def provider_from_settings(settings: Settings) -> MarketDataProvider:
     elif choice == "local":
         if settings.local_data_path is None:
             raise DataError("QUANTDESK_DATA_PROVIDER=local needs QUANTDESK_LOCAL_DATA (a directory)")
-        inner = LocalProvider(settings.local_data_path)
+        inner = LocalProvider(settings.local_data_path, price_basis=settings.local_price_basis)
     else:
         inner = SampleProvider()
     return CachingProvider(inner, recent_days=settings.cache_recent_days, recent_ttl=settings.cache_recent_ttl)

@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import bisect
 import logging
 from importlib import resources
 from pathlib import Path
 
 import pandas as pd
 
-from tools.data.provider import MarketDataProvider
+from tools.data.provider import PRICE_BASES, MarketDataProvider, PriceBasis
 from tools.data.schema import DAILY, DATASET_FIELDS, KEY_COLUMNS, DataError
+from tools.data.securities import (
+    Period,
+    Security,
+    day_or_none,
+    st_periods_from_flags,
+    st_periods_from_names,
+    text_or_none,
+)
 
 log = logging.getLogger(__name__)
+
+STOCK_BASIC = "stock_basic"
+NAMECHANGE = "namechange"
 
 
 def sample_dir() -> Path:
@@ -24,11 +36,18 @@ class LocalProvider(MarketDataProvider):
 
     Extra columns are ignored; a `tradestatus` column (1 trading, 0 suspended) drops suspended rows,
     so the result matches tushare, which has no rows on suspended days. Files are read once, lazily.
+
+    Securities come from optional files in tushare's schema: `stock_basic.parquet|csv` (ts_code, name,
+    list_date) and `namechange.parquet|csv` (ts_code, name, start_date, end_date) for ST history; for codes
+    without name changes, an `is_st` column (1 on ST days) of the daily file gives ST history within its dates.
     """
 
-    def __init__(self, root: str | Path, name: str = "local") -> None:
+    def __init__(self, root: str | Path, name: str = "local", price_basis: PriceBasis = "unknown") -> None:
         self.root = Path(root)
         self.name = name
+        if price_basis not in PRICE_BASES:
+            raise DataError(f"price basis {price_basis!r} is not one of: {', '.join(PRICE_BASES)}")
+        self.price_basis = price_basis
         if not self.root.is_dir():
             raise DataError(f"local data directory {self.root} does not exist")
         self._files = {ds: self._find(ds) for ds in DATASET_FIELDS}
@@ -36,10 +55,13 @@ class LocalProvider(MarketDataProvider):
             raise DataError(f"no daily.parquet or daily.csv in {self.root}")
         self._frames: dict[str, pd.DataFrame] = {}
         self._codes: frozenset[str] | None = None
+        self._days: list[str] | None = None
+        self._st_flags: dict[str, tuple[Period, ...]] | None = None  # from the daily file's is_st column
+        self._reference: dict[str, Security] | None = None
 
-    def _find(self, dataset: str) -> Path | None:
+    def _find(self, stem: str) -> Path | None:
         for suffix in (".parquet", ".csv"):
-            path = self.root / f"{dataset}{suffix}"
+            path = self.root / f"{stem}{suffix}"
             if path.is_file():
                 return path
         return None
@@ -54,13 +76,14 @@ class LocalProvider(MarketDataProvider):
             frame = pd.read_parquet(path)
         else:
             frame = pd.read_csv(path, dtype={"ts_code": str, "trade_date": str})
+        frame = frame.assign(ts_code=frame["ts_code"].astype(str),
+                             trade_date=frame["trade_date"].astype(str).str.replace("-", "", regex=False))
+        if dataset == DAILY and "is_st" in frame.columns:
+            self._st_flags = st_periods_from_flags(frame)  # suspended days included: ST on them too
         if "tradestatus" in frame.columns:
             frame = frame[frame["tradestatus"] == 1]
         keep = [c for c in (*KEY_COLUMNS, *DATASET_FIELDS[dataset]) if c in frame.columns]
-        frame = frame.loc[:, keep].copy()
-        frame["ts_code"] = frame["ts_code"].astype(str)
-        frame["trade_date"] = frame["trade_date"].astype(str).str.replace("-", "", regex=False)
-        frame = frame.sort_values(["ts_code", "trade_date"], ignore_index=True)
+        frame = frame.loc[:, keep].sort_values(["ts_code", "trade_date"], ignore_index=True)
         log.debug("loaded %s rows of %s from %s", len(frame), dataset, path)
         self._frames[dataset] = frame
         return frame
@@ -87,9 +110,51 @@ class LocalProvider(MarketDataProvider):
         mask = frame["ts_code"].isin(codes) & (frame["trade_date"] >= start) & (frame["trade_date"] <= end)
         return frame.loc[mask, [*KEY_COLUMNS, *fields]]
 
+    def _trade_days(self) -> list[str]:
+        """Every trade_date of the daily file, ascending."""
+        if self._days is None:
+            self._days = sorted(self._load(DAILY)["trade_date"].unique())
+        return self._days
+
+    def _calendar(self, start: str, end: str) -> list[str]:
+        days = self._trade_days()
+        return days[bisect.bisect_left(days, start) : bisect.bisect_right(days, end)]
+
+    def last_date(self) -> str | None:
+        days = self._trade_days()
+        return days[-1] if days else None
+
+    def _securities(self, codes: list[str]) -> dict[str, Security]:
+        if self._reference is None:
+            self._reference = self._read_reference()
+        return {code: self._reference[code] for code in codes if code in self._reference}
+
+    def _read_reference(self) -> dict[str, Security]:
+        """Every code the stock_basic, namechange and daily files say something about."""
+        basics = self._read_table(STOCK_BASIC, ["ts_code", "name", "list_date"])
+        names = {code: (text_or_none(name), day_or_none(listed))
+                 for code, name, listed in zip(basics["ts_code"], basics["name"], basics["list_date"], strict=True)}
+        changes = self._read_table(NAMECHANGE, ["ts_code", "name", "start_date", "end_date"])
+        self._load(DAILY)  # sets the is_st flags aside when the file has them
+        st = {**(self._st_flags or {}), **st_periods_from_names(changes)}
+        return {code: Security(code, *names.get(code, (None, None)), st_periods=st.get(code))
+                for code in {*names, *st}}
+
+    def _read_table(self, stem: str, columns: list[str]) -> pd.DataFrame:
+        """An optional reference table's `columns` (empty without the file); a missing column is a `DataError`."""
+        path = self._find(stem)
+        if path is None:
+            return pd.DataFrame(columns=columns)
+        frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(
+            path, dtype=str, keep_default_na=False)
+        lacking = [c for c in columns if c not in frame.columns]
+        if lacking:
+            raise DataError(f"{path} lacks the column(s) {', '.join(lacking)}; it needs {', '.join(columns)}")
+        return frame.loc[:, columns].assign(ts_code=frame["ts_code"].astype(str).str.strip().str.upper())
+
 
 class SampleProvider(LocalProvider):
-    """The bundled CSI 300 sample: the embedded default that needs no keys."""
+    """The bundled CSI 300 sample: the embedded default that needs no keys. Its prices are forward-adjusted."""
 
     def __init__(self) -> None:
-        super().__init__(sample_dir(), name="bundled sample")
+        super().__init__(sample_dir(), name="bundled sample", price_basis="forward-adjusted")

@@ -6,6 +6,7 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from datetime import date
+from typing import Literal, get_args
 
 import pandas as pd
 
@@ -19,9 +20,14 @@ from tools.data.schema import (
     check_range,
     dataset_of,
     normalize_codes,
+    normalize_date,
 )
+from tools.data.securities import Security
 
 log = logging.getLogger(__name__)
+
+PriceBasis = Literal["unadjusted", "forward-adjusted", "unknown"]
+PRICE_BASES: tuple[str, ...] = get_args(PriceBasis)
 
 
 class MarketDataProvider(ABC):
@@ -30,11 +36,15 @@ class MarketDataProvider(ABC):
     Long frames have columns ts_code, trade_date (YYYYMMDD strings) and the fields, sorted by
     trade_date then ts_code. Wide frames have a DatetimeIndex named trade_date and one column per ts_code.
 
-    Every public method takes `warnings`: a list the provider appends readable notes to (codes that came back
-    without rows, hence as NaN columns), for the caller to show its user. Without it the notes are logged.
+    Every public data method takes `warnings`: a list the provider appends readable notes to (codes that came
+    back without rows, hence as NaN columns), for the caller to show its user. Without it the notes are logged.
+
+    `price_basis` says what the prices are: exchange prices ("unadjusted"), forward-adjusted ("qfq", as of the
+    data's last day) or "unknown".
     """
 
     name: str = "provider"
+    price_basis: PriceBasis = "unknown"
 
     @abstractmethod
     def available_fields(self, dataset: str) -> tuple[str, ...]:
@@ -44,9 +54,36 @@ class MarketDataProvider(ABC):
     def _fetch(self, dataset: str, codes: list[str], start: str, end: str, fields: list[str]) -> pd.DataFrame:
         """Rows for validated arguments; may be empty. Columns: key columns plus `fields`."""
 
+    @abstractmethod
+    def _securities(self, codes: list[str]) -> dict[str, Security]:
+        """What the source knows about validated codes; codes it does not know may be left out."""
+
+    @abstractmethod
+    def _calendar(self, start: str, end: str) -> list[str]:
+        """Trading days (YYYYMMDD) within validated [start, end], ascending."""
+
+    @abstractmethod
+    def last_date(self) -> str | None:
+        """The latest trade_date this provider has bars for (YYYYMMDD); None when it finds none."""
+
     def known_codes(self) -> frozenset[str] | None:
         """Codes this provider can serve, when it knows them up front (None: ask the source)."""
         return None
+
+    def securities(self, codes: str | Iterable[str]) -> dict[str, Security]:
+        """Name, listing date and ST history per code, in the caller's order; a code the provider does not know
+        comes back with all fields None (unknown), never as an error."""
+        code_list = normalize_codes(codes)
+        known = self._securities(code_list)
+        return {code: known.get(code) or Security(code) for code in code_list}
+
+    def calendar(self, start: str | date, end: str | date) -> list[str]:
+        """Trading days (YYYYMMDD) from `start` to `end` inclusive, ascending; may include future days when the
+        source publishes them (tushare), else only days with bars."""
+        start_s, end_s = normalize_date(start, "start date"), normalize_date(end, "end date")
+        if start_s > end_s:
+            raise DataError(f"start date {start_s} is after end date {end_s}")
+        return self._calendar(start_s, end_s)
 
     def daily(self, codes: str | Iterable[str], start: str | date, end: str | date,
               fields: Sequence[str] | None = None, *, warnings: list[str] | None = None) -> pd.DataFrame:

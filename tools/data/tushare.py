@@ -5,12 +5,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from datetime import date, timedelta
 
 import httpx
 import pandas as pd
 
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DATASET_FIELDS, KEY_COLUMNS, DataError
+from tools.data.securities import Security, day_or_none, st_periods_from_names, text_or_none
 
 log = logging.getLogger(__name__)
 
@@ -18,6 +20,9 @@ PAGE_SIZE = 6000  # tushare returns at most 6,000 rows of daily / daily_basic pe
 CODES_PER_CALL = 50
 RATE_LIMIT_RETRIES = 3
 TRANSIENT_RETRIES = 3  # transport errors and HTTP 5xx; waits double from `retry_backoff`
+LIST_STATUSES = ("L", "D", "P")  # listed, delisted, paused: stock_basic answers only "L" unless asked
+NAMECHANGE_PER_CODE = 20  # up to this many codes, namechange is asked per code, else its whole table once
+LAST_DATE_TRIES = 10  # open days `last_date` looks back for published bars
 
 
 class TushareError(DataError):
@@ -54,10 +59,12 @@ class TushareProvider(MarketDataProvider):
     other HTTP 4xx answers and tushare's own errors (token, permission, bad input) are never retried."""
 
     name = "tushare"
+    price_basis = "unadjusted"  # the daily endpoint's prices
 
     def __init__(self, token: str, api_url: str = "http://api.tushare.pro", *, timeout: float = 30.0,
                  sleep: Callable[[float], None] = time.sleep, backoff_seconds: float = 20.0,
-                 retries: int = TRANSIENT_RETRIES, retry_backoff: float = 1.0) -> None:
+                 retries: int = TRANSIENT_RETRIES, retry_backoff: float = 1.0,
+                 today: Callable[[], date] = date.today) -> None:
         if not token:
             raise TushareError("TUSHARE_TOKEN is empty; get a token at tushare.pro and set it")
         self._token = token
@@ -67,6 +74,7 @@ class TushareProvider(MarketDataProvider):
         self._backoff = backoff_seconds
         self._retries = retries
         self._retry_backoff = retry_backoff
+        self._today = today
 
     def __repr__(self) -> str:
         return f"TushareProvider(api_url={self._api_url!r})"
@@ -148,6 +156,38 @@ class TushareProvider(MarketDataProvider):
         for field in fields:
             frame[field] = pd.to_numeric(frame[field], errors="coerce").astype("float64")
         return frame.drop_duplicates(subset=list(KEY_COLUMNS))
+
+    def _securities(self, codes: list[str]) -> dict[str, Security]:
+        basics = pd.concat([self.query("stock_basic", {"list_status": status}, ["ts_code", "name", "list_date"])
+                            for status in LIST_STATUSES], ignore_index=True)
+        basics = basics[basics["ts_code"].isin(codes)].drop_duplicates("ts_code").set_index("ts_code")
+        known = [code for code in codes if code in basics.index]
+        if not known:
+            return {}
+        fields = ["ts_code", "name", "start_date", "end_date"]
+        if len(known) <= NAMECHANGE_PER_CODE:
+            changes = pd.concat([self.query("namechange", {"ts_code": code}, fields) for code in known],
+                                ignore_index=True)
+        else:
+            changes = self.query("namechange", {}, fields)
+        st = st_periods_from_names(changes[changes["ts_code"].isin(known)])
+        return {code: Security(code, text_or_none(basics.at[code, "name"]), day_or_none(basics.at[code, "list_date"]),
+                               st.get(code)) for code in known}
+
+    def _calendar(self, start: str, end: str) -> list[str]:
+        params = {"exchange": "SSE", "start_date": start, "end_date": end, "is_open": "1"}
+        days = self.query("trade_cal", params, ["cal_date", "is_open"])
+        days = days[pd.to_numeric(days["is_open"], errors="coerce") == 1]
+        return sorted(set(days["cal_date"].astype(str)))
+
+    def last_date(self) -> str | None:
+        """The latest open day up to today whose `daily` bars are out, looking back `LAST_DATE_TRIES` open days."""
+        today = self._today()
+        recent = self.calendar(today - timedelta(days=3 * LAST_DATE_TRIES), today)[-LAST_DATE_TRIES:]
+        for day in reversed(recent):
+            if self._post("daily", {"trade_date": day, "limit": 1, "offset": 0}, list(KEY_COLUMNS)).get("items"):
+                return day
+        return None
 
     def close(self) -> None:
         self._client.close()

@@ -1,0 +1,195 @@
+"""The rule commands that need no run: add, list, show, log, schedule, pause, resume, delete, backtest. `rule run
+ID` is the workflow's run. Only a rule's owner or an admin (QUANTDESK_ADMINS) may change or delete it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from graphs.execution.present import present_backtest, present_log, present_rule, present_rules
+from graphs.views import View
+from graphs.workflow import CommandCall, CommandError
+from tools.broker.paper import PaperConfig
+from tools.data.schema import DataError
+from tools.rule_backtest import backtest_rule
+from tools.rule_language import RuleSyntaxError, parse_rule
+from tools.rule_store import Rule, RuleError, RuleStore
+
+ADD_USAGE = ('rule add SYMBOL "REQUIREMENTS" [every="CRON"] [tz=ZONE] [size=SHARES|value=CNY] [threshold=0..1] '
+             "[account=NAME]")
+
+
+def _store(call: CommandCall) -> RuleStore:
+    if call.context.rules is None:
+        raise CommandError("saved rules are not configured in this process")
+    return call.context.rules
+
+
+def _rule(call: CommandCall, words: list[str], usage: str) -> Rule:
+    if not words or not words[0].isdigit():
+        raise CommandError(f"usage: {usage}")
+    rule = _store(call).get(int(words[0]))
+    if rule is None:
+        raise CommandError(f"there is no rule {words[0]}; `rule list` shows the saved rules")
+    return rule
+
+
+def _user(call: CommandCall) -> str:
+    if not call.user:
+        raise CommandError("this command needs to know who you are")
+    return call.user
+
+
+def _options(words: list[str], allowed: set[str]) -> tuple[list[str], dict[str, str]]:
+    positional, options = [], {}
+    for word in words:
+        name, sep, value = word.partition("=")
+        if sep and name.lower() in allowed:
+            options[name.lower()] = value
+        elif sep and name.isidentifier():
+            raise CommandError(f"unknown option {name}=; options: {', '.join(sorted(allowed))}")
+        else:
+            positional.append(word)
+    return positional, options
+
+
+def add_command(call: CommandCall) -> View:
+    words, opts = _options(call.args, {"every", "tz", "size", "value", "threshold", "account"})
+    if len(words) != 2:
+        raise CommandError(f"usage: {ADD_USAGE} (quote the requirements and the cron expression)")
+    symbol, requirements = words
+    try:
+        parse_rule(requirements)
+        source = "language"
+    except RuleSyntaxError:
+        source = "llm"
+    try:
+        rule = _store(call).add(
+            _user(call), call.account, symbol, requirements, source=source,  # type: ignore[arg-type]
+            schedule=opts.get("every"), timezone=opts.get("tz") or "Asia/Shanghai",
+            size=_int(opts.get("size"), "size"), value_cny=_decimal(opts.get("value"), "value"),
+            threshold=float(_decimal(opts.get("threshold"), "threshold") or Decimal("0.6")),
+            account=opts.get("account"))
+    except RuleError as exc:
+        raise CommandError(str(exc)) from None
+    how = ("in the rule language: it runs and backtests without an LLM" if source == "language" else
+           "in words: each run asks the model, step by step (needs an LLM)")
+    return present_rule(rule, f"Rule {rule.id} saved, {how}. `rule run {rule.id}` checks it now.")
+
+
+def list_command(call: CommandCall) -> View:
+    scope = call.args[0].lower() if call.args else "channel"
+    if scope not in ("channel", "mine", "all"):
+        raise CommandError("usage: rule list [channel|mine|all]")
+    store = _store(call)
+    rules = store.list(channel=call.account) if scope == "channel" else \
+        store.list(owner=call.user) if scope == "mine" else store.list()
+    return present_rules(rules, scope)
+
+
+def show_command(call: CommandCall) -> View:
+    rule = _rule(call, call.args, "rule show ID")
+    return present_rule(rule, f"Rule {rule.id}, owned by {rule.owner}.", _store(call).executions(rule.id, limit=5))
+
+
+def log_command(call: CommandCall) -> View:
+    rule = _rule(call, call.args, "rule log ID [EXECUTION]")
+    store = _store(call)
+    executions = store.executions(rule.id, limit=1)
+    execution = call.args[1] if len(call.args) > 1 else (executions[0].execution_id if executions else None)
+    if execution is None:
+        return View(f"Rule {rule.id} log", f"Rule {rule.id} has not run yet; `rule run {rule.id}` runs it.")
+    return present_log(rule, execution, store.steps(rule.id, execution))
+
+
+def schedule_command(call: CommandCall) -> View:
+    words, opts = _options(call.args, {"tz"})
+    if len(words) != 2:
+        raise CommandError('usage: rule schedule ID "CRON"|off [tz=ZONE], e.g. rule schedule 3 "30 14 * * 1-5"')
+    rule = _rule(call, words, "rule schedule ID CRON|off")
+    cron = None if words[1].lower() == "off" else words[1]
+    try:
+        updated = _store(call).update_schedule(rule.id, _user(call), cron, opts.get("tz"))
+    except RuleError as exc:
+        raise CommandError(str(exc)) from None
+    text = (f"Rule {rule.id} runs at `{cron}` ({updated.timezone}) on trading days." if cron else
+            f"Rule {rule.id} has no schedule now; `rule run {rule.id}` still runs it.")
+    return View(f"Rule {rule.id} schedule", text)
+
+
+def _change(call: CommandCall, usage: str, change: Callable[[RuleStore, int, str], object]) -> Rule:
+    """Apply an owner's (or an admin's) change to the rule the first word names."""
+    rule = _rule(call, call.args, usage)
+    try:
+        change(_store(call), rule.id, _user(call))
+    except RuleError as exc:
+        raise CommandError(str(exc)) from None
+    return rule
+
+
+def pause_command(call: CommandCall) -> View:
+    reason = " ".join(call.args[1:]) or None
+    rule = _change(call, "rule pause ID [REASON]", lambda store, rid, user: store.pause(rid, user, reason))
+    return View(f"Rule {rule.id} paused", f"Rule {rule.id} is paused: its schedule does not run until `rule resume "
+                                          f"{rule.id}`.")
+
+
+def resume_command(call: CommandCall) -> View:
+    rule = _change(call, "rule resume ID", lambda store, rid, user: store.resume(rid, user))
+    return View(f"Rule {rule.id} resumed", f"Rule {rule.id} runs on its schedule again (missed ticks do not run).")
+
+
+def delete_command(call: CommandCall) -> View:
+    rule = _change(call, "rule delete ID", lambda store, rid, user: store.delete(rid, user))
+    return View(f"Rule {rule.id} deleted", f"Rule {rule.id} and its logs are deleted.")
+
+
+def backtest_command(call: CommandCall) -> View:
+    if len(call.args) != 3:
+        raise CommandError("usage: rule backtest ID START END, e.g. rule backtest 3 20190101 20200601")
+    rule = _rule(call, call.args, "rule backtest ID START END")
+    if rule.source != "language":
+        raise CommandError(f"rule {rule.id} is written in words; only rules in the rule language backtest "
+                           "(e.g. `buy when close > ma(30) and rsi(14) < 70; sell when close < ma(30)`)")
+    paper = call.context.paper
+    cash = paper.starting_cash if isinstance(paper, PaperConfig) else Decimal("1000000")
+    try:
+        result = backtest_rule(rule.requirements, rule.symbol, call.args[1], call.args[2], call.context.provider,
+                               cash=cash, size=rule.size, value=rule.value_cny,
+                               **({"rates": paper.rates} if isinstance(paper, PaperConfig) else {}))
+    except (DataError, ValueError) as exc:
+        raise CommandError(str(exc)) from None
+    return present_backtest(rule, result)
+
+
+def _int(text: str | None, what: str) -> int | None:
+    if text is None:
+        return None
+    if not text.isdigit():
+        raise CommandError(f"{what} must be a whole number of shares, not {text!r}")
+    return int(text)
+
+
+def _decimal(text: str | None, what: str) -> Decimal | None:
+    if text is None:
+        return None
+    try:
+        return Decimal(text)
+    except InvalidOperation:
+        raise CommandError(f"{what} must be a number, not {text!r}") from None
+
+
+SUBCOMMANDS: dict[str, Any] = {
+    "add": (ADD_USAGE, "save a trading rule (words for the model, or the rule language)", add_command),
+    "list": ("rule list [channel|mine|all]", "saved rules", list_command),
+    "show": ("rule show ID", "one rule and its latest runs", show_command),
+    "log": ("rule log ID [EXECUTION]", "a run's steps as a timeline (the latest run by default)", log_command),
+    "schedule": ('rule schedule ID "CRON"|off [tz=ZONE]', "run on trading days at cron times (Asia/Shanghai)",
+                 schedule_command),
+    "pause": ("rule pause ID [REASON]", "stop its schedule (owner or admin)", pause_command),
+    "resume": ("rule resume ID", "start its schedule again (owner or admin)", resume_command),
+    "delete": ("rule delete ID", "delete it and its logs (owner or admin)", delete_command),
+    "backtest": ("rule backtest ID START END", "backtest a rule-language rule with the paper account's costs, "
+                 "beside buy-and-hold", backtest_command),
+}

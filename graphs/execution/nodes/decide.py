@@ -1,0 +1,94 @@
+"""Decide: log the decision step, and turn a buy or sell at or above the rule's confidence threshold into an
+order for the paper account's approval (A-shares only; crypto rules decide and log, the account is in CNY)."""
+
+from __future__ import annotations
+
+from decimal import ROUND_DOWN, Decimal
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+
+from graphs.context import WorkflowContext, workspace
+from graphs.execution.logbook import log_step
+from graphs.execution.nodes.act import bars_name
+from graphs.execution.state import ExecutionState
+from graphs.progress import report_progress
+from tools.broker.boards import OrderRuleError
+from tools.broker.clock import day
+from tools.broker.market import closes
+from tools.broker.rules import lot_rule
+from tools.klines import symbol_kind
+
+
+def decide_node(state: ExecutionState, runtime: Runtime[WorkflowContext], config: RunnableConfig,
+                ) -> dict[str, Any]:
+    ctx, rule, decision = runtime.context, state["rule"], dict(state["decision"] or {})
+    history = state.get("history") or []
+    if history and history[-1]["type"] == "decision":
+        log_step(ctx, state, history[-1], {"decision": decision})
+    report_progress("decision", f"{decision['action']} ({decision['confidence']:.2f})")
+    intent, note = _order(ctx, state, config, rule, decision)
+    return {"decision": {**decision, "note": note}, "order_intent": intent or {}}
+
+
+def _order(ctx: WorkflowContext, state: ExecutionState, config: RunnableConfig, rule: dict[str, Any],
+           decision: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    action, confidence = decision["action"], float(decision["confidence"])
+    if action == "hold":
+        return None, "hold: nothing to do"
+    if confidence < float(rule["threshold"]):
+        threshold = float(rule["threshold"])
+        return None, f"confidence {confidence:.2f} is below the rule's threshold {threshold:.2f}: no order"
+    if symbol_kind(rule["symbol"]) != "a-share":
+        return None, "crypto rules produce decisions and logs, not orders (the paper account trades A-shares)"
+    held = int((rule.get("runtime_status") or {}).get("position") or 0)
+    if action == "sell":
+        if held <= 0:
+            return None, "sell: the rule holds no position, so there is nothing to sell"
+        return _intent(rule, "sell", held, decision), f"sell the rule's {held:,} shares"
+    if held > 0:
+        return None, f"buy: the rule already holds {held:,} shares"
+    quantity, why = _buy_quantity(ctx, state, config, rule)
+    if quantity <= 0:
+        return None, why
+    return _intent(rule, "buy", quantity, decision), why
+
+
+def _buy_quantity(ctx: WorkflowContext, state: ExecutionState, config: RunnableConfig,
+                  rule: dict[str, Any]) -> tuple[int, str]:
+    code = rule["symbol"]
+    if rule.get("size"):
+        return int(rule["size"]), f"buy {int(rule['size']):,} shares (the rule's size)"
+    value = Decimal(str(rule.get("value_cny") or "0"))
+    if value <= 0:
+        return 0, "the rule has no order size (size=SHARES or value=CNY): no order"
+    price = _last_close(ctx, state, config, code)
+    if price is None:
+        return 0, f"no recent close of {code} to size the order: no order"
+    last = ctx.provider.last_date() or ""
+    try:
+        lot = lot_rule(code, day(last))
+    except OrderRuleError as exc:
+        return 0, f"{exc}: no order"
+    shares = int((value / price).to_integral_value(rounding=ROUND_DOWN))
+    quantity = 0 if shares < lot.minimum else lot.minimum + (shares - lot.minimum) // lot.step * lot.step
+    if quantity <= 0:
+        return 0, f"value {value} CNY buys less than one lot of {code} at {price}: no order"
+    return quantity, f"buy {quantity:,} shares: {value} CNY at the last close {price}, in whole lots"
+
+
+def _last_close(ctx: WorkflowContext, state: ExecutionState, config: RunnableConfig, code: str) -> Decimal | None:
+    ws = workspace(ctx, config)
+    name = bars_name(state["execution_id"])
+    if name in ws:
+        return Decimal(repr(float(ws.get(name)["close"].iloc[-1]))).quantize(Decimal("0.01"))
+    last = ctx.provider.last_date()
+    found = closes(ctx.provider, [code], last) if last else {}
+    return found[code][0] if code in found else None
+
+
+def _intent(rule: dict[str, Any], side: str, quantity: int, decision: dict[str, Any]) -> dict[str, Any]:
+    return {"ts_code": rule["symbol"], "side": side, "quantity": quantity, "price_type": "market",
+            "limit_price": None, "account": rule.get("account"), "proposed_by": rule["owner"],
+            "reason": f"rule {rule['id']}: {decision['reason']} (confidence {float(decision['confidence']):.2f})"}

@@ -1,0 +1,40 @@
+"""Load: the rule a run executes (`rule run ID [execution=ID]`), its execution id and its start time."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from graphs.common import new_human_text
+from graphs.context import WorkflowContext
+from graphs.execution.state import ExecutionState
+from graphs.progress import report_progress
+
+RUN = re.compile(r"^\s*/?rule\s+run\s+(\d+)(?:\s+execution=([A-Za-z0-9_.:-]{1,100}))?\s*$", re.IGNORECASE)
+USAGE = "rule run ID (see `rule list`)"
+
+
+def load_node(state: ExecutionState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+    messages = state.get("messages", [])
+    text = new_human_text(messages, state.get("consumed", 0))
+    fresh: dict[str, Any] = {"consumed": len(messages), "result": None, "final_reply": None, "history": [],
+                             "action": None, "malformed": 0, "feedback": None, "decision": None,
+                             "order_intent": {}, "order_outcome": {}}
+    match = RUN.match(text)
+    if not match:
+        return {**fresh, "final_reply": f"Usage: `{USAGE}`; `rule help` lists every rule command."}
+    store = runtime.context.rules
+    rule = store.get(int(match.group(1))) if store is not None else None
+    if rule is None:
+        return {**fresh, "final_reply": f"There is no rule {match.group(1)}; `rule list` shows the saved rules."}
+    execution_id = match.group(2) or f"rule{rule.id}-m{uuid.uuid4().hex[:12]}"
+    report_progress("rule", f"{rule.id} {rule.symbol}")
+    data = asdict(rule)
+    data["value_cny"] = str(rule.value_cny) if rule.value_cny is not None else None
+    data = {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in data.items()}
+    return {**fresh, "rule": data, "execution_id": execution_id, "started_at": datetime.now(UTC).isoformat()}

@@ -1,0 +1,34 @@
+"""Report: the run's result, and the rule's runtime status following the order's fill."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from graphs.context import WorkflowContext
+from graphs.execution.state import ExecutionState
+
+
+def report_node(state: ExecutionState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+    ctx, rule = runtime.context, state["rule"]
+    decision = dict(state.get("decision") or {})
+    outcome = state.get("order_outcome") or {}
+    status = dict(rule.get("runtime_status") or {})
+    status["last_action"] = decision.get("action")
+    status["last_execution"] = state["execution_id"]
+    order = outcome.get("order") or {}
+    if outcome.get("status") == "filled" and order:
+        held = int(status.get("position") or 0)
+        status["position"] = held + int(order["quantity"]) if order["side"] == "buy" else 0
+    paused = False
+    if ctx.rules is not None:
+        ctx.rules.set_runtime_status(int(rule["id"]), status)
+        if decision.get("failure"):
+            paused = ctx.rules.record_failure(int(rule["id"]), str(decision.get("reason")))
+        else:
+            ctx.rules.record_success(int(rule["id"]))
+    return {"result": {"kind": "rule_run", "rule": {k: rule[k] for k in ("id", "symbol", "requirements", "source")},
+                       "execution_id": state["execution_id"], "decision": decision,
+                       "steps": state.get("history") or [], "order": outcome, "position": status.get("position", 0),
+                       "paused": paused, "owner": rule["owner"]}}

@@ -1,0 +1,91 @@
+"""The order approval card: everything a trader needs to judge the order, as an `approval` interrupt that only
+traders may approve or edit."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from graphs.interrupts import TRADERS, approval_request
+from tools.broker.boards import OrderRuleError
+from tools.broker.clock import SHANGHAI, day
+from tools.broker.money import money_text
+from tools.broker.rules import lot_rule
+
+ACTION = "place_order"
+NO_TRADERS = ("No traders are configured, so nobody can approve this order: set QUANTDESK_TRADERS to the Slack "
+              "user ids allowed to trade (comma-separated) and restart. It can still be rejected.")
+WHO = "Only traders (QUANTDESK_TRADERS) can approve or edit this order; the requester or a trader can reject it."
+
+
+def order_line(proposal: dict[str, Any]) -> str:
+    """BUY 1,000 600519.SH 贵州茅台 at market."""
+    request = proposal["request"]
+    name = f" {proposal['name']}" if proposal.get("name") else ""
+    price = f"limit {request['limit_price']}" if request["price_type"] == "limit" else "market"
+    return f"{request['side'].upper()} {int(request['quantity']):,} {request['ts_code']}{name} at {price}"
+
+
+def expiry_text(iso: str) -> str:
+    return datetime.fromisoformat(iso).astimezone(SHANGHAI).strftime("%Y-%m-%d %H:%M Asia/Shanghai")
+
+
+def checks_text(proposal: dict[str, Any]) -> list[str]:
+    return [f"{'PASS' if c['passed'] else 'FAIL'} {c['name']}: {c['detail']}" for c in proposal["checks"]]
+
+
+def order_card(proposal: dict[str, Any], account: str, traders_configured: bool,
+               refusals: list[str]) -> dict[str, Any]:
+    request = proposal["request"]
+    value, fees = Decimal(proposal["estimated_value"]), Decimal(proposal["estimated_fees"])
+    args: dict[str, Any] = {"order": order_line(proposal), "quantity": int(request["quantity"])}
+    if request["price_type"] == "limit":
+        args["limit_price"] = request["limit_price"]
+    args.update({
+        "account": account,
+        "estimated_cost": f"{money_text(value)} + fees {money_text(fees)}"
+                          + (f" at {proposal['reference_price']}" if proposal.get("reference_price") else ""),
+        "cash_after": money_text(Decimal(proposal["cash_after"])),
+        "position_after": f"{int(proposal['position_after']):,} shares",
+        "fills": proposal["fill_label"],
+        "expires": expiry_text(proposal["expires_at"]),
+        "why": request.get("reason") or "-",
+    })
+    passed = bool(proposal["passed"])
+    verdict = "All checks pass." if passed else "Some checks FAIL: approving is not offered; edit or reject."
+    lines = [verdict, *checks_text(proposal), *(f"Note: {n}" for n in proposal.get("notes") or [])]
+    lines += [f"Refused: {r}" for r in refusals]
+    allowed: tuple[str, ...] = ("reject",)
+    if traders_configured:
+        allowed = (("approve",) if passed else ()) + ("edit", "reject")
+    payload = approval_request(ACTION, order_line(proposal), args, "\n".join(lines),
+                               "The order is not placed; the rejection and its reason are recorded.", allowed,
+                               args_schema=edit_schema(proposal) if "edit" in allowed else None)
+    payload.update(deciders=TRADERS, who_decides=WHO if traders_configured else NO_TRADERS,
+                   expires_at=proposal["expires_at"])
+    return payload
+
+
+def edit_schema(proposal: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """What a trader may change: the quantity (in the board's lots for buys) and a limit order's price (within
+    the day's price limits)."""
+    request = proposal["request"]
+    quantity: dict[str, Any] = {"type": "integer", "title": "Quantity (shares)", "minimum": 1}
+    if request["side"] == "buy":
+        try:
+            rule = lot_rule(request["ts_code"], day(proposal["session_date"]))
+            quantity["minimum"] = rule.minimum
+            if rule.step > 1:
+                quantity["multiple_of"] = rule.step
+        except OrderRuleError:
+            pass
+    schema = {"quantity": quantity}
+    if request["price_type"] == "limit":
+        price: dict[str, Any] = {"type": "number", "title": "Limit price (CNY)", "minimum": 0.01, "decimals": 2}
+        if proposal.get("limit_down"):
+            price["minimum"] = float(proposal["limit_down"])
+        if proposal.get("limit_up"):
+            price["maximum"] = float(proposal["limit_up"])
+        schema["limit_price"] = price
+    return schema

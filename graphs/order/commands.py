@@ -1,0 +1,142 @@
+"""The paper account's commands (no graph run): account, account reset, orders, trading on|off, cancel ORDER.
+Changing anything (reset, the switch, cancelling) is for traders only."""
+
+from __future__ import annotations
+
+from graphs.order.grammar import OrderGrammarError, account_name
+from graphs.order.present import present_account, present_orders
+from graphs.views import View
+from graphs.workflow import CommandCall, CommandError
+from tools.broker.money import money_text
+from tools.broker.paper import PaperBroker, account_names, order_account, reset_account
+from tools.broker.reports import account_report
+from tools.broker.store import AccountError, set_trading, switch_state
+from tools.charts import account_equity
+
+SCOPES = ("open", "today", "all")
+TRADERS_ONLY = "Only traders (QUANTDESK_TRADERS) can {what}."
+
+
+def _broker(call: CommandCall, name: str) -> PaperBroker:
+    """The broker of an existing account, or of the caller's default one (opened on first use); a name nobody
+    opened is an error, not a new account."""
+    ctx = call.context
+    if ctx.paper is None:
+        raise CommandError("the paper account is not configured in this process")
+    if name != call.account and name not in (known := account_names(ctx.engine)):
+        listed = ", ".join(known) if known else "none yet"
+        raise CommandError(f"there is no paper account named {name} (accounts: {listed}); an order with "
+                           f"account={name} opens it")
+    return PaperBroker(ctx.engine, ctx.provider, name, ctx.paper, opened_by=call.user)
+
+
+def _name(call: CommandCall, words: list[str]) -> str:
+    named = [w.split("=", 1)[1] if w.lower().startswith("account=") else w for w in words]
+    try:
+        return account_name(named[0]) if named else call.account
+    except OrderGrammarError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def account_command(call: CommandCall) -> View:
+    """`account [NAME]` and `account reset NAME [confirm]`."""
+    if call.args and call.args[0].lower() == "reset":
+        return _reset(call, call.args[1:])
+    if len(call.args) > 1:
+        raise CommandError("usage: account [NAME], or account reset NAME")
+    name = _name(call, call.args)
+    broker = _broker(call, name)
+    broker.settle()  # orders whose bar arrived since the last settle pass fill before the account is shown
+    account = broker.account()
+    marks = broker.marks()
+    report = account_report(account, broker.realised(), [equity for _, _, _, equity in marks])
+    chart = None
+    if marks:
+        data = account_equity([d for d, *_ in marks], [float(e) for *_, e in marks], float(account.starting_cash),
+                              f"Paper account {name}: equity")
+        key = f"{marks[-1][0]}:{marks[-1][3]}:{len(marks)}"
+        chart = dict(call.context.artifacts.put(f"account:{name}", key, "chart", f"{_file(name)}_equity.png",
+                                                f"Paper account {name}: equity", "image/png", data))
+    enabled, _by, _at = switch_state(call.context.engine)
+    return present_account(account, report, broker.notes(), "on" if enabled else "OFF", chart)
+
+
+def _reset(call: CommandCall, words: list[str]) -> View:
+    if not call.is_trader:
+        raise CommandError(TRADERS_ONLY.format(what="reset a paper account"))
+    confirmed = bool(words) and words[-1].lower() == "confirm"
+    names = words[:-1] if confirmed else words
+    if len(names) != 1:
+        raise CommandError("usage: account reset NAME (then account reset NAME confirm)")
+    name = _name(call, names)
+    paper = call.context.paper
+    assert paper is not None
+    if not confirmed:
+        return View(f"Reset paper account {name}?",
+                    f"This cancels its open orders and deletes its orders, fills, positions, ledger and equity curve, "
+                    f"and starts it again with {money_text(paper.starting_cash)} CNY. The audit trail stays. To go "
+                    f"ahead, send: account reset {name} confirm")
+    try:
+        reset_account(call.context.engine, name, paper.starting_cash, call.user or "?")
+    except AccountError as exc:
+        raise CommandError(str(exc)) from None
+    return View(f"Paper account {name} reset", f"Account {name} starts again with {money_text(paper.starting_cash)} "
+                                               f"CNY (reset by {call.user}).", users=[call.user or ""])
+
+
+def orders_command(call: CommandCall) -> View:
+    """`orders [open|today|all] [account=NAME]`."""
+    scope = "open"
+    names: list[str] = []
+    for word in call.args:
+        if word.lower() in SCOPES:
+            scope = word.lower()
+        else:
+            names.append(word)
+    if len(names) > 1:
+        raise CommandError("usage: orders [open|today|all] [NAME]")
+    name = _name(call, names)
+    broker = _broker(call, name)
+    broker.settle()
+    return present_orders(name, scope, broker.orders(scope))  # type: ignore[arg-type]
+
+
+def trading_command(call: CommandCall) -> View:
+    """`trading on|off` (traders), `trading` shows the switch."""
+    engine = call.context.engine
+    if not call.args:
+        enabled, by, at = switch_state(engine)
+        since = f" (set by {by} at {at:%Y-%m-%d %H:%M} UTC)" if by and at else ""
+        return View("Trading", f"Trading is {'on' if enabled else 'OFF'}{since}.", users=[by] if by else [])
+    word = call.args[0].lower()
+    if word not in ("on", "off") or len(call.args) > 1:
+        raise CommandError("usage: trading on|off")
+    if not call.is_trader:
+        raise CommandError(TRADERS_ONLY.format(what="switch trading on or off"))
+    set_trading(engine, word == "on", call.user or "?")
+    text = ("Trading is on: approved orders are submitted and filled again." if word == "on" else
+            "Trading is OFF: nothing is submitted or filled until a trader sends `trading on`; proposals say why.")
+    return View("Trading", f"{text} (by {call.user})", users=[call.user or ""])
+
+
+def cancel_command(call: CommandCall) -> View:
+    """`cancel ORDER`: an order that has not filled yet (traders)."""
+    if len(call.args) != 1 or not call.args[0].isdigit():
+        raise CommandError("usage: cancel ORDER (the order's number, see `orders`)")
+    if not call.is_trader:
+        raise CommandError(TRADERS_ONLY.format(what="cancel orders"))
+    order_id = int(call.args[0])
+    name = order_account(call.context.engine, order_id)
+    if name is None:
+        raise CommandError(f"there is no order {order_id}; see `orders all`")
+    try:
+        order = _broker(call, name).cancel(order_id, call.user)
+    except AccountError as exc:
+        raise CommandError(str(exc)) from None
+    return View("Order cancelled", f"Order {order.id} ({order.side} {order.quantity:,} {order.ts_code}) in account "
+                                   f"{name} is cancelled; the cash it held back is free again.",
+                users=[call.user or ""])
+
+
+def _file(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "_.-" else "_" for c in name)

@@ -1,0 +1,92 @@
+"""The manual order grammar: `order CODE buy|sell QTY [limit=PRICE] [account=NAME] [REASON ...]`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+from graphs.grammar import CODE, PARAM, split
+
+KEYWORD = "order"
+USAGE = "order CODE buy|sell QTY [limit=PRICE] [account=NAME] [reason words]"
+ACCOUNT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class OrderGrammarError(ValueError):
+    """A manual order that cannot be read; the message says what to write."""
+
+
+@dataclass(frozen=True)
+class OrderIntent:
+    """An order as asked for, before any check: what the approval subgraph takes."""
+
+    ts_code: str
+    side: str
+    quantity: int
+    price_type: str
+    limit_price: str | None  # Decimal as text (state is JSON)
+    account: str | None  # None: the thread's default account
+    reason: str
+
+    def as_dict(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+def starts_request(text: str) -> bool:
+    words = split(text)
+    return bool(words) and words[0].lower() in (KEYWORD, f"/{KEYWORD}")
+
+
+def looks_structured(text: str) -> bool:
+    words = split(text)
+    return len(words) >= 3 and bool(CODE.match(words[0])) and words[1].lower() in ("buy", "sell")
+
+
+def account_name(text: str) -> str:
+    """A valid account name, or OrderGrammarError."""
+    if not ACCOUNT_NAME.match(text):
+        raise OrderGrammarError(f"account name {text!r} must be letters, digits, '.', '_' or '-' (at most 64)")
+    return text
+
+
+def parse_order(text: str) -> OrderIntent:
+    tokens = [t for t in re.split(r"\s+", text.strip()) if t]
+    if tokens and tokens[0].lower() in (KEYWORD, f"/{KEYWORD}"):
+        tokens = tokens[1:]
+    if len(tokens) < 3:
+        raise OrderGrammarError(f"an order needs a code, a side and a quantity: `{USAGE}`, e.g. "
+                                "`order 600519.SH buy 100 limit=1700`")
+    code, side, qty, rest = tokens[0], tokens[1].lower(), tokens[2].replace(",", ""), tokens[3:]
+    if not CODE.match(code):
+        raise OrderGrammarError(f"{code} is not a ts_code (like 600519.SH or 000001.SZ)")
+    if side not in ("buy", "sell"):
+        raise OrderGrammarError(f"the side must be buy or sell, not {tokens[1]!r}")
+    if not qty.isdigit() or int(qty) <= 0:
+        raise OrderGrammarError(f"the quantity must be a whole number of shares, not {tokens[2]!r}")
+    params: dict[str, str] = {}
+    words: list[str] = []
+    for token in rest:
+        match = PARAM.match(token)
+        if match:
+            params[match.group(1).lower()] = match.group(2)
+        else:
+            words.append(token)
+    unknown = sorted(set(params) - {"limit", "account"})
+    if unknown:
+        raise OrderGrammarError(f"unknown parameter {', '.join(unknown)}: an order takes limit=PRICE and account=NAME")
+    limit = _price(params["limit"]) if "limit" in params else None
+    return OrderIntent(code.upper(), side, int(qty), "limit" if limit else "market", limit,
+                       account_name(params["account"]) if "account" in params else None, " ".join(words))
+
+
+def _price(text: str) -> str:
+    try:
+        price = Decimal(text)
+    except InvalidOperation:
+        raise OrderGrammarError(f"limit={text} is not a price") from None
+    if not price.is_finite() or price <= 0:
+        raise OrderGrammarError(f"limit={text} must be a positive price")
+    if price != price.quantize(Decimal("0.01")):
+        raise OrderGrammarError(f"limit={text}: A-share prices tick by 0.01 (two decimals at most)")
+    return str(price.quantize(Decimal("0.01")))

@@ -1,0 +1,24 @@
+"""Approve: the order card as an `approval` interrupt; the decision and who made it, and when, come back."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+from langgraph.types import interrupt
+
+from graphs.context import WorkflowContext, decided_at, decider
+from graphs.interrupts import decision_of
+from graphs.order.card import order_card
+from graphs.order.state import OrderApprovalState
+
+
+def approve_node(state: OrderApprovalState, runtime: Runtime[WorkflowContext], config: RunnableConfig,
+                 ) -> dict[str, Any]:
+    payload = order_card(state["proposal"], state["account"], bool(runtime.context.traders),
+                         state.get("refusals") or [])
+    decision = decision_of(interrupt(payload))
+    when = decided_at(config) or datetime.now(UTC)
+    return {"decision": decision, "decided_by": decider(config), "decided_at": when.isoformat()}

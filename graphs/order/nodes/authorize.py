@@ -1,0 +1,83 @@
+"""Authorize: the node after every order approval. It checks the decider against the trader policy (on every
+path: Slack, console, Studio, SDK), the proposal's expiry and an edit against the rules, and records each
+outcome in the order audit trail. A refused decision asks again; nothing is placed."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+
+from graphs.context import WorkflowContext, thread_id
+from graphs.interrupts import validate_args
+from graphs.order.card import edit_schema, expiry_text, order_card
+from graphs.order.payload import preview_json, request_of
+from graphs.order.state import OrderApprovalState
+from tools.broker.store import log_event
+from tools.data.schema import DataError
+
+
+def authorize_node(state: OrderApprovalState, runtime: Runtime[WorkflowContext], config: RunnableConfig,
+                   ) -> dict[str, Any]:
+    ctx = runtime.context
+    decision, who = state["decision"], state.get("decided_by")
+    kind, cid, account, proposal = decision.get("type"), state["client_order_id"], state["account"], state["proposal"]
+    refusals = list(state.get("refusals") or [])
+    if kind == "reject":
+        reason = str(decision.get("message") or "").strip() or "no reason given"
+        log_event(ctx.engine, cid, account, "rejected", who, {"reason": reason})
+        return _done("rejected", f"Order rejected by {who or 'an unnamed caller'}: {reason}. Nothing was placed.",
+                     state)
+    if kind not in ("approve", "edit"):
+        return _again(refusals, f"a {kind} decision does not decide an order: approve, edit or reject it")
+    if who is None or who not in ctx.traders:
+        log_event(ctx.engine, cid, account, "refused", who, {"decision": kind, "reason": "not a trader"})
+        name = who or "a caller who named no user"
+        return _again(refusals, f"{name} is not a trader (QUANTDESK_TRADERS) and cannot {kind} orders")
+    if datetime.fromisoformat(state["decided_at"]) > datetime.fromisoformat(proposal["expires_at"]):
+        log_event(ctx.engine, cid, account, "expired", who, {"decision": kind, "decided_at": state["decided_at"]})
+        return _done("expired", f"This order proposal expired at {expiry_text(proposal['expires_at'])}, before "
+                                f"{who}'s {kind}; nothing was placed. Propose it again for a fresh check.", state)
+    if kind == "approve":
+        if not proposal["passed"]:
+            return _again(refusals, "approve is not possible while checks fail: edit or reject the order")
+        log_event(ctx.engine, cid, account, "approved", who, {})
+        return {"verdict": "submit"}
+    edits = (decision.get("edited_action") or {}).get("args") or {}
+    request = proposal["request"]
+    original = {"quantity": request["quantity"], "limit_price": request.get("limit_price")}
+    schema = edit_schema(proposal)
+    shown = order_card(proposal, account, True, [])["args"]  # adapters send the card's other values back as shown
+    args, problems = validate_args(schema, original, {k: v for k, v in edits.items() if k in schema})
+    problems += [f"{k} cannot be edited" for k, v in edits.items() if k not in schema and shown.get(k) != v]
+    if problems:
+        log_event(ctx.engine, cid, account, "refused", who, {"decision": "edit", "problems": problems})
+        return _again(refusals, "the edit was refused: " + "; ".join(problems))
+    intent = {**state["order_intent"], "quantity": int(args["quantity"])}
+    if "limit_price" in schema:
+        intent["limit_price"] = f"{float(args['limit_price']):.2f}"
+    try:
+        preview = ctx.broker(account, None).preview(request_of(intent, cid, thread_id(config)))  # type: ignore[misc]
+    except (DataError, ValueError) as exc:
+        return _again(refusals, f"the edited order cannot be checked: {exc}")
+    edited = preview_json(preview)
+    log_event(ctx.engine, cid, account, "edited", who, {"quantity": intent["quantity"],
+                                                       "limit_price": intent.get("limit_price"),
+                                                       "passed": edited["passed"]})
+    if not edited["passed"]:
+        failed = "; ".join(f"{c['name']}: {c['detail']}" for c in edited["checks"] if not c["passed"])
+        return {"order_intent": intent, "proposal": edited, "verdict": "ask_again",
+                "refusals": [*refusals, f"the edited order fails its checks ({failed})"]}
+    return {"order_intent": intent, "proposal": edited, "verdict": "submit"}
+
+
+def _again(refusals: list[str], reason: str) -> dict[str, Any]:
+    return {"verdict": "ask_again", "refusals": [*refusals, reason]}
+
+
+def _done(status: str, message: str, state: OrderApprovalState) -> dict[str, Any]:
+    return {"verdict": "done", "order_outcome": {
+        "status": status, "message": message, "account": state["account"], "order": None,
+        "proposal": state["proposal"], "decided_by": state.get("decided_by")}}

@@ -1,0 +1,42 @@
+"""Propose: the broker previews the order (every rule check, cost, fees, cash and position after) for the card."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+
+from graphs.context import WorkflowContext, default_account, thread_id
+from graphs.order.payload import preview_json, request_of
+from graphs.order.state import OrderApprovalState
+from graphs.progress import report_progress
+from tools.broker.store import log_event
+from tools.data.schema import DataError
+
+
+def propose_node(state: OrderApprovalState, runtime: Runtime[WorkflowContext], config: RunnableConfig,
+                 ) -> dict[str, Any]:
+    ctx = runtime.context
+    intent = state["order_intent"]
+    account = state.get("account") or intent.get("account") or default_account(config)
+    client_order_id = state.get("client_order_id") or f"{thread_id(config)}:{uuid.uuid4().hex[:16]}"
+    report_progress("checking the order", f"{intent['side']} {intent['quantity']} {intent['ts_code']}")
+    if ctx.broker is None:
+        return {"order_outcome": _outcome("refused", "No broker is configured for this run.", account)}
+    try:
+        broker = ctx.broker(account, intent.get("proposed_by"))
+        preview = broker.preview(request_of(intent, client_order_id, thread_id(config)))
+    except (DataError, ValueError) as exc:
+        return {"order_outcome": _outcome("refused", f"The order cannot be proposed: {exc}", account)}
+    proposal = preview_json(preview)
+    log_event(ctx.engine, client_order_id, account, "proposed", intent.get("proposed_by"),
+              {"request": proposal["request"], "passed": proposal["passed"],
+               "failed": [c["name"] for c in proposal["checks"] if not c["passed"]]})
+    return {"account": account, "client_order_id": client_order_id, "proposal": proposal, "order_outcome": {}}
+
+
+def _outcome(status: str, message: str, account: str) -> dict[str, Any]:
+    return {"status": status, "message": message, "account": account, "order": None, "proposal": None,
+            "decided_by": None}

@@ -1,0 +1,35 @@
+"""Submit: place the approved order with the broker, once (idempotent on the client order id, so a re-run after
+a crash finds the order it placed instead of placing another)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+
+from graphs.context import WorkflowContext, thread_id
+from graphs.order.payload import order_json, request_of
+from graphs.order.state import OrderApprovalState
+from graphs.progress import report_progress
+from tools.broker.orders import OrderRejected
+from tools.data.schema import DataError
+
+
+def submit_node(state: OrderApprovalState, runtime: Runtime[WorkflowContext], config: RunnableConfig,
+                ) -> dict[str, Any]:
+    ctx = runtime.context
+    account, who = state["account"], state.get("decided_by")
+    report_progress("placing the order", account)
+    request = request_of(state["order_intent"], state["client_order_id"], thread_id(config), approved_by=who)
+    base = {"account": account, "proposal": state["proposal"], "decided_by": who}
+    try:
+        order = ctx.broker(account, None).submit(request)  # type: ignore[misc]
+    except OrderRejected as exc:
+        return {"order_outcome": {**base, "status": "refused", "order": None,
+                                  "message": f"The broker refused the order: {exc}. Nothing was placed."}}
+    except DataError as exc:
+        return {"order_outcome": {**base, "status": "refused", "order": None,
+                                  "message": f"The order could not be placed: {exc}. Nothing was placed."}}
+    return {"order_outcome": {**base, "status": order.status, "order": order_json(order),
+                              "message": order.summary()}}

@@ -1,0 +1,175 @@
+"""The execution agent (seed 002): a seed-shaped trace from a scripted model (tool_call → MA30 → RSI14 → buy 0.75),
+every step logged with the values computed in code, the order proposed for a trader's approval and the rule's
+position following the fill; the limits (rounds, malformed answers, tool errors); rule-language rules with no
+LLM."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+import pandas as pd
+import pytest
+from sqlalchemy import Engine
+
+from graphs.context import WorkflowContext
+from graphs.execution.routes import MAX_ROUNDS
+from tests.fakes.chat import ScriptedChatModel, answer
+from tests.graph_thread import GraphThread
+from tools.artifacts import ArtifactStore
+from tools.broker.checks import RiskLimits
+from tools.broker.fees import DEFAULT_RATES
+from tools.broker.paper import PaperBroker, PaperConfig
+from tools.data.local import SampleProvider, sample_dir
+from tools.klines import AShareKlines
+from tools.rule_store import RuleStore
+from tools.sandbox import Sandbox
+
+TRADER, OWNER = "UTRADER", "UOWNER"
+CONFIG = PaperConfig(DEFAULT_RATES, RiskLimits(Decimal("500000"), Decimal("0.5"), Decimal("0.05")),
+                     Decimal("1000000"), "open", 7, timedelta(minutes=120))
+CODE = "600519.SH"
+
+
+@pytest.fixture(scope="module")
+def provider() -> SampleProvider:
+    return SampleProvider()
+
+
+@pytest.fixture(scope="module")
+def closes() -> list[float]:
+    """The sample's closes of 600519.SH, oldest first (the raw data, read without the code under test)."""
+    frame = pd.read_parquet(sample_dir() / "daily.parquet")
+    return frame[frame["ts_code"] == CODE].sort_values("trade_date")["close"].tolist()
+
+
+def _ctx(engine: Engine, sandbox: Sandbox, provider: SampleProvider, llm: Any = None) -> WorkflowContext:
+    return WorkflowContext(provider=provider, engine=engine, sandbox=sandbox, artifacts=ArtifactStore(engine),
+                           llm=llm, paper=CONFIG, traders=frozenset({TRADER}),
+                           broker=lambda name, by: PaperBroker(engine, provider, name, CONFIG, opened_by=by),
+                           rules=RuleStore(engine, frozenset()), klines=lambda symbol: AShareKlines(provider))
+
+
+def _step(kind: str, step: int, action: dict[str, Any], reasoning: str = "scripted") -> Any:
+    return answer(json.dumps({"type": kind, "step": step, "reasoning": reasoning, "action": action,
+                              "next_step": "continue"}))
+
+
+def _hand_rsi(closes: list[float], n: int = 14) -> float:
+    """Wilder's RSI from the definition: the first average is the mean of the first n changes."""
+    changes = [b - a for a, b in zip(closes, closes[1:], strict=False)]
+    gain = sum(max(c, 0.0) for c in changes[:n]) / n
+    loss = sum(max(-c, 0.0) for c in changes[:n]) / n
+    for change in changes[n:]:
+        gain = (gain * (n - 1) + max(change, 0.0)) / n
+        loss = (loss * (n - 1) + max(-change, 0.0)) / n
+    return 100.0 * gain / (gain + loss)
+
+
+def test_a_seed_shaped_trace_is_logged_computed_in_code_and_ends_in_an_approval(
+        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, closes: list[float]) -> None:
+    llm = ScriptedChatModel(script=[
+        _step("tool_call", 1, {"tool_name": "get_kline_data", "params": {"symbol": CODE, "timeframe": "1d",
+                                                                          "limit": 100}}),
+        _step("calculation", 2, {"calculation_type": "MA", "params": {"period": 30}}, "MA30 from the rule"),
+        _step("calculation", 3, {"calculation_type": "RSI", "params": {"period": 14}}, "RSI14 from the rule"),
+        _step("decision", 4, {"action": "buy", "reason": "close above MA30, RSI not overbought", "confidence": 0.75}),
+    ])
+    ctx = _ctx(engine, sandbox, provider, llm)
+    rule = ctx.rules.add(OWNER, "seedchan", CODE, "buy when the price is above its 30-day average and RSI14 < 70",
+                         size=100, threshold=0.7)  # type: ignore[union-attr]
+    thread = GraphThread(db_url, ctx, requester=OWNER)
+    out = thread.say(f"rule run {rule.id}")
+    (pending,) = out["__interrupt__"]
+    card = pending.value
+    assert card["args"]["order"] == "BUY 100 600519.SH 贵州茅台 at market"
+    assert "confidence 0.75" in card["args"]["why"]
+    steps = ctx.rules.steps(rule.id)  # type: ignore[union-attr]
+    assert [(s.step, s.action_type) for s in steps] == [(1, "tool_call"), (2, "calculation"), (3, "calculation"),
+                                                        (4, "decision")]
+    last100 = closes[-100:]
+    assert steps[0].result_data["bars"] == 100
+    assert steps[1].result_data["ma30"] == pytest.approx(sum(last100[-30:]) / 30, abs=1e-6)
+    assert steps[1].result_data["close"] == pytest.approx(last100[-1], abs=1e-6)
+    assert steps[2].result_data["rsi14"] == pytest.approx(_hand_rsi(last100), abs=1e-6)
+    assert steps[3].action_data["action"] == {"action": "buy", "reason": "close above MA30, RSI not overbought",
+                                              "confidence": 0.75}
+    done = thread.decide(out, {"type": "approve"}, user=TRADER)
+    assert done["result"]["decision"]["action"] == "buy" and done["result"]["order"]["status"] == "filled"
+    assert ctx.rules.get(rule.id).runtime_status["position"] == 100  # type: ignore[union-attr]
+    # the model saw every earlier step's result, and no prices it had to pass itself
+    last_prompt = llm.prompts[-1]
+    assert "Step 3 result" in str(last_prompt[-2].content) and '"rsi14"' in str(last_prompt[-2].content)
+
+
+def test_below_the_threshold_a_decision_is_logged_and_nothing_is_proposed(
+        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider) -> None:
+    llm = ScriptedChatModel(script=[_step("decision", 1, {"action": "buy", "reason": "weak", "confidence": 0.4})])
+    ctx = _ctx(engine, sandbox, provider, llm)
+    rule = ctx.rules.add(OWNER, "c", CODE, "buy on strength", size=100, threshold=0.6)  # type: ignore[union-attr]
+    out = GraphThread(db_url, ctx, requester=OWNER).say(f"rule run {rule.id}")
+    assert "__interrupt__" not in out
+    assert out["result"]["decision"]["note"] == "confidence 0.40 is below the rule's threshold 0.60: no order"
+    assert [s.action_type for s in ctx.rules.steps(rule.id)] == ["decision"]  # type: ignore[union-attr]
+
+
+def test_malformed_answers_get_one_second_chance_then_hold(db_url: str, engine: Engine, sandbox: Sandbox,
+                                                           provider: SampleProvider) -> None:
+    llm = ScriptedChatModel(script=[answer("I think you should buy"), answer("{not json")])
+    ctx = _ctx(engine, sandbox, provider, llm)
+    rule = ctx.rules.add(OWNER, "c", CODE, "buy on strength", size=100)  # type: ignore[union-attr]
+    out = GraphThread(db_url, ctx, requester=OWNER).say(f"rule run {rule.id}")
+    decision = out["result"]["decision"]
+    assert decision["action"] == "hold" and decision["reason"].startswith("the model's answer could not be used twice")
+    assert "could not be used" in str(llm.prompts[1][-1].content)  # the first error went back to the model
+    (step,) = ctx.rules.steps(rule.id)  # type: ignore[union-attr]
+    assert step.action_type == "decision" and step.result_data["decision"]["failure"] is True
+    assert ctx.rules.get(rule.id).consecutive_failures == 1  # type: ignore[union-attr]
+
+
+def test_a_tool_error_goes_back_to_the_model_and_the_rounds_are_capped(
+        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider) -> None:
+    script = [_step("calculation", 1, {"calculation_type": "MA", "params": {"period": 30}})]  # no bars fetched yet
+    script.append(_step("tool_call", 2, {"tool_name": "get_kline_data", "params": {"symbol": CODE, "limit": 60}}))
+    script += [_step("calculation", i, {"calculation_type": "FOO", "params": {}}) for i in range(3, MAX_ROUNDS + 1)]
+    llm = ScriptedChatModel(script=script)
+    ctx = _ctx(engine, sandbox, provider, llm)
+    rule = ctx.rules.add(OWNER, "c", CODE, "buy on strength", size=100)  # type: ignore[union-attr]
+    out = GraphThread(db_url, ctx, requester=OWNER).say(f"rule run {rule.id}")
+    assert out["result"]["decision"]["reason"] == f"no decision within {MAX_ROUNDS} steps"
+    steps = ctx.rules.steps(rule.id)  # type: ignore[union-attr]
+    assert len(steps) == MAX_ROUNDS + 1
+    assert steps[0].result_data == {"error": "no bars were fetched yet: call get_kline_data first"}
+    assert steps[1].result_data["bars"] == 60
+    assert steps[2].result_data["error"].startswith("unknown calculation 'FOO'")
+
+
+def test_a_rule_language_rule_runs_without_an_llm_and_matches_a_hand_computation(
+        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, closes: list[float]) -> None:
+    ctx = _ctx(engine, sandbox, provider)
+    rule = ctx.rules.add(OWNER, "c", CODE, "buy when close > ma(30); sell when close < ma(30)",  # type: ignore[union-attr]
+                         source="language", size=100)
+    out = GraphThread(db_url, ctx, requester=OWNER).say(f"rule run {rule.id}")
+    ma30 = sum(closes[-30:]) / 30
+    expected = "buy" if closes[-1] > ma30 else "sell"
+    if expected == "buy":
+        assert out["__interrupt__"][0].value["args"]["order"].startswith("BUY 100 600519.SH")
+    else:
+        assert out["result"]["decision"]["note"] == "sell: the rule holds no position, so there is nothing to sell"
+    steps = ctx.rules.steps(rule.id)  # type: ignore[union-attr]
+    assert steps[0].action_type == "tool_call" and steps[-1].action_type == "decision"
+    assert steps[-1].action_data["action"]["action"] == expected
+    ma_step = next(s for s in steps if "ma(30)" in s.result_data and len(s.result_data) == 1)
+    assert ma_step.result_data["ma(30)"] == pytest.approx(ma30, abs=1e-6)
+
+
+@pytest.mark.parametrize("text, reply", [
+    ("rule run 999999", "There is no rule 999999"),
+    ("rule run", "Usage: `rule run ID"),
+])
+def test_a_run_of_no_rule_says_so(db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider,
+                                  text: str, reply: str) -> None:
+    out = GraphThread(db_url, _ctx(engine, sandbox, provider), requester=OWNER).say(text)
+    assert out["final_reply"].startswith(reply)

@@ -1,0 +1,224 @@
+"""The order approval subgraph through the main graph, as Studio or the SDK would drive it: only traders approve
+or edit (a resume naming no trader is refused and recorded, and the order waits for a trader), expiry, edits
+re-checked against the rules, rejection, and a re-run of the submit step that places nothing twice. Sample data:
+the account runs on a simulated clock and fills at the last close (20200824)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from langgraph.graph import END, START, StateGraph
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
+
+from graphs.context import WorkflowContext
+from graphs.order.nodes.submit import submit_node
+from graphs.order.state import OrderApprovalState
+from tests.graph_thread import GraphThread
+from tools.artifacts import ArtifactStore
+from tools.broker.checks import RiskLimits
+from tools.broker.fees import DEFAULT_RATES
+from tools.broker.paper import PaperBroker, PaperConfig
+from tools.data.local import SampleProvider
+from tools.sandbox import Sandbox
+from tools.storage.broker_records import OrderEvent, PaperFill, PaperOrder
+
+TRADER, OTHER = "UTRADER", "UALICE"
+CONFIG = PaperConfig(DEFAULT_RATES, RiskLimits(Decimal("500000"), Decimal("0.3"), Decimal("0.05")),
+                     Decimal("1000000"), "open", 7, timedelta(minutes=120))
+
+
+@pytest.fixture(scope="module")
+def provider() -> SampleProvider:
+    return SampleProvider()
+
+
+def _ctx(engine: Engine, sandbox: Sandbox, provider: SampleProvider, traders: frozenset[str]) -> WorkflowContext:
+    return WorkflowContext(provider=provider, engine=engine, sandbox=sandbox, artifacts=ArtifactStore(engine),
+                           paper=CONFIG, traders=traders,
+                           broker=lambda name, by: PaperBroker(engine, provider, name, CONFIG, opened_by=by))
+
+
+def _thread(db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider,
+            traders: frozenset[str] = frozenset({TRADER})) -> GraphThread:
+    return GraphThread(db_url, _ctx(engine, sandbox, provider, traders), requester=OTHER)
+
+
+def _card(out: dict[str, Any]) -> dict[str, Any]:
+    (pending,) = out["__interrupt__"]
+    return pending.value
+
+
+def _events(engine: Engine, account: str) -> list[tuple[str, str | None]]:
+    with Session(engine) as session:
+        rows = session.scalars(select(OrderEvent).where(OrderEvent.account == account).order_by(OrderEvent.id))
+        return [(r.event, r.actor) for r in rows]
+
+
+def _orders(engine: Engine, account: str) -> list[PaperOrder]:
+    with Session(engine) as session:
+        return list(session.scalars(select(PaperOrder).where(PaperOrder.account == account)))
+
+
+def _fills(engine: Engine, account: str) -> list[PaperFill]:
+    with Session(engine) as session:
+        return list(session.scalars(select(PaperFill).where(PaperFill.account == account)))
+
+
+def test_a_trader_approves_and_the_order_fills_at_the_last_close(db_url: str, engine: Engine, sandbox: Sandbox,
+                                                                  provider: SampleProvider) -> None:
+    thread = _thread(db_url, engine, sandbox, provider)
+    out = thread.say("order 600519.SH buy 100 account=g1 results beat expectations")
+    card = _card(out)
+    assert card["type"] == "approval" and card["deciders"] == "traders"
+    assert card["allowed"] == ["approve", "edit", "reject"]
+    assert card["args"]["order"] == "BUY 100 600519.SH 贵州茅台 at market"
+    # 100 × 1696.35 = 169,635.00; commission 0.025 % = 42.40875 → 42.41; transfer fee 0.002 % (2020) = 3.3927 → 3.39
+    assert card["args"]["estimated_cost"] == "169,635.00 + fees 45.80 at 1696.35"
+    assert card["args"]["cash_after"] == "830,319.20"
+    assert card["args"]["why"] == "results beat expectations"
+    assert "PASS cash: holds back" in card["description"]
+    done = thread.decide(out, {"type": "approve"}, user=TRADER)
+    result = done["result"]
+    assert result["status"] == "filled" and result["decided_by"] == TRADER
+    (fill,) = _fills(engine, "g1")
+    assert (fill.price_fen, fill.value_fen, fill.commission_fen, fill.transfer_fee_fen, fill.stamp_duty_fen) == (
+        169635, 16963500, 4241, 339, 0)
+    assert fill.basis == "simulated fill at the last available close"
+    assert _events(engine, "g1") == [("account opened", OTHER), ("proposed", OTHER), ("approved", TRADER),
+                                     ("submitted", TRADER), ("filled", None)]
+
+
+@pytest.mark.parametrize("who", [OTHER, None])
+def test_a_decision_by_no_trader_is_refused_recorded_and_asked_again(db_url: str, engine: Engine, sandbox: Sandbox,
+                                                                      provider: SampleProvider,
+                                                                      who: str | None) -> None:
+    account = f"g2{who or 'anon'}".lower()
+    thread = _thread(db_url, engine, sandbox, provider)
+    out = thread.say(f"order 000001.SZ buy 100 account={account}")
+    again = thread.decide(out, {"type": "approve"}, user=who)
+    card = _card(again)  # a new approval: the order still waits for a trader
+    assert "not a trader (QUANTDESK_TRADERS) and cannot approve orders" in card["description"]
+    assert _orders(engine, account) == []
+    assert ("refused", who) in _events(engine, account)
+    edit = thread.decide(again, {"type": "edit", "edited_action": {"name": "place_order", "args": {"quantity": 200}}},
+                         user=who)
+    assert "cannot edit orders" in _card(edit)["description"] and _orders(engine, account) == []
+    done = thread.decide(edit, {"type": "approve"}, user=TRADER)
+    assert done["result"]["status"] == "filled"
+    assert len(_fills(engine, account)) == 1
+
+
+def test_with_no_traders_configured_an_order_can_only_be_rejected(db_url: str, engine: Engine, sandbox: Sandbox,
+                                                                   provider: SampleProvider) -> None:
+    thread = _thread(db_url, engine, sandbox, provider, traders=frozenset())
+    out = thread.say("order 000001.SZ buy 100 account=g3")
+    card = _card(out)
+    assert card["allowed"] == ["reject"]
+    assert "set QUANTDESK_TRADERS" in card["who_decides"]
+    again = thread.decide(out, {"type": "approve"}, user=TRADER)  # Studio or the SDK can still send one
+    assert "not a trader" in _card(again)["description"] and _orders(engine, "g3") == []
+
+
+def test_an_expired_proposal_cannot_be_approved(db_url: str, engine: Engine, sandbox: Sandbox,
+                                                provider: SampleProvider) -> None:
+    thread = _thread(db_url, engine, sandbox, provider)
+    out = thread.say("order 000001.SZ buy 100 account=g4")
+    late = "2999-01-01T00:00:00+00:00"
+    done = thread.decide(out, {"type": "approve"}, user=TRADER, decided_at=late)
+    assert done["result"]["status"] == "expired"
+    assert "expired at" in done["result"]["message"] and _orders(engine, "g4") == []
+    assert ("expired", TRADER) in _events(engine, "g4")
+
+
+def test_an_edit_is_checked_against_the_rules_before_anything_is_placed(db_url: str, engine: Engine,
+                                                                         sandbox: Sandbox,
+                                                                         provider: SampleProvider) -> None:
+    thread = _thread(db_url, engine, sandbox, provider)
+    out = thread.say("order 000001.SZ buy 100 limit=14.50 account=g5")
+    card = _card(out)
+    # 20200824's previous close 14.46 (the bar's pre_close): ±10 % → 13.01 … 15.91 → rounded half-up to the fen
+    assert card["args_schema"]["quantity"] == {"type": "integer", "title": "Quantity (shares)", "minimum": 100,
+                                               "multiple_of": 100}
+    lot = thread.decide(out, {"type": "edit", "edited_action": {"name": "place_order", "args": {"quantity": 150}}},
+                        user=TRADER)
+    assert "quantity (shares) must be a multiple of 100" in _card(lot)["description"].lower()
+    price = thread.decide(lot, {"type": "edit", "edited_action": {"name": "place_order",
+                                                                  "args": {"quantity": 200, "limit_price": 99}}},
+                          user=TRADER)
+    assert "Limit price (CNY) must be at most" in _card(price)["description"]
+    assert _orders(engine, "g5") == []
+    done = thread.decide(price, {"type": "edit", "edited_action": {"name": "place_order",
+                                                                   "args": {"quantity": 300, "limit_price": "14.60"}}},
+                         user=TRADER)
+    assert done["result"]["status"] == "filled"
+    (order,) = _orders(engine, "g5")
+    assert (order.quantity, order.limit_price_fen) == (300, 1460)
+    assert [e for e, _ in _events(engine, "g5")].count("edited") == 1
+
+
+def test_a_rejection_places_nothing_and_keeps_its_reason(db_url: str, engine: Engine, sandbox: Sandbox,
+                                                         provider: SampleProvider) -> None:
+    thread = _thread(db_url, engine, sandbox, provider)
+    out = thread.say("order 000001.SZ buy 100 account=g6")
+    done = thread.decide(out, {"type": "reject", "message": "too close to the close"}, user=OTHER)
+    assert done["result"]["status"] == "rejected" and _orders(engine, "g6") == []
+    with Session(engine) as session:
+        event = session.scalars(select(OrderEvent).where(OrderEvent.account == "g6",
+                                                         OrderEvent.event == "rejected")).one()
+    assert (event.actor, event.detail) == (OTHER, {"reason": "too close to the close"})
+
+
+def test_failing_checks_offer_no_approve_and_an_edit_can_fix_them(db_url: str, engine: Engine, sandbox: Sandbox,
+                                                                   provider: SampleProvider) -> None:
+    thread = _thread(db_url, engine, sandbox, provider)
+    out = thread.say("order 600519.SH buy 1000 account=g7")  # 1,696,350.00: above the cash and the value limit
+    card = _card(out)
+    assert card["allowed"] == ["edit", "reject"]
+    assert "FAIL cash" in card["description"] and "FAIL order value limit" in card["description"]
+    again = thread.decide(out, {"type": "approve"}, user=TRADER)
+    assert "approve is not possible while checks fail" in _card(again)["description"]
+    done = thread.decide(again, {"type": "edit", "edited_action": {"name": "place_order", "args": {"quantity": 100}}},
+                         user=TRADER)
+    assert done["result"]["status"] == "filled"
+
+
+def test_running_the_submit_step_again_places_nothing_twice(engine: Engine, sandbox: Sandbox,
+                                                            provider: SampleProvider) -> None:
+    """Nodes re-run on resume (a crash after the order was placed, before the checkpoint): the second run finds
+    the order its client order id placed."""
+    ctx = _ctx(engine, sandbox, provider, frozenset({TRADER}))
+    state = {"account": "g8", "client_order_id": "t-g8:once", "decided_by": TRADER, "proposal": {},
+             "order_intent": {"ts_code": "000001.SZ", "side": "buy", "quantity": 100, "price_type": "market",
+                              "limit_price": None, "reason": "test", "proposed_by": OTHER}}
+    graph = StateGraph(OrderApprovalState, context_schema=WorkflowContext)
+    graph.add_node("submit", submit_node)
+    graph.add_edge(START, "submit")
+    graph.add_edge("submit", END)
+    step = graph.compile()
+    config = {"configurable": {"thread_id": "t-g8"}}
+    first = step.invoke(state, config, context=ctx)  # type: ignore[arg-type]
+    second = step.invoke(state, config, context=ctx)  # type: ignore[arg-type]
+    assert first["order_outcome"]["order"]["id"] == second["order_outcome"]["order"]["id"]
+    assert second["order_outcome"]["status"] == "filled"
+    assert len(_orders(engine, "g8")) == 1 and len(_fills(engine, "g8")) == 1
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("order 600519.SH hold 100", "the side must be buy or sell"),
+    ("order 600519.SH buy 0", "the quantity must be a whole number of shares"),
+    ("order 600519 buy 100", "600519 is not a ts_code"),
+    ("order 600519.SH buy 100 limit=abc", "limit=abc is not a price"),
+    ("order 600519.SH buy 100 limit=9.999", "two decimals at most"),
+    ("order 600519.SH buy 100 size=3", "unknown parameter size"),
+    ("order 600519.SH buy 100 account=a/b", "account name"),
+    ("order 600519.SH", "an order needs a code, a side and a quantity"),
+])
+def test_a_malformed_order_says_what_to_write(db_url: str, engine: Engine, sandbox: Sandbox,
+                                              provider: SampleProvider, text: str, problem: str) -> None:
+    out = _thread(db_url, engine, sandbox, provider).say(text)
+    assert "__interrupt__" not in out
+    assert problem in out["final_reply"] and "Usage: `order CODE buy|sell QTY" in out["final_reply"]

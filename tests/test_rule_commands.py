@@ -1,0 +1,95 @@
+"""The rule commands as an adapter calls them: saving (the rule language is recognised, words are not), who may
+change or delete a rule (owner, admin, nobody else), the log timeline of a run, schedules and backtests."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from sqlalchemy import Engine
+
+from graphs.context import WorkflowContext
+from graphs.execution.commands import SUBCOMMANDS
+from graphs.workflow import CommandCall, CommandError
+from tests.graph_thread import GraphThread
+from tools.artifacts import ArtifactStore
+from tools.broker.checks import RiskLimits
+from tools.broker.fees import DEFAULT_RATES
+from tools.broker.paper import PaperBroker, PaperConfig
+from tools.data.local import SampleProvider
+from tools.klines import AShareKlines
+from tools.rule_store import RuleStore
+from tools.sandbox import Sandbox
+
+OWNER, OTHER, ADMIN = "UOWNER", "UOTHER", "UADMIN"
+CONFIG = PaperConfig(DEFAULT_RATES, RiskLimits(Decimal("500000"), Decimal("0.5"), Decimal("0.05")),
+                     Decimal("1000000"), "open", 7, timedelta(minutes=120))
+CHANNELS: dict[int, str] = {}
+LANGUAGE = "buy when close > ma(30) and rsi(14) < 70; sell when close < ma(30) or rsi(14) > 80"
+
+
+@pytest.fixture
+def ctx(engine: Engine, sandbox: Sandbox) -> WorkflowContext:
+    provider = SampleProvider()
+    ctx = WorkflowContext(provider=provider, engine=engine, sandbox=sandbox, artifacts=ArtifactStore(engine),
+                           paper=CONFIG, traders=frozenset({"UTRADER"}),
+                           broker=lambda name, by: PaperBroker(engine, provider, name, CONFIG, opened_by=by),
+                           rules=RuleStore(engine, frozenset({ADMIN})), klines=lambda symbol: AShareKlines(provider))
+    CHANNELS[id(ctx)] = f"C{uuid.uuid4().hex[:10]}"  # the PostgreSQL test database is shared: a channel per test
+    return ctx
+
+
+def run(ctx: WorkflowContext, user: str, line: list[str]) -> str:
+    _usage, _summary, command = SUBCOMMANDS[line[0]]
+    view = command(CommandCall(ctx, line[1:], user, CHANNELS[id(ctx)]))
+    return "\n".join([view.title, view.summary, *view.lines, *(f"{k}: {v}" for k, v in view.facts)])
+
+
+def _mine(ctx: WorkflowContext) -> list:
+    return ctx.rules.list(channel=CHANNELS[id(ctx)])  # type: ignore[union-attr]
+
+
+def test_the_rule_language_is_recognised_and_words_are_kept_for_the_model(ctx: WorkflowContext) -> None:
+    saved = run(ctx, OWNER, ["add", "600519.SH", LANGUAGE, "size=100", "every=30 14 * * 1-5"])
+    assert "in the rule language: it runs and backtests without an LLM" in saved
+    assert "Schedule: 30 14 * * 1-5 (Asia/Shanghai)" in saved
+    words = run(ctx, OWNER, ["add", "000001.SZ", "buy when the trend turns up", "value=20000", "threshold=0.8"])
+    assert "in words: each run asks the model" in words and "Order size: 20,000.00 CNY" in words
+    with pytest.raises(CommandError, match=r"order size in shares \(size=\) or in CNY \(value=\), not both"):
+        run(ctx, OWNER, ["add", "000001.SZ", LANGUAGE, "size=100", "value=5000"])
+    with pytest.raises(CommandError, match="unknown option colour="):
+        run(ctx, OWNER, ["add", "000001.SZ", LANGUAGE, "colour=red"])
+
+
+def test_only_the_owner_or_an_admin_may_change_or_delete_a_rule(ctx: WorkflowContext) -> None:
+    run(ctx, OWNER, ["add", "600519.SH", LANGUAGE])
+    (rule,) = _mine(ctx)
+    for line in (["pause", str(rule.id)], ["delete", str(rule.id)], ["schedule", str(rule.id), "0 10 * * 1-5"]):
+        with pytest.raises(CommandError, match="only its owner or an admin"):
+            run(ctx, OTHER, line)
+    assert "is paused" in run(ctx, OWNER, ["pause", str(rule.id), "earnings week"])
+    assert "runs on its schedule again" in run(ctx, ADMIN, ["resume", str(rule.id)])
+    assert "deleted" in run(ctx, ADMIN, ["delete", str(rule.id)])
+    assert _mine(ctx) == []
+
+
+def test_the_log_shows_a_runs_steps_as_a_timeline(db_url: str, ctx: WorkflowContext) -> None:
+    run(ctx, OWNER, ["add", "600519.SH", LANGUAGE, "size=100"])
+    (rule,) = _mine(ctx)
+    assert "has not run yet" in run(ctx, OWNER, ["log", str(rule.id)])
+    GraphThread(db_url, ctx, requester=OWNER).say(f"rule run {rule.id}")
+    timeline = run(ctx, OTHER, ["log", str(rule.id)]).splitlines()
+    assert timeline[1].startswith("11 step(s)")
+    assert timeline[2].startswith("1. tool_call: the rule needs 29 bars before its first decision")
+    assert timeline[-1].startswith("11. decision: ")
+
+
+def test_only_rule_language_rules_backtest(ctx: WorkflowContext) -> None:
+    run(ctx, OWNER, ["add", "000001.SZ", "buy when it feels right"])
+    (rule,) = _mine(ctx)
+    with pytest.raises(CommandError, match="only rules in the rule language backtest"):
+        run(ctx, OWNER, ["backtest", str(rule.id), "20190601", "20200824"])
+    with pytest.raises(CommandError, match="usage: rule backtest ID START END"):
+        run(ctx, OWNER, ["backtest", str(rule.id)])

@@ -1,0 +1,234 @@
+"""Rule schedules: cron in the rule's timezone on trading days, missed ticks, and one run per tick across workers."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from sqlalchemy import Engine, select
+
+from tools.data.local import LocalProvider
+from tools.rule_store import Rule, RuleStore
+from tools.schedule import TickPlan, due_ticks, plan_ticks, run_due, trading_day_checker
+from tools.storage.db import make_engine
+from tools.storage.migrate import upgrade
+from tools.storage.rule_records import RuleTick
+
+NEW_YEAR = date(2024, 1, 1)  # a Monday, and an exchange holiday
+
+
+def _utc(*parts: int) -> datetime:
+    return datetime(*parts, tzinfo=UTC)
+
+
+def weekdays(day: date) -> bool:
+    return day.weekday() < 5
+
+
+def open_but_new_year(day: date) -> bool:
+    return day.weekday() < 5 and day != NEW_YEAR
+
+
+def _rule(schedule: str, timezone: str = "Asia/Shanghai", symbol: str = "600519.SH") -> Rule:
+    since = _utc(2023, 12, 1)
+    return Rule(id=1, symbol=symbol, source="llm", requirements="buy when close > ma(30)", owner="UOWNER",
+                channel="C1", runtime_status={"position": 0}, schedule=schedule, timezone=timezone,
+                scheduled_since=since, enabled=True, size=None, value_cny=None, threshold=0.6, account=None,
+                consecutive_failures=0, paused_reason=None, created_at=since, updated_at=since)
+
+
+class _Clock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+class _Enqueued:
+    """A thread-safe enqueue callable that records (rule id, tick, execution id)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, datetime, str]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, rule: Rule, tick: datetime, execution_id: str) -> None:
+        with self._lock:
+            self.calls.append((rule.id, tick, execution_id))
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def iso_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A database of this test's own (the scheduler pass reads every rule in it)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'rules.db'}"
+    return request.getfixturevalue("fresh_pg_url")
+
+
+@pytest.fixture
+def iso_engine(iso_url: str) -> Iterator[Engine]:
+    engine = make_engine(iso_url)
+    upgrade(engine)
+    yield engine
+    engine.dispose()
+
+
+def _ticks(engine: Engine, rule_id: int) -> list[tuple[datetime, str]]:
+    with engine.connect() as connection:
+        rows = connection.execute(select(RuleTick.tick, RuleTick.status).where(RuleTick.rule_id == rule_id)
+                                  .order_by(RuleTick.tick)).all()
+    return [(tick.replace(tzinfo=UTC) if tick.tzinfo is None else tick.astimezone(UTC), status)
+            for tick, status in rows]
+
+
+def test_cron_is_read_in_the_rules_timezone() -> None:
+    last, now = _utc(2024, 1, 2, 12), _utc(2024, 1, 4, 12)  # Tuesday noon to Thursday noon, UTC
+    shanghai, utc = _rule("30 9 * * 1-5"), _rule("30 9 * * 1-5", "UTC")
+    assert due_ticks(shanghai, now, last, is_trading_day=weekdays) == [_utc(2024, 1, 3, 1, 30),
+                                                                       _utc(2024, 1, 4, 1, 30)]
+    assert due_ticks(utc, now, last, is_trading_day=weekdays) == [_utc(2024, 1, 3, 9, 30), _utc(2024, 1, 4, 9, 30)]
+    # the tick's own minute is due from its first second, not before
+    assert due_ticks(shanghai, _utc(2024, 1, 3, 1, 30), last, is_trading_day=weekdays) == [_utc(2024, 1, 3, 1, 30)]
+    assert due_ticks(shanghai, _utc(2024, 1, 3, 1, 29, 59), last, is_trading_day=weekdays) == []
+    new_york = _rule("0 9 * * *", "America/New_York")  # daylight saving time moves it in UTC
+    assert due_ticks(new_york, _utc(2024, 7, 2, 14), _utc(2024, 7, 2), is_trading_day=weekdays) == [
+        _utc(2024, 7, 2, 13)]
+    assert due_ticks(new_york, _utc(2024, 1, 2, 15), _utc(2024, 1, 2), is_trading_day=weekdays) == [
+        _utc(2024, 1, 2, 14)]
+
+
+def test_no_ticks_on_days_the_exchange_is_closed() -> None:
+    last, now = _utc(2023, 12, 29, 12), _utc(2024, 1, 2, 12)  # Friday noon to Tuesday noon
+    assert due_ticks(_rule("30 9 * * *"), now, last, is_trading_day=open_but_new_year) == [_utc(2024, 1, 2, 1, 30)]
+    # trading days are Shanghai dates: 21:00 in New York on New Year's Day is 10:00 on 2 January in Shanghai
+    evening = _rule("0 21 * * *", "America/New_York")
+    assert due_ticks(evening, now, last, is_trading_day=lambda day: day != date(2024, 1, 2)) == [
+        _utc(2023, 12, 30, 2), _utc(2023, 12, 31, 2), _utc(2024, 1, 1, 2)]
+    crypto = _rule("0 8 * * *", symbol="BTC/USDT")  # crypto trades every day
+    assert due_ticks(crypto, now, last, is_trading_day=open_but_new_year) == [
+        _utc(2023, 12, 30), _utc(2023, 12, 31), _utc(2024, 1, 1), _utc(2024, 1, 2)]
+
+
+def test_due_ticks_keep_the_latest_up_to_the_cap() -> None:
+    every_minute = _rule("* * * * *")
+    last, now = _utc(2024, 1, 2, 1), _utc(2024, 1, 2, 1, 59, 30)
+    assert due_ticks(every_minute, now, last, is_trading_day=weekdays, cap=3) == [
+        _utc(2024, 1, 2, 1, 57), _utc(2024, 1, 2, 1, 58), _utc(2024, 1, 2, 1, 59)]
+    assert len(due_ticks(every_minute, now, last, is_trading_day=weekdays)) == 59
+
+
+def test_trading_days_come_from_the_provider_calendar_then_weekdays(tmp_path: Path) -> None:
+    rows = [{"ts_code": "600000.SH", "trade_date": d, "open": 10.0, "high": 10.5, "low": 9.5, "close": 10.0,
+             "pre_close": 10.0, "vol": 1000.0, "amount": 1000.0} for d in ("20240927", "20240930", "20241008")]
+    pd.DataFrame(rows).to_csv(tmp_path / "daily.csv", index=False)
+    is_trading_day = trading_day_checker(LocalProvider(tmp_path))
+    assert [is_trading_day(day) for day in (date(2024, 9, 30), date(2024, 10, 1), date(2024, 10, 7),
+                                            date(2024, 10, 8))] == [True, False, False, True]
+    # beyond the data: weekdays
+    assert [is_trading_day(day) for day in (date(2024, 10, 9), date(2024, 10, 12))] == [True, False]
+
+
+def test_ticks_missed_while_down_run_once_or_not_at_all() -> None:
+    hourly = _rule("0 * * * *")
+    last = _utc(2024, 1, 2, 2)  # 10:00 in Shanghai; then down for three hours, back at 13:20
+    missed = [_utc(2024, 1, 2, 3), _utc(2024, 1, 2, 4), _utc(2024, 1, 2, 5)]
+    now = _utc(2024, 1, 2, 5, 20)
+    assert plan_ticks(hourly, now, last, "once", is_trading_day=weekdays) == TickPlan([], missed[-1], missed[:2])
+    assert plan_ticks(hourly, now, last, "skip", is_trading_day=weekdays) == TickPlan([], None, missed)
+    back_on_time = _utc(2024, 1, 2, 5, 0, 40)  # back within the 13:00 tick's minutes: it runs, on time
+    assert plan_ticks(hourly, back_on_time, last, "once", is_trading_day=weekdays) == TickPlan(
+        [missed[-1]], None, missed[:2])
+    assert plan_ticks(hourly, back_on_time, last, "once", is_trading_day=weekdays).run == [missed[-1]]
+
+
+@pytest.mark.parametrize("policy", ["once", "skip"])
+def test_run_due_after_three_hours_down(iso_engine: Engine, policy: str) -> None:
+    clock = _Clock(_utc(2024, 1, 2, 1))  # 09:00 in Shanghai
+    store = RuleStore(iso_engine, frozenset(), clock=clock)
+    rule = store.add("UOWNER", "C1", "600519.SH", "buy when close > ma(30)", schedule="0 * * * *")
+    store.add("UOWNER", "C1", "000001.SZ", "on demand only")
+    paused = store.add("UOWNER", "C1", "000002.SZ", "paused", schedule="0 * * * *")
+    store.pause(paused.id, "UOWNER")
+    enqueued = _Enqueued()
+
+    runs = run_due(iso_engine, store, _utc(2024, 1, 2, 2, 0, 20), enqueued, "w1", is_trading_day=weekdays,
+                   catch_up=policy)
+    assert [(r.rule_id, r.tick, r.execution_id, r.catch_up) for r in runs] == [
+        (rule.id, _utc(2024, 1, 2, 2), f"rule{rule.id}-20240102T0200Z", False)]
+    assert run_due(iso_engine, store, _utc(2024, 1, 2, 2, 1, 20), enqueued, "w1", is_trading_day=weekdays,
+                   catch_up=policy) == []
+
+    back = run_due(iso_engine, store, _utc(2024, 1, 2, 5, 20), enqueued, "w1", is_trading_day=weekdays,
+                   catch_up=policy)
+    expected_back = [(rule.id, _utc(2024, 1, 2, 5), f"rule{rule.id}-20240102T0500Z", True)] if policy == "once" \
+        else []
+    assert [(r.rule_id, r.tick, r.execution_id, r.catch_up) for r in back] == expected_back
+    assert run_due(iso_engine, store, _utc(2024, 1, 2, 5, 21), enqueued, "w2", is_trading_day=weekdays,
+                   catch_up=policy) == []
+    later = run_due(iso_engine, store, _utc(2024, 1, 2, 6, 0, 10), enqueued, "w2", is_trading_day=weekdays,
+                    catch_up=policy)
+    assert [(r.tick, r.catch_up) for r in later] == [(_utc(2024, 1, 2, 6), False)]
+
+    assert [(rule_id, tick) for rule_id, tick, _ in enqueued.calls] == [
+        (rule.id, _utc(2024, 1, 2, 2)), *[(r[0], r[1]) for r in expected_back], (rule.id, _utc(2024, 1, 2, 6))]
+    recorded = {"once": [(_utc(2024, 1, 2, 2), "enqueued"), (_utc(2024, 1, 2, 4), "skipped"),
+                         (_utc(2024, 1, 2, 5), "enqueued"), (_utc(2024, 1, 2, 6), "enqueued")],
+                "skip": [(_utc(2024, 1, 2, 2), "enqueued"), (_utc(2024, 1, 2, 5), "skipped"),
+                         (_utc(2024, 1, 2, 6), "enqueued")]}
+    assert _ticks(iso_engine, rule.id) == recorded[policy]
+    assert _ticks(iso_engine, paused.id) == []
+
+
+def test_a_failed_enqueue_releases_the_tick(iso_engine: Engine) -> None:
+    clock = _Clock(_utc(2024, 1, 2, 1, 29, 30))
+    store = RuleStore(iso_engine, frozenset(), clock=clock)
+    rule = store.add("UOWNER", "C1", "600519.SH", "buy when close > ma(30)", schedule="30 9 * * 1-5")
+
+    def broken(_rule: Rule, _tick: datetime, _execution_id: str) -> None:
+        raise ConnectionError("queue unreachable")
+
+    assert run_due(iso_engine, store, _utc(2024, 1, 2, 1, 30, 5), broken, "w1", is_trading_day=weekdays) == []
+    assert _ticks(iso_engine, rule.id) == []
+    enqueued = _Enqueued()
+    runs = run_due(iso_engine, store, _utc(2024, 1, 2, 1, 31, 5), enqueued, "w2", is_trading_day=weekdays)
+    assert [(r.tick, r.catch_up) for r in runs] == [(_utc(2024, 1, 2, 1, 30), False)]
+    assert enqueued.calls == [(rule.id, _utc(2024, 1, 2, 1, 30), f"rule{rule.id}-20240102T0130Z")]
+
+
+@pytest.mark.parametrize("separate_engines", [False, True], ids=["threads", "engines"])
+def test_two_workers_enqueue_each_tick_once(iso_url: str, separate_engines: bool) -> None:
+    first = make_engine(iso_url)
+    upgrade(first)
+    engines = [first, make_engine(iso_url) if separate_engines else first]
+    clock = _Clock(_utc(2024, 1, 2, 1, 29, 30))
+    rule = RuleStore(first, frozenset(), clock=clock).add("UOWNER", "C1", "600519.SH", "buy when close > ma(30)",
+                                                          schedule="* * * * *")
+    minutes = [_utc(2024, 1, 2, 1, 30) + timedelta(minutes=i) for i in range(20)]
+    enqueued = _Enqueued()
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def worker(engine: Engine, name: str) -> None:
+        store = RuleStore(engine, frozenset(), clock=clock)
+        try:
+            for minute in minutes:
+                barrier.wait(timeout=60)  # both workers see the same minute at the same moment
+                run_due(engine, store, minute + timedelta(seconds=2), enqueued, name, is_trading_day=weekdays)
+        except BaseException as exc:
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=worker, args=(engine, f"w{i}")) for i, engine in enumerate(engines)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    for engine in set(engines):
+        engine.dispose()
+    assert errors == []
+    assert sorted(tick for _, tick, _ in enqueued.calls) == minutes
+    assert {rule_id for rule_id, _, _ in enqueued.calls} == {rule.id}

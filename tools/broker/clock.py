@@ -1,0 +1,106 @@
+"""The account's clock: live (Asia/Shanghai wall clock and the exchange calendar) when the data has today's or
+recent bars, else simulated, with "today" the last data date. It decides which session an order fills in and
+when a proposal expires."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+from typing import Literal
+from zoneinfo import ZoneInfo
+
+import numpy as np
+
+from tools.data.provider import MarketDataProvider
+from tools.data.schema import DataError
+
+SHANGHAI = ZoneInfo("Asia/Shanghai")
+# The last moment an order can still make a session's open (its call auction starts 09:15) or close (the
+# closing call auction starts 14:57): an approval after it goes to the next session, and a proposal expires then.
+DEADLINES = {"open": time(9, 15), "close": time(14, 57)}
+SIMULATED_LABEL = "simulated fill at the last available close"
+
+
+@dataclass(frozen=True)
+class Clock:
+    mode: Literal["live", "simulated"]
+    today: str  # YYYYMMDD: the Shanghai date (live) or the last data date (simulated)
+    now: datetime  # aware, Asia/Shanghai
+    data_end: str  # the provider's last bar date
+
+    @property
+    def simulated(self) -> bool:
+        return self.mode == "simulated"
+
+
+@dataclass(frozen=True)
+class Session:
+    """When an order would fill: the trading day, at its open or close, and why."""
+
+    date: str
+    fill_at: Literal["open", "close"]
+    label: str
+    calendar_note: str | None  # set when the exchange calendar beyond the data is assumed (weekdays)
+
+
+def day(text: str) -> date:
+    return datetime.strptime(text, "%Y%m%d").date()
+
+
+def ymd(value: date) -> str:
+    return value.strftime("%Y%m%d")
+
+
+def clock_for(provider: MarketDataProvider, live_days: int, now: datetime | None = None) -> Clock:
+    """Live when at most `live_days` weekdays passed since the provider's last bar (weekdays, so that the
+    Spring Festival or National Day week does not turn the clock simulated), else simulated on the last data
+    date."""
+    moment = (now or datetime.now(SHANGHAI)).astimezone(SHANGHAI)
+    end = provider.last_date()
+    if end is None:
+        raise DataError(f"the {provider.name} provider has no daily bars, so the paper account has no prices")
+    if int(np.busday_count(day(end) + timedelta(days=1), moment.date())) <= live_days:
+        return Clock("live", ymd(moment.date()), moment, end)
+    return Clock("simulated", end, moment, end)
+
+
+def trading_days(provider: MarketDataProvider, start: str, count: int) -> tuple[list[str], str | None]:
+    """The next `count` trading days from `start` (inclusive): the provider's calendar where it reaches, then
+    weekdays, with a note saying so (holidays beyond the calendar are not known)."""
+    horizon = ymd(day(start) + timedelta(days=count * 2 + 14))
+    try:
+        known = [d for d in provider.calendar(start, horizon) if d >= start]
+    except DataError:
+        known = []
+    covered = max(known) if known else None
+    days = list(known)
+    note = None
+    cursor = day(covered) + timedelta(days=1) if covered else day(start)
+    while len(days) < count:
+        if cursor.weekday() < 5:
+            days.append(ymd(cursor))
+            note = ("the exchange calendar after the data's last day is assumed to be every weekday; an order whose "
+                    "day turns out to be a holiday fills on the next session")
+        cursor += timedelta(days=1)
+    return days[:count], note
+
+
+def session_for(clock: Clock, provider: MarketDataProvider, fill_at: Literal["open", "close"]) -> Session:
+    """The session an order approved now fills in."""
+    if clock.simulated:
+        return Session(clock.today, "close", f"{SIMULATED_LABEL} ({clock.today})", None)
+    days, note = trading_days(provider, clock.today, 2)
+    if days[0] == clock.today and clock.now.time() < DEADLINES[fill_at]:
+        chosen = days[0]
+    else:
+        chosen = next(d for d in days if d > clock.today)
+    return Session(chosen, fill_at, f"fills at the {fill_at} of {chosen} (Asia/Shanghai)", note)
+
+
+def expiry(clock: Clock, session: Session, ttl: timedelta) -> datetime:
+    """When a proposal stops being approvable: after `ttl`, and on live data also when its session's auction
+    starts (09:15 for a fill at the open)."""
+    limit = clock.now + ttl
+    if clock.simulated:
+        return limit
+    return min(limit, datetime.combine(day(session.date), DEADLINES[session.fill_at], SHANGHAI))

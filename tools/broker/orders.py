@@ -1,0 +1,176 @@
+"""What the broker takes and gives back: order requests, orders, fills, positions, the account, rule checks.
+All money is Decimal yuan to the fen; quantities are whole shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Literal
+
+Side = Literal["buy", "sell"]
+PriceType = Literal["market", "limit"]
+OrderStatus = Literal["open", "filled", "cancelled", "expired"]
+SIDES: tuple[str, ...] = ("buy", "sell")
+
+
+class OrderRejected(ValueError):
+    """The broker refused an order; `checks` name every rule and whether it passed."""
+
+    def __init__(self, message: str, checks: tuple[Check, ...] = ()) -> None:
+        super().__init__(message)
+        self.checks = checks
+
+
+@dataclass(frozen=True)
+class OrderRequest:
+    """An order as proposed: submit() is idempotent on `client_order_id`."""
+
+    client_order_id: str
+    ts_code: str
+    side: Side
+    quantity: int
+    price_type: PriceType = "market"
+    limit_price: Decimal | None = None
+    reason: str = ""
+    thread_id: str | None = None
+    proposed_by: str | None = None
+    approved_by: str | None = None
+
+
+@dataclass(frozen=True)
+class Check:
+    """One pre-trade rule: whether the order passes it, and why."""
+
+    name: str
+    passed: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class Fill:
+    id: int
+    order_id: int
+    ts_code: str
+    side: Side
+    quantity: int
+    price: Decimal
+    value: Decimal
+    commission: Decimal
+    stamp_duty: Decimal
+    transfer_fee: Decimal
+    handling_fee: Decimal
+    regulator_fee: Decimal
+    trade_date: str
+    basis: str
+
+    @property
+    def fees(self) -> Decimal:
+        return self.commission + self.stamp_duty + self.transfer_fee + self.handling_fee + self.regulator_fee
+
+
+@dataclass(frozen=True)
+class Order:
+    id: int
+    client_order_id: str
+    account: str
+    ts_code: str
+    name: str | None
+    side: Side
+    quantity: int
+    price_type: PriceType
+    limit_price: Decimal | None
+    session_date: str
+    fill_at: str
+    status: OrderStatus
+    reserved: Decimal
+    thread_id: str | None
+    approved_by: str | None
+    reason: str
+    note: str
+    created: str  # ISO time
+    fills: tuple[Fill, ...] = ()
+
+    def summary(self) -> str:
+        """What happened to the order, in a sentence or two."""
+        what = f"{self.side.upper()} {self.quantity:,} {self.ts_code}"
+        if self.status == "filled" and self.fills:
+            fill = self.fills[-1]
+            fees = sum((f.fees for f in self.fills), Decimal("0.00"))
+            return (f"Order {self.id} filled: {what} at {fill.price} on {fill.trade_date} ({fill.basis}); value "
+                    f"{fill.value:,.2f}, fees {fees:,.2f}.")
+        if self.status == "open":
+            return f"Order {self.id} submitted: {what}, {self.note}. `cancel {self.id}` cancels it until then."
+        return f"Order {self.id} {self.status}: {what}. {self.note}"
+
+
+@dataclass(frozen=True)
+class Position:
+    ts_code: str
+    name: str | None
+    quantity: int
+    sellable: int  # T+1: not what was bought today, nor what open sells hold
+    cost: Decimal  # buy value plus buy fees, reduced pro rata by sells
+    realised: Decimal
+    price: Decimal | None  # the mark: the latest close on or before the account's today
+    price_date: str | None
+
+    @property
+    def value(self) -> Decimal | None:
+        return None if self.price is None else (self.price * self.quantity).quantize(Decimal("0.01"))
+
+    @property
+    def unrealised(self) -> Decimal | None:
+        return None if self.value is None else self.value - self.cost
+
+
+@dataclass(frozen=True)
+class Account:
+    name: str
+    starting_cash: Decimal
+    cash: Decimal
+    reserved: Decimal  # held back for open buys
+    today: str  # the account's trading day (YYYYMMDD)
+    clock: str  # live, simulated
+    price_basis: str  # unadjusted, forward-adjusted, unknown
+    positions: tuple[Position, ...] = field(default=())
+
+    @property
+    def available(self) -> Decimal:
+        return self.cash - self.reserved
+
+    @property
+    def market_value(self) -> Decimal:
+        return sum((p.value or Decimal(0) for p in self.positions), Decimal("0.00"))
+
+    @property
+    def equity(self) -> Decimal:
+        return self.cash + self.market_value
+
+
+@dataclass(frozen=True)
+class Preview:
+    """Everything a trader needs to judge an order before it is submitted."""
+
+    request: OrderRequest
+    name: str | None
+    session_date: str
+    fill_at: str  # open, close
+    fill_label: str  # how and when it would fill, in words
+    reference_price: Decimal | None  # the price the estimate uses
+    estimated_value: Decimal
+    estimated_fees: Decimal
+    cash_after: Decimal
+    position_after: int
+    limit_up: Decimal | None
+    limit_down: Decimal | None
+    checks: tuple[Check, ...]
+    notes: tuple[str, ...]  # price basis, approximations
+    expires_at: str  # ISO time after which the proposal cannot be approved
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    @property
+    def failed(self) -> tuple[Check, ...]:
+        return tuple(c for c in self.checks if not c.passed)

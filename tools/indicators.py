@@ -1,0 +1,384 @@
+"""Technical indicators over wide frames (date × code) or single series, with TA-Lib's conventions by default.
+
+Shared by the execution agent (rule tools, the rule language) and the decision desk.
+
+Gaps. Every code is computed on its own trading days: a code's rows where an input is NaN (suspended, not yet
+listed, delisted) are skipped, the indicator runs over the remaining bars, and the values are scattered back to
+those rows. Skipped rows stay NaN; nothing is forward-filled. For ATR and KDJ a row counts as a trading day of a
+code only when high, low and close are all present.
+
+Warm-up. Every result carries `warmup`, counted in bars of each code's own trading days: the first `warmup` bars of
+every code are NaN and the first value is at bar `warmup` (0-based); a code with `warmup` bars or fewer has none.
+
+Conventions. TA-Lib 0.8.2, called once per code, is the engine. KDJ, which TA-Lib lacks, is built per code from
+TA-Lib's MAX, MIN and EMA (its smoothing is an EMA with α = 1/m) and numpy; the Chinese-terminal histogram is numpy:
+
+- MA(n): simple mean of the last n closes. Warm-up n − 1.
+- EMA(n): α = 2/(n+1), seeded with the simple mean of the first n closes (not with the first close, as pandas
+  `ewm(adjust=False)` is). Warm-up n − 1.
+- RSI(n): Wilder smoothing, α = 1/n, of gains and losses, seeded with the mean of the first n changes. A window
+  with no movement at all (average gain and loss both 0) gives 0, as TA-Lib does. Warm-up n.
+- MACD(fast, slow, signal): DIF = EMA_fast − EMA_slow with TA-Lib's seeding (the fast EMA is seeded on the fast
+  closes ending at bar slow − 1, so both EMAs start there; this is not `ema(c, 12) − ema(c, 26)` early on),
+  DEA = EMA_signal(DIF) seeded with its simple mean, histogram = DIF − DEA. All three start at bar
+  (slow − 1) + (signal − 1), 33 for (12, 26, 9). `cn_terminal=True` gives the histogram Chinese terminals draw,
+  (DIF − DEA) × 2; DIF and DEA are unchanged.
+- BOLL(n, k): mid = MA(n), upper/lower = mid ± k·σ with the population σ (ddof 0) of the same n closes.
+  Warm-up n − 1.
+- ATR(n): true range TR = max(high, prev close) − min(low, prev close), from bar 1 (bar 0 has no previous close);
+  the first ATR, at bar n, is the mean of TR over bars 1..n, then Wilder: ATR = ((n−1)·ATR_prev + TR)/n.
+  Warm-up n.
+- KDJ(n, m1, m2), default (9, 3, 3): RSV = (close − LLV(low, n)) / (HHV(high, n) − LLV(low, n)) × 100 over the last
+  n bars, and 50 when that range is 0 (a flat window carries no information). K = ((m1−1)·K_prev + RSV)/m1,
+  D = ((m2−1)·D_prev + K)/m2, J = 3K − 2D, with K_prev = D_prev = 50 before the first RSV. The first value is at
+  bar n − 1 (the first full window): K = (m1−1)/m1·50 + RSV/m1, i.e. 2/3·50 + 1/3·RSV for (9, 3, 3). Warm-up n − 1.
+
+TA-Lib's process-wide settings change its numbers: a non-zero unstable period (`talib.set_unstable_period`) adds
+leading NaNs and changes MACD's signal, and Metastock compatibility seeds EMAs differently. The functions here
+refuse to run unless both are at TA-Lib's defaults, rather than return numbers that contradict `warmup`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, fields
+from typing import Generic, TypeVar
+
+import numpy as np
+import pandas as pd
+import talib
+
+__all__ = [
+    "BollResult",
+    "IndicatorResult",
+    "KDJResult",
+    "Line",
+    "MACDResult",
+    "atr",
+    "boll",
+    "ema",
+    "kdj",
+    "ma",
+    "macd",
+    "rsi",
+]
+
+F = TypeVar("F", pd.DataFrame, pd.Series)
+
+CONVENTION_TALIB = "ta-lib"
+CONVENTION_CN_TERMINAL = "cn_terminal"
+CONVENTION_KDJ = "kdj-50-seed"
+
+
+# ---------------------------------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class IndicatorResult(Generic[F]):
+    """What every indicator returns: its label, its warm-up in bars of each code's own trading days, its convention.
+
+    The output frames (or series) are the fields the subclasses add; `outputs` lists them by name.
+    """
+
+    name: str
+    warmup: int
+    convention: str
+
+    @property
+    def outputs(self) -> dict[str, F]:
+        """The output frames (or series) by field name, in declaration order."""
+        base = {f.name for f in fields(IndicatorResult)}
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in base}
+
+
+@dataclass(frozen=True)
+class Line(IndicatorResult[F]):
+    """A one-line indicator (MA, EMA, RSI, ATR)."""
+
+    value: F
+
+
+@dataclass(frozen=True)
+class MACDResult(IndicatorResult[F]):
+    """MACD: DIF, DEA (the signal line) and the histogram."""
+
+    dif: F
+    dea: F
+    hist: F
+
+
+@dataclass(frozen=True)
+class BollResult(IndicatorResult[F]):
+    """Bollinger bands: upper, mid (the moving average) and lower."""
+
+    upper: F
+    mid: F
+    lower: F
+
+
+@dataclass(frozen=True)
+class KDJResult(IndicatorResult[F]):
+    """KDJ: the K, D and J lines."""
+
+    k: F
+    d: F
+    j: F
+
+
+# ---------------------------------------------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True)
+class _Panel:
+    """Inputs as (T, N) float64 Fortran arrays (each code's column contiguous) and where each code traded."""
+
+    arrays: tuple[np.ndarray, ...]
+    valid: np.ndarray
+    index: pd.Index
+    columns: pd.Index | None  # None: the inputs were Series
+    name: Hashable
+
+    def wrap(self, out: np.ndarray) -> pd.DataFrame | pd.Series:
+        if self.columns is None:
+            return pd.Series(out[:, 0], index=self.index, name=self.name, copy=False)
+        return pd.DataFrame(out, index=self.index, columns=self.columns, copy=False)
+
+
+def _panel(*inputs: pd.DataFrame | pd.Series) -> _Panel:
+    first = inputs[0]
+    if isinstance(first, pd.Series):
+        if not all(isinstance(x, pd.Series) and x.index.equals(first.index) for x in inputs):
+            raise ValueError("the inputs must all be Series that share one index")
+        arrays = tuple(np.asfortranarray(x.to_numpy(dtype="float64", na_value=np.nan)[:, None]) for x in inputs)
+        columns, name = None, first.name
+    elif isinstance(first, pd.DataFrame):
+        if not all(isinstance(x, pd.DataFrame) and x.index.equals(first.index) and x.columns.equals(first.columns)
+                   for x in inputs):
+            raise ValueError("the inputs must all be frames that share one index and one set of columns, in one order")
+        arrays = tuple(np.asfortranarray(x.to_numpy(dtype="float64", na_value=np.nan)) for x in inputs)
+        columns, name = first.columns, None
+    else:
+        raise TypeError(f"expected a pandas DataFrame (date × code) or Series, got {type(first).__name__}")
+    valid = ~np.isnan(arrays[0])
+    for a in arrays[1:]:
+        valid &= ~np.isnan(a)
+    return _Panel(arrays, valid, first.index, columns, name)
+
+
+def _check_period(label: str, value: int, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ValueError(f"{label} must be an integer >= {minimum}, got {value!r}")
+
+
+def _check_talib(*names: str) -> None:
+    """Refuse to run when TA-Lib's process-wide settings would contradict the documented convention."""
+    if talib.get_compatibility() != 0:
+        raise RuntimeError("TA-Lib's compatibility is set to Metastock (talib.set_compatibility); "
+                           "tools.indicators needs the default, 0")
+    for name in names:
+        if talib.get_unstable_period(name) != 0:
+            raise RuntimeError(f"TA-Lib's unstable period for {name} is set to {talib.get_unstable_period(name)} "
+                               "process-wide (talib.set_unstable_period); tools.indicators needs 0")
+
+
+# ---------------------------------------------------------------------------------------------------- engines
+
+
+def _unwrapped(fn: Callable[..., object]) -> Callable[..., object]:
+    """The TA-Lib function without its pandas/polars wrapper: the inputs here are always float64 ndarrays."""
+    return getattr(fn, "__wrapped__", fn)
+
+
+# TA-Lib's functions, called positionally: SMA/EMA/RSI(real, timeperiod), MACD(real, fast, slow, signal),
+# BBANDS(real, timeperiod, nbdevup, nbdevdn, matype), ATR(high, low, close, timeperiod), MAX/MIN(real, timeperiod).
+_SMA = _unwrapped(talib.SMA)
+_EMA = _unwrapped(talib.EMA)
+_RSI = _unwrapped(talib.RSI)
+_MACD = _unwrapped(talib.MACD)
+_BBANDS = _unwrapped(talib.BBANDS)
+_ATR = _unwrapped(talib.ATR)
+_MAX = _unwrapped(talib.MAX)
+_MIN = _unwrapped(talib.MIN)
+
+
+def _per_code(panel: _Panel, fn: Callable[..., np.ndarray | tuple[np.ndarray, ...]], params: tuple[float, ...],
+              n_out: int) -> list[np.ndarray]:
+    """Run `fn(*inputs, *params)` (TA-Lib style: 1-D arrays in, an array or a tuple of arrays out) on each code's own
+    trading days and scatter the results back as (T, N) arrays; rows where the code did not trade stay NaN."""
+    valid = panel.valid
+    t, width = valid.shape
+    out = np.empty((n_out, width, t))  # out[k, j]: output k of code j, contiguous
+    outs = list(out)
+    codes = [a.T for a in panel.arrays]  # (N, T) views: codes[i][j] is input i of code j, contiguous
+    counts = np.count_nonzero(valid, axis=0)
+    whole = np.flatnonzero(counts == t).tolist()
+    partial = np.flatnonzero(counts < t)
+    out[:, partial] = np.nan  # whole codes are overwritten entirely below
+    runs: list[tuple[int, int, int]] = []  # (code, first, end) of codes that traded on one unbroken run of days
+    gaps: list[int] = []  # codes with interior gaps
+    if len(partial):
+        sub = valid[:, partial]
+        first = sub.argmax(axis=0)
+        last = t - 1 - sub[::-1].argmax(axis=0)
+        for j, count, lo, hi in zip(partial.tolist(), counts[partial].tolist(), first.tolist(), (last + 1).tolist(),
+                                    strict=True):
+            if count == hi - lo:
+                runs.append((j, lo, hi))
+            elif count:
+                gaps.append(j)
+    if len(codes) == 1 and n_out == 1:  # the common case, kept free of per-code generators and zips
+        x, target = codes[0], outs[0]
+        for j in whole:
+            target[j] = fn(x[j], *params)
+        for j, lo, hi in runs:
+            target[j, lo:hi] = fn(x[j, lo:hi], *params)
+        for j in gaps:
+            mask = valid[:, j]
+            target[j][mask] = fn(x[j][mask], *params)
+        return [target.T]
+    if len(codes) == 1 and n_out == 3:  # MACD, BBANDS: unrolled for the same reason
+        x, (o0, o1, o2) = codes[0], outs
+        for j in whole:
+            o0[j], o1[j], o2[j] = fn(x[j], *params)
+        for j, lo, hi in runs:
+            o0[j, lo:hi], o1[j, lo:hi], o2[j, lo:hi] = fn(x[j, lo:hi], *params)
+        for j in gaps:
+            mask = valid[:, j]
+            r0, r1, r2 = fn(x[j][mask], *params)
+            o0[j][mask] = r0
+            o1[j][mask] = r1
+            o2[j][mask] = r2
+        return [o0.T, o1.T, o2.T]
+    for j in whole:
+        result = fn(*(c[j] for c in codes), *params)
+        for o, r in zip(outs, (result,) if n_out == 1 else result, strict=True):
+            o[j] = r
+    for j, lo, hi in runs:  # slices of the inputs, no copies
+        result = fn(*(c[j, lo:hi] for c in codes), *params)
+        for o, r in zip(outs, (result,) if n_out == 1 else result, strict=True):
+            o[j, lo:hi] = r
+    for j in gaps:  # compress, compute, scatter back
+        mask = valid[:, j]
+        result = fn(*(c[j][mask] for c in codes), *params)
+        for o, r in zip(outs, (result,) if n_out == 1 else result, strict=True):
+            o[j][mask] = r
+    return [o.T for o in outs]
+
+
+def _rsv(high: np.ndarray, low: np.ndarray, close: np.ndarray, n: int) -> np.ndarray:
+    """RSV over the last n bars of one code's own trading days: 50 for a flat window, NaN before the first window."""
+    hh = _MAX(high, n)
+    ll = _MIN(low, n)
+    span = hh - ll
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rsv = np.where(span > 0, (close - ll) / span * 100.0, 50.0)
+    rsv[: n - 1] = np.nan
+    return rsv
+
+
+def _smooth_from_50(x: np.ndarray, m: int) -> np.ndarray:
+    """y = ((m−1)·y_prev + x)/m with y_prev = 50 before x[0]: an EMA with α = 1/m = 2/((2m−1)+1), so TA-Lib's EMA of
+    period 2m−1 after 2m−1 values of 50 (its seed, their mean, is then exactly 50)."""
+    if m == 1:
+        return x.copy()
+    lead = 2 * m - 1
+    padded = np.empty(lead + len(x))
+    padded[:lead] = 50.0
+    padded[lead:] = x
+    return _EMA(padded, lead)[lead:]
+
+
+def _kdj_code(high: np.ndarray, low: np.ndarray, close: np.ndarray, n: int, m1: int,
+              m2: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """K, D, J of one code on its own trading days; NaN before bar n − 1."""
+    rsv = _rsv(high, low, close, n)
+    k_line = np.full(len(close), np.nan)
+    d_line = np.full(len(close), np.nan)
+    if len(close) >= n:
+        k_line[n - 1:] = _smooth_from_50(rsv[n - 1:], m1)
+        d_line[n - 1:] = _smooth_from_50(k_line[n - 1:], m2)
+    return k_line, d_line, 3.0 * k_line - 2.0 * d_line
+
+
+# ---------------------------------------------------------------------------------------------------- indicators
+
+
+def ma(close: F, n: int) -> Line[F]:
+    """Simple moving average of the last `n` closes (TA-Lib SMA). Warm-up n − 1."""
+    _check_period("n", n, 2)
+    panel = _panel(close)
+    (out,) = _per_code(panel, _SMA, (n,), 1)
+    return Line(f"MA({n})", n - 1, CONVENTION_TALIB, panel.wrap(out))
+
+
+def ema(close: F, n: int) -> Line[F]:
+    """Exponential moving average, α = 2/(n+1), seeded with the SMA of the first n closes. Warm-up n − 1."""
+    _check_period("n", n, 2)
+    _check_talib("EMA")
+    panel = _panel(close)
+    (out,) = _per_code(panel, _EMA, (n,), 1)
+    return Line(f"EMA({n})", n - 1, CONVENTION_TALIB, panel.wrap(out))
+
+
+def rsi(close: F, n: int = 14) -> Line[F]:
+    """Wilder's RSI (α = 1/n, seeded with the mean of the first n changes; 0 for a window with no movement).
+
+    Warm-up n.
+    """
+    _check_period("n", n, 2)
+    _check_talib("RSI")
+    panel = _panel(close)
+    (out,) = _per_code(panel, _RSI, (n,), 1)
+    return Line(f"RSI({n})", n, CONVENTION_TALIB, panel.wrap(out))
+
+
+def macd(close: F, fast: int = 12, slow: int = 26, signal: int = 9, *, cn_terminal: bool = False) -> MACDResult[F]:
+    """MACD with TA-Lib's seeding: DIF, DEA and DIF − DEA, or (DIF − DEA) × 2 with `cn_terminal`.
+
+    Warm-up (slow − 1) + (signal − 1): 33 for (12, 26, 9), for all three outputs.
+    """
+    _check_period("fast", fast, 2)
+    _check_period("slow", slow, 2)
+    _check_period("signal", signal, 1)
+    if fast >= slow:
+        raise ValueError(f"fast ({fast}) must be shorter than slow ({slow})")
+    _check_talib("EMA")
+    panel = _panel(close)
+    dif, dea, hist = _per_code(panel, _MACD, (fast, slow, signal), 3)
+    if cn_terminal:
+        hist *= 2.0
+    return MACDResult(f"MACD({fast},{slow},{signal})", (slow - 1) + (signal - 1),
+                      CONVENTION_CN_TERMINAL if cn_terminal else CONVENTION_TALIB,
+                      panel.wrap(dif), panel.wrap(dea), panel.wrap(hist))
+
+
+def boll(close: F, n: int = 20, k: float = 2.0) -> BollResult[F]:
+    """Bollinger bands: MA(n) ± k × population σ (ddof 0) of the same n closes. Warm-up n − 1."""
+    _check_period("n", n, 2)
+    if not np.isfinite(k) or k <= 0:
+        raise ValueError(f"k must be a positive number, got {k!r}")
+    panel = _panel(close)
+    upper, mid, lower = _per_code(panel, _BBANDS, (n, float(k), float(k), 0), 3)
+    return BollResult(f"BOLL({n},{k:g})", n - 1, CONVENTION_TALIB,
+                      panel.wrap(upper), panel.wrap(mid), panel.wrap(lower))
+
+
+def atr(high: F, low: F, close: F, n: int = 14) -> Line[F]:
+    """Average true range, Wilder-smoothed and seeded with the mean TR of bars 1..n (TA-Lib ATR). Warm-up n."""
+    _check_period("n", n, 1)
+    _check_talib("ATR")
+    panel = _panel(high, low, close)
+    (out,) = _per_code(panel, _ATR, (n,), 1)
+    return Line(f"ATR({n})", n, CONVENTION_TALIB, panel.wrap(out))
+
+
+def kdj(high: F, low: F, close: F, n: int = 9, m1: int = 3, m2: int = 3) -> KDJResult[F]:
+    """KDJ(n, m1, m2) with K = D = 50 before the first RSV; see the module docstring. Warm-up n − 1."""
+    _check_period("n", n, 2)
+    _check_period("m1", m1, 1)
+    _check_period("m2", m2, 1)
+    _check_talib("EMA")
+    panel = _panel(high, low, close)
+    k_line, d_line, j_line = _per_code(panel, _kdj_code, (n, m1, m2), 3)
+    return KDJResult(f"KDJ({n},{m1},{m2})", n - 1, CONVENTION_KDJ,
+                     panel.wrap(k_line), panel.wrap(d_line), panel.wrap(j_line))

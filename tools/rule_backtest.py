@@ -1,0 +1,274 @@
+"""A long-only backtest of a structured rule (tools.rule_language) on one A-share code, with the paper account's
+cost model, beside the buy-and-hold of the same code.
+
+Conventions:
+- history: the code's own trading days from the provider; rows with no volume (suspended days some providers keep)
+  are dropped, as the paper account never fills on them. `rule.warmup` bars (at least 1) are fetched before START,
+  so the indicators have values on START and the first fill has a previous close for its price limits; when the
+  data begins later, fewer are available and the early decisions report "warming up";
+- decisions use bars up to t; the decisions of START..END are traded, each at the NEXT bar's open (never the same
+  bar, so T+1 holds by construction). Flat, a "buy" buys; long, a "sell" sells the whole position; every other
+  decision changes nothing. A decision on END has no next bar and is only noted;
+- prices are the bars' prices rounded to the fen (the paper account's `price_of`); a fill's value is price ×
+  quantity to the fen, its fees `fill_fees` on the fill date (commission with its minimum, stamp duty on sells and
+  transfer fee by date), cash is exact Decimal;
+- buy size: the largest quantity the cash pays for, fees included, under the board's lot rule; with `size`
+  (shares) or `value` (CNY of the order, before fees) at most that, rounded down to the lot rule. A buy no lot fits
+  is skipped with a note;
+- price limits as the paper account applies them: a buy does not fill on a bar locked at limit-up, a sell not on a
+  bar locked at limit-down (previous close: the bar's pre_close when the provider has it, else the previous bar's
+  close; ST from the provider's securities). The order lapses with a note; the next bar's decision may retry;
+- equity is marked on every close from START: cash + shares × close. Nothing is sold at the end. The maximum
+  drawdown is the deepest fall of equity below its running peak, the starting cash included.
+
+Benchmark: the same code bought at START's open (the first bar the buy can fill) with the same sizing and cost
+model, held to END and marked at the close: the buy-and-hold of tools.backtest, with lots and fees.
+
+Not modelled: dividends and bonus shares (forward-adjusted data folds them into prices), the paper account's risk
+limits (order value, position weight, daily loss) and fills inside the bar.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from decimal import Decimal
+from typing import Literal
+
+import pandas as pd
+
+from tools.broker.boards import Side
+from tools.broker.clock import day, ymd
+from tools.broker.fees import DEFAULT_RATES, FEN, FeeRates, Fees, fill_fees
+from tools.broker.market import Bar
+from tools.broker.money import price_of
+from tools.broker.rules import LotRule, fill_blocked_by_limit, lot_rule, price_limits
+from tools.data.provider import MarketDataProvider
+from tools.data.schema import DataError, normalize_date
+from tools.rule_language import Rule, evaluate, parse_rule
+
+DEFAULT_CASH = Decimal("1000000")  # the paper account's default starting cash (QUANTDESK_PAPER_CASH)
+BAR_FIELDS = ("open", "high", "low", "close", "pre_close", "vol")
+EARLIEST = "19900101"  # no A-share data before this day
+WARMUP_SLACK_DAYS = 14  # calendar days added to twice the warm-up bars for the first history request
+
+_Outcome = Literal["filled", "locked", "no lot"]  # "locked": the bar was locked at a price limit
+
+
+@dataclass(frozen=True)
+class Trade:
+    trade_date: str  # YYYYMMDD of the fill
+    side: Side
+    quantity: int
+    price: Decimal
+    value: Decimal  # price × quantity, to the fen
+    fees: Fees
+    decided_on: str | None  # the bar whose decision it executes; None for the benchmark's buy
+
+
+@dataclass(frozen=True)
+class Mark:
+    """The account on one close."""
+
+    trade_date: str
+    cash: Decimal
+    quantity: int
+    close: Decimal
+
+    @property
+    def equity(self) -> Decimal:
+        return self.cash + self.quantity * self.close
+
+
+@dataclass(frozen=True)
+class Performance:
+    """One run (the rule's or the benchmark's): its fills, its daily marks and what did not fill."""
+
+    starting_cash: Decimal
+    trades: tuple[Trade, ...]
+    marks: tuple[Mark, ...]
+    notes: tuple[str, ...]
+
+    @property
+    def final_equity(self) -> Decimal:
+        return self.marks[-1].equity if self.marks else self.starting_cash
+
+    @property
+    def total_return(self) -> Decimal:
+        return self.final_equity / self.starting_cash - 1
+
+    @property
+    def max_drawdown(self) -> Decimal:
+        """The deepest fall below the running peak (0 or negative), the starting cash being the first peak."""
+        peak, deepest = self.starting_cash, Decimal(0)
+        for mark in self.marks:
+            peak = max(peak, mark.equity)
+            deepest = min(deepest, mark.equity / peak - 1)
+        return deepest
+
+    @property
+    def fees_paid(self) -> Decimal:
+        return sum((t.fees.total for t in self.trades), Decimal("0.00"))
+
+    @property
+    def trade_count(self) -> int:
+        return len(self.trades)
+
+    @property
+    def equity(self) -> pd.Series:
+        """The daily equity in CNY (floats, for charts; the marks are exact)."""
+        index = pd.DatetimeIndex(pd.to_datetime([m.trade_date for m in self.marks], format="%Y%m%d"),
+                                 name="trade_date")
+        return pd.Series([float(m.equity) for m in self.marks], index=index, dtype="float64")
+
+
+@dataclass(frozen=True)
+class RuleBacktest:
+    rule: Rule
+    code: str
+    start: str
+    end: str
+    warmup: int  # bars the rule needs before its first decision
+    warmup_bars: int  # bars before START that were available and used
+    decisions: pd.DataFrame  # tools.rule_language.evaluate over START..END
+    strategy: Performance
+    benchmark: Performance
+
+
+@dataclass
+class _Book:
+    """A one-code cash account that fills at bar opens under the lot, limit and fee rules."""
+
+    code: str
+    cash: Decimal
+    size: int | None
+    value: Decimal | None
+    rates: FeeRates
+    is_st: Callable[[str], bool | None]
+    quantity: int = 0
+    trades: list[Trade] = field(default_factory=list)
+    marks: list[Mark] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def fill(self, side: Side, bar: Bar, prev_close: Decimal | None, decided_on: str | None) -> _Outcome:
+        """Buy (sized by the cash and the size rule) or sell everything at the bar's open, or note why not."""
+        on = day(bar.trade_date)
+        what = f"the {side} decided on {decided_on}" if decided_on else f"the opening {side}"
+        if prev_close is not None:
+            limits = price_limits(self.code, on, prev_close, self.is_st(bar.trade_date), None)
+            blocked = fill_blocked_by_limit(side, bar.low, bar.high, limits)
+            if blocked:
+                self.notes.append(f"{bar.trade_date}: {what} did not fill: {blocked}")
+                return "locked"
+        price = bar.open
+        quantity = self.quantity if side == "sell" else self._buy_quantity(price, on)
+        if quantity == 0:
+            sized = "" if self.size is None and self.value is None else " within the order size"
+            self.notes.append(f"{bar.trade_date}: {what} did not fill: no whole lot at {price}{sized} fits the cash "
+                              f"({self.cash} CNY)")
+            return "no lot"
+        value = (price * quantity).quantize(FEN)
+        fees = fill_fees(self.code, side, value, on, self.rates)
+        if side == "buy":
+            self.cash -= value + fees.total
+            self.quantity += quantity
+        else:
+            self.cash += value - fees.total
+            self.quantity = 0
+        self.trades.append(Trade(bar.trade_date, side, quantity, price, value, fees, decided_on))
+        return "filled"
+
+    def _buy_quantity(self, price: Decimal, on: date) -> int:
+        if price <= 0:
+            return 0
+        rule = lot_rule(self.code, on)
+        wanted = int(self.cash // price)
+        if self.size is not None:
+            wanted = min(wanted, self.size)
+        elif self.value is not None:
+            wanted = min(wanted, int(self.value // price))
+        quantity = _whole_lots(wanted, rule)
+        while quantity and self._cost(quantity, price, on) > self.cash:
+            quantity = _whole_lots(quantity - 1, rule)
+        return quantity
+
+    def _cost(self, quantity: int, price: Decimal, on: date) -> Decimal:
+        value = (price * quantity).quantize(FEN)
+        return value + fill_fees(self.code, "buy", value, on, self.rates).total
+
+    def mark(self, bar: Bar) -> None:
+        self.marks.append(Mark(bar.trade_date, self.cash, self.quantity, bar.close))
+
+    def performance(self, starting_cash: Decimal) -> Performance:
+        return Performance(starting_cash, tuple(self.trades), tuple(self.marks), tuple(self.notes))
+
+
+def _whole_lots(quantity: int, rule: LotRule) -> int:
+    """The largest quantity not above `quantity` the lot rule allows; 0 when below its minimum."""
+    if quantity < rule.minimum:
+        return 0
+    return rule.minimum + (quantity - rule.minimum) // rule.step * rule.step
+
+
+def _history(provider: MarketDataProvider, code: str, start: str, end: str, needed: int) -> pd.DataFrame:
+    """The code's traded bars from `needed` bars before `start` (or as many as exist) to `end`."""
+    fields = [f for f in BAR_FIELDS if f in provider.available_fields("daily")]
+    span = 2 * needed + WARMUP_SLACK_DAYS
+    while True:
+        first = day(start) - timedelta(days=span)
+        frame = provider.daily(code, first, end, fields, warnings=[])
+        if "vol" in frame.columns:
+            frame = frame[~(frame["vol"] == 0)]
+        before = int((frame["trade_date"] < start).sum())
+        if before >= needed or not provider.calendar(EARLIEST, ymd(first - timedelta(days=1))):
+            return frame.iloc[max(0, before - needed):].reset_index(drop=True)
+        span *= 2
+
+
+def _bars(frame: pd.DataFrame) -> list[Bar]:
+    pre = frame["pre_close"] if "pre_close" in frame.columns else pd.Series(float("nan"), index=frame.index)
+    return [Bar(str(d), price_of(o), price_of(h), price_of(lo), price_of(c), None if pd.isna(p) else price_of(p),
+                False)
+            for d, o, h, lo, c, p in zip(frame["trade_date"], frame["open"], frame["high"], frame["low"],
+                                         frame["close"], pre, strict=True)]
+
+
+def backtest_rule(rule: Rule | str, code: str, start: str | date, end: str | date, provider: MarketDataProvider, *,
+                  cash: Decimal = DEFAULT_CASH, size: int | None = None, value: Decimal | None = None,
+                  rates: FeeRates = DEFAULT_RATES) -> RuleBacktest:
+    """Backtest `rule` on `code` over START..END (module docstring), with its buy-and-hold benchmark."""
+    rule = parse_rule(rule) if isinstance(rule, str) else rule
+    start_s, end_s = normalize_date(start, "start date"), normalize_date(end, "end date")
+    if cash <= 0:
+        raise ValueError(f"the starting cash must be positive, not {cash}")
+    if size is not None and value is not None:
+        raise ValueError("give the order size in shares or in CNY, not both")
+    if (size is not None and size <= 0) or (value is not None and value <= 0):
+        raise ValueError("the order size must be positive")
+    frame = _history(provider, code, start_s, end_s, max(rule.warmup, 1))
+    bars = _bars(frame)
+    decisions = evaluate(rule, frame.set_index(pd.DatetimeIndex(pd.to_datetime(frame["trade_date"], format="%Y%m%d"),
+                                                                name="trade_date")))
+    first = next((i for i, bar in enumerate(bars) if bar.trade_date >= start_s), None)
+    if first is None:
+        raise DataError(f"no traded bars of {code} between {start_s} and {end_s}")
+    security = provider.securities([code])[code]
+    books = [_Book(code, cash, size, value, rates, security.is_st) for _ in range(2)]
+    strategy, benchmark = books
+    actions = decisions["action"].tolist()
+    opening = True  # the benchmark's buy is pending (again after a bar locked at limit-up)
+    for i in range(first, len(bars)):
+        bar = bars[i]
+        prev_close = bar.pre_close if bar.pre_close is not None else bars[i - 1].close if i else None
+        if i > first and (actions[i - 1], strategy.quantity > 0) in (("buy", False), ("sell", True)):
+            strategy.fill(actions[i - 1], bar, prev_close, bars[i - 1].trade_date)
+        if opening:
+            opening = benchmark.fill("buy", bar, prev_close, None) == "locked"
+        for book in books:
+            book.mark(bar)
+    if (actions[-1], strategy.quantity > 0) in (("buy", False), ("sell", True)):
+        strategy.notes.append(f"{bars[-1].trade_date}: the {actions[-1]} decided on the last bar has no next bar to "
+                              "fill on")
+    return RuleBacktest(rule, code, start_s, end_s, rule.warmup, first, decisions.iloc[first:],
+                        strategy.performance(cash), benchmark.performance(cash))
