@@ -32,6 +32,8 @@ class Applier(Protocol):
 
     def settle(self) -> None: ...
 
+    def schedule_rules(self) -> None: ...
+
 
 class Reconciler:
     def __init__(self, door: Applier, interval: float = INTERVAL_SECONDS) -> None:
@@ -43,7 +45,7 @@ class Reconciler:
 
     def run_once(self) -> None:
         """One pass: every due decision and every unqueued message back on the queue, then every post without
-        a message; about once a minute, the paper account's settle job."""
+        a message; the scheduler pass of saved rules; about once a minute, the paper account's settle job."""
         for decision in self.door.decisions.due():
             self.door.reapply(decision.interrupt_id, decision.thread_id)
         self.door.queue.requeue_unqueued()
@@ -52,6 +54,7 @@ class Reconciler:
                 self.door.repost(post.key)
             except Exception:  # noqa: BLE001 - Slack or the database is down: the post stays for the next pass
                 log.warning("re-posting %s failed; will try again", post.key, exc_info=True)
+        self.door.schedule_rules()
         now = time.monotonic()
         if self._settled_at is None or now - self._settled_at >= SETTLE_SECONDS:
             self._settled_at = now

@@ -30,6 +30,8 @@ from graphs.clarify import is_cancel
 from graphs.interrupts import TRADERS, approval_refusal
 from graphs.registry import WORKFLOWS, workflow_for
 from tools.broker.paper import settle_all
+from tools.rule_store import Rule
+from tools.schedule import run_due, trading_day_checker
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +53,14 @@ class Where:
 class FrontDoor:
     def __init__(self, runner: Runner, client: WebClient, registry: ThreadRegistry, audit: AuditLog,
                  queue: JobQueue, approvers: frozenset[str],
-                 claim_seconds: float = CLAIM_SECONDS) -> None:
+                 claim_seconds: float = CLAIM_SECONDS, catch_up: str = "once") -> None:
         self.runner, self.client, self.queue = runner, client, queue
         self.registry, self.audit = registry, audit
         self.decisions = DecisionStore(registry.engine, claim_seconds)
         self.posts = PostStore(registry.engine, claim_seconds)
         self.approvers = approvers
+        self.catch_up = catch_up
+        self._team: str | None = None  # the workspace's team id, for threads the bot roots itself
         self.owner = f"{socket.gethostname()}:{os.getpid()}"  # who claims decisions to apply them
 
     # --- entry points (called by Bolt listeners after ack) ----------------------------------------
@@ -408,6 +412,25 @@ class FrontDoor:
         for order in settle_all(ctx.engine, ctx.provider, ctx.paper, now):
             if order.thread_id:
                 self.notify(order.thread_id, f"order:{order.id}:{order.status}", order.summary())
+
+    def schedule_rules(self, now: datetime | None = None) -> None:
+        """The scheduler pass: each enabled rule whose cron matched (in its timezone, on a trading day) runs once
+        per tick across every process, in a new thread of its channel rooted at a message naming the rule."""
+        ctx = self.runner.context
+        if ctx.rules is None:
+            return
+        run_due(ctx.engine, ctx.rules, now or datetime.now(UTC), self._start_rule, self.owner,
+                is_trading_day=trading_day_checker(ctx.provider), catch_up=self.catch_up)
+
+    def _start_rule(self, rule: Rule, tick: datetime, execution_id: str) -> None:
+        """Root a scheduled run's thread and queue the run; a failure raises, so the tick is claimed again."""
+        if self._team is None:
+            self._team = str(self.client.auth_test()["team_id"])
+        root = self.client.chat_postMessage(
+            channel=rule.channel, text=f"Rule {rule.id} ({rule.symbol}): scheduled run for "
+                                       f"{tick:%Y-%m-%d %H:%M} UTC, owner <@{rule.owner}>")["ts"]
+        self.queue.submit_text(Message(f"rule:{execution_id}", self._team, rule.channel, root, rule.owner,
+                                       f"rule run {rule.id} execution={execution_id}"))
 
     def notify(self, thread_id: str, key: str, text: str) -> None:
         """Post a notice into a thread once (a post row keyed by `key`, re-posted by the reconciler if refused)."""

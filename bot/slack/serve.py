@@ -42,7 +42,7 @@ def build_front_door(ctx: AppContext, checkpointer: BaseCheckpointSaver):  # noq
     client = make_client(settings)
     door = FrontDoor(Runner(ctx, checkpointer), client, ThreadRegistry(ctx.engine), AuditLog(ctx.engine),
                      make_job_queue(ctx.engine, settings), settings.approvers,
-                     claim_seconds=settings.decision_claim_seconds)
+                     claim_seconds=settings.decision_claim_seconds, catch_up=settings.rule_catch_up)
     try:
         app = build_app(settings, client, door)  # calls auth.test: the first request to Slack
     except (BoltError, SlackApiError, OSError) as exc:
