@@ -643,3 +643,24 @@ def test_the_trading_switch_is_for_traders_and_shows_on_the_next_card(desk: Desk
                                    .order_by(OrderEvent.id)).all()
         assert [(e.event, e.actor) for e in switches] == [("trading off", TRADER), ("trading on", TRADER)]
     assert _orders(desk, channel) == []
+
+
+# --- saved rules through /quant --------------------------------------------------------------------------------
+
+
+def test_a_rule_saved_with_quotes_runs_from_slash_and_proposes_its_order(desk: Desk) -> None:
+    channel = "C7900"
+    saved = _reply_text(_command(desk, 'rule add 600519.SH "buy when close > ma(30) and rsi(14) < 70; sell when '
+                                       'close < ma(30)" size=100 every="30 14 * * 1-5"', channel, ALICE))
+    assert "saved, in the rule language" in saved
+    rule_id = saved.split("Rule ", 1)[1].split(" ", 1)[0]
+    shown = _command(desk, f"rule show {rule_id}", channel, BOB)
+    assert _reply_text(shown).startswith(f"Rule {rule_id}, owned by")
+    assert "30 14 * * 1-5 (Asia/Shanghai)" in json.dumps(shown.args["blocks"])
+    assert _reply_text(_command(desk, f"rule delete {rule_id}", channel, BOB)).startswith(
+        f":warning: rule {rule_id} belongs to")
+    proposal = _propose(desk, channel, f"rule run {rule_id}")
+    card = proposal.card
+    assert "BUY 100 600519.SH" in text_of(card) and f"rule {rule_id}:" in json.dumps(card.args["blocks"])
+    timeline = _command(desk, f"rule log {rule_id}", channel, BOB)
+    assert "decision: BUY (confidence 1.00)" in json.dumps(timeline.args["blocks"], ensure_ascii=False)
