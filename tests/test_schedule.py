@@ -13,7 +13,7 @@ from sqlalchemy import Engine, select
 
 from tools.data.local import LocalProvider
 from tools.rule_store import Rule, RuleStore
-from tools.schedule import TickPlan, due_ticks, plan_ticks, run_due, trading_day_checker
+from tools.schedule import TickPlan, claim_tick, due_ticks, plan_ticks, run_due, trading_day_checker
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
 from tools.storage.rule_records import RuleTick
@@ -232,3 +232,27 @@ def test_two_workers_enqueue_each_tick_once(iso_url: str, separate_engines: bool
     assert errors == []
     assert sorted(tick for _, tick, _ in enqueued.calls) == minutes
     assert {rule_id for rule_id, _, _ in enqueued.calls} == {rule.id}
+
+
+def test_a_tick_claimed_by_a_worker_that_died_is_enqueued_once_by_another(iso_engine: Engine) -> None:
+    """A worker claimed the tick and died before enqueueing it: after LOST_CLAIM one later pass enqueues it, under
+    the same execution id, and no pass after that runs it again."""
+    engine = iso_engine
+    store = RuleStore(engine, frozenset(), clock=lambda: datetime(2026, 11, 20, 0, 0, tzinfo=UTC))
+    rule = store.add("UOWNER", "C1", "600519.SH", "buy when close > ma(5)", source="language",
+                     schedule="30 9 * * 1-5")
+    tick = datetime(2026, 11, 23, 1, 30, tzinfo=UTC)
+    assert claim_tick(engine, rule.id, tick, "dead-worker", at=datetime(2026, 11, 23, 1, 30, 5, tzinfo=UTC))
+    seen: list[tuple[int, datetime, str]] = []
+
+    def enqueue(r: Rule, t: datetime, execution_id: str) -> None:
+        seen.append((r.id, t, execution_id))
+
+    def run(at: datetime) -> None:
+        run_due(engine, store, at, enqueue, "live-worker", is_trading_day=lambda _d: True)
+
+    run(datetime(2026, 11, 23, 1, 31, 0, tzinfo=UTC))  # within LOST_CLAIM: the claimer may still be at work
+    assert seen == []
+    run(datetime(2026, 11, 23, 1, 33, 0, tzinfo=UTC))
+    run(datetime(2026, 11, 23, 1, 34, 0, tzinfo=UTC))
+    assert seen == [(rule.id, tick, f"rule{rule.id}-20261123T0130Z")]

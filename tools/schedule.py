@@ -56,6 +56,9 @@ class TickPlan:
         return sorted([*self.on_time, *([self.catch_up] if self.catch_up else [])])
 
 
+LOST_CLAIM = timedelta(minutes=2)  # a claim this old and still not enqueued: its worker died
+
+
 @dataclass(frozen=True)
 class ScheduledRun:
     """A tick this worker claimed and enqueued."""
@@ -118,9 +121,10 @@ def execution_id_for(rule_id: int, tick: datetime) -> str:
     return f"rule{rule_id}-{_utc(tick):%Y%m%dT%H%MZ}"
 
 
-def claim_tick(engine: Engine, rule_id: int, tick: datetime, owner: str) -> bool:
-    """Claim a rule's tick for `owner`; exactly one claimer wins, across processes and databases' workers."""
-    return _insert_tick(engine, rule_id, tick, owner, "claimed")
+def claim_tick(engine: Engine, rule_id: int, tick: datetime, owner: str, at: datetime | None = None) -> bool:
+    """Claim a rule's tick for `owner` at `at` (the pass's clock; default now); exactly one claimer wins, across
+    processes and databases' workers."""
+    return _insert_tick(engine, rule_id, tick, owner, "claimed", at)
 
 
 def last_ticks(engine: Engine) -> dict[int, datetime]:
@@ -143,14 +147,14 @@ def run_due(engine: Engine, store: RuleStore, now_utc: datetime, enqueue: Enqueu
         return known[day]
 
     last = last_ticks(engine)
-    runs: list[ScheduledRun] = []
+    runs: list[ScheduledRun] = [*_rerun_lost(engine, store, now_utc, enqueue, owner)]
     for rule in store.scheduled():
         plan = plan_ticks(rule, now_utc, last.get(rule.id), catch_up, is_trading_day=trading)
-        if plan.skipped and _insert_tick(engine, rule.id, plan.skipped[-1], owner, "skipped"):
+        if plan.skipped and _insert_tick(engine, rule.id, plan.skipped[-1], owner, "skipped", now_utc):
             log.info("rule %d: %d missed tick(s) up to %s not run (catch-up %s)", rule.id, len(plan.skipped),
                      f"{plan.skipped[-1]:%Y-%m-%d %H:%M}Z", catch_up)
         for tick in plan.run:
-            if not claim_tick(engine, rule.id, tick, owner):
+            if not claim_tick(engine, rule.id, tick, owner, now_utc):
                 continue
             execution_id = execution_id_for(rule.id, tick)
             try:
@@ -167,12 +171,43 @@ def run_due(engine: Engine, store: RuleStore, now_utc: datetime, enqueue: Enqueu
     return runs
 
 
-def _insert_tick(engine: Engine, rule_id: int, tick: datetime, owner: str, status: str) -> bool:
+def _rerun_lost(engine: Engine, store: RuleStore, now_utc: datetime, enqueue: Enqueue, owner: str,
+                ) -> list[ScheduledRun]:
+    """Ticks claimed more than LOST_CLAIM ago and never enqueued (their worker died between the claim and the
+    enqueue): one worker takes each over and enqueues it, under the same execution id."""
+    cutoff = _utc(now_utc) - LOST_CLAIM
+    with Session(engine) as session:
+        lost = session.execute(select(RuleTick.rule_id, RuleTick.tick).where(
+            RuleTick.status == "claimed", RuleTick.claimed_at < cutoff)).all()
+    runs = []
+    for rule_id, tick in lost:
+        with engine.begin() as connection:
+            taken = connection.execute(update(RuleTick).where(
+                RuleTick.rule_id == rule_id, RuleTick.tick == tick, RuleTick.status == "claimed",
+                RuleTick.claimed_at < cutoff).values(claimed_at=_utc(now_utc), claimed_by=owner)).rowcount == 1
+        rule = store.get(rule_id) if taken else None
+        if rule is None or not rule.enabled:
+            continue
+        execution_id = execution_id_for(rule_id, aware(tick))
+        try:
+            enqueue(rule, aware(tick), execution_id)
+        except Exception:
+            log.exception("rule %d: re-enqueueing a lost tick failed; a later pass tries again", rule_id)
+            continue
+        _set_status(engine, rule_id, aware(tick), "enqueued")
+        log.warning("rule %d tick %s was claimed but never enqueued; enqueued now as %s", rule_id,
+                    f"{aware(tick):%Y-%m-%d %H:%M}Z", execution_id)
+        runs.append(ScheduledRun(rule_id, aware(tick), execution_id, True))
+    return runs
+
+
+def _insert_tick(engine: Engine, rule_id: int, tick: datetime, owner: str, status: str,
+                 at: datetime | None = None) -> bool:
     """Insert-or-nothing on the unique (rule_id, tick); True when this call inserted the row."""
     insert = postgresql.insert if engine.dialect.name == "postgresql" else sqlite.insert
     moment = _minute(tick)
     statement = insert(RuleTick).values(
-        rule_id=rule_id, tick=moment, claimed_at=utcnow(), claimed_by=owner,
+        rule_id=rule_id, tick=moment, claimed_at=_utc(at) if at is not None else utcnow(), claimed_by=owner,
         execution_id=execution_id_for(rule_id, moment) if status == "claimed" else None, status=status,
     ).on_conflict_do_nothing(index_elements=["rule_id", "tick"]).returning(RuleTick.rule_id)
     try:

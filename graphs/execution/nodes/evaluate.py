@@ -16,7 +16,7 @@ from graphs.progress import report_progress
 from tools.klines import KlineError
 from tools.rule_language import RuleSyntaxError, explain, parse_rule
 
-EXTRA_BARS = 20  # fetched beyond the rule's warm-up
+EXTRA_BARS = 250  # beyond the warm-up, so recursive indicators (EMA, RSI, MACD) have converged as in a backtest
 
 
 def evaluate_node(state: ExecutionState, runtime: Runtime[WorkflowContext], config: RunnableConfig,
