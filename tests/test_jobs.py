@@ -299,6 +299,21 @@ def test_inbox_dedupes_and_requeues_recorded_but_unqueued_messages(queue_url: st
                 "the inbox rows to be marked done")
 
 
+def test_replies_enqueued_out_of_slacks_order_run_in_slacks_order(queue_url: str, in_process: InProcess) -> None:
+    """Two replies ms apart: the listener recorded both, but enqueued the later one first. The thread still runs
+    them in the order Slack posted them (message ts), each once."""
+    runner = in_process(queue_url, concurrency=2)
+    queue = runner.queue
+    later, earlier = _message("msg:C1:1700000300.000200", "quick"), _message("msg:C1:1700000300.000100", "quick")
+    for message in (later, earlier):  # recorded in this order: `later` reached the listener first
+        assert queue.inbox.record(message.key, message.thread_id, message.payload())
+    assert queue.requeue_unqueued(older_than=0) == 2  # enqueued in the order they were recorded
+    sentinel = _message("msg:C1:1700000300.000300", "quick")
+    assert queue.submit_text(sentinel)  # the thread's jobs run in enqueue order: both earlier jobs ended before it
+    seen = _wait_for(queue.engine, _has(sentinel.key, "end"))
+    assert _start_and_end_in_order(seen, [earlier.key, later.key, sentinel.key]), seen  # each ran once
+
+
 def test_a_decision_is_enqueued_once_while_waiting_and_runs_in_thread_order(queue_url: str,
                                                                             in_process: InProcess) -> None:
     runner = in_process(queue_url, concurrency=2)

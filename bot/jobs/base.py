@@ -126,17 +126,22 @@ def stop_scope(reason: Callable[[], str | None]) -> Iterator[None]:
 
 
 def run_text_job(handler: JobHandler, inbox: Inbox, args: dict[str, Any]) -> None:
-    """Run one message unless its inbox row is done. The row is marked done when the run ends (also when it
+    """Run one message, after any message of its thread Slack posted earlier that is not done yet (replies ms
+    apart can be enqueued out of order; the thread's jobs run one at a time, so this restores Slack's order and
+    the earlier message's own job then finds it done). A row is marked done when its run ends (also when it
     failed or was aborted by a user), but not when the worker is shutting down: then the job is retried."""
     message = Message(**args)
-    if inbox.is_done(message.key):
-        log.info("message %s already done; skipped", message.key)
-        return
-    try:
-        handler.run_text(message)
-    finally:
-        if stop_reason() != STOP_SHUTDOWN:
-            inbox.mark_done(message.key)
+    for item in [*inbox.pending_before(message), message]:
+        if stop_reason() == STOP_SHUTDOWN:
+            return
+        if inbox.is_done(item.key):
+            log.info("message %s already done; skipped", item.key)
+            continue
+        try:
+            handler.run_text(item)
+        finally:
+            if stop_reason() != STOP_SHUTDOWN:
+                inbox.mark_done(item.key)
 
 
 def apply_decision_job(handler: JobHandler, args: dict[str, Any]) -> None:

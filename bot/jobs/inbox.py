@@ -56,6 +56,16 @@ class InboxRecord(Base):
 _inbox = InboxRecord.__table__
 
 
+def posted_at(key: str) -> float:
+    """When Slack posted the message a key names (`msg:CHANNEL:TS`); infinitely late for keys without a ts (the
+    bot's own threads), which then keep their arrival order."""
+    prefix, _, ts = key.rpartition(":")
+    try:
+        return float(ts) if prefix.startswith("msg:") else float("inf")
+    except ValueError:
+        return float("inf")
+
+
 class Inbox:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -92,6 +102,17 @@ class Inbox:
             done = connection.execute(update(_inbox).where(
                 _inbox.c.done_at.is_(None), _inbox.c.enqueued_at < enqueued_before).values(enqueued_at=None))
         return done.rowcount
+
+    def pending_before(self, message: Message) -> list[Message]:
+        """The thread's messages not yet done that Slack posted before `message` (by message ts; Slack delivers
+        events in no guaranteed order and the listener enqueues them as they come), oldest first."""
+        with self.engine.connect() as connection:
+            rows = connection.execute(select(_inbox.c.payload, _inbox.c.received_at).where(
+                _inbox.c.thread_id == message.thread_id, _inbox.c.done_at.is_(None),
+                _inbox.c.key != message.key)).all()
+        mine = posted_at(message.key)
+        earlier = [(posted_at(row.payload["key"]), row.received_at, Message(**row.payload)) for row in rows]
+        return [m for when, _received, m in sorted(earlier, key=lambda e: (e[0], e[1])) if when < mine]
 
     def is_done(self, key: str) -> bool:
         with self.engine.connect() as connection:
