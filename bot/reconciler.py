@@ -54,7 +54,10 @@ class Reconciler:
                 self.door.repost(post.key)
             except Exception:  # noqa: BLE001 - Slack or the database is down: the post stays for the next pass
                 log.warning("re-posting %s failed; will try again", post.key, exc_info=True)
-        self.door.schedule_rules()
+        try:
+            self.door.schedule_rules()
+        except Exception:  # noqa: BLE001 - the settle job below must still run
+            log.exception("the scheduler pass failed; it runs again next pass")
         now = time.monotonic()
         if self._settled_at is None or now - self._settled_at >= SETTLE_SECONDS:
             self._settled_at = now

@@ -173,3 +173,24 @@ def test_a_run_of_no_rule_says_so(db_url: str, engine: Engine, sandbox: Sandbox,
                                   text: str, reply: str) -> None:
     out = GraphThread(db_url, _ctx(engine, sandbox, provider), requester=OWNER).say(text)
     assert out["final_reply"].startswith(reply)
+
+
+def test_an_impossible_decision_or_bad_tool_arguments_do_not_crash_the_run(
+        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider) -> None:
+    llm = ScriptedChatModel(script=[
+        _step("tool_call", 1, {"tool_name": "get_kline_data", "params": {"symbol": CODE, "limit": "abc"}}),
+        _step("tool_call", 2, {"tool_name": "get_kline_data", "params": {"symbol": CODE, "limit": 40}}),
+        _step("calculation", 3, {"calculation_type": "BOLL", "params": {"period": 20, "k": "x"}}),
+        _step("calculation", 4, {"calculation_type": "MA", "params": {"period": 1}}),
+        _step("decision", 5, {"action": "buy", "reason": "sure", "confidence": 1.5}),  # malformed: sent back
+        _step("decision", 5, {"action": "hold", "reason": "unclear", "confidence": 0.5}),
+    ])
+    ctx = _ctx(engine, sandbox, provider, llm)
+    rule = ctx.rules.add(OWNER, "c", CODE, "buy on strength", size=100)  # type: ignore[union-attr]
+    out = GraphThread(db_url, ctx, requester=OWNER).say(f"rule run {rule.id}")
+    assert out["result"]["decision"]["action"] == "hold"
+    errors = [s.result_data.get("error") for s in ctx.rules.steps(rule.id)[:4]]  # type: ignore[union-attr]
+    assert errors == ["limit must be a whole number of bars, not 'abc'", None,
+                      "k must be a number of standard deviations, not 'x'",
+                      "period must be a whole number from 2 to 1000, not 1"]
+    assert "confidence must be between 0 and 1, not 1.5" in str(llm.prompts[-1][-1].content)

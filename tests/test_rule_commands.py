@@ -55,7 +55,8 @@ def test_the_rule_language_is_recognised_and_words_are_kept_for_the_model(ctx: W
     saved = run(ctx, OWNER, ["add", "600519.SH", LANGUAGE, "size=100", "every=30 14 * * 1-5"])
     assert "in the rule language: it runs and backtests without an LLM" in saved
     assert "Schedule: 30 14 * * 1-5 (Asia/Shanghai)" in saved
-    words = run(ctx, OWNER, ["add", "000001.SZ", "buy when the trend turns up", "value=20000", "threshold=0.8"])
+    words = run(ctx, OWNER, ["add", "000001.SZ", "buy when the trend turns up", "value=20000", "threshold=0.8",
+                             "kind=words"])
     assert "in words: each run asks the model" in words and "Order size: 20,000.00 CNY" in words
     with pytest.raises(CommandError, match=r"order size in shares \(size=\) or in CNY \(value=\), not both"):
         run(ctx, OWNER, ["add", "000001.SZ", LANGUAGE, "size=100", "value=5000"])
@@ -87,9 +88,17 @@ def test_the_log_shows_a_runs_steps_as_a_timeline(db_url: str, ctx: WorkflowCont
 
 
 def test_only_rule_language_rules_backtest(ctx: WorkflowContext) -> None:
-    run(ctx, OWNER, ["add", "000001.SZ", "buy when it feels right"])
+    run(ctx, OWNER, ["add", "000001.SZ", "go long when it feels right"])
     (rule,) = _mine(ctx)
     with pytest.raises(CommandError, match="only rules in the rule language backtest"):
         run(ctx, OWNER, ["backtest", str(rule.id), "20190601", "20200824"])
     with pytest.raises(CommandError, match="usage: rule backtest ID START END"):
         run(ctx, OWNER, ["backtest", str(rule.id)])
+
+
+def test_a_rule_meant_for_the_rule_language_shows_where_it_does_not_parse(ctx: WorkflowContext) -> None:
+    with pytest.raises(CommandError) as refused:
+        run(ctx, OWNER, ["add", "600519.SH", "buy when close > ma(30) && rsi(14) < 70"])
+    assert "the rule does not parse" in str(refused.value) and "add kind=words" in str(refused.value)
+    assert "at column 25\nbuy when close > ma(30) && rsi(14) < 70\n" + " " * 24 + "^\n" in str(refused.value)
+    assert _mine(ctx) == []

@@ -75,9 +75,15 @@ def test_add_get_and_list(store: RuleStore, channel: str) -> None:
     ({"schedule": "61 9 * * *"}, "schedule '61 9 * * *' is not a cron expression"),
     ({"timezone": "Mars/Olympus"}, "unknown timezone 'Mars/Olympus': use an IANA name like Asia/Shanghai or UTC"),
     ({"size": 100, "value_cny": 5000}, "give the order size in shares (size=) or in CNY (value=), not both"),
-    ({"size": 0}, "size= is a whole number of shares above 0, not 0"),
-    ({"value_cny": "10.001"}, "value= is an amount in CNY above 0 with at most two decimals, not '10.001'"),
-    ({"value_cny": "lots"}, "value= is an amount in CNY above 0 with at most two decimals, not 'lots'"),
+    ({"size": 0}, "size= is a whole number of shares from 1 to 100,000,000, not 0"),
+    ({"size": 10**20}, "size= is a whole number of shares from 1 to 100,000,000, not 100000000000000000000"),
+    ({"value_cny": "10.001"}, "value= is an amount in CNY above 0 and at most 100,000,000,000, with at most two "
+                              "decimals, not '10.001'"),
+    ({"value_cny": "lots"}, "value= is an amount in CNY above 0 and at most 100,000,000,000, with at most two "
+                            "decimals, not 'lots'"),
+    ({"value_cny": "1e30"}, "value= is an amount in CNY above 0 and at most 100,000,000,000, with at most two "
+                            "decimals, not '1e30'"),
+    ({"schedule": "0 0 31 2 *"}, "schedule '0 0 31 2 *' never fires (no such date): check the day and month fields"),
     ({"threshold": 1.5}, "threshold is the confidence a decision needs, between 0 and 1, not 1.5"),
     ({"threshold": float("nan")}, "threshold is the confidence a decision needs, between 0 and 1, not nan"),
     ({"source": "python"}, "a rule's source is 'llm' (requirements in words) or 'language' (the rule language), "

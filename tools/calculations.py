@@ -11,7 +11,7 @@ import pandas as pd
 
 from tools import indicators
 
-MAX_PERIOD = 250
+MAX_PERIOD = 1000  # as the rule language allows
 
 
 class CalculationError(ValueError):
@@ -24,8 +24,8 @@ def _period(params: dict[str, Any], name: str, default: int) -> int:
         number = int(value)
     except (TypeError, ValueError):
         raise CalculationError(f"{name} must be a whole number, not {value!r}") from None
-    if not 1 <= number <= MAX_PERIOD:
-        raise CalculationError(f"{name} must be between 1 and {MAX_PERIOD}, not {number}")
+    if not 2 <= number <= MAX_PERIOD or str(value).strip() not in (str(number), f"{number}.0"):
+        raise CalculationError(f"{name} must be a whole number from 2 to {MAX_PERIOD}, not {value!r}")
     return number
 
 
@@ -43,7 +43,12 @@ def _lines(frame: pd.DataFrame, kind: str, params: dict[str, Any]) -> tuple[dict
         return {"dif": m.dif, "dea": m.dea, "hist": m.hist}, m.warmup, m.name
     if kind == "BOLL":
         n = _period(params, "period", 20)
-        k = float(params.get("k", 2.0))
+        try:
+            k = float(params.get("k", 2.0))
+        except (TypeError, ValueError):
+            raise CalculationError(f"k must be a number of standard deviations, not {params.get('k')!r}") from None
+        if not 0.1 <= k <= 10:
+            raise CalculationError(f"k must be between 0.1 and 10, not {k}")
         b = indicators.boll(close, n, k)
         return {"upper": b.upper, "mid": b.mid, "lower": b.lower}, b.warmup, b.name
     if kind == "ATR":
@@ -74,7 +79,12 @@ def calculate(frame: pd.DataFrame, kind: str, params: dict[str, Any] | None = No
     name = str(kind or "").strip().upper()
     if frame.empty:
         raise CalculationError("no bars were fetched yet: call get_kline_data first")
-    lines, warmup, label = _lines(frame, name, dict(params or {}))
+    try:
+        lines, warmup, label = _lines(frame, name, dict(params or {}))
+    except CalculationError:
+        raise
+    except (TypeError, ValueError) as exc:  # the indicator refused a parameter: say which, in its words
+        raise CalculationError(f"{name}: {exc}") from None
     last = frame.index[-1]
     values = {key: _number(series.iloc[-1]) for key, series in lines.items()}
     return {"indicator": label, "bar": str(last), "close": _number(frame["close"].iloc[-1]), **values,

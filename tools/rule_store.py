@@ -16,7 +16,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 from sqlalchemy import Engine, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
@@ -317,6 +317,10 @@ def check_schedule(schedule: str | None) -> str | None:
     if len(cron.split(" ")) != 5 or not croniter.is_valid(cron):
         raise RuleError(f"schedule {schedule!r} is not a cron expression: give five fields, minute hour day month "
                         "weekday, like '30 9 * * 1-5' (09:30 on weekdays)")
+    try:
+        croniter(cron, datetime(2000, 1, 1, tzinfo=UTC)).get_next(datetime)
+    except (CroniterBadDateError, ValueError):
+        raise RuleError(f"schedule {schedule!r} never fires (no such date): check the day and month fields") from None
     return cron
 
 
@@ -341,9 +345,13 @@ def aware(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
+MAX_SHARES = 100_000_000  # an order size no paper account could place
+MAX_VALUE_FEN = 10**13  # 100 billion CNY
+
+
 def _size(size: int | None) -> int | None:
-    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
-        raise RuleError(f"size= is a whole number of shares above 0, not {size!r}")
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or not 0 < size <= MAX_SHARES):
+        raise RuleError(f"size= is a whole number of shares from 1 to {MAX_SHARES:,}, not {size!r}")
     return size
 
 
@@ -355,8 +363,9 @@ def _fen(value: Decimal | int | str | None) -> int | None:
         amount = Decimal(str(value).strip())
     except InvalidOperation:
         amount = Decimal("NaN")
-    if not amount.is_finite() or amount <= 0 or amount != amount.quantize(_FEN):
-        raise RuleError(f"value= is an amount in CNY above 0 with at most two decimals, not {value!r}")
+    if not amount.is_finite() or amount <= 0 or amount > MAX_VALUE_FEN * _FEN or amount != amount.quantize(_FEN):
+        raise RuleError(f"value= is an amount in CNY above 0 and at most {MAX_VALUE_FEN // 100:,}, with at most two "
+                        f"decimals, not {value!r}")
     return int(amount / _FEN)
 
 

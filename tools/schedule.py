@@ -149,7 +149,11 @@ def run_due(engine: Engine, store: RuleStore, now_utc: datetime, enqueue: Enqueu
     last = last_ticks(engine)
     runs: list[ScheduledRun] = [*_rerun_lost(engine, store, now_utc, enqueue, owner)]
     for rule in store.scheduled():
-        plan = plan_ticks(rule, now_utc, last.get(rule.id), catch_up, is_trading_day=trading)
+        try:
+            plan = plan_ticks(rule, now_utc, last.get(rule.id), catch_up, is_trading_day=trading)
+        except Exception:  # noqa: BLE001 - one rule's bad schedule must not stop every other rule's
+            log.exception("rule %d: its schedule %r cannot be evaluated; skipped this pass", rule.id, rule.schedule)
+            continue
         if plan.skipped and _insert_tick(engine, rule.id, plan.skipped[-1], owner, "skipped", now_utc):
             log.info("rule %d: %d missed tick(s) up to %s not run (catch-up %s)", rule.id, len(plan.skipped),
                      f"{plan.skipped[-1]:%Y-%m-%d %H:%M}Z", catch_up)

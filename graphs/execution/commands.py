@@ -17,7 +17,7 @@ from tools.rule_language import RuleSyntaxError, parse_rule
 from tools.rule_store import Rule, RuleError, RuleStore
 
 ADD_USAGE = ('rule add SYMBOL "REQUIREMENTS" [every="CRON"] [tz=ZONE] [size=SHARES|value=CNY] [threshold=0..1] '
-             "[account=NAME]")
+             "[account=NAME] [kind=words|language]")
 
 
 def _store(call: CommandCall) -> RuleStore:
@@ -55,15 +55,23 @@ def _options(words: list[str], allowed: set[str]) -> tuple[list[str], dict[str, 
 
 
 def add_command(call: CommandCall) -> View:
-    words, opts = _options(call.args, {"every", "tz", "size", "value", "threshold", "account"})
+    words, opts = _options(call.args, {"every", "tz", "size", "value", "threshold", "account", "kind"})
     if len(words) != 2:
         raise CommandError(f"usage: {ADD_USAGE} (quote the requirements and the cron expression)")
     symbol, requirements = words
-    try:
-        parse_rule(requirements)
-        source = "language"
-    except RuleSyntaxError:
-        source = "llm"
+    kind = opts.get("kind", "").lower()
+    if kind not in ("", "words", "language"):
+        raise CommandError("kind= is words (for the model) or language (the rule language)")
+    source = "llm" if kind == "words" else "language"
+    if kind != "words":
+        try:
+            parse_rule(requirements)
+        except RuleSyntaxError as exc:
+            meant = kind == "language" or requirements.strip().lower().startswith(("buy when", "sell when"))
+            if meant:
+                raise CommandError(f"the rule does not parse:\n```\n{exc}\n```\nTo save it as words for the "
+                                   "model instead, add kind=words.") from None
+            source = "llm"
     try:
         rule = _store(call).add(
             _user(call), call.account, symbol, requirements, source=source,  # type: ignore[arg-type]

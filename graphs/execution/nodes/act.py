@@ -42,11 +42,15 @@ def _tool(ctx: WorkflowContext, state: ExecutionState, config: RunnableConfig, a
     name = body.get("tool_name")
     if name not in TOOLS:
         return {"error": f"unknown tool {name!r}; tools: {', '.join(TOOLS)}"}
-    params = dict(body.get("params") or {})
+    params = body.get("params") or {}
+    if not isinstance(params, dict):
+        return {"error": "params must be an object like {\"symbol\": \"600519.SH\", \"limit\": 100}"}
     symbol = str(params.get("symbol") or state["rule"]["symbol"])
     if ctx.klines is None:
         return {"error": "no market data is configured for rules"}
     limit = params.get("limit") or 100
+    if isinstance(limit, bool) or not str(limit).isdigit():
+        return {"error": f"limit must be a whole number of bars, not {limit!r}"}
     bars = ctx.klines(symbol).klines(symbol, str(params.get("timeframe") or "1d"), limit=int(limit))
     workspace(ctx, config).put(bars_name(state["execution_id"]), bars.frame)
     last = bars.frame.iloc[-1]
@@ -63,7 +67,10 @@ def _calculation(ctx: WorkflowContext, state: ExecutionState, config: RunnableCo
     ws = workspace(ctx, config)
     if name not in ws:
         raise CalculationError("no bars were fetched yet: call get_kline_data first")
-    return calculate(ws.get(name), str(body.get("calculation_type") or ""), dict(body.get("params") or {}))
+    params = body.get("params") or {}
+    if not isinstance(params, dict):
+        raise CalculationError("params must be an object like {\"period\": 30}")
+    return calculate(ws.get(name), str(body.get("calculation_type") or ""), params)
 
 
 def _summary(action: dict[str, Any], result: dict[str, Any]) -> str:

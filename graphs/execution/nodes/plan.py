@@ -58,14 +58,15 @@ def plan_node(state: ExecutionState, runtime: Runtime[WorkflowContext]) -> dict[
     try:
         answer = ctx.llm.invoke(_messages(rule, history, step, state.get("feedback")))
         action = _action(parse_json_answer(str(answer.content), "action"))
+        decision = _decision(action) if action["type"] == "decision" else None
     except MODEL_FAILURES as exc:
         return _malformed(ctx, state, step, describe_model_failure(exc))
     except ValueError as exc:
         return _malformed(ctx, state, step, str(exc))
     action["step"] = step
-    if action["type"] == "decision":
-        return {"decision": _decision(action), "history": [*history, {**action, "result": None}],
-                "action": None, "feedback": None}
+    if decision is not None:
+        return {"decision": decision, "history": [*history, {**action, "result": None}], "action": None,
+                "feedback": None}
     return {"action": action, "feedback": None}
 
 
