@@ -6,6 +6,7 @@ LLM."""
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -194,3 +195,24 @@ def test_an_impossible_decision_or_bad_tool_arguments_do_not_crash_the_run(
                       "k must be a number of standard deviations, not 'x'",
                       "period must be a whole number from 2 to 1000, not 1"]
     assert "confidence must be between 0 and 1, not 1.5" in str(llm.prompts[-1][-1].content)
+
+
+def test_the_rules_position_is_what_its_orders_filled(db_url: str, engine: Engine, sandbox: Sandbox,
+                                                      provider: SampleProvider) -> None:
+    """Buy, approved and filled: the rule holds 100; a second buy proposes nothing; a sell proposes those 100."""
+    llm = ScriptedChatModel(script=[
+        _step("decision", 1, {"action": "buy", "reason": "up", "confidence": 0.9}),
+        _step("decision", 1, {"action": "buy", "reason": "still up", "confidence": 0.9}),
+        _step("decision", 1, {"action": "sell", "reason": "down", "confidence": 0.9}),
+    ])
+    ctx = _ctx(engine, sandbox, provider, llm)
+    rule = ctx.rules.add(OWNER, "c", CODE, "trade the trend", size=100,  # type: ignore[union-attr]
+                         account=f"rule-pos-{uuid.uuid4().hex[:8]}")
+    first = GraphThread(db_url, ctx, requester=OWNER)
+    done = first.decide(first.say(f"rule run {rule.id}"), {"type": "approve"}, user=TRADER)
+    assert done["result"]["order"]["status"] == "filled" and done["result"]["position"] == 100
+    again = GraphThread(db_url, ctx, requester=OWNER).say(f"rule run {rule.id}")
+    assert again["result"]["decision"]["note"] == "buy: the rule already holds 100 shares"
+    sell = GraphThread(db_url, ctx, requester=OWNER).say(f"rule run {rule.id}")
+    assert sell["__interrupt__"][0].value["args"]["order"] == "SELL 100 600519.SH 贵州茅台 at market"
+    assert ctx.rules.get(rule.id).runtime_status["position"] == 100  # type: ignore[union-attr]

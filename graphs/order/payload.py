@@ -16,7 +16,7 @@ def request_of(intent: dict[str, Any], client_order_id: str, thread_id: str, app
                         quantity=int(intent["quantity"]), price_type=intent.get("price_type") or "market",
                         limit_price=Decimal(str(limit)) if limit not in (None, "") else None,
                         reason=str(intent.get("reason") or ""), thread_id=thread_id,
-                        proposed_by=intent.get("proposed_by"), approved_by=approved_by)
+                        proposed_by=intent.get("proposed_by"), approved_by=approved_by, tag=intent.get("tag"))
 
 
 def jsonable(value: Any) -> Any:

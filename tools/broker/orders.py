@@ -35,6 +35,7 @@ class OrderRequest:
     thread_id: str | None = None
     proposed_by: str | None = None
     approved_by: str | None = None
+    tag: str | None = None  # the proposer's tag, e.g. rule:12, whose position follows this order's fills
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Engine, delete, func, select
+from sqlalchemy import Engine, case, delete, func, select
 from sqlalchemy.orm import Session
 
 from tools.broker.checks import AccountState, RiskLimits, estimate, pre_trade_checks
@@ -232,7 +232,7 @@ class PaperBroker:
             limit_price_fen=to_fen(request.limit_price) if request.limit_price is not None else None,
             session_date=preview.session_date, fill_at=preview.fill_at, status="open", reserved_fen=reserve,
             thread_id=request.thread_id, proposed_by=request.proposed_by, approved_by=request.approved_by,
-            reason=request.reason, note=preview.fill_label)
+            reason=request.reason, tag=request.tag, note=preview.fill_label)
         session.add(row)
         self._row(session).reserved_fen += reserve
         session.flush()
@@ -445,3 +445,17 @@ def reset_account(engine: Engine, name: str, starting_cash: Decimal, by: str) ->
 def account_names(engine: Engine) -> list[str]:
     with Session(engine) as session:
         return list(session.scalars(select(PaperAccount.name).order_by(PaperAccount.name)).all())
+
+
+def tagged_position(engine: Engine, account: str, code: str, tag: str) -> tuple[int, int]:
+    """(shares held, open orders) of what orders tagged `tag` did in `account`'s `code`: net filled quantity, so
+    a proposer's position follows the fills, including fills a settle job made later."""
+    signed = case((PaperFill.side == "buy", PaperFill.quantity), else_=-PaperFill.quantity)
+    with Session(engine) as session:
+        held = session.scalar(select(func.coalesce(func.sum(signed), 0)).join(
+            PaperOrder, PaperOrder.id == PaperFill.order_id).where(
+            PaperOrder.account == account, PaperOrder.ts_code == code, PaperOrder.tag == tag))
+        waiting = session.scalar(select(func.count()).select_from(PaperOrder).where(
+            PaperOrder.account == account, PaperOrder.ts_code == code, PaperOrder.tag == tag,
+            PaperOrder.status == "open"))
+    return int(held or 0), int(waiting or 0)

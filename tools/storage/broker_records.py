@@ -50,6 +50,7 @@ class PaperOrder(Base):
     proposed_by: Mapped[str | None] = mapped_column(String(64))
     approved_by: Mapped[str | None] = mapped_column(String(64))
     reason: Mapped[str] = mapped_column(Text, default="")  # why it was proposed
+    tag: Mapped[str | None] = mapped_column(String(64))  # who proposed it, e.g. rule:12 (its position follows fills)
     note: Mapped[str] = mapped_column(Text, default="")  # how it filled, or why it did not
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)

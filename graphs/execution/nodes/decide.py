@@ -9,7 +9,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graphs.context import WorkflowContext, workspace
+from graphs.context import WorkflowContext, default_account, workspace
 from graphs.execution.logbook import log_step
 from graphs.execution.nodes.act import bars_name
 from graphs.execution.state import ExecutionState
@@ -17,6 +17,7 @@ from graphs.progress import report_progress
 from tools.broker.boards import OrderRuleError
 from tools.broker.clock import day
 from tools.broker.market import closes
+from tools.broker.paper import tagged_position
 from tools.broker.rules import lot_rule
 from tools.klines import symbol_kind
 
@@ -42,7 +43,9 @@ def _order(ctx: WorkflowContext, state: ExecutionState, config: RunnableConfig, 
         return None, f"confidence {confidence:.2f} is below the rule's threshold {threshold:.2f}: no order"
     if symbol_kind(rule["symbol"]) != "a-share":
         return None, "crypto rules produce decisions and logs, not orders (the paper account trades A-shares)"
-    held = int((rule.get("runtime_status") or {}).get("position") or 0)
+    held, waiting = tagged_position(ctx.engine, rule_account(rule, config), rule["symbol"], rule_tag(rule))
+    if waiting:
+        return None, f"{action}: an order of this rule is still open; no new order until it fills or expires"
     if action == "sell":
         if held <= 0:
             return None, "sell: the rule holds no position, so there is nothing to sell"
@@ -88,7 +91,16 @@ def _last_close(ctx: WorkflowContext, state: ExecutionState, config: RunnableCon
     return found[code][0] if code in found else None
 
 
+def rule_tag(rule: dict[str, Any]) -> str:
+    """The tag of the rule's orders: its position is what they filled."""
+    return f"rule:{rule['id']}"
+
+
+def rule_account(rule: dict[str, Any], config: RunnableConfig) -> str:
+    return str(rule.get("account") or default_account(config))
+
+
 def _intent(rule: dict[str, Any], side: str, quantity: int, decision: dict[str, Any]) -> dict[str, Any]:
     return {"ts_code": rule["symbol"], "side": side, "quantity": quantity, "price_type": "market",
-            "limit_price": None, "account": rule.get("account"), "proposed_by": rule["owner"],
+            "limit_price": None, "account": rule.get("account"), "proposed_by": rule["owner"], "tag": rule_tag(rule),
             "reason": f"rule {rule['id']}: {decision['reason']} (confidence {float(decision['confidence']):.2f})"}

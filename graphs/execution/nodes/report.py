@@ -4,23 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from graphs.context import WorkflowContext
+from graphs.execution.nodes.decide import rule_account, rule_tag
 from graphs.execution.state import ExecutionState
+from tools.broker.paper import tagged_position
 
 
-def report_node(state: ExecutionState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+def report_node(state: ExecutionState, runtime: Runtime[WorkflowContext], config: RunnableConfig) -> dict[str, Any]:
     ctx, rule = runtime.context, state["rule"]
     decision = dict(state.get("decision") or {})
     outcome = state.get("order_outcome") or {}
     status = dict(rule.get("runtime_status") or {})
     status["last_action"] = decision.get("action")
     status["last_execution"] = state["execution_id"]
-    order = outcome.get("order") or {}
-    if outcome.get("status") == "filled" and order:
-        held = int(status.get("position") or 0)
-        status["position"] = held + int(order["quantity"]) if order["side"] == "buy" else 0
+    held, waiting = tagged_position(ctx.engine, rule_account(rule, config), rule["symbol"], rule_tag(rule))
+    status["position"], status["open_orders"] = held, waiting  # what the rule's orders filled, so far
     paused = False
     if ctx.rules is not None:
         ctx.rules.set_runtime_status(int(rule["id"]), status)

@@ -49,6 +49,7 @@ def upgrade() -> None:
         sa.Column("proposed_by", sa.String(64)),
         sa.Column("approved_by", sa.String(64)),
         sa.Column("reason", sa.Text, nullable=False),
+        sa.Column("tag", sa.String(64)),
         sa.Column("note", sa.Text, nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
