@@ -102,3 +102,24 @@ def test_a_rule_meant_for_the_rule_language_shows_where_it_does_not_parse(ctx: W
     assert "the rule does not parse" in str(refused.value) and "add kind=words" in str(refused.value)
     assert "at column 25\nbuy when close > ma(30) && rsi(14) < 70\n" + " " * 24 + "^\n" in str(refused.value)
     assert _mine(ctx) == []
+
+
+@pytest.mark.parametrize("line, problem", [
+    (["add", "600519.SH", LANGUAGE, "size=150"],
+     "size=150: main board buys come in lots of 100 shares: 150 is not a multiple of 100"),
+    (["add", "999999.SH", LANGUAGE], "the bundled sample provider has no 999999.SH; `codes` lists what it has"),
+    (["add", "600519.SH", LANGUAGE, "kind=maybe"], "kind= is words (for the model) or language (the rule language)"),
+])
+def test_a_rule_that_could_never_trade_is_not_saved(ctx: WorkflowContext, line: list[str], problem: str) -> None:
+    with pytest.raises(CommandError) as refused:
+        run(ctx, OWNER, line)
+    assert str(refused.value) == problem and _mine(ctx) == []
+
+
+def test_backtest_dates_and_unknown_runs_are_named_as_typed(ctx: WorkflowContext) -> None:
+    run(ctx, OWNER, ["add", "600519.SH", LANGUAGE, "size=100"])
+    (rule,) = _mine(ctx)
+    with pytest.raises(CommandError, match="^start date 20200824 is after end date 20190601$"):
+        run(ctx, OWNER, ["backtest", str(rule.id), "20200824", "20190601"])
+    with pytest.raises(CommandError, match=f"^rule {rule.id} has no run nosuch;"):
+        run(ctx, OWNER, ["log", str(rule.id), "nosuch"])

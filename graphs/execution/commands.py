@@ -10,8 +10,12 @@ from typing import Any
 from graphs.execution.present import present_backtest, present_log, present_rule, present_rules
 from graphs.views import View
 from graphs.workflow import CommandCall, CommandError
+from tools.broker.boards import OrderRuleError
+from tools.broker.clock import day
 from tools.broker.paper import PaperConfig
-from tools.data.schema import DataError
+from tools.broker.rules import buy_quantity_problem
+from tools.data.schema import DataError, check_range
+from tools.klines import symbol_kind
 from tools.rule_backtest import backtest_rule
 from tools.rule_language import RuleSyntaxError, parse_rule
 from tools.rule_store import Rule, RuleError, RuleStore
@@ -72,6 +76,7 @@ def add_command(call: CommandCall) -> View:
                 raise CommandError(f"the rule does not parse:\n```\n{exc}\n```\nTo save it as words for the "
                                    "model instead, add kind=words.") from None
             source = "llm"
+    _check_symbol(call, symbol, _int(opts.get("size"), "size"))
     try:
         rule = _store(call).add(
             _user(call), call.account, symbol, requirements, source=source,  # type: ignore[arg-type]
@@ -84,6 +89,24 @@ def add_command(call: CommandCall) -> View:
     how = ("in the rule language: it runs and backtests without an LLM" if source == "language" else
            "in words: each run asks the model, step by step (needs an LLM)")
     return present_rule(rule, f"Rule {rule.id} saved, {how}. `rule run {rule.id}` checks it now.")
+
+
+def _check_symbol(call: CommandCall, symbol: str, size: int | None) -> None:
+    """An A-share code the provider knows, and a size in the board's buy lots."""
+    if symbol_kind(symbol) != "a-share":
+        return
+    code = symbol.strip().upper()
+    known = call.context.provider.known_codes()
+    if known is not None and code not in known:
+        raise CommandError(f"the {call.context.provider.name} provider has no {code}; `codes` lists what it has")
+    last = call.context.provider.last_date()
+    if size is not None and last:
+        try:
+            problem = buy_quantity_problem(code, size, day(last))
+        except OrderRuleError as exc:
+            problem = str(exc)
+        if problem:
+            raise CommandError(f"size={size}: {problem}")
 
 
 def list_command(call: CommandCall) -> View:
@@ -108,7 +131,10 @@ def log_command(call: CommandCall) -> View:
     execution = call.args[1] if len(call.args) > 1 else (executions[0].execution_id if executions else None)
     if execution is None:
         return View(f"Rule {rule.id} log", f"Rule {rule.id} has not run yet; `rule run {rule.id}` runs it.")
-    return present_log(rule, execution, store.steps(rule.id, execution))
+    steps = store.steps(rule.id, execution)
+    if not steps:
+        raise CommandError(f"rule {rule.id} has no run {execution}; `rule show {rule.id}` lists its latest runs")
+    return present_log(rule, execution, steps)
 
 
 def schedule_command(call: CommandCall) -> View:
@@ -160,10 +186,14 @@ def backtest_command(call: CommandCall) -> View:
     if rule.source != "language":
         raise CommandError(f"rule {rule.id} is written in words; only rules in the rule language backtest "
                            "(e.g. `buy when close > ma(30) and rsi(14) < 70; sell when close < ma(30)`)")
+    try:
+        start, end = check_range(call.args[1], call.args[2])
+    except DataError as exc:
+        raise CommandError(str(exc)) from None
     paper = call.context.paper
     cash = paper.starting_cash if isinstance(paper, PaperConfig) else Decimal("1000000")
     try:
-        result = backtest_rule(rule.requirements, rule.symbol, call.args[1], call.args[2], call.context.provider,
+        result = backtest_rule(rule.requirements, rule.symbol, start, end, call.context.provider,
                                cash=cash, size=rule.size, value=rule.value_cny,
                                **({"rates": paper.rates} if isinstance(paper, PaperConfig) else {}))
     except (DataError, ValueError) as exc:

@@ -26,8 +26,14 @@ def present_rule(rule: Rule, summary: str, executions: list[Execution] | None = 
                  "position", 0)))]
     lines = [f"Requirements: {rule.requirements}"]
     lines += [f"run {e.execution_id} at {e.started_at:%Y-%m-%d %H:%M} UTC: {e.steps} steps, "
-              f"{(e.decision or {}).get('action', 'no decision')}" for e in executions or []]
+              f"{_decided(e.decision)}" for e in executions or []]
     return View(f"Rule {rule.id}", summary, lines=lines, facts=facts, users=[rule.owner])
+
+
+def _decided(action: dict | None) -> str:
+    """The decision of a logged decision step's action (`{"action": {"action": "buy", ...}}`), as a word."""
+    body = (action or {}).get("action")
+    return str(body.get("action") if isinstance(body, dict) else body or "no decision")
 
 
 def present_rules(rules: list[Rule], scope: str) -> View:

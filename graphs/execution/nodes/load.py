@@ -15,7 +15,7 @@ from graphs.context import WorkflowContext
 from graphs.execution.state import ExecutionState
 from graphs.progress import report_progress
 
-RUN = re.compile(r"^\s*/?rule\s+run\s+(\d+)(?:\s+execution=([A-Za-z0-9_.:-]{1,100}))?\s*$", re.IGNORECASE)
+RUN = re.compile(r"^\s*/?rule\s+run\s+(\d+)(?:\s+execution=(rule\d+-[A-Za-z0-9]{1,40}))?\s*$", re.IGNORECASE)
 USAGE = "rule run ID (see `rule list`)"
 
 
@@ -32,7 +32,10 @@ def load_node(state: ExecutionState, runtime: Runtime[WorkflowContext]) -> dict[
     rule = store.get(int(match.group(1))) if store is not None else None
     if rule is None:
         return {**fresh, "final_reply": f"There is no rule {match.group(1)}; `rule list` shows the saved rules."}
-    execution_id = match.group(2) or f"rule{rule.id}-m{uuid.uuid4().hex[:12]}"
+    given = match.group(2)
+    if given and not given.lower().startswith(f"rule{rule.id}-"):
+        return {**fresh, "final_reply": f"execution={given} does not belong to rule {rule.id}."}
+    execution_id = given or f"rule{rule.id}-m{uuid.uuid4().hex[:12]}"
     report_progress("rule", f"{rule.id} {rule.symbol}")
     data = asdict(rule)
     data["value_cny"] = str(rule.value_cny) if rule.value_cny is not None else None
