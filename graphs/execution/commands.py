@@ -218,6 +218,16 @@ def _decimal(text: str | None, what: str) -> Decimal | None:
         raise CommandError(f"{what} must be a number, not {text!r}") from None
 
 
+def help_command(call: CommandCall) -> View:
+    lines = [f"{usage} — {summary}" for usage, summary, _run in SUBCOMMANDS.values()]
+    lines.insert(0, "rule run ID — check a rule now: every step is logged; a buy or sell at or above its threshold "
+                    "proposes an order for a trader's approval")
+    return View("Rule commands", "Save trading rules and check them on demand or on a schedule.", lines=lines,
+                notes=["the rule language: buy when close > ma(30) and rsi(14) < 70; sell when close < ma(30) "
+                       "(fields open high low close volume; ma ema rsi atr macd boll kdj; close[1]; and or not; "
+                       "crosses above|below)"])
+
+
 SUBCOMMANDS: dict[str, Any] = {
     "add": (ADD_USAGE, "save a trading rule (words for the model, or the rule language)", add_command),
     "list": ("rule list [channel|mine|all]", "saved rules", list_command),
@@ -230,4 +240,5 @@ SUBCOMMANDS: dict[str, Any] = {
     "delete": ("rule delete ID", "delete it and its logs (owner or admin)", delete_command),
     "backtest": ("rule backtest ID START END", "backtest a rule-language rule with the paper account's costs, "
                  "beside buy-and-hold", backtest_command),
+    "help": ("rule help", "these commands", help_command),
 }
