@@ -45,10 +45,18 @@ def workspace(context: WorkflowContext, config: RunnableConfig) -> Workspace:
     return Workspace(context.engine, thread_id(config))
 
 
+AUTH_USER = "langgraph_auth_user_id"  # what LangGraph Agent Server puts in configurable: the authenticated caller
+
+
 def decider(config: RunnableConfig) -> str | None:
-    """Who made the decision this run resumes with: the adapter puts it in `configurable.user`
-    (Slack user, console user, or the Studio/SDK caller), never inside the decision itself."""
-    return config.get("configurable", {}).get("user")
+    """Who made the decision this run resumes with: the adapter puts it in `configurable.user` (Slack user,
+    console user), never inside the decision itself. Under LangGraph Agent Server (Studio, the SDK) only the
+    server's authenticated identity counts, never a name the caller typed: `langgraph dev` authenticates nobody,
+    so there nobody is anyone and order approvals are refused."""
+    configurable = config.get("configurable", {})
+    if AUTH_USER in configurable:
+        return configurable[AUTH_USER] or None
+    return configurable.get("user")
 
 
 def decided_at(config: RunnableConfig) -> datetime | None:
