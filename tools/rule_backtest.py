@@ -43,7 +43,7 @@ from tools.broker.clock import day, ymd
 from tools.broker.fees import DEFAULT_RATES, FEN, FeeRates, Fees, fill_fees
 from tools.broker.market import Bar
 from tools.broker.money import price_of
-from tools.broker.rules import LotRule, fill_blocked_by_limit, lot_rule, price_limits
+from tools.broker.rules import fill_blocked_by_limit, lot_rule, price_limits
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError, normalize_date
 from tools.rule_language import Rule, evaluate, parse_rule
@@ -188,9 +188,9 @@ class _Book:
             wanted = min(wanted, self.size)
         elif self.value is not None:
             wanted = min(wanted, int(self.value // price))
-        quantity = _whole_lots(wanted, rule)
+        quantity = rule.round_down(wanted)
         while quantity and self._cost(quantity, price, on) > self.cash:
-            quantity = _whole_lots(quantity - 1, rule)
+            quantity = rule.round_down(quantity - 1)
         return quantity
 
     def _cost(self, quantity: int, price: Decimal, on: date) -> Decimal:
@@ -202,13 +202,6 @@ class _Book:
 
     def performance(self, starting_cash: Decimal) -> Performance:
         return Performance(starting_cash, tuple(self.trades), tuple(self.marks), tuple(self.notes))
-
-
-def _whole_lots(quantity: int, rule: LotRule) -> int:
-    """The largest quantity not above `quantity` the lot rule allows; 0 when below its minimum."""
-    if quantity < rule.minimum:
-        return 0
-    return rule.minimum + (quantity - rule.minimum) // rule.step * rule.step
 
 
 def _history(provider: MarketDataProvider, code: str, start: str, end: str, needed: int) -> pd.DataFrame:

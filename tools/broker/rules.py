@@ -17,6 +17,12 @@ class LotRule:
     minimum: int
     step: int
 
+    def round_down(self, quantity: int) -> int:
+        """The largest buy not above `quantity` the rule allows; 0 when below its minimum."""
+        if quantity < self.minimum:
+            return 0
+        return self.minimum + (quantity - self.minimum) // self.step * self.step
+
 
 # each board's lot rule holds since the board opened (STAR 2019-07-22, BSE 2021-11-15)
 _LOTS: dict[Board, LotRule] = {

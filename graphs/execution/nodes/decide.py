@@ -17,6 +17,7 @@ from graphs.progress import report_progress
 from tools.broker.boards import OrderRuleError
 from tools.broker.clock import day
 from tools.broker.market import closes
+from tools.broker.money import price_of
 from tools.broker.paper import tagged_position
 from tools.broker.rules import lot_rule
 from tools.klines import symbol_kind
@@ -75,7 +76,7 @@ def _buy_quantity(ctx: WorkflowContext, state: ExecutionState, config: RunnableC
     except OrderRuleError as exc:
         return 0, f"{exc}: no order"
     shares = int((value / price).to_integral_value(rounding=ROUND_DOWN))
-    quantity = 0 if shares < lot.minimum else lot.minimum + (shares - lot.minimum) // lot.step * lot.step
+    quantity = lot.round_down(shares)
     if quantity <= 0:
         return 0, f"value {value} CNY buys less than one lot of {code} at {price}: no order"
     return quantity, f"buy {quantity:,} shares: {value} CNY at the last close {price}, in whole lots"
@@ -85,7 +86,7 @@ def _last_close(ctx: WorkflowContext, state: ExecutionState, config: RunnableCon
     ws = workspace(ctx, config)
     name = bars_name(state["execution_id"])
     if name in ws:
-        return Decimal(repr(float(ws.get(name)["close"].iloc[-1]))).quantize(Decimal("0.01"))
+        return price_of(ws.get(name)["close"].iloc[-1])
     last = ctx.provider.last_date()
     found = closes(ctx.provider, [code], last) if last else {}
     return found[code][0] if code in found else None
