@@ -13,6 +13,8 @@ from sqlalchemy import Engine
 from tools.artifacts import ArtifactStore
 from tools.broker.paper import PaperConfig
 from tools.broker.protocol import Broker
+from tools.data.fundamentals import FundamentalsSource
+from tools.data.news import NewsSource
 from tools.data.provider import MarketDataProvider
 from tools.klines import KlineProvider
 from tools.rule_store import RuleStore
@@ -35,6 +37,11 @@ class WorkflowContext:
     traders: frozenset[str] = field(default_factory=frozenset)  # who may approve or edit orders
     rules: RuleStore | None = None  # saved execution rules and their step logs
     klines: Callable[[str], KlineProvider] | None = None  # symbol -> the kline source that serves it
+    fundamentals: FundamentalsSource | None = None  # the decision desk's sources (None: not configured)
+    news: NewsSource | None = None
+    posts: NewsSource | None = None
+    decision_token_budget: int = 200_000  # tokens one desk decision may use, all agents together
+    desk_namespace: str = "live"  # the decision desk's memory and decision log (a replay has its own)
 
 
 def thread_id(config: RunnableConfig) -> str:

@@ -3,6 +3,11 @@ the console, help and the result renderers all read it. Adding a workflow is one
 
 from __future__ import annotations
 
+from graphs.decision.commands import decisions_command
+from graphs.decision.grammar import USAGE as ANALYZE_USAGE
+from graphs.decision.grammar import starts_request as analyze_starts
+from graphs.decision.graph import build_decision_graph
+from graphs.decision.present import present_decision
 from graphs.execution.commands import SUBCOMMANDS as RULE_SUBCOMMANDS
 from graphs.execution.graph import build_execution_graph
 from graphs.execution.nodes.load import USAGE as RULE_RUN_USAGE
@@ -77,7 +82,20 @@ RULE = Workflow(
     subcommands={name: Subcommand(usage, summary, run) for name, (usage, summary, run) in RULE_SUBCOMMANDS.items()},
 )
 
-WORKFLOWS: dict[str, Workflow] = {w.name: w for w in (SIGNAL, FACTOR, ORDER, RULE)}
+ANALYZE = Workflow(
+    name="analyze",
+    summary="a trading decision on one stock: market, news, sentiment and fundamentals analysts in parallel, a "
+            "bull/bear debate, a risk review, then an order for a trader's approval",
+    usage=ANALYZE_USAGE,
+    example="analyze 600519.SH depth=2",
+    notes=("DATE defaults to the latest trading day in the data; every tool sees data up to that day's close only",
+           "depth 1-5 sets the debate rounds; without an LLM you get the indicator and fundamentals tables",
+           "figures the agents write that no tool returned are flagged on the card"),
+    starts_request=analyze_starts, looks_structured=lambda text: False, build=build_decision_graph,
+    present=present_decision,
+)
+
+WORKFLOWS: dict[str, Workflow] = {w.name: w for w in (SIGNAL, FACTOR, ORDER, RULE, ANALYZE)}
 
 COMMANDS: dict[str, Subcommand] = {
     "account": Subcommand("account [NAME] | account reset NAME", "a paper account: cash, positions with marks and "
@@ -85,6 +103,8 @@ COMMANDS: dict[str, Subcommand] = {
     "orders": Subcommand("orders [open|today|all] [NAME]", "orders of a paper account", orders_command),
     "trading": Subcommand("trading [on|off]", "the kill switch: while off nothing is submitted or filled "
                           "(traders switch it)", trading_command),
+    "decisions": Subcommand("decisions [CODE]", "the decision desk's past decisions and how they turned out",
+                            decisions_command),
     "cancel": Subcommand("cancel ORDER", "cancel an order that has not filled yet (traders)", cancel_command,
                          min_args=1),
 }
@@ -104,7 +124,7 @@ def command_for(words: list[str]) -> tuple[Subcommand, list[str]] | None:
     return (sub, words[2:]) if sub is not None else None
 
 
-PLANNED = {"analyze": "multi-analyst trading decision"}
+PLANNED: dict[str, str] = {}
 
 
 def not_available(name: str) -> str:

@@ -195,3 +195,28 @@ def account_equity(dates: list[str], equity: list[float], starting_cash: float, 
     ax.legend(loc="upper left", fontsize=8)
     ax.grid(alpha=0.3)
     return _png(fig)
+
+
+def price_with_indicators(lines: pd.DataFrame, title: str) -> bytes:
+    """A stock's close with MA(20), MA(60) and the Bollinger bands, and MACD below: `lines` has a DatetimeIndex and
+    columns close, MA(20), MA(60), BOLL upper, BOLL lower, MACD DIF, MACD DEA, MACD hist (NaN in warm-ups)."""
+    note = nothing_to_plot(lines["close"], "prices")
+    if note:
+        return note_chart(title, note)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 1.3]})
+    top.plot(lines.index, lines["close"].to_numpy(), color="#34495e", linewidth=1.3, label="close")
+    for name, color in (("MA(20)", "#2980b9"), ("MA(60)", "#8e44ad")):
+        top.plot(lines.index, lines[name].to_numpy(), color=color, linewidth=1, label=name)
+    top.fill_between(lines.index, lines["BOLL lower"].to_numpy(), lines["BOLL upper"].to_numpy(), color="#95a5a6",
+                     alpha=0.2, label="BOLL(20, 2)")
+    top.set_title(title)
+    top.legend(loc="best")
+    top.grid(alpha=0.3)
+    hist = lines["MACD hist"].to_numpy()
+    bottom.bar(lines.index, hist, color=["#27ae60" if v >= 0 else "#c0392b" for v in hist], width=1.0)
+    bottom.plot(lines.index, lines["MACD DIF"].to_numpy(), color="#2c3e50", linewidth=1, label="DIF")
+    bottom.plot(lines.index, lines["MACD DEA"].to_numpy(), color="#e67e22", linewidth=1, label="DEA")
+    bottom.set_ylabel("MACD(12,26,9)")
+    bottom.legend(loc="best")
+    bottom.grid(alpha=0.3)
+    return _png(fig)

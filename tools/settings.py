@@ -99,6 +99,15 @@ class Settings(BaseSettings):
     rule_max_failures: int = Field(default=3, ge=1, le=100, alias="QUANTDESK_RULE_MAX_FAILURES")
     rule_catch_up: Literal["once", "skip"] = Field(default="once", alias="QUANTDESK_RULE_CATCH_UP")
 
+    # decision desk: the tokens one decision may use (all agents together; past it the desk stops and says where)
+    decision_token_budget: int = Field(default=200_000, ge=1_000, le=10_000_000,
+                                       alias="QUANTDESK_DECISION_TOKEN_BUDGET")
+    # the desk's other sources: local files, and tushare's news endpoints (a separate paid permission)
+    fundamentals_dir: Path | None = Field(default=None, alias="QUANTDESK_FUNDAMENTALS_DIR")
+    news_dir: Path | None = Field(default=None, alias="QUANTDESK_NEWS_DIR")
+    tushare_news: bool = Field(default=False, alias="QUANTDESK_TUSHARE_NEWS")
+    tushare_news_src: str = Field(default="sina", alias="QUANTDESK_TUSHARE_NEWS_SRC")
+
     log_level: str = Field(default="INFO", alias="QUANTDESK_LOG_LEVEL")
 
     @field_validator("approvers", "traders", "admins", mode="before")
@@ -108,7 +117,7 @@ class Settings(BaseSettings):
             return frozenset(part.strip() for part in value.split(",") if part.strip())
         return value
 
-    @field_validator("data_dir", "local_data_path", mode="after")
+    @field_validator("data_dir", "local_data_path", "fundamentals_dir", "news_dir", mode="after")
     @classmethod
     def _expand(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None

@@ -21,8 +21,15 @@ RATE_LIMITED_TOKEN = "busy-token"
 DROP = "drop"  # a fault: close the connection without answering
 
 DATE_COLUMNS = ("trade_date", "cal_date")  # what start_date / end_date select on
-EQUAL_PARAMS = ("trade_date", "exchange", "is_open", "list_status")  # params selecting the equal column
-DEFAULT_PARAMS = {"stock_basic": {"list_status": "L"}}  # as tushare: only listed stocks unless asked
+# Endpoints whose start_date / end_date select on another column, as tushare documents them: income on the
+# announcement date, fina_indicator on the report period, the news feeds on their publication time.
+DATE_COLUMN_OF = {"income": "ann_date", "fina_indicator": "end_date", "anns_d": "ann_date",
+                  "news": "datetime", "major_news": "pub_time"}
+ROW_LIMITS = {"income": 500, "fina_indicator": 100, "news": 1500, "major_news": 200, "anns_d": 2000}  # else ROW_LIMIT
+UNPAGED = ("news", "major_news")  # a call answers the newest rows up to the limit and never has_more
+EQUAL_PARAMS = ("trade_date", "exchange", "is_open", "list_status", "report_type", "src")  # select equal column
+DEFAULT_PARAMS = {"stock_basic": {"list_status": "L"},  # as tushare: only listed stocks unless asked
+                  "income": {"report_type": "1"}}  # and only consolidated statements
 
 
 @dataclass
@@ -30,7 +37,9 @@ class FakeTushare:
     """Serves `tables` (api_name -> long frame); records every answered request body.
 
     Params select rows like tushare's: ts_code (a comma list), start_date / end_date (on trade_date or
-    cal_date), and trade_date, exchange, is_open, list_status (equal values, on tables with that column).
+    cal_date, or the endpoint's column in `DATE_COLUMN_OF`), and trade_date, exchange, is_open, list_status,
+    report_type, src (equal values, on tables with that column). Pages hold at most the endpoint's row limit;
+    the news feeds in `UNPAGED` answer one truncated page, as tushare does (waditu/tushare#1715).
 
     `faults` are consumed one per POST before answering: an int is answered with that HTTP status, `DROP`
     closes the connection without a response. `posts` counts every POST, faulty or not."""
@@ -67,23 +76,27 @@ class FakeTushare:
         for name in EQUAL_PARAMS:
             if params.get(name) not in (None, "") and name in rows.columns:
                 rows = rows[rows[name].astype(str) == str(params[name])]
-        day = next((c for c in DATE_COLUMNS if c in rows.columns), None)
+        own_day = DATE_COLUMN_OF.get(body["api_name"])
+        day = own_day or next((c for c in DATE_COLUMNS if c in rows.columns), None)
         if day and params.get("start_date"):
             rows = rows[rows[day] >= params["start_date"]]
         if day and params.get("end_date"):
             rows = rows[rows[day] <= params["end_date"]]
         fields = [f for f in str(body.get("fields") or "").split(",") if f] or list(table.columns)
-        order = [c for c in (*DATE_COLUMNS, "ts_code", "start_date") if c in rows.columns]
+        dated = (own_day,) if own_day else DATE_COLUMNS
+        order = [c for c in (*dated, "ts_code", "start_date") if c in rows.columns]
         rows = rows.sort_values(order, ascending=[c == "ts_code" for c in order])  # newest first, as tushare
         offset = int(params.get("offset") or 0)
-        limit = min(int(params.get("limit") or ROW_LIMIT), ROW_LIMIT)
+        row_limit = ROW_LIMITS.get(body["api_name"], ROW_LIMIT)
+        limit = min(int(params.get("limit") or row_limit), row_limit)
         page = rows.iloc[offset : offset + limit]
         items = [[None if pd.isna(v) else v for v in row] for row in page[fields].itertuples(index=False)]
         return {
             "request_id": str(len(self.requests)),
             "code": 0,
             "msg": "",
-            "data": {"fields": fields, "items": items, "has_more": offset + limit < len(rows)},
+            "data": {"fields": fields, "items": items,
+                     "has_more": offset + limit < len(rows) and body["api_name"] not in UNPAGED},
         }
 
 

@@ -1,0 +1,86 @@
+"""The decision desk's request: `analyze CODE [DATE] [depth=1..5] [analysts=market,news,...] [account=NAME]`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from graphs.grammar import bad_code_message, split, tokenize
+from graphs.order.grammar import OrderGrammarError, account_name
+
+KEYWORD = "analyze"
+USAGE = "analyze CODE [DATE] [depth=1..5] [analysts=market,news,sentiment,fundamentals] [account=NAME]"
+ANALYSTS = ("market", "news", "sentiment", "fundamentals")
+DEFAULT_DEPTH = 1
+PARAMS = ("depth", "account")
+_ANALYSTS_PARAM = re.compile(r"\banalysts\s*=\s*(\w+(?:\s*[,，;]\s*\w+)*)", re.IGNORECASE)
+
+
+class DecisionGrammarError(ValueError):
+    """A request the desk cannot read; the message says what to write."""
+
+
+@dataclass(frozen=True)
+class DecisionRequest:
+    ts_code: str
+    trade_date: str | None  # YYYYMMDD; None: the latest trading day in the data
+    depth: int
+    analysts: tuple[str, ...]
+    account: str | None  # None: the thread's default paper account
+
+    def as_dict(self) -> dict[str, object]:
+        return {**self.__dict__, "analysts": list(self.analysts)}
+
+
+def starts_request(text: str) -> bool:
+    words = split(text)
+    return bool(words) and words[0].lower() in (KEYWORD, f"/{KEYWORD}")
+
+
+def parse_request(text: str) -> DecisionRequest:
+    listed = _ANALYSTS_PARAM.search(text)  # the tokeniser splits on commas, so the list is read first
+    if listed:
+        text = text[:listed.start()] + " " + text[listed.end():]
+    tokens = tokenize(text, KEYWORD)
+    if tokens.bad_codes:
+        raise DecisionGrammarError(bad_code_message(tokens.bad_codes))
+    if len(tokens.codes) != 1:
+        found = ", ".join(tokens.codes) if tokens.codes else "none"
+        raise DecisionGrammarError(f"name exactly one stock code (found {found}), e.g. `analyze 600519.SH`")
+    if len(tokens.dates) > 1:
+        raise DecisionGrammarError(f"give at most one date (found {', '.join(tokens.dates)})")
+    unknown = [name for name in tokens.params if name not in PARAMS]
+    if unknown:
+        raise DecisionGrammarError(f"unknown parameter {', '.join(unknown)}; use depth=, analysts= or account=")
+    if tokens.words:
+        raise DecisionGrammarError(f"cannot read {' '.join(tokens.words)!r}")
+    return DecisionRequest(tokens.codes[0], tokens.dates[0] if tokens.dates else None,
+                           _depth(tokens.params.get("depth")), _analysts(listed.group(1) if listed else None),
+                           _account(tokens.params.get("account")))
+
+
+def _depth(text: str | None) -> int:
+    if text is None:
+        return DEFAULT_DEPTH
+    if not text.isdigit() or not 1 <= int(text) <= 5:
+        raise DecisionGrammarError(f"depth must be a whole number from 1 to 5, not {text!r}")
+    return int(text)
+
+
+def _analysts(text: str | None) -> tuple[str, ...]:
+    if text is None:
+        return ANALYSTS
+    names = [n.strip().lower() for n in text.replace(";", ",").split(",") if n.strip()]
+    bad = [n for n in names if n not in ANALYSTS]
+    if bad or not names:
+        raise DecisionGrammarError(f"unknown analyst {', '.join(bad) or '(none)'}; choose from {', '.join(ANALYSTS)}")
+    return tuple(a for a in ANALYSTS if a in names)
+
+
+def _account(text: str | None) -> str | None:
+    if text is None:
+        return None
+    try:
+        return account_name(text)
+    except OrderGrammarError as exc:
+        raise DecisionGrammarError(str(exc)) from None

@@ -1,0 +1,64 @@
+"""The trading decision desk (seeds 001 and 004): prepare → the chosen analysts in parallel (each a subgraph with
+private state and its own tool loop) → fusion → research debate → risk debate → trader → order approval (a trader
+approves, edits or rejects) → record → report. Without an LLM: prepare → no_llm (what code alone can compute)."""
+
+from __future__ import annotations
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Checkpointer
+
+from graphs.context import WorkflowContext
+from graphs.decision.analyst import build_analyst
+from graphs.decision.debate import build_research_debate, build_risk_debate
+from graphs.decision.nodes.fundamentals_analyst import SPEC as FUNDAMENTALS
+from graphs.decision.nodes.fusion import fusion_node
+from graphs.decision.nodes.market_analyst import SPEC as MARKET
+from graphs.decision.nodes.news_analyst import SPEC as NEWS
+from graphs.decision.nodes.no_llm import no_llm_node
+from graphs.decision.nodes.prepare import prepare_node
+from graphs.decision.nodes.record import record_node
+from graphs.decision.nodes.report import report_node
+from graphs.decision.nodes.sentiment_analyst import SPEC as SENTIMENT
+from graphs.decision.nodes.trader import trader_node
+from graphs.decision.routes import (
+    route_after_fusion,
+    route_after_prepare,
+    route_after_research,
+    route_after_risk,
+    route_after_trader,
+)
+from graphs.decision.state import DecisionState
+from graphs.order.graph import build_order_approval
+
+SPECS = (MARKET, NEWS, SENTIMENT, FUNDAMENTALS)
+
+
+def build_decision_graph(checkpointer: BaseCheckpointSaver | Checkpointer = None) -> CompiledStateGraph:
+    graph = StateGraph(DecisionState, context_schema=WorkflowContext)
+    graph.add_node("prepare", prepare_node)
+    graph.add_node("no_llm", no_llm_node)
+    analysts = [f"{spec.name}_analyst" for spec in SPECS]
+    for spec in SPECS:
+        graph.add_node(f"{spec.name}_analyst", build_analyst(spec))
+    graph.add_node("fusion", fusion_node)
+    graph.add_node("research", build_research_debate())
+    graph.add_node("risk", build_risk_debate())
+    graph.add_node("trader", trader_node)
+    graph.add_node("order_approval", build_order_approval())
+    graph.add_node("record", record_node)
+    graph.add_node("report", report_node)
+    graph.add_edge(START, "prepare")
+    graph.add_conditional_edges("prepare", route_after_prepare, [*analysts, "no_llm", END])
+    graph.add_edge("no_llm", END)
+    for name in analysts:
+        graph.add_edge(name, "fusion")
+    graph.add_conditional_edges("fusion", route_after_fusion, ["research", "report"])
+    graph.add_conditional_edges("research", route_after_research, ["risk", "report"])
+    graph.add_conditional_edges("risk", route_after_risk, ["trader", "report"])
+    graph.add_conditional_edges("trader", route_after_trader, ["order_approval", "record"])
+    graph.add_edge("order_approval", "record")
+    graph.add_edge("record", "report")
+    graph.add_edge("report", END)
+    return graph.compile(checkpointer=checkpointer, name="analyze")

@@ -1,0 +1,41 @@
+"""The desk's use of analyst memory (tools.analyst_memory) and of the decision log's reflections: one memory
+namespace per desk ("live", or a replay's own), summaries written by the light model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+
+from graphs.common import message_text
+from graphs.context import WorkflowContext
+from graphs.llm import MODEL_FAILURES, describe_model_failure
+from tools.analyst_memory import MemoryController
+from tools.decision_log import reflections_for
+
+HORIZON_DAYS = 5  # trading days after which a decision is resolved and its reflection may be read
+
+
+def summarizer(ctx: WorkflowContext) -> Callable[[str, list[str]], str] | None:
+    """The light model as the memory controllers' summariser; None without a model."""
+    model = ctx.light_llm or ctx.llm
+    if model is None:
+        return None
+
+    def summarize(instruction: str, texts: list[str]) -> str:
+        try:
+            return message_text(model.invoke([SystemMessage(instruction), HumanMessage("\n\n---\n\n".join(texts))]))
+        except MODEL_FAILURES as exc:
+            return f"(no summary: {describe_model_failure(exc)})"
+
+    return summarize
+
+
+def memory_of(ctx: WorkflowContext, analyst: str, request: dict[str, Any]) -> MemoryController:
+    return MemoryController(ctx.engine, analyst, namespace=request["namespace"], summarize=summarizer(ctx))
+
+
+def reflections(ctx: WorkflowContext, request: dict[str, Any]) -> list[str]:
+    """Reflections on this code's earlier decisions whose outcome was knowable on the decision date."""
+    return reflections_for(ctx.engine, request["namespace"], request["ts_code"], request["trade_date"], HORIZON_DAYS)

@@ -1,0 +1,50 @@
+"""Analyst save: the report (with its data gaps and audit flags) goes to the analyst's memory controller, and only
+a small record of the run leaves the subgraph."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from langgraph.runtime import Runtime
+
+from graphs.context import WorkflowContext
+from graphs.decision.memory import memory_of
+from graphs.decision.state import AnalystState
+from graphs.progress import report_progress
+from tools.number_audit import tool_numbers
+
+if TYPE_CHECKING:
+    from graphs.decision.analyst import AnalystSpec
+
+
+def full_report(state: AnalystState) -> str:
+    """The report as stored and shown: the model's text, then its data gaps and unverified figures."""
+    parts = [state.get("report") or f"(no report: {state.get('stopped')})"]
+    if state.get("gaps"):
+        parts.append("Data gaps:\n" + "\n".join(f"- {gap}" for gap in state["gaps"]))
+    note = (state.get("audit") or {}).get("note")
+    if note:
+        parts.append(f"Number audit: {note}")
+    return "\n\n".join(parts)
+
+
+def make_save_node(spec: AnalystSpec) -> Callable[..., dict[str, Any]]:
+    def save_node(state: AnalystState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+        ctx, request = runtime.context, state["request"]
+        text = full_report(state)
+        memory = memory_of(ctx, spec.name, request)
+        report_id = memory.save_today_report(request["ts_code"], request["trade_date"], text,
+                                             session=request["session"],
+                                             written_at=datetime.fromisoformat(request["as_of"]))
+        memory.refresh_summaries(request["ts_code"], request["trade_date"], request["session"])
+        calls, tokens = state.get("tool_calls", 0), state.get("tokens", 0)
+        report_progress(f"{spec.name} analyst", f"{calls} tool call(s), {tokens:,} tokens"
+                        + (", stopped" if state.get("stopped") else ""))
+        run = {"report": text, "report_id": report_id, "tool_calls": calls, "tokens": tokens,
+               "gaps": list(state.get("gaps") or []), "audit": state.get("audit") or {},
+               "stopped": state.get("stopped"), "evidence": tool_numbers(state.get("evidence") or [])}
+        return {"analyst_runs": {spec.name: run}}
+
+    return save_node

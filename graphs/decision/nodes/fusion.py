@@ -1,0 +1,59 @@
+"""Fusion: seed 001's FusionState from the four memory controllers (each analyst's today report and long-term
+summaries), the paper account (cash, total value, positions, max drawdown) and the provider (the price and the
+previous close as of the decision date). Also the numbers the judges may quote, for their number audit."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from graphs.context import WorkflowContext
+from graphs.decision.grammar import ANALYSTS
+from graphs.decision.memory import memory_of
+from graphs.decision.routes import stopped_stage
+from graphs.decision.state import AnalystMemorySummary, DecisionState
+from graphs.decision.usage import tokens_used
+from graphs.progress import report_progress
+from tools.broker.money import price_of
+from tools.broker.reports import account_report
+from tools.market_snapshot import price_bars
+
+NOT_RUN = AnalystMemorySummary(today_report="(this analyst was not asked)", memory_summary_pre_open="",
+                               memory_summary_post_close="")
+
+
+def fusion_node(state: DecisionState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+    ctx, request = runtime.context, state["request"]
+    code, date = request["ts_code"], request["trade_date"]
+    report_progress("fusion", "reports, account and prices")
+    update: dict[str, Any] = {
+        f"{name}_analyst_summary": memory_of(ctx, name, request).get_memory_summary(code, date, request["session"])
+        if name in request["analysts"] else NOT_RUN for name in ANALYSTS}
+    if ctx.broker is None:
+        return {**update, "stopped": "stopped at fusion: no paper account is configured for this run"}
+    update.update(_account(ctx, request, state.get("requester")))
+    bars = price_bars(ctx.provider, code, date, 2)
+    closes = [price_of(c) for c in bars["close"]]
+    update["current_price"] = str(closes[-1])
+    update["previous_close"] = str(closes[-2]) if len(closes) > 1 else None
+    evidence = [n for run in (state.get("analyst_runs") or {}).values() for n in run.get("evidence") or []]
+    evidence += [float(Decimal(v)) for v in (update["account_cash"], update["account_total_value"],
+                                             update["current_price"], update["previous_close"]) if v]
+    evidence += [float(p["quantity"]) for p in update["portfolio_positions"].values()]
+    update["evidence"] = evidence
+    update["stopped"] = stopped_stage(state)
+    update["budget"] = request["budget"] - tokens_used(state)
+    update["depth"] = request["depth"]
+    return update
+
+
+def _account(ctx: WorkflowContext, request: dict[str, Any], requester: str | None) -> dict[str, Any]:
+    broker = ctx.broker(request["account"], requester)
+    account = broker.account()
+    report = account_report(account, broker.realised(), [equity for *_, equity in broker.marks()])
+    positions = {p.ts_code: {"quantity": p.quantity, "sellable": p.sellable, "cost": str(p.cost),
+                             "price": str(p.price) if p.price is not None else None} for p in account.positions}
+    return {"account_cash": str(account.available), "account_total_value": str(account.equity),
+            "portfolio_positions": positions, "max_drawdown": str(report.max_drawdown.quantize(Decimal("0.0001")))}

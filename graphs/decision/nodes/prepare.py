@@ -1,0 +1,93 @@
+"""Prepare: read the request (the grammar, or free text through the light model), fix the decision date (the latest
+trading day in the data by default, never a day the data does not have yet), resolve earlier decisions on the code
+whose horizon has passed, and choose the path: the analysts in parallel, or the no-LLM reply."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, time
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+
+from graphs.clarify import CANCELLED, is_cancel
+from graphs.common import new_human_text
+from graphs.context import WorkflowContext, default_account
+from graphs.decision.grammar import USAGE, DecisionGrammarError, DecisionRequest, parse_request
+from graphs.decision.memory import HORIZON_DAYS
+from graphs.decision.state import DecisionState
+from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json
+from tools.data.schema import DataError
+from tools.decision_log import reflection_text, resolve_due
+from tools.market_snapshot import price_bars, trading_days_back
+
+SHANGHAI = ZoneInfo("Asia/Shanghai")
+CLOSE = time(15, 0)
+
+EXTRACT_PROMPT = """[role: request reader]
+Turn a quant's request for a trading decision on one A-share stock into the desk's command. Answer with ONE JSON
+object: {"command": "analyze CODE [YYYYMMDD] [depth=1..5] [analysts=market,news,sentiment,fundamentals]"} using a
+full ts_code such as 600519.SH, or {"command": null, "reply": "what is missing"} when no stock is named."""
+
+
+def prepare_node(state: DecisionState, runtime: Runtime[WorkflowContext], config: RunnableConfig) -> dict[str, Any]:
+    ctx, messages = runtime.context, state.get("messages", [])
+    text = new_human_text(messages, state.get("consumed", 0))
+    fresh: dict[str, Any] = {"consumed": len(messages), "result": None, "final_reply": None, "analyst_runs": {},
+                             "stage_runs": {}, "order_intent": {}, "order_outcome": {}, "execution_record": None,
+                             "stopped": None, "research_summary": None, "risk_summary": None}
+    if is_cancel(text):
+        return {**fresh, "final_reply": CANCELLED}
+    try:
+        request = _request(ctx, text)
+        trade_date, note = _decision_date(ctx, request)
+    except (DecisionGrammarError, DataError) as exc:
+        return {**fresh, "final_reply": f"{exc}.\nUsage: `{USAGE}`"}
+    as_of = datetime.combine(datetime.strptime(trade_date, "%Y%m%d").date(), CLOSE, SHANGHAI)
+    names = ctx.provider.securities(request.ts_code)
+    resolved = resolve_due(ctx.engine, ctx.provider, namespace=ctx.desk_namespace, as_of_date=trade_date,
+                           horizon=HORIZON_DAYS)
+    plan = {**request.as_dict(), "trade_date": trade_date, "as_of": as_of.isoformat(), "session": "post_close",
+            "namespace": ctx.desk_namespace, "account": request.account or default_account(config),
+            "name": names[request.ts_code].name, "budget": ctx.decision_token_budget, "no_llm": ctx.llm is None,
+            "notes": [note] if note else []}
+    resolutions = [{"decision_id": r.decision_id, "ts_code": r.ts_code, "text": reflection_text(r)} for r in resolved]
+    return {**fresh, "request": plan, "run_id": uuid.uuid4().hex, "company_of_interest": request.ts_code,
+            "trade_date": trade_date, "trade_timestamp": as_of.isoformat(), "resolutions": resolutions}
+
+
+def _request(ctx: WorkflowContext, text: str) -> DecisionRequest:
+    try:
+        return parse_request(text)
+    except DecisionGrammarError:
+        model = ctx.light_llm or ctx.llm
+        if model is None or text.split(" ", 1)[0].lower().lstrip("/") == "analyze":
+            raise
+    try:
+        answer = invoke_json(model, [SystemMessage(EXTRACT_PROMPT), HumanMessage(text)], "command")
+    except MODEL_FAILURES as exc:
+        raise DecisionGrammarError(f"{describe_model_failure(exc)}; write the request as the grammar") from None
+    if not answer.get("command"):
+        raise DecisionGrammarError(str(answer.get("reply") or "name the stock, e.g. `analyze 600519.SH`"))
+    return parse_request(str(answer["command"]))
+
+
+def _decision_date(ctx: WorkflowContext, request: DecisionRequest) -> tuple[str, str | None]:
+    """The trading day to decide on, and a note when it is not the day asked for."""
+    last = ctx.provider.last_date()
+    if last is None:
+        raise DataError(f"the {ctx.provider.name} provider has no bars at all")
+    asked = request.trade_date or last
+    if asked > last:
+        raise DataError(f"the data ends on {last}; {asked} has no bars yet")
+    days = trading_days_back(ctx.provider, asked, 1)
+    if not days:
+        raise DataError(f"no trading day on or before {asked} in the data")
+    if price_bars(ctx.provider, request.ts_code, days[-1], 1).empty:
+        raise DataError(f"the {ctx.provider.name} provider has no bars of {request.ts_code} on or before {days[-1]}")
+    if days[-1] != asked:
+        return days[-1], f"{asked} is not a trading day; deciding as of {days[-1]}, the one before"
+    return days[-1], None

@@ -1,0 +1,40 @@
+"""The risk manager: judges the risk debate into the final trade decision and a risk summary. It proposes a
+target position; the trader's sizing code constrains it to cash, lots and the account's limits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from graphs.common import message_text
+from graphs.context import WorkflowContext
+from graphs.decision.speaking import ask
+from graphs.decision.state import DebateState
+from graphs.decision.verdict import risk_verdict, verdict_numbers
+from graphs.llm import ModelAnswerError, parse_json_answer
+from graphs.progress import report_progress
+
+PROMPT = """[role: risk manager]
+You judge the risk review of the research manager's plan (aggressive, conservative and neutral voices) and make the
+final trade decision for one stock, given the account's cash and positions. Quote figures only as the briefing
+states them and do no arithmetic of your own: propose a target position as a fraction and the desk's code sizes it.
+Answer with ONE JSON object and nothing else:
+{"rating": "Buy" | "Overweight" | "Hold" | "Underweight" | "Sell",
+ "target_position": 0.0-1.0 (the fraction of the account's total value to hold in this stock after trading),
+ "risks": ["..."], "confidence": 0.0-1.0,
+ "final_trade_decision": "the decision and its conditions in a few sentences"}"""
+
+
+def risk_judge_node(state: DebateState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+    answer, tokens, stopped = ask(runtime.context, state, PROMPT, "the risk manager")
+    if answer is None:
+        return {"stopped": stopped, "tokens": tokens}
+    try:
+        verdict = risk_verdict(parse_json_answer(message_text(answer), "trade decision"))
+    except ModelAnswerError as exc:
+        return {"stopped": f"stopped at the risk manager: its answer could not be used ({exc})", "tokens": tokens}
+    report_progress("risk manager", verdict["rating"])
+    text = "\n".join([verdict["final_trade_decision"], *verdict["risks"]])
+    return {"final_trade_decision": verdict["final_trade_decision"], "risk_summary": verdict, "tokens": tokens,
+            "judge_text": text, "evidence": [*state.get("evidence", []), *verdict_numbers(verdict)]}

@@ -1,0 +1,44 @@
+"""The trader: turns the risk manager's decision into an order proposal for the paper account. The model proposed
+a target position; the sizing code (tools.broker.sizing) constrains it to the account's limit, cash, lots and
+sellable shares. An order goes to the order approval subgraph: a trader must approve it."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from graphs.context import WorkflowContext
+from graphs.decision.state import DecisionState
+from graphs.progress import report_progress
+from tools.broker.boards import OrderRuleError
+from tools.broker.clock import day
+from tools.broker.rules import lot_rule
+from tools.broker.sizing import size_order
+
+DESK_TAG = "desk"
+
+
+def trader_node(state: DecisionState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+    ctx, request, risk = runtime.context, state["request"], state["risk_summary"] or {}
+    code = request["ts_code"]
+    position = (state.get("portfolio_positions") or {}).get(code) or {}
+    try:
+        lot = lot_rule(code, day(request["trade_date"]))
+    except OrderRuleError as exc:
+        return {"trader_investment_plan": f"no order: {exc}", "order_intent": {}}
+    max_weight = ctx.paper.risk.max_position_weight if ctx.paper else Decimal(1)
+    sizing = size_order(risk["rating"], Decimal(str(risk["target_position"])), max_weight,
+                        Decimal(state["account_total_value"]), Decimal(state["current_price"]),
+                        int(position.get("quantity") or 0), int(position.get("sellable") or 0),
+                        Decimal(state["account_cash"]), lot)
+    report_progress("trader", sizing.explanation.rsplit(". ", 1)[-1])
+    if sizing.side is None:
+        return {"trader_investment_plan": sizing.explanation, "order_intent": {}}
+    reason = (f"decision desk: {risk['rating']} {code} as of {request['trade_date']}, target "
+              f"{float(risk['target_position']):.0%} (confidence {float(risk['confidence']):.2f})")
+    intent = {"ts_code": code, "side": sizing.side, "quantity": sizing.quantity, "price_type": "market",
+              "limit_price": None, "account": request["account"], "proposed_by": state.get("requester"),
+              "tag": DESK_TAG, "reason": reason}
+    return {"trader_investment_plan": sizing.explanation, "order_intent": intent}

@@ -1,0 +1,87 @@
+"""Views of the desk's results for the adapters: the decision card, the no-LLM indicator reply, the decision list."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graphs.views import Table, View
+from tools.decision_log import Decision
+
+
+def present_decision(result: dict[str, Any]) -> View:
+    if result.get("kind") == "no_llm":
+        return _no_llm(result)
+    request, risk = result["request"], result.get("risk_summary") or {}
+    research = result.get("research_summary") or {}
+    code, date = request["ts_code"], request["trade_date"]
+    name = f"{request['name']} " if request.get("name") else ""
+    if risk:
+        title = f"{name}{code} · {date}: {risk['rating']}, target {float(risk['target_position']):.0%}"
+        summary = result.get("final_trade_decision") or result.get("investment_plan") or risk["rating"]
+    else:
+        title = f"{name}{code} · {date}: no decision"
+        summary = result.get("stopped") or "The desk stopped before a decision."
+    facts = [("Rating", str(risk.get("rating") or research.get("rating") or "-")),
+             ("Target position", f"{float(risk['target_position']):.0%} of the account" if risk else "-"),
+             ("Confidence", f"{float(risk['confidence']):.2f}" if risk else "-"),
+             ("Research view", f"{research['rating']} ({float(research['confidence']):.2f})" if research else "-"),
+             ("Price", f"{result.get('current_price') or '-'} (prev. close {result.get('previous_close') or '-'})"),
+             ("Account", f"{request['account']}: {result.get('account_total_value') or '-'} CNY"),
+             ("Tokens", f"{int(result.get('tokens') or 0):,}"), ("Depth", str(request["depth"]))]
+    lines = [f"Bull: {p}" for p in research.get("bull_points") or []]
+    lines += [f"Bear: {p}" for p in research.get("bear_points") or []]
+    lines += [f"Risk: {p}" for p in risk.get("risks") or []]
+    record = result.get("execution_record") or {}
+    if result.get("trader_investment_plan"):
+        lines.append(f"Sizing: {result['trader_investment_plan']}")
+    if record:
+        facts.append(("Order", str(record.get("message") or record.get("status"))))
+    warnings = [f"{name} data gap: {gap}" for name, run in (result.get("analysts") or {}).items()
+                for gap in run.get("gaps") or []]
+    warnings += _audit_flags(result)
+    if result.get("stopped"):
+        warnings.insert(0, str(result["stopped"]))
+    notes = [f"{name}: {run['tool_calls']} tool call(s), {run['tokens']:,} tokens"
+             for name, run in (result.get("analysts") or {}).items()]
+    notes += [f"resolved: {r['text']}" for r in result.get("resolutions") or [] if r.get("text")]
+    notes += list(request.get("notes") or [])
+    return View(title, str(summary), lines=lines, facts=facts, notes=notes, warnings=warnings,
+                users=[str(record["decided_by"])] if record.get("decided_by") else [],
+                artifacts=list(result.get("artifacts") or []))
+
+
+def _audit_flags(result: dict[str, Any]) -> list[str]:
+    """One warning per agent whose text quotes figures no tool returned."""
+    audits = [(f"{name} analyst", run.get("audit") or {}) for name, run in (result.get("analysts") or {}).items()]
+    audits += [(f"{stage} judge", run.get("audit") or {}) for stage, run in (result.get("stages") or {}).items()]
+    return [f"{who}: {audit['note']}" for who, audit in audits if audit.get("note")]
+
+
+def _no_llm(result: dict[str, Any]) -> View:
+    request = result["request"]
+    code, date = request["ts_code"], request["trade_date"]
+    rows = [[label, value] for label, value in result["indicators"]]
+    facts = [(label, value) for label, value in result.get("fundamentals") or []]
+    notes = [f"{k}: {v}" for k, v in (result.get("conventions") or {}).items()]
+    notes += [f"units: {v}" for v in (result.get("fundamentals_units") or {}).values()]
+    return View(f"{code} · {date}: indicators (no LLM configured)", result["needs_llm"],
+                facts=facts, table=Table(["indicator", "value"], rows), notes=notes,
+                warnings=list(result.get("data_gaps") or []))
+
+
+def present_decisions(decisions: list[Decision], scope: str) -> View:
+    if not decisions:
+        return View("Decisions", f"No decisions yet ({scope}). Ask for one with `analyze CODE`.")
+    rows = [[str(d.id), d.ts_code, d.trade_date, d.rating, f"{float(d.target_position):.0%}",
+             f"{d.confidence:.2f}", _outcome(d)] for d in decisions]
+    return View("Decisions", f"{len(decisions)} decision(s) ({scope})",
+                table=Table(["id", "code", "date", "rating", "target", "conf.", "outcome"], rows))
+
+
+def _outcome(decision: Decision) -> str:
+    if not decision.resolutions:
+        return "open"
+    last = decision.resolutions[-1]
+    benchmark = f" vs {float(last.benchmark_return):+.2%}" if last.benchmark_return is not None else ""
+    verdict = {True: "hit", False: "miss", None: "n/a"}[last.hit]
+    return f"{float(last.realised_return):+.2%}{benchmark} after {last.horizon}d ({verdict})"

@@ -1,0 +1,54 @@
+"""The desk's fundamentals, news and posts sources from the run's context (unconfigured: the market-data
+provider's daily_basic fields, and gap-only news), and the valuation table the no-LLM reply shows."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from graphs.context import WorkflowContext
+from tools.data.fundamentals import FundamentalsSource, SourceResult, fundamentals_source
+from tools.data.news import NO_NEWS, NO_POSTS, NewsResult, NewsSource, NoNews
+
+
+def fundamentals_of(ctx: WorkflowContext) -> FundamentalsSource:
+    return ctx.fundamentals or fundamentals_source(market=ctx.provider)
+
+
+def news_of(ctx: WorkflowContext) -> NewsSource:
+    return ctx.news or NoNews(NO_NEWS)
+
+
+def posts_of(ctx: WorkflowContext) -> NewsSource:
+    return ctx.posts or NoNews(NO_POSTS)
+
+
+def fundamentals_output(result: SourceResult) -> dict[str, Any]:
+    """A fundamentals answer as a tool output: its rows with their units, or the explicit no-data gap."""
+    if result.gap or not result.rows:
+        return {"no_data": f"no data: {result.gap or 'no rows'}; do not estimate"}
+    return {"dataset": result.dataset, "source": result.source, "units": result.units, "rows": result.rows}
+
+
+def news_output(result: NewsResult, limit_chars: int = 400) -> dict[str, Any]:
+    if result.gap or not result.items:
+        return {"no_data": f"no data: {result.gap or 'no items'}; do not estimate"}
+    items = [{"datetime": i.datetime, "title": i.title, "content": i.content[:limit_chars], "source": i.source}
+             for i in result.items]
+    return {"source": result.source, "items": items, "notes": list(result.notes)}
+
+
+def as_of_time(request: dict[str, Any]) -> datetime:
+    return datetime.fromisoformat(request["as_of"])
+
+
+def valuation(ctx: WorkflowContext, request: dict[str, Any]) -> dict[str, Any]:
+    """The latest daily_basic row on or before the decision date as (field, value) rows, with units, or a gap."""
+    result = fundamentals_of(ctx).daily_basic(request["ts_code"], request["trade_date"])
+    if result.gap or not result.rows:
+        return {"rows": [], "units": {}, "gap": result.gap or "no daily_basic rows"}
+    row = result.rows[0]
+    rows = [(name, f"{value:,.4g}" if isinstance(value, float) else str(value))
+            for name, value in row.items() if name not in ("ts_code",) and value is not None]
+    units = {name: f"{name} in {unit}" for name, unit in result.units.items() if name in row}
+    return {"rows": rows, "units": units, "gap": None}

@@ -1,0 +1,68 @@
+"""What debate speakers and judges share: the briefing they read (FusionState's summaries and facts), the
+transcript, and one model call under the stage's token budget."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from graphs.common import message_text
+from graphs.context import WorkflowContext
+from graphs.decision.budget import budget_note, over_budget, tokens_of
+from graphs.decision.state import DebateState
+from graphs.llm import MODEL_FAILURES, describe_model_failure
+from graphs.progress import report_progress
+
+ANALYSTS = ("market", "news", "sentiment", "fundamentals")
+
+
+def briefing(state: DebateState) -> str:
+    """What every speaker and judge reads: the analysts' memory summaries, then the account and price facts."""
+    parts = [f"Stock: {state['company_of_interest']}, decision date {state['trade_date']}."]
+    for name in ANALYSTS:
+        summary = state.get(f"{name}_analyst_summary") or {}
+        text = "\n".join(f"[{label}] {summary[key]}" for key, label in (
+            ("today_report", "today"), ("memory_summary_pre_open", "pre-open summary"),
+            ("memory_summary_post_close", "post-close summary")) if summary.get(key))
+        parts.append(f"## {name} analyst\n{text or '(not run)'}")
+    if state.get("research_summary"):
+        parts.append(f"## research manager's plan\n{state.get('investment_plan') or ''}\n"
+                     f"summary: {state['research_summary']}")
+    if state.get("account_cash"):
+        parts.append(f"## account\ncash {state['account_cash']} CNY, total value {state['account_total_value']} CNY, "
+                     f"positions {state.get('portfolio_positions') or {}}, price {state.get('current_price')}")
+    return "\n\n".join(parts)
+
+
+def transcript(state: DebateState) -> str:
+    turns = [f"{m.name}: {message_text(m)}" for m in state.get("messages") or [] if isinstance(m, AIMessage)]
+    return "\n\n".join(turns) or "(nobody has spoken yet)"
+
+
+def ask(ctx: WorkflowContext, state: DebateState, system: str, stage: str) -> tuple[AIMessage | None, int, str | None]:
+    """One model call of a debate: (answer, tokens after it, why it stopped)."""
+    used = state.get("tokens", 0)
+    if over_budget(used, state["budget"]):
+        return None, used, budget_note(stage, used, state["budget"])
+    messages = [SystemMessage(system), HumanMessage(f"{briefing(state)}\n\n## debate so far\n{transcript(state)}")]
+    try:
+        answer = ctx.llm.invoke(messages)
+    except MODEL_FAILURES as exc:
+        return None, used, f"stopped in {stage}: {describe_model_failure(exc)}"
+    return answer, used + tokens_of(messages, answer), None
+
+
+def make_speaker(role: str, prompt: str, stage: str) -> Callable[..., dict[str, Any]]:
+    def speaker_node(state: DebateState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+        answer, tokens, stopped = ask(runtime.context, state, prompt, f"the {stage} debate ({role})")
+        if answer is None:
+            return {"stopped": stopped, "tokens": tokens}
+        count = state.get("count", 0) + 1
+        report_progress(f"{stage} debate", f"turn {count}: {role}")
+        return {"messages": [AIMessage(message_text(answer), name=role)], "latest_speaker": role, "count": count,
+                "tokens": tokens}
+
+    return speaker_node

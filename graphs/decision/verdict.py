@@ -1,0 +1,53 @@
+"""The judges' structured answers: a rating on the five-step scale, a target position as a fraction of the
+account's total value, a confidence, and lists of points; anything else is a `ModelAnswerError` naming the field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graphs.llm import ModelAnswerError
+
+RATINGS = ("Buy", "Overweight", "Hold", "Underweight", "Sell")
+
+
+def _fraction(body: dict[str, Any], key: str) -> float:
+    value = body.get(key)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ModelAnswerError(f"its {key} {value!r} is not a number from 0 to 1") from None
+    if not 0 <= number <= 1:
+        raise ModelAnswerError(f"its {key} {number} is not between 0 and 1")
+    return number
+
+
+def _points(body: dict[str, Any], key: str) -> list[str]:
+    value = body.get(key) or []
+    if not isinstance(value, list):
+        raise ModelAnswerError(f"its {key} is not a list")
+    return [str(v) for v in value][:8]
+
+
+def _rating(body: dict[str, Any]) -> str:
+    text = str(body.get("rating") or "").strip().capitalize()
+    if text not in RATINGS:
+        raise ModelAnswerError(f"its rating {body.get('rating')!r} is not one of {', '.join(RATINGS)}")
+    return text
+
+
+def research_verdict(body: dict[str, Any]) -> dict[str, Any]:
+    return {"rating": _rating(body), "target_position": _fraction(body, "target_position"),
+            "bull_points": _points(body, "bull_points"), "bear_points": _points(body, "bear_points"),
+            "confidence": _fraction(body, "confidence"), "investment_plan": str(body.get("investment_plan") or "")}
+
+
+def risk_verdict(body: dict[str, Any]) -> dict[str, Any]:
+    return {"rating": _rating(body), "target_position": _fraction(body, "target_position"),
+            "risks": _points(body, "risks"), "confidence": _fraction(body, "confidence"),
+            "final_trade_decision": str(body.get("final_trade_decision") or "")}
+
+
+def verdict_numbers(verdict: dict[str, Any]) -> list[float]:
+    """The judge's own structured figures, which its text may quote (as fractions or percents)."""
+    return [verdict["target_position"], verdict["target_position"] * 100, verdict["confidence"],
+            verdict["confidence"] * 100]

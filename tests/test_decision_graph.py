@@ -1,0 +1,202 @@
+"""The trading decision desk (issue 14) with scripted agents keyed by role on the sample data: analysts in parallel,
+circuit breakers, depth → debate rounds, isolated debates, the number audit on the card, the no-LLM reply, the
+token budget, sizing into an order a trader approves, and the decision log."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
+
+from graphs.checkpointer import open_checkpointer
+from graphs.decision.graph import build_decision_graph
+from graphs.decision.nodes.analyst_agent import WRITE_NOW
+from graphs.decision.present import present_decision
+from tests.decision_desk import ROLES, TRADER, account, desk_context, desk_scripts, research_answer, risk_answer
+from tests.fakes.chat import ScriptedChatModel, ScriptedModels, answer, tool_call
+from tests.graph_thread import GraphThread
+from tools.data.local import SampleProvider
+from tools.decision_log import list_decisions
+from tools.sandbox import Sandbox
+from tools.storage.broker_records import PaperFill
+from tools.storage.db import make_engine
+from tools.storage.migrate import upgrade
+
+CODE = "600519.SH"
+SUMMARY_CALLS = 4  # each analyst's first post-close summary of a day (tools.analyst_memory)
+
+
+@pytest.fixture(scope="module")
+def provider() -> SampleProvider:
+    return SampleProvider()
+
+
+@pytest.fixture
+def models() -> Iterator[ScriptedModels]:
+    made = ScriptedModels()
+    yield made
+    made.check()
+
+
+def _light(models: ScriptedModels, calls: int = SUMMARY_CALLS) -> ScriptedChatModel:
+    return models(script=[answer("summary of the day") for _ in range(calls)])
+
+
+def _run(db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, llm: ScriptedChatModel | None,
+         text: str, light: ScriptedChatModel | None = None, **extra: Any) -> tuple[GraphThread, dict[str, Any]]:
+    thread = GraphThread(db_url, desk_context(engine, sandbox, provider, llm, light, **extra), build_decision_graph,
+                         requester="UALICE")
+    return thread, thread.say(text)
+
+
+def test_without_an_llm_the_desk_gives_the_indicator_table_and_says_what_needs_a_model(
+        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider) -> None:
+    _, out = _run(db_url, engine, sandbox, provider, None, f"analyze {CODE}")
+    result = out["result"]
+    assert result["kind"] == "no_llm"
+    assert result["request"]["trade_date"] == "20200824"  # the latest trading day of the sample
+    table = dict(result["indicators"])
+    assert table["MA(20)"] == "1,664.65" and table["RSI(14)"] == "59.31"  # checked by hand on the sample
+    assert dict(result["fundamentals"])["turnover_rate"]  # the sample's only daily_basic field
+    view = present_decision(result)
+    assert "need an LLM" in view.summary and "OPENAI_API_KEY" in view.summary
+
+
+def test_a_decision_is_sized_in_code_approved_by_a_trader_filled_and_logged(
+        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, models: ScriptedModels) -> None:
+    name = account()
+    llm = models(scripts=desk_scripts())
+    thread, out = _run(db_url, engine, sandbox, provider, llm, f"analyze {CODE} account={name}", _light(models))
+    (pending,) = out["__interrupt__"]
+    card = pending.value
+    # 20% of 1,000,000 CNY at 1,696.35 is 117.9 shares: one lot of 100
+    assert card["type"] == "approval" and card["args"]["order"] == "BUY 100 600519.SH 贵州茅台 at market"
+    out = thread.decide(out, {"type": "approve"}, user=TRADER)
+    result = out["result"]
+    record = result["execution_record"]
+    assert record["status"] == "filled" and record["decided_by"] == TRADER
+    assert "= 100 shares" in record["sizing"]
+    with Session(engine) as session:
+        fills = list(session.scalars(select(PaperFill).where(PaperFill.account == name)))
+    assert [(f.quantity, f.trade_date) for f in fills] == [(100, "20200824")]
+    logged = {d.id: d for d in list_decisions(engine, thread.ctx.desk_namespace, CODE)}
+    assert logged[record["decision_id"]].rating == "Buy"
+    assert set(logged[record["decision_id"]].report_ids) == {"market", "news", "sentiment", "fundamentals"}
+    view = present_decision(result)
+    assert view.title.endswith("Buy, target 20%") and len(view.artifacts) == 2
+
+
+def test_the_four_analysts_run_in_parallel(db_url: str, engine: Engine, sandbox: Sandbox,
+                                            provider: SampleProvider, models: ScriptedModels) -> None:
+    barrier = threading.Barrier(4, timeout=30)  # broken (and the run failed) unless all four wait at once
+
+    class BarrierModel(ScriptedChatModel):
+        def _generate(self, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
+            system = str(messages[0].content)
+            if any(ROLES[a] in system for a in ("market", "news", "sentiment", "fundamentals")) and \
+                    not any(isinstance(m, AIMessage) for m in messages):
+                barrier.wait()
+            return super()._generate(messages, *args, **kwargs)
+
+    llm = BarrierModel(scripts=desk_scripts(risk_judge=[risk_answer("Hold", 0.0)]))
+    models.made.append(llm)
+    _, out = _run(db_url, engine, sandbox, provider, llm, f"analyze {CODE} account={account()}", _light(models))
+    assert out["result"]["risk_summary"]["rating"] == "Hold" and barrier.n_waiting == 0 and not barrier.broken
+
+
+def test_each_breaker_trips_at_its_limit_and_the_report_is_still_written(
+        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, models: ScriptedModels) -> None:
+    double = AIMessage(content="", tool_calls=[
+        {"name": "get_indicators", "args": {}, "id": f"d{i}", "type": "tool_call"} for i in range(2)])
+    # the last answer before the limit asks for two calls: one runs, the other is answered "limit reached"
+    greedy_market = [*[tool_call("get_price_bars", days=5) for _ in range(4)], double,
+                     answer("Report from five calls.")]
+    greedy_fundamentals = [*[tool_call("get_daily_basic") for _ in range(2)], double,
+                           answer("Report from three calls.")]
+    llm = models(scripts=desk_scripts(market=greedy_market, fundamentals=greedy_fundamentals,
+                                      risk_judge=[risk_answer("Hold", 0.0)]))
+    _, out = _run(db_url, engine, sandbox, provider, llm, f"analyze {CODE} account={account()}", _light(models))
+    analysts = out["result"]["analysts"]
+    assert analysts["market"]["tool_calls"] == 5 and analysts["fundamentals"]["tool_calls"] == 3
+    assert analysts["market"]["report"].startswith("Report from five calls.")
+    assert analysts["fundamentals"]["report"].startswith("Report from three calls.")
+    last_market = llm.prompts_for(ROLES["market"])[-1]
+    assert WRITE_NOW.format(limit=5) in str(last_market[-1].content)
+    assert "tool-call limit reached" in str(last_market[-2].content)
+
+
+@pytest.mark.parametrize(("depth", "research", "risk"), [(1, 1, 1), (2, 1, 1), (3, 1, 2), (4, 2, 2), (5, 3, 3)])
+def test_depth_sets_the_debate_rounds(sqlite_url: str, sandbox: Sandbox, provider: SampleProvider,
+                                      models: ScriptedModels, depth: int, research: int, risk: int) -> None:
+    engine = make_engine(sqlite_url)
+    upgrade(engine)
+    llm = models(scripts=desk_scripts((research, risk), risk_judge=[risk_answer("Hold", 0.0)]))
+    _, out = _run(sqlite_url, engine, sandbox, provider, llm, f"analyze {CODE} depth={depth}", _light(models))
+    turns = {role: len(llm.prompts_for(ROLES[role])) for role in ("bull", "bear", "risky", "safe", "neutral")}
+    assert turns == {"bull": research, "bear": research, "risky": risk, "safe": risk, "neutral": risk}
+    assert out["result"]["stages"]["research"]["turns"] == 2 * research
+    assert out["result"]["stages"]["risk"]["turns"] == 3 * risk
+
+
+def test_debate_messages_never_reach_the_parent_state_or_its_checkpoint(
+        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, models: ScriptedModels) -> None:
+    llm = models(scripts=desk_scripts(bull=[answer("BULLSECRET the case for")], bear=[answer("BEARSECRET against")],
+                                      risk_judge=[risk_answer("Hold", 0.0)]))
+    thread, _ = _run(db_url, engine, sandbox, provider, llm, f"analyze {CODE}", _light(models))
+    with open_checkpointer(db_url) as saver:
+        graph = build_decision_graph(saver)
+        values = graph.get_state(thread.config).values
+        checkpoint = saver.get_tuple(thread.config)
+    dumped = json.dumps(values, default=str) + json.dumps(checkpoint.checkpoint["channel_values"], default=str)
+    assert "BULLSECRET" not in dumped and "BEARSECRET" not in dumped
+    assert all(isinstance(m, HumanMessage) for m in values["messages"])
+    # the bear did hear the bull: the debate happened, inside its subgraph
+    assert "BULLSECRET" in str(llm.prompts_for(ROLES["bear"])[0][-1].content)
+
+
+def test_an_invented_figure_is_flagged_on_the_card_and_quoted_ones_are_not(
+        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, models: ScriptedModels) -> None:
+    invented = [tool_call("get_indicators"), answer("MA(20) 1664.65 and RSI(14) 59.31; support at 1610.00.")]
+    llm = models(scripts=desk_scripts(market=invented, risk_judge=[risk_answer("Hold", 0.0)]))
+    _, out = _run(db_url, engine, sandbox, provider, llm, f"analyze {CODE}", _light(models))
+    market = out["result"]["analysts"]["market"]["audit"]
+    assert market["flagged"] == ["1610.00"] and market["checked"] == 3
+    assert any("1610.00" in w for w in present_decision(out["result"]).warnings)
+
+    honest = models(scripts=desk_scripts(risk_judge=[risk_answer("Hold", 0.0)]))
+    _, out = _run(db_url, engine, sandbox, provider, honest, f"analyze {CODE}", _light(models))
+    assert out["result"]["analysts"]["market"]["audit"]["flagged"] == []
+
+
+def test_the_token_budget_stops_the_desk_and_says_where(
+        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, models: ScriptedModels) -> None:
+    heavy = AIMessage(content="", tool_calls=[{"name": "get_indicators", "args": {}, "id": "c1", "type": "tool_call"}],
+                      usage_metadata={"input_tokens": 900, "output_tokens": 100, "total_tokens": 1000})
+    llm = models(scripts={ROLES["market"]: [heavy]})
+    _, out = _run(db_url, engine, sandbox, provider, llm, f"analyze {CODE} analysts=market", _light(models, 1),
+                  decision_token_budget=1000)
+    result = out["result"]
+    assert "token budget of 1,000" in result["stopped"] and "market analyst" in result["stopped"]
+    assert result["risk_summary"] is None and "__interrupt__" not in out
+    assert present_decision(result).warnings[0] == result["stopped"]
+
+
+def test_a_hold_places_nothing_and_bad_requests_say_what_to_write(
+        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, models: ScriptedModels) -> None:
+    llm = models(scripts=desk_scripts(research_judge=[research_answer("Hold", 0.0)],
+                                      risk_judge=[risk_answer("Hold", 0.0)]))
+    _, out = _run(db_url, engine, sandbox, provider, llm, f"analyze {CODE} 20200823", _light(models))
+    result = out["result"]
+    assert result["execution_record"]["status"] == "no order" and "Hold: no order" in result["trader_investment_plan"]
+    assert result["request"]["trade_date"] == "20200821"  # the 23rd was a Sunday
+    for text, expected in ((f"analyze {CODE} 20300101", "the data ends on 20200824"),
+                           ("analyze 600519", "did you mean 600519.SH"),
+                           (f"analyze {CODE} depth=7", "depth must be a whole number from 1 to 5")):
+        _, out = _run(db_url, engine, sandbox, provider, None, text)
+        assert expected in out["final_reply"] and "Usage" in out["final_reply"]
