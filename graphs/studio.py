@@ -28,7 +28,7 @@ from pydantic_core import CoreSchema, core_schema
 from graphs.context import WorkflowContext
 from graphs.llm import get_light_llm, get_llm
 from graphs.main import build_main_graph
-from graphs.registry import FACTOR, ORDER, RULE, SIGNAL
+from graphs.registry import ANALYZE, FACTOR, ORDER, RULE, SIGNAL
 from tools.artifacts import ArtifactStore
 from tools.broker.paper import PaperBroker, PaperConfig
 from tools.data.factory import desk_sources, provider_from_settings
@@ -124,3 +124,8 @@ async def order() -> CompiledStateGraph:
 async def rule() -> CompiledStateGraph:
     """The execution rule workflow on its own."""
     return await _served(RULE.build)
+
+
+async def analyze() -> CompiledStateGraph:
+    """The trading decision desk on its own."""
+    return await _served(ANALYZE.build)

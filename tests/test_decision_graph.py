@@ -200,3 +200,20 @@ def test_a_hold_places_nothing_and_bad_requests_say_what_to_write(
                            (f"analyze {CODE} depth=7", "depth must be a whole number from 1 to 5")):
         _, out = _run(db_url, engine, sandbox, provider, None, text)
         assert expected in out["final_reply"] and "Usage" in out["final_reply"]
+
+
+def test_a_later_decision_reads_the_memory_and_the_reflection_of_an_earlier_one(
+        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, models: ScriptedModels) -> None:
+    first = models(scripts=desk_scripts(risk_judge=[risk_answer("Hold", 0.0)]))
+    thread, out = _run(db_url, engine, sandbox, provider, first, f"analyze {CODE} 20200814", _light(models))
+    assert out["result"]["risk_summary"]["rating"] == "Hold"
+    later = models(scripts=desk_scripts(risk_judge=[risk_answer("Hold", 0.0)]))
+    ctx = desk_context(engine, sandbox, provider, later, _light(models), desk_namespace=thread.ctx.desk_namespace)
+    out = GraphThread(db_url, ctx, build_decision_graph).say(f"analyze {CODE} 20200824")
+    # 20200814 → 20200821 is five trading days: the sample closes 1,661.00 → 1,676.00 (checked by hand)
+    (resolution,) = out["result"]["resolutions"]
+    assert resolution["text"].startswith("Decision on 20200814 rated Hold at 1,661.00; 5 trading days later "
+                                         "1,676.00 (+0.90%)")  # 1676 / 1661 − 1 = 0.903 %
+    system = str(later.prompts_for(ROLES["market"])[0][0].content)
+    assert "post-close summary: summary of the day" in system  # the first day's summary, written by the light model
+    assert "Decision on 20200814 rated Hold" in system  # the reflection, now knowable

@@ -27,7 +27,7 @@ def fundamentals_output(result: SourceResult) -> dict[str, Any]:
     """A fundamentals answer as a tool output: its rows with their units, or the explicit no-data gap."""
     if result.gap or not result.rows:
         return {"no_data": f"no data: {result.gap or 'no rows'}; do not estimate"}
-    return {"dataset": result.dataset, "source": result.source, "units": result.units, "rows": result.rows}
+    return {"dataset": result.dataset, "units": result.units, "rows": result.rows}
 
 
 def news_output(result: NewsResult, limit_chars: int = 400) -> dict[str, Any]:
@@ -35,7 +35,7 @@ def news_output(result: NewsResult, limit_chars: int = 400) -> dict[str, Any]:
         return {"no_data": f"no data: {result.gap or 'no items'}; do not estimate"}
     items = [{"datetime": i.datetime, "title": i.title, "content": i.content[:limit_chars], "source": i.source}
              for i in result.items]
-    return {"source": result.source, "items": items, "notes": list(result.notes)}
+    return {"items": items, "notes": list(result.notes)}
 
 
 def as_of_time(request: dict[str, Any]) -> datetime:
@@ -48,7 +48,8 @@ def valuation(ctx: WorkflowContext, request: dict[str, Any]) -> dict[str, Any]:
     if result.gap or not result.rows:
         return {"rows": [], "units": {}, "gap": result.gap or "no daily_basic rows"}
     row = result.rows[0]
-    rows = [(name, f"{value:,.4g}" if isinstance(value, float) else str(value))
-            for name, value in row.items() if name not in ("ts_code",) and value is not None]
-    units = {name: f"{name} in {unit}" for name, unit in result.units.items() if name in row}
+    rows = [(name, f"{round(value, 4):,}" if isinstance(value, float) else str(value))
+            for name, value in row.items() if name != "ts_code" and value is not None]
+    shown = {name for name, _ in rows}
+    units = {name: f"{name} in {unit}" for name, unit in result.units.items() if name in shown}
     return {"rows": rows, "units": units, "gap": None}
