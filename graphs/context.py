@@ -41,6 +41,7 @@ class WorkflowContext:
     news: NewsSource | None = None
     posts: NewsSource | None = None
     decision_token_budget: int = 200_000  # tokens one desk decision may use, all agents together
+    replay_token_budget: int = 2_000_000  # tokens one replay of the desk may use over all its dates
     desk_namespace: str = "live"  # the decision desk's memory and decision log (a replay has its own)
 
 

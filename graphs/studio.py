@@ -59,6 +59,7 @@ def context_from_settings(settings: Settings) -> WorkflowContext:
         long_only=settings.long_only, paper=paper,
         broker=lambda name, by: PaperBroker(engine, provider, name, paper, opened_by=by),
         traders=settings.traders, decision_token_budget=settings.decision_token_budget,
+        replay_token_budget=settings.replay_token_budget,
         fundamentals=fundamentals, news=news, posts=posts,
         rules=RuleStore(engine, settings.admins, max_failures=settings.rule_max_failures),
         klines=lambda symbol: klines_for(symbol, settings, provider),

@@ -102,6 +102,7 @@ class Settings(BaseSettings):
     # decision desk: the tokens one decision may use (all agents together; past it the desk stops and says where)
     decision_token_budget: int = Field(default=200_000, ge=1_000, le=10_000_000,
                                        alias="QUANTDESK_DECISION_TOKEN_BUDGET")
+    replay_token_budget: int = Field(default=2_000_000, ge=1_000, le=100_000_000, alias="QUANTDESK_REPLAY_TOKEN_BUDGET")
     # the desk's other sources: local files, and tushare's news endpoints (a separate paid permission)
     fundamentals_dir: Path | None = Field(default=None, alias="QUANTDESK_FUNDAMENTALS_DIR")
     news_dir: Path | None = Field(default=None, alias="QUANTDESK_NEWS_DIR")

@@ -9,10 +9,13 @@ from graphs.grammar import bad_code_message, split, tokenize
 from graphs.order.grammar import OrderGrammarError, account_name
 
 KEYWORD = "analyze"
-USAGE = "analyze CODE [DATE] [depth=1..5] [analysts=market,news,sentiment,fundamentals] [account=NAME]"
+USAGE = ("analyze CODE [DATE] [depth=1..5] [analysts=market,news,sentiment,fundamentals] [account=NAME], or a replay: "
+         "analyze CODE START..END [every=5d] [depth=1..5] [analysts=...]")
+MAX_REPLAY_DATES = 60
 ANALYSTS = ("market", "news", "sentiment", "fundamentals")
 DEFAULT_DEPTH = 1
-PARAMS = ("depth", "account")
+PARAMS = ("depth", "account", "every")
+_RANGE = re.compile(r"\b(\d{8}|\d{4}-\d{2}-\d{2})\.\.(\d{8}|\d{4}-\d{2}-\d{2})\b")
 _ANALYSTS_PARAM = re.compile(r"\banalysts\s*=\s*(\w+(?:\s*[,，;]\s*\w+)*)", re.IGNORECASE)
 
 
@@ -27,6 +30,8 @@ class DecisionRequest:
     depth: int
     analysts: tuple[str, ...]
     account: str | None  # None: the thread's default paper account
+    end_date: str | None = None  # a replay: decide on trade_date, then every `every` trading days up to end_date
+    every: int = 5
 
     def as_dict(self) -> dict[str, object]:
         return {**self.__dict__, "analysts": list(self.analysts)}
@@ -41,22 +46,42 @@ def parse_request(text: str) -> DecisionRequest:
     listed = _ANALYSTS_PARAM.search(text)  # the tokeniser splits on commas, so the list is read first
     if listed:
         text = text[:listed.start()] + " " + text[listed.end():]
+    span = _RANGE.search(text)
+    if span:
+        text = text[:span.start()] + " " + text[span.end():]
     tokens = tokenize(text, KEYWORD)
     if tokens.bad_codes:
         raise DecisionGrammarError(bad_code_message(tokens.bad_codes))
     if len(tokens.codes) != 1:
         found = ", ".join(tokens.codes) if tokens.codes else "none"
         raise DecisionGrammarError(f"name exactly one stock code (found {found}), e.g. `analyze 600519.SH`")
-    if len(tokens.dates) > 1:
-        raise DecisionGrammarError(f"give at most one date (found {', '.join(tokens.dates)})")
+    if len(tokens.dates) > 1 or (span and tokens.dates):
+        raise DecisionGrammarError("give one date, or one START..END range for a replay")
+    if "every" in tokens.params and not span:
+        raise DecisionGrammarError("every= goes with a replay range, e.g. `analyze 600519.SH 20200101..20200630 "
+                                   "every=5d`")
     unknown = [name for name in tokens.params if name not in PARAMS]
     if unknown:
         raise DecisionGrammarError(f"unknown parameter {', '.join(unknown)}; use depth=, analysts= or account=")
     if tokens.words:
         raise DecisionGrammarError(f"cannot read {' '.join(tokens.words)!r}")
-    return DecisionRequest(tokens.codes[0], tokens.dates[0] if tokens.dates else None,
+    start, end = (span.group(1).replace("-", ""), span.group(2).replace("-", "")) if span else (None, None)
+    if start and end and start > end:
+        raise DecisionGrammarError(f"the replay starts after it ends ({start}..{end})")
+    if span and "account" in tokens.params:
+        raise DecisionGrammarError("a replay trades only in its own replay account; leave out account=")
+    return DecisionRequest(tokens.codes[0], start or (tokens.dates[0] if tokens.dates else None),
                            _depth(tokens.params.get("depth")), _analysts(listed.group(1) if listed else None),
-                           _account(tokens.params.get("account")))
+                           _account(tokens.params.get("account")), end, _every(tokens.params.get("every")))
+
+
+def _every(text: str | None) -> int:
+    if text is None:
+        return 5
+    digits = text.lower().removesuffix("d")
+    if not digits.isdigit() or not 1 <= int(digits) <= 250:
+        raise DecisionGrammarError(f"every= is a number of trading days from 1 to 250, like every=5d, not {text!r}")
+    return int(digits)
 
 
 def _depth(text: str | None) -> int:

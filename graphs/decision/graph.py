@@ -19,6 +19,8 @@ from graphs.decision.nodes.news_analyst import SPEC as NEWS
 from graphs.decision.nodes.no_llm import no_llm_node
 from graphs.decision.nodes.prepare import prepare_node
 from graphs.decision.nodes.record import record_node
+from graphs.decision.nodes.replay import replay_node
+from graphs.decision.nodes.replay_fill import replay_fill_node
 from graphs.decision.nodes.report import report_node
 from graphs.decision.nodes.sentiment_analyst import SPEC as SENTIMENT
 from graphs.decision.nodes.trader import trader_node
@@ -35,10 +37,16 @@ from graphs.order.graph import build_order_approval
 SPECS = (MARKET, NEWS, SENTIMENT, FUNDAMENTALS)
 
 
-def build_decision_graph(checkpointer: BaseCheckpointSaver | Checkpointer = None) -> CompiledStateGraph:
+def build_decision_graph(checkpointer: BaseCheckpointSaver | Checkpointer = None, *,
+                         replay: bool = False) -> CompiledStateGraph:
+    """The desk; `replay=True` is the desk one replay date runs (orders fill in the replay account, no approval,
+    and no nested replay)."""
     graph = StateGraph(DecisionState, context_schema=WorkflowContext)
     graph.add_node("prepare", prepare_node)
     graph.add_node("no_llm", no_llm_node)
+    if not replay:
+        graph.add_node("replay", replay_node)
+        graph.add_edge("replay", END)
     analysts = [f"{spec.name}_analyst" for spec in SPECS]
     for spec in SPECS:
         graph.add_node(f"{spec.name}_analyst", build_analyst(spec))
@@ -46,19 +54,26 @@ def build_decision_graph(checkpointer: BaseCheckpointSaver | Checkpointer = None
     graph.add_node("research", build_research_debate())
     graph.add_node("risk", build_risk_debate())
     graph.add_node("trader", trader_node)
-    graph.add_node("order_approval", build_order_approval())
+    if not replay:
+        graph.add_node("order_approval", build_order_approval())
     graph.add_node("record", record_node)
     graph.add_node("report", report_node)
     graph.add_edge(START, "prepare")
-    graph.add_conditional_edges("prepare", route_after_prepare, [*analysts, "no_llm", END])
+    graph.add_conditional_edges("prepare", route_after_prepare,
+                                [*analysts, "no_llm", END, *([] if replay else ["replay"])])
     graph.add_edge("no_llm", END)
     for name in analysts:
         graph.add_edge(name, "fusion")
     graph.add_conditional_edges("fusion", route_after_fusion, ["research", "report"])
     graph.add_conditional_edges("research", route_after_research, ["risk", "report"])
     graph.add_conditional_edges("risk", route_after_risk, ["trader", "report"])
-    graph.add_conditional_edges("trader", route_after_trader, ["order_approval", "record"])
-    graph.add_edge("order_approval", "record")
+    if replay:
+        graph.add_node("replay_fill", replay_fill_node)
+        graph.add_conditional_edges("trader", route_after_trader, ["replay_fill", "record"])
+        graph.add_edge("replay_fill", "record")
+    else:
+        graph.add_conditional_edges("trader", route_after_trader, ["order_approval", "record"])
+        graph.add_edge("order_approval", "record")
     graph.add_edge("record", "report")
     graph.add_edge("report", END)
-    return graph.compile(checkpointer=checkpointer, name="analyze")
+    return graph.compile(checkpointer=checkpointer, name="analyze_replay_date" if replay else "analyze")

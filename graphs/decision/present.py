@@ -11,6 +11,8 @@ from tools.decision_log import Decision
 def present_decision(result: dict[str, Any]) -> View:
     if result.get("kind") == "no_llm":
         return _no_llm(result)
+    if result.get("kind") == "replay":
+        return _replay(result)
     request, risk = result["request"], result.get("risk_summary") or {}
     research = result.get("research_summary") or {}
     code, date = request["ts_code"], request["trade_date"]
@@ -67,6 +69,27 @@ def _no_llm(result: dict[str, Any]) -> View:
     return View(f"{code} · {date}: indicators (no LLM configured)", result["needs_llm"],
                 facts=facts, table=Table(["indicator", "value"], rows), notes=notes,
                 warnings=list(result.get("data_gaps") or []))
+
+
+def _replay(result: dict[str, Any]) -> View:
+    request, equity, benchmark = result["request"], result["equity"], result["benchmark"]
+    start = float(result["starting_cash"])
+    rows = [[s["date"], s["rating"], f"{float(s['target']):.0%}" if s["target"] is not None else "-",
+             f"{float(s['equity']):,.2f}", str(s["order"])[:70]] for s in result["steps"]]
+    facts = [("Dates", f"{len(result['steps'])} of {len(request['replay_dates'])}, every {request['every']} "
+                       "trading days"),
+             ("Hit rate", str(result["hit_rate"])), ("Fills", str(result["fills"])),
+             ("Tokens", f"{int(result['tokens']):,}"), ("Account", f"{result['account']} (replay only)")]
+    if equity:
+        facts.insert(0, ("Desk P&L", f"{float(equity[-1][1]) / start - 1:+.2%}"))
+    if benchmark:
+        facts.insert(1, ("Buy and hold", f"{float(benchmark[-1][1]) / start - 1:+.2%}"))
+    warnings = [str(result["stopped"])] if result.get("stopped") else []
+    return View(f"Replay of the desk on {request['ts_code']}: {request['trade_date']}..{request['end_date']}",
+                "Each date decided with data up to its close only, in the replay's own memory; orders filled "
+                "without approval in the replay account at the date's close.",
+                facts=facts, table=Table(["date", "rating", "target", "equity", "order"], rows), warnings=warnings,
+                artifacts=list(result.get("artifacts") or []))
 
 
 def present_decisions(decisions: list[Decision], scope: str) -> View:

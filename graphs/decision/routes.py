@@ -51,6 +51,8 @@ def route_after_prepare(state: DecisionState) -> list[Send] | str:
     request = state["request"]
     if request.get("no_llm"):
         return "no_llm"
+    if request.get("replay_dates"):
+        return "replay"
     share = request["budget"] // len(request["analysts"])
     return [Send(f"{name}_analyst", {"request": request, "budget": share}) for name in request["analysts"]]
 
@@ -75,4 +77,6 @@ def route_after_risk(state: DecisionState) -> str:
 
 
 def route_after_trader(state: DecisionState) -> str:
-    return "order_approval" if state.get("order_intent") else "record"
+    if not state.get("order_intent"):
+        return "record"
+    return "replay_fill" if state["request"].get("replay") else "order_approval"

@@ -16,7 +16,13 @@ from langgraph.runtime import Runtime
 from graphs.clarify import CANCELLED, is_cancel
 from graphs.common import new_human_text
 from graphs.context import WorkflowContext, default_account
-from graphs.decision.grammar import USAGE, DecisionGrammarError, DecisionRequest, parse_request
+from graphs.decision.grammar import (
+    MAX_REPLAY_DATES,
+    USAGE,
+    DecisionGrammarError,
+    DecisionRequest,
+    parse_request,
+)
 from graphs.decision.memory import HORIZON_DAYS
 from graphs.decision.state import DecisionState
 from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json
@@ -25,6 +31,7 @@ from tools.decision_log import reflection_text, resolve_due
 from tools.market_snapshot import price_bars, trading_days_back
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
+REPLAY_PREFIX = "replay:"  # the memory namespace (and account name) of a replay
 CLOSE = time(15, 0)
 
 EXTRACT_PROMPT = """[role: request reader]
@@ -44,6 +51,7 @@ def prepare_node(state: DecisionState, runtime: Runtime[WorkflowContext], config
     try:
         request = _request(ctx, text)
         trade_date, note = _decision_date(ctx, request)
+        replay_dates = _replay_dates(ctx, request, trade_date) if request.end_date else []
     except (DecisionGrammarError, DataError) as exc:
         return {**fresh, "final_reply": f"{exc}.\nUsage: `{USAGE}`"}
     as_of = datetime.combine(datetime.strptime(trade_date, "%Y%m%d").date(), CLOSE, SHANGHAI)
@@ -53,7 +61,8 @@ def prepare_node(state: DecisionState, runtime: Runtime[WorkflowContext], config
     plan = {**request.as_dict(), "trade_date": trade_date, "as_of": as_of.isoformat(), "session": "post_close",
             "namespace": ctx.desk_namespace, "account": request.account or default_account(config),
             "name": names[request.ts_code].name, "budget": ctx.decision_token_budget, "no_llm": ctx.llm is None,
-            "notes": [note] if note else []}
+            "notes": [note] if note else [], "replay_dates": replay_dates,
+            "replay": is_replay(ctx)}
     resolutions = [{"decision_id": r.decision_id, "ts_code": r.ts_code, "text": reflection_text(r)} for r in resolved]
     return {**fresh, "request": plan, "run_id": uuid.uuid4().hex, "company_of_interest": request.ts_code,
             "trade_date": trade_date, "trade_timestamp": as_of.isoformat(), "resolutions": resolutions}
@@ -73,6 +82,21 @@ def _request(ctx: WorkflowContext, text: str) -> DecisionRequest:
     if not answer.get("command"):
         raise DecisionGrammarError(str(answer.get("reply") or "name the stock, e.g. `analyze 600519.SH`"))
     return parse_request(str(answer["command"]))
+
+
+def is_replay(ctx: WorkflowContext) -> bool:
+    """Whether this run is one date of a replay (its memory and account are the replay's own)."""
+    return ctx.desk_namespace.startswith(REPLAY_PREFIX)
+
+
+def _replay_dates(ctx: WorkflowContext, request: DecisionRequest, start: str) -> list[str]:
+    """Every `every`-th trading day from `start` to the end of the range (the data's last day at the latest)."""
+    end = min(str(request.end_date), str(ctx.provider.last_date()))
+    dates = ctx.provider.calendar(start, end)[::request.every]
+    if len(dates) > MAX_REPLAY_DATES:
+        raise DecisionGrammarError(f"the replay has {len(dates)} dates; at most {MAX_REPLAY_DATES} (raise every= or "
+                                   "shorten the range)")
+    return dates
 
 
 def _decision_date(ctx: WorkflowContext, request: DecisionRequest) -> tuple[str, str | None]:

@@ -35,7 +35,7 @@ def report_node(state: DecisionState, runtime: Runtime[WorkflowContext], config:
         "resolutions": state.get("resolutions") or [], "tokens": tokens_used(state),
         **{key: state.get(key) for key in FUSION_KEYS},
     }
-    result["artifacts"] = _artifacts(ctx, config, state, result)
+    result["artifacts"] = [] if request.get("replay") else _artifacts(ctx, config, state, result)
     return {"result": result}
 
 
