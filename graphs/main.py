@@ -22,7 +22,7 @@ from langgraph.types import Command
 from graphs.common import message_text
 from graphs.context import WorkflowContext
 from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json
-from graphs.registry import PLANNED, WORKFLOWS, not_available, workflow_for
+from graphs.registry import WORKFLOWS, workflow_for
 
 ROUTER_PROMPT = ("You route a quant's request in a Slack thread to one workflow. Workflows:\n"
                  + "".join(f"- {w.name}: {w.summary}\n" for w in WORKFLOWS.values())
@@ -64,8 +64,6 @@ def route_node(state: MainState, runtime: Runtime[WorkflowContext]) -> Command:
 
 def _choose(text: str, current: str | None, ctx: WorkflowContext) -> tuple[str | None, str]:
     first = _first_word(text)
-    if first in PLANNED:
-        return None, not_available(first)
     if first in WORKFLOWS:  # a request that names its workflow
         return first, ""
     if current in WORKFLOWS:  # anything else continues the thread's workflow

@@ -124,15 +124,6 @@ def command_for(words: list[str]) -> tuple[Subcommand, list[str]] | None:
     return (sub, words[2:]) if sub is not None else None
 
 
-PLANNED: dict[str, str] = {}
-
-
-def not_available(name: str) -> str:
-    """The one answer for a workflow that is planned but not built yet."""
-    built = ", ".join(f"`{n}`" for n in WORKFLOWS)
-    return f"The {PLANNED.get(name, name)} workflow (`{name}`) is not available yet; these are: {built}."
-
-
 def workflow_for(text: str) -> Workflow | None:
     """The workflow a new request names (its keyword or one of its kinds first), if any."""
     return next((w for w in WORKFLOWS.values() if w.starts_request(text)), None)

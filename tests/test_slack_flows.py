@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from graphs.registry import COMMANDS, PLANNED, WORKFLOWS, not_available
+from graphs.registry import COMMANDS, WORKFLOWS
 from tests.fakes.slack_server import Call, Fault, SlackServer
 from tests.slack_harness import (
     BotProcess,
@@ -218,19 +218,6 @@ def test_factor_progress_shows_dry_run_and_review(slack: SlackServer, factor_run
 
 
 # --- the registry's answers to /quant ---------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("sub", ["analyze 600519.SH"])
-def test_planned_workflows_answer_the_one_not_available_text(slack: SlackServer, bot: BotProcess, sub: str) -> None:
-    name = sub.split()[0]
-    assert name in PLANNED
-    channel = f"C14{len(name)}0"
-    reply = _command(slack, bot, sub, channel)
-    assert reply.args["response_type"] == "ephemeral"
-    assert reply.args["text"].startswith(not_available(name))
-    assert f"`{name}`" in reply.args["text"] and "not available yet" in reply.args["text"]
-    # the answer came from the listener that would otherwise have opened the thread: none was opened
-    assert [c for c in slack.fake.of("chat.postMessage") if c.args.get("channel") == channel] == []
 
 
 def test_help_lists_every_workflow_in_the_registry(slack: SlackServer, bot: BotProcess) -> None:

@@ -17,7 +17,7 @@ from bot.slack import render
 from bot.slack.frontdoor import ALREADY_HANDLED, FrontDoor, Where, channel_account, clean_text, parse_button_value
 from graphs.factor.template import edit_problems
 from graphs.interrupts import APPROVAL, validate_args
-from graphs.registry import COMMANDS, PLANNED, WORKFLOWS, command_for, not_available
+from graphs.registry import COMMANDS, WORKFLOWS, command_for
 from graphs.workflow import CommandCall, CommandError, Subcommand
 from tools.data.schema import DataError
 from tools.settings import Settings
@@ -92,8 +92,6 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
             respond(response_type="ephemeral", text=usage())
         elif sub == "status":
             respond(response_type="ephemeral", text=door_status(door, user))
-        elif sub in PLANNED:
-            respond(response_type="ephemeral", text=not_available(sub) + " See `/quant help`.")
         elif found is not None:
             run_command(respond, channel, user, *found)
         elif sub in COMMANDS:  # too few words for it, e.g. `cancel` without an order

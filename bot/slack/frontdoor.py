@@ -484,9 +484,9 @@ class FrontDoor:
         return None
 
     def upload(self, where: Where, artifacts: list[dict[str, Any]]) -> None:
-        """Upload the result's chart and CSVs with their bytes from the database, so whichever worker finished
-        the run can; a failure is said in the thread (the files stay stored), never with a host path."""
-        refs = [a for a in artifacts if a["kind"] in ("chart", "signal_csv", "metrics_csv", "ic_csv")]
+        """Upload the result's chart, CSVs and reports with their bytes from the database, so whichever worker
+        finished the run can; a failure is said in the thread (the files stay stored), never with a host path."""
+        refs = [a for a in artifacts if a["kind"] in ("chart", "signal_csv", "metrics_csv", "ic_csv", "reports")]
         store = self.runner.context.artifacts
         stored = [s for s in (store.get(a["id"]) for a in refs) if s is not None]
         if len(stored) < len(refs):

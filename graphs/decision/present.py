@@ -38,6 +38,8 @@ def present_decision(result: dict[str, Any]) -> View:
         lines.append(f"Sizing: {result['trader_investment_plan']}")
     if record:
         facts.append(("Order", str(record.get("message") or record.get("status"))))
+        if record.get("decided_by"):
+            facts.append(("Decided by", str(record["decided_by"])))
     warnings = [f"{name} data gap: {gap}" for name, run in (result.get("analysts") or {}).items()
                 for gap in run.get("gaps") or []]
     warnings += _audit_flags(result)

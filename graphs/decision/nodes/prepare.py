@@ -15,7 +15,7 @@ from langgraph.runtime import Runtime
 
 from graphs.clarify import CANCELLED, is_cancel
 from graphs.common import new_human_text
-from graphs.context import WorkflowContext, default_account
+from graphs.context import WorkflowContext, default_account, thread_id
 from graphs.decision.grammar import (
     MAX_REPLAY_DATES,
     USAGE,
@@ -64,7 +64,10 @@ def prepare_node(state: DecisionState, runtime: Runtime[WorkflowContext], config
             "notes": [note] if note else [], "replay_dates": replay_dates,
             "replay": is_replay(ctx)}
     resolutions = [{"decision_id": r.decision_id, "ts_code": r.ts_code, "text": reflection_text(r)} for r in resolved]
-    return {**fresh, "request": plan, "run_id": uuid.uuid4().hex, "company_of_interest": request.ts_code,
+    # one id per request of the thread, the same when a crash makes this node run again: the decision log, the
+    # artifacts and a replay's account and namespace are keyed by it, so a re-run replaces rather than duplicates
+    run_id = uuid.uuid5(uuid.NAMESPACE_URL, f"quantdesk:{thread_id(config)}:{len(messages)}").hex
+    return {**fresh, "request": plan, "run_id": run_id, "company_of_interest": request.ts_code,
             "trade_date": trade_date, "trade_timestamp": as_of.isoformat(), "resolutions": resolutions}
 
 
