@@ -182,18 +182,20 @@ def test_the_token_budget_stops_the_desk_and_says_where(
     _, out = _run(db_url, engine, sandbox, provider, llm, f"analyze {CODE} analysts=market", _light(models, 1),
                   decision_token_budget=1000)
     result = out["result"]
-    assert "token budget of 1,000" in result["stopped"] and "market analyst" in result["stopped"]
+    # the analysts' part is 60 % of the budget: 600 tokens for the one analyst, spent by its first call
+    assert "token budget, 600 tokens, is spent (1,000 used)" in result["stopped"]
+    assert "market analyst" in result["stopped"]
     assert result["risk_summary"] is None and "__interrupt__" not in out
     assert present_decision(result).warnings[0] == result["stopped"]
 
 
-def test_a_hold_places_nothing_and_bad_requests_say_what_to_write(
+def test_a_buy_on_a_past_date_places_no_order_and_bad_requests_say_what_to_write(
         db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, models: ScriptedModels) -> None:
-    llm = models(scripts=desk_scripts(research_judge=[research_answer("Hold", 0.0)],
-                                      risk_judge=[risk_answer("Hold", 0.0)]))
+    llm = models(scripts=desk_scripts())  # Buy, target 20%
     _, out = _run(db_url, engine, sandbox, provider, llm, f"analyze {CODE} 20200823", _light(models))
     result = out["result"]
-    assert result["execution_record"]["status"] == "no order" and "Hold: no order" in result["trader_investment_plan"]
+    assert "__interrupt__" not in out and result["execution_record"]["status"] == "no order"
+    assert "not the latest trading day 20200824" in result["trader_investment_plan"]
     assert result["request"]["trade_date"] == "20200821"  # the 23rd was a Sunday
     for text, expected in ((f"analyze {CODE} 20300101", "the data ends on 20200824"),
                            ("analyze 600519", "did you mean 600519.SH"),
@@ -217,3 +219,20 @@ def test_a_later_decision_reads_the_memory_and_the_reflection_of_an_earlier_one(
     system = str(later.prompts_for(ROLES["market"])[0][0].content)
     assert "post-close summary: summary of the day" in system  # the first day's summary, written by the light model
     assert "Decision on 20200814 rated Hold" in system  # the reflection, now knowable
+
+
+def test_a_new_request_in_the_same_thread_starts_from_nothing_of_the_last_one(
+        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, models: ScriptedModels) -> None:
+    heavy = AIMessage(content="", tool_calls=[{"name": "get_indicators", "args": {}, "id": "c1", "type": "tool_call"}],
+                      usage_metadata={"input_tokens": 900, "output_tokens": 100, "total_tokens": 1000})
+    llm = models(scripts={ROLES["market"]: [heavy]})  # the first request stops in the market analyst (600 tokens)
+    thread, out = _run(db_url, engine, sandbox, provider, llm, f"analyze {CODE} analysts=market", _light(models, 1),
+                       decision_token_budget=1000)
+    assert out["result"]["stopped"]
+    thread.ctx = desk_context(engine, sandbox, provider, models(scripts={
+        **{k: v for k, v in desk_scripts(risk_judge=[risk_answer("Hold", 0.0)]).items() if k != ROLES["market"]}}),
+        _light(models, 3), desk_namespace=thread.ctx.desk_namespace)
+    out = thread.say(f"analyze {CODE} analysts=news,sentiment,fundamentals")
+    result = out["result"]
+    assert result["stopped"] is None and result["risk_summary"]["rating"] == "Hold"
+    assert set(result["analysts"]) == {"news", "sentiment", "fundamentals"}  # nothing left of the stopped run

@@ -30,15 +30,11 @@ CALENDAR_SPAN_DAYS = 800  # calendar days searched back for the look-back's trad
 class MarketSnapshot:
     ts_code: str
     as_of: str  # YYYYMMDD: the last trading day the snapshot may use
-    last_bar: str | None  # the stock's own last bar on or before as_of (None: no bars)
     bars: list[dict[str, Any]]  # the shown window, oldest first
     indicators: dict[str, float | None]  # latest value of each indicator line (None: in warm-up or no data)
     conventions: dict[str, str] = field(default_factory=dict)
     gaps: list[str] = field(default_factory=list)  # what could not be computed and why
-
-    @property
-    def close(self) -> float | None:
-        return self.bars[-1]["close"] if self.bars else None
+    price_basis: str = "unknown"  # the provider's: unadjusted, forward-adjusted (as of the data's last day), unknown
 
     def indicator_rows(self) -> list[tuple[str, str]]:
         """(label, value) rows of the indicator table; missing values say why."""
@@ -47,7 +43,8 @@ class MarketSnapshot:
     def as_tool_output(self) -> dict[str, Any]:
         """What the market analyst's tool returns: every figure it may quote."""
         return {"ts_code": self.ts_code, "as_of": self.as_of, "last_bar": self.bars[-1] if self.bars else None,
-                "indicators": self.indicators, "conventions": self.conventions, "data_gaps": self.gaps}
+                "indicators": self.indicators, "conventions": self.conventions, "price_basis": self.price_basis,
+                "data_gaps": self.gaps}
 
 
 def _shown(value: float) -> str:
@@ -115,7 +112,7 @@ def market_snapshot(provider: MarketDataProvider, ts_code: str, as_of: str, wind
     as_of = normalize_date(as_of, "as-of date")
     bars = price_bars(provider, ts_code, as_of, window)
     if bars.empty:
-        return MarketSnapshot(ts_code, as_of, None, [], {}, gaps=[
+        return MarketSnapshot(ts_code, as_of, [], {}, gaps=[
             f"no daily bars of {ts_code} on or before {as_of} from the {provider.name} provider"])
     values, conventions = _indicator_values(bars)
     gaps = [f"{name} is still in its warm-up ({len(bars)} bars of history)" for name, v in values.items() if v is None]
@@ -123,4 +120,4 @@ def market_snapshot(provider: MarketDataProvider, ts_code: str, as_of: str, wind
     rows = [{"trade_date": str(r["trade_date"]),
              **{label: _round(r[name], digits) for name, (label, digits) in SHOWN.items() if name in r}}
             for r in shown.to_dict("records")]
-    return MarketSnapshot(ts_code, as_of, rows[-1]["trade_date"], rows, values, conventions, gaps)
+    return MarketSnapshot(ts_code, as_of, rows, values, conventions, gaps, provider.price_basis)

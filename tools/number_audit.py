@@ -67,6 +67,9 @@ _MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|
           r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)(?![A-Za-z])\.?")
 _INDICATOR = r"(?:MA|EMA|SMA|WMA|RSI|KDJ|BOLL|MACD|ATR|CCI|ROC|MOM|ADX|DMI|WR|BIAS|TRIX|SAR|DMA)"
 _PARAM = r"\d+(?:\.\d+)?"
+# an unbracketed number after an indicator name is its period only when it is a usual one: `MA 20`, `RSI 14`;
+# `MA 1800` or `RSI 72` are readings and are audited
+_PERIOD = r"(?:3|5|6|9|10|12|14|20|24|26|30|60|120|250)"
 _SKIPPED = re.compile("|".join((
     r"(?<![\d.])(?:19|20)\d{2}([-/.])\d{1,2}\1\d{1,2}(?![\d.])",  # 2022-12-20, 2022/12/20, 2022.12.20
     r"(?<![\d.])(?:19|20)\d{2}[-/]\d{1,2}(?![\d.])",  # 2022-12
@@ -74,7 +77,8 @@ _SKIPPED = re.compile("|".join((
     rf"(?<![\d.])\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}",  # 20 Dec
     r"(?<![A-Za-z0-9_.])(?:[01]?\d|2[0-3]):[0-5]\d(?::[0-5]\d)?(?![\d.])",  # 14:57, 09:30:00
     r"(?<![\d.])\d{5,6}\.(?:SH|SZ|BJ|HK|SS)(?![A-Za-z])",  # 600519.SH
-    rf"(?<![A-Za-z]){_INDICATOR}\s*(?:\(\s*{_PARAM}(?:\s*[,，/]\s*{_PARAM})*\s*\)|\d+(?:[,/]\d+)*(?![\d.%万亿倍]))",
+    rf"(?<![A-Za-z]){_INDICATOR}\s*(?:\(\s*{_PARAM}(?:\s*[,，/]\s*{_PARAM})*\s*\)|{_PERIOD}(?:[,/]\d{{1,3}})*"
+    r"(?![\d.%万亿倍]))",
     r"(?<![\d.])\d+\s*个?(?:交易日|日|号|天|周|星期|月|年|分钟|小时|根|轮|期)",  # 2022年12月20日, 20日均线, 3个月
     r"(?<![\d.])\d+(?:\s*-\s*|\s+)(?:trading[\s-]+)?(?:days?|weeks?|months?|years?|bars?|candles?|sessions?|periods?|"
     r"rounds?|minutes?|mins?|hours?|quarters?)(?![A-Za-z])",  # 20-day, past 30 days, last 3 rounds

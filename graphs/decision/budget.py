@@ -28,5 +28,5 @@ def over_budget(used: int, budget: int) -> bool:
 
 def budget_note(stage: str, used: int, budget: int) -> str:
     """Where and why the desk stopped."""
-    return (f"stopped in {stage}: the token budget of {budget:,} for this decision is spent ({used:,} used); "
-            "raise QUANTDESK_DECISION_TOKEN_BUDGET or ask with a lower depth or fewer analysts")
+    return (f"stopped in {stage}: its part of this decision's token budget, {budget:,} tokens, is spent ({used:,} "
+            "used); raise QUANTDESK_DECISION_TOKEN_BUDGET or ask with a lower depth or fewer analysts")

@@ -10,7 +10,6 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from graphs.common import message_text
 from graphs.context import WorkflowContext
-from graphs.llm import MODEL_FAILURES, describe_model_failure
 from tools.analyst_memory import MemoryController
 from tools.decision_log import reflections_for
 
@@ -24,10 +23,8 @@ def summarizer(ctx: WorkflowContext) -> Callable[[str, list[str]], str] | None:
         return None
 
     def summarize(instruction: str, texts: list[str]) -> str:
-        try:
-            return message_text(model.invoke([SystemMessage(instruction), HumanMessage("\n\n---\n\n".join(texts))]))
-        except MODEL_FAILURES as exc:
-            return f"(no summary: {describe_model_failure(exc)})"
+        """Raises on a model failure: nothing is stored, and the next refresh tries again."""
+        return message_text(model.invoke([SystemMessage(instruction), HumanMessage("\n\n---\n\n".join(texts))]))
 
     return summarize
 

@@ -49,6 +49,9 @@ def present_decision(result: dict[str, Any]) -> View:
              for name, run in (result.get("analysts") or {}).items()]
     notes += [f"resolved: {r['text']}" for r in result.get("resolutions") or [] if r.get("text")]
     notes += list(request.get("notes") or [])
+    if request.get("price_basis") == "forward-adjusted":
+        notes.append("prices are forward-adjusted as of the data's last day (levels before later dividends differ "
+                     "from the prices traded then)")
     return View(title, str(summary), lines=lines, facts=facts, notes=notes, warnings=warnings,
                 users=[str(record["decided_by"])] if record.get("decided_by") else [],
                 artifacts=list(result.get("artifacts") or []))
@@ -68,6 +71,7 @@ def _no_llm(result: dict[str, Any]) -> View:
     facts = [(label, value) for label, value in result.get("fundamentals") or []]
     notes = [f"{k}: {v}" for k, v in (result.get("conventions") or {}).items()]
     notes += [f"units: {v}" for v in (result.get("fundamentals_units") or {}).values()]
+    notes += list(request.get("notes") or [])
     return View(f"{code} · {date}: indicators (no LLM configured)", result["needs_llm"],
                 facts=facts, table=Table(["indicator", "value"], rows), notes=notes,
                 warnings=list(result.get("data_gaps") or []))
@@ -87,6 +91,9 @@ def _replay(result: dict[str, Any]) -> View:
     if benchmark:
         facts.insert(1, ("Buy and hold", f"{float(benchmark[-1][1]) / start - 1:+.2%}"))
     warnings = [str(result["stopped"])] if result.get("stopped") else []
+    if result.get("price_basis") == "forward-adjusted":
+        warnings.append("the prices are forward-adjusted as of the data's last day: returns are right, but price "
+                        "levels before later dividends are not the prices traded then")
     return View(f"Replay of the desk on {request['ts_code']}: {request['trade_date']}..{request['end_date']}",
                 "Each date decided with data up to its close only, in the replay's own memory; orders filled "
                 "without approval in the replay account at the date's close.",

@@ -14,6 +14,7 @@ RESEARCH_ROUNDS = {1: 1, 2: 1, 3: 1, 4: 2, 5: 3}  # one round: one bull turn and
 RISK_ROUNDS = {1: 1, 2: 1, 3: 2, 4: 2, 5: 3}  # one round: risky, safe and neutral each speak once
 RESEARCH_SPEAKERS = ("bull", "bear")
 RISK_SPEAKERS = ("risky", "safe", "neutral")
+ANALYST_SHARE = 0.6  # of a decision's token budget, split evenly among its analysts; the debates get the rest
 
 
 def research_turns(depth: int) -> int:
@@ -53,7 +54,7 @@ def route_after_prepare(state: DecisionState) -> list[Send] | str:
         return "no_llm"
     if request.get("replay_dates"):
         return "replay"
-    share = request["budget"] // len(request["analysts"])
+    share = int(request["budget"] * ANALYST_SHARE) // len(request["analysts"])
     return [Send(f"{name}_analyst", {"request": request, "budget": share}) for name in request["analysts"]]
 
 

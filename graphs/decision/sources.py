@@ -48,7 +48,8 @@ def valuation(ctx: WorkflowContext, request: dict[str, Any]) -> dict[str, Any]:
     if result.gap or not result.rows:
         return {"rows": [], "units": {}, "gap": result.gap or "no daily_basic rows"}
     row = result.rows[0]
-    rows = [(name, f"{round(value, 4):,}" if isinstance(value, float) else str(value))
+    rows = [(name, (f"{value:,.2f}" if abs(value) >= 100 else f"{round(value, 4):,}") if isinstance(value, float)
+             else str(value))
             for name, value in row.items() if name != "ts_code" and value is not None]
     shown = {name for name, _ in rows}
     units = {name: f"{name} in {unit}" for name, unit in result.units.items() if name in shown}

@@ -12,11 +12,10 @@ from langgraph.runtime import Runtime
 from graphs.common import message_text
 from graphs.context import WorkflowContext
 from graphs.decision.budget import budget_note, over_budget, tokens_of
+from graphs.decision.grammar import ANALYSTS
 from graphs.decision.state import DebateState
 from graphs.llm import MODEL_FAILURES, describe_model_failure
 from graphs.progress import report_progress
-
-ANALYSTS = ("market", "news", "sentiment", "fundamentals")
 
 
 def briefing(state: DebateState) -> str:

@@ -11,16 +11,12 @@ from typing import Annotated, Any, TypedDict
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
+from tools.analyst_memory import AnalystMemorySummary
+
 
 def merge(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
     """Parallel branches each add their own keys."""
     return {**(left or {}), **(right or {})}
-
-
-class AnalystMemorySummary(TypedDict):
-    today_report: str
-    memory_summary_pre_open: str
-    memory_summary_post_close: str
 
 
 class AnalystInput(TypedDict):

@@ -3,6 +3,7 @@ a small record of the run leaves the subgraph."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -12,11 +13,14 @@ from langgraph.runtime import Runtime
 from graphs.context import WorkflowContext
 from graphs.decision.memory import memory_of
 from graphs.decision.state import AnalystState
+from graphs.llm import MODEL_FAILURES, describe_model_failure
 from graphs.progress import report_progress
 from tools.number_audit import tool_numbers
 
 if TYPE_CHECKING:
     from graphs.decision.analyst import AnalystSpec
+
+log = logging.getLogger(__name__)
 
 
 def full_report(state: AnalystState) -> str:
@@ -38,7 +42,11 @@ def make_save_node(spec: AnalystSpec) -> Callable[..., dict[str, Any]]:
         report_id = memory.save_today_report(request["ts_code"], request["trade_date"], text,
                                              session=request["session"],
                                              written_at=datetime.fromisoformat(request["as_of"]))
-        memory.refresh_summaries(request["ts_code"], request["trade_date"], request["session"])
+        try:
+            memory.refresh_summaries(request["ts_code"], request["trade_date"], request["session"])
+        except MODEL_FAILURES as exc:  # not stored: the next refresh writes it
+            log.warning("the %s analyst's memory summary was not written: %s", spec.name,
+                        describe_model_failure(exc))
         calls, tokens = state.get("tool_calls", 0), state.get("tokens", 0)
         report_progress(f"{spec.name} analyst", f"{calls} tool call(s), {tokens:,} tokens"
                         + (", stopped" if state.get("stopped") else ""))

@@ -9,13 +9,12 @@ from typing import Any
 from graphs.decision.state import AnalystState, DebateState
 from tools.number_audit import audit, flag_text
 
-DECLARED = (1, 2, 3, 4, 5)  # depths and round counts the prompts mention
 REL_TOL = 0.001  # 0.1 %: at 1,715.00 a figure within ±1.7 matches; written precision also counts
 
 
-def audit_text(text: str, evidence: list[Any], declared: tuple[float, ...] = ()) -> dict[str, Any]:
+def audit_text(text: str, evidence: list[Any]) -> dict[str, Any]:
     """The audit of one text as JSON: figures checked, figures flagged, the tolerance and a one-line note."""
-    result = audit(text, evidence, rel_tol=REL_TOL, declared=(*DECLARED, *declared))
+    result = audit(text, evidence, rel_tol=REL_TOL)
     return {"checked": len(result.checked), "flagged": [f.text for f in result.flagged],
             "tolerance": result.tolerance, "note": "" if result.ok else flag_text(result)}
 

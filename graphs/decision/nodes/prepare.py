@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
 
 from graphs.clarify import CANCELLED, is_cancel
 from graphs.common import new_human_text
@@ -43,15 +44,19 @@ full ts_code such as 600519.SH, or {"command": null, "reply": "what is missing"}
 def prepare_node(state: DecisionState, runtime: Runtime[WorkflowContext], config: RunnableConfig) -> dict[str, Any]:
     ctx, messages = runtime.context, state.get("messages", [])
     text = new_human_text(messages, state.get("consumed", 0))
-    fresh: dict[str, Any] = {"consumed": len(messages), "result": None, "final_reply": None, "analyst_runs": {},
-                             "stage_runs": {}, "order_intent": {}, "order_outcome": {}, "execution_record": None,
-                             "stopped": None, "research_summary": None, "risk_summary": None}
+    # a thread keeps its state between requests: everything of the previous decision is cleared, the merged
+    # per-analyst and per-stage records too (their reducer would otherwise keep the old entries)
+    fresh: dict[str, Any] = {"consumed": len(messages), "result": None, "final_reply": None,
+                             "analyst_runs": Overwrite({}), "stage_runs": Overwrite({}), "order_intent": {},
+                             "order_outcome": {}, "execution_record": None, "stopped": None, "research_summary": None,
+                             "risk_summary": None, "investment_plan": None, "final_trade_decision": None,
+                             "trader_investment_plan": None, "max_drawdown": None, "resolutions": []}
     if is_cancel(text):
         return {**fresh, "final_reply": CANCELLED}
     try:
         request = _request(ctx, text)
-        trade_date, note = _decision_date(ctx, request)
-        replay_dates = _replay_dates(ctx, request, trade_date) if request.end_date else []
+        replay_dates = _replay_dates(ctx, request) if request.end_date else []
+        trade_date, note = (replay_dates[0], None) if replay_dates else _decision_date(ctx, request)
     except (DecisionGrammarError, DataError) as exc:
         return {**fresh, "final_reply": f"{exc}.\nUsage: `{USAGE}`"}
     as_of = datetime.combine(datetime.strptime(trade_date, "%Y%m%d").date(), CLOSE, SHANGHAI)
@@ -60,7 +65,8 @@ def prepare_node(state: DecisionState, runtime: Runtime[WorkflowContext], config
                            horizon=HORIZON_DAYS)
     plan = {**request.as_dict(), "trade_date": trade_date, "as_of": as_of.isoformat(), "session": "post_close",
             "namespace": ctx.desk_namespace, "account": request.account or default_account(config),
-            "name": names[request.ts_code].name, "budget": ctx.decision_token_budget, "no_llm": ctx.llm is None,
+            "name": names[request.ts_code].name, "price_basis": ctx.provider.price_basis,
+            "budget": ctx.decision_token_budget, "no_llm": ctx.llm is None,
             "notes": [note] if note else [], "replay_dates": replay_dates,
             "replay": is_replay(ctx)}
     resolutions = [{"decision_id": r.decision_id, "ts_code": r.ts_code, "text": reflection_text(r)} for r in resolved]
@@ -92,10 +98,18 @@ def is_replay(ctx: WorkflowContext) -> bool:
     return ctx.desk_namespace.startswith(REPLAY_PREFIX)
 
 
-def _replay_dates(ctx: WorkflowContext, request: DecisionRequest, start: str) -> list[str]:
-    """Every `every`-th trading day from `start` to the end of the range (the data's last day at the latest)."""
+def _replay_dates(ctx: WorkflowContext, request: DecisionRequest) -> list[str]:
+    """Every `every`-th day the stock traded within the range (up to the data's last day): suspended days are left
+    out, so no date fills at a stale close."""
+    if ctx.llm is None:
+        raise DecisionGrammarError("a replay runs the whole desk on every date and needs an LLM (OPENAI_API_KEY, "
+                                   "OPENAI_BASE_URL)")
     end = min(str(request.end_date), str(ctx.provider.last_date()))
-    dates = ctx.provider.calendar(start, end)[::request.every]
+    start = str(request.trade_date)
+    if start > end:
+        raise DataError(f"the data ends on {end}; the replay starts on {start}")
+    bars = ctx.provider.daily(request.ts_code, start, end, ["close"], warnings=[])  # DataError when it has none
+    dates = sorted(str(d) for d in bars.dropna(subset=["close"])["trade_date"])[::request.every]
     if len(dates) > MAX_REPLAY_DATES:
         raise DecisionGrammarError(f"the replay has {len(dates)} dates; at most {MAX_REPLAY_DATES} (raise every= or "
                                    "shorten the range)")

@@ -18,7 +18,7 @@ from tools.decision_log import record_decision
 def record_node(state: DecisionState, runtime: Runtime[WorkflowContext], config: RunnableConfig) -> dict[str, Any]:
     ctx, request, risk = runtime.context, state["request"], state["risk_summary"] or {}
     known = ctx.provider.known_codes()
-    universe = sorted(known) if known else [request["ts_code"]]
+    universe = sorted(known) if known else []  # no universe (tushare): resolved without a benchmark, unscored
     decision_id = record_decision(
         ctx.engine, namespace=request["namespace"], ts_code=request["ts_code"], trade_date=request["trade_date"],
         as_of=datetime.fromisoformat(request["as_of"]), rating=risk["rating"],

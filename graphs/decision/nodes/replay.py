@@ -25,6 +25,7 @@ from tools.broker.fees import fill_fees
 from tools.broker.money import price_of
 from tools.broker.replay import ReplayBroker, ReplayLedger
 from tools.broker.rules import lot_rule
+from tools.broker.sizing import FEE_MARGIN
 from tools.charts import account_equity
 from tools.decision_log import resolve_due
 from tools.market_snapshot import price_bars
@@ -69,7 +70,7 @@ def replay_node(state: DecisionState, runtime: Runtime[WorkflowContext], config:
               "equity": [(d, str(e)) for d, e in ledger.marks], "benchmark": [(d, str(v)) for d, v in benchmark],
               "starting_cash": str(ledger.starting_cash), "fills": len(ledger.fills), "tokens": spent,
               "hit_rate": f"{sum(hits)}/{len(hits)}" if hits else "n/a (no rating resolved yet)",
-              "stopped": stopped}
+              "stopped": stopped, "price_basis": ctx.provider.price_basis}
     if ledger.marks:
         chart = account_equity([d for d, _ in ledger.marks], [float(e) for _, e in ledger.marks],
                                float(ledger.starting_cash), f"Replay of the desk on {code}: equity")
@@ -96,7 +97,7 @@ def _buy_and_hold(ctx: WorkflowContext, code: str, dates: list[str]) -> list[tup
         lot = lot_rule(code, day(dates[0]))
     except OrderRuleError:
         return []
-    shares = lot.round_down(int(cash * Decimal("0.997") / closes[dates[0]]))
+    shares = lot.round_down(int(cash * (1 - FEE_MARGIN) / closes[dates[0]]))
     value = closes[dates[0]] * shares
     left = cash - value - (fill_fees(code, "buy", value, day(dates[0]), ctx.paper.rates).total if shares else 0)
     return [(d, left + closes[d] * shares) for d in dates]

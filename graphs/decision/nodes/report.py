@@ -10,6 +10,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from graphs.context import WorkflowContext, thread_id
+from graphs.decision.routes import stopped_stage
 from graphs.decision.state import DecisionState
 from graphs.decision.usage import tokens_used
 from tools.artifacts import ArtifactRef
@@ -25,7 +26,7 @@ def report_node(state: DecisionState, runtime: Runtime[WorkflowContext], config:
     ctx, request = runtime.context, state["request"]
     runs = state.get("analyst_runs") or {}
     result = {
-        "kind": "decision", "request": request, "stopped": state.get("stopped") or _stopped(state),
+        "kind": "decision", "request": request, "stopped": state.get("stopped") or stopped_stage(state),
         "analysts": {name: {k: v for k, v in run.items() if k != "evidence"} for name, run in runs.items()},
         "stages": state.get("stage_runs") or {}, "research_summary": state.get("research_summary"),
         "investment_plan": state.get("investment_plan"), "risk_summary": state.get("risk_summary"),
@@ -37,11 +38,6 @@ def report_node(state: DecisionState, runtime: Runtime[WorkflowContext], config:
     }
     result["artifacts"] = [] if request.get("replay") else _artifacts(ctx, config, state, result)
     return {"result": result}
-
-
-def _stopped(state: DecisionState) -> str | None:
-    runs = [*(state.get("analyst_runs") or {}).values(), *(state.get("stage_runs") or {}).values()]
-    return next((run["stopped"] for run in runs if run.get("stopped")), None)
 
 
 def _artifacts(ctx: WorkflowContext, config: RunnableConfig, state: DecisionState,

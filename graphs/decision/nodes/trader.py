@@ -23,6 +23,11 @@ DESK_TAG = "desk"
 def trader_node(state: DecisionState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
     ctx, request, risk = runtime.context, state["request"], state["risk_summary"] or {}
     code = request["ts_code"]
+    latest = ctx.provider.last_date()
+    if not request.get("replay") and request["trade_date"] != latest:
+        return {"trader_investment_plan": f"no order: the decision is as of {request['trade_date']}, not the latest "
+                                          f"trading day {latest}; the paper account trades only on today's data "
+                                          "(a replay trades past dates in its own account)", "order_intent": {}}
     position = (state.get("portfolio_positions") or {}).get(code) or {}
     try:
         lot = lot_rule(code, day(request["trade_date"]))
