@@ -18,7 +18,7 @@ from graphs.checkpointer import open_checkpointer
 from graphs.decision.graph import build_decision_graph
 from graphs.decision.nodes.analyst_agent import WRITE_NOW
 from graphs.decision.present import present_decision
-from tests.decision_desk import ROLES, TRADER, account, desk_context, desk_scripts, research_answer, risk_answer
+from tests.decision_desk import ROLES, TRADER, account, desk_context, desk_scripts, risk_answer
 from tests.fakes.chat import ScriptedChatModel, ScriptedModels, answer, tool_call
 from tests.graph_thread import GraphThread
 from tools.data.local import SampleProvider
