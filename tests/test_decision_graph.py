@@ -236,3 +236,24 @@ def test_a_new_request_in_the_same_thread_starts_from_nothing_of_the_last_one(
     result = out["result"]
     assert result["stopped"] is None and result["risk_summary"]["rating"] == "Hold"
     assert set(result["analysts"]) == {"news", "sentiment", "fundamentals"}  # nothing left of the stopped run
+
+
+def test_free_text_is_read_by_the_light_model_and_every_call_counts_toward_the_budget(
+        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, models: ScriptedModels) -> None:
+    def used(text: str, tokens: int) -> AIMessage:
+        return AIMessage(content=text, usage_metadata={"input_tokens": tokens - 10, "output_tokens": 10,
+                                                       "total_tokens": tokens})
+
+    reader = used('{"command": "analyze 600519.SH analysts=market"}', 300)
+    light = models(scripts={"[role: request reader]": [reader],  # the market analyst's post-close summary:
+                            "most recent market-analyst reports": [used("summary of the day", 200)]})
+    scripts = desk_scripts(market=[used("", 1000).model_copy(update={"tool_calls": [
+        {"name": "get_indicators", "args": {}, "id": "m1", "type": "tool_call"}]}), used("Trend report.", 1000)],
+        risk_judge=[risk_answer("Hold", 0.0)])
+    llm = models(scripts={k: v for k, v in scripts.items()
+                          if k not in (ROLES["news"], ROLES["sentiment"], ROLES["fundamentals"])})
+    _, out = _run(db_url, engine, sandbox, provider, llm, "what should I do with Moutai today?", light)
+    result = out["result"]
+    assert result["request"]["analysts"] == ["market"] and result["request"]["reader_tokens"] == 300
+    assert result["analysts"]["market"]["tokens"] == 2200  # two model calls and the light model's summary
+    assert result["tokens"] == 300 + 2200 + result["stages"]["research"]["tokens"] + result["stages"]["risk"]["tokens"]

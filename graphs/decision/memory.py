@@ -10,27 +10,35 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from graphs.common import message_text
 from graphs.context import WorkflowContext
+from graphs.decision.budget import tokens_of
 from tools.analyst_memory import MemoryController
 from tools.decision_log import reflections_for
 
 HORIZON_DAYS = 5  # trading days after which a decision is resolved and its reflection may be read
 
 
-def summarizer(ctx: WorkflowContext) -> Callable[[str, list[str]], str] | None:
-    """The light model as the memory controllers' summariser; None without a model."""
+def summarizer(ctx: WorkflowContext, spent: list[int] | None = None) -> Callable[[str, list[str]], str] | None:
+    """The light model as the memory controllers' summariser, adding each call's tokens to `spent`; None without a
+    model."""
     model = ctx.light_llm or ctx.llm
     if model is None:
         return None
 
     def summarize(instruction: str, texts: list[str]) -> str:
         """Raises on a model failure: nothing is stored, and the next refresh tries again."""
-        return message_text(model.invoke([SystemMessage(instruction), HumanMessage("\n\n---\n\n".join(texts))]))
+        prompt = [SystemMessage(instruction), HumanMessage("\n\n---\n\n".join(texts))]
+        answer = model.invoke(prompt)
+        if spent is not None:
+            spent.append(tokens_of(prompt, answer))
+        return message_text(answer)
 
     return summarize
 
 
-def memory_of(ctx: WorkflowContext, analyst: str, request: dict[str, Any]) -> MemoryController:
-    return MemoryController(ctx.engine, analyst, namespace=request["namespace"], summarize=summarizer(ctx))
+def memory_of(ctx: WorkflowContext, analyst: str, request: dict[str, Any],
+              spent: list[int] | None = None) -> MemoryController:
+    """The analyst's memory controller; summaries it writes add their tokens to `spent`."""
+    return MemoryController(ctx.engine, analyst, namespace=request["namespace"], summarize=summarizer(ctx, spent))
 
 
 def reflections(ctx: WorkflowContext, request: dict[str, Any]) -> list[str]:

@@ -38,7 +38,8 @@ def make_save_node(spec: AnalystSpec) -> Callable[..., dict[str, Any]]:
     def save_node(state: AnalystState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
         ctx, request = runtime.context, state["request"]
         text = full_report(state)
-        memory = memory_of(ctx, spec.name, request)
+        summaries: list[int] = []  # the light model's tokens, counted with the analyst's
+        memory = memory_of(ctx, spec.name, request, summaries)
         report_id = memory.save_today_report(request["ts_code"], request["trade_date"], text,
                                              session=request["session"],
                                              written_at=datetime.fromisoformat(request["as_of"]))
@@ -47,7 +48,7 @@ def make_save_node(spec: AnalystSpec) -> Callable[..., dict[str, Any]]:
         except MODEL_FAILURES as exc:  # not stored: the next refresh writes it
             log.warning("the %s analyst's memory summary was not written: %s", spec.name,
                         describe_model_failure(exc))
-        calls, tokens = state.get("tool_calls", 0), state.get("tokens", 0)
+        calls, tokens = state.get("tool_calls", 0), state.get("tokens", 0) + sum(summaries)
         report_progress(f"{spec.name} analyst", f"{calls} tool call(s), {tokens:,} tokens"
                         + (", stopped" if state.get("stopped") else ""))
         run = {"report": text, "report_id": report_id, "tool_calls": calls, "tokens": tokens,

@@ -15,8 +15,9 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from graphs.clarify import CANCELLED, is_cancel
-from graphs.common import new_human_text
+from graphs.common import message_text, new_human_text
 from graphs.context import WorkflowContext, default_account, thread_id
+from graphs.decision.budget import tokens_of
 from graphs.decision.grammar import (
     MAX_REPLAY_DATES,
     USAGE,
@@ -26,7 +27,7 @@ from graphs.decision.grammar import (
 )
 from graphs.decision.memory import HORIZON_DAYS
 from graphs.decision.state import DecisionState
-from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json
+from graphs.llm import MODEL_FAILURES, describe_model_failure, parse_json_answer
 from tools.data.schema import DataError
 from tools.decision_log import reflection_text, resolve_due
 from tools.market_snapshot import price_bars, trading_days_back
@@ -54,7 +55,7 @@ def prepare_node(state: DecisionState, runtime: Runtime[WorkflowContext], config
     if is_cancel(text):
         return {**fresh, "final_reply": CANCELLED}
     try:
-        request = _request(ctx, text)
+        request, reader_tokens = _request(ctx, text)
         replay_dates = _replay_dates(ctx, request) if request.end_date else []
         trade_date, note = (replay_dates[0], None) if replay_dates else _decision_date(ctx, request)
     except (DecisionGrammarError, DataError) as exc:
@@ -67,7 +68,7 @@ def prepare_node(state: DecisionState, runtime: Runtime[WorkflowContext], config
             "namespace": ctx.desk_namespace, "account": request.account or default_account(config),
             "name": names[request.ts_code].name, "price_basis": ctx.provider.price_basis,
             "budget": ctx.decision_token_budget, "no_llm": ctx.llm is None,
-            "notes": [note] if note else [], "replay_dates": replay_dates,
+            "notes": [note] if note else [], "reader_tokens": reader_tokens, "replay_dates": replay_dates,
             "replay": is_replay(ctx)}
     resolutions = [{"decision_id": r.decision_id, "ts_code": r.ts_code, "text": reflection_text(r)} for r in resolved]
     # one id per request of the thread, the same when a crash makes this node run again: the decision log, the
@@ -77,20 +78,23 @@ def prepare_node(state: DecisionState, runtime: Runtime[WorkflowContext], config
             "trade_date": trade_date, "trade_timestamp": as_of.isoformat(), "resolutions": resolutions}
 
 
-def _request(ctx: WorkflowContext, text: str) -> DecisionRequest:
+def _request(ctx: WorkflowContext, text: str) -> tuple[DecisionRequest, int]:
+    """The request, and the tokens the light model spent reading it from free text (0 for the grammar)."""
     try:
-        return parse_request(text)
+        return parse_request(text), 0
     except DecisionGrammarError:
         model = ctx.light_llm or ctx.llm
         if model is None or text.split(" ", 1)[0].lower().lstrip("/") == "analyze":
             raise
+    prompt = [SystemMessage(EXTRACT_PROMPT), HumanMessage(text)]
     try:
-        answer = invoke_json(model, [SystemMessage(EXTRACT_PROMPT), HumanMessage(text)], "command")
+        reply = model.invoke(prompt)
+        answer = parse_json_answer(message_text(reply), "command")
     except MODEL_FAILURES as exc:
         raise DecisionGrammarError(f"{describe_model_failure(exc)}; write the request as the grammar") from None
     if not answer.get("command"):
         raise DecisionGrammarError(str(answer.get("reply") or "name the stock, e.g. `analyze 600519.SH`"))
-    return parse_request(str(answer["command"]))
+    return parse_request(str(answer["command"])), tokens_of(prompt, reply)
 
 
 def is_replay(ctx: WorkflowContext) -> bool:
