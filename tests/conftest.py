@@ -12,6 +12,7 @@ import psycopg
 import pytest
 from sqlalchemy import Engine
 
+from tests.fakes.chat import ScriptedModels
 from tools.sandbox import Sandbox
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
@@ -94,3 +95,11 @@ def engine(db_url: str) -> Iterator[Engine]:
     upgrade(engine)
     yield engine
     engine.dispose()
+
+
+@pytest.fixture
+def models() -> Iterator[ScriptedModels]:
+    """Scripted chat models for one test; at its end none may have run out or kept unused answers."""
+    made = ScriptedModels()
+    yield made
+    made.check()

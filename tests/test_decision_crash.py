@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +43,6 @@ DEADLINE = 120.0  # seconds for the child to reach the bear's turn (imports and 
 @pytest.fixture(scope="module")
 def provider() -> SampleProvider:
     return SampleProvider()
-
-
-@pytest.fixture
-def models() -> Iterator[ScriptedModels]:
-    made = ScriptedModels()
-    yield made
-    made.check()
 
 
 def _wait(condition: Callable[[], bool], what: str, child: subprocess.Popen[bytes], log: Path) -> None:

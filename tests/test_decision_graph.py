@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -35,13 +34,6 @@ SUMMARY_CALLS = 4  # each analyst's first post-close summary of a day (tools.ana
 @pytest.fixture(scope="module")
 def provider() -> SampleProvider:
     return SampleProvider()
-
-
-@pytest.fixture
-def models() -> Iterator[ScriptedModels]:
-    made = ScriptedModels()
-    yield made
-    made.check()
 
 
 def _light(models: ScriptedModels, calls: int = SUMMARY_CALLS) -> ScriptedChatModel:

@@ -4,10 +4,8 @@ the one worked out by hand below from the sample's closes and the paper account'
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from decimal import Decimal
 
-import pytest
 from sqlalchemy import Engine
 
 from graphs.decision.graph import build_decision_graph
@@ -34,13 +32,6 @@ CASH_HOLDING = Decimal("832954.91")
 # sell 100 at 1,633.99: value 163,399.00, commission 40.85, stamp duty 0.1% 163.40, transfer fee 3.27
 # → cash 832,954.91 + 163,399.00 − 207.52 = 996,146.39
 CASH_AFTER = Decimal("996146.39")
-
-
-@pytest.fixture
-def models() -> Iterator[ScriptedModels]:
-    made = ScriptedModels()
-    yield made
-    made.check()
 
 
 def _rating(index: int) -> str:

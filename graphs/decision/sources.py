@@ -23,16 +23,24 @@ def posts_of(ctx: WorkflowContext) -> NewsSource:
     return ctx.posts or NoNews(NO_POSTS)
 
 
+NO_DATA = "no_data"
+
+
+def no_data(why: str) -> dict[str, str]:
+    """The explicit answer of a tool whose source is not configured or has nothing."""
+    return {NO_DATA: f"no data: {why}; do not estimate"}
+
+
 def fundamentals_output(result: SourceResult) -> dict[str, Any]:
     """A fundamentals answer as a tool output: its rows with their units, or the explicit no-data gap."""
     if result.gap or not result.rows:
-        return {"no_data": f"no data: {result.gap or 'no rows'}; do not estimate"}
+        return no_data(result.gap or "no rows")
     return {"dataset": result.dataset, "units": result.units, "rows": result.rows}
 
 
 def news_output(result: NewsResult, limit_chars: int = 400) -> dict[str, Any]:
     if result.gap or not result.items:
-        return {"no_data": f"no data: {result.gap or 'no items'}; do not estimate"}
+        return no_data(result.gap or "no items")
     items = [{"datetime": i.datetime, "title": i.title, "content": i.content[:limit_chars], "source": i.source}
              for i in result.items]
     return {"items": items, "notes": list(result.notes)}

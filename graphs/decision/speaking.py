@@ -14,7 +14,8 @@ from graphs.context import WorkflowContext
 from graphs.decision.budget import budget_note, over_budget, tokens_of
 from graphs.decision.grammar import ANALYSTS
 from graphs.decision.state import DebateState
-from graphs.llm import MODEL_FAILURES, describe_model_failure
+from graphs.decision.verdict import verdict_numbers
+from graphs.llm import MODEL_FAILURES, ModelAnswerError, describe_model_failure, parse_json_answer
 from graphs.progress import report_progress
 
 
@@ -65,3 +66,17 @@ def make_speaker(role: str, prompt: str, stage: str) -> Callable[..., dict[str, 
                 "tokens": tokens}
 
     return speaker_node
+
+
+def ask_judge(ctx: WorkflowContext, state: DebateState, prompt: str, who: str, what: str,
+              read: Callable[[dict[str, Any]], dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """A judge's call: (its verdict read by `read`, the update), or (None, the update saying why it stopped)."""
+    answer, tokens, stopped = ask(ctx, state, prompt, who)
+    if answer is None:
+        return None, {"stopped": stopped, "tokens": tokens}
+    try:
+        verdict = read(parse_json_answer(message_text(answer), what))
+    except ModelAnswerError as exc:
+        return None, {"stopped": f"stopped at {who}: its answer could not be used ({exc})", "tokens": tokens}
+    report_progress(who.removeprefix("the "), verdict["rating"])
+    return verdict, {"tokens": tokens, "evidence": [*state.get("evidence", []), *verdict_numbers(verdict)]}

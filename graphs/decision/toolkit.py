@@ -12,11 +12,18 @@ from typing import Any
 from langchain_core.tools import StructuredTool
 
 from graphs.context import WorkflowContext
-from graphs.decision.sources import as_of_time, fundamentals_of, fundamentals_output, news_of, news_output, posts_of
+from graphs.decision.sources import (
+    NO_DATA,
+    as_of_time,
+    fundamentals_of,
+    fundamentals_output,
+    news_of,
+    news_output,
+    no_data,
+    posts_of,
+)
 from tools.data.news import score_sentiment
 from tools.market_snapshot import market_snapshot
-
-NO_DATA = "no_data"
 
 
 @dataclass(frozen=True)
@@ -26,10 +33,6 @@ class ToolRun:
     text: str
     output: Any
     gap: str | None
-
-
-def no_data(why: str) -> dict[str, str]:
-    return {NO_DATA: f"no data: {why}; do not estimate"}
 
 
 def _run(output: dict[str, Any]) -> ToolRun:
@@ -101,7 +104,7 @@ def _sentiment_tools(ctx: WorkflowContext, request: dict[str, Any]) -> dict[str,
         found = [news_of(ctx).news(code, as_of, days), posts_of(ctx).news(code, as_of, days)]
         items = [item for result in found for item in result.items]
         if not items:
-            return {"no_data": "no data: " + "; ".join(r.gap or "no items" for r in found) + "; do not estimate"}
+            return no_data("; ".join(r.gap or "no items" for r in found))
         summary = score_sentiment(items)
         return {"items": len(items), "positive": summary.positive, "negative": summary.negative,
                 "neutral": summary.neutral, "score": round(summary.score, 4), "method": summary.method,

@@ -40,13 +40,14 @@ def replay_node(state: DecisionState, runtime: Runtime[WorkflowContext], config:
     ledger = ReplayLedger(ctx.paper.starting_cash, ctx.paper.rates)
     desk = build_decision_graph(replay=True)
     steps: list[dict[str, Any]] = []
+    closes: dict[str, Decimal] = {}  # the stock's close on each date decided
     spent, stopped = 0, None
     for number, date in enumerate(dates, 1):
         left = ctx.replay_token_budget - spent
         if left <= 0:
             stopped = f"stopped before {date}: the replay's token budget of {ctx.replay_token_budget:,} is spent"
             break
-        close = price_of(price_bars(ctx.provider, code, date, 1)["close"].iloc[-1])
+        close = closes[date] = price_of(price_bars(ctx.provider, code, date, 1)["close"].iloc[-1])
         broker = ReplayBroker(ledger, account, date, {code: close})
         inner = dataclasses.replace(ctx, desk_namespace=namespace, broker=lambda name, by, b=broker: b,
                                     decision_token_budget=min(ctx.decision_token_budget, left))
@@ -65,7 +66,7 @@ def replay_node(state: DecisionState, runtime: Runtime[WorkflowContext], config:
     resolved = resolve_due(ctx.engine, ctx.provider, namespace=namespace, as_of_date=str(ctx.provider.last_date()),
                            horizon=HORIZON_DAYS)
     hits = [r.hit for r in resolved if r.hit is not None]
-    benchmark = _buy_and_hold(ctx, code, [d for d, _ in ledger.marks])
+    benchmark = _buy_and_hold(ctx, code, closes)
     result = {"kind": "replay", "request": request, "namespace": namespace, "account": account, "steps": steps,
               "equity": [(d, str(e)) for d, e in ledger.marks], "benchmark": [(d, str(v)) for d, v in benchmark],
               "starting_cash": str(ledger.starting_cash), "fills": len(ledger.fills), "tokens": spent,
@@ -87,12 +88,12 @@ def _step(date: str, result: dict[str, Any], equity: Decimal, reply: str | None)
             "tokens": int(result.get("tokens") or 0)}
 
 
-def _buy_and_hold(ctx: WorkflowContext, code: str, dates: list[str]) -> list[tuple[str, Decimal]]:
-    """Buying as many whole lots as the starting cash allows at the first date's close (fees paid), then holding."""
-    if not dates:
+def _buy_and_hold(ctx: WorkflowContext, code: str, closes: dict[str, Decimal]) -> list[tuple[str, Decimal]]:
+    """Buying as many whole lots as the starting cash allows at the first date's close (fees paid), then holding,
+    marked at the `closes` of the dates decided."""
+    if not closes:
         return []
-    cash = ctx.paper.starting_cash
-    closes = {d: price_of(price_bars(ctx.provider, code, d, 1)["close"].iloc[-1]) for d in dates}
+    dates, cash = list(closes), ctx.paper.starting_cash
     try:
         lot = lot_rule(code, day(dates[0]))
     except OrderRuleError:

@@ -7,13 +7,10 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from graphs.common import message_text
 from graphs.context import WorkflowContext
-from graphs.decision.speaking import ask
+from graphs.decision.speaking import ask_judge
 from graphs.decision.state import DebateState
-from graphs.decision.verdict import risk_verdict, verdict_numbers
-from graphs.llm import ModelAnswerError, parse_json_answer
-from graphs.progress import report_progress
+from graphs.decision.verdict import risk_verdict
 
 PROMPT = """[role: risk manager]
 You judge the risk review of the research manager's plan (aggressive, conservative and neutral voices) and make the
@@ -27,14 +24,9 @@ Answer with ONE JSON object and nothing else:
 
 
 def risk_judge_node(state: DebateState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
-    answer, tokens, stopped = ask(runtime.context, state, PROMPT, "the risk manager")
-    if answer is None:
-        return {"stopped": stopped, "tokens": tokens}
-    try:
-        verdict = risk_verdict(parse_json_answer(message_text(answer), "trade decision"))
-    except ModelAnswerError as exc:
-        return {"stopped": f"stopped at the risk manager: its answer could not be used ({exc})", "tokens": tokens}
-    report_progress("risk manager", verdict["rating"])
+    verdict, update = ask_judge(runtime.context, state, PROMPT, "the risk manager", "trade decision", risk_verdict)
+    if verdict is None:
+        return update
     text = "\n".join([verdict["final_trade_decision"], *verdict["risks"]])
-    return {"final_trade_decision": verdict["final_trade_decision"], "risk_summary": verdict, "tokens": tokens,
-            "judge_text": text, "evidence": [*state.get("evidence", []), *verdict_numbers(verdict)]}
+    return {**update, "final_trade_decision": verdict["final_trade_decision"], "risk_summary": verdict,
+            "judge_text": text}
