@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from sqlalchemy.exc import ArgumentError, OperationalError
 
@@ -40,6 +41,16 @@ def _parser() -> argparse.ArgumentParser:
     worker = sub.add_parser("worker", help="run jobs from the PostgreSQL job queue (any number of hosts)")
     worker.add_argument("--concurrency", type=_positive, default=None,
                         help="jobs this process runs at once (default QUANTDESK_JOB_CONCURRENCY)")
+    evaluate = sub.add_parser("eval", help="measure a workflow against the configured model on a dataset of requests")
+    evaluate.add_argument("workflow", nargs="?", help="signal, factor, rule or analyze")
+    evaluate.add_argument("--dataset", type=Path, help="a dataset JSON file (default: the workflow's shipped one)")
+    evaluate.add_argument("--model", help="the main model to evaluate (default QUANTDESK_MODEL)")
+    evaluate.add_argument("--light-model", help="the light model (default QUANTDESK_LIGHT_MODEL)")
+    evaluate.add_argument("--judge-model", help="the LLM judge's model (default QUANTDESK_MODEL, whatever --model)")
+    evaluate.add_argument("--repeat", type=_positive, default=1, help="runs of the whole dataset (mean and spread)")
+    evaluate.add_argument("--out", type=Path, help="where the JSON and CSV go (default QUANTDESK_DATA_DIR/evals)")
+    evaluate.add_argument("--compare", nargs=2, type=Path, metavar=("A.json", "B.json"),
+                          help="print two reports side by side instead of running")
     db = sub.add_parser("db", help="database maintenance")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     db_sub.add_parser("upgrade", help="apply migrations to DATABASE_URL")
@@ -65,11 +76,28 @@ def _worker(settings: Settings, concurrency: int | None) -> int:
     return 0
 
 
+def _eval(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.evaluation.command import EvalError, run_compare, run_eval
+
+    try:
+        if args.compare:
+            return run_compare(*args.compare)
+        if not args.workflow:
+            raise EvalError("name a workflow (quantdesk eval factor) or give --compare A.json B.json")
+        return run_eval(settings, args.workflow, args.dataset, args.model, args.light_model, args.judge_model,
+                        args.repeat, args.out)
+    except EvalError as exc:
+        print(f"quantdesk eval: {exc}", file=sys.stderr)
+        return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     settings = get_settings()
     configure_logging(settings.log_level)
     try:
+        if args.command == "eval":
+            return _eval(args, settings)
         if args.command == "db":
             url = settings.database_url_value
             revision = upgrade(make_engine(url))

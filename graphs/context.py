@@ -59,8 +59,9 @@ AUTH_USER = "langgraph_auth_user_id"  # what LangGraph Agent Server puts in conf
 def decider(config: RunnableConfig) -> str | None:
     """Who made the decision this run resumes with: the adapter puts it in `configurable.user` (Slack user,
     console user), never inside the decision itself. Under LangGraph Agent Server (Studio, the SDK) only the
-    server's authenticated identity counts, never a name the caller typed: `langgraph dev` authenticates nobody,
-    so there nobody is anyone and order approvals are refused."""
+    server's authenticated identity counts (the Slack user id `langgraph.json`'s auth handler maps the caller's
+    token to), never a name the caller typed; a server without an auth handler authenticates nobody, so there
+    nobody is anyone and order approvals are refused."""
     configurable = config.get("configurable", {})
     if AUTH_USER in configurable:
         return configurable[AUTH_USER] or None

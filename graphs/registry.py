@@ -7,13 +7,16 @@ from graphs.decision.commands import decisions_command
 from graphs.decision.grammar import USAGE as ANALYZE_USAGE
 from graphs.decision.grammar import starts_request as analyze_starts
 from graphs.decision.graph import build_decision_graph
+from graphs.decision.measures import measure_decision
 from graphs.decision.present import present_decision
 from graphs.execution.commands import SUBCOMMANDS as RULE_SUBCOMMANDS
 from graphs.execution.graph import build_execution_graph
+from graphs.execution.measures import measure_rule_run
 from graphs.execution.nodes.load import USAGE as RULE_RUN_USAGE
 from graphs.execution.present import present_rule_run
 from graphs.factor.graph import build_factor_graph
 from graphs.factor.library import FACTORS
+from graphs.factor.measures import measure_factor
 from graphs.factor.present import factor_list, factor_show, present_factor
 from graphs.factor.spec import looks_structured as factor_structured
 from graphs.factor.spec import starts_request as factor_starts
@@ -27,6 +30,7 @@ from graphs.signal.grammar import looks_structured as signal_structured
 from graphs.signal.grammar import starts_request as signal_starts
 from graphs.signal.graph import build_signal_graph
 from graphs.signal.library import STRATEGIES
+from graphs.signal.measures import measure_signal
 from graphs.signal.present import present_signal
 from graphs.workflow import Subcommand, Workflow
 
@@ -38,7 +42,7 @@ SIGNAL = Workflow(
     notes=("strategies: " + ", ".join(STRATEGIES),
            "momentum's top/bottom are fractions of the codes (top=0.3 = the best 30%)"),
     starts_request=signal_starts, looks_structured=signal_structured, build=build_signal_graph,
-    present=present_signal,
+    present=present_signal, measure=measure_signal,
 )
 
 FACTOR = Workflow(
@@ -55,6 +59,7 @@ FACTOR = Workflow(
                                     lambda call: factor_list(call.context.engine, call.args)),
                  "show": Subcommand("factor show NAME", "one factor: versions, reviewer, metrics, code",
                                     lambda call: factor_show(call.context.engine, call.args))},
+    measure=measure_factor,
 )
 
 ORDER = Workflow(
@@ -80,6 +85,7 @@ RULE = Workflow(
     looks_structured=lambda text: False,
     build=build_execution_graph, present=present_rule_run,
     subcommands={name: Subcommand(usage, summary, run) for name, (usage, summary, run) in RULE_SUBCOMMANDS.items()},
+    measure=measure_rule_run,
 )
 
 ANALYZE = Workflow(
@@ -92,7 +98,7 @@ ANALYZE = Workflow(
            "depth 1-5 sets the debate rounds; without an LLM you get the indicator and fundamentals tables",
            "figures the agents write that no tool returned are flagged on the card"),
     starts_request=analyze_starts, looks_structured=lambda text: False, build=build_decision_graph,
-    present=present_decision,
+    present=present_decision, measure=measure_decision,
 )
 
 WORKFLOWS: dict[str, Workflow] = {w.name: w for w in (SIGNAL, FACTOR, ORDER, RULE, ANALYZE)}

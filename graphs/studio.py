@@ -8,10 +8,11 @@ schema: LangGraph builds one from that dict, and it carries the process's `Workf
 settings (`QUANTDESK_*`, `DATABASE_URL`, `.env`), whatever the dict holds.
 
 Who decided: under the server, `graphs.context.decider` reads only the server's authenticated identity
-(`configurable.langgraph_auth_user_id`), never `configurable.user`, which a caller can set to any name.
-`langgraph dev` authenticates nobody, so there decisions carry no decider: code reviews are recorded without a
-reviewer, and order approvals are refused and recorded (`graphs/order/nodes/authorize.py`); reject works.
-Approving orders from Studio needs an auth handler in `langgraph.json` whose identities are Slack user ids."""
+(`configurable.langgraph_auth_user_id`), never `configurable.user`, which a caller can set to any name. The auth
+handler `langgraph.json` names (`bot/studio_auth.py`) maps each caller's bearer token to a Slack user id, so the
+order policy node (`graphs/order/nodes/authorize.py`) checks it against the traders as for Slack: a non-trader's
+approval is refused and recorded; reject works. A server without that handler authenticates nobody: its
+decisions carry no decider and every order approval is refused."""
 
 from __future__ import annotations
 

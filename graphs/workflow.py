@@ -9,6 +9,7 @@ from typing import Any
 from langgraph.graph.state import CompiledStateGraph
 
 from graphs.context import WorkflowContext
+from graphs.measures import Measures, RunRecord
 from graphs.views import View
 
 
@@ -52,6 +53,7 @@ class Workflow:
     build: Callable[..., CompiledStateGraph]  # build(checkpointer=...) -> the compiled subgraph
     present: Callable[[dict[str, Any]], View]  # a finished run's result as a view
     subcommands: dict[str, Subcommand] = field(default_factory=dict)
+    measure: Callable[[RunRecord], Measures] | None = None  # what `quantdesk eval` measures of a run (None: no eval)
 
     def subcommand(self, words: list[str]) -> Subcommand | None:
         """The subcommand `words` call (`factor list` → list), if any."""

@@ -1,8 +1,9 @@
 """The graphs `langgraph.json` serves (graphs/studio.py), driven the way LangGraph Agent Server drives them: the
 factory's graph gets the server's checkpointer attached (`graph.copy(update={"checkpointer": ...})`, as
 langgraph_api.graph.get_graph does) and every run a JSON dict as its context (the caller's configurable mirrored).
-Then the same through a real `langgraph dev` on loopback and langgraph-sdk. Sample data, embedded SQLite in a
-temporary data dir, no model."""
+Then the same through a real `langgraph dev` on loopback and langgraph-sdk, behind the auth handler
+`langgraph.json` names (bot/studio_auth.py): bearer tokens mapped to Slack user ids, one a trader and one not. Sample
+data, embedded SQLite in a temporary data dir, no model."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,20 +29,26 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
-from sqlalchemy import select
+from langgraph_sdk import Auth
+from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
+from bot import studio_auth
 from graphs import studio
 from graphs.registry import WORKFLOWS
 from tools.settings import get_settings
 from tools.storage.broker_records import OrderEvent
+from tools.storage.db import make_engine
 
 ROOT = Path(__file__).resolve().parents[1]
 TRADER = "UTRADER"
+VIEWER = "UVIEWER"  # has a Studio token, is not a trader
+TOKENS = {TRADER: "trader-" + "t" * 40, VIEWER: "viewer-" + "v" * 40}
 SIGNAL = "signal ma_cross 000001.SZ 20200101 20200630"
 ORDER = "order 600519.SH buy 100"
 ENV = {"QUANTDESK_DATA_PROVIDER": "sample", "QUANTDESK_TRADERS": TRADER, "QUANTDESK_SANDBOX_WORKERS": "1",
-       "LANGSMITH_TRACING": "false"}
+       "LANGSMITH_TRACING": "false",
+       "QUANTDESK_STUDIO_TOKENS": ",".join(f"{user}:{studio_auth.token_digest(t)}" for user, t in TOKENS.items())}
 UNSET = ("DATABASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "TUSHARE_TOKEN", "QUANTDESK_LOCAL_DATA",
          "LANGSMITH_API_KEY", "LANGCHAIN_API_KEY", "LANGCHAIN_TRACING_V2", "LANGGRAPH_CLOUD_LICENSE_KEY")
 
@@ -83,9 +91,9 @@ class ServedThread:
         return list(self.graph.get_state({"configurable": {"thread_id": self.thread}}).interrupts)
 
 
-def _events(thread: str) -> list[tuple[str, str | None]]:
+def _events(thread: str, engine: Engine | None = None) -> list[tuple[str, str | None]]:
     """The order audit trail of the thread's orders (their client order ids start with the thread id)."""
-    with Session(studio.server_context().engine) as session:
+    with Session(engine or studio.server_context().engine) as session:
         rows = session.scalars(select(OrderEvent).where(OrderEvent.client_order_id.startswith(f"{thread}:"))
                                .order_by(OrderEvent.id))
         return [(row.event, row.actor) for row in rows]
@@ -96,6 +104,8 @@ def test_langgraph_json_serves_every_workflow_and_the_router_from_the_factories(
     assert config["graphs"] == {"quantdesk": "graphs.studio:main",
                                 **{name: f"graphs.studio:{name}" for name in WORKFLOWS}}
     assert config["dependencies"] == ["."] and config["python_version"] == "3.11"
+    # every request goes through bot/studio_auth.py, Studio's too (no LangSmith bypass under `langgraph dev`)
+    assert config["auth"] == {"path": "bot.studio_auth:auth", "disable_studio_auth": True}
 
 
 @pytest.mark.parametrize("name", ["main", *WORKFLOWS])
@@ -155,6 +165,43 @@ def test_a_factor_request_reaches_its_code_review(data_dir: Path) -> None:
     assert out["__interrupt__"][0].value["type"] == "code_review"
 
 
+# --- the auth handler langgraph.json names (bot/studio_auth.py) ---------------------------------------------------
+
+
+def test_tokens_map_to_slack_users_by_their_hashes() -> None:
+    configured = studio_auth.token_users(ENV["QUANTDESK_STUDIO_TOKENS"])
+    assert studio_auth.user_for(f"Bearer {TOKENS[TRADER]}", configured) == TRADER
+    assert studio_auth.user_for(f"bearer  {TOKENS[VIEWER]} ", configured) == VIEWER
+    for header in (None, "", TOKENS[TRADER], f"Basic {TOKENS[TRADER]}", f"Bearer {TOKENS[TRADER]}x",
+                   "Bearer " + TOKENS[TRADER][:20]):
+        assert studio_auth.user_for(header, configured) is None
+    short = "s" * 20  # below the floor even when its hash is configured
+    assert studio_auth.user_for(f"Bearer {short}", ((studio_auth.token_digest(short), VIEWER),)) is None
+
+
+@pytest.mark.parametrize("raw", [f"{TRADER}:{TOKENS[TRADER]}", f"{TRADER}={'a' * 64}", f"U 1:{'a' * 64}",
+                                 f"{TRADER}:{'a' * 64},{VIEWER}:{'A' * 64}"])
+def test_malformed_token_settings_are_refused_without_echoing_them(raw: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        studio_auth.token_users(raw)
+    assert TOKENS[TRADER] not in str(caught.value) and "a" * 64 not in str(caught.value).lower()
+
+
+def test_authenticate_answers_401_without_a_configured_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QUANTDESK_STUDIO_TOKENS", ENV["QUANTDESK_STUDIO_TOKENS"])
+    get_settings.cache_clear()
+    try:
+        user = asyncio.run(studio_auth.authenticate(f"Bearer {TOKENS[TRADER]}"))
+        assert user == {"identity": TRADER, "display_name": TRADER}
+        monkeypatch.delenv("QUANTDESK_STUDIO_TOKENS")
+        get_settings.cache_clear()
+        with pytest.raises(Auth.exceptions.HTTPException) as caught:  # nobody configured: nobody gets in
+            asyncio.run(studio_auth.authenticate(f"Bearer {TOKENS[TRADER]}"))
+        assert caught.value.status_code == 401
+    finally:
+        get_settings.cache_clear()
+
+
 # --- a real `langgraph dev` on loopback -------------------------------------------------------------------------
 
 
@@ -164,40 +211,61 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture
-def dev_server(tmp_path: Path) -> Iterator[str]:
-    """`langgraph dev` on 127.0.0.1 in a temporary copy of the project's langgraph.json: nothing leaves the machine
-    (no tracing, analytics, version check or browser), its data dir and the server's own files are temporary."""
+@dataclass
+class DevServer:
+    url: str
+    port: int
+    args: list[str]  # its command line
+    engine: Engine  # the server's own database (its QUANTDESK_DATA_DIR), for the order audit trail
+
+    def client(self, user: str | None) -> Any:
+        """A langgraph-sdk client sending `user`'s bearer token (None: no Authorization header)."""
+        from langgraph_sdk import get_sync_client
+
+        headers = {"Authorization": f"Bearer {TOKENS[user]}"} if user else None
+        return get_sync_client(url=self.url, headers=headers)
+
+
+@pytest.fixture(scope="module")
+def dev_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    """`langgraph dev` on 127.0.0.1 in a temporary copy of the project's langgraph.json, one for the module:
+    nothing leaves the machine (no tracing, analytics, version check or browser), its data dir and the server's
+    own files are temporary; the trader and the viewer have tokens."""
     cli = shutil.which("langgraph", path=str(Path(sys.executable).parent)) or shutil.which("langgraph")
     if cli is None:
         message = 'langgraph-cli is not installed: pip install -e ".[test]" (it brings langgraph-cli[inmem])'
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(message)
         pytest.skip(message)
-    shutil.copy(ROOT / "langgraph.json", tmp_path / "langgraph.json")
+    home = tmp_path_factory.mktemp("dev")
+    shutil.copy(ROOT / "langgraph.json", home / "langgraph.json")
     env = {k: v for k, v in os.environ.items() if k not in UNSET}
-    env.update(ENV, QUANTDESK_DATA_DIR=str(tmp_path / "data"), PYTHONPATH=str(ROOT), LANGGRAPH_CLI_NO_ANALYTICS="1",
+    env.update(ENV, QUANTDESK_DATA_DIR=str(home / "data"), PYTHONPATH=str(ROOT), LANGGRAPH_CLI_NO_ANALYTICS="1",
                LANGGRAPH_NO_VERSION_CHECK="true")
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
-    log = (tmp_path / "server.log").open("w")
-    server = subprocess.Popen([cli, "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port)],
-                              cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+    args = [cli, "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port)]
+    log = (home / "server.log").open("w")
+    server = subprocess.Popen(args, cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT)
+    engine = None
     try:
         deadline = time.monotonic() + 90
         while True:
             if server.poll() is not None:
-                pytest.fail(f"langgraph dev exited ({server.returncode}):\n{(tmp_path / 'server.log').read_text()}")
+                pytest.fail(f"langgraph dev exited ({server.returncode}):\n{(home / 'server.log').read_text()}")
             try:
                 if httpx.get(f"{url}/ok", timeout=2).status_code == 200:
                     break
             except httpx.TransportError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"langgraph dev did not answer in 90 s:\n{(tmp_path / 'server.log').read_text()}")
+                pytest.fail(f"langgraph dev did not answer in 90 s:\n{(home / 'server.log').read_text()}")
             time.sleep(0.5)
-        yield url
+        engine = make_engine(f"sqlite:///{home / 'data' / 'quantdesk.db'}")
+        yield DevServer(url, port, args, engine)
     finally:
+        if engine is not None:
+            engine.dispose()
         server.terminate()
         try:
             server.wait(timeout=30)
@@ -205,27 +273,85 @@ def dev_server(tmp_path: Path) -> Iterator[str]:
             server.kill()
             server.wait()
         log.close()
+    served = (home / "server.log").read_text()  # every request the module's tests made, refused ones too
+    assert not [t for t in TOKENS.values() if t in served], "a bearer token reached the server's log"
 
 
-def test_langgraph_dev_serves_the_order_graph_and_refuses_unauthenticated_approvals(dev_server: str) -> None:
-    from langgraph_sdk import get_sync_client
+def _listening(port: int) -> set[str]:
+    """The local addresses (hex, as /proc/net shows them) of the sockets listening on `port`."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, _, hex_port = local.partition(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                found.add(address)
+    return found
 
-    client = get_sync_client(url=dev_server)
-    assert {a["graph_id"] for a in client.assistants.search()} == {"quantdesk", *WORKFLOWS}
+
+def test_langgraph_dev_listens_on_loopback_only(dev_server: DevServer) -> None:
+    assert dev_server.args[dev_server.args.index("--host") + 1] == "127.0.0.1"
+    if not Path("/proc/net/tcp").is_file():
+        pytest.skip("no /proc/net/tcp to read the listening address from")
+    assert _listening(dev_server.port) == {"0100007F"}  # 127.0.0.1, nothing on 0.0.0.0 or IPv6
+
+
+def test_langgraph_dev_refuses_callers_without_a_known_token(dev_server: DevServer) -> None:
+    from langgraph_sdk.errors import AuthenticationError
+
+    for headers in ({}, {"Authorization": "Bearer " + "x" * 40}, {"Authorization": TOKENS[TRADER]},
+                    {"x-auth-scheme": "langsmith"}):  # Studio's LangSmith scheme gets no pass either
+        for method, path in (("POST", "/threads"), ("POST", "/assistants/search")):
+            answer = httpx.request(method, dev_server.url + path, json={}, headers=headers, timeout=10)
+            assert answer.status_code == 401 and TOKENS[TRADER] not in answer.text, (headers, path)
+    with pytest.raises(AuthenticationError):
+        dev_server.client(None).threads.create()
+    assert {a["graph_id"] for a in dev_server.client(VIEWER).assistants.search()} == {"quantdesk", *WORKFLOWS}
+
+
+def _propose(client: Any) -> tuple[str, dict[str, Any]]:
+    """A new thread of `client`'s with an order waiting for approval, and its approval card."""
     thread = client.threads.create()["thread_id"]
     first = client.runs.wait(thread, "order", input={"messages": [{"role": "user", "content": ORDER}]})
     assert first["__interrupt__"][0]["value"]["type"] == "approval"
     (card,) = client.threads.get_state(thread)["interrupts"]
+    return thread, card
 
-    client.runs.wait(thread, "order", command={"resume": {card["id"]: {"type": "approve"}}})
-    (again,) = client.threads.get_state(thread)["interrupts"]  # refused: the resume named nobody
-    assert "a caller who named no user is not a trader" in again["value"]["description"]
 
-    # a name the caller types is not an identity: `langgraph dev` authenticates nobody, so it cannot approve
-    client.runs.wait(thread, "order", command={"resume": {again["id"]: {"type": "approve"}}},
+def test_a_non_traders_approval_is_refused_and_recorded_and_their_thread_is_their_own(dev_server: DevServer,
+                                                                                    ) -> None:
+    from langgraph_sdk.errors import NotFoundError
+
+    viewer, trader = dev_server.client(VIEWER), dev_server.client(TRADER)
+    thread, card = _propose(viewer)
+    # the decider is the token's Slack user; a `configurable.user` the caller types changes nothing
+    viewer.runs.wait(thread, "order", command={"resume": {card["id"]: {"type": "approve"}}},
                      config={"configurable": {"user": TRADER}})
-    (still,) = client.threads.get_state(thread)["interrupts"]
-    assert "a caller who named no user is not a trader" in still["value"]["description"]
-    rejected = client.runs.wait(thread, "order", command={"resume": {still["id"]: {
+    (again,) = viewer.threads.get_state(thread)["interrupts"]
+    assert f"{VIEWER} is not a trader" in again["value"]["description"]
+    assert _events(thread, dev_server.engine) == [("proposed", None), ("refused", VIEWER)]
+
+    # the thread is the viewer's: the trader cannot find, read or resume it
+    assert thread not in {t["thread_id"] for t in trader.threads.search()}
+    for call in (lambda: trader.threads.get(thread), lambda: trader.threads.get_state(thread)):
+        with pytest.raises(NotFoundError):
+            call()
+    with pytest.raises(httpx.HTTPStatusError) as caught:
+        trader.runs.wait(thread, "order", command={"resume": {again["id"]: {"type": "approve"}}})
+    assert caught.value.response.status_code == 404
+    assert _events(thread, dev_server.engine)[-1] == ("refused", VIEWER)
+
+    rejected = viewer.runs.wait(thread, "order", command={"resume": {again["id"]: {
         "type": "reject", "message": "placed from Slack instead"}}})
-    assert rejected["result"]["status"] == "rejected" and client.threads.get_state(thread)["interrupts"] == []
+    assert rejected["result"]["status"] == "rejected" and viewer.threads.get_state(thread)["interrupts"] == []
+    assert _events(thread, dev_server.engine)[-1] == ("rejected", VIEWER)
+
+
+def test_a_traders_approval_fills_and_records_the_trader(dev_server: DevServer) -> None:
+    trader = dev_server.client(TRADER)
+    thread, card = _propose(trader)
+    done = trader.runs.wait(thread, "order", command={"resume": {card["id"]: {"type": "approve"}}})
+    assert done["result"]["status"] == "filled" and done["result"]["decided_by"] == TRADER
+    assert trader.threads.get_state(thread)["interrupts"] == []
+    assert _events(thread, dev_server.engine) == [("proposed", None), ("approved", TRADER), ("submitted", TRADER),
+                                                  ("filled", None)]

@@ -26,6 +26,11 @@ def cut_date(full: pd.DataFrame | pd.Series) -> pd.Timestamp | None:
     return pd.Timestamp(dates[int(len(dates) * CUT_SHARE)])
 
 
+def is_lookahead_problem(text: str) -> bool:
+    """Whether `text` (an error that quotes a problem from `lookahead_problem`) is a failed truncation test."""
+    return "look-ahead" in text or "the data cut at" in text
+
+
 def lookahead_problem(run_cut: Callable[[pd.Timestamp], Any], full: pd.DataFrame | pd.Series,
                       what: str = "the output") -> str | None:
     """Run the code again on inputs cut at a date inside `full` (`run_cut(date)` returns that run's output or

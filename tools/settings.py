@@ -41,6 +41,9 @@ class Settings(BaseSettings):
     model: str = Field(default="gpt-4o", alias="QUANTDESK_MODEL")
     light_model: str = Field(default="gpt-4o-mini", alias="QUANTDESK_LIGHT_MODEL")
     llm_timeout_seconds: float = Field(default=60.0, gt=0, alias="QUANTDESK_LLM_TIMEOUT")
+    # `quantdesk eval`'s price table: MODEL=INPUT/OUTPUT per million tokens, e.g. gpt-4o=2.50/10.00 (one currency)
+    model_prices: Annotated[dict[str, tuple[Decimal, Decimal]], NoDecode] = Field(
+        default_factory=dict, alias="QUANTDESK_MODEL_PRICES")
 
     # Slack
     slack_bot_token: SecretStr | None = Field(default=None, alias="SLACK_BOT_TOKEN")
@@ -48,6 +51,8 @@ class Settings(BaseSettings):
     slack_signing_secret: SecretStr | None = Field(default=None, alias="SLACK_SIGNING_SECRET")
     slack_api_url: str = Field(default="https://slack.com/api/", alias="SLACK_API_URL")
     approvers: Annotated[frozenset[str], NoDecode] = Field(default=frozenset(), alias="QUANTDESK_APPROVERS")
+    # LangGraph Studio / Agent Server callers (bot/studio_auth.py): "SLACK_USER_ID:SHA256_HEX,..." (token hashes)
+    studio_tokens: SecretStr | None = Field(default=None, alias="QUANTDESK_STUDIO_TOKENS")
 
     # sandbox
     sandbox_require_full: bool = Field(default=False, alias="QUANTDESK_SANDBOX_REQUIRE_FULL")
@@ -117,6 +122,26 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return frozenset(part.strip() for part in value.split(",") if part.strip())
         return value
+
+    @field_validator("model_prices", mode="before")
+    @classmethod
+    def _price_table(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        table: dict[str, tuple[Decimal, Decimal]] = {}
+        for entry in filter(None, (part.strip() for part in value.split(","))):
+            name, _, prices = entry.partition("=")
+            given, _, taken = prices.partition("/")
+            try:
+                price_in, price_out = Decimal(given.strip()), Decimal(taken.strip())
+            except ArithmeticError:
+                raise ValueError(f"{entry!r} is not MODEL=INPUT/OUTPUT (prices per million tokens, e.g. "
+                                 "gpt-4o=2.50/10.00)") from None
+            finite = price_in.is_finite() and price_out.is_finite()
+            if not name.strip() or not finite or price_in < 0 or price_out < 0:
+                raise ValueError(f"{entry!r} is not MODEL=INPUT/OUTPUT with two prices of zero or more")
+            table[name.strip()] = (price_in, price_out)
+        return table
 
     @field_validator("data_dir", "local_data_path", "fundamentals_dir", "news_dir", mode="after")
     @classmethod

@@ -1,0 +1,82 @@
+"""`quantdesk eval WORKFLOW [--dataset FILE] [--model M] [--repeat N]` and `quantdesk eval --compare A B`."""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bot.evaluation import output
+from bot.evaluation.dataset import Dataset, DatasetError, default_dataset, load_dataset
+from bot.evaluation.meter import Meter
+from bot.evaluation.run_case import CaseRun, run_case
+from bot.evaluation.summary import summarize
+from graphs.llm import get_llm
+from graphs.registry import WORKFLOWS
+from tools.settings import Settings
+
+NO_MODEL = ("`quantdesk eval` runs the workflows against a real model: set OPENAI_API_KEY (and OPENAI_BASE_URL for "
+            "another OpenAI-compatible endpoint)")
+
+
+class EvalError(ValueError):
+    """The evaluation cannot run as asked; the message says why."""
+
+
+def evaluable() -> list[str]:
+    return [name for name, workflow in WORKFLOWS.items() if workflow.measure is not None]
+
+
+def run_eval(settings: Settings, workflow_name: str, dataset_path: Path | None, model: str | None,
+             light_model: str | None, judge_model: str | None, repeat: int, out_dir: Path | None) -> int:
+    workflow = WORKFLOWS.get(workflow_name)
+    if workflow is None or workflow.measure is None:
+        raise EvalError(f"{workflow_name!r} has no evaluation; evaluable workflows: {', '.join(evaluable())}")
+    if not settings.llm_configured:
+        raise EvalError(NO_MODEL)
+    try:
+        dataset = load_dataset(dataset_path or default_dataset(workflow.name), workflow.name)
+    except DatasetError as exc:
+        raise EvalError(str(exc)) from None
+    judge_name = judge_model or settings.model  # the configured model judges, whichever model is evaluated
+    settings = settings.model_copy(update={"model": model or settings.model,
+                                           "light_model": light_model or settings.light_model})
+    judge_meter = Meter()
+    judge = get_llm(settings.model_copy(update={"model": judge_name}))
+    if judge is not None:
+        judge.callbacks = [judge_meter]
+    started, clock = datetime.now(UTC), time.monotonic()
+    runs = _run_all(workflow.name, dataset, settings, repeat, judge, judge_meter)
+    figures, distributions = summarize(runs)
+    meta = {"workflow": workflow.name, "model": settings.model, "light_model": settings.light_model,
+            "judge_model": judge_name, "endpoint": settings.openai_base_url or "https://api.openai.com/v1",
+            "dataset": str(dataset.path), "cases": len(dataset.cases), "repeat": repeat,
+            "started_at": started.isoformat(timespec="seconds"), "seconds": round(time.monotonic() - clock, 3)}
+    body = output.report(meta, figures, distributions, runs)
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{workflow.name}-{settings.model}-{started:%Y%m%dT%H%M%S}")
+    json_path, csv_path = output.write(body, out_dir or settings.data_dir / "evals", stem)
+    print(output.table(body))
+    print(f"report: {json_path}\nruns:   {csv_path}")
+    return 0
+
+
+def _run_all(name: str, dataset: Dataset, settings: Settings, repeat: int, judge: object,
+             judge_meter: Meter) -> list[CaseRun]:
+    workflow, runs, total = WORKFLOWS[name], [], len(dataset.cases) * repeat
+    for r in range(1, repeat + 1):
+        for case in dataset.cases:
+            run = run_case(workflow, case, r, settings, judge, judge_meter)  # type: ignore[arg-type]
+            runs.append(run)
+            print(f"[{len(runs)}/{total}] {case.id} (repeat {r}): {run.outcome}; {run.model_calls} model call(s), "
+                  f"{run.tokens:,} tokens, {run.seconds:.1f} s", file=sys.stderr, flush=True)
+    return runs
+
+
+def run_compare(a: Path, b: Path) -> int:
+    try:
+        print(output.compare(output.load(a), output.load(b), (str(a), str(b))))
+    except output.ReportError as exc:
+        raise EvalError(str(exc)) from None
+    return 0

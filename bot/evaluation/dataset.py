@@ -1,0 +1,90 @@
+"""Evaluation datasets: JSON files of requests for one workflow. The shipped ones live in `datasets/`.
+
+    {"workflow": "factor",
+     "cases": [{"id": "reversal_10d", "request": "Build me a 10-day reversal factor ...",
+                "setup": ["rule add 600519.SH \\"buy when ...\\" kind=words"],
+                "answers": ["approve", "reject", {"respond": "use 20190301 to 20200601"}]}]}
+
+`setup` holds commands run first, in a database of the case's own (so `rule run 1` is the rule the setup added);
+`answers` answer the run's interrupts in order; past them a code review or an order is approved when it can be
+and rejected otherwise, and a question ends the run."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DATASETS = Path(__file__).with_name("datasets")
+KEYWORDS = ("approve", "reject")
+
+
+class DatasetError(ValueError):
+    """A dataset file that cannot be used; the message names the file and the case."""
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    request: str
+    setup: tuple[str, ...] = ()
+    answers: tuple[dict[str, Any], ...] = ()  # HITL decisions, in interrupt order
+
+
+@dataclass(frozen=True)
+class Dataset:
+    workflow: str
+    path: Path
+    cases: tuple[Case, ...]
+
+
+def default_dataset(workflow: str) -> Path:
+    return DATASETS / f"{workflow}.json"
+
+
+def load_dataset(path: Path, workflow: str) -> Dataset:
+    """The dataset at `path`, checked: it is for `workflow`, every case has a unique id and a request."""
+    try:
+        body = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DatasetError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DatasetError(f"{path}: not a readable JSON file ({exc})") from None
+    if not isinstance(body, dict) or not isinstance(body.get("cases"), list) or not body["cases"]:
+        raise DatasetError(f"{path}: expected an object with a non-empty \"cases\" list")
+    if body.get("workflow") != workflow:
+        raise DatasetError(f"{path}: a dataset for {body.get('workflow')!r}, not {workflow!r}")
+    cases = tuple(_case(path, i, raw) for i, raw in enumerate(body["cases"]))
+    ids = [case.id for case in cases]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise DatasetError(f"{path}: case ids must be unique; repeated: {', '.join(repeated)}")
+    return Dataset(workflow, path, cases)
+
+
+def _case(path: Path, index: int, raw: Any) -> Case:
+    where = f"{path}: case {index + 1}"
+    if not isinstance(raw, dict):
+        raise DatasetError(f"{where} is not an object")
+    case_id, request = raw.get("id"), raw.get("request")
+    if not isinstance(case_id, str) or not case_id.strip():
+        raise DatasetError(f"{where} has no \"id\"")
+    if not isinstance(request, str) or not request.strip():
+        raise DatasetError(f"{where} ({case_id}) has no \"request\" text")
+    setup = raw.get("setup", [])
+    if not isinstance(setup, list) or not all(isinstance(c, str) and c.strip() for c in setup):
+        raise DatasetError(f"{where} ({case_id}): \"setup\" must be a list of commands")
+    answers = raw.get("answers", [])
+    if not isinstance(answers, list):
+        raise DatasetError(f"{where} ({case_id}): \"answers\" must be a list")
+    return Case(case_id, request, tuple(setup), tuple(_answer(f"{where} ({case_id})", a) for a in answers))
+
+
+def _answer(where: str, raw: Any) -> dict[str, Any]:
+    """"approve", "reject" or {"respond": TEXT} as the HITL decision the graph reads."""
+    if raw in KEYWORDS:
+        return {"type": raw}
+    if isinstance(raw, dict) and set(raw) == {"respond"} and isinstance(raw["respond"], str):
+        return {"type": "respond", "message": raw["respond"]}
+    raise DatasetError(f"{where}: an answer is \"approve\", \"reject\" or {{\"respond\": TEXT}}, not {raw!r}")
