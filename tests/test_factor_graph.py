@@ -266,3 +266,21 @@ def test_signal_follow_up_in_the_same_thread_continues_the_signal(make_thread) -
     second = thread.say("fast=10 slow=30")
     assert second["result"]["params"] == {"fast": 10, "slow": 30} and second["result"]["codes"] == ["600519.SH",
                                                                                                     "000001.SZ"]
+
+
+def test_a_judge_without_a_verdict_spends_no_retry_and_leaves_the_code_to_the_reviewer(make_thread,
+                                                                                       engine: Engine) -> None:
+    name = f"rev10_{uuid.uuid4().hex[:6]}"
+    llm = ScriptedChatModel(script=[
+        spec_answer(name),
+        tool_call("try_factor_body", body=GOOD_BODY), answer("minus the 10-day return"),
+        answer("Looks reasonable to me, I suppose."),  # the semantic judge in prose: no verdict
+    ])
+    thread = make_thread(llm, ScriptedChatModel(script=[answer('{"workflow": "factor"}')]))
+    out = thread.say("Build me a short-term reversal factor on the last 10 days, 20190301 to 20200601")
+    shown = review(out)
+    assert shown["failure"] is None and shown["allowed"] == ["approve", "edit", "reject"]
+    assert "Semantic check: the semantic judge gave no verdict" in shown["summary"]
+    assert "check yourself that the code does what was asked" in shown["summary"]
+    done = thread.decide(out, {"type": "approve"})
+    assert done["result"]["decision"] == "approve" and FactorStore(engine).latest(name) is not None

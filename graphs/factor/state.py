@@ -27,7 +27,7 @@ class FactorState(TypedDict, total=False):
     factor_body: str | None  # the generated (or edited) body of compute_factor
     factor_code: str | None  # the full program from the template
     dry_run: dict[str, Any] | None  # {ok, error, checks: CheckReport.as_dict(), figures, summary, fatal}
-    semantic_check: dict[str, Any] | None  # {ok, diffs, reason, by}
+    semantic_check: dict[str, Any] | None  # {ok: True | False | None (no verdict), diffs, reason, by}
     retry_count: int
     attempts: list[dict[str, Any]]  # every attempt: {source, ok, problem}
     editing: bool  # the body under test is a human edit
@@ -47,7 +47,7 @@ def failure_of(state: FactorState) -> str | None:
     if not dry.get("ok"):
         return str(dry.get("error") or "the dry run did not run")
     semantic = state.get("semantic_check") or {}
-    if not semantic.get("ok"):
+    if semantic.get("ok") is False:  # None: the judge gave no verdict; the reviewer decides
         return "semantic check: " + "; ".join(semantic.get("diffs") or [str(semantic.get("reason"))])
     return None
 

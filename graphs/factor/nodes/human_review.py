@@ -44,6 +44,8 @@ def human_review_node(state: FactorState, config: RunnableConfig,
     semantic = state.get("semantic_check") or {}
     if semantic.get("ok"):
         summary += f"\nSemantic check ({semantic.get('by')}): {semantic.get('reason')}"
+    elif semantic and semantic.get("ok") is None:
+        summary += f"\nSemantic check: {semantic.get('reason')}; check yourself that the code does what was asked."
     note = _note(state, failure)
     if note:
         summary = f"{note}\n{summary}"

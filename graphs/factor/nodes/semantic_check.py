@@ -1,5 +1,7 @@
 """semantic_check: compare the code with the spec after a passing dry run (rule-based for library bodies and
-without an LLM, an LLM judge otherwise). The verdict is recorded; the routes decide what happens next."""
+without an LLM, an LLM judge otherwise). The verdict is recorded; the routes decide what happens next. A judge
+that gives no usable verdict records ok=None: the code is not retried for it (a judge that never answers in JSON
+would otherwise block every model-written factor), and the reviewer is told to judge it."""
 
 from __future__ import annotations
 
@@ -48,10 +50,9 @@ def semantic_check_node(state: FactorState, config: RunnableConfig,
     try:
         verdict = invoke_json(judge, [SystemMessage(prompt), HumanMessage("Judge the code.")],  # type: ignore[arg-type]
                               "verdict")
-    except MODEL_FAILURES as exc:  # an unreadable verdict must not pass silently
-        return {"semantic_check": {"ok": False, "diffs": [f"the semantic judge gave no verdict: "
-                                                          f"{describe_model_failure(exc)}"],
-                                   "reason": "no verdict", "by": "llm"}}
+    except MODEL_FAILURES as exc:  # no verdict is not a verdict against the code: the reviewer judges it
+        return {"semantic_check": {"ok": None, "diffs": [], "by": "llm",
+                                   "reason": f"the semantic judge gave no verdict ({describe_model_failure(exc)})"}}
     return {"semantic_check": {"ok": bool(verdict.get("ok")), "diffs": [str(d) for d in verdict.get("diffs") or []],
                                "reason": str(verdict.get("reason") or ""), "by": "llm"}}
 
