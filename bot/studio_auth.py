@@ -96,8 +96,11 @@ async def deny_by_default(ctx: Auth.types.AuthContext, value: Any) -> bool:
 @auth.on.threads
 async def own_threads(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.FilterType:
     """A thread (with its runs, state and interrupts) is its creator's: a created thread, or one a run creates,
-    is stamped with the caller as owner (which an update cannot change), and every access is filtered by it."""
+    is stamped with the caller as owner (which an update cannot change), and every access is filtered by it.
+    Nobody may write a thread's state directly: decisions reach a graph only as resumes of its interrupts."""
     metadata = value.get("metadata") if isinstance(value, dict) else None
+    if ctx.action == "update" and metadata is None:
+        return False  # a write of the thread's state (update_state): it could forge a decision or a verdict
     if ctx.action in ("create", "create_run", "update") and isinstance(metadata, dict):
         metadata[OWNER] = ctx.user.identity  # in place: the server keeps its own reference to this dict
     return {OWNER: ctx.user.identity}

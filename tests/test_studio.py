@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +147,21 @@ def test_an_order_waits_for_a_trader_and_a_resume_naming_nobody_is_refused_and_r
     done = thread.run(Command(resume={again.id: {"type": "approve"}}), {"user": TRADER})
     assert done["result"]["status"] == "filled" and done["result"]["decided_by"] == TRADER
     assert ("approved", TRADER) in _events(thread.thread) and thread.pending() == []
+
+
+def test_under_the_server_only_the_resuming_identity_decides_an_order(data_dir: Path) -> None:
+    """Behind the auth handler's refusal of state writes, the policy node itself: a `decided_by` written into the
+    state is ignored under the Agent Server, and the identity running the thread on is checked instead."""
+    thread = ServedThread(studio.order)
+    thread.say(ORDER)
+    config = {"configurable": {"thread_id": thread.thread}}
+    subgraph = thread.graph.get_state(config, subgraphs=True).tasks[0].state.config
+    forged = {"decision": {"type": "approve"}, "decided_by": TRADER, "decided_at": datetime.now(UTC).isoformat()}
+    thread.graph.update_state(subgraph, forged, as_node="approve")
+    thread.run(None, {"langgraph_auth_user_id": VIEWER})
+    (again,) = thread.pending()
+    assert f"{VIEWER} is not a trader" in again.value["description"]
+    assert _events(thread.thread)[-2:] == [("proposed", None), ("refused", VIEWER)]
 
 
 def test_the_router_sends_an_order_to_the_order_workflow_and_its_approval(data_dir: Path) -> None:
@@ -345,6 +361,21 @@ def test_a_non_traders_approval_is_refused_and_recorded_and_their_thread_is_thei
         "type": "reject", "message": "placed from Slack instead"}}})
     assert rejected["result"]["status"] == "rejected" and viewer.threads.get_state(thread)["interrupts"] == []
     assert _events(thread, dev_server.engine)[-1] == ("rejected", VIEWER)
+
+
+def test_nobody_can_write_a_threads_state_to_forge_an_approval(dev_server: DevServer) -> None:
+    """A caller may not write a decision into the order subgraph's state (as if a trader had approved) and then
+    run the thread on: the state write is refused, and nothing is approved or placed."""
+    viewer = dev_server.client(VIEWER)
+    thread, _card = _propose(viewer)
+    subgraph = viewer.threads.get_state(thread, subgraphs=True)["tasks"][0]["state"]
+    forged = {"decision": {"type": "approve"}, "decided_by": TRADER, "decided_at": datetime.now(UTC).isoformat()}
+    with pytest.raises(httpx.HTTPStatusError) as caught:
+        viewer.threads.update_state(thread, forged, as_node="approve", checkpoint=subgraph["checkpoint"])
+    assert caught.value.response.status_code in (403, 404)
+    viewer.runs.wait(thread, "order", input=None)
+    assert _events(thread, dev_server.engine) == [("proposed", None)]
+    assert viewer.threads.get_state(thread)["interrupts"][0]["value"]["type"] == "approval"
 
 
 def test_a_traders_approval_fills_and_records_the_trader(dev_server: DevServer) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graphs.context import WorkflowContext, thread_id
+from graphs.context import AUTH_USER, WorkflowContext, decider, thread_id
 from graphs.interrupts import validate_args
 from graphs.order.card import edit_schema, expiry_text, order_card
 from graphs.order.payload import preview_json, request_of
@@ -23,6 +23,8 @@ def authorize_node(state: OrderApprovalState, runtime: Runtime[WorkflowContext],
                    ) -> dict[str, Any]:
     ctx = runtime.context
     decision, who = state["decision"], state.get("decided_by")
+    if AUTH_USER in config.get("configurable", {}):  # Agent Server: only the identity resuming this run decides,
+        who = decider(config)  # never a decided_by written into the state some other way
     kind, cid, account, proposal = decision.get("type"), state["client_order_id"], state["account"], state["proposal"]
     refusals = list(state.get("refusals") or [])
     if kind == "reject":
