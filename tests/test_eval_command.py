@@ -16,6 +16,7 @@ from langchain_core.messages import AIMessage
 from pydantic import SecretStr
 
 from bot import cli
+from bot.evaluation.command import ENDPOINT_CHECK
 from tests.decision_desk import MARKET_REPORT, ROLES, desk_scripts
 from tests.fakes.chat import answer, tool_call
 from tests.fakes.openai_server import API_KEY, OpenAIServer, http_error
@@ -52,6 +53,11 @@ def env(server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     get_settings.cache_clear()
     yield tmp_path / "out"
     get_settings.cache_clear()
+
+
+def endpoint_answers(server: OpenAIServer) -> None:
+    """The command's endpoint check: one call to the main model and one to the light model, before any case."""
+    server.fake.script(ENDPOINT_CHECK, answer("OK"), answer("OK"))
 
 
 def dataset(tmp_path: Path, workflow: str, *cases: dict[str, Any]) -> Path:
@@ -91,6 +97,7 @@ def test_factor_eval_measures_runnable_code_retries_look_ahead_and_the_judges_sc
     """Two requests, two repeats. Reversal: first try good (judge 5), then a peeking body caught by the truncation
     test and a good retry (judge 3). Prose: the model answers the spec in prose, so nothing reaches review."""
     fake = server.fake
+    endpoint_answers(server)
     fake.script(SPEC, spec("rev_a"), answer("Sure! A reversal factor is a great idea."),
                 spec("rev_b"), answer("Sure! A reversal factor is a great idea."))
     fake.script(CODEGEN, tool_call("try_factor_body", body=GOOD_BODY), answer("done"),
@@ -118,7 +125,7 @@ def test_factor_eval_measures_runnable_code_retries_look_ahead_and_the_judges_sc
     assert body["distributions"]["outcome"] == {"finished": 4}
     # tokens and cost from what the endpoint itself reported, judge calls apart
     judged = fake.of(RUBRIC)
-    usage = [e.answer["usage"] for e in fake.exchanges if e.answer and e not in judged]
+    usage = [e.answer["usage"] for e in fake.exchanges if e.answer and e not in judged and e.key != ENDPOINT_CHECK]
     tokens = sum(u["total_tokens"] for u in usage)
     assert sum(int(r["input_tokens"]) + int(r["output_tokens"]) for r in rows) == tokens
     cost = sum(u["prompt_tokens"] + 2 * u["completion_tokens"] for u in usage)  # the price table's main-model price
@@ -138,6 +145,7 @@ def test_rule_eval_measures_well_formed_actions_and_decisions_within_the_step_li
         server: OpenAIServer, env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Trend: one prose answer, then a fetch, a calculation and a buy (3 of 4 answers well-formed; the order is
     approved). Vague: prose twice, so the run is held without a decision of the model's (0 of 2)."""
+    endpoint_answers(server)
     server.fake.script(PLAN, answer("I would buy."),
                        step("tool_call", 1, {"tool_name": "get_kline_data",
                                              "params": {"symbol": "600519.SH", "timeframe": "1d", "limit": 60}}),
@@ -176,7 +184,9 @@ def test_analyze_eval_measures_schema_honesty_and_ratings_with_the_model_asked_f
                                                            "confidence": 0.6, "final_trade_decision": "Sell"}))])
     for marker in honest:
         server.fake.script(marker, *honest[marker], *invented[marker])
-    server.fake.script(LIGHT, *[answer("summary of the day") for _ in range(8)])  # 4 analysts' summaries, twice
+    endpoint_answers(server)
+    server.fake.script("most recent market-analyst reports", *[answer("summary of the day")] * 2)  # once per run
+    server.fake.script("You keep the long-term memory", *[answer("summary of the day")] * 6)  # 3 analysts, twice
     path = dataset(tmp_path, "analyze", {"id": "honest", "request": "analyze 600519.SH depth=1"},
                    {"id": "invented", "request": "analyze 600519.SH depth=1"})
 
@@ -197,6 +207,7 @@ def test_analyze_eval_measures_schema_honesty_and_ratings_with_the_model_asked_f
 
 def test_a_question_the_case_does_not_answer_ends_the_run_as_waiting(
         server: OpenAIServer, env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    endpoint_answers(server)
     server.fake.script("You are a strategy analyst", answer(json.dumps({
         "analysis": "no dates", "task_type": "mixed", "next_action": "clarify",
         "user_intent": {"type": "mixed", "needs_clarification": True, "params": {}},
@@ -258,6 +269,10 @@ def test_bad_requests_are_refused_with_the_reason(env: Path, capsys: pytest.Capt
      "repeated: a"),
     ('{"workflow": "factor", "cases": [{"id": "a", "request": "x", "answers": ["maybe"]}]}',
      'an answer is "approve", "reject" or {"respond": TEXT}'),
+    ('{"workflow": "factor", "cases": [{"id": "a", "request": "x", "setup": ["rule add \\"unbalanced"]}]}',
+     "does not parse: No closing quotation"),
+    ('{"workflow": "factor", "cases": [{"id": "a", "request": "x", "setup": ["make coffee"]}]}',
+     "set-up 'make coffee' is not a command"),
 ])
 def test_bad_datasets_are_refused_before_any_model_call(env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                         body: str, said: str) -> None:
@@ -284,16 +299,31 @@ def test_every_evaluable_workflow_ships_a_dataset_that_loads(workflow: str) -> N
     assert len(cases) >= 6 and len({c.id for c in cases}) == len(cases)
 
 
-def test_an_endpoint_that_keeps_failing_is_counted_and_the_run_still_measured(
+def test_a_request_the_endpoint_keeps_failing_is_an_error_not_a_score(
         server: OpenAIServer, env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The endpoint answers the check, then fails one request for good: that run is an error, not a score."""
+    endpoint_answers(server)
     server.fake.script(SPEC, *[http_error(500) for _ in range(3)])  # the first try and the client's two retries
     path = dataset(tmp_path, "factor", {"id": "down", "request": "minus the 10-day return, 20190301-20200601"})
 
-    code, _out, err = evaluate(capsys, "factor", "--dataset", str(path), "--out", str(env))
+    code, out, err = evaluate(capsys, "factor", "--dataset", str(path), "--out", str(env))
 
     assert code == 0, err
-    _body, (row,) = report_of(env)
-    assert (row["outcome"], row["model_calls"], row["model_errors"], row["runnable"]) == ("finished", "0", "1", "0.0")
+    body, (row,) = report_of(env)
+    assert (row["outcome"], row["model_calls"], row["model_errors"]) == (
+        "error: 1 model call(s) failed at the endpoint", "0", "1")
+    assert "runnable" not in row  # no measures of an errored run
+    assert body["figures"]["errors"]["mean"] == 1.0 and body["figures"]["model_errors"]["mean"] == 1.0
+    assert "runnable" not in body["figures"] and "1 run(s) ended in an error" in out
+
+
+def test_an_endpoint_that_does_not_answer_stops_the_command_before_any_case(
+        server: OpenAIServer, env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    server.fake.script(ENDPOINT_CHECK, *[http_error(401)])
+    code, out, err = evaluate(capsys, "factor", "--out", str(env))
+    assert code == 2 and "does not answer for the model eval-main" in err and out == ""
+    assert not env.exists() or not list(env.glob("*.json"))
+    assert [e.key for e in server.fake.exchanges] == [ENDPOINT_CHECK]
 
 
 def test_the_shipped_rule_cases_set_up_their_rule(env: Path) -> None:
@@ -310,3 +340,79 @@ def test_the_shipped_rule_cases_set_up_their_rule(env: Path) -> None:
         (rule,) = ctx.rules.list(owner=EVAL_USER)  # type: ignore[union-attr]
         assert rule.id == 1 and rule.source == "llm" and case.request == "rule run 1"
         ctx.engine.dispose()
+
+
+def test_an_out_path_that_cannot_hold_reports_is_refused_before_anything_runs(
+        server: OpenAIServer, env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    code, out, err = evaluate(capsys, "factor", "--out", str(blocker))
+    assert code == 2 and f"cannot write the reports to {blocker}" in err and out == ""
+    assert server.fake.exchanges == []  # nothing was run, or paid for
+
+
+def test_prices_apply_to_the_model_or_its_dated_name_only() -> None:
+    from bot.evaluation.meter import ModelUsage
+    from bot.evaluation.prices import cost, price_of
+
+    table = {"gpt-4o": (Decimal("2.50"), Decimal("10.00")), "deepseek-chat": (Decimal("2"), Decimal("3"))}
+    assert price_of(table, "gpt-4o-2024-08-06") == price_of(table, "gpt-4o") == table["gpt-4o"]
+    assert price_of(table, "gpt-4o-mini") is None and price_of(table, "gpt-4o-mini-2024-07-18") is None
+    assert price_of(table, "deepseek-reasoner") is None
+    used = {"gpt-4o-2024-08-06": ModelUsage(3, 1_000, 200)}
+    assert cost(table, used) == Decimal("0.0045")  # 1,000 x 2.50 / 1M + 200 x 10.00 / 1M
+    assert cost(table, {**used, "gpt-4o-mini": ModelUsage(1, 10, 10)}) is None  # a partial sum would mislead
+
+
+def test_the_report_names_the_endpoint_without_credentials() -> None:
+    from bot.evaluation.command import _redacted
+
+    assert _redacted("https://user:secret@llm.example.com:8443/v1?api-key=sk-1") == "https://llm.example.com:8443/v1"
+    assert _redacted("http://127.0.0.1:9/v1") == "http://127.0.0.1:9/v1"
+
+
+def test_two_reports_in_the_same_second_are_both_kept(tmp_path: Path) -> None:
+    from bot.evaluation import output
+
+    body = {"format": 1, "workflow": "factor", "model": "m", "figures": {}, "distributions": {}, "runs": []}
+    first, second = output.write(body, tmp_path, "factor-m-20261124T010203"), \
+        output.write(body, tmp_path, "factor-m-20261124T010203")
+    assert first != second and all(p.exists() for p in (*first, *second))
+
+
+@pytest.mark.parametrize("body", ['{"format": 1, "figures": {}}',
+                                  '{"format": 1, "workflow": "factor", "model": "m", "figures": {"x": 1}, '
+                                  '"distributions": {}}'])
+def test_compare_refuses_an_incomplete_report(env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              body: str) -> None:
+    good = written(tmp_path / "good.json", "model-a")
+    bad = tmp_path / "bad.json"
+    bad.write_text(body)
+    code, _out, err = evaluate(capsys, "--compare", str(good), str(bad))
+    assert code == 2 and "not a `quantdesk eval` report" in err
+
+
+def test_measures_leave_out_what_a_run_never_reached() -> None:
+    """A signal that failed its other checks never met the truncation test; a desk stopped before its judges gave
+    no schema to check; look-ahead is counted from what the code agent tried, code that merely fails is not."""
+    from graphs.decision.measures import measure_decision
+    from graphs.factor.measures import measure_factor
+    from graphs.measures import RunRecord
+    from graphs.signal.measures import measure_signal
+
+    no_trades = {"signal_code": "x", "validated": False, "error_log": ["validation failed: no buy or sell"]}
+    assert measure_signal(RunRecord("r", no_trades))["truncation_pass"] is None
+    peeked = {"signal_code": "x", "validated": True, "error_log": ["validation failed: look-ahead: the signal on"]}
+    assert measure_signal(RunRecord("r", peeked))["truncation_pass"] == 0.0
+    assert measure_signal(RunRecord("r", {"signal_code": "x", "validated": True}))["truncation_pass"] == 1.0
+
+    stopped = {"result": {"stopped": "token budget", "analysts": {}, "stages": {}}}
+    assert measure_decision(RunRecord("r", stopped))["schema_valid"] is None
+    judge_failed = {"result": {"stopped": "research manager", "stages": {"research": {}}}}
+    assert measure_decision(RunRecord("r", judge_failed))["schema_valid"] == 0.0
+
+    tries = [{"ok": False, "problem": "look-ahead: the factor on 20200102 changes"},
+             {"ok": False, "problem": "the factor fails on the data cut at 20200101: KeyError"}, {"ok": True}]
+    factor = {"attempts": [{"source": "llm", "note": None, "tries": tries}, {"source": "llm", "ok": True}],
+              "dry_run": {"ok": True}}
+    assert measure_factor(RunRecord("r", factor))["look_ahead_caught"] == 1.0

@@ -12,9 +12,12 @@ and rejected otherwise, and a question ends the run."""
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from graphs.registry import command_for
 
 DATASETS = Path(__file__).with_name("datasets")
 KEYWORDS = ("approve", "reject")
@@ -75,6 +78,13 @@ def _case(path: Path, index: int, raw: Any) -> Case:
     setup = raw.get("setup", [])
     if not isinstance(setup, list) or not all(isinstance(c, str) and c.strip() for c in setup):
         raise DatasetError(f"{where} ({case_id}): \"setup\" must be a list of commands")
+    for command in setup:
+        try:
+            known = command_for(shlex.split(command)) is not None
+        except ValueError as exc:  # an unbalanced quote
+            raise DatasetError(f"{where} ({case_id}): set-up command {command!r} does not parse: {exc}") from None
+        if not known:
+            raise DatasetError(f"{where} ({case_id}): set-up {command!r} is not a command (e.g. rule add ...)")
     answers = raw.get("answers", [])
     if not isinstance(answers, list):
         raise DatasetError(f"{where} ({case_id}): \"answers\" must be a list")

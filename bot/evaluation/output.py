@@ -37,8 +37,11 @@ def _run_json(run: CaseRun) -> dict[str, Any]:
 
 def write(report_: dict[str, Any], directory: Path, stem: str) -> tuple[Path, Path]:
     """The JSON report and the CSV of its runs, as DIRECTORY/STEM.json and .csv."""
-    directory.mkdir(parents=True, exist_ok=True)
     json_path, csv_path = directory / f"{stem}.json", directory / f"{stem}.csv"
+    n = 1
+    while json_path.exists() or csv_path.exists():  # two evaluations in the same second keep both reports
+        n += 1
+        json_path, csv_path = directory / f"{stem}-{n}.json", directory / f"{stem}-{n}.csv"
     json_path.write_text(json.dumps(report_, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     measures = list(dict.fromkeys(name for run in report_["runs"] for name in run["measures"]))
     with csv_path.open("w", newline="", encoding="utf-8") as handle:
@@ -58,9 +61,17 @@ def load(path: Path) -> dict[str, Any]:
         raise ReportError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ReportError(f"{path}: not a readable JSON file ({exc})") from None
-    if not isinstance(body, dict) or body.get("format") != FORMAT or not isinstance(body.get("figures"), dict):
+    if not isinstance(body, dict) or body.get("format") != FORMAT or not _well_formed(body):
         raise ReportError(f"{path}: not a `quantdesk eval` report (format {FORMAT})")
     return body
+
+
+def _well_formed(body: dict[str, Any]) -> bool:
+    figures, distributions = body.get("figures"), body.get("distributions")
+    return (isinstance(body.get("workflow"), str) and isinstance(body.get("model"), str)
+            and isinstance(figures, dict) and isinstance(distributions, dict)
+            and all(isinstance(f, dict) and {"mean", "spread", "n"} <= set(f) for f in figures.values())
+            and all(isinstance(c, dict) for c in distributions.values()))
 
 
 def _number(value: Any) -> str:
@@ -86,6 +97,9 @@ def table(report_: dict[str, Any]) -> str:
     rows = [["measure", "mean ± spread", "runs"]]
     rows += [[name, _cell(figure), str(figure["n"])] for name, figure in report_["figures"].items()]
     lines = [head, _columns(rows)]
+    errors = report_["distributions"].get("outcome", {}).get("error", 0)
+    if errors:
+        lines.append(f"{errors} run(s) ended in an error and are left out of the workflow's measures (see the CSV)")
     if "cost" not in report_["figures"]:
         lines.append("cost: unknown (a model used is not in QUANTDESK_MODEL_PRICES)")
     for name, counts in report_["distributions"].items():

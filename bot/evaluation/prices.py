@@ -1,18 +1,19 @@
-"""Cost from the price table (QUANTDESK_MODEL_PRICES, per million tokens): an endpoint answers with a dated name
-(gpt-4o-2024-08-06), so the longest table name it starts with prices it."""
+"""Cost from the price table (QUANTDESK_MODEL_PRICES, per million tokens). An endpoint answers with a dated name
+(gpt-4o-2024-08-06, gpt-4-0613), priced as its base name; any other variant (gpt-4o-mini) needs its own entry."""
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 from bot.evaluation.meter import ModelUsage
 
 MILLION = Decimal(1_000_000)
+DATED = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{4})$")
 
 
 def price_of(table: dict[str, tuple[Decimal, Decimal]], model: str) -> tuple[Decimal, Decimal] | None:
-    names = [name for name in table if model == name or model.startswith(f"{name}-")]
-    return table[max(names, key=len)] if names else None
+    return table.get(model) or table.get(DATED.sub("", model))
 
 
 def cost(table: dict[str, tuple[Decimal, Decimal]], usage: dict[str, ModelUsage]) -> Decimal | None:

@@ -65,7 +65,8 @@ class _Unanswered(Exception):
 
 def run_case(workflow: Workflow, case: Case, repeat: int, settings: Settings,
              judge: BaseChatModel | None, judge_meter: Meter | None) -> CaseRun:
-    """Run `case` once and measure it. A product error is recorded as the outcome, never raised."""
+    """Run `case` once and measure it. A product error or a failed model call is recorded as the outcome (an
+    `error: ...` run, left out of the workflow's measures), never raised."""
     with TemporaryDirectory(prefix="quantdesk-eval-") as tmp:
         ctx = context_from_settings(settings.model_copy(update={
             "database_url": SecretStr(f"sqlite:///{Path(tmp) / 'eval.db'}"), "traders": frozenset({EVAL_USER})}))
@@ -81,7 +82,7 @@ def _run(workflow: Workflow, case: Case, repeat: int, settings: Settings, ctx: W
     try:
         set_up(case, ctx)
     except CommandError as exc:
-        run.outcome = f"error: set-up failed: {exc}"
+        run.outcome, run.cost = f"error: set-up failed: {exc}", Decimal(0)
         return run
     meter, graph = Meter(), workflow.build(InMemorySaver())
     config: dict[str, Any] = {"configurable": {"thread_id": f"eval-{uuid.uuid4().hex[:12]}", "user": EVAL_USER,
@@ -100,6 +101,8 @@ def _run(workflow: Workflow, case: Case, repeat: int, settings: Settings, ctx: W
     run.model_calls, run.model_errors = meter.calls, meter.errors
     run.input_tokens, run.output_tokens = meter.input_tokens, meter.output_tokens
     run.cost = cost(settings.model_prices, meter.usage)
+    if meter.errors and not run.outcome.startswith("error"):  # the endpoint failed: not the model's behaviour
+        run.outcome = f"error: {meter.errors} model call(s) failed at the endpoint"
     if not run.outcome.startswith("error") and workflow.measure is not None:
         state = dict(graph.get_state(config).values)
         judge_before = judge_meter.input_tokens + judge_meter.output_tokens if judge_meter else 0

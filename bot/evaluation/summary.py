@@ -1,5 +1,6 @@
 """The figures of an evaluation: each measure averaged over the dataset in every repeat, then the mean and the
-spread (sample standard deviation) of those averages over the repeats; text measures as counts."""
+spread (sample standard deviation) of those averages over the repeats; text measures as counts. The workflow's
+measures are over the runs without errors (an errored run has none); `errors` says how many runs that left out."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ def summarize(runs: list[CaseRun]) -> tuple[dict[str, Figure], dict[str, dict[st
             figures[name] = _figure(means, sum(len(values) for values in per_repeat))
     for name, value_of in (("errors", lambda r: float(r.outcome.startswith("error"))),
                            ("tokens", lambda r: float(r.tokens)), ("model_calls", lambda r: float(r.model_calls)),
+                           ("model_errors", lambda r: float(r.model_errors)),
                            ("seconds", lambda r: r.seconds), ("judge_tokens", lambda r: float(r.judge_tokens))):
         figures[name] = _figure([statistics.fmean(value_of(r) for r in group) for group in by_repeat.values()],
                                 len(runs))

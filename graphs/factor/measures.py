@@ -1,6 +1,6 @@
 """`quantdesk eval factor`: was the code put up for review runnable (dry run and checks passed), how many retries
-it took, how many look-ahead failures the truncation test caught on the way, and how well the code does what was
-asked, scored by an LLM judge against the rubric below."""
+it took, how many of the bodies the model tried the truncation test caught using future data, and how well the
+code does what was asked, scored by an LLM judge against the rubric below."""
 
 from __future__ import annotations
 
@@ -31,13 +31,15 @@ ALIGNED = 4  # scores at or above count as aligned
 def measure_factor(run: RunRecord) -> Measures:
     state = run.state
     dry = state.get("dry_run") or {}
-    tried = [a for a in state.get("attempts") or [] if "ok" in a]  # dry runs (code generation notes have no "ok")
+    attempts = state.get("attempts") or []
+    tried = [a for a in attempts if "ok" in a]  # dry runs (code generation records have no "ok")
+    model_tries = [t for a in attempts for t in a.get("tries") or []]  # every body the code agent tried
     reviewed = any(i.get("type") == "code_review" for i in run.interrupts)
     score = judge_alignment(run) if reviewed else None
     return {
         "runnable": rate(bool(dry.get("ok"))) if tried else rate(False),
         "retries": float(state.get("retry_count") or 0),
-        "look_ahead_caught": float(sum(is_lookahead_problem(str(a.get("problem") or "")) for a in tried)),
+        "look_ahead_caught": float(sum(is_lookahead_problem(str(t.get("problem") or "")) for t in model_tries)),
         "alignment_score": score,
         "aligned": None if score is None else rate(score >= ALIGNED),
         "reached_review": rate(reviewed),

@@ -29,7 +29,8 @@ class FactorState(TypedDict, total=False):
     dry_run: dict[str, Any] | None  # {ok, error, checks: CheckReport.as_dict(), figures, summary, fatal}
     semantic_check: dict[str, Any] | None  # {ok: True | False | None (no verdict), diffs, reason, by}
     retry_count: int
-    attempts: list[dict[str, Any]]  # every attempt: {source, ok, problem}
+    attempts: list[dict[str, Any]]  # every dry run {source, ok, problem}; every code generation {source: "llm",
+    # note, tries: [{ok, problem}] of the bodies the agent tried}
     editing: bool  # the body under test is a human edit
     review: dict[str, Any] | None  # {status: approved|edited|rejected|pending, reviewer, reason, note}
     backfill: dict[str, Any] | None  # {name, shape, first_date, last_date}

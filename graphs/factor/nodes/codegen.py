@@ -66,12 +66,14 @@ def _generate(state: FactorState, ctx: WorkflowContext) -> dict[str, Any]:
     spec = state["spec"]
     inputs = load_dry_run_inputs(ctx.provider, spec)
     tried: list[str] = []
+    outcomes: list[dict[str, Any]] = []  # each try's {ok, problem}: what the checks caught inside the agent
 
     @tool
     def try_factor_body(body: str) -> str:
         """Dry-run a body of compute_factor on real data; returns the checks or the error to fix."""
         tried.append(body)
         outcome = dry_run(ctx.sandbox, spec, body, inputs)
+        outcomes.append({"ok": outcome["ok"], "problem": outcome["error"]})
         return ("checks passed: " if outcome["ok"] else "FAILED: ") + outcome["summary"]
 
     previous, problem = state.get("factor_body"), failure_of(state)
@@ -94,4 +96,4 @@ def _generate(state: FactorState, ctx: WorkflowContext) -> dict[str, Any]:
     retries = state.get("retry_count", 0) + (1 if previous else 0)  # a previous body means this is a retry
     return {"factor_body": body, "factor_code": render(spec["name"], spec["description"], spec["fields"], body),
             "editing": False, "retry_count": retries,
-            "attempts": [*state.get("attempts", []), {"source": "llm", "note": note}]}
+            "attempts": [*state.get("attempts", []), {"source": "llm", "note": note, "tries": outcomes}]}
