@@ -37,6 +37,7 @@ from sqlalchemy.orm import Session
 from bot import studio_auth
 from graphs import studio
 from graphs.registry import WORKFLOWS
+from tools.factor_store import FactorStore
 from tools.settings import get_settings
 from tools.storage.broker_records import OrderEvent
 from tools.storage.db import make_engine
@@ -361,6 +362,22 @@ def test_a_non_traders_approval_is_refused_and_recorded_and_their_thread_is_thei
         "type": "reject", "message": "placed from Slack instead"}}})
     assert rejected["result"]["status"] == "rejected" and viewer.threads.get_state(thread)["interrupts"] == []
     assert _events(thread, dev_server.engine)[-1] == ("rejected", VIEWER)
+
+
+def test_a_factor_request_is_reviewed_and_saved_through_the_sdk_with_its_reviewer(dev_server: DevServer) -> None:
+    """The issue's own check: create a thread, run a factor request, read the code review, resume it with
+    approve, and find the factor saved with the token's user as its reviewer."""
+    viewer = dev_server.client(VIEWER)
+    thread = viewer.threads.create()["thread_id"]
+    name = f"mom_{uuid.uuid4().hex[:6]}"
+    viewer.runs.wait(thread, "factor", input={"messages": [
+        {"role": "user", "content": f"factor momentum 20190301 20200601 window=20 name={name}"}]})
+    (review,) = viewer.threads.get_state(thread)["interrupts"]
+    assert review["value"]["type"] == "code_review" and review["value"]["allowed"] == ["approve", "edit", "reject"]
+    done = viewer.runs.wait(thread, "factor", command={"resume": {review["id"]: {"type": "approve"}}})
+    assert done["result"]["workflow"] == "factor" and done["result"]["decision"] == "approve"
+    saved = FactorStore(dev_server.engine).latest(name)
+    assert saved is not None and saved.reviewer == VIEWER and viewer.threads.get_state(thread)["interrupts"] == []
 
 
 def test_nobody_can_write_a_threads_state_to_forge_an_approval(dev_server: DevServer) -> None:
