@@ -1,13 +1,13 @@
 """The execution agent (seed 002): a seed-shaped trace from a scripted model (tool_call → MA30 → RSI14 → buy 0.75),
 every step logged with the values computed in code, the order proposed for a trader's approval and the rule's
 position following the fill; the limits (rounds, malformed answers, tool errors); rule-language rules with no
-LLM."""
+LLM; one order card per rule at a time; a queued scheduled run of a paused rule does nothing."""
 
 from __future__ import annotations
 
 import json
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -16,7 +16,10 @@ import pytest
 from sqlalchemy import Engine
 
 from graphs.context import WorkflowContext
+from graphs.execution.commands import show_command
+from graphs.execution.nodes.decide import APPLY_GRACE
 from graphs.execution.routes import MAX_ROUNDS
+from graphs.workflow import CommandCall
 from tests.fakes.chat import ScriptedChatModel, answer
 from tests.graph_thread import GraphThread
 from tools.artifacts import ArtifactStore
@@ -27,11 +30,13 @@ from tools.data.local import SampleProvider, sample_dir
 from tools.klines import AShareKlines
 from tools.rule_store import RuleStore
 from tools.sandbox import Sandbox
+from tools.schedule import execution_id_for
 
 TRADER, OWNER = "UTRADER", "UOWNER"
 CONFIG = PaperConfig(DEFAULT_RATES, RiskLimits(Decimal("500000"), Decimal("0.5"), Decimal("0.05")),
                      Decimal("1000000"), "open", 7, timedelta(minutes=120))
 CODE = "600519.SH"
+TICK = datetime(2026, 11, 23, 1, 30, tzinfo=UTC)  # a scheduled minute: 09:30 in Shanghai
 
 
 @pytest.fixture(scope="module")
@@ -216,3 +221,71 @@ def test_the_rules_position_is_what_its_orders_filled(db_url: str, engine: Engin
     sell = GraphThread(db_url, ctx, requester=OWNER).say(f"rule run {rule.id}")
     assert sell["__interrupt__"][0].value["args"]["order"] == "SELL 100 600519.SH 贵州茅台 at market"
     assert ctx.rules.get(rule.id).runtime_status["position"] == 100  # type: ignore[union-attr]
+
+
+def test_one_order_card_per_rule_until_the_first_is_decided_or_expires(
+        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider) -> None:
+    """Two runs of one rule (two ticks, or a tick and a manual run) both decide buy: only the first puts up an
+    order card, since a trader approving both would double the position. Once it is rejected, or expires, a new
+    run proposes again."""
+    llm = ScriptedChatModel(script=[_step("decision", 1, {"action": "buy", "reason": f"up {n}", "confidence": 0.9})
+                                    for n in range(4)])
+    ctx = _ctx(engine, sandbox, provider, llm)
+    rule = ctx.rules.add(OWNER, "c", CODE, "trade the trend", size=100,  # type: ignore[union-attr]
+                         schedule="30 9 * * 1-5", account=f"rule-claim-{uuid.uuid4().hex[:8]}")
+    first = GraphThread(db_url, ctx, requester=OWNER)
+    card = first.say(f"rule run {rule.id}")
+    held = ctx.rules.steps(rule.id)[0].execution_id  # type: ignore[union-attr]
+    scheduled = execution_id_for(rule.id, TICK)
+    second = GraphThread(db_url, ctx, requester=OWNER).say(f"rule run {rule.id} execution={scheduled}")
+    assert "__interrupt__" not in second
+    assert second["result"]["decision"]["note"] == (
+        f"buy: an order proposal of this rule (execution {held}) is waiting for a trader's approval; no new order "
+        "until it is decided or expires")
+    assert second["result"]["order"] == {}
+    claim = ctx.rules.proposal(rule.id)  # type: ignore[union-attr]
+    assert claim is not None and claim.execution_id == held
+    expires = datetime.fromisoformat(card["__interrupt__"][0].value["expires_at"])
+    assert expires < claim.expires_at <= expires + APPLY_GRACE  # it outlives the proposal, then lapses by itself
+    shown = dict(show_command(CommandCall(ctx, [str(rule.id)], OWNER, "c")).facts)
+    assert shown["Order proposal"] == (f"waiting for a trader's approval (execution {held}; no new order until it "
+                                       f"is decided or {claim.expires_at:%Y-%m-%d %H:%M} UTC)")
+
+    rejected = first.decide(card, {"type": "reject", "message": "not today"}, user=TRADER)
+    assert rejected["result"]["order"]["status"] == "rejected"
+    assert ctx.rules.proposal(rule.id) is None  # type: ignore[union-attr]
+    assert "Order proposal" not in dict(show_command(CommandCall(ctx, [str(rule.id)], OWNER, "c")).facts)
+    third = GraphThread(db_url, ctx, requester=OWNER)
+    again = third.say(f"rule run {rule.id}")
+    assert again["__interrupt__"][0].value["args"]["order"] == "BUY 100 600519.SH 贵州茅台 at market"
+
+    late = (datetime.fromisoformat(again["__interrupt__"][0].value["expires_at"]) + timedelta(seconds=1)).isoformat()
+    expired = third.decide(again, {"type": "approve"}, user=TRADER, decided_at=late)
+    assert expired["result"]["order"]["status"] == "expired" and expired["result"]["position"] == 0
+    fourth = GraphThread(db_url, ctx, requester=OWNER).say(f"rule run {rule.id}")
+    assert fourth["__interrupt__"][0].value["args"]["order"] == "BUY 100 600519.SH 贵州茅台 at market"
+
+
+def test_a_queued_scheduled_run_of_a_paused_rule_does_nothing_and_a_manual_run_still_runs(
+        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider) -> None:
+    llm = ScriptedChatModel(script=[_step("decision", 1, {"action": "hold", "reason": "flat", "confidence": 0.5})])
+    ctx = _ctx(engine, sandbox, provider, llm)
+    store = ctx.rules
+    assert store is not None
+    rule = store.add(OWNER, "c", CODE, "trade the trend", size=100, schedule="30 9 * * 1-5")
+    queued = f"rule run {rule.id} execution={execution_id_for(rule.id, TICK)}"  # what the scheduler enqueued
+    store.pause(rule.id, OWNER)
+    out = GraphThread(db_url, ctx, requester=OWNER).say(queued)
+    assert out["final_reply"] == f"Rule {rule.id} was paused after this run was queued; nothing was run."
+    store.resume(rule.id, OWNER)
+    store.update_schedule(rule.id, OWNER, None)
+    out = GraphThread(db_url, ctx, requester=OWNER).say(queued)
+    assert out["final_reply"] == (f"Rule {rule.id} was taken off its schedule after this run was queued; nothing "
+                                  "was run.")
+    assert store.steps(rule.id) == [] and llm.prompts == []
+
+    store.pause(rule.id, OWNER)  # a manual run of a paused rule runs, as it always did
+    manual = GraphThread(db_url, ctx, requester=OWNER).say(f"rule run {rule.id}")
+    assert manual["result"]["decision"]["action"] == "hold"
+    assert [s.action_type for s in store.steps(rule.id)] == ["decision"]
+    assert store.steps(rule.id)[0].execution_id.startswith(f"rule{rule.id}-m")

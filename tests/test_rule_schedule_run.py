@@ -1,14 +1,19 @@
 """A scheduled rule runs once per tick however many processes run the scheduler pass: two front doors on one
 database see the same minute, one roots the run's thread in the rule's channel and queues it, and the run
-reaches that thread."""
+reaches that thread. A run queued before its rule was paused does nothing; a run that crashes counts toward the
+rule's auto-pause."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from bot.context import build_context
+from bot.context import AppContext, build_context
 from bot.jobs import start_in_process_worker
+from bot.slack.frontdoor import FrontDoor
 from bot.slack.serve import build_front_door
 from graphs.checkpointer import open_checkpointer
 from tests.fakes.slack_server import SlackServer
@@ -51,3 +56,72 @@ def test_two_processes_start_a_ticks_run_once_in_a_new_thread(tmp_path: Path) ->
             assert steps[-1].action_type == "decision"
             if worker is not None:
                 worker.stop()
+
+
+SAVED = datetime(2026, 11, 23, 1, 0, tzinfo=UTC)  # a Monday, 09:00 in Shanghai
+TICK = datetime(2026, 11, 23, 1, 30, 20, tzinfo=UTC)  # 09:30:20 Shanghai: the 09:30 tick is due
+
+
+@contextmanager
+def _front_door(tmp_path: Path, **env: Any) -> Iterator[tuple[SlackServer, AppContext, FrontDoor]]:
+    url = f"sqlite:///{tmp_path / 'q.db'}"
+    with SlackServer() as slack:
+        settings = Settings(_env_file=None, DATABASE_URL=url, QUANTDESK_DATA_DIR=str(tmp_path),
+                            QUANTDESK_DATA_PROVIDER="sample", OPENAI_API_KEY=None, OPENAI_BASE_URL=None,
+                            SLACK_BOT_TOKEN="xoxb-test", SLACK_SIGNING_SECRET="secret", SLACK_API_URL=slack.url,
+                            **env)
+        app = build_context(settings)
+        with open_checkpointer(url) as saver:
+            yield slack, app, build_front_door(app, saver)[1]
+
+
+def _thread_reply(slack: SlackServer, channel: str, containing: str) -> str:
+    """The text of the first post into a scheduled run's thread in `channel` that contains `containing`."""
+    def found() -> str | None:
+        return next((text_of(c) for c in slack.fake.of("chat.postMessage")
+                     if c.args.get("channel") == channel and c.args.get("thread_ts") and containing in text_of(c)),
+                    None)
+    return wait_until(found, f"a post containing {containing!r}")
+
+
+def test_a_run_queued_before_its_rule_was_paused_does_nothing(tmp_path: Path) -> None:
+    with _front_door(tmp_path) as (slack, app, door):
+        store = RuleStore(app.engine, frozenset(), clock=lambda: SAVED)
+        rule = store.add(OWNER, "C5200", "600519.SH", LANGUAGE, source="language", schedule="30 9 * * 1-5",
+                         size=100)
+        door.schedule_rules(TICK)  # queued; no worker has taken it yet
+        store.pause(rule.id, OWNER)
+        worker = start_in_process_worker(door.queue, door)
+        reply = _thread_reply(slack, "C5200", "nothing was run")
+        assert reply == f"Rule {rule.id} was paused after this run was queued; nothing was run."
+        assert store.steps(rule.id) == []
+        if worker is not None:
+            worker.stop()
+
+
+class _CrashingBroker:
+    """A paper account that fails in a way no node expects: the error escapes the graph."""
+
+    def __init__(self, name: str, opened_by: str | None) -> None:
+        raise RuntimeError("the broker blew up")
+
+
+def test_a_scheduled_run_that_crashes_counts_toward_auto_pause(tmp_path: Path) -> None:
+    with _front_door(tmp_path, QUANTDESK_RULE_MAX_FAILURES=1) as (slack, app, door):
+        store = RuleStore(app.engine, frozenset(), clock=lambda: SAVED)
+        rule = store.add(OWNER, "C5300", "600519.SH", "buy when close > 0; sell when close < 0", source="language",
+                         schedule="30 9 * * 1-5", size=100)
+        door.runner.context.broker = _CrashingBroker  # the run decides buy, then proposing the order crashes
+        worker = start_in_process_worker(door.queue, door)
+        door.schedule_rules(TICK)
+        notice = _thread_reply(slack, "C5300", "is paused")
+        assert notice == (f":pause_button: Rule {rule.id} is paused after repeated failures; its owner <@{OWNER}> can "
+                          f"`rule resume {rule.id}` once it is fixed.")
+        paused = store.get(rule.id)
+        assert paused is not None and (paused.enabled, paused.consecutive_failures) == (False, 1)
+        assert paused.paused_reason == ("paused after 1 consecutive failures; last: Something went wrong in this run; "
+                                        "it was logged. You can try again or start a new request.")
+        assert store.steps(rule.id)[-1].action_data["action"]["action"] == "buy"  # it got as far as its decision
+        assert store.proposal(rule.id) is None  # the crashed run showed no order card: its claim is given back
+        if worker is not None:
+            worker.stop()

@@ -13,6 +13,7 @@ the latest missed tick is recorded ("skipped" when not run) so the next pass sta
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
@@ -37,6 +38,7 @@ log = logging.getLogger(__name__)
 ON_TIME = timedelta(minutes=5)  # a due tick older than this was missed (nothing ran while it was due)
 MAX_DUE_TICKS = 100
 MINUTE = timedelta(minutes=1)
+SCHEDULED_EXECUTION = re.compile(r"^rule(\d+)-\d{8}T\d{4}Z$")  # execution_id_for's form; manual: rule{ID}-m{hex}
 
 CatchUp = Literal["once", "skip"]
 IsTradingDay = Callable[[date], bool]
@@ -119,6 +121,12 @@ def plan_ticks(rule: Rule, now_utc: datetime, last_claimed: datetime | None, pol
 def execution_id_for(rule_id: int, tick: datetime) -> str:
     """The execution id of a scheduled run: the same for the same tick, so a re-run logs nothing twice."""
     return f"rule{rule_id}-{_utc(tick):%Y%m%dT%H%MZ}"
+
+
+def scheduled_rule_id(execution_id: str) -> int | None:
+    """The rule of a scheduled run's execution id (`execution_id_for`); None for any other id (a manual run's)."""
+    match = SCHEDULED_EXECUTION.match(execution_id)
+    return int(match.group(1)) if match else None
 
 
 def claim_tick(engine: Engine, rule_id: int, tick: datetime, owner: str, at: datetime | None = None) -> bool:

@@ -30,13 +30,14 @@ from graphs.clarify import is_cancel
 from graphs.interrupts import TRADERS, approval_refusal
 from graphs.registry import WORKFLOWS, workflow_for
 from tools.broker.paper import settle_all
-from tools.rule_store import Rule
-from tools.schedule import run_due, trading_day_checker
+from tools.rule_store import Rule, RuleError
+from tools.schedule import run_due, scheduled_rule_id, trading_day_checker
 
 log = logging.getLogger(__name__)
 
 MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
 ALREADY_HANDLED = "Already handled."
+SCHEDULED_RUN = "rule:"  # the dedupe key of a scheduled rule run's message: this prefix, then its execution id
 POST_EVENT = "quantdesk_post"  # message metadata event type: {"key": interrupt id or result key}
 BLOCKS_REFUSED = ("invalid_blocks", "invalid_blocks_format", "msg_too_long", "too_many_blocks")
 PLAIN_TEXT_NOTE = "\n(Shown as plain text: Slack refused the formatted message. Reply here, or use `quantdesk chat`.)"
@@ -84,7 +85,10 @@ class FrontDoor:
     # --- jobs (JobHandler: the queue's workers call these, one job of a thread at a time) ------------------
 
     def run_text(self, message: Message) -> None:
-        self._handle_text(Where(message.team, message.channel, message.thread_ts, message.user), message.text)
+        outcome = self._handle_text(Where(message.team, message.channel, message.thread_ts, message.user),
+                                    message.text)
+        if outcome is not None and message.key.startswith(SCHEDULED_RUN):
+            self._after_crash(message, outcome)
 
     def apply_decision(self, interrupt_id: str, thread_id: str) -> None:
         info = self.registry.get(thread_id)
@@ -100,7 +104,8 @@ class FrontDoor:
 
     # --- work ---------------------------------------------------------------------------------------
 
-    def _handle_text(self, where: Where, text: str) -> None:
+    def _handle_text(self, where: Where, text: str) -> Outcome | None:
+        """Start a run or answer the thread's pending question; returns the outcome of a run it started."""
         thread_id = thread_id_for(where.team, where.channel, where.thread_ts)
         info, _created = self.registry.open(where.team, where.channel, where.thread_ts, where.user)
         pending = self.runner.pending(thread_id)
@@ -109,24 +114,45 @@ class FrontDoor:
             outcome = self.runner.start(thread_id, text, self._progress(where, status), user=where.user,
                                         account=channel_account(where.channel))
             self._render(where, info, outcome, status)
-            return
+            return outcome
         if workflow_for(text) is not None:  # a new request, not an answer: it gets its own thread
             self._start_elsewhere(where, text)
-            return
+            return None
         interrupt = next((p for p in pending if kind_of(p["value"]).thread_reply_decides), None)
         if interrupt is None:
             self._safe(self.client.chat_postEphemeral, channel=where.channel, user=where.user,
                        thread_ts=where.thread_ts, text=kind_of(pending[0]["value"]).reply_hint)
-            return
+            return None
         decision = {"type": "respond", "message": text}
         allowed, reason = self.decide(thread_id, interrupt["id"], where.user, decision, "thread reply")
         if not allowed:
             if reason != ALREADY_HANDLED:  # a button click answered it first: nothing to say
                 self._safe(self.client.chat_postEphemeral, channel=where.channel, user=where.user,
                            thread_ts=where.thread_ts, text=reason)
-            return
+            return None
         self.accept_answer(where, info, interrupt["id"], text, {"source": "thread reply"})
         self.apply(interrupt["id"], where)
+        return None
+
+    def _after_crash(self, message: Message, outcome: Outcome) -> None:
+        """A scheduled rule run whose graph crashed never reached its report node, which counts failed runs and
+        gives back the rule's order proposal claim: count it here toward the rule's auto-pause
+        (QUANTDESK_RULE_MAX_FAILURES), telling the owner when it paused the rule, and release the claim (the run
+        ended before any order card was shown). A database or network failure is not the rule's."""
+        rules = self.runner.context.rules
+        execution_id = message.key.removeprefix(SCHEDULED_RUN)
+        rule_id = scheduled_rule_id(execution_id)
+        if outcome.status != "failed" or outcome.retryable or rules is None or rule_id is None:
+            return
+        try:
+            paused = rules.record_failure(rule_id, outcome.text)
+        except RuleError:  # deleted since the run was queued
+            return
+        rules.release_proposal(rule_id, execution_id)
+        if paused:
+            self.notify(message.thread_id, f"rule-paused:{execution_id}",
+                        f":pause_button: Rule {rule_id} is paused after repeated failures; its owner "
+                        f"<@{message.user}> can `rule resume {rule_id}` once it is fixed.")
 
     def apply(self, interrupt_id: str, where: Where | None = None) -> None:
         """Apply an accepted decision: resume the graph once. The checkpoint is the truth: when the interrupt is
@@ -429,7 +455,7 @@ class FrontDoor:
         root = self.client.chat_postMessage(
             channel=rule.channel, text=f"Rule {rule.id} ({rule.symbol}): scheduled run for "
                                        f"{tick:%Y-%m-%d %H:%M} UTC, owner <@{rule.owner}>")["ts"]
-        self.queue.submit_text(Message(f"rule:{execution_id}", self._team, rule.channel, root, rule.owner,
+        self.queue.submit_text(Message(f"{SCHEDULED_RUN}{execution_id}", self._team, rule.channel, root, rule.owner,
                                        f"rule run {rule.id} execution={execution_id}"))
 
     def notify(self, thread_id: str, key: str, text: str) -> None:

@@ -121,7 +121,9 @@ def list_command(call: CommandCall) -> View:
 
 def show_command(call: CommandCall) -> View:
     rule = _rule(call, call.args, "rule show ID")
-    return present_rule(rule, f"Rule {rule.id}, owned by {rule.owner}.", _store(call).executions(rule.id, limit=5))
+    store = _store(call)
+    return present_rule(rule, f"Rule {rule.id}, owned by {rule.owner}.", store.executions(rule.id, limit=5),
+                        store.proposal(rule.id))
 
 
 def log_command(call: CommandCall) -> View:

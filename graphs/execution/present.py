@@ -8,7 +8,7 @@ from typing import Any
 from graphs.order.present import present_order
 from graphs.views import Table, View
 from tools.rule_backtest import RuleBacktest
-from tools.rule_store import Execution, Rule, Step
+from tools.rule_store import Execution, ProposalClaim, Rule, Step
 
 
 def _size(rule: Rule) -> str:
@@ -17,13 +17,17 @@ def _size(rule: Rule) -> str:
     return f"{rule.value_cny:,.2f} CNY" if rule.value_cny else "not set (no orders)"
 
 
-def present_rule(rule: Rule, summary: str, executions: list[Execution] | None = None) -> View:
+def present_rule(rule: Rule, summary: str, executions: list[Execution] | None = None,
+                 proposal: ProposalClaim | None = None) -> View:
     facts = [("Symbol", rule.symbol), ("Kind", "rule language" if rule.source == "language" else "words (LLM)"),
              ("Schedule", f"{rule.schedule} ({rule.timezone})" if rule.schedule else "none"),
              ("State", "enabled" if rule.enabled else f"paused: {rule.paused_reason or 'by its owner'}"),
              ("Order size", _size(rule)), ("Threshold", f"{rule.threshold:.2f}"),
              ("Account", rule.account or "the channel's"), ("Position", str((rule.runtime_status or {}).get(
                  "position", 0)))]
+    if proposal is not None:
+        facts.append(("Order proposal", f"waiting for a trader's approval (execution {proposal.execution_id}; no "
+                                        f"new order until it is decided or {proposal.expires_at:%Y-%m-%d %H:%M} UTC)"))
     lines = [f"Requirements: {rule.requirements}"]
     lines += [f"run {e.execution_id} at {e.started_at:%Y-%m-%d %H:%M} UTC: {e.steps} steps, "
               f"{_decided(e.decision)}" for e in executions or []]

@@ -1,5 +1,6 @@
 """Execution rules (seed 002): saved rules, their step-by-step execution logs, and the schedule ticks that
-workers claim so each tick runs once. Migration 0008 creates them; keep the two in step."""
+workers claim so each tick runs once. Migration 0008 creates them (0010 adds the proposal claim); keep the two in
+step."""
 
 from __future__ import annotations
 
@@ -48,6 +49,9 @@ class SavedRule(Base):
     account: Mapped[str | None] = mapped_column(String(64))  # paper account; None: the channel's default
     consecutive_failures: Mapped[int] = mapped_column(Integer, default=0)
     paused_reason: Mapped[str | None] = mapped_column(Text)
+    # the one order proposal of the rule awaiting a trader: its execution, and when the claim lapses by itself
+    proposal_execution: Mapped[str | None] = mapped_column(String(64))
+    proposal_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
 

@@ -1,8 +1,11 @@
 """Decide: log the decision step, and turn a buy or sell at or above the rule's confidence threshold into an
-order for the paper account's approval (A-shares only; crypto rules decide and log, the account is in CNY)."""
+order for the paper account's approval (A-shares only; crypto rules decide and log, the account is in CNY).
+A rule has one order card at a time: the order is proposed only once this execution holds the rule's proposal
+claim, which report releases when the approval is over."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from decimal import ROUND_DOWN, Decimal
 from typing import Any
 
@@ -21,6 +24,10 @@ from tools.broker.money import price_of
 from tools.broker.paper import tagged_position
 from tools.broker.rules import lot_rule
 from tools.klines import symbol_kind
+
+# How long a proposal claim outlives the proposal's own expiry (the paper account's order TTL): an approval made
+# just before the proposal expired still counts, and is applied a little later (the queue, a retry).
+APPLY_GRACE = timedelta(minutes=10)
 
 
 def decide_node(state: ExecutionState, runtime: Runtime[WorkflowContext], config: RunnableConfig,
@@ -44,6 +51,9 @@ def _order(ctx: WorkflowContext, state: ExecutionState, config: RunnableConfig, 
         return None, f"confidence {confidence:.2f} is below the rule's threshold {threshold:.2f}: no order"
     if symbol_kind(rule["symbol"]) != "a-share":
         return None, "crypto rules produce decisions and logs, not orders (the paper account trades A-shares)"
+    blocked = _claim(ctx, state, action)
+    if blocked:
+        return None, blocked
     held, waiting = tagged_position(ctx.engine, rule_account(rule, config), rule["symbol"], rule_tag(rule))
     if waiting:
         return None, f"{action}: an order of this rule is still open; no new order until it fills or expires"
@@ -57,6 +67,22 @@ def _order(ctx: WorkflowContext, state: ExecutionState, config: RunnableConfig, 
     if quantity <= 0:
         return None, why
     return _intent(rule, "buy", quantity, decision), why
+
+
+def _claim(ctx: WorkflowContext, state: ExecutionState, action: str) -> str | None:
+    """Claim the rule's one order proposal for this execution; None when it holds it, else why not. Two order
+    cards of one rule (two schedule ticks, a tick and a manual run) would each be sized on the same position, so
+    a trader approving both would double it. The claim comes before the position is read: it is free again only
+    once the last card's order is placed (report releases it), so the read sees that order. Report releases it
+    whatever the run decides; an abandoned claim lapses APPLY_GRACE after the proposal's expiry."""
+    if ctx.rules is None or ctx.paper is None:
+        return "this process has no rule store or paper account configured: no order"
+    execution_id = state["execution_id"]
+    claim = ctx.rules.claim_proposal(int(state["rule"]["id"]), execution_id, ctx.paper.order_ttl + APPLY_GRACE)
+    if claim.execution_id == execution_id:
+        return None
+    return (f"{action}: an order proposal of this rule (execution {claim.execution_id}) is waiting for a trader's "
+            "approval; no new order until it is decided or expires")
 
 
 def _buy_quantity(ctx: WorkflowContext, state: ExecutionState, config: RunnableConfig,

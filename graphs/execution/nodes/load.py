@@ -1,4 +1,6 @@
-"""Load: the rule a run executes (`rule run ID [execution=ID]`), its execution id and its start time."""
+"""Load: the rule a run executes (`rule run ID [execution=ID]`), its execution id and its start time. A scheduled
+run (the scheduler's `execution=`) of a rule paused, or taken off its schedule, after the run was queued does
+nothing; a manual `rule run ID` runs a paused rule all the same."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from graphs.common import new_human_text
 from graphs.context import WorkflowContext
 from graphs.execution.state import ExecutionState
 from graphs.progress import report_progress
+from tools.schedule import scheduled_rule_id
 
 RUN = re.compile(r"^\s*/?rule\s+run\s+(\d+)(?:\s+execution=(rule\d+-[A-Za-z0-9]{1,40}))?\s*$", re.IGNORECASE)
 USAGE = "rule run ID (see `rule list`)"
@@ -35,6 +38,9 @@ def load_node(state: ExecutionState, runtime: Runtime[WorkflowContext]) -> dict[
     given = match.group(2)
     if given and not given.lower().startswith(f"rule{rule.id}-"):
         return {**fresh, "final_reply": f"execution={given} does not belong to rule {rule.id}."}
+    if given and scheduled_rule_id(given) is not None and not (rule.enabled and rule.schedule):
+        why = "was paused" if not rule.enabled else "was taken off its schedule"
+        return {**fresh, "final_reply": f"Rule {rule.id} {why} after this run was queued; nothing was run."}
     execution_id = given or f"rule{rule.id}-m{uuid.uuid4().hex[:12]}"
     report_progress("rule", f"{rule.id} {rule.symbol}")
     data = asdict(rule)

@@ -1,4 +1,6 @@
-"""Report: the run's result, and the rule's runtime status following the order's fill."""
+"""Report: the run's result, the rule's runtime status following the order's fill, and the rule's proposal claim
+given back: the order approval is over, whatever its outcome (an approved order is open or filled by now, and
+its position or open order guards the next run)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ def report_node(state: ExecutionState, runtime: Runtime[WorkflowContext], config
     status["position"], status["open_orders"] = held, waiting  # what the rule's orders filled, so far
     paused = False
     if ctx.rules is not None:
+        ctx.rules.release_proposal(int(rule["id"]), state["execution_id"])
         ctx.rules.set_runtime_status(int(rule["id"]), status)
         if decision.get("failure"):
             paused = ctx.rules.record_failure(int(rule["id"]), str(decision.get("reason")))
