@@ -82,13 +82,16 @@ class Runner:
         self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
 
     def start(self, thread_id: str, text: str, progress: Progress | None = None, user: str | None = None,
-              account: str | None = None) -> Outcome:
+              account: str | None = None, scheduled: bool = False) -> Outcome:
         """A new message in the thread: a new request or a follow-up to the work already there. `account` is the
-        thread's default paper account (the channel's)."""
+        thread's default paper account (the channel's); `scheduled` marks a run the rule scheduler started."""
         update: dict[str, Any] = {"messages": [HumanMessage(text)]}
         if user:
             update["requester"] = user
-        return self._run(thread_id, update, progress, _config(thread_id, user, account=account), "async")
+        config = _config(thread_id, user, account=account)
+        if scheduled:
+            config["configurable"]["scheduled"] = True
+        return self._run(thread_id, update, progress, config, "async")
 
     def resume(self, thread_id: str, interrupt_id: str, decision: dict[str, Any], user: str | None,
                progress: Progress | None = None, decided_at: datetime | None = None) -> Outcome:

@@ -20,13 +20,14 @@ from tools.workspace import Workspace
 class GraphThread:
     def __init__(self, url: str, ctx: WorkflowContext,
                  build: Callable[[Any], CompiledStateGraph] = build_main_graph, requester: str | None = "UALICE",
-                 ) -> None:
-        self.url, self.ctx, self.build, self.requester = url, ctx, build, requester
+                 scheduled: bool = False) -> None:
+        """`scheduled`: the runs are the rule scheduler's, as the Slack front door marks them."""
+        self.url, self.ctx, self.build, self.requester, self.scheduled = url, ctx, build, requester, scheduled
         self.thread = f"t-{uuid.uuid4().hex[:10]}"
 
     @property
     def config(self) -> dict[str, Any]:
-        return {"configurable": {"thread_id": self.thread}}
+        return {"configurable": {"thread_id": self.thread, **({"scheduled": True} if self.scheduled else {})}}
 
     @property
     def workspace(self) -> Workspace:

@@ -237,7 +237,7 @@ def test_one_order_card_per_rule_until_the_first_is_decided_or_expires(
     card = first.say(f"rule run {rule.id}")
     held = ctx.rules.steps(rule.id)[0].execution_id  # type: ignore[union-attr]
     scheduled = execution_id_for(rule.id, TICK)
-    second = GraphThread(db_url, ctx, requester=OWNER).say(f"rule run {rule.id} execution={scheduled}")
+    second = GraphThread(db_url, ctx, requester=OWNER, scheduled=True).say(f"rule run {rule.id} execution={scheduled}")
     assert "__interrupt__" not in second
     assert second["result"]["decision"]["note"] == (
         f"buy: an order proposal of this rule (execution {held}) is waiting for a trader's approval; no new order "
@@ -275,11 +275,13 @@ def test_a_queued_scheduled_run_of_a_paused_rule_does_nothing_and_a_manual_run_s
     rule = store.add(OWNER, "c", CODE, "trade the trend", size=100, schedule="30 9 * * 1-5")
     queued = f"rule run {rule.id} execution={execution_id_for(rule.id, TICK)}"  # what the scheduler enqueued
     store.pause(rule.id, OWNER)
-    out = GraphThread(db_url, ctx, requester=OWNER).say(queued)
+    typed = GraphThread(db_url, ctx, requester=OWNER).say(queued)  # a person typing the scheduler's id
+    assert typed["final_reply"] == "`execution=` is set by the scheduler only; use `rule run ID` to run a rule now."
+    out = GraphThread(db_url, ctx, requester=OWNER, scheduled=True).say(queued)
     assert out["final_reply"] == f"Rule {rule.id} was paused after this run was queued; nothing was run."
     store.resume(rule.id, OWNER)
     store.update_schedule(rule.id, OWNER, None)
-    out = GraphThread(db_url, ctx, requester=OWNER).say(queued)
+    out = GraphThread(db_url, ctx, requester=OWNER, scheduled=True).say(queued)
     assert out["final_reply"] == (f"Rule {rule.id} was taken off its schedule after this run was queued; nothing "
                                   "was run.")
     assert store.steps(rule.id) == [] and llm.prompts == []

@@ -125,3 +125,17 @@ def test_a_scheduled_run_that_crashes_counts_toward_auto_pause(tmp_path: Path) -
         assert store.proposal(rule.id) is None  # the crashed run showed no order card: its claim is given back
         if worker is not None:
             worker.stop()
+
+
+def test_a_typed_execution_id_is_refused_so_it_cannot_pose_as_a_schedule_tick(tmp_path: Path) -> None:
+    from bot.jobs.inbox import Message
+
+    with _front_door(tmp_path) as (slack, app, door):
+        store = RuleStore(app.engine, frozenset(), clock=lambda: SAVED)
+        rule = store.add(OWNER, "C5400", "600519.SH", LANGUAGE, source="language", schedule="30 9 * * 1-5",
+                         size=100)
+        door.run_text(Message("C5400:1.1", "T1", "C5400", "1.1", OWNER,
+                              f"rule run {rule.id} execution=rule{rule.id}-20261123T0130Z"))
+        reply = _thread_reply(slack, "C5400", "execution=")
+        assert reply == "`execution=` is set by the scheduler only; use `rule run ID` to run a rule now."
+        assert store.steps(rule.id) == []

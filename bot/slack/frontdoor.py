@@ -85,9 +85,10 @@ class FrontDoor:
     # --- jobs (JobHandler: the queue's workers call these, one job of a thread at a time) ------------------
 
     def run_text(self, message: Message) -> None:
+        scheduled = message.key.startswith(SCHEDULED_RUN)
         outcome = self._handle_text(Where(message.team, message.channel, message.thread_ts, message.user),
-                                    message.text)
-        if outcome is not None and message.key.startswith(SCHEDULED_RUN):
+                                    message.text, scheduled)
+        if outcome is not None and scheduled:
             self._after_crash(message, outcome)
 
     def apply_decision(self, interrupt_id: str, thread_id: str) -> None:
@@ -104,15 +105,16 @@ class FrontDoor:
 
     # --- work ---------------------------------------------------------------------------------------
 
-    def _handle_text(self, where: Where, text: str) -> Outcome | None:
-        """Start a run or answer the thread's pending question; returns the outcome of a run it started."""
+    def _handle_text(self, where: Where, text: str, scheduled: bool = False) -> Outcome | None:
+        """Start a run or answer the thread's pending question; returns the outcome of a run it started.
+        `scheduled`: the rule scheduler queued this message (never a person)."""
         thread_id = thread_id_for(where.team, where.channel, where.thread_ts)
         info, _created = self.registry.open(where.team, where.channel, where.thread_ts, where.user)
         pending = self.runner.pending(thread_id)
         if not pending:
             status = self._status_message(where)
             outcome = self.runner.start(thread_id, text, self._progress(where, status), user=where.user,
-                                        account=channel_account(where.channel))
+                                        account=channel_account(where.channel), scheduled=scheduled)
             self._render(where, info, outcome, status)
             return outcome
         if workflow_for(text) is not None:  # a new request, not an answer: it gets its own thread

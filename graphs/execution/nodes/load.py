@@ -10,19 +10,21 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from graphs.common import new_human_text
-from graphs.context import WorkflowContext
+from graphs.context import WorkflowContext, scheduled
 from graphs.execution.state import ExecutionState
 from graphs.progress import report_progress
 from tools.schedule import scheduled_rule_id
 
 RUN = re.compile(r"^\s*/?rule\s+run\s+(\d+)(?:\s+execution=(rule\d+-[A-Za-z0-9]{1,40}))?\s*$", re.IGNORECASE)
 USAGE = "rule run ID (see `rule list`)"
+SCHEDULER_ONLY = "`execution=` is set by the scheduler only; use `rule run ID` to run a rule now."
 
 
-def load_node(state: ExecutionState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+def load_node(state: ExecutionState, runtime: Runtime[WorkflowContext], config: RunnableConfig) -> dict[str, Any]:
     messages = state.get("messages", [])
     text = new_human_text(messages, state.get("consumed", 0))
     fresh: dict[str, Any] = {"consumed": len(messages), "result": None, "final_reply": None, "history": [],
@@ -36,6 +38,8 @@ def load_node(state: ExecutionState, runtime: Runtime[WorkflowContext]) -> dict[
     if rule is None:
         return {**fresh, "final_reply": f"There is no rule {match.group(1)}; `rule list` shows the saved rules."}
     given = match.group(2)
+    if given and not scheduled(config):  # typed by a person, it could pose as a tick or reuse a waiting run's id
+        return {**fresh, "final_reply": SCHEDULER_ONLY}
     if given and not given.lower().startswith(f"rule{rule.id}-"):
         return {**fresh, "final_reply": f"execution={given} does not belong to rule {rule.id}."}
     if given and scheduled_rule_id(given) is not None and not (rule.enabled and rule.schedule):
