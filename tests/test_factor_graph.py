@@ -25,6 +25,8 @@ from tools.sandbox import Sandbox
 
 GOOD_BODY = "return -(close / close.shift(10) - 1)"
 BAD_BODY = "return close.rolling(10).mean().stack()"  # a Series: the output-type check fails
+# a body no other test saves: on PostgreSQL's shared library a copy of GOOD_BODY would ask before saving
+OWN_BODY = "return (close.rolling(3).max() - close.rolling(3).min()) / close.rolling(10).mean()"
 
 
 def review(out: dict[str, Any]) -> dict[str, Any]:
@@ -270,10 +272,10 @@ def test_signal_follow_up_in_the_same_thread_continues_the_signal(make_thread) -
 
 def test_a_judge_without_a_verdict_spends_no_retry_and_leaves_the_code_to_the_reviewer(make_thread,
                                                                                        engine: Engine) -> None:
-    name = f"rev10_{uuid.uuid4().hex[:6]}"
+    name = f"noverdict_{uuid.uuid4().hex[:6]}"
     llm = ScriptedChatModel(script=[
         spec_answer(name),
-        tool_call("try_factor_body", body=GOOD_BODY), answer("minus the 10-day return"),
+        tool_call("try_factor_body", body=OWN_BODY), answer("the 3-day range of closes over their 10-day mean"),
         answer("Looks reasonable to me, I suppose."),  # the semantic judge in prose: no verdict
     ])
     thread = make_thread(llm, ScriptedChatModel(script=[answer('{"workflow": "factor"}')]))
