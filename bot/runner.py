@@ -82,16 +82,31 @@ class Runner:
         self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
 
     def start(self, thread_id: str, text: str, progress: Progress | None = None, user: str | None = None,
-              account: str | None = None, scheduled: bool = False) -> Outcome:
+              account: str | None = None, scheduled: bool = False, message_id: str | None = None) -> Outcome:
         """A new message in the thread: a new request or a follow-up to the work already there. `account` is the
-        thread's default paper account (the channel's); `scheduled` marks a run the rule scheduler started."""
-        update: dict[str, Any] = {"messages": [HumanMessage(text)]}
-        if user:
-            update["requester"] = user
+        thread's default paper account (the channel's); `scheduled` marks a run the rule scheduler started.
+
+        `message_id` (the adapter's stable id of the message) makes a repeat idempotent: a job retried after a
+        crash finds its message already in the thread and goes on from the last checkpoint of the run it started
+        (or reports where that run stands), instead of adding the message twice and starting over."""
         config = _config(thread_id, user, account=account)
         if scheduled:
             config["configurable"]["scheduled"] = True
+        if message_id and self.took_in(thread_id, message_id):
+            state = self.graph.get_state(config)
+            if state.next and not state.interrupts:  # its run was cut short between two steps
+                log.info("thread %s: message %s was taken in before; continuing its run", thread_id, message_id)
+                return self._run(thread_id, None, progress, config, "async")
+            return _outcome(thread_id, state)
+        update: dict[str, Any] = {"messages": [HumanMessage(text, id=message_id)]}
+        if user:
+            update["requester"] = user
         return self._run(thread_id, update, progress, config, "async")
+
+    def took_in(self, thread_id: str, message_id: str) -> bool:
+        """Whether the thread's state already holds the message with this id."""
+        messages = self.graph.get_state(_config(thread_id)).values.get("messages") or []
+        return any(getattr(m, "id", None) == message_id for m in messages)
 
     def resume(self, thread_id: str, interrupt_id: str, decision: dict[str, Any], user: str | None,
                progress: Progress | None = None, decided_at: datetime | None = None) -> Outcome:

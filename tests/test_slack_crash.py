@@ -106,3 +106,44 @@ def test_sigkill_after_the_result_reached_slack_before_its_ts_was_saved(slack: S
         _exactly_once(slack, tmp_path, channel, root, name)
     finally:
         again.stop()
+
+
+def test_sigkill_mid_run_of_a_request_goes_on_from_its_checkpoint_without_taking_the_message_twice(
+        slack: SlackServer, tmp_path: Path) -> None:
+    """The job of a mention is retried after the crash: the thread already holds its message, so the run goes on
+    from its last checkpoint (the message is not added again, the request not read twice) and ends in one
+    result."""
+    from langchain_core.messages import HumanMessage
+
+    from graphs.checkpointer import open_checkpointer
+    from graphs.main import build_main_graph
+
+    channel, root, request = "C902", new_ts(), "signal ma_cross 000001.SZ 20200101 20200630"
+    fake: FaultySlack = slack.fake  # type: ignore[assignment]
+    fake.hold_method = "chat.update"
+    fake.hold_when = lambda args: "checks" in str(args.get("text", ""))  # the run has reported its checks
+    bot = _start(slack, tmp_path)
+    post(bot.url, event_body(mention(channel, ALICE, request, root)), "application/json")
+    assert fake.held.wait(timeout=120), "the run never reported its checks"
+    url, config = f"sqlite:///{tmp_path / 'q.db'}", {"configurable": {"thread_id": thread_id_for(TEAM, channel, root)}}
+    assert bot.kill() == -9
+    fake.release.set()
+    again = _start(slack, tmp_path)
+    try:
+        results = wait_until(lambda: [c for c in slack.fake.of("chat.postMessage") if in_thread(channel, root)(c)
+                                      and c.ok and text_of(c).startswith("Signal ma_cross")], "the result", 120)
+        assert len(results) == 1 and "against buy-and-hold" in text_of(results[0])
+        statuses = [c.response["ts"] for c in slack.fake.of("chat.postMessage") if in_thread(channel, root)(c)
+                    and text_of(c).startswith(":hourglass_flowing_sand: working")]
+        assert len(statuses) == 2  # the first process's, then the retried job's
+        steps = [text_of(c) for c in slack.fake.of("chat.update") if c.args.get("ts") == statuses[1]]
+        # the run went on from its last checkpoint: its first step (long saved by then) was not run again
+        assert steps and not [s for s in steps if "planning" in s], steps
+        assert not [c for c in slack.fake.of("chat.postMessage") if in_thread(channel, root)(c)
+                    and ("Usage" in text_of(c) or "went wrong" in text_of(c))]
+    finally:
+        again.stop()
+    with open_checkpointer(url) as saver:
+        state = build_main_graph(saver).get_state(config)
+    asked = [m.content for m in state.values["messages"] if isinstance(m, HumanMessage)]
+    assert asked == [request] and state.values["result"]["codes"] == ["000001.SZ"]

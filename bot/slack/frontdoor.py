@@ -87,7 +87,7 @@ class FrontDoor:
     def run_text(self, message: Message) -> None:
         scheduled = message.key.startswith(SCHEDULED_RUN)
         outcome = self._handle_text(Where(message.team, message.channel, message.thread_ts, message.user),
-                                    message.text, scheduled)
+                                    message.text, scheduled, f"slack:{message.key}")
         if outcome is not None and scheduled:
             self._after_crash(message, outcome)
 
@@ -105,16 +105,20 @@ class FrontDoor:
 
     # --- work ---------------------------------------------------------------------------------------
 
-    def _handle_text(self, where: Where, text: str, scheduled: bool = False) -> Outcome | None:
+    def _handle_text(self, where: Where, text: str, scheduled: bool = False,
+                     message_id: str | None = None) -> Outcome | None:
         """Start a run or answer the thread's pending question; returns the outcome of a run it started.
-        `scheduled`: the rule scheduler queued this message (never a person)."""
+        `scheduled`: the rule scheduler queued this message (never a person). `message_id`: the message's stable
+        id; a job retried after a crash whose message the thread already took in goes on with (or shows) the run
+        that message started, and is never read again as an answer or a second request."""
         thread_id = thread_id_for(where.team, where.channel, where.thread_ts)
         info, _created = self.registry.open(where.team, where.channel, where.thread_ts, where.user)
         pending = self.runner.pending(thread_id)
-        if not pending:
+        if not pending or (message_id and self.runner.took_in(thread_id, message_id)):
             status = self._status_message(where)
             outcome = self.runner.start(thread_id, text, self._progress(where, status), user=where.user,
-                                        account=channel_account(where.channel), scheduled=scheduled)
+                                        account=channel_account(where.channel), scheduled=scheduled,
+                                        message_id=message_id)
             self._render(where, info, outcome, status)
             return outcome
         if workflow_for(text) is not None:  # a new request, not an answer: it gets its own thread

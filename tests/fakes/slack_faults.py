@@ -1,4 +1,5 @@
-"""The fake Slack Web API with a held response: Slack accepted the message, but the bot never learns its ts."""
+"""The fake Slack Web API with a held response: Slack accepted the message (or the status update), but the bot
+never learns it did: the caller is blocked there until the test kills the bot."""
 
 from __future__ import annotations
 
@@ -25,12 +26,13 @@ def post_key(args: dict[str, Any]) -> str:
 @dataclass
 class FaultySlack(FakeSlack):
     hold_when: Callable[[dict[str, Any]], bool] | None = None  # a matching post is accepted, its answer held
+    hold_method: str = "chat.postMessage"  # or chat.update: a run's progress report, mid-run
     held: threading.Event = field(default_factory=threading.Event)  # set once a post is being held
     release: threading.Event = field(default_factory=threading.Event)
 
     def answer(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
         response = super().answer(method, args)
-        if method == "chat.postMessage" and response.get("ok") and self.hold_when and self.hold_when(args):
+        if method == self.hold_method and response.get("ok") and self.hold_when and self.hold_when(args):
             self.hold_when = None
             self.held.set()
             self.release.wait(timeout=120)  # the bot is killed meanwhile; its socket is gone when we answer
