@@ -2,14 +2,16 @@
 
 Only a replay trades here, and its orders need no approval: each fills in full at the decision date's close, with
 the paper account's costs (`tools.broker.fees`: commission and its minimum, stamp duty on sells, transfer fee), in
-integer fen. Positions bought on a date are sellable from the next trading day (T+1). `on(day)` gives the account
+integer fen. Positions bought on a date are sellable from the next trading day (T+1). `account()` gives the account
 as it stands on a day, marked at that day's closes, for the desk's fusion (cash, positions, drawdown) and its
-trader."""
+trader. `to_json` and `from_json` carry the ledger through a checkpoint exactly (integer fen, decimal text), so a
+replay resumed after a crash goes on from the ledger of its last finished date."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from decimal import Decimal
+from typing import Any
 
 from tools.broker.clock import day as to_date
 from tools.broker.fees import FeeRates, fill_fees
@@ -48,6 +50,26 @@ class ReplayLedger:
 
     def __post_init__(self) -> None:
         self.cash_fen = to_fen(self.starting_cash)
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything but the fee rates (the paper account's settings, passed back to `from_json`), as JSON."""
+        return {"starting_cash": str(self.starting_cash), "cash_fen": self.cash_fen, "realised_fen": self.realised_fen,
+                "fills": [{**asdict(f), "price": str(f.price), "value": str(f.value), "fees": str(f.fees)}
+                          for f in self.fills],
+                "holdings": {code: asdict(held) for code, held in self.holdings.items()},
+                "marks": [[d, str(equity)] for d, equity in self.marks]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], rates: FeeRates) -> ReplayLedger:
+        """The ledger `to_json` gave, with its fee `rates`."""
+        ledger = cls(Decimal(data["starting_cash"]), rates)
+        ledger.cash_fen, ledger.realised_fen = int(data["cash_fen"]), int(data["realised_fen"])
+        ledger.fills = [ReplayFill(f["trade_date"], f["ts_code"], f["side"], int(f["quantity"]), Decimal(f["price"]),
+                                   Decimal(f["value"]), Decimal(f["fees"])) for f in data["fills"]]
+        ledger.holdings = {code: _Holding(int(h["quantity"]), int(h["cost_fen"]), h["bought_on"],
+                                          int(h["bought_today"])) for code, h in data["holdings"].items()}
+        ledger.marks = [(d, Decimal(equity)) for d, equity in data["marks"]]
+        return ledger
 
     def fill(self, request: OrderRequest, trade_date: str, price: Decimal) -> ReplayFill:
         """Fill `request` in full at `price` on `trade_date`; refused when cash or sellable shares fall short."""

@@ -2,16 +2,25 @@
 point-in-time data, in the replay's own memory namespace (empty at its start, so nothing written later can leak
 into an earlier date; reflections appear only once their horizon has passed) and its own replay account, where
 orders fill without approval at that date's close. The replay stops cleanly when its token budget is spent, and
-reports the paper P&L against buy-and-hold and the hit rate of the ratings, with an equity chart."""
+reports the paper P&L against buy-and-hold and the hit rate of the ratings, with an equity chart.
+
+Each date is a LangGraph task whose answer (the step, the replay account's ledger after the date as JSON, the close,
+the tokens) is saved with the thread's checkpoint as the date finishes, written in the background. A replay resumed
+after a crash takes the finished dates' answers back in order and goes on from the last one's ledger: only the date
+in progress and those after it are decided again (and a date that finished in the instant before the crash, while
+its answer was still being written)."""
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.func import task
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
 from graphs.context import WorkflowContext, thread_id
@@ -31,14 +40,28 @@ from tools.decision_log import resolve_due
 from tools.market_snapshot import price_bars
 
 
+@dataclass(frozen=True)
+class _Replay:
+    """What every date of one replay shares (a task's input is not checkpointed: only its answer is)."""
+
+    ctx: WorkflowContext
+    desk: CompiledStateGraph
+    request: dict[str, Any]
+    requester: str | None
+    thread: str  # the replay's thread; each date's desk runs in one of its own, within the artifacts' 64 characters
+    run: str
+    namespace: str
+    account: str
+
+
 def replay_node(state: DecisionState, runtime: Runtime[WorkflowContext], config: RunnableConfig) -> dict[str, Any]:
     from graphs.decision.graph import build_decision_graph  # the desk runs inside its own replay node
 
     ctx, request = runtime.context, state["request"]
     code, dates, run = request["ts_code"], request["replay_dates"], state["run_id"]
-    namespace, account = f"{REPLAY_PREFIX}{run}", f"replay-{run[:12]}"
+    replay = _Replay(ctx, build_decision_graph(replay=True), request, state.get("requester"), thread_id(config), run,
+                     f"{REPLAY_PREFIX}{run}", f"replay-{run[:12]}")
     ledger = ReplayLedger(ctx.paper.starting_cash, ctx.paper.rates)
-    desk = build_decision_graph(replay=True)
     steps: list[dict[str, Any]] = []
     closes: dict[str, Decimal] = {}  # the stock's close on each date decided
     spent, stopped = 0, None
@@ -47,28 +70,22 @@ def replay_node(state: DecisionState, runtime: Runtime[WorkflowContext], config:
         if left <= 0:
             stopped = f"stopped before {date}: the replay's token budget of {ctx.replay_token_budget:,} is spent"
             break
-        close = closes[date] = price_of(price_bars(ctx.provider, code, date, 1)["close"].iloc[-1])
-        broker = ReplayBroker(ledger, account, date, {code: close})
-        inner = dataclasses.replace(ctx, desk_namespace=namespace, broker=lambda name, by, b=broker: b,
-                                    decision_token_budget=min(ctx.decision_token_budget, left))
-        ask = f"analyze {code} {date} depth={request['depth']} analysts={','.join(request['analysts'])}"
-        out = desk.invoke({"messages": [HumanMessage(ask)], "requester": state.get("requester")},
-                          {"configurable": {"thread_id": f"{thread_id(config)}:{run}:{date}", "account": account}},
-                          context=inner)
-        result = out.get("result") or {}
-        spent += int(result.get("tokens") or 0)
-        ledger.marks.append((date, ledger.equity({code: close})))
-        steps.append(_step(date, result, ledger.marks[-1][1], out.get("final_reply")))
+        done = _decide_date(ledger.to_json(), date, left, replay).result()
+        ledger = ReplayLedger.from_json(done["ledger"], ctx.paper.rates)
+        closes[date] = Decimal(done["close"])
+        spent += done["tokens"]
+        steps.append(done["step"])
         report_progress("replay", f"{number}/{len(dates)} {date}: {steps[-1]['rating']}")
-        if result.get("stopped") or out.get("final_reply"):
-            stopped = f"stopped at {date}: {result.get('stopped') or out.get('final_reply')}"
+        if done["stopped"]:
+            stopped = done["stopped"]
             break
-    resolved = resolve_due(ctx.engine, ctx.provider, namespace=namespace, as_of_date=str(ctx.provider.last_date()),
-                           horizon=HORIZON_DAYS)
+    resolved = resolve_due(ctx.engine, ctx.provider, namespace=replay.namespace,
+                           as_of_date=str(ctx.provider.last_date()), horizon=HORIZON_DAYS)
     hits = [r.hit for r in resolved if r.hit is not None]
     benchmark = _buy_and_hold(ctx, code, closes)
-    result = {"kind": "replay", "request": request, "namespace": namespace, "account": account, "steps": steps,
-              "equity": [(d, str(e)) for d, e in ledger.marks], "benchmark": [(d, str(v)) for d, v in benchmark],
+    result = {"kind": "replay", "request": request, "namespace": replay.namespace, "account": replay.account,
+              "steps": steps, "equity": [(d, str(e)) for d, e in ledger.marks],
+              "benchmark": [(d, str(v)) for d, v in benchmark],
               "starting_cash": str(ledger.starting_cash), "fills": len(ledger.fills), "tokens": spent,
               "hit_rate": f"{sum(hits)}/{len(hits)}" if hits else "n/a (no rating resolved yet)",
               "stopped": stopped, "price_basis": ctx.provider.price_basis}
@@ -78,6 +95,31 @@ def replay_node(state: DecisionState, runtime: Runtime[WorkflowContext], config:
         result["artifacts"] = [ctx.artifacts.put(thread_id(config), run, "chart", f"replay_{code}.png",
                                                  f"replay of {code}", "image/png", chart)]
     return {"result": result}
+
+
+@task(name="replay_date")
+def _decide_date(ledger_json: dict[str, Any], date: str, left: int, replay: _Replay) -> dict[str, Any]:
+    """The desk's decision on `date`, trading in the ledger as the previous date left it, with at most `left` tokens.
+    The answer is JSON: the step, the ledger after the date, the date's close, the tokens spent and why the replay
+    stops here (None: it goes on)."""
+    ctx, request = replay.ctx, replay.request
+    code = request["ts_code"]
+    ledger = ReplayLedger.from_json(ledger_json, ctx.paper.rates)
+    close = price_of(price_bars(ctx.provider, code, date, 1)["close"].iloc[-1])
+    broker = ReplayBroker(ledger, replay.account, date, {code: close})
+    inner = dataclasses.replace(ctx, desk_namespace=replay.namespace, broker=lambda name, by, b=broker: b,
+                                decision_token_budget=min(ctx.decision_token_budget, left))
+    ask = f"analyze {code} {date} depth={request['depth']} analysts={','.join(request['analysts'])}"
+    out = replay.desk.invoke({"messages": [HumanMessage(ask)], "requester": replay.requester},
+                             {"configurable": {"thread_id": f"{replay.thread}:{replay.run[:12]}:{date}",
+                                               "account": replay.account}},
+                             context=inner)
+    result = out.get("result") or {}
+    ledger.marks.append((date, ledger.equity({code: close})))
+    stop = result.get("stopped") or out.get("final_reply")
+    return {"step": _step(date, result, ledger.marks[-1][1], out.get("final_reply")), "ledger": ledger.to_json(),
+            "close": str(close), "tokens": int(result.get("tokens") or 0),
+            "stopped": f"stopped at {date}: {stop}" if stop else None}
 
 
 def _step(date: str, result: dict[str, Any], equity: Decimal, reply: str | None) -> dict[str, Any]:
