@@ -13,9 +13,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from graphs.checkpointer import open_checkpointer
 from graphs.decision.graph import build_decision_graph
+from tests.child_process import wait_for_child
 from tests.decision_desk import MARKET_REPORT, ROLES, account, desk_context, research_answer, risk_answer
 from tests.fakes.chat import ScriptedModels, answer
 from tools.data.local import SampleProvider
@@ -43,17 +42,6 @@ DEADLINE = 120.0  # seconds for the child to reach the bear's turn (imports and 
 @pytest.fixture(scope="module")
 def provider() -> SampleProvider:
     return SampleProvider()
-
-
-def _wait(condition: Callable[[], bool], what: str, child: subprocess.Popen[bytes], log: Path) -> None:
-    """Poll `condition` until it holds; fail at once if the child died first, or at the deadline."""
-    deadline = time.monotonic() + DEADLINE
-    while not condition():
-        if child.poll() is not None:
-            pytest.fail(f"the child exited ({child.returncode}) before {what}:\n{log.read_text()}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"the child did not reach {what} within {DEADLINE:.0f} s:\n{log.read_text()}")
-        time.sleep(0.05)
 
 
 def _research_count(url: str, config: dict[str, Any]) -> int | None:
@@ -78,9 +66,9 @@ def test_a_sigkill_mid_debate_then_a_restart_finishes_without_rerunning_analysts
         child = subprocess.Popen([sys.executable, "-m", CHILD, db_url, namespace, thread, name, str(marker)],
                                  cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
-        _wait(marker.exists, "the bear's turn", child, log)
+        wait_for_child(marker.exists, "the bear's turn", child, log, DEADLINE)
         # the bull's turn is in the debate's checkpoint before the kill (durability "async" may lag a moment)
-        _wait(lambda: _research_count(db_url, config) == 1, "a saved bull turn", child, log)
+        wait_for_child(lambda: _research_count(db_url, config) == 1, "a saved bull turn", child, log, DEADLINE)
         os.kill(child.pid, signal.SIGKILL)
         assert child.wait(timeout=30) == -signal.SIGKILL
     finally:

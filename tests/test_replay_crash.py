@@ -14,18 +14,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import pytest
 from sqlalchemy import Engine
 
 from graphs.checkpointer import open_checkpointer
 from graphs.decision.graph import build_decision_graph
+from tests.child_process import wait_for_child
 from tests.decision_desk import ROLES, desk_context
 from tests.fakes.chat import ScriptedModels, answer
 from tests.replay_crash_child import first_date
@@ -46,17 +44,6 @@ DEADLINE = 120.0  # seconds for the child to reach the bear's second turn (impor
 EQUITY = [("20200803", "999954.96"), ("20200810", "996346.44"), ("20200817", "996346.44")]
 
 
-def _wait(condition: Callable[[], bool], what: str, child: subprocess.Popen[bytes], log: Path) -> None:
-    """Poll `condition` until it holds; fail at once if the child died first, or at the deadline."""
-    deadline = time.monotonic() + DEADLINE
-    while not condition():
-        if child.poll() is not None:
-            pytest.fail(f"the child exited ({child.returncode}) before {what}:\n{log.read_text()}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"the child did not reach {what} within {DEADLINE:.0f} s:\n{log.read_text()}")
-        time.sleep(0.05)
-
-
 def _saved_dates(url: str, config: dict[str, Any]) -> list[dict[str, Any]]:
     """The answers of the replay's dates saved with the thread's latest checkpoint, in date order."""
     with open_checkpointer(url) as saver:
@@ -75,9 +62,9 @@ def test_a_sigkill_mid_replay_then_a_restart_decides_only_the_dates_left(
         child = subprocess.Popen([sys.executable, "-m", CHILD, db_url, thread, str(marker)],
                                  cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
-        _wait(marker.exists, "the bear's turn on the second date", child, log)
+        wait_for_child(marker.exists, "the bear's turn on the second date", child, log, DEADLINE)
         # the first date's answer is written in the background as it comes back: wait until it is saved
-        _wait(lambda: len(_saved_dates(db_url, config)) == 1, "a saved first date", child, log)
+        wait_for_child(lambda: len(_saved_dates(db_url, config)) == 1, "a saved first date", child, log, DEADLINE)
         os.kill(child.pid, signal.SIGKILL)
         assert child.wait(timeout=30) == -signal.SIGKILL
     finally:

@@ -11,12 +11,12 @@ and rejected otherwise, and a question ends the run."""
 
 from __future__ import annotations
 
-import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bot.evaluation.files import read_json
 from graphs.registry import command_for
 
 DATASETS = Path(__file__).with_name("datasets")
@@ -48,12 +48,7 @@ def default_dataset(workflow: str) -> Path:
 
 def load_dataset(path: Path, workflow: str) -> Dataset:
     """The dataset at `path`, checked: it is for `workflow`, every case has a unique id and a request."""
-    try:
-        body = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DatasetError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DatasetError(f"{path}: not a readable JSON file ({exc})") from None
+    body = read_json(path, DatasetError)
     if not isinstance(body, dict) or not isinstance(body.get("cases"), list) or not body["cases"]:
         raise DatasetError(f"{path}: expected an object with a non-empty \"cases\" list")
     if body.get("workflow") != workflow:

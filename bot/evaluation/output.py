@@ -10,6 +10,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from bot.evaluation.files import read_json
 from bot.evaluation.run_case import CaseRun
 from bot.evaluation.summary import Figure
 
@@ -55,12 +56,7 @@ def write(report_: dict[str, Any], directory: Path, stem: str) -> tuple[Path, Pa
 
 
 def load(path: Path) -> dict[str, Any]:
-    try:
-        body = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ReportError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ReportError(f"{path}: not a readable JSON file ({exc})") from None
+    body = read_json(path, ReportError)
     if not isinstance(body, dict) or body.get("format") != FORMAT or not _well_formed(body):
         raise ReportError(f"{path}: not a `quantdesk eval` report (format {FORMAT})")
     return body
