@@ -249,3 +249,23 @@ def test_free_text_is_read_by_the_light_model_and_every_call_counts_toward_the_b
     assert result["request"]["analysts"] == ["market"] and result["request"]["reader_tokens"] == 300
     assert result["analysts"]["market"]["tokens"] == 2200  # two model calls and the light model's summary
     assert result["tokens"] == 300 + 2200 + result["stages"]["research"]["tokens"] + result["stages"]["risk"]["tokens"]
+
+
+def test_one_desk_order_card_per_stock_until_a_trader_decides_it(
+        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, models: ScriptedModels) -> None:
+    """A second decision on the stock while the first card waits proposes nothing (approving both would double
+    the position); once the first is rejected, the next decision proposes again."""
+    name = account()
+    first, out = _run(db_url, engine, sandbox, provider, models(scripts=desk_scripts()),
+                      f"analyze {CODE} account={name}", _light(models))
+    (card,) = out["__interrupt__"]
+    _, second = _run(db_url, engine, sandbox, provider, models(scripts=desk_scripts()),
+                     f"analyze {CODE} account={name}", _light(models))
+    assert "__interrupt__" not in second
+    plan = second["result"]["trader_investment_plan"]
+    assert plan.startswith(f"no order: an order card of the desk on {CODE} in {name} is still waiting for a trader")
+    first.decide(out, {"type": "reject", "message": "not now"}, user=TRADER)
+    _, third = _run(db_url, engine, sandbox, provider, models(scripts=desk_scripts()),
+                    f"analyze {CODE} account={name}", _light(models))
+    assert third["__interrupt__"][0].value["args"]["order"] == "BUY 100 600519.SH 贵州茅台 at market"
+    assert card.value["args"]["order"] == third["__interrupt__"][0].value["args"]["order"]

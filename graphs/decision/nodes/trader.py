@@ -1,9 +1,11 @@
 """The trader: turns the risk manager's decision into an order proposal for the paper account. The model proposed
 a target position; the sizing code (tools.broker.sizing) constrains it to the account's limit, cash, lots and
-sellable shares. An order goes to the order approval subgraph: a trader must approve it."""
+sellable shares. An order goes to the order approval subgraph: a trader must approve it. One card at a time: while
+a desk order on the stock is open or its card waits for a trader, the desk proposes nothing."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -14,8 +16,10 @@ from graphs.decision.state import DecisionState
 from graphs.progress import report_progress
 from tools.broker.boards import OrderRuleError
 from tools.broker.clock import day
+from tools.broker.paper import tagged_position
 from tools.broker.rules import lot_rule
 from tools.broker.sizing import size_order
+from tools.broker.store import pending_proposals
 
 DESK_TAG = "desk"
 
@@ -28,6 +32,9 @@ def trader_node(state: DecisionState, runtime: Runtime[WorkflowContext]) -> dict
         return {"trader_investment_plan": f"no order: the decision is as of {request['trade_date']}, not the latest "
                                           f"trading day {latest}; the paper account trades only on today's data "
                                           "(a replay trades past dates in its own account)", "order_intent": {}}
+    waiting = _waiting_order(ctx, request["account"], code) if not request.get("replay") else None
+    if waiting:
+        return {"trader_investment_plan": f"no order: {waiting}", "order_intent": {}}
     position = (state.get("portfolio_positions") or {}).get(code) or {}
     try:
         lot = lot_rule(code, day(request["trade_date"]))
@@ -47,3 +54,18 @@ def trader_node(state: DecisionState, runtime: Runtime[WorkflowContext]) -> dict
               "limit_price": None, "account": request["account"], "proposed_by": state.get("requester"),
               "tag": DESK_TAG, "reason": reason}
     return {"trader_investment_plan": sizing.explanation, "order_intent": intent}
+
+
+def _waiting_order(ctx: WorkflowContext, account: str, code: str) -> str | None:
+    """Why the desk must not propose now: an order of the desk's on `code` is open, or its card still waits for a
+    trader. A second card sized on the same position would double it if both were approved."""
+    if ctx.paper is None:
+        return None
+    _held, open_orders = tagged_position(ctx.engine, account, code, DESK_TAG)
+    if open_orders:
+        return f"an order of the desk on {code} is still open in {account}; it fills or expires first"
+    pending = pending_proposals(ctx.engine, account, code, DESK_TAG, datetime.now(UTC) - ctx.paper.order_ttl)
+    if pending:
+        return (f"an order card of the desk on {code} in {account} is still waiting for a trader ({pending[0]}); "
+                "approve or reject it first")
+    return None
