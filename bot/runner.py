@@ -77,7 +77,7 @@ class Runner:
             paper=paper, broker=lambda name, by: PaperBroker(app.engine, app.provider, name, paper, opened_by=by),
             traders=settings.traders,
             rules=RuleStore(app.engine, settings.admins, max_failures=settings.rule_max_failures),
-            klines=lambda symbol: klines_for(symbol, settings, app.provider),
+            klines=lambda symbol: klines_for(symbol, settings, app.provider), stop_requested=should_stop,
         )
         self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
 

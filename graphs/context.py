@@ -43,6 +43,7 @@ class WorkflowContext:
     decision_token_budget: int = 200_000  # tokens one desk decision may use, all agents together
     replay_token_budget: int = 2_000_000  # tokens one replay of the desk may use over all its dates
     desk_namespace: str = "live"  # the decision desk's memory and decision log (a replay has its own)
+    stop_requested: Callable[[], bool] = lambda: False  # the adapter's "stop this run" (checked inside long nodes)
 
 
 def thread_id(config: RunnableConfig) -> str:

@@ -64,3 +64,26 @@ def test_a_replay_over_20_dates_gives_the_hand_computed_equity_curve(
     view = present_decision(result)
     assert ("Desk P&L", "-0.39%") in view.facts  # 996,146.39 / 1,000,000 − 1
 
+
+
+def test_a_stop_asked_during_a_replay_ends_it_before_the_next_date(
+        db_url: str, engine: Engine, sandbox: Sandbox, models: ScriptedModels) -> None:
+    """The runner honours a stop between nodes, and the replay is one node: it checks before each date itself. The
+    scripts hold answers for the first date only, so deciding a second one would fail the test."""
+    scripts = {ROLES["market"]: [tool_call("get_indicators"), answer("Trend report.")],
+               ROLES["research_judge"]: [research_answer("Buy", 0.2)], ROLES["risk_judge"]: [risk_answer("Buy", 0.2)]}
+    for role in ("bull", "bear", "risky", "safe", "neutral"):
+        scripts[ROLES[role]] = [answer(f"{role} speaks")]
+    asked: list[int] = []
+
+    def stop_after_the_first_date() -> bool:
+        asked.append(1)
+        return len(asked) > 1
+
+    ctx = desk_context(engine, sandbox, SampleProvider(), models(scripts=scripts), models(script=[answer("summary")]),
+                       stop_requested=stop_after_the_first_date)
+    out = GraphThread(db_url, ctx, build_decision_graph).say(f"analyze {CODE} 20200728..20200730 every=1d "
+                                                             "analysts=market")
+    result = out["result"]
+    assert [s["date"] for s in result["steps"]] == ["20200728"] and result["fills"] == 1
+    assert result["stopped"] == "stopped at your request before 20200729"

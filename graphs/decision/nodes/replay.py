@@ -70,6 +70,9 @@ def replay_node(state: DecisionState, runtime: Runtime[WorkflowContext], config:
         if left <= 0:
             stopped = f"stopped before {date}: the replay's token budget of {ctx.replay_token_budget:,} is spent"
             break
+        if ctx.stop_requested():  # the runner honours a stop only between nodes, and this node holds every date
+            stopped = f"stopped at your request before {date}"
+            break
         done = _decide_date(ledger.to_json(), date, left, replay).result()
         ledger = ReplayLedger.from_json(done["ledger"], ctx.paper.rates)
         closes[date] = Decimal(done["close"])
