@@ -92,8 +92,8 @@ class Runner:
         config = _config(thread_id, user, account=account)
         if scheduled:
             config["configurable"]["scheduled"] = True
-        if message_id and self.took_in(thread_id, message_id):
-            state = self.graph.get_state(config)
+        state = self.graph.get_state(config) if message_id else None
+        if state is not None and _holds(state, message_id):
             if state.next and not state.interrupts:  # its run was cut short between two steps
                 log.info("thread %s: message %s was taken in before; continuing its run", thread_id, message_id)
                 return self._run(thread_id, None, progress, config, "async")
@@ -105,8 +105,7 @@ class Runner:
 
     def took_in(self, thread_id: str, message_id: str) -> bool:
         """Whether the thread's state already holds the message with this id."""
-        messages = self.graph.get_state(_config(thread_id)).values.get("messages") or []
-        return any(getattr(m, "id", None) == message_id for m in messages)
+        return _holds(self.graph.get_state(_config(thread_id)), message_id)
 
     def resume(self, thread_id: str, interrupt_id: str, decision: dict[str, Any], user: str | None,
                progress: Progress | None = None, decided_at: datetime | None = None) -> Outcome:
@@ -159,6 +158,10 @@ def _outcome(thread_id: str, state: StateSnapshot) -> Outcome:
     if values.get("result"):
         return Outcome(thread_id, "done", result=values["result"], workflow=workflow, checkpoint=checkpoint)
     return Outcome(thread_id, "done", values.get("final_reply") or "Done.", workflow=workflow, checkpoint=checkpoint)
+
+
+def _holds(state: StateSnapshot, message_id: str | None) -> bool:
+    return any(getattr(m, "id", None) == message_id for m in state.values.get("messages") or [])
 
 
 def _interrupts(state: StateSnapshot) -> list[dict[str, Any]]:

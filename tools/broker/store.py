@@ -107,9 +107,9 @@ def pending_proposals(engine: Engine, account: str, ts_code: str, tag: str, sinc
     """The client order ids of `account`'s proposals of `ts_code` tagged `tag`, made since `since` (older ones can
     no longer be approved), that nobody has decided yet: each is an order card a trader may still approve."""
     with Session(engine) as session:
-        proposed = session.scalars(select(OrderEvent).where(OrderEvent.account == account,
-                                                            OrderEvent.event == "proposed")).all()
-        mine = [e.client_order_id for e in proposed if e.client_order_id and _aware(e.at) >= since
+        proposed = session.scalars(select(OrderEvent).where(
+            OrderEvent.account == account, OrderEvent.event == "proposed", OrderEvent.at >= since.astimezone(UTC)))
+        mine = [e.client_order_id for e in proposed if e.client_order_id
                 and (e.detail.get("request") or {}).get("ts_code") == ts_code
                 and (e.detail.get("request") or {}).get("tag") == tag]
         if not mine:
@@ -117,8 +117,3 @@ def pending_proposals(engine: Engine, account: str, ts_code: str, tag: str, sinc
         decided = set(session.scalars(select(OrderEvent.client_order_id).where(
             OrderEvent.client_order_id.in_(mine), OrderEvent.event.in_(DECIDED))))
     return [cid for cid in mine if cid not in decided]
-
-
-def _aware(moment: datetime) -> datetime:
-    """SQLite hands back naive UTC times."""
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
