@@ -9,10 +9,6 @@ desk namespace and paper account serve both processes."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -23,14 +19,13 @@ from sqlalchemy.orm import Session
 
 from graphs.checkpointer import open_checkpointer
 from graphs.decision.graph import build_decision_graph
-from tests.child_process import wait_for_child
+from tests.child_process import kill_child_when
 from tests.decision_desk import MARKET_REPORT, ROLES, account, desk_context, research_answer, risk_answer
 from tests.fakes.chat import ScriptedModels, answer
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
 from tools.storage.models import AnalystReport, AnalystSummary
 
-ROOT = Path(__file__).resolve().parents[1]
 CHILD = "tests.decision_crash_child"
 ANALYSTS = ("market", "news", "sentiment", "fundamentals")
 # what the child's analysts write (tests.decision_desk.desk_scripts)
@@ -60,21 +55,11 @@ def test_a_sigkill_mid_debate_then_a_restart_finishes_without_rerunning_analysts
     namespace, name = f"crash-{uuid.uuid4().hex[:8]}", account()
     thread = f"t-crash-{uuid.uuid4().hex[:10]}"
     config: dict[str, Any] = {"configurable": {"thread_id": thread}}
-    marker, log = tmp_path / "bear-asked", tmp_path / "child.log"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)}
-    with log.open("wb") as out:
-        child = subprocess.Popen([sys.executable, "-m", CHILD, db_url, namespace, thread, name, str(marker)],
-                                 cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        wait_for_child(marker.exists, "the bear's turn", child, log, DEADLINE)
-        # the bull's turn is in the debate's checkpoint before the kill (durability "async" may lag a moment)
-        wait_for_child(lambda: _research_count(db_url, config) == 1, "a saved bull turn", child, log, DEADLINE)
-        os.kill(child.pid, signal.SIGKILL)
-        assert child.wait(timeout=30) == -signal.SIGKILL
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait(timeout=30)
+    marker = tmp_path / "bear-asked"
+    # the bull's turn is in the debate's checkpoint before the kill (durability "async" may lag a moment)
+    kill_child_when(CHILD, [db_url, namespace, thread, name, str(marker)], tmp_path,
+                    [(marker.exists, "the bear's turn"),
+                     (lambda: _research_count(db_url, config) == 1, "a saved bull turn")], DEADLINE)
 
     with open_checkpointer(db_url) as saver:
         before = build_decision_graph(saver).get_state(config)

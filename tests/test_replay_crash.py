@@ -10,10 +10,6 @@ and the equity curve is the one worked out by hand below: the first date's trade
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import uuid
 from decimal import Decimal
 from pathlib import Path
@@ -23,7 +19,7 @@ from sqlalchemy import Engine
 
 from graphs.checkpointer import open_checkpointer
 from graphs.decision.graph import build_decision_graph
-from tests.child_process import wait_for_child
+from tests.child_process import kill_child_when
 from tests.decision_desk import ROLES, desk_context
 from tests.fakes.chat import ScriptedModels, answer
 from tests.replay_crash_child import first_date
@@ -31,7 +27,6 @@ from tools.data.local import SampleProvider
 from tools.decision_log import list_decisions
 from tools.sandbox import Sandbox
 
-ROOT = Path(__file__).resolve().parents[1]
 CHILD = "tests.replay_crash_child"
 CODE = "600519.SH"
 DATES = ["20200803", "20200810", "20200817"]
@@ -56,21 +51,11 @@ def test_a_sigkill_mid_replay_then_a_restart_decides_only_the_dates_left(
         db_url: str, engine: Engine, sandbox: Sandbox, models: ScriptedModels, tmp_path: Path) -> None:
     thread = f"slack-{uuid.uuid4().hex[:24]}"  # as long as the bot's thread ids (bot.registry.thread_id_for)
     config: dict[str, Any] = {"configurable": {"thread_id": thread}}
-    marker, log = tmp_path / "bear-asked-again", tmp_path / "child.log"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)}
-    with log.open("wb") as out:
-        child = subprocess.Popen([sys.executable, "-m", CHILD, db_url, thread, str(marker)],
-                                 cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        wait_for_child(marker.exists, "the bear's turn on the second date", child, log, DEADLINE)
-        # the first date's answer is written in the background as it comes back: wait until it is saved
-        wait_for_child(lambda: len(_saved_dates(db_url, config)) == 1, "a saved first date", child, log, DEADLINE)
-        os.kill(child.pid, signal.SIGKILL)
-        assert child.wait(timeout=30) == -signal.SIGKILL
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait(timeout=30)
+    marker = tmp_path / "bear-asked-again"
+    # the first date's answer is written in the background as it comes back: kill once it is saved
+    kill_child_when(CHILD, [db_url, thread, str(marker)], tmp_path,
+                    [(marker.exists, "the bear's turn on the second date"),
+                     (lambda: len(_saved_dates(db_url, config)) == 1, "a saved first date")], DEADLINE)
 
     with open_checkpointer(db_url) as saver:
         before = build_decision_graph(saver).get_state(config)
