@@ -29,13 +29,14 @@ SUMMARY = "summary of the day"
 
 
 class BearHangs(ScriptedChatModel):
-    """The desk's model: scripted by role, except that the bear researcher's turn never comes back."""
+    """The desk's model: scripted by role, except that a bear turn beyond the bear's script never comes back: when
+    it is asked, the marker file appears and the process sleeps until it is SIGKILLed."""
 
     marker: str = ""
 
     def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
         system = "\n".join(str(m.content) for m in messages if isinstance(m, SystemMessage))
-        if ROLES["bear"] in system:
+        if ROLES["bear"] in system and not self.scripts.get(ROLES["bear"]):
             partial = Path(f"{self.marker}.partial")
             partial.write_text(f"bear asked in process {os.getpid()}\n")
             os.replace(partial, self.marker)  # the marker appears whole or not at all
@@ -56,7 +57,7 @@ class AlwaysSummarizes(ScriptedChatModel):
 def main(url: str, namespace: str, thread: str, account: str, marker: str) -> None:
     engine = make_engine(url)
     sandbox = Sandbox(workers=1)  # the desk never runs code: no worker process is ever started
-    ctx = desk_context(engine, sandbox, SampleProvider(), BearHangs(scripts=desk_scripts(), marker=marker),
+    ctx = desk_context(engine, sandbox, SampleProvider(), BearHangs(scripts=desk_scripts(bear=[]), marker=marker),
                        AlwaysSummarizes(), desk_namespace=namespace)
     with open_checkpointer(url) as saver:
         build_decision_graph(saver).invoke(

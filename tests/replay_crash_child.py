@@ -7,20 +7,15 @@ Usage: python -m tests.replay_crash_child DATABASE_URL THREAD_ID MARKER"""
 
 from __future__ import annotations
 
-import os
 import sys
-import time
-from pathlib import Path
-from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.outputs import ChatResult
+from langchain_core.messages import AIMessage, HumanMessage
 
 from graphs.checkpointer import open_checkpointer
 from graphs.decision.graph import build_decision_graph
-from tests.decision_crash_child import AlwaysSummarizes
+from tests.decision_crash_child import AlwaysSummarizes, BearHangs
 from tests.decision_desk import ROLES, desk_context, research_answer, risk_answer
-from tests.fakes.chat import ScriptedChatModel, answer, tool_call
+from tests.fakes.chat import answer, tool_call
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
 from tools.storage.db import make_engine
@@ -39,22 +34,6 @@ def first_date(rating: str = "Buy", target: float = 0.2) -> dict[str, list[AIMes
     return scripts
 
 
-class BearHangsOnTheSecondDate(ScriptedChatModel):
-    """The desk's model: scripted by role, except that the bear's turn beyond its script never comes back."""
-
-    marker: str = ""
-
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
-        system = "\n".join(str(m.content) for m in messages if isinstance(m, SystemMessage))
-        if ROLES["bear"] in system and not self.scripts[ROLES["bear"]]:
-            partial = Path(f"{self.marker}.partial")
-            partial.write_text(f"bear asked again in process {os.getpid()}\n")
-            os.replace(partial, self.marker)  # the marker appears whole or not at all
-            while True:  # until the SIGKILL
-                time.sleep(3600)
-        return super()._generate(messages, *args, **kwargs)
-
-
 def main(url: str, thread: str, marker: str) -> None:
     scripts = first_date()
     # the second date gets as far as the bear: the analyst and the bull answer
@@ -62,7 +41,7 @@ def main(url: str, thread: str, marker: str) -> None:
     scripts[ROLES["bull"]].append(answer("bull speaks"))
     engine = make_engine(url)
     sandbox = Sandbox(workers=1)  # the desk never runs code: no worker process is ever started
-    ctx = desk_context(engine, sandbox, SampleProvider(), BearHangsOnTheSecondDate(scripts=scripts, marker=marker),
+    ctx = desk_context(engine, sandbox, SampleProvider(), BearHangs(scripts=scripts, marker=marker),
                        AlwaysSummarizes())
     with open_checkpointer(url) as saver:
         build_decision_graph(saver).invoke({"messages": [HumanMessage(ASK)], "requester": REQUESTER},
