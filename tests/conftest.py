@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import Engine
 
 from tests.fakes.chat import ScriptedModels
+from tests.fakes.openai_server import OpenAIServer
 from tools.sandbox import Sandbox
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
@@ -103,3 +104,11 @@ def models() -> Iterator[ScriptedModels]:
     made = ScriptedModels()
     yield made
     made.check()
+
+
+@pytest.fixture
+def openai_server() -> Iterator[OpenAIServer]:
+    """A running fake; at teardown every scripted step must have been used and no request may have failed."""
+    with OpenAIServer() as server:
+        yield server
+    server.fake.check()

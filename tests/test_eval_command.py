@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -32,20 +31,12 @@ PRICES = f"{MAIN}=1000000/2000000,{LIGHT}=1000000/1000000"  # per million tokens
 
 
 @pytest.fixture
-def server() -> Iterator[OpenAIServer]:
-    """The fake endpoint; at the end every request was scripted and every scripted answer asked for."""
-    with OpenAIServer() as fake:
-        yield fake
-    fake.fake.check()
-
-
-@pytest.fixture
-def env(server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def env(openai_server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Settings of a fresh machine pointed at the fake endpoint; returns the output directory."""
     monkeypatch.chdir(tmp_path)
     for name in ("DATABASE_URL", "TUSHARE_TOKEN", "QUANTDESK_LOCAL_DATA", "LANGSMITH_TRACING", "LANGSMITH_API_KEY"):
         monkeypatch.delenv(name, raising=False)
-    for name, value in {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": API_KEY, "QUANTDESK_MODEL": MAIN,
+    for name, value in {"OPENAI_BASE_URL": openai_server.url, "OPENAI_API_KEY": API_KEY, "QUANTDESK_MODEL": MAIN,
                         "QUANTDESK_LIGHT_MODEL": LIGHT, "QUANTDESK_DATA_PROVIDER": "sample",
                         "QUANTDESK_DATA_DIR": str(tmp_path / "data"), "QUANTDESK_MODEL_PRICES": PRICES,
                         "QUANTDESK_SANDBOX_WORKERS": "1"}.items():
@@ -55,9 +46,9 @@ def env(server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     get_settings.cache_clear()
 
 
-def endpoint_answers(server: OpenAIServer) -> None:
+def endpoint_answers(openai_server: OpenAIServer) -> None:
     """The command's endpoint check: one call to the main model and one to the light model, before any case."""
-    server.fake.script(ENDPOINT_CHECK, answer("OK"), answer("OK"))
+    openai_server.fake.script(ENDPOINT_CHECK, answer("OK"), answer("OK"))
 
 
 def dataset(tmp_path: Path, workflow: str, *cases: dict[str, Any]) -> Path:
@@ -93,11 +84,11 @@ SEMANTIC_OK = answer('{"ok": true, "diffs": [], "reason": "minus the 10-day retu
 
 
 def test_factor_eval_measures_runnable_code_retries_look_ahead_and_the_judges_score(
-        server: OpenAIServer, env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        openai_server: OpenAIServer, env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Two requests, two repeats. Reversal: first try good (judge 5), then a peeking body caught by the truncation
     test and a good retry (judge 3). Prose: the model answers the spec in prose, so nothing reaches review."""
-    fake = server.fake
-    endpoint_answers(server)
+    fake = openai_server.fake
+    endpoint_answers(openai_server)
     fake.script(SPEC, spec("rev_a"), answer("Sure! A reversal factor is a great idea."),
                 spec("rev_b"), answer("Sure! A reversal factor is a great idea."))
     fake.script(CODEGEN, tool_call("try_factor_body", body=GOOD_BODY), answer("done"),
@@ -142,11 +133,11 @@ def step(kind: str, number: int, action: dict[str, Any]) -> AIMessage:
 
 
 def test_rule_eval_measures_well_formed_actions_and_decisions_within_the_step_limit(
-        server: OpenAIServer, env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        openai_server: OpenAIServer, env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Trend: one prose answer, then a fetch, a calculation and a buy (3 of 4 answers well-formed; the order is
     approved). Vague: prose twice, so the run is held without a decision of the model's (0 of 2)."""
-    endpoint_answers(server)
-    server.fake.script(PLAN, answer("I would buy."),
+    endpoint_answers(openai_server)
+    openai_server.fake.script(PLAN, answer("I would buy."),
                        step("tool_call", 1, {"tool_name": "get_kline_data",
                                              "params": {"symbol": "600519.SH", "timeframe": "1d", "limit": 60}}),
                        step("calculation", 2, {"calculation_type": "MA", "params": {"period": 30}}),
@@ -172,7 +163,7 @@ def test_rule_eval_measures_well_formed_actions_and_decisions_within_the_step_li
 
 
 def test_analyze_eval_measures_schema_honesty_and_ratings_with_the_model_asked_for(
-        server: OpenAIServer, env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        openai_server: OpenAIServer, env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Two decisions on 600519.SH: an honest desk rating Buy (its order approved), and one whose market analyst
     writes a price no tool returned, rating Sell. `--model` is what the endpoint is asked for."""
     honest = desk_scripts()
@@ -183,10 +174,10 @@ def test_analyze_eval_measures_schema_honesty_and_ratings_with_the_model_asked_f
                             risk_judge=[answer(json.dumps({"rating": "Sell", "target_position": 0.0, "risks": [],
                                                            "confidence": 0.6, "final_trade_decision": "Sell"}))])
     for marker in honest:
-        server.fake.script(marker, *honest[marker], *invented[marker])
-    endpoint_answers(server)
-    server.fake.script("most recent market-analyst reports", *[answer("summary of the day")] * 2)  # once per run
-    server.fake.script("You keep the long-term memory", *[answer("summary of the day")] * 6)  # 3 analysts, twice
+        openai_server.fake.script(marker, *honest[marker], *invented[marker])
+    endpoint_answers(openai_server)
+    openai_server.fake.script("most recent market-analyst reports", *[answer("summary of the day")] * 2)  # once per run
+    openai_server.fake.script("You keep the long-term memory", *[answer("summary of the day")] * 6)  # 3 analysts, twice
     path = dataset(tmp_path, "analyze", {"id": "honest", "request": "analyze 600519.SH depth=1"},
                    {"id": "invented", "request": "analyze 600519.SH depth=1"})
 
@@ -194,7 +185,7 @@ def test_analyze_eval_measures_schema_honesty_and_ratings_with_the_model_asked_f
 
     assert code == 0, err
     body, rows = report_of(env)
-    assert {e.body["model"] for e in server.fake.exchanges if e.key in ROLES.values()} == {"other-main"}
+    assert {e.body["model"] for e in openai_server.fake.exchanges if e.key in ROLES.values()} == {"other-main"}
     assert body["model"] == "other-main" and body["judge_model"] == MAIN
     assert [(r["case"], r["outcome"], r["interrupts"], r["schema_valid"], r["rating"]) for r in rows] == [
         ("honest", "finished", "approval", "1.0", "Buy"), ("invented", "finished", "", "1.0", "Sell")]
@@ -206,9 +197,9 @@ def test_analyze_eval_measures_schema_honesty_and_ratings_with_the_model_asked_f
 
 
 def test_a_question_the_case_does_not_answer_ends_the_run_as_waiting(
-        server: OpenAIServer, env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    endpoint_answers(server)
-    server.fake.script("You are a strategy analyst", answer(json.dumps({
+        openai_server: OpenAIServer, env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    endpoint_answers(openai_server)
+    openai_server.fake.script("You are a strategy analyst", answer(json.dumps({
         "analysis": "no dates", "task_type": "mixed", "next_action": "clarify",
         "user_intent": {"type": "mixed", "needs_clarification": True, "params": {}},
         "clarification_question": "Which dates?", "reasoning": "scripted"})))
@@ -300,10 +291,10 @@ def test_every_evaluable_workflow_ships_a_dataset_that_loads(workflow: str) -> N
 
 
 def test_a_request_the_endpoint_keeps_failing_is_an_error_not_a_score(
-        server: OpenAIServer, env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        openai_server: OpenAIServer, env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The endpoint answers the check, then fails one request for good: that run is an error, not a score."""
-    endpoint_answers(server)
-    server.fake.script(SPEC, *[http_error(500) for _ in range(3)])  # the first try and the client's two retries
+    endpoint_answers(openai_server)
+    openai_server.fake.script(SPEC, *[http_error(500) for _ in range(3)])  # the first try and the client's two retries
     path = dataset(tmp_path, "factor", {"id": "down", "request": "minus the 10-day return, 20190301-20200601"})
 
     code, out, err = evaluate(capsys, "factor", "--dataset", str(path), "--out", str(env))
@@ -318,12 +309,12 @@ def test_a_request_the_endpoint_keeps_failing_is_an_error_not_a_score(
 
 
 def test_an_endpoint_that_does_not_answer_stops_the_command_before_any_case(
-        server: OpenAIServer, env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    server.fake.script(ENDPOINT_CHECK, *[http_error(401)])
+        openai_server: OpenAIServer, env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    openai_server.fake.script(ENDPOINT_CHECK, *[http_error(401)])
     code, out, err = evaluate(capsys, "factor", "--out", str(env))
     assert code == 2 and "does not answer for the model eval-main" in err and out == ""
     assert not env.exists() or not list(env.glob("*.json"))
-    assert [e.key for e in server.fake.exchanges] == [ENDPOINT_CHECK]
+    assert [e.key for e in openai_server.fake.exchanges] == [ENDPOINT_CHECK]
 
 
 def test_the_shipped_rule_cases_set_up_their_rule(env: Path) -> None:
@@ -343,12 +334,12 @@ def test_the_shipped_rule_cases_set_up_their_rule(env: Path) -> None:
 
 
 def test_an_out_path_that_cannot_hold_reports_is_refused_before_anything_runs(
-        server: OpenAIServer, env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        openai_server: OpenAIServer, env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
     code, out, err = evaluate(capsys, "factor", "--out", str(blocker))
     assert code == 2 and f"cannot write the reports to {blocker}" in err and out == ""
-    assert server.fake.exchanges == []  # nothing was run, or paid for
+    assert openai_server.fake.exchanges == []  # nothing was run, or paid for
 
 
 def test_prices_apply_to_the_model_or_its_dated_name_only() -> None:

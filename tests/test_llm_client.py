@@ -58,14 +58,6 @@ def failure_of(call: Callable[[], object], kind: type[E]) -> E:
 
 
 @pytest.fixture
-def openai_server() -> Iterator[OpenAIServer]:
-    """A running fake; at teardown every scripted step must have been used and no request may have failed."""
-    with OpenAIServer() as server:
-        yield server
-    server.fake.check()
-
-
-@pytest.fixture
 def scripted() -> Iterator[ScriptedModels]:
     """Scripted models; at teardown none may have run out or left answers unused."""
     models = ScriptedModels()
