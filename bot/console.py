@@ -1,9 +1,9 @@
 """`quantdesk chat`: a local console that reads requests from a terminal or piped stdin.
 
 The session keeps one current thread: a follow-up (`fast=10 slow=30`, an answer, free text) continues it; a
-new request (it starts with a workflow's keyword or one of its strategies or kinds) starts a new thread, and
-a question still pending in the old one is cancelled with a note. Commands and `help` always work, even while
-a question is pending."""
+new request (it starts with a workflow's keyword or one of its strategies or kinds) starts a new thread: a
+question still pending in the old one is cancelled with a note, and a pending code review or order approval is
+rejected (recorded) first. Commands and `help` always work, even while a question is pending."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from bot.interrupt_kinds import EDIT_BODY, code_edit, kind_of
 from bot.runner import Outcome, Runner
 from bot.views import view_text
 from graphs.clarify import CANCELLED, is_cancel
+from graphs.interrupts import CLARIFY
 from graphs.registry import COMMANDS, WORKFLOWS, command_for, workflow_for
 from graphs.workflow import CommandCall, CommandError, Subcommand
 from tools.data.schema import DATASET_FIELDS, DataError, dataset_of
@@ -32,6 +33,7 @@ from tools.workspace import Workspace, WorkspaceError
 
 HOME = "console"  # the session's own thread id: its workspace holds what `load` stores, across console runs
 ACCOUNT = "console"  # the console's paper account unless a request names another
+MAX_SETTLE_STEPS = 10  # rejections a new request makes to close the old thread's pending reviews and approvals
 
 
 @dataclass(frozen=True)
@@ -170,6 +172,13 @@ class Console:
             self.say(f"error: {exc}")
 
     def new_request(self, text: str) -> None:
+        """Start a new thread. A review or approval still pending in the old one is rejected (recorded), so its
+        card does not block the rule or stock it was for; a pending clarify question is simply dropped."""
+        for _ in range(MAX_SETTLE_STEPS):
+            if not self.pending or kind_of(self.pending[0]["value"]).name == CLARIFY:
+                break
+            self.say("(the previous request's pending review or approval is rejected first)")
+            self.decide({"type": "reject", "message": "superseded by a new request in the console"})
         if self.pending:
             self.say("(the previous request's pending question was cancelled; starting the new request)")
         self.thread, self.pending = self._new_thread(), []
@@ -179,7 +188,7 @@ class Console:
         """A line typed while the run waits: the answer or decision for the oldest pending interrupt."""
         payload = self.pending[0]["value"]
         kind = kind_of(payload)
-        if is_cancel(text) and kind.name != "clarify":  # a review or approval ends as a rejection, recorded
+        if is_cancel(text) and kind.name != CLARIFY:  # a review or approval ends as a rejection, recorded
             self.decide({"type": "reject", "message": "cancelled in the console"})
             return
         step = kind.console_step(text, payload)

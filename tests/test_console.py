@@ -66,3 +66,14 @@ def test_a_rejection_needs_a_reason(tmp_path: Path) -> None:
     assert "reject needs a reason: reject REASON (the rejection is recorded)" in lines
     assert any(line.startswith("Rejected: factor reversal_5 was not backfilled or saved") and
                line.endswith("Reason: not what I asked for") for line in lines)
+
+
+def test_a_new_request_at_an_order_card_rejects_the_card_so_the_rule_can_propose_again(tmp_path: Path) -> None:
+    lines = _chat(tmp_path,
+                  'rule add 600519.SH "buy when close > ma(30) and rsi(14) < 70; sell when close < ma(30)" size=100',
+                  "rule run 1", "signal rsi 600519.SH 20190101 20200601", "rule run 1", "rule log 1")
+    cards = [line for line in lines if line.startswith("--- approval: ")]
+    assert len(cards) == 2, lines  # the second run proposes again: the first card no longer blocks the rule
+    assert "(the previous request's pending review or approval is rejected first)" in lines
+    assert not any("waiting for a trader's approval" in line for line in lines)
+    assert any(line.startswith("Signal: rsi") for line in lines)
