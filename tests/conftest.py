@@ -46,7 +46,7 @@ def _pg_unreachable_reason() -> str | None:
 
 
 @contextmanager
-def _fresh_pg_database() -> Iterator[str]:
+def fresh_pg_database() -> Iterator[str]:
     reason = _pg_unreachable_reason()
     if reason:
         if os.environ.get("CI", "").lower() == "true":
@@ -66,14 +66,14 @@ def _fresh_pg_database() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def pg_url() -> Iterator[str]:
     """A database on the test server for this session, dropped afterwards. Fails (not skips) under CI=true."""
-    with _fresh_pg_database() as url:
+    with fresh_pg_database() as url:
         yield url
 
 
 @pytest.fixture
 def fresh_pg_url() -> Iterator[str]:
     """An empty database of its own for one test."""
-    with _fresh_pg_database() as url:
+    with fresh_pg_database() as url:
         yield url
 
 

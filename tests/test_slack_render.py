@@ -13,6 +13,7 @@ from bot.slack.render import (
     approval_edit_modal,
     approval_message,
     clarify_message,
+    compact_message,
     reply_message,
     status_message,
     view_message,
@@ -94,6 +95,16 @@ def test_approval_shows_details_within_limits_and_its_decisions() -> None:
     assert [b["action_id"] for b in buttons] == ["review_approve", "review_reject"]
     assert json.loads(buttons[1]["value"]) == {"t": "slack-abc", "i": "int-9", "d": "reject"}
     assert "<@U1> or a configured approver can decide. Reject: No order is sent." in json.dumps(blocks)
+
+
+def test_a_refused_message_compacts_to_its_header_and_buttons_and_one_without_buttons_does_not() -> None:
+    payload = approval_request("place_order", "buy 600519.SH", {"quantity": 100}, "d" * 5000, on_reject="-")
+    full = approval_message("slack-abc", "int-9", payload, "U1")
+    blocks = _valid(compact_message(full))  # type: ignore[arg-type]
+    assert [b["type"] for b in blocks] == ["header", "section", "actions"]
+    assert blocks[0] == full["blocks"][0] and blocks[2] == next(b for b in full["blocks"] if b["type"] == "actions")
+    assert "attached below as a file" in blocks[1]["text"]["text"]
+    assert compact_message(clarify_message("slack-abc", "int-1", clarify_request("Which dates?"))) is None
 
 
 def test_approval_with_edit_needs_a_schema_and_gets_a_form_built_from_it() -> None:

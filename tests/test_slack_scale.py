@@ -33,7 +33,7 @@ from tests.slack_harness import (
     wait_until,
 )
 
-THREADS = 40  # mentions in the fan-out test (each asks a question, then gets an answer)
+THREADS = 100  # mentions in the fan-out test (each asks a question, then gets an answer)
 RETRIED = 5  # of those, how many Slack also delivers a second time (X-Slack-Retry-Num: 1)
 BURST = 30  # thread replies sent into one busy thread
 WORKERS, WORKER_CONCURRENCY = 2, 2

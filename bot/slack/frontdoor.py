@@ -15,7 +15,7 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
@@ -42,6 +42,14 @@ POST_EVENT = "quantdesk_post"  # message metadata event type: {"key": interrupt 
 BLOCKS_REFUSED = ("invalid_blocks", "invalid_blocks_format", "msg_too_long", "too_many_blocks")
 PLAIN_TEXT_NOTE = "\n(Shown as plain text: Slack refused the formatted message. Reply here, or use `quantdesk chat`.)"
 PLAIN_TEXT_MAX = 39_000
+
+
+class Posted(NamedTuple):
+    """A message Slack accepted: its ts, and in which form (full, compact: header and buttons, or plain text)."""
+
+    ts: str
+    form: str
+
 
 @dataclass(frozen=True)
 class Where:
@@ -378,27 +386,36 @@ class FrontDoor:
             self.repost(key)
         self.registry.update(info.thread_id, status="done", pending={})
 
-    def _post(self, where: Where, key: str, message: dict[str, Any]) -> str | None:
-        """Post `message` into the thread with its key in the message metadata (so a re-post can find it);
-        blocks Slack refuses fall back to the plain text. None (and the post row says why) when Slack refused."""
+    def _post(self, where: Where, key: str, message: dict[str, Any]) -> Posted | None:
+        """Post `message` into the thread with its key in the message metadata (so a re-post can find it).
+        Blocks Slack refuses fall back to the header and buttons alone (a review or approval stays decidable),
+        then to the plain text. None (and the post row says why) when Slack refused."""
         metadata = {"event_type": POST_EVENT, "event_payload": {"key": key}}
+        compact = render.compact_message(message)
+        forms = [("full", message), *([("compact", compact)] if compact else [])]
+        plain = {"text": (message["text"] + PLAIN_TEXT_NOTE)[:PLAIN_TEXT_MAX]}
         try:
-            try:
-                ts = self.client.chat_postMessage(channel=where.channel, thread_ts=where.thread_ts,
-                                                  metadata=metadata, **message)["ts"]
-            except SlackApiError as exc:
-                if exc.response.get("error") not in BLOCKS_REFUSED or "blocks" not in message:
-                    raise
-                text = message["text"] + PLAIN_TEXT_NOTE
-                ts = self.client.chat_postMessage(channel=where.channel, thread_ts=where.thread_ts,
-                                                  metadata=metadata, text=text[:PLAIN_TEXT_MAX])["ts"]
-        except (SlackApiError, OSError) as exc:
-            error = exc.response.get("error") if isinstance(exc, SlackApiError) else type(exc).__name__
-            log.warning("post %s not accepted by Slack: %s", key, error)
-            self.posts.mark_failed(key, str(error))
-            return None
+            for form, attempt in forms:
+                try:
+                    return self._posted(key, form, self.client.chat_postMessage(
+                        channel=where.channel, thread_ts=where.thread_ts, metadata=metadata, **attempt)["ts"])
+                except SlackApiError as exc:
+                    if exc.response.get("error") not in BLOCKS_REFUSED:
+                        raise
+            return self._posted(key, "plain", self.client.chat_postMessage(
+                channel=where.channel, thread_ts=where.thread_ts, metadata=metadata, **plain)["ts"])
+        except SlackApiError as exc:
+            return self._refused(key, exc.response.get("error"))
+        except OSError as exc:
+            return self._refused(key, type(exc).__name__)
+
+    def _posted(self, key: str, form: str, ts: str) -> Posted:
         self.posts.mark_posted(key, ts)
-        return ts
+        return Posted(ts, form)
+
+    def _refused(self, key: str, error: Any) -> None:
+        log.warning("post %s not accepted by Slack: %s", key, error)
+        self.posts.mark_failed(key, str(error))
 
     def _post_result(self, where: Where, key: str, body: dict[str, Any], ts: str | None = None) -> None:
         """Post a result (unless `ts` says Slack has it already), then its files; complete once both are done."""
@@ -416,12 +433,18 @@ class FrontDoor:
     def _post_interrupt(self, where: Where, info: ThreadInfo, interrupt: dict[str, Any]) -> str | None:
         """Post one question, review or approval; a code body too long to show inline goes up as a snippet file."""
         value = interrupt["value"]
-        message = kind_of(value).slack_message(info.thread_id, interrupt["id"], value, info.user_id)
-        ts = self._post(where, interrupt["id"], message)
-        if ts:
-            self.posts.mark_complete(interrupt["id"])
+        kind = kind_of(value)
+        posted = self._post(where, interrupt["id"], kind.slack_message(info.thread_id, interrupt["id"], value,
+                                                                        info.user_id))
+        if posted is None:
+            return None
+        self.posts.mark_complete(interrupt["id"])
+        if posted.form != "full":  # the details Slack refused to show, as a file beside the buttons
+            self._safe(self.client.files_upload_v2, content=kind.console_text(value), filename="details.txt",
+                       title=f"{kind.title(value)} (details)", channel=where.channel, thread_ts=where.thread_ts)
+            return posted.ts
         code = str(value.get("code") or "")
-        if ts and len(code) > render.CODE_INLINE_MAX:
+        if len(code) > render.CODE_INLINE_MAX:
             try:
                 self.client.files_upload_v2(content=value.get("program") or code, filename=f"{value['name']}.py",
                                             title=f"{value['name']}.py (code under review)",
@@ -431,7 +454,7 @@ class FrontDoor:
                 self._safe(self.client.chat_postMessage, channel=where.channel, thread_ts=where.thread_ts,
                            text=":warning: I could not attach the code under review; review it with "
                                 "`quantdesk chat` or ask an admin to check the bot's file permissions.")
-        return ts
+        return posted.ts
 
     # --- reconciliation ------------------------------------------------------------------------------
 

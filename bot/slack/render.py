@@ -112,6 +112,22 @@ def approval_message(thread_id: str, interrupt_id: str, payload: dict[str, Any],
     return {"text": _clip(f"Approval needed: {title}", 3000), "blocks": blocks}
 
 
+COMPACT_NOTE = ("Slack refused the full message (too long or malformed), so its details are attached below as a "
+                "file; `quantdesk chat` shows them too.")
+
+
+def compact_message(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The header and buttons of a message whose full blocks Slack refused, so a review or approval can still be
+    decided with a click; None when the message has no buttons (its plain text is enough)."""
+    blocks = message.get("blocks") or []
+    actions = [b for b in blocks if b.get("type") == "actions"]
+    if not actions:
+        return None
+    header = [b for b in blocks if b.get("type") == "header"][:1]
+    return {"text": _clip(str(message.get("text") or ""), SECTION_TEXT_MAX),
+            "blocks": [*header, _section(COMPACT_NOTE), *actions]}
+
+
 def _detail(value: Any) -> str:
     if isinstance(value, list):
         return "\n".join(_detail(v) for v in value) or "-"
