@@ -37,10 +37,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="0.0.0.0")
     serve.add_argument("--port", type=int, default=3000)
     serve.add_argument("--no-worker", action="store_true",
-                       help="run no job worker in this process (PostgreSQL: `quantdesk worker` processes run the jobs)")
+                       help="run no job worker beside the listener (PostgreSQL: `quantdesk worker` processes run jobs)")
     worker = sub.add_parser("worker", help="run jobs from the PostgreSQL job queue (any number of hosts)")
     worker.add_argument("--concurrency", type=_positive, default=None,
                         help="jobs this process runs at once (default QUANTDESK_JOB_CONCURRENCY)")
+    worker.add_argument("--parent", type=int, default=None, help=argparse.SUPPRESS)  # serve's child: exit with it
     evaluate = sub.add_parser("eval", help="measure a workflow against the configured model on a dataset of requests")
     evaluate.add_argument("workflow", nargs="?", help="signal, factor, rule or analyze")
     evaluate.add_argument("--dataset", type=Path, help="a dataset JSON file (default: the workflow's shipped one)")
@@ -57,9 +58,11 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _worker(settings: Settings, concurrency: int | None) -> int:
-    """`quantdesk worker`: a procrastinate worker running the bot's jobs until SIGINT/SIGTERM."""
+def _worker(settings: Settings, concurrency: int | None, parent: int | None) -> int:
+    """`quantdesk worker`: a procrastinate worker running the bot's jobs until SIGINT/SIGTERM (or, as the child
+    of `serve`, until that process is gone)."""
     from bot.jobs import JobHandler, make_job_queue
+    from bot.jobs.child import exit_with_parent
     from bot.jobs.pg import PgJobQueue
     from bot.slack.serve import build_front_door
 
@@ -72,6 +75,8 @@ def _worker(settings: Settings, concurrency: int | None) -> int:
         assert isinstance(queue, PgJobQueue)
         print(f"worker on {redacted(settings.database_url_value)}: queue runs, concurrency "
               f"{concurrency or settings.job_concurrency}", flush=True)
+        if parent is not None:
+            exit_with_parent(parent)
         queue.run_worker(door, concurrency)
     return 0
 
@@ -108,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"quantdesk: {NO_SEPARATE_WORKER}", file=sys.stderr)
                 return 2
             if args.command == "worker":
-                return _worker(settings, args.concurrency)
+                return _worker(settings, args.concurrency, args.parent)
             settings = settings.model_copy(update={"in_process_worker": False})
         ctx = build_context(settings)
         with open_checkpointer(settings.database_url_value,

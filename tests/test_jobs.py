@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, insert, select
 
-from bot.jobs import JobQueue, Message, make_job_queue, should_stop, start_in_process_worker
+from bot.jobs import JobQueue, Message, make_job_queue, should_stop, start_serve_worker
 from bot.jobs.local import LocalJobQueue
 from bot.jobs.pg import PgJobQueue, connection_budget
 from tools.settings import Settings, get_settings
@@ -423,12 +423,12 @@ def test_connection_budget_warns_when_processes_times_pools_exceed_max_connectio
     assert isinstance(make_job_queue(engine, _settings(pg_queue_url, tmp_path)), PgJobQueue)
 
 
-def test_in_process_worker_is_optional_only_on_postgres(queue_url: str, tmp_path: Path, engine_for: Engines) -> None:
+def test_the_serve_worker_is_optional_only_on_postgres(queue_url: str, tmp_path: Path, engine_for: Engines) -> None:
     """`serve --no-worker` (QUANTDESK_IN_PROCESS_WORKER=false) leaves PostgreSQL's jobs to `quantdesk worker`; on
     SQLite nothing else would run them, so the in-process executor starts regardless."""
     engine = engine_for(queue_url)
     queue = make_job_queue(engine, _settings(queue_url, tmp_path, QUANTDESK_IN_PROCESS_WORKER=False))
-    handle = start_in_process_worker(queue, Recorder(engine))
+    handle = start_serve_worker(queue, Recorder(engine))
     if queue_url.startswith("postgresql"):
         assert handle is None
         return

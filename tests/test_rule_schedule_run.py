@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from bot.context import AppContext, build_context
-from bot.jobs import start_in_process_worker
 from bot.slack.frontdoor import FrontDoor
 from bot.slack.serve import build_front_door
 from graphs.checkpointer import open_checkpointer
@@ -37,7 +36,7 @@ def test_two_processes_start_a_ticks_run_once_in_a_new_thread(tmp_path: Path) ->
         rule = store.add(OWNER, "C5100", "600519.SH", LANGUAGE, source="language", schedule="30 9 * * 1-5", size=100)
         with open_checkpointer(url) as saver:
             (_a, first), (_b, second) = build_front_door(app, saver), build_front_door(app, saver)
-            worker = start_in_process_worker(first.queue, first)  # runs what either process queued
+            worker = first.queue.start_worker(first)  # runs what either process queued
             tick = datetime(2026, 11, 23, 1, 30, 20, tzinfo=UTC)  # 09:30:20 Shanghai: the 09:30 tick is due
             first.schedule_rules(tick)
             second.schedule_rules(tick)
@@ -54,8 +53,7 @@ def test_two_processes_start_a_ticks_run_once_in_a_new_thread(tmp_path: Path) ->
             steps = store.steps(rule.id)
             assert steps[0].execution_id == f"rule{rule.id}-20261123T0130Z"
             assert steps[-1].action_type == "decision"
-            if worker is not None:
-                worker.stop()
+            worker.stop()
 
 
 SAVED = datetime(2026, 11, 23, 1, 0, tzinfo=UTC)  # a Monday, 09:00 in Shanghai
@@ -91,12 +89,11 @@ def test_a_run_queued_before_its_rule_was_paused_does_nothing(tmp_path: Path) ->
                          size=100)
         door.schedule_rules(TICK)  # queued; no worker has taken it yet
         store.pause(rule.id, OWNER)
-        worker = start_in_process_worker(door.queue, door)
+        worker = door.queue.start_worker(door)
         reply = _thread_reply(slack, "C5200", "nothing was run")
         assert reply == f"Rule {rule.id} was paused after this run was queued; nothing was run."
         assert store.steps(rule.id) == []
-        if worker is not None:
-            worker.stop()
+        worker.stop()
 
 
 class _CrashingBroker:
@@ -112,7 +109,7 @@ def test_a_scheduled_run_that_crashes_counts_toward_auto_pause(tmp_path: Path) -
         rule = store.add(OWNER, "C5300", "600519.SH", "buy when close > 0; sell when close < 0", source="language",
                          schedule="30 9 * * 1-5", size=100)
         door.runner.context.broker = _CrashingBroker  # the run decides buy, then proposing the order crashes
-        worker = start_in_process_worker(door.queue, door)
+        worker = door.queue.start_worker(door)
         door.schedule_rules(TICK)
         notice = _thread_reply(slack, "C5300", "is paused")
         assert notice == (f":pause_button: Rule {rule.id} is paused after repeated failures; its owner <@{OWNER}> can "
@@ -123,8 +120,7 @@ def test_a_scheduled_run_that_crashes_counts_toward_auto_pause(tmp_path: Path) -
                                         "it was logged. You can try again or start a new request.")
         assert store.steps(rule.id)[-1].action_data["action"]["action"] == "buy"  # it got as far as its decision
         assert store.proposal(rule.id) is None  # the crashed run showed no order card: its claim is given back
-        if worker is not None:
-            worker.stop()
+        worker.stop()
 
 
 def test_a_typed_execution_id_is_refused_so_it_cannot_pose_as_a_schedule_tick(tmp_path: Path) -> None:

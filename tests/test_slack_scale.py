@@ -1,7 +1,7 @@
 """Slack at scale on real PostgreSQL and real processes: two `quantdesk serve --no-worker` listeners and two
-`quantdesk worker` processes share one procrastinate queue. Many threads, each asked a clarify question and
-answered through the other listener; Slack retries; and a burst of replies into one busy thread that must not
-hold up another thread."""
+`quantdesk worker` processes share one procrastinate queue. A hundred threads, each asked a clarify question
+and answered, or shown a code review and approved by a click, through the other listener; Slack retries; and
+a burst of replies into one busy thread that must not hold up another thread."""
 
 from __future__ import annotations
 
@@ -22,7 +22,9 @@ from tests.fakes.slack_server import Call, SlackServer
 from tests.slack_harness import (
     BotProcess,
     DrainedProcess,
+    action_body,
     blocks_valid,
+    button_of,
     event_body,
     in_thread,
     mention,
@@ -32,8 +34,11 @@ from tests.slack_harness import (
     text_of,
     wait_until,
 )
+from tools.factor_store import FactorStore
+from tools.storage.db import make_engine
 
-THREADS = 100  # mentions in the fan-out test (each asks a question, then gets an answer)
+THREADS = 100  # mentions in the fan-out test: each asks a question and gets an answer, or a review and a click
+REVIEWED_EVERY = 5  # every fifth thread is a factor request: its code review is approved by a click
 RETRIED = 5  # of those, how many Slack also delivers a second time (X-Slack-Retry-Num: 1)
 BURST = 30  # thread replies sent into one busy thread
 WORKERS, WORKER_CONCURRENCY = 2, 2
@@ -134,25 +139,58 @@ def _statuses(cluster: Cluster, channel: str, root: str) -> list[Call]:
     return [c for c in cluster.posts(channel, root) if text_of(c) == WORKING]
 
 
+def _factor_name(i: int) -> str | None:
+    """The factor thread i asks for (a window of its own, so no two share a body), or None: a signal thread."""
+    return f"scale_{i}" if i % REVIEWED_EVERY == 0 else None
+
+
+def _request(i: int) -> str:
+    name = _factor_name(i)
+    return f"factor momentum 20190301 20200601 window={10 + i} name={name}" if name else ASK
+
+
+def _reviews(cluster: Cluster, channel: str, root: str) -> list[Call]:
+    return [c for c in cluster.posts(channel, root) if c.ok and text_of(c).startswith("Code review for factor")]
+
+
+def _saved(cluster: Cluster, channel: str, root: str, name: str) -> list[Call]:
+    return [c for c in cluster.posts(channel, root) if c.ok and text_of(c).startswith(f"Factor {name} v1 saved")]
+
+
 def test_many_threads_over_two_listeners_and_two_workers(cluster: Cluster) -> None:
     threads = [(f"CSCALE{i % 4}", new_ts()) for i in range(THREADS)]
-    bodies = [cluster.send(i, mention(channel, ALICE, ASK, root)) for i, (channel, root) in enumerate(threads)]
-    for channel, root in threads:
-        wait_until(lambda c=channel, r=root: _question(cluster, c, r), f"the question in {channel}/{root}",
-                   timeout=180)
+    bodies = [cluster.send(i, mention(channel, ALICE, _request(i), root)) for i, (channel, root) in enumerate(threads)]
+    for i, (channel, root) in enumerate(threads):
+        asked = _reviews if _factor_name(i) else _question
+        wait_until(lambda c=channel, r=root, a=asked: a(cluster, c, r), f"the question in {channel}/{root}",
+                   timeout=240)
 
     # Slack delivers a few mentions again (after the first was acked and even run): nothing new starts
     for i in range(RETRIED):
         cluster.send(i + 1, {}, retry=1, body=bodies[i])
 
-    # each answer goes to the other listener than its mention
+    # each answer or click goes to the other listener than its mention
     for i, (channel, root) in enumerate(threads):
-        cluster.send(i + 1, message(channel, ALICE, ANSWERS[i % 2], new_ts(), thread_ts=root))
-    for channel, root in threads:
-        wait_until(lambda c=channel, r=root: _results(cluster, c, r), f"the result in {channel}/{root}", timeout=300)
+        if _factor_name(i):
+            (review,) = _reviews(cluster, channel, root)
+            body = action_body(ALICE, channel, review.response["ts"], root, button_of(review, "review_approve"))
+            status, _ = post(cluster.listeners[(i + 1) % 2].url, body, "application/x-www-form-urlencoded")
+            assert status == 200
+        else:
+            cluster.send(i + 1, message(channel, ALICE, ANSWERS[i % 2], new_ts(), thread_ts=root))
+    for i, (channel, root) in enumerate(threads):
+        name = _factor_name(i)
+        done = (lambda c=channel, r=root, n=name: _saved(cluster, c, r, n)) if name else (
+            lambda c=channel, r=root: _results(cluster, c, r))
+        wait_until(done, f"the result in {channel}/{root}", timeout=300)
     wait_until(cluster.idle, "the queue to drain", timeout=120)
 
+    factors = FactorStore(make_engine(cluster.database_url))
     for i, (channel, root) in enumerate(threads):
+        if name := _factor_name(i):
+            assert len(_reviews(cluster, channel, root)) == 1 and len(_saved(cluster, channel, root, name)) == 1
+            assert [v.version for v in factors.versions(name)] == [1]  # approved and saved once
+            continue
         questions, results = _question(cluster, channel, root), _results(cluster, channel, root)
         assert len(questions) == 1, (channel, root, [text_of(c) for c in questions])
         assert len(results) == 1, (channel, root, [text_of(c) for c in results])
@@ -169,8 +207,9 @@ def test_many_threads_over_two_listeners_and_two_workers(cluster: Cluster) -> No
         answered = [c for c in cluster.slack.fake.of("chat.update") if c.args.get("channel") == channel
                     and c.args.get("ts") == questions[0].response["ts"]]
         assert len(answered) == 1 and ANSWERS[i % 2] in json.dumps(answered[0].args["blocks"])
-    # one inbox row per mention and per answer; the retries added none
-    assert cluster.inbox_rows() == 2 * THREADS
+    # one inbox row per mention and per answer (clicks are decision rows); the retries added none
+    reviewed = sum(1 for i in range(THREADS) if _factor_name(i))
+    assert cluster.inbox_rows() == 2 * THREADS - reviewed
     assert set(cluster.jobs()) <= {"succeeded"}, cluster.jobs()  # none failed (succeeded jobs may be deleted)
     assert "Traceback" not in cluster.output(), cluster.output()[-4000:]
 

@@ -1,7 +1,7 @@
 """The job queue (ARCHITECTURE §1, §7): every run is a job; lock = thread id, so one run per thread, in order.
 
 `make_job_queue` picks the implementation from DATABASE_URL: procrastinate on PostgreSQL (`quantdesk worker`
-processes on any number of hosts, plus one inside `serve` unless `--no-worker`), an in-process executor on the
+processes on any number of hosts, plus one beside `serve` unless `--no-worker`), an in-process executor on the
 embedded SQLite default. The front door calls `submit_text` / `submit_decision` / `abort`; the reconciler calls
 `requeue_unqueued`; the runner checks `should_stop()` between nodes."""
 
@@ -25,7 +25,7 @@ from tools.storage.db import is_sqlite
 log = logging.getLogger(__name__)
 
 __all__ = ["RUNS_QUEUE", "Inbox", "JobHandler", "JobQueue", "Message", "WorkerHandle", "make_job_queue",
-           "should_stop", "start_in_process_worker"]
+           "should_stop", "start_serve_worker"]
 
 
 def make_job_queue(engine: Engine, settings: Settings) -> JobQueue:
@@ -40,10 +40,15 @@ def make_job_queue(engine: Engine, settings: Settings) -> JobQueue:
     return PgJobQueue(engine, settings)
 
 
-def start_in_process_worker(queue: JobQueue, handler: JobHandler) -> WorkerHandle | None:
-    """The worker inside `serve`/`chat`: always on SQLite (jobs run nowhere else); on PostgreSQL unless
+def start_serve_worker(queue: JobQueue, handler: JobHandler) -> WorkerHandle | None:
+    """The worker `serve` runs itself. SQLite: the in-process executor, always (jobs run nowhere else).
+    PostgreSQL: a `quantdesk worker` child process (bot/jobs/child.py says why not threads), unless
     `serve --no-worker` / QUANTDESK_IN_PROCESS_WORKER=false (then `quantdesk worker` processes run the jobs)."""
-    if queue.settings.in_process_worker or is_sqlite(queue.engine.url.render_as_string(hide_password=False)):
+    if is_sqlite(queue.engine.url.render_as_string(hide_password=False)):
         return queue.start_worker(handler)
-    log.info("no in-process worker: `quantdesk worker` processes run the jobs")
+    if queue.settings.in_process_worker:
+        from bot.jobs.child import ChildWorker
+
+        return ChildWorker()
+    log.info("no worker in this process: `quantdesk worker` processes run the jobs")
     return None

@@ -10,7 +10,7 @@ from slack_bolt.error import BoltError
 from slack_sdk.errors import SlackApiError
 
 from bot.context import AppContext, StartupError
-from bot.jobs import WorkerHandle, make_job_queue, start_in_process_worker
+from bot.jobs import WorkerHandle, make_job_queue, start_serve_worker
 from bot.reconciler import Reconciler
 from bot.registry import AuditLog, ThreadRegistry
 from bot.runner import Runner
@@ -53,7 +53,7 @@ def build_front_door(ctx: AppContext, checkpointer: BaseCheckpointSaver):  # noq
 def serve(ctx: AppContext, checkpointer: BaseCheckpointSaver, host: str, port: int) -> None:
     settings = ctx.settings
     app, door = build_front_door(ctx, checkpointer)
-    worker = start_in_process_worker(door.queue, door)  # unless `--no-worker` on PostgreSQL
+    worker = start_serve_worker(door.queue, door)  # unless `--no-worker` on PostgreSQL
     Reconciler(door, settings.reconcile_interval_seconds).start()  # a pass now (start-up), then every few seconds
     if settings.slack_app_token is not None:
         from slack_bolt.adapter.socket_mode import SocketModeHandler
