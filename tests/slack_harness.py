@@ -85,18 +85,40 @@ class DrainedProcess:
             drain.join(timeout=5)
 
 
+def process_env(slack_url: str, database_url: str, data_dir: Path, **env: str) -> dict[str, str]:
+    """The environment of a `quantdesk serve` or `quantdesk worker` under test: this one without QuantDesk's,
+    Slack's or OpenAI's settings, pointed at the fake Slack API, logging at WARNING."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("QUANTDESK_", "SLACK_", "OPENAI_"))}
+    environ.update(SLACK_BOT_TOKEN="xoxb-test-token", SLACK_SIGNING_SECRET=SECRET, SLACK_API_URL=slack_url,
+                   DATABASE_URL=database_url, QUANTDESK_DATA_DIR=str(data_dir), QUANTDESK_LOG_LEVEL="WARNING", **env)
+    return environ
+
+
+class WorkerProcess(DrainedProcess):
+    """A `quantdesk worker` subprocess (PostgreSQL), started with `start()`; `started()` once it runs jobs."""
+
+    @classmethod
+    def start(cls, slack_url: str, database_url: str, data_dir: Path, concurrency: int = 2,
+              **env: str) -> WorkerProcess:
+        return cls(subprocess.Popen([sys.executable, "-m", "bot.cli", "worker", "--concurrency", str(concurrency)],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    env=process_env(slack_url, database_url, data_dir, **env)))
+
+    def started(self) -> bool:
+        if self.proc.poll() is not None:
+            raise AssertionError(f"worker exited with {self.proc.returncode}: {self.output()}")
+        return any(line.startswith("worker on ") for line in self.output().splitlines())
+
+
 class BotProcess(DrainedProcess):
     """A `quantdesk serve` subprocess on an ephemeral port, pointed at the fake Slack API (logs at WARNING and
     above in `output()`)."""
 
     def __init__(self, slack_url: str, database_url: str, data_dir: Path, **env: str) -> None:
-        environ = {k: v for k, v in os.environ.items() if not k.startswith(("QUANTDESK_", "SLACK_", "OPENAI_"))}
-        environ.update(SLACK_BOT_TOKEN="xoxb-test-token", SLACK_SIGNING_SECRET=SECRET, SLACK_API_URL=slack_url,
-                       DATABASE_URL=database_url, QUANTDESK_DATA_DIR=str(data_dir), QUANTDESK_LOG_LEVEL="WARNING",
-                       **env)
         self.database_url = database_url
         proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--host", "127.0.0.1", "--port", "0"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=process_env(slack_url, database_url, data_dir, **env))
         line = proc.stdout.readline()  # type: ignore[union-attr]
         if "listening on" not in line and "Socket Mode" not in line:
             proc.kill()

@@ -6,7 +6,6 @@ a burst of replies into one busy thread that must not hold up another thread."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -21,7 +20,7 @@ import pytest
 from tests.fakes.slack_server import Call, SlackServer
 from tests.slack_harness import (
     BotProcess,
-    DrainedProcess,
+    WorkerProcess,
     action_body,
     blocks_valid,
     button_of,
@@ -31,6 +30,7 @@ from tests.slack_harness import (
     message,
     new_ts,
     post,
+    process_env,
     text_of,
     wait_until,
 )
@@ -48,34 +48,11 @@ ASK = "signal ma_cross 600519.SH 20190101"  # no end date: the workflow asks for
 ANSWERS = ("20190101 20200601", "20190101 20191231")  # alternated, so each result shows which answer it got
 RESULT = "Signal ma_cross"
 DATES = re.compile(r"(\d{4}-\d{2}-\d{2}) – (\d{4}-\d{2}-\d{2})")
-def _env(slack_url: str, database_url: str, data_dir: Path) -> dict[str, str]:
-    """The environment BotProcess gives `quantdesk serve`, for a worker process."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("QUANTDESK_", "SLACK_", "OPENAI_"))}
-    environ.update(SLACK_BOT_TOKEN="xoxb-test-token", SLACK_API_URL=slack_url, DATABASE_URL=database_url,
-                   QUANTDESK_DATA_DIR=str(data_dir), QUANTDESK_LOG_LEVEL="WARNING")
-    return environ
-
-
-class Worker(DrainedProcess):
-    """A `quantdesk worker` subprocess."""
-
-    @classmethod
-    def start(cls, env: dict[str, str]) -> Worker:
-        return cls(subprocess.Popen([sys.executable, "-m", "bot.cli", "worker", "--concurrency",
-                                     str(WORKER_CONCURRENCY)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    text=True, env=env))
-
-    def started(self) -> bool:
-        if self.proc.poll() is not None:
-            raise AssertionError(f"worker exited with {self.proc.returncode}: {self.output()}")
-        return any(line.startswith("worker on ") for line in self.output().splitlines())
-
-
 @dataclass
 class Cluster:
     slack: SlackServer
     listeners: list[BotProcess]
-    workers: list[Worker]
+    workers: list[WorkerProcess]
     database_url: str
 
     def send(self, listener: int, event: dict[str, Any], retry: int | None = None, body: str | None = None) -> str:
@@ -107,18 +84,19 @@ class Cluster:
 @pytest.fixture
 def cluster(fresh_pg_url: str, tmp_path: Path) -> Iterator[Cluster]:
     with SlackServer() as slack:
-        env = _env(slack.url, fresh_pg_url, tmp_path / "migrate")
+        env = process_env(slack.url, fresh_pg_url, tmp_path / "migrate")
         migrated = subprocess.run([sys.executable, "-m", "bot.cli", "db", "upgrade"], env=env, capture_output=True,
                                   text=True, timeout=120)
         assert migrated.returncode == 0, migrated.stdout + migrated.stderr
         listeners: list[BotProcess] = []
-        workers: list[Worker] = []
+        workers: list[WorkerProcess] = []
         try:
             for i in range(2):
                 listeners.append(BotProcess(slack.url, fresh_pg_url, tmp_path / f"serve{i}",
                                             QUANTDESK_IN_PROCESS_WORKER="false"))
             for i in range(WORKERS):
-                workers.append(Worker.start(_env(slack.url, fresh_pg_url, tmp_path / f"worker{i}")))
+                workers.append(WorkerProcess.start(slack.url, fresh_pg_url, tmp_path / f"worker{i}",
+                                                   WORKER_CONCURRENCY))
             for worker in workers:
                 wait_until(worker.started, "the worker's start line", timeout=60)
             yield Cluster(slack, listeners, workers, fresh_pg_url)

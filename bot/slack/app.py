@@ -13,6 +13,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
+from bot.runner import INFRASTRUCTURE_ERRORS
 from bot.slack import render
 from bot.slack.frontdoor import ALREADY_HANDLED, FrontDoor, Where, channel_account, clean_text, parse_button_value
 from graphs.factor.template import edit_problems
@@ -252,13 +253,18 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
         resume(thread_id, interrupt_id, body["user"]["id"], message_ts, decision)
 
     def resume(thread_id: str, interrupt_id: str, user: str, message_ts: str, decision: dict[str, Any]) -> None:
-        """A decision `door.decide()` accepted: audit it, update its message, resume the run."""
-        info = door.registry.get(thread_id)
-        if info is None:
-            return
-        where = Where(info.team_id, info.channel_id, info.thread_ts, user)
-        door.accept_decision(where, info, interrupt_id, decision, message_ts)
-        door.submit_decision(interrupt_id, where)
+        """A decision `door.decide()` accepted: audit it, update its message, resume the run. Its row is written:
+        if the database fails here, the reconciler queues it (nothing is lost)."""
+        try:
+            info = door.registry.get(thread_id)
+            if info is None:
+                return
+            where = Where(info.team_id, info.channel_id, info.thread_ts, user)
+            door.accept_decision(where, info, interrupt_id, decision, message_ts)
+            door.submit_decision(interrupt_id, where)
+        except INFRASTRUCTURE_ERRORS as exc:
+            log.warning("decision %s recorded, not queued yet (%s): the reconciler will queue it", interrupt_id,
+                        type(exc).__name__)
 
     return app
 

@@ -257,7 +257,15 @@ class FrontDoor:
     def may_decide(self, thread_id: str, interrupt_id: str, user: str, decision_type: str) -> tuple[bool, str]:
         """Whether `user` may take `decision_type` on this pause now (nothing is recorded: opening a form is not a
         decision). Approvals for traders (orders) are approved or edited by traders only, and not after expiry;
-        anyone who may answer the thread, or a trader, may reject them."""
+        anyone who may answer the thread, or a trader, may reject them. When the database cannot be read, the
+        answer is no, saying so: the click is not recorded and the buttons stay."""
+        try:
+            return self._may_decide(thread_id, interrupt_id, user, decision_type)
+        except INFRASTRUCTURE_ERRORS as exc:
+            log.warning("could not check a decision on %s: %s", thread_id, type(exc).__name__)
+            return False, unrecorded(exc)
+
+    def _may_decide(self, thread_id: str, interrupt_id: str, user: str, decision_type: str) -> tuple[bool, str]:
         info = self.registry.get(thread_id)
         if info is None:
             return False, "This thread is not one of mine any more."
@@ -285,8 +293,12 @@ class FrontDoor:
                source: str) -> tuple[bool, str]:
         """Accept a decision: (accepted, reason). Accepting inserts its durable row; the first decision wins."""
         allowed, reason = self.may_decide(thread_id, interrupt_id, user, str(decision.get("type")))
-        if allowed and not self.decisions.accept(interrupt_id, thread_id, decision, user, source):
-            return False, ALREADY_HANDLED
+        try:
+            if allowed and not self.decisions.accept(interrupt_id, thread_id, decision, user, source):
+                return False, ALREADY_HANDLED
+        except INFRASTRUCTURE_ERRORS as exc:
+            log.warning("could not record a decision on %s: %s", thread_id, type(exc).__name__)
+            return False, unrecorded(exc)
         return allowed, reason
 
     # --- rendering ---------------------------------------------------------------------------------
@@ -568,6 +580,12 @@ class FrontDoor:
             log.warning("Slack call failed: %s", exc.response.get("error"))
         except OSError as exc:
             log.warning("Slack call failed: %s", type(exc).__name__)
+
+
+def unrecorded(exc: BaseException) -> str:
+    """What a person is told when their click could not be checked or recorded (the database failed)."""
+    return (f"I could not record your decision: the database did not answer ({type(exc).__name__}). Nothing was "
+            "decided and the buttons are still there; please try again in a moment.")
 
 
 def _pending_entry(value: dict[str, Any]) -> dict[str, Any]:
