@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -43,6 +44,33 @@ def wait_until(check: Callable[[], Any], what: str, timeout: float = 60.0) -> An
         time.sleep(0.05)
 
 
+def _proc_text(path: Path) -> str:
+    """A /proc file's text; empty when its process or thread has just gone."""
+    try:
+        return path.read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
+
+
+def children(pid: int) -> list[int]:
+    """The child processes of every thread of `pid` (a child started by a thread is listed under that thread)."""
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except FileNotFoundError:
+        return []
+    return [int(c) for task in tasks for c in _proc_text(task / "children").split()]
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid`, deepest last."""
+    found = children(pid)
+    return [*found, *(d for child in found for d in descendants(child))]
+
+
+def command_line(pid: int) -> list[str]:
+    return _proc_text(Path(f"/proc/{pid}/cmdline")).split("\0")
+
+
 class DrainedProcess:
     """A subprocess whose stdout and stderr are drained by threads (a full pipe would block it) and kept for
     `output()`."""
@@ -70,6 +98,14 @@ class DrainedProcess:
         status = self.proc.wait(timeout=10)
         self._join()
         return status
+
+    def kill_host(self) -> int:
+        """SIGKILL the process and everything it started (serve's worker child, sandbox workers), as a crash of its
+        host would. Returns the process's exit status (-SIGKILL)."""
+        for pid in descendants(self.proc.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        return self.kill()
 
     def stop(self, timeout: float = 10) -> None:
         self.proc.terminate()

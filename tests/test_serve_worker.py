@@ -14,7 +14,17 @@ import pytest
 
 from tests.conftest import fresh_pg_database
 from tests.fakes.slack_server import SlackServer
-from tests.slack_harness import BotProcess, event_body, in_thread, mention, new_ts, post, wait_until
+from tests.slack_harness import (
+    BotProcess,
+    children,
+    command_line,
+    event_body,
+    in_thread,
+    mention,
+    new_ts,
+    post,
+    wait_until,
+)
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
 
@@ -22,19 +32,9 @@ ALICE = "UALICE"
 ASK = "signal ma_cross 600519.SH 20190101"  # asks which dates: the worker ran it
 
 
-def _read(path: Path) -> str:
-    """A /proc file's text; empty when its process or thread has just gone."""
-    try:
-        return path.read_bytes().decode()
-    except (FileNotFoundError, ProcessLookupError):
-        return ""
-
-
 def _worker_child(serve: BotProcess) -> int | None:
-    """The `quantdesk worker` child of any thread of `serve` (a replacement is started by a watcher thread)."""
-    children = [int(c) for task in Path(f"/proc/{serve.proc.pid}/task").iterdir()
-                for c in _read(task / "children").split()]
-    return next((c for c in children if "worker" in _read(Path(f"/proc/{c}/cmdline")).split("\0")), None)
+    """The `quantdesk worker` child of `serve` (a replacement is started by a watcher thread)."""
+    return next((c for c in children(serve.proc.pid) if "worker" in command_line(c)), None)
 
 
 def _gone(pid: int) -> bool:

@@ -1,10 +1,12 @@
-"""A human decision survives SIGKILL (issue 12): `quantdesk serve` is killed right after a click is accepted,
-in the middle of the resumed run, and after the result's post reached Slack but before its ts was saved. A new
-process on the same database applies the decision exactly once: one result, one set of uploads."""
+"""A human decision survives SIGKILL (issue 12): the host of `quantdesk serve` (serve, its worker child on
+PostgreSQL, its sandbox workers) is killed right after a click is accepted, in the middle of the resumed run, and
+after the result's post reached Slack but before its ts was saved. A new process on the same database (SQLite and
+PostgreSQL) applies the decision exactly once: one result, one set of uploads."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from bot.registry import thread_id_for
+from tests.conftest import fresh_pg_database
 from tests.fakes.slack_faults import FaultySlack, post_key
 from tests.fakes.slack_server import TEAM, SlackServer
 from tests.slack_harness import (
@@ -29,18 +32,42 @@ from tests.slack_harness import (
 )
 from tools.factor_store import FactorStore
 from tools.storage.db import make_engine
+from tools.storage.migrate import upgrade
 from tools.storage.run_records import DecisionRecord, PostRecord
 
 ALICE = "UALICE"
-FAST = {"QUANTDESK_RECONCILE_INTERVAL": "0.5", "QUANTDESK_DECISION_CLAIM_SECONDS": "2"}
+# a stalled job (its worker was killed) is retried after 3 s without a heartbeat, not the default 30
+FAST = {"QUANTDESK_RECONCILE_INTERVAL": "0.5", "QUANTDESK_DECISION_CLAIM_SECONDS": "2",
+        "QUANTDESK_JOB_STALLED_TIMEOUT": "3"}
 @pytest.fixture
 def slack() -> Iterator[SlackServer]:
     with SlackServer(FaultySlack()) as server:
         yield server
 
 
-def _start(slack: SlackServer, data: Path) -> BotProcess:
-    return BotProcess(slack.url, f"sqlite:///{data / 'q.db'}", data, **FAST)
+@dataclass(frozen=True)
+class Host:
+    """Where the bot keeps its state: SQLite in `data` (jobs in-process), or a PostgreSQL database (jobs in serve's
+    worker child process)."""
+
+    url: str
+    data: Path
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def host(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Host]:
+    if request.param == "sqlite":
+        yield Host(f"sqlite:///{tmp_path / 'q.db'}", tmp_path)
+        return
+    with fresh_pg_database() as url:
+        engine = make_engine(url)
+        upgrade(engine)
+        engine.dispose()
+        yield Host(url, tmp_path)
+
+
+def _start(slack: SlackServer, host: Host) -> BotProcess:
+    return BotProcess(slack.url, host.url, host.data, **FAST)
 
 
 def _review_then_approve(slack: SlackServer, bot: BotProcess, channel: str, root: str, name: str) -> None:
@@ -52,9 +79,9 @@ def _review_then_approve(slack: SlackServer, bot: BotProcess, channel: str, root
     assert status == 200  # acked: the decision row is in the database
 
 
-def _settled(data: Path, channel: str, root: str) -> bool:
+def _settled(host: Host, channel: str, root: str) -> bool:
     """The decision is applied and every post of the thread is complete: nothing more can be posted."""
-    engine = make_engine(f"sqlite:///{data / 'q.db'}")
+    engine = make_engine(host.url)
     thread = thread_id_for(TEAM, channel, root)
     with Session(engine) as session:
         decisions = session.scalars(select(DecisionRecord).where(DecisionRecord.thread_id == thread)).all()
@@ -63,53 +90,53 @@ def _settled(data: Path, channel: str, root: str) -> bool:
     return bool(decisions) and all(d.applied_at for d in decisions) and all(p.completed_at for p in posts)
 
 
-def _exactly_once(slack: SlackServer, data: Path, channel: str, root: str, name: str) -> None:
-    wait_until(lambda: _settled(data, channel, root), "the decision applied and every post complete", 120)
+def _exactly_once(slack: SlackServer, host: Host, channel: str, root: str, name: str) -> None:
+    wait_until(lambda: _settled(host, channel, root), "the decision applied and every post complete", 120)
     results = [c for c in slack.fake.of("chat.postMessage") if in_thread(channel, root)(c) and c.ok
                and text_of(c).startswith(f"Factor {name} v1 saved")]
     assert len(results) == 1 and post_key(results[0].args).startswith("result:")
     uploads = [c for c in slack.fake.of("files.completeUploadExternal") if c.args.get("thread_ts") == root]
     assert len(uploads) == 1
-    engine = make_engine(f"sqlite:///{data / 'q.db'}")
+    engine = make_engine(host.url)
     assert [v.version for v in FactorStore(engine).versions(name)] == [1]  # saved once
     engine.dispose()
 
 
 @pytest.mark.parametrize("moment", ["after the click", "mid-run"])
-def test_sigkill_after_a_click_applies_the_decision_exactly_once(slack: SlackServer, tmp_path: Path,
+def test_sigkill_after_a_click_applies_the_decision_exactly_once(slack: SlackServer, host: Host,
                                                                  moment: str) -> None:
     channel, root, name = "C900", new_ts(), f"crash_{'a' if moment == 'after the click' else 'b'}"
-    bot = _start(slack, tmp_path)
+    bot = _start(slack, host)
     _review_then_approve(slack, bot, channel, root, name)
     if moment == "mid-run":  # the resumed run reports its backfill: kill it there
         slack.fake.wait_for("chat.update", where=lambda c: c.args.get("channel") == channel
                             and "backfill" in str(c.args.get("text", "")))
-    assert bot.kill() == -9
-    again = _start(slack, tmp_path)
+    assert bot.kill_host() == -9
+    again = _start(slack, host)
     try:
-        _exactly_once(slack, tmp_path, channel, root, name)
+        _exactly_once(slack, host, channel, root, name)
     finally:
         again.stop()
 
 
-def test_sigkill_after_the_result_reached_slack_before_its_ts_was_saved(slack: SlackServer, tmp_path: Path) -> None:
+def test_sigkill_after_the_result_reached_slack_before_its_ts_was_saved(slack: SlackServer, host: Host) -> None:
     channel, root, name = "C901", new_ts(), "crash_c"
     fake: FaultySlack = slack.fake  # type: ignore[assignment]
     fake.hold_when = lambda args: str(args.get("text", "")).startswith(f"Factor {name} v1 saved")
-    bot = _start(slack, tmp_path)
+    bot = _start(slack, host)
     _review_then_approve(slack, bot, channel, root, name)
     assert fake.held.wait(timeout=120), "the result was never posted"
-    assert bot.kill() == -9  # Slack has the message; the bot never learnt its ts
+    assert bot.kill_host() == -9  # Slack has the message; the bot never learnt its ts
     fake.release.set()
-    again = _start(slack, tmp_path)
+    again = _start(slack, host)
     try:
-        _exactly_once(slack, tmp_path, channel, root, name)
+        _exactly_once(slack, host, channel, root, name)
     finally:
         again.stop()
 
 
 def test_sigkill_mid_run_of_a_request_goes_on_from_its_checkpoint_without_taking_the_message_twice(
-        slack: SlackServer, tmp_path: Path) -> None:
+        slack: SlackServer, host: Host) -> None:
     """The job of a mention is retried after the crash: the thread already holds its message, so the run goes on
     from its last checkpoint (the message is not added again, the request not read twice) and ends in one
     result."""
@@ -122,13 +149,13 @@ def test_sigkill_mid_run_of_a_request_goes_on_from_its_checkpoint_without_taking
     fake: FaultySlack = slack.fake  # type: ignore[assignment]
     fake.hold_method = "chat.update"
     fake.hold_when = lambda args: "checks" in str(args.get("text", ""))  # the run has reported its checks
-    bot = _start(slack, tmp_path)
+    bot = _start(slack, host)
     post(bot.url, event_body(mention(channel, ALICE, request, root)), "application/json")
     assert fake.held.wait(timeout=120), "the run never reported its checks"
-    url, config = f"sqlite:///{tmp_path / 'q.db'}", {"configurable": {"thread_id": thread_id_for(TEAM, channel, root)}}
-    assert bot.kill() == -9
+    url, config = host.url, {"configurable": {"thread_id": thread_id_for(TEAM, channel, root)}}
+    assert bot.kill_host() == -9
     fake.release.set()
-    again = _start(slack, tmp_path)
+    again = _start(slack, host)
     try:
         results = wait_until(lambda: [c for c in slack.fake.of("chat.postMessage") if in_thread(channel, root)(c)
                                       and c.ok and text_of(c).startswith("Signal ma_cross")], "the result", 120)

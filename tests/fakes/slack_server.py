@@ -65,6 +65,7 @@ class Call:
     body: bytes = b""
     response: dict[str, Any] = field(default_factory=dict)
     fault: Fault | None = None  # set when an injected fault answered this call
+    at: float = field(default_factory=time.monotonic)  # when the fake recorded it
 
     @property
     def ok(self) -> bool:
