@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHES = ("data_workspace", "sandbox", "signal_workflow", "slack_ack", "slack_scale", "factor_eval", "queue", "burst",
+BENCHES = ("data_workspace", "sandbox", "signal_workflow", "slack_ack", "slack_scale", "factor_eval", "queue",
            "broker", "indicators", "decision")
 
 

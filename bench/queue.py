@@ -1,6 +1,7 @@
 """The PostgreSQL job queue (procrastinate): enqueue-to-start latency (median, p99) of messages into idle threads
 and of the next message of a busy thread; trivial-job throughput with 1, 2 and 4 worker processes, beside the
-same trivial function called directly, in one run. Needs the server of QUANTDESK_TEST_PG_URL.
+same trivial function called directly, in one run; then, end to end through Slack, the first-message latency of
+other threads while a burst waits in one busy thread (bench/burst.py). Needs the server of QUANTDESK_TEST_PG_URL.
 
 The throughput runs analyze procrastinate_jobs after queueing their jobs. Without statistics (a new database,
 before autovacuum's first analyze) PostgreSQL plans procrastinate's fetch query as a scan of every waiting job:
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import psycopg
 
+from bench import burst
 from bench.pg import PostgresUnavailable, scratch_database
 from bot.jobs.base import APPLY_DECISION, apply_decision_job
 from bot.jobs.inbox import Message
@@ -155,6 +157,8 @@ def main() -> None:
             engine.dispose()
     except PostgresUnavailable as exc:
         print(f"  skipped: PostgreSQL unavailable ({exc})")
+        return
+    burst.main()
 
 
 if __name__ == "__main__":
