@@ -16,7 +16,7 @@ from bot.jobs import JobQueue
 log = logging.getLogger(__name__)
 
 INTERVAL_SECONDS = 5.0  # at most 10 s between passes (ARCHITECTURE §7)
-SETTLE_SECONDS = 60.0  # between the paper account's settle passes (each may read the data provider)
+SETTLE_SECONDS = 60.0  # between the settle and periodic passes (each may read the data provider)
 
 
 class Applier(Protocol):
@@ -32,6 +32,8 @@ class Applier(Protocol):
 
     def settle(self) -> None: ...
 
+    def run_passes(self) -> None: ...
+
     def schedule_rules(self) -> None: ...
 
 
@@ -45,7 +47,8 @@ class Reconciler:
 
     def run_once(self) -> None:
         """One pass: every due decision and every unqueued message back on the queue, then every post without
-        a message; the scheduler pass of saved rules; about once a minute, the paper account's settle job."""
+        a message; the scheduler pass of saved rules; about once a minute, the workflows' periodic passes (such as
+        resolving the desk's due decisions) and the paper account's settle job."""
         for decision in self.door.decisions.due():
             self.door.reapply(decision.interrupt_id, decision.thread_id)
         self.door.queue.requeue_unqueued()
@@ -61,6 +64,7 @@ class Reconciler:
         now = time.monotonic()
         if self._settled_at is None or now - self._settled_at >= SETTLE_SECONDS:
             self._settled_at = now
+            self.door.run_passes()  # catches and logs its own failures, so the settle job always runs
             self.door.settle()
 
     def start(self) -> None:

@@ -21,7 +21,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command, Durability, StateSnapshot
 
 from bot.context import AppContext
-from bot.jobs import should_stop
+from bot.jobs import should_stop, stop_honoured
 from graphs.context import WorkflowContext
 from graphs.llm import get_light_llm, get_llm
 from graphs.main import build_main_graph
@@ -78,8 +78,18 @@ class Runner:
             traders=settings.traders,
             rules=RuleStore(app.engine, settings.admins, max_failures=settings.rule_max_failures),
             klines=lambda symbol: klines_for(symbol, settings, app.provider), stop_requested=should_stop,
+            stop_honoured=stop_honoured,
         )
         self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+        graphs = [self.graph, *(graph for _name, graph in self.graph.get_subgraphs(recurse=True))]
+        self._nodes = frozenset(name for graph in graphs for name in graph.nodes)
+
+    def _at_node_boundary(self, namespace: tuple[str, ...], update: Any) -> bool:
+        """A node of a workflow's graph finished: the place to honour a stop. Not a task inside a node (the desk's
+        replay decides each date in a task and checks for a stop before the next date itself, so its partial
+        report is kept) nor anything a task runs."""
+        outside_tasks = all(part.split(":", 1)[0] in self._nodes for part in namespace)
+        return outside_tasks and isinstance(update, dict) and any(name in self._nodes for name in update)
 
     def start(self, thread_id: str, text: str, progress: Progress | None = None, user: str | None = None,
               account: str | None = None, scheduled: bool = False, message_id: str | None = None) -> Outcome:
@@ -125,7 +135,7 @@ class Runner:
                 for _namespace, mode, event in self.graph.stream(value, config, context=self.context,
                                                                  stream_mode=["custom", "updates"], subgraphs=True,
                                                                  durability=durability):
-                    if mode == "updates" and should_stop():  # a node finished: the place to honour a stop
+                    if mode == "updates" and self._at_node_boundary(_namespace, event) and should_stop():
                         stopped = _outcome(thread_id, self.graph.get_state(config))
                         return Outcome(thread_id, "done", STOPPED, workflow=stopped.workflow,
                                        checkpoint=f"stopped:{stopped.checkpoint}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
@@ -44,6 +44,8 @@ class WorkflowContext:
     replay_token_budget: int = 2_000_000  # tokens one replay of the desk may use over all its dates
     desk_namespace: str = "live"  # the decision desk's memory and decision log (a replay has its own)
     stop_requested: Callable[[], bool] = lambda: False  # the adapter's "stop this run" (checked inside long nodes)
+    stop_honoured: Callable[[], None] = lambda: None  # a long node stopped early for it: let the run finish its report
+    now: Callable[[], datetime] = lambda: datetime.now(UTC)  # the wall clock (the desk's pre-open sessions)
 
 
 def thread_id(config: RunnableConfig) -> str:

@@ -9,6 +9,7 @@ from graphs.decision.grammar import starts_request as analyze_starts
 from graphs.decision.graph import build_decision_graph
 from graphs.decision.measures import measure_decision
 from graphs.decision.present import present_decision
+from graphs.decision.resolution import resolve_pass
 from graphs.execution.commands import SUBCOMMANDS as RULE_SUBCOMMANDS
 from graphs.execution.graph import build_execution_graph
 from graphs.execution.measures import measure_rule_run
@@ -20,6 +21,7 @@ from graphs.factor.measures import measure_factor
 from graphs.factor.present import factor_list, factor_show, present_factor
 from graphs.factor.spec import looks_structured as factor_structured
 from graphs.factor.spec import starts_request as factor_starts
+from graphs.notices import PeriodicPass
 from graphs.order.commands import account_command, cancel_command, orders_command, trading_command
 from graphs.order.grammar import USAGE as ORDER_USAGE
 from graphs.order.grammar import looks_structured as order_structured
@@ -95,6 +97,8 @@ ANALYZE = Workflow(
     usage=ANALYZE_USAGE,
     example="analyze 600519.SH depth=2",
     notes=("DATE defaults to the latest trading day in the data; every tool sees data up to that day's close only",
+           "session=pre_open decides before DATE's open on data up to the previous close (the default before 09:30 "
+           "Asia/Shanghai on a live trading day); session=post_close after its close",
            "depth 1-5 sets the debate rounds; without an LLM you get the indicator and fundamentals tables",
            "figures the agents write that no tool returned are flagged on the card"),
     starts_request=analyze_starts, looks_structured=lambda text: False, build=build_decision_graph,
@@ -114,6 +118,10 @@ COMMANDS: dict[str, Subcommand] = {
     "cancel": Subcommand("cancel ORDER", "cancel an order that has not filled yet (traders)", cancel_command,
                          min_args=1),
 }
+
+
+# passes the bot runs about once a minute whether or not anybody asks; each hands back notices for its threads
+PASSES: dict[str, PeriodicPass] = {"decision outcomes": resolve_pass}
 
 
 def command_for(words: list[str]) -> tuple[Subcommand, list[str]] | None:

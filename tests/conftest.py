@@ -63,6 +63,16 @@ def fresh_pg_database() -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@contextmanager
+def migrated_pg_database() -> Iterator[str]:
+    """A new PostgreSQL database at the code's migration head (what `quantdesk db upgrade` leaves), dropped after."""
+    with fresh_pg_database() as url:
+        engine = make_engine(url)
+        upgrade(engine)
+        engine.dispose()
+        yield url
+
+
 @pytest.fixture(scope="session")
 def pg_url() -> Iterator[str]:
     """A database on the test server for this session, dropped afterwards. Fails (not skips) under CI=true."""

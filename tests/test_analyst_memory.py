@@ -3,15 +3,18 @@ when the time-scale table says, persistence across a restart, namespaces; on SQL
 
 from __future__ import annotations
 
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, select, text
 
 from tools.analyst_memory import EXCERPT_CHARS, AnalystMemorySummary, MemoryController, session_at
 from tools.broker.clock import SHANGHAI
 from tools.storage.db import make_engine
+from tools.storage.migrate import downgrade, upgrade
 from tools.storage.models import AnalystReport, AnalystSummary
 
 AT = datetime(2022, 12, 20, 7, 0, tzinfo=UTC)
@@ -47,20 +50,88 @@ def test_session_at_uses_shanghai_time() -> None:
         session_at(datetime(2022, 12, 20, 10, 0))
 
 
-def test_save_is_idempotent_on_its_key(engine: Engine, namespace: str) -> None:
+def test_every_report_is_kept_as_a_version_and_a_resave_under_its_id_replaces_it(engine: Engine,
+                                                                                  namespace: str) -> None:
     memory = MemoryController(engine, "news", namespace)
     first = memory.save_today_report("600519.SH", "20221220", "draft", session="intraday", written_at=AT,
                                      report_id=f"r-{namespace}")
-    again = memory.save_today_report("600519.SH", "2022-12-20", "final", session="intraday", written_at=AT)
+    second = memory.save_today_report("600519.SH", "2022-12-20", "second look", session="intraday", written_at=AT)
     other = memory.save_today_report("600519.SH", "20221220", "after close", session="post_close", written_at=AT)
-    assert first == again == f"r-{namespace}"
-    assert other not in (first, "")
-    with engine.connect() as connection:
-        count = connection.scalar(select(func.count()).select_from(AnalystReport)
-                                  .where(AnalystReport.namespace == namespace))
-    assert count == 2
-    assert memory.get_memory_summary("600519.SH", "20221220", "intraday")["today_report"] == "final"
+    assert first == f"r-{namespace}" and len({first, second, other}) == 3
+    again = memory.save_today_report("600519.SH", "20221220", "draft, rewritten", session="intraday",
+                                     written_at=AT, report_id=first)  # the step that saved it ran again
+    assert again == first
+
+    def stored() -> list[tuple[str, str, int, str]]:
+        with engine.connect() as connection:
+            return [tuple(row) for row in connection.execute(
+                select(AnalystReport.id, AnalystReport.session, AnalystReport.version, AnalystReport.report)
+                .where(AnalystReport.namespace == namespace).order_by(AnalystReport.session, AnalystReport.version))]
+
+    assert stored() == [(first, "intraday", 1, "draft, rewritten"), (second, "intraday", 2, "second look"),
+                        (other, "post_close", 1, "after close")]
+    assert memory.get_memory_summary("600519.SH", "20221220", "intraday")["today_report"] == "second look"
     assert memory.get_memory_summary("600519.SH", "20221220", "post_close")["today_report"] == "after close"
+    pinned = memory.get_memory_summary("600519.SH", "20221220", "post_close", report_id=first)
+    assert pinned["today_report"] == "draft, rewritten"  # the version an earlier decision read, still there
+    with pytest.raises(ValueError, match="belongs to another"):
+        memory.save_today_report("600519.SH", "20221221", "x", session="intraday", written_at=AT, report_id=first)
+    with pytest.raises(ValueError, match=f"no news report {other}"):  # not visible before the close
+        memory.get_memory_summary("600519.SH", "20221220", "intraday", report_id=other)
+
+
+def test_the_summaries_read_only_the_newest_version_of_a_session(engine: Engine, namespace: str) -> None:
+    model = _Recorder()
+    memory = MemoryController(engine, "news", namespace, model)
+    memory.save_today_report("600519.SH", "20221220", "first look", session="post_close", written_at=AT)
+    memory.save_today_report("600519.SH", "20221220", "second look", session="post_close", written_at=AT)
+    assert memory.refresh_summaries("600519.SH", "20221220", "post_close") == "post_close"
+    assert model.calls[0][1] == ["second look"]
+
+
+def test_concurrent_saves_of_one_key_each_get_their_own_version(engine: Engine, namespace: str) -> None:
+    memory = MemoryController(engine, "market", namespace)
+    barrier = threading.Barrier(4, timeout=30)
+
+    def save(worker: int) -> list[str]:
+        barrier.wait()
+        return [memory.save_today_report("600519.SH", "20221220", f"w{worker} r{i}", session="post_close",
+                                         written_at=AT) for i in range(5)]
+
+    with ThreadPoolExecutor(4) as pool:
+        ids = [i for saved in pool.map(save, range(4)) for i in saved]
+    with engine.connect() as connection:
+        versions = list(connection.scalars(select(AnalystReport.version).where(
+            AnalystReport.namespace == namespace).order_by(AnalystReport.version)))
+    assert len(set(ids)) == 20 and versions == list(range(1, 21))
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_migration_0011_keeps_the_reports_as_first_versions_and_downgrades_to_the_newest(
+        backend: str, request: pytest.FixtureRequest) -> None:
+    url = request.getfixturevalue("sqlite_url" if backend == "sqlite" else "fresh_pg_url")  # its own database
+    engine = make_engine(url)
+    key = {"namespace": "live", "analyst": "news", "symbol": "600519.SH", "trade_date": "20221220",
+           "session": "post_close", "written_at": AT, "updated_at": AT}
+    try:
+        upgrade(engine, "0010")
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO analyst_reports (id, namespace, analyst, symbol, trade_date, session, "
+                                    "report, written_at, updated_at) VALUES ('old', :namespace, :analyst, :symbol, "
+                                    ":trade_date, :session, 'before 0011', :written_at, :updated_at)"), key)
+        upgrade(engine, "0011")
+        memory = MemoryController(engine, "news")
+        newer = memory.save_today_report("600519.SH", "20221220", "after 0011", session="post_close", written_at=AT)
+        with engine.connect() as connection:
+            rows = connection.execute(text("SELECT id, version FROM analyst_reports ORDER BY version")).all()
+        assert [tuple(r) for r in rows] == [("old", 1), (newer, 2)]
+        downgrade(engine, "0010")
+        with engine.connect() as connection:
+            assert [tuple(r) for r in connection.execute(text("SELECT id, report FROM analyst_reports"))] == [
+                (newer, "after 0011")]
+        upgrade(engine)
+    finally:
+        engine.dispose()
 
 
 def test_reads_are_point_in_time(engine: Engine, namespace: str) -> None:

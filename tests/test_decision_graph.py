@@ -171,11 +171,13 @@ def test_the_token_budget_stops_the_desk_and_says_where(
     heavy = AIMessage(content="", tool_calls=[{"name": "get_indicators", "args": {}, "id": "c1", "type": "tool_call"}],
                       usage_metadata={"input_tokens": 900, "output_tokens": 100, "total_tokens": 1000})
     llm = models(scripts={ROLES["market"]: [heavy]})
-    _, out = _run(db_url, engine, sandbox, provider, llm, f"analyze {CODE} analysts=market", _light(models, 1),
+    # no light model is asked: a stopped analyst has no report for its memory to keep or summarise
+    _, out = _run(db_url, engine, sandbox, provider, llm, f"analyze {CODE} analysts=market", _light(models, 0),
                   decision_token_budget=1000)
     result = out["result"]
     # the analysts' part is 60 % of the budget: 600 tokens for the one analyst, spent by its first call
-    assert "token budget, 600 tokens, is spent (1,000 used)" in result["stopped"]
+    assert "not enough left for another call in its part of this decision's token budget, 600 tokens (1,000 used)" \
+        in result["stopped"]
     assert "market analyst" in result["stopped"]
     assert result["risk_summary"] is None and "__interrupt__" not in out
     assert present_decision(result).warnings[0] == result["stopped"]
@@ -218,7 +220,7 @@ def test_a_new_request_in_the_same_thread_starts_from_nothing_of_the_last_one(
     heavy = AIMessage(content="", tool_calls=[{"name": "get_indicators", "args": {}, "id": "c1", "type": "tool_call"}],
                       usage_metadata={"input_tokens": 900, "output_tokens": 100, "total_tokens": 1000})
     llm = models(scripts={ROLES["market"]: [heavy]})  # the first request stops in the market analyst (600 tokens)
-    thread, out = _run(db_url, engine, sandbox, provider, llm, f"analyze {CODE} analysts=market", _light(models, 1),
+    thread, out = _run(db_url, engine, sandbox, provider, llm, f"analyze {CODE} analysts=market", _light(models, 0),
                        decision_token_budget=1000)
     assert out["result"]["stopped"]
     thread.ctx = desk_context(engine, sandbox, provider, models(scripts={

@@ -145,7 +145,7 @@ def test_resolution_against_hand_computed_returns(engine: Engine, provider: Loca
 
 
 def test_reflection_text_rounds_half_up_with_true_signs() -> None:
-    base = Resolution("d", "ns", "600519.SH", "20221213", "Hold", 5, "20221220", Decimal("10.00"),
+    base = Resolution("d", "ns", "600519.SH", "20221213", "Hold", "t", 5, "20221220", Decimal("10.00"),
                       Decimal("10.00"), Decimal("0"), Decimal("0"), Decimal("0"), 1, 1, True, AS_OF)
     assert reflection_text(replace(base, excess_return=Decimal("-0.0199999999"))).endswith("excess \u22122.00%: hit")
     assert reflection_text(base).endswith("(+0.00%), benchmark +0.00%, excess +0.00%: hit")

@@ -86,4 +86,6 @@ def test_a_stop_asked_during_a_replay_ends_it_before_the_next_date(
                                                              "analysts=market")
     result = out["result"]
     assert [s["date"] for s in result["steps"]] == ["20200728"] and result["fills"] == 1
-    assert result["stopped"] == "stopped at your request before 20200729"
+    assert result["stopped"] == ("stopped at your request after date 1 of 3 (20200728); 20200729 and the dates "
+                                 "after it were not decided")
+    assert present_decision(result).warnings[0] == result["stopped"]  # beside the P&L of the dates done

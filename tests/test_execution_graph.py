@@ -17,7 +17,6 @@ from sqlalchemy import Engine
 
 from graphs.context import WorkflowContext
 from graphs.execution.commands import show_command
-from graphs.execution.nodes.decide import APPLY_GRACE
 from graphs.execution.routes import MAX_ROUNDS
 from graphs.workflow import CommandCall
 from tests.fakes.chat import ScriptedChatModel, answer
@@ -26,9 +25,10 @@ from tools.artifacts import ArtifactStore
 from tools.broker.checks import RiskLimits
 from tools.broker.fees import DEFAULT_RATES
 from tools.broker.paper import PaperBroker, PaperConfig
+from tools.broker.proposal_claims import APPLY_GRACE, ProposalClaim, live_claims
 from tools.data.local import SampleProvider, sample_dir
 from tools.klines import AShareKlines
-from tools.rule_store import RuleStore
+from tools.rule_store import RuleStore, order_tag
 from tools.sandbox import Sandbox
 from tools.schedule import execution_id_for
 
@@ -56,6 +56,11 @@ def _ctx(engine: Engine, sandbox: Sandbox, provider: SampleProvider, llm: Any = 
                            llm=llm, paper=CONFIG, traders=frozenset({TRADER}),
                            broker=lambda name, by: PaperBroker(engine, provider, name, CONFIG, opened_by=by),
                            rules=RuleStore(engine, frozenset()), klines=lambda symbol: AShareKlines(provider))
+
+
+def _claims(ctx: WorkflowContext, rule_id: int) -> list[ProposalClaim]:
+    """The rule's order card claims in force now."""
+    return live_claims(ctx.engine, order_tag(rule_id), datetime.now(UTC))
 
 
 def _step(kind: str, step: int, action: dict[str, Any], reasoning: str = "scripted") -> Any:
@@ -132,7 +137,37 @@ def test_malformed_answers_get_one_second_chance_then_hold(db_url: str, engine: 
     assert "could not be used" in str(llm.prompts[1][-1].content)  # the first error went back to the model
     (step,) = ctx.rules.steps(rule.id)  # type: ignore[union-attr]
     assert step.action_type == "decision" and step.result_data["decision"]["failure"] is True
-    assert ctx.rules.get(rule.id).consecutive_failures == 1  # type: ignore[union-attr]
+
+
+def test_failed_scheduled_runs_count_toward_auto_pause_and_manual_ones_do_not(
+        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider) -> None:
+    """Auto-pause guards the unattended schedule: a manual run's failure is seen by whoever ran it and is not
+    counted; two failed ticks in a row pause the rule (QUANTDESK_RULE_MAX_FAILURES 2 here); a run that decides
+    resets the count, manual or not."""
+    malformed = [answer("I think you should buy"), answer("{not json")]
+    hold = [_step("decision", 1, {"action": "hold", "reason": "flat", "confidence": 0.5})]
+    llm = ScriptedChatModel(script=[*malformed, *malformed, *hold, *malformed, *malformed])
+    ctx = _ctx(engine, sandbox, provider, llm)
+    ctx.rules = RuleStore(engine, frozenset(), max_failures=2)
+    rule = ctx.rules.add(OWNER, "c", CODE, "buy on strength", size=100, schedule="30 9 * * 1-5")
+    since = rule.scheduled_since
+    assert since is not None
+    ticks = [f"rule run {rule.id} execution={execution_id_for(rule.id, since + timedelta(minutes=n))}"
+             for n in (1, 2, 3)]
+
+    def failures() -> int:
+        return ctx.rules.get(rule.id).consecutive_failures  # type: ignore[union-attr]
+
+    GraphThread(db_url, ctx, requester=OWNER).say(f"rule run {rule.id}")
+    assert failures() == 0  # manual: not counted
+    GraphThread(db_url, ctx, requester=OWNER, scheduled=True).say(ticks[0])
+    assert failures() == 1
+    GraphThread(db_url, ctx, requester=OWNER).say(f"rule run {rule.id}")  # decides hold: the rule works
+    assert failures() == 0
+    GraphThread(db_url, ctx, requester=OWNER, scheduled=True).say(ticks[1])
+    out = GraphThread(db_url, ctx, requester=OWNER, scheduled=True).say(ticks[2])
+    assert out["result"]["paused"] is True and failures() == 2
+    assert ctx.rules.get(rule.id).enabled is False  # type: ignore[union-attr]
 
 
 def test_a_tool_error_goes_back_to_the_model_and_the_rounds_are_capped(
@@ -236,15 +271,15 @@ def test_one_order_card_per_rule_until_the_first_is_decided_or_expires(
     first = GraphThread(db_url, ctx, requester=OWNER)
     card = first.say(f"rule run {rule.id}")
     held = ctx.rules.steps(rule.id)[0].execution_id  # type: ignore[union-attr]
-    scheduled = execution_id_for(rule.id, TICK)
+    scheduled = execution_id_for(rule.id, rule.scheduled_since + timedelta(minutes=1))  # type: ignore[operator]
     second = GraphThread(db_url, ctx, requester=OWNER, scheduled=True).say(f"rule run {rule.id} execution={scheduled}")
     assert "__interrupt__" not in second
     assert second["result"]["decision"]["note"] == (
         f"buy: an order proposal of this rule (execution {held}) is waiting for a trader's approval; no new order "
         "until it is decided or expires")
     assert second["result"]["order"] == {}
-    claim = ctx.rules.proposal(rule.id)  # type: ignore[union-attr]
-    assert claim is not None and claim.execution_id == held
+    (claim,) = _claims(ctx, rule.id)
+    assert (claim.account, claim.ts_code, claim.holder) == (rule.account, CODE, held)
     expires = datetime.fromisoformat(card["__interrupt__"][0].value["expires_at"])
     assert expires < claim.expires_at <= expires + APPLY_GRACE  # it outlives the proposal, then lapses by itself
     shown = dict(show_command(CommandCall(ctx, [str(rule.id)], OWNER, "c")).facts)
@@ -253,7 +288,7 @@ def test_one_order_card_per_rule_until_the_first_is_decided_or_expires(
 
     rejected = first.decide(card, {"type": "reject", "message": "not today"}, user=TRADER)
     assert rejected["result"]["order"]["status"] == "rejected"
-    assert ctx.rules.proposal(rule.id) is None  # type: ignore[union-attr]
+    assert _claims(ctx, rule.id) == []
     assert "Order proposal" not in dict(show_command(CommandCall(ctx, [str(rule.id)], OWNER, "c")).facts)
     third = GraphThread(db_url, ctx, requester=OWNER)
     again = third.say(f"rule run {rule.id}")

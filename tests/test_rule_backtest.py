@@ -55,7 +55,7 @@ def _fees(commission: str, stamp_duty: str, transfer_fee: str) -> Fees:
 def test_every_trade_fee_and_mark_by_hand(tmp_path: Path) -> None:
     provider = _provider(tmp_path, "600000.SH", _ohlc(SERIES))
     result = backtest_rule(RULE, "600000.SH", "20230821", "20230901", provider, cash=D("10000"))
-    assert (result.warmup, result.warmup_bars) == (2, 2)  # two bars before START, though three exist
+    assert (result.warmup, result.warmup_bars) == (2, 3)  # it needs two bars before START, and reads all three
     assert result.decisions.index[0] == pd.Timestamp("2023-08-21")
     assert result.decisions["action"].tolist() == ["sell", "buy", "buy", "sell", "sell", "buy", "buy", "sell",
                                                    "sell", "buy"]

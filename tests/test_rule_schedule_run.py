@@ -1,13 +1,14 @@
 """A scheduled rule runs once per tick however many processes run the scheduler pass: two front doors on one
 database see the same minute, one roots the run's thread in the rule's channel and queues it, and the run
-reaches that thread. A run queued before its rule was paused does nothing; a run that crashes counts toward the
-rule's auto-pause."""
+reaches that thread; a scheduler killed between the root post and the enqueue leaves one root, which the next
+pass finds and runs in. A run queued before its rule was paused (even if resumed since) does nothing; a run that
+crashes counts toward the rule's auto-pause."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,11 @@ from bot.context import AppContext, build_context
 from bot.slack.frontdoor import FrontDoor
 from bot.slack.serve import build_front_door
 from graphs.checkpointer import open_checkpointer
+from tests.child_process import kill_child_when
 from tests.fakes.slack_server import SlackServer
 from tests.slack_harness import in_thread, text_of, wait_until
-from tools.rule_store import RuleStore
+from tools.broker.proposal_claims import live_claims
+from tools.rule_store import RuleStore, order_tag
 from tools.settings import Settings
 
 OWNER = "UOWNER"
@@ -96,6 +99,57 @@ def test_a_run_queued_before_its_rule_was_paused_does_nothing(tmp_path: Path) ->
         worker.stop()
 
 
+def test_a_run_queued_before_its_rule_was_paused_and_resumed_does_nothing(tmp_path: Path) -> None:
+    with _front_door(tmp_path) as (slack, app, door):
+        clock = [SAVED]
+        store = RuleStore(app.engine, frozenset(), clock=lambda: clock[0])
+        rule = store.add(OWNER, "C5250", "600519.SH", LANGUAGE, source="language", schedule="30 9 * * 1-5",
+                         size=100)
+        door.schedule_rules(TICK)  # queued; no worker has taken it yet
+        clock[0] = TICK + timedelta(minutes=1)
+        store.pause(rule.id, OWNER)
+        clock[0] = TICK + timedelta(minutes=2)
+        store.resume(rule.id, OWNER)
+        worker = door.queue.start_worker(door)
+        reply = _thread_reply(slack, "C5250", "nothing was run")
+        assert reply == (f"Rule {rule.id} was paused and resumed, or its schedule was changed, after this run "
+                         "(2026-11-23 01:30 UTC) was queued; nothing was run.")
+        assert store.steps(rule.id) == []
+        worker.stop()
+
+
+def _roots(slack: SlackServer, channel: str) -> list[str]:
+    """The ts of every top-level post in `channel`."""
+    return [c.response["ts"] for c in slack.fake.of("chat.postMessage")
+            if c.args.get("channel") == channel and "thread_ts" not in c.args and c.ok]
+
+
+def test_a_scheduler_killed_between_the_root_post_and_the_enqueue_leaves_one_root(tmp_path: Path) -> None:
+    """SIGKILL after the scheduled run's root reached Slack and before its run was queued: the tick stays claimed;
+    a pass after LOST_CLAIM takes it over, finds the root by its metadata in the channel's history, and queues the
+    run into that thread instead of posting a second root."""
+    with _front_door(tmp_path) as (slack, app, door):
+        store = RuleStore(app.engine, frozenset(), clock=lambda: SAVED)
+        rule = store.add(OWNER, "C5500", "600519.SH", LANGUAGE, source="language", schedule="30 9 * * 1-5",
+                         size=100)
+        marker = tmp_path / "root-posted"
+        kill_child_when("tests.rule_root_crash_child", [str(app.engine.url), str(tmp_path), slack.url,
+                                                        TICK.isoformat(), str(marker)], tmp_path,
+                        [(marker.exists, "the root post, before the enqueue")], 120.0)
+        (root,) = _roots(slack, "C5500")
+        assert store.steps(rule.id) == []  # nothing ran in the killed process
+        worker = door.queue.start_worker(door)
+        door.schedule_rules(TICK + timedelta(minutes=3))  # the claim is lost: this pass takes it over
+        answered = wait_until(lambda: [c for c in slack.fake.of("chat.postMessage")
+                                       if in_thread("C5500", root)(c) and "waiting" not in text_of(c)
+                                       and "working" not in text_of(c)], "the run's answer in the first root's thread")
+        assert answered
+        assert _roots(slack, "C5500") == [root]  # no second root
+        assert slack.fake.of("conversations.history")  # it looked before posting
+        assert {s.execution_id for s in store.steps(rule.id)} == {f"rule{rule.id}-20261123T0130Z"}
+        worker.stop()
+
+
 class _CrashingBroker:
     """A paper account that fails in a way no node expects: the error escapes the graph."""
 
@@ -119,7 +173,8 @@ def test_a_scheduled_run_that_crashes_counts_toward_auto_pause(tmp_path: Path) -
         assert paused.paused_reason == ("paused after 1 consecutive failures; last: Something went wrong in this run; "
                                         "it was logged. You can try again or start a new request.")
         assert store.steps(rule.id)[-1].action_data["action"]["action"] == "buy"  # it got as far as its decision
-        assert store.proposal(rule.id) is None  # the crashed run showed no order card: its claim is given back
+        assert live_claims(app.engine, order_tag(rule.id), datetime.now(UTC)) == []  # the crashed run showed no
+        # order card: its claim is given back
         worker.stop()
 
 

@@ -1,11 +1,8 @@
-"""Saved rules and execution logs: CRUD, validation, ownership, idempotent step logs, auto-pause, the order
-proposal claim, migrations."""
+"""Saved rules and execution logs: CRUD, validation, ownership, idempotent step logs, auto-pause, migrations."""
 
 from __future__ import annotations
 
-import threading
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -15,7 +12,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Constraint, Engine, Index, Table, insert, inspect
 from sqlalchemy.exc import IntegrityError
 
-from tools.rule_store import ProposalClaim, RuleError, RuleStore
+from tools.rule_store import RuleError, RuleStore
 from tools.storage.db import make_engine
 from tools.storage.migrate import current_revision, downgrade, upgrade
 from tools.storage.models import Base
@@ -198,50 +195,6 @@ def test_consecutive_failures_pause_the_rule(store: RuleStore, channel: str) -> 
         store.record_failure(rule.id + 1000, "x")
 
 
-def test_one_order_proposal_per_rule_is_claimed_released_and_lapses(store: RuleStore, channel: str,
-                                                                    clock: _Clock) -> None:
-    rule = store.add("UOWNER", channel, "600519.SH", "buy when close > ma(30)")
-    other = store.add("UOWNER", channel, "000001.SZ", "buy when close > ma(30)")
-    ttl = timedelta(minutes=130)
-    assert store.proposal(rule.id) is None
-    first = ProposalClaim(f"rule{rule.id}-20240102T0100Z", T0 + ttl)
-    assert store.claim_proposal(rule.id, first.execution_id, ttl) == first
-    assert store.claim_proposal(rule.id, f"rule{rule.id}-mabc", ttl) == first  # refused: the first holds it
-    assert store.claim_proposal(other.id, f"rule{other.id}-mabc", ttl).execution_id == f"rule{other.id}-mabc"
-    clock.now = T0 + timedelta(seconds=3)  # the holder's node re-runs on resume: claimed again, from now
-    assert store.claim_proposal(rule.id, first.execution_id, ttl) == ProposalClaim(first.execution_id, clock.now + ttl)
-    assert store.proposal(rule.id) == ProposalClaim(first.execution_id, clock.now + ttl)
-    assert store.get(rule.id).updated_at == T0  # a run's bookkeeping is not a change of the rule
-    assert store.release_proposal(rule.id, f"rule{rule.id}-mabc") is False  # only its holder gives it back
-    assert store.release_proposal(rule.id, first.execution_id) is True
-    assert store.proposal(rule.id) is None
-    assert store.release_proposal(rule.id, first.execution_id) is False
-    second = store.claim_proposal(rule.id, f"rule{rule.id}-mdef", ttl)
-    assert second == ProposalClaim(f"rule{rule.id}-mdef", clock.now + ttl)
-    clock.now = second.expires_at - timedelta(microseconds=1)
-    assert store.claim_proposal(rule.id, f"rule{rule.id}-mghi", ttl) == second
-    clock.now = second.expires_at  # abandoned (its thread never decided): the claim lapses by itself
-    assert store.proposal(rule.id) is None
-    assert store.claim_proposal(rule.id, f"rule{rule.id}-mghi", ttl).execution_id == f"rule{rule.id}-mghi"
-    with pytest.raises(RuleError, match=f"^there is no rule {rule.id + 1000}$"):
-        store.claim_proposal(rule.id + 1000, "rule0-mabc", ttl)
-
-
-def test_racing_claims_of_one_rule_have_one_winner(store: RuleStore, channel: str) -> None:
-    rule = store.add("UOWNER", channel, "600519.SH", "buy when close > ma(30)")
-    executions = [f"rule{rule.id}-m{n:04d}" for n in range(8)]
-    start = threading.Barrier(len(executions))
-
-    def claim(execution_id: str) -> str:
-        start.wait()
-        return store.claim_proposal(rule.id, execution_id, timedelta(minutes=130)).execution_id
-
-    with ThreadPoolExecutor(len(executions)) as pool:
-        holders = list(pool.map(claim, executions))
-    assert len(set(holders)) == 1 and holders[0] in executions  # each saw the one winner, the winner itself
-    assert store.proposal(rule.id).execution_id == holders[0]  # type: ignore[union-attr]
-
-
 def test_models_and_migrations_agree(engine: Engine) -> None:
     with engine.connect() as connection:
         context = MigrationContext.configure(connection, opts={"compare_type": True,
@@ -260,25 +213,6 @@ def test_migration_0008_up_and_down(db_url: str) -> None:
     assert set(inspect(engine).get_table_names()) >= RULE_TABLES
     assert {c["name"] for c in inspect(engine).get_columns("execution_logs")} == {
         "id", "rule_id", "symbol", "execution_id", "step", "action_type", "action_data", "result_data", "timestamp"}
-    engine.dispose()
-
-
-def test_migration_0010_adds_the_proposal_claim_and_drops_it_without_touching_logs(db_url: str) -> None:
-    engine = make_engine(db_url)
-    upgrade(engine)
-    store = RuleStore(engine, frozenset())
-    rule = store.add("UOWNER", f"C{uuid.uuid4().hex[:10]}", "600519.SH", "buy when close > ma(30)",
-                     schedule="30 9 * * 1-5")
-    execution = f"rule{rule.id}-m{uuid.uuid4().hex[:8]}"
-    store.log_step(rule.id, "600519.SH", execution, 1, "tool_call", {"type": "tool_call"}, {"bars": 100})
-    store.claim_proposal(rule.id, execution, timedelta(minutes=130))
-    downgrade(engine, "0009")
-    assert current_revision(engine) == "0009"
-    assert not {"proposal_execution", "proposal_expires_at"} & {
-        c["name"] for c in inspect(engine).get_columns("saved_rules")}
-    upgrade(engine)
-    assert [s.step for s in store.steps(rule.id, execution)] == [1]  # SQLite did not rebuild (and cascade) rules
-    assert store.get(rule.id).schedule == "30 9 * * 1-5" and store.proposal(rule.id) is None
     engine.dispose()
 
 

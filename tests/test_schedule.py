@@ -50,15 +50,22 @@ class _Clock:
 
 
 class _Enqueued:
-    """A thread-safe enqueue callable that records (rule id, tick, execution id)."""
+    """A thread-safe enqueue callable that records (rule id, tick, execution id), and which starts were `again`;
+    it fails (ConnectionError) while `broken`."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[int, datetime, str]] = []
+        self.again: list[str] = []
+        self.broken = False
         self._lock = threading.Lock()
 
-    def __call__(self, rule: Rule, tick: datetime, execution_id: str) -> None:
+    def __call__(self, rule: Rule, tick: datetime, execution_id: str, again: bool) -> None:
+        if self.broken:
+            raise ConnectionError("queue unreachable")
         with self._lock:
             self.calls.append((rule.id, tick, execution_id))
+            if again:
+                self.again.append(execution_id)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -183,20 +190,49 @@ def test_run_due_after_three_hours_down(iso_engine: Engine, policy: str) -> None
     assert _ticks(iso_engine, paused.id) == []
 
 
-def test_a_failed_enqueue_releases_the_tick(iso_engine: Engine) -> None:
+def test_a_failed_start_is_started_again_by_the_next_pass_marked_again(iso_engine: Engine) -> None:
+    """The start failed (it may have rooted the thread before the queue refused): the tick stays "failed", and the
+    next pass starts it again with `again`, so the starter looks for that root before posting another."""
     clock = _Clock(_utc(2024, 1, 2, 1, 29, 30))
     store = RuleStore(iso_engine, frozenset(), clock=clock)
     rule = store.add("UOWNER", "C1", "600519.SH", "buy when close > ma(30)", schedule="30 9 * * 1-5")
-
-    def broken(_rule: Rule, _tick: datetime, _execution_id: str) -> None:
-        raise ConnectionError("queue unreachable")
-
-    assert run_due(iso_engine, store, _utc(2024, 1, 2, 1, 30, 5), broken, "w1", is_trading_day=weekdays) == []
-    assert _ticks(iso_engine, rule.id) == []
     enqueued = _Enqueued()
+    enqueued.broken = True
+    assert run_due(iso_engine, store, _utc(2024, 1, 2, 1, 30, 5), enqueued, "w1", is_trading_day=weekdays) == []
+    assert _ticks(iso_engine, rule.id) == [(_utc(2024, 1, 2, 1, 30), "failed")]
+    enqueued.broken = False
     runs = run_due(iso_engine, store, _utc(2024, 1, 2, 1, 31, 5), enqueued, "w2", is_trading_day=weekdays)
     assert [(r.tick, r.catch_up) for r in runs] == [(_utc(2024, 1, 2, 1, 30), False)]
     assert enqueued.calls == [(rule.id, _utc(2024, 1, 2, 1, 30), f"rule{rule.id}-20240102T0130Z")]
+    assert enqueued.again == [f"rule{rule.id}-20240102T0130Z"]
+    assert _ticks(iso_engine, rule.id) == [(_utc(2024, 1, 2, 1, 30), "enqueued")]
+    assert run_due(iso_engine, store, _utc(2024, 1, 2, 1, 32, 5), enqueued, "w1", is_trading_day=weekdays) == []
+
+
+@pytest.mark.parametrize("policy", ["once", "skip"])
+def test_starts_failing_for_an_hour_run_like_missed_ticks(iso_engine: Engine, policy: str) -> None:
+    """Every minute's start fails for an hour (the queue is down): once it is back, the ticks still on time run,
+    and of the older ones at most the latest (catch-up "once") or none ("skip"); the rest are recorded skipped,
+    not run an hour late one by one."""
+    clock = _Clock(_utc(2024, 1, 2, 1, 0, 30))
+    store = RuleStore(iso_engine, frozenset(), clock=clock)
+    rule = store.add("UOWNER", "C1", "600519.SH", "buy when close > ma(30)", schedule="* * * * *")
+    enqueued = _Enqueued()
+    enqueued.broken = True
+    minutes = [_utc(2024, 1, 2, 1, 1) + timedelta(minutes=i) for i in range(60)]
+    for minute in minutes:
+        run_due(iso_engine, store, minute + timedelta(seconds=5), enqueued, "w1", is_trading_day=weekdays,
+                catch_up=policy)
+    failing = [tick for tick, status in _ticks(iso_engine, rule.id) if status == "failed"]
+    assert failing == minutes[-5:]  # retried each pass while on time; older ones already recorded skipped
+    enqueued.broken = False
+    back = minutes[-1] + timedelta(minutes=1, seconds=5)  # 02:01:05: ticks after 01:56:05 are on time
+    runs = run_due(iso_engine, store, back, enqueued, "w1", is_trading_day=weekdays, catch_up=policy)
+    on_time = minutes[-4:]  # 01:57 .. 02:00 restarted, then 02:01 claimed as usual
+    assert sorted(r.tick for r in runs) == [*on_time, _utc(2024, 1, 2, 2, 1)]
+    assert not any(r.catch_up for r in runs)  # an on-time tick runs: no catch-up
+    statuses = dict(_ticks(iso_engine, rule.id))
+    assert [t for t in minutes if statuses[t] == "skipped"] == minutes[:-4]
 
 
 @pytest.mark.parametrize("separate_engines", [False, True], ids=["threads", "engines"])
@@ -243,10 +279,10 @@ def test_a_tick_claimed_by_a_worker_that_died_is_enqueued_once_by_another(iso_en
                      schedule="30 9 * * 1-5")
     tick = datetime(2026, 11, 23, 1, 30, tzinfo=UTC)
     assert claim_tick(engine, rule.id, tick, "dead-worker", at=datetime(2026, 11, 23, 1, 30, 5, tzinfo=UTC))
-    seen: list[tuple[int, datetime, str]] = []
+    seen: list[tuple[int, datetime, str, bool]] = []
 
-    def enqueue(r: Rule, t: datetime, execution_id: str) -> None:
-        seen.append((r.id, t, execution_id))
+    def enqueue(r: Rule, t: datetime, execution_id: str, again: bool) -> None:
+        seen.append((r.id, t, execution_id, again))
 
     def run(at: datetime) -> None:
         run_due(engine, store, at, enqueue, "live-worker", is_trading_day=lambda _d: True)
@@ -255,4 +291,19 @@ def test_a_tick_claimed_by_a_worker_that_died_is_enqueued_once_by_another(iso_en
     assert seen == []
     run(datetime(2026, 11, 23, 1, 33, 0, tzinfo=UTC))
     run(datetime(2026, 11, 23, 1, 34, 0, tzinfo=UTC))
-    assert seen == [(rule.id, tick, f"rule{rule.id}-20261123T0130Z")]
+    # `again`: the dead worker may have rooted the thread already, so the starter looks before posting
+    assert seen == [(rule.id, tick, f"rule{rule.id}-20261123T0130Z", True)]
+
+
+def test_a_lost_tick_of_a_rule_paused_and_resumed_since_is_not_started(iso_engine: Engine) -> None:
+    clock = _Clock(datetime(2026, 11, 20, 0, 0, tzinfo=UTC))
+    store = RuleStore(iso_engine, frozenset(), clock=clock)
+    rule = store.add("UOWNER", "C1", "600519.SH", "buy when close > ma(5)", schedule="30 9 * * 1-5")
+    tick = datetime(2026, 11, 23, 1, 30, tzinfo=UTC)
+    assert claim_tick(iso_engine, rule.id, tick, "dead-worker", at=tick + timedelta(seconds=5))
+    clock.now = tick + timedelta(minutes=1)
+    store.pause(rule.id, "UOWNER")
+    store.resume(rule.id, "UOWNER")
+    enqueued = _Enqueued()
+    assert run_due(iso_engine, store, tick + timedelta(minutes=3), enqueued, "w1", is_trading_day=weekdays) == []
+    assert enqueued.calls == [] and _ticks(iso_engine, rule.id) == [(tick, "skipped")]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import fresh_pg_database
+from tests.conftest import migrated_pg_database
 from tests.fakes.slack_server import SlackServer
 from tests.slack_harness import (
     BotProcess,
@@ -25,8 +25,6 @@ from tests.slack_harness import (
     post,
     wait_until,
 )
-from tools.storage.db import make_engine
-from tools.storage.migrate import upgrade
 
 ALICE = "UALICE"
 ASK = "signal ma_cross 600519.SH 20190101"  # asks which dates: the worker ran it
@@ -47,10 +45,7 @@ def _gone(pid: int) -> bool:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[SlackServer, BotProcess]]:
-    with fresh_pg_database() as url, SlackServer() as slack:
-        engine = make_engine(url)
-        upgrade(engine)
-        engine.dispose()
+    with migrated_pg_database() as url, SlackServer() as slack:
         process = BotProcess(slack.url, url, tmp_path)
         try:
             yield slack, process

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tests.conftest import fresh_pg_database
+from tests.conftest import migrated_pg_database
 from tests.fakes.slack_server import Call, SlackServer
 from tests.slack_harness import (
     BotProcess,
@@ -35,7 +35,6 @@ from tests.slack_harness import (
 )
 from tools.factor_store import FactorStore
 from tools.storage.db import make_engine
-from tools.storage.migrate import upgrade
 from tools.storage.run_records import DecisionRecord
 
 ALICE = "UALICE"
@@ -58,10 +57,7 @@ class Served:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
-    with fresh_pg_database() as url, SlackServer() as slack:
-        engine = make_engine(url)
-        upgrade(engine)
-        engine.dispose()
+    with migrated_pg_database() as url, SlackServer() as slack:
         bot = BotProcess(slack.url, url, tmp_path / "serve", QUANTDESK_IN_PROCESS_WORKER="false")
         try:
             yield Served(slack, bot, url, tmp_path)

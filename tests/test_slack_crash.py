@@ -14,7 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from bot.registry import thread_id_for
-from tests.conftest import fresh_pg_database
+from tests.conftest import migrated_pg_database
 from tests.fakes.slack_faults import FaultySlack, post_key
 from tests.fakes.slack_server import TEAM, SlackServer
 from tests.slack_harness import (
@@ -32,7 +32,6 @@ from tests.slack_harness import (
 )
 from tools.factor_store import FactorStore
 from tools.storage.db import make_engine
-from tools.storage.migrate import upgrade
 from tools.storage.run_records import DecisionRecord, PostRecord
 
 ALICE = "UALICE"
@@ -59,10 +58,7 @@ def host(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Host]:
     if request.param == "sqlite":
         yield Host(f"sqlite:///{tmp_path / 'q.db'}", tmp_path)
         return
-    with fresh_pg_database() as url:
-        engine = make_engine(url)
-        upgrade(engine)
-        engine.dispose()
+    with migrated_pg_database() as url:
         yield Host(url, tmp_path)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import fresh_pg_database
+from tests.conftest import migrated_pg_database
 from tests.fakes.slack_server import Call, Fault, SlackServer
 from tests.slack_harness import (
     BotProcess,
@@ -29,8 +29,6 @@ from tests.slack_harness import (
     result_call,
     text_of,
 )
-from tools.storage.db import make_engine
-from tools.storage.migrate import upgrade
 
 ALICE, TRADER = "UALICE", "UTRADER"
 FORM = "application/x-www-form-urlencoded"
@@ -67,10 +65,7 @@ CASES = {
 @pytest.fixture(scope="module")
 def bot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SlackServer, BotProcess]]:
     """One `quantdesk serve` on a migrated PostgreSQL database of its own, at the default reconcile interval."""
-    with fresh_pg_database() as url, SlackServer() as slack:
-        engine = make_engine(url)
-        upgrade(engine)
-        engine.dispose()
+    with migrated_pg_database() as url, SlackServer() as slack:
         process = BotProcess(slack.url, url, tmp_path_factory.mktemp("faults"), QUANTDESK_TRADERS=TRADER)
         try:
             yield slack, process

@@ -3,13 +3,18 @@
 Every row lives in a namespace: "live" for the live desk, a replay's own (like "replay:<id>") for a replay, so a
 replay starts empty and shares nothing with the live desk or another replay.
 
+Every report is kept: a second report of the same (symbol, day, session), a re-analysis, is a new version, and
+today_report is the newest (or, given its id, the one a decision read). The summaries read the newest version of
+each (day, session).
+
 Reads are point in time. `get_memory_summary(symbol, date, session)` sees only reports of earlier days and of the
 same day at or before `session` (pre_open < intraday < post_close), and only summaries whose as-of (day, session)
 is at or before (date, session): a summary written after the close of X never shows for X's open or any day
 before X.
 
-When summaries are written (`refresh_summaries`; the caller runs it on trading days, after saving the day's
-reports and before reading; summaries are kept per as-of day, never overwritten):
+When summaries are written (`refresh_summaries`; the caller runs it on trading days: a post-close one after
+saving the day's reports and before reading them, or, by a desk deciding before the next open, then; a pre-open
+one before the session's reports are read; summaries are kept per as-of day, never overwritten):
 
 - memory_summary_post_close, only in the post_close session, and only when reports arrived after the previous
   post-close summary's day:
@@ -32,11 +37,11 @@ import uuid
 from collections.abc import Callable
 from datetime import date as Date
 from datetime import datetime, time
-from typing import TypedDict
+from typing import Any, TypedDict
 
-from sqlalchemy import ColumnElement, Engine, Select, and_, case, or_, select
+from sqlalchemy import ColumnElement, Engine, Select, and_, case, exists, func, literal, or_, select, text
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import InstrumentedAttribute, Session
+from sqlalchemy.orm import InstrumentedAttribute, Session, aliased
 
 from tools.broker.clock import SHANGHAI
 from tools.data.schema import normalize_date
@@ -50,6 +55,7 @@ MARKET_OPEN, MARKET_CLOSE = time(9, 30), time(15, 0)
 EXCERPT_CHARS = 600
 MARKET_WINDOW = 5  # reports in the market analyst's post-close summary
 _WIDTHS = {"namespace": 128, "symbol": 32, "report_id": 64}
+KEY = ("namespace", "analyst", "symbol", "trade_date", "session")  # a report's key; each save is a new version of it
 
 Summarize = Callable[[str, list[str]], str]
 
@@ -87,8 +93,9 @@ class MemoryController:
 
     def save_today_report(self, symbol: str, trade_date: str | Date, report: str, *, session: str,
                           written_at: datetime, report_id: str | None = None) -> str:
-        """Store the analyst's report for (symbol, day, session) and return its id. Saving the same key again
-        (a re-run after a crash) replaces the text and keeps the first id, which is what is returned."""
+        """Store the analyst's report for (symbol, day, session) as a new version and return its id: earlier
+        reports of the key are kept, and the newest is today_report. Saving again under an existing `report_id` (a
+        re-run of the step that saved it, after a crash) replaces that version's text in place."""
         if written_at.tzinfo is None:
             raise ValueError("written_at must be an aware datetime")
         row = {
@@ -97,25 +104,50 @@ class MemoryController:
             "trade_date": _day(trade_date), "session": _session(session), "report": report,
             "written_at": written_at, "updated_at": utcnow(),
         }
-        insert = postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
-        statement = insert(AnalystReport).values(row)
-        statement = statement.on_conflict_do_update(
-            index_elements=["namespace", "analyst", "symbol", "trade_date", "session"],
-            set_={"report": statement.excluded.report, "written_at": statement.excluded.written_at,
-                  "updated_at": statement.excluded.updated_at},
-        ).returning(AnalystReport.id)
-        with self.engine.begin() as connection:
-            stored = connection.execute(statement).scalar_one()
-        log.debug("%s report %s for %s %s %s in %s", self.analyst, stored, row["symbol"], row["trade_date"],
-                  row["session"], self.namespace)
-        return stored
+        version = self._save(row)
+        log.debug("%s report %s (version %d) for %s %s %s in %s", self.analyst, row["id"], version, row["symbol"],
+                  row["trade_date"], row["session"], self.namespace)
+        return row["id"]
 
-    def get_memory_summary(self, symbol: str, date: str | Date, session: str) -> AnalystMemorySummary:
-        """today_report (the newest report of `date` at or before `session`) and the summaries in force then."""
+    def _save(self, row: dict[str, Any]) -> int:
+        """Store `row`: in place when its id exists (with the same key), else as the key's next version, counted
+        and inserted in one statement (atomic on SQLite; on PostgreSQL concurrent saves of the key queue on a
+        transaction lock); returns the version."""
+        table = AnalystReport.__table__
+        key = [table.c[name] == row[name] for name in KEY]
+        with self.engine.begin() as connection:
+            if self.engine.dialect.name == "postgresql":
+                connection.execute(text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
+                                   {"key": "analyst_reports:" + "|".join(row[name] for name in KEY)})
+            stored = connection.execute(select(*[table.c[name] for name in (*KEY, "version")])
+                                        .where(table.c.id == row["id"])).first()
+            if stored is not None:
+                if tuple(stored)[:len(KEY)] != tuple(row[name] for name in KEY):
+                    raise ValueError(f"report {row['id']} belongs to another analyst, symbol, day or session")
+                connection.execute(table.update().where(table.c.id == row["id"]).values(
+                    report=row["report"], written_at=row["written_at"], updated_at=row["updated_at"]))
+                return int(stored.version)
+            following = select(*[literal(value, table.c[name].type) for name, value in row.items()],
+                               func.coalesce(func.max(table.c.version), 0) + 1).where(*key)
+            connection.execute(table.insert().from_select([*row, "version"], following))
+            return int(connection.scalar(select(table.c.version).where(table.c.id == row["id"])))
+
+    def get_memory_summary(self, symbol: str, date: str | Date, session: str, *,
+                           report_id: str | None = None) -> AnalystMemorySummary:
+        """today_report (the newest report of `date` at or before `session`) and the summaries in force then.
+        With `report_id`, today_report is that report instead: the very text a decision's analyst wrote, even when
+        a later re-analysis of the day has a newer version."""
         symbol, day, session = _text("symbol", symbol), _day(date), _session(session)
         with Session(self.engine) as db:
-            today = db.scalars(self._reports(symbol, day, session).where(AnalystReport.trade_date == day)
-                               .order_by(_rank(AnalystReport.session).desc()).limit(1)).first()
+            query = self._reports(symbol, day, session).where(AnalystReport.trade_date == day)
+            if report_id is not None:
+                today = db.scalars(query.where(AnalystReport.id == report_id)).first()
+                if today is None:
+                    raise ValueError(f"no {self.analyst} report {report_id} on {symbol} for {day} {session} in "
+                                     f"{self.namespace}")
+            else:
+                today = db.scalars(query.order_by(_rank(AnalystReport.session).desc(),
+                                                  AnalystReport.version.desc()).limit(1)).first()
             pre_open = self._summary(db, symbol, "pre_open", day, session)
             post_close = self._summary(db, symbol, "post_close", day, session)
         return AnalystMemorySummary(
@@ -137,14 +169,14 @@ class MemoryController:
             previous = self._summary(db, symbol, "post_close", day, "post_close")
             if previous is not None and self._period(previous.as_of_date) == self._period(day):
                 return None
-            reports = self._reports(symbol, day, "post_close")
+            reports = self._reports(symbol, day, "post_close", newest=True)
             if previous is not None:
                 reports = reports.where(AnalystReport.trade_date > previous.as_of_date)
             new = list(db.scalars(reports.order_by(AnalystReport.trade_date, _rank(AnalystReport.session))))
             if not new:
                 return None
             if self.analyst == "market":
-                window = db.scalars(self._reports(symbol, day, "post_close").order_by(
+                window = db.scalars(self._reports(symbol, day, "post_close", newest=True).order_by(
                     AnalystReport.trade_date.desc(), _rank(AnalystReport.session).desc()).limit(MARKET_WINDOW))
                 texts = [r.report for r in reversed(list(window))]
                 instruction = (f"Summarize the {len(texts)} most recent market-analyst reports on {symbol}, oldest "
@@ -169,7 +201,7 @@ class MemoryController:
             current = self._summary(db, symbol, "pre_open", day, "pre_open")
             if current is not None and current.through_date == source.as_of_date:
                 return None
-            latest = db.scalars(self._reports(symbol, source.as_of_date, "post_close").order_by(
+            latest = db.scalars(self._reports(symbol, source.as_of_date, "post_close", newest=True).order_by(
                 AnalystReport.trade_date.desc(), _rank(AnalystReport.session).desc()).limit(1)).first()
         if latest is None:
             return None
@@ -210,12 +242,18 @@ class MemoryController:
         year, week, _ = datetime.strptime(day, "%Y%m%d").isocalendar()
         return f"{year}-W{week:02d}"
 
-    def _reports(self, symbol: str, day: str, session: str) -> Select[tuple[AnalystReport]]:
-        """This analyst's reports on `symbol` visible at (day, session)."""
-        return select(AnalystReport).where(
+    def _reports(self, symbol: str, day: str, session: str, *, newest: bool = False) -> Select[tuple[AnalystReport]]:
+        """This analyst's reports on `symbol` visible at (day, session); with `newest`, only the newest version of
+        each (day, session) (what the summaries read: a superseded report is history, not news)."""
+        query = select(AnalystReport).where(
             AnalystReport.namespace == self.namespace, AnalystReport.analyst == self.analyst,
             AnalystReport.symbol == symbol,
             _visible(AnalystReport.trade_date, AnalystReport.session, day, session))
+        if newest:
+            later = aliased(AnalystReport)
+            query = query.where(~exists().where(*[getattr(later, name) == getattr(AnalystReport, name)
+                                                  for name in KEY], later.version > AnalystReport.version))
+        return query
 
     def _summaries(self, symbol: str, kind: str) -> Select[tuple[AnalystSummary]]:
         return select(AnalystSummary).where(

@@ -55,6 +55,7 @@ class Resolution:
     ts_code: str
     trade_date: str
     rating: str
+    thread_id: str  # where the decision was made
     horizon: int
     exit_date: str
     entry_close: Decimal
@@ -282,7 +283,8 @@ def _store(engine: Engine, outcome: DeskDecisionOutcome) -> bool:
 def _resolution(decision: DeskDecision, outcome: DeskDecisionOutcome) -> Resolution:
     return Resolution(
         decision_id=decision.id, namespace=decision.namespace, ts_code=decision.ts_code,
-        trade_date=decision.trade_date, rating=decision.rating, horizon=outcome.horizon,
+        trade_date=decision.trade_date, rating=decision.rating, thread_id=decision.thread_id,
+        horizon=outcome.horizon,
         exit_date=outcome.exit_date, entry_close=outcome.entry_close, exit_close=outcome.exit_close,
         realised_return=outcome.realised_return, benchmark_return=outcome.benchmark_return,
         excess_return=outcome.excess_return, benchmark_codes=outcome.benchmark_codes,

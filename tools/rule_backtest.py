@@ -2,10 +2,12 @@
 cost model, beside the buy-and-hold of the same code.
 
 Conventions:
-- history: the code's own trading days from the provider; rows with no volume (suspended days some providers keep)
-  are dropped, as the paper account never fills on them. `rule.warmup` bars (at least 1) are fetched before START,
-  so the indicators have values on START and the first fill has a previous close for its price limits; when the
-  data begins later, fewer are available and the early decisions report "warming up";
+- history (`rule_history`, the one definition a run of the rule uses too, so the backtest's decision on a day is
+  the run's decision as of that day): every traded bar of the code from its first, so recursive indicators (EMA,
+  RSI, MACD, ATR, KDJ) are seeded at the same bar however late START is; rows with no volume (suspended days some
+  providers keep) are dropped, as the paper account never fills on them; volume in shares (tushare's lots × 100,
+  as klines). When the code's data begins less than `rule.warmup` bars before START, the early decisions report
+  "warming up";
 - decisions use bars up to t; the decisions of START..END are traded, each at the NEXT bar's open (never the same
   bar, so T+1 holds by construction). Flat, a "buy" buys; long, a "sell" sells the whole position; every other
   decision changes nothing. A decision on END has no next bar and is only noted;
@@ -32,14 +34,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date
 from decimal import Decimal
 from typing import Literal
 
 import pandas as pd
 
 from tools.broker.boards import Side
-from tools.broker.clock import day, ymd
+from tools.broker.clock import day
 from tools.broker.fees import DEFAULT_RATES, FEN, FeeRates, Fees, fill_fees
 from tools.broker.market import Bar
 from tools.broker.money import price_of
@@ -51,7 +53,7 @@ from tools.rule_language import Rule, evaluate, parse_rule
 DEFAULT_CASH = Decimal("1000000")  # the paper account's default starting cash (QUANTDESK_PAPER_CASH)
 BAR_FIELDS = ("open", "high", "low", "close", "pre_close", "vol")
 EARLIEST = "19900101"  # no A-share data before this day
-WARMUP_SLACK_DAYS = 14  # calendar days added to twice the warm-up bars for the first history request
+SHARES_PER_LOT = 100  # tushare's `vol` counts lots
 
 _Outcome = Literal["filled", "locked", "no lot"]  # "locked": the bar was locked at a price limit
 
@@ -130,7 +132,7 @@ class RuleBacktest:
     start: str
     end: str
     warmup: int  # bars the rule needs before its first decision
-    warmup_bars: int  # bars before START that were available and used
+    warmup_bars: int  # bars before START read (the code's whole history before it)
     decisions: pd.DataFrame  # tools.rule_language.evaluate over START..END
     strategy: Performance
     benchmark: Performance
@@ -204,19 +206,25 @@ class _Book:
         return Performance(starting_cash, tuple(self.trades), tuple(self.marks), tuple(self.notes))
 
 
-def _history(provider: MarketDataProvider, code: str, start: str, end: str, needed: int) -> pd.DataFrame:
-    """The code's traded bars from `needed` bars before `start` (or as many as exist) to `end`."""
+def rule_history(provider: MarketDataProvider, code: str, end: str) -> pd.DataFrame:
+    """The history a rule decides on as of `end`, in a backtest and in a run alike: every traded bar of the code
+    up to `end` (rows with no volume dropped), oldest first, in the provider's daily schema (trade_date, prices,
+    pre_close where the provider has it, vol in lots)."""
     fields = [f for f in BAR_FIELDS if f in provider.available_fields("daily")]
-    span = 2 * needed + WARMUP_SLACK_DAYS
-    while True:
-        first = day(start) - timedelta(days=span)
-        frame = provider.daily(code, first, end, fields, warnings=[])
-        if "vol" in frame.columns:
-            frame = frame[~(frame["vol"] == 0)]
-        before = int((frame["trade_date"] < start).sum())
-        if before >= needed or not provider.calendar(EARLIEST, ymd(first - timedelta(days=1))):
-            return frame.iloc[max(0, before - needed):].reset_index(drop=True)
-        span *= 2
+    frame = provider.daily(code, EARLIEST, end, fields, warnings=[])
+    if "vol" in frame.columns:
+        frame = frame[~(frame["vol"] == 0)]
+    return frame.reset_index(drop=True)
+
+
+def rule_bars(history: pd.DataFrame) -> pd.DataFrame:
+    """`rule_history` as the rule language reads it: indexed by trade date, prices and volume in shares."""
+    index = pd.DatetimeIndex(pd.to_datetime(history["trade_date"], format="%Y%m%d"), name="trade_date")
+    bars = pd.DataFrame({name: history[name].to_numpy(dtype="float64") for name in ("open", "high", "low", "close")},
+                        index=index)
+    if "vol" in history.columns:
+        bars["volume"] = history["vol"].to_numpy(dtype="float64") * SHARES_PER_LOT
+    return bars
 
 
 def _bars(frame: pd.DataFrame) -> list[Bar]:
@@ -239,10 +247,9 @@ def backtest_rule(rule: Rule | str, code: str, start: str | date, end: str | dat
         raise ValueError("give the order size in shares or in CNY, not both")
     if (size is not None and size <= 0) or (value is not None and value <= 0):
         raise ValueError("the order size must be positive")
-    frame = _history(provider, code, start_s, end_s, max(rule.warmup, 1))
+    frame = rule_history(provider, code, end_s)
     bars = _bars(frame)
-    decisions = evaluate(rule, frame.set_index(pd.DatetimeIndex(pd.to_datetime(frame["trade_date"], format="%Y%m%d"),
-                                                                name="trade_date")))
+    decisions = evaluate(rule, rule_bars(frame))
     first = next((i for i, bar in enumerate(bars) if bar.trade_date >= start_s), None)
     if first is None:
         raise DataError(f"no traded bars of {code} between {start_s} and {end_s}")

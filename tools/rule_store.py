@@ -3,9 +3,8 @@
 A rule belongs to the user who saved it: only that owner, or a user in QUANTDESK_ADMINS, may change, pause or
 delete it. Runs call `log_step` for every step as it happens; it is idempotent on (execution_id, step), so a node
 that re-runs on resume writes nothing twice. `record_failure` pauses a rule after `max_failures` consecutive
-failed runs. A rule has at most one order proposal awaiting a trader at a time: `claim_proposal` takes it for
-one execution (atomically, so two runs of the rule cannot both put up an order card), `release_proposal` gives
-it back, and an abandoned claim lapses by itself."""
+failed runs. A rule's orders carry its tag (`order_tag`): its position is what they filled, and it is the
+proposer whose one order card at a time tools.broker.proposal_claims keeps."""
 
 from __future__ import annotations
 
@@ -13,13 +12,13 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, croniter
-from sqlalchemy import Engine, case, delete, func, or_, select, update
+from sqlalchemy import Engine, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -92,14 +91,6 @@ class Execution:
     finished_at: datetime
     steps: int
     decision: dict | None
-
-
-@dataclass(frozen=True)
-class ProposalClaim:
-    """A rule's order proposal awaiting a trader: the execution that put it up, and when the claim lapses."""
-
-    execution_id: str
-    expires_at: datetime
 
 
 class RuleStore:
@@ -243,49 +234,6 @@ class RuleStore:
                 failures, ", paused" if paused else "", error)
         return paused
 
-    def claim_proposal(self, rule_id: int, execution_id: str, ttl: timedelta) -> ProposalClaim:
-        """Claim the rule's one order proposal for `execution_id` until `ttl` from now, in one conditional UPDATE:
-        it is taken when free, when its holder's claim lapsed, or when `execution_id` holds it already (a node
-        re-run on resume). Returns the claim in force afterwards: this execution's when it was taken."""
-        _text("execution_id", execution_id)
-        now = self.clock().astimezone(UTC)
-        takes = or_(SavedRule.proposal_execution.is_(None), SavedRule.proposal_expires_at <= now,
-                    SavedRule.proposal_execution == execution_id)
-        statement = update(SavedRule).where(SavedRule.id == rule_id).values(
-            proposal_execution=case((takes, execution_id), else_=SavedRule.proposal_execution),
-            proposal_expires_at=case((takes, now + ttl), else_=SavedRule.proposal_expires_at),
-            updated_at=SavedRule.updated_at,  # a run's bookkeeping, not a change of the rule
-        ).returning(SavedRule.proposal_execution, SavedRule.proposal_expires_at)
-        with self.engine.begin() as connection:
-            row = connection.execute(statement).first()
-        if row is None:
-            raise RuleError(f"there is no rule {rule_id}")
-        claim = ProposalClaim(row[0], aware(row[1]))
-        log.info("rule %d order proposal %s %s (until %s)", rule_id,
-                 "claimed by" if claim.execution_id == execution_id else "still held by", claim.execution_id,
-                 f"{claim.expires_at:%Y-%m-%d %H:%M:%S}Z")
-        return claim
-
-    def release_proposal(self, rule_id: int, execution_id: str) -> bool:
-        """Give the rule's proposal claim back once `execution_id`'s approval is over; only its holder can.
-        Returns whether it held it."""
-        with self.engine.begin() as connection:
-            released = connection.execute(update(SavedRule).where(
-                SavedRule.id == rule_id, SavedRule.proposal_execution == execution_id,
-            ).values(proposal_execution=None, proposal_expires_at=None, updated_at=SavedRule.updated_at)).rowcount
-        if released:
-            log.info("rule %d order proposal released by %s", rule_id, execution_id)
-        return released == 1
-
-    def proposal(self, rule_id: int) -> ProposalClaim | None:
-        """The rule's order proposal awaiting a trader, unless none is or its claim lapsed."""
-        with Session(self.engine) as session:
-            row = session.execute(select(SavedRule.proposal_execution, SavedRule.proposal_expires_at).where(
-                SavedRule.id == rule_id)).first()
-        if row is None or row[0] is None or aware(row[1]) <= self.clock():
-            return None
-        return ProposalClaim(row[0], aware(row[1]))
-
     def log_step(self, rule_id: int, symbol: str, execution_id: str, step: int, action_type: str,
                  action_data: dict, result_data: Any = None) -> bool:
         """Log one step; returns False (and writes nothing) when (execution_id, step) is already logged."""
@@ -350,6 +298,11 @@ class RuleStore:
                 updated_at=self.clock(), **values)).rowcount
         if not changed:
             raise RuleError(f"there is no rule {rule_id}")
+
+
+def order_tag(rule_id: int) -> str:
+    """The tag of a rule's orders (and its proposer name for order card claims)."""
+    return f"rule:{rule_id}"
 
 
 def check_symbol(symbol: str) -> str:

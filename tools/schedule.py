@@ -8,7 +8,13 @@ enqueues the run once. A tick is a scheduled minute, in UTC.
 Trading days are exchange (Asia/Shanghai) dates: a tick whose Shanghai date is not one never runs. Crypto
 rules trade every day. Ticks missed while nothing ran (a tick more than `ON_TIME` old) follow the catch-up
 policy: "once" runs the latest of them once, unless an on-time tick runs anyway; "skip" runs none. Either way
-the latest missed tick is recorded ("skipped" when not run) so the next pass starts after it."""
+the latest missed tick is recorded ("skipped" when not run) so the next pass starts after it.
+
+Starting a run (`Enqueue`) roots its thread in Slack, then queues it: two steps nothing makes atomic, and Slack
+has no idempotency key. A tick whose start failed ("failed") or whose worker died mid-start (still "claimed"
+after LOST_CLAIM) is unfinished: a later pass takes it over and starts it again with `again` set, so the starter
+looks for the root an earlier attempt may have posted before posting one. Unfinished ticks follow the same
+rules as missed ones: started again while on time, later under the catch-up policy ("once": the rule's latest)."""
 
 from __future__ import annotations
 
@@ -21,7 +27,7 @@ from typing import Literal
 from zoneinfo import ZoneInfo
 
 from croniter import croniter
-from sqlalchemy import Engine, delete, func, select, update
+from sqlalchemy import Engine, and_, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -38,11 +44,11 @@ log = logging.getLogger(__name__)
 ON_TIME = timedelta(minutes=5)  # a due tick older than this was missed (nothing ran while it was due)
 MAX_DUE_TICKS = 100
 MINUTE = timedelta(minutes=1)
-SCHEDULED_EXECUTION = re.compile(r"^rule(\d+)-\d{8}T\d{4}Z$")  # execution_id_for's form; manual: rule{ID}-m{hex}
+SCHEDULED_EXECUTION = re.compile(r"^rule(\d+)-(\d{8}T\d{4}Z)$")  # execution_id_for's form; manual: rule{ID}-m{hex}
 
 CatchUp = Literal["once", "skip"]
 IsTradingDay = Callable[[date], bool]
-Enqueue = Callable[[Rule, datetime, str], None]
+Enqueue = Callable[[Rule, datetime, str, bool], None]  # (rule, tick, execution id, again): root the thread, queue it
 
 
 @dataclass(frozen=True)
@@ -58,7 +64,7 @@ class TickPlan:
         return sorted([*self.on_time, *([self.catch_up] if self.catch_up else [])])
 
 
-LOST_CLAIM = timedelta(minutes=2)  # a claim this old and still not enqueued: its worker died
+LOST_CLAIM = timedelta(minutes=2)  # a claim this old and still not enqueued: its worker died mid-start
 
 
 @dataclass(frozen=True)
@@ -129,6 +135,18 @@ def scheduled_rule_id(execution_id: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def scheduled_tick(execution_id: str) -> datetime | None:
+    """The tick (aware UTC) a scheduled run's execution id carries; None for any other id (a manual run's)."""
+    match = SCHEDULED_EXECUTION.match(execution_id)
+    return datetime.strptime(match.group(2), "%Y%m%dT%H%MZ").replace(tzinfo=UTC) if match else None
+
+
+def stale_tick(rule: Rule, tick: datetime) -> bool:
+    """Whether a queued run of `tick` must not run any more: a rule's ticks at or before its `scheduled_since`
+    never run, and resuming the rule (or setting its schedule) moves that past every tick queued before."""
+    return rule.scheduled_since is not None and _utc(tick) <= rule.scheduled_since
+
+
 def claim_tick(engine: Engine, rule_id: int, tick: datetime, owner: str, at: datetime | None = None) -> bool:
     """Claim a rule's tick for `owner` at `at` (the pass's clock; default now); exactly one claimer wins, across
     processes and databases' workers."""
@@ -136,7 +154,7 @@ def claim_tick(engine: Engine, rule_id: int, tick: datetime, owner: str, at: dat
 
 
 def last_ticks(engine: Engine) -> dict[int, datetime]:
-    """Each rule's latest claimed or skipped tick."""
+    """Each rule's latest recorded tick, whatever its status: the next plan starts after it."""
     query = select(RuleTick.rule_id, func.max(RuleTick.tick)).group_by(RuleTick.rule_id)
     with Session(engine) as session:
         return {rule_id: aware(tick) for rule_id, tick in session.execute(query)}
@@ -144,9 +162,9 @@ def last_ticks(engine: Engine) -> dict[int, datetime]:
 
 def run_due(engine: Engine, store: RuleStore, now_utc: datetime, enqueue: Enqueue, owner: str, *,
             is_trading_day: IsTradingDay, catch_up: CatchUp = "once") -> list[ScheduledRun]:
-    """One scheduler pass: for every enabled scheduled rule, claim each tick to run now and enqueue it once.
-    A tick whose enqueue fails is released (its claim deleted) for the next pass to claim again. Returns what
-    this worker enqueued."""
+    """One scheduler pass: start the unfinished ticks again, then, for every enabled scheduled rule, claim each
+    tick to run now and start it once. A tick whose start fails stays claimed as "failed" for a later pass.
+    Returns what this worker started."""
     known: dict[date, bool] = {}
 
     def trading(day: date) -> bool:  # one calendar look-up per day and pass
@@ -154,8 +172,8 @@ def run_due(engine: Engine, store: RuleStore, now_utc: datetime, enqueue: Enqueu
             known[day] = is_trading_day(day)
         return known[day]
 
+    runs = _restart_unfinished(engine, store, now_utc, enqueue, owner, catch_up)
     last = last_ticks(engine)
-    runs: list[ScheduledRun] = [*_rerun_lost(engine, store, now_utc, enqueue, owner)]
     for rule in store.scheduled():
         try:
             plan = plan_ticks(rule, now_utc, last.get(rule.id), catch_up, is_trading_day=trading)
@@ -166,50 +184,63 @@ def run_due(engine: Engine, store: RuleStore, now_utc: datetime, enqueue: Enqueu
             log.info("rule %d: %d missed tick(s) up to %s not run (catch-up %s)", rule.id, len(plan.skipped),
                      f"{plan.skipped[-1]:%Y-%m-%d %H:%M}Z", catch_up)
         for tick in plan.run:
-            if not claim_tick(engine, rule.id, tick, owner, now_utc):
-                continue
-            execution_id = execution_id_for(rule.id, tick)
-            try:
-                enqueue(rule, tick, execution_id)
-            except Exception:
-                _release(engine, rule.id, tick)
-                log.exception("rule %d tick %s: enqueueing the run failed; the tick was released", rule.id,
-                              f"{tick:%Y-%m-%d %H:%M}Z")
-                continue
-            _set_status(engine, rule.id, tick, "enqueued")
-            runs.append(ScheduledRun(rule.id, tick, execution_id, tick == plan.catch_up))
-            log.info("rule %d tick %s enqueued as %s%s by %s", rule.id, f"{tick:%Y-%m-%d %H:%M}Z", execution_id,
-                     " (catch-up)" if tick == plan.catch_up else "", owner)
+            if claim_tick(engine, rule.id, tick, owner, now_utc):
+                runs += _start(engine, rule, tick, enqueue, owner, again=False, catch_up=tick == plan.catch_up)
     return runs
 
 
-def _rerun_lost(engine: Engine, store: RuleStore, now_utc: datetime, enqueue: Enqueue, owner: str,
-                ) -> list[ScheduledRun]:
-    """Ticks claimed more than LOST_CLAIM ago and never enqueued (their worker died between the claim and the
-    enqueue): one worker takes each over and enqueues it, under the same execution id."""
-    cutoff = _utc(now_utc) - LOST_CLAIM
+def _start(engine: Engine, rule: Rule, tick: datetime, enqueue: Enqueue, owner: str, *, again: bool,
+           catch_up: bool) -> list[ScheduledRun]:
+    """Start a claimed tick's run; on failure the tick is left "failed" for a later pass."""
+    execution_id = execution_id_for(rule.id, tick)
+    try:
+        enqueue(rule, tick, execution_id, again)
+    except Exception:
+        _set_status(engine, rule.id, tick, "failed")
+        log.exception("rule %d tick %s: starting the run failed; a later pass starts it again", rule.id,
+                      f"{tick:%Y-%m-%d %H:%M}Z")
+        return []
+    _set_status(engine, rule.id, tick, "enqueued")
+    log.info("rule %d tick %s enqueued as %s%s by %s", rule.id, f"{tick:%Y-%m-%d %H:%M}Z", execution_id,
+             " (catch-up)" if catch_up else " (again)" if again else "", owner)
+    return [ScheduledRun(rule.id, tick, execution_id, catch_up)]
+
+
+def _restart_unfinished(engine: Engine, store: RuleStore, now_utc: datetime, enqueue: Enqueue, owner: str,
+                        policy: CatchUp) -> list[ScheduledRun]:
+    """Ticks claimed and never enqueued: their start failed, or their worker died mid-start (claimed more than
+    LOST_CLAIM ago). One worker takes each over, on the same execution id, and starts it again while it is on
+    time; a later one under the catch-up policy ("once": only the rule's latest); the rest, and the ticks of a
+    rule paused, unscheduled or resumed since, are recorded "skipped"."""
+    now, cutoff = _utc(now_utc), _utc(now_utc) - LOST_CLAIM
+    unfinished = or_(RuleTick.status == "failed", and_(RuleTick.status == "claimed", RuleTick.claimed_at < cutoff))
     with Session(engine) as session:
-        lost = session.execute(select(RuleTick.rule_id, RuleTick.tick).where(
-            RuleTick.status == "claimed", RuleTick.claimed_at < cutoff)).all()
-    runs = []
-    for rule_id, tick in lost:
-        with engine.begin() as connection:
-            taken = connection.execute(update(RuleTick).where(
-                RuleTick.rule_id == rule_id, RuleTick.tick == tick, RuleTick.status == "claimed",
-                RuleTick.claimed_at < cutoff).values(claimed_at=_utc(now_utc), claimed_by=owner)).rowcount == 1
-        rule = store.get(rule_id) if taken else None
-        if rule is None or not rule.enabled:
-            continue
-        execution_id = execution_id_for(rule_id, aware(tick))
-        try:
-            enqueue(rule, aware(tick), execution_id)
-        except Exception:
-            log.exception("rule %d: re-enqueueing a lost tick failed; a later pass tries again", rule_id)
-            continue
-        _set_status(engine, rule_id, aware(tick), "enqueued")
-        log.warning("rule %d tick %s was claimed but never enqueued; enqueued now as %s", rule_id,
-                    f"{aware(tick):%Y-%m-%d %H:%M}Z", execution_id)
-        runs.append(ScheduledRun(rule_id, aware(tick), execution_id, True))
+        rows = session.execute(select(RuleTick.rule_id, RuleTick.tick).where(unfinished)
+                               .order_by(RuleTick.rule_id, RuleTick.tick)).all()
+    ticks: dict[int, list[datetime]] = {}
+    for rule_id, tick in rows:
+        ticks.setdefault(rule_id, []).append(aware(tick))
+    runs: list[ScheduledRun] = []
+    for rule_id, found in ticks.items():
+        rule = store.get(rule_id)
+        live = [] if rule is None or not (rule.enabled and rule.schedule) else \
+            [tick for tick in found if not stale_tick(rule, tick)]
+        on_time = [tick for tick in live if now - tick < ON_TIME]
+        again = on_time or (live[-1:] if policy == "once" else [])
+        for tick in found:
+            status = "claimed" if tick in again else "skipped"
+            with engine.begin() as connection:
+                taken = connection.execute(update(RuleTick).where(
+                    RuleTick.rule_id == rule_id, RuleTick.tick == tick, unfinished,
+                ).values(status=status, claimed_at=now, claimed_by=owner)).rowcount == 1
+            if not taken or rule is None:
+                continue
+            if status == "skipped":
+                log.info("rule %d tick %s was never enqueued and is not run now", rule_id, f"{tick:%Y-%m-%d %H:%M}Z")
+                continue
+            log.warning("rule %d tick %s was claimed but never enqueued; starting it again", rule_id,
+                        f"{tick:%Y-%m-%d %H:%M}Z")
+            runs += _start(engine, rule, tick, enqueue, owner, again=True, catch_up=tick not in on_time)
     return runs
 
 
@@ -234,11 +265,6 @@ def _set_status(engine: Engine, rule_id: int, tick: datetime, status: str) -> No
     with engine.begin() as connection:
         connection.execute(update(RuleTick).where(RuleTick.rule_id == rule_id, RuleTick.tick == _minute(tick))
                            .values(status=status))
-
-
-def _release(engine: Engine, rule_id: int, tick: datetime) -> None:
-    with engine.begin() as connection:
-        connection.execute(delete(RuleTick).where(RuleTick.rule_id == rule_id, RuleTick.tick == _minute(tick)))
 
 
 def _utc(moment: datetime) -> datetime:

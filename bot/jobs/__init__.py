@@ -17,6 +17,7 @@ from bot.jobs.base import (
     JobQueue,
     WorkerHandle,
     should_stop,
+    stop_honoured,
 )
 from bot.jobs.inbox import Inbox, Message
 from tools.settings import Settings
@@ -25,7 +26,7 @@ from tools.storage.db import is_sqlite
 log = logging.getLogger(__name__)
 
 __all__ = ["RUNS_QUEUE", "Inbox", "JobHandler", "JobQueue", "Message", "WorkerHandle", "make_job_queue",
-           "should_stop", "start_serve_worker"]
+           "should_stop", "start_serve_worker", "stop_honoured"]
 
 
 def make_job_queue(engine: Engine, settings: Settings) -> JobQueue:

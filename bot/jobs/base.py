@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from sqlalchemy import Engine
@@ -100,26 +101,42 @@ class JobQueue(ABC):
 
 # --- the stop check --------------------------------------------------------------------------------------------
 
-_stop_reason: ContextVar[Callable[[], str | None]] = ContextVar("quantdesk_job_stop_reason", default=lambda: None)
+@dataclass
+class _Stop:
+    reason: Callable[[], str | None]  # why the running job should stop (abort, shutdown), or None
+    honoured: bool = False  # a node already stopped its own work for it
+
+
+_stop: ContextVar[_Stop | None] = ContextVar("quantdesk_job_stop", default=None)
 
 
 def should_stop() -> bool:
-    """True when the job running on this thread was asked to stop (abort or shutdown): the runner checks it
-    between nodes and returns at the next boundary. Always False outside a job."""
-    return _stop_reason.get()() is not None
+    """True when the job running on this thread was asked to stop (abort or shutdown) and no node has honoured the
+    stop itself: the runner checks it between nodes and returns at the next boundary. Always False outside a job."""
+    stop = _stop.get()
+    return stop is not None and not stop.honoured and stop.reason() is not None
+
+
+def stop_honoured() -> None:
+    """A node ended its own work early for the stop and returns what it has (the desk's replay, after the date in
+    progress): the run then goes on to its end, so its partial result is shown instead of a bare "Stopped"."""
+    stop = _stop.get()
+    if stop is not None:
+        stop.honoured = True
 
 
 def stop_reason() -> str | None:
-    return _stop_reason.get()()
+    stop = _stop.get()
+    return stop.reason() if stop is not None else None
 
 
 @contextmanager
 def stop_scope(reason: Callable[[], str | None]) -> Iterator[None]:
-    token = _stop_reason.set(reason)
+    token = _stop.set(_Stop(reason))
     try:
         yield
     finally:
-        _stop_reason.reset(token)
+        _stop.reset(token)
 
 
 # --- the job functions (both queues) ---------------------------------------------------------------------------

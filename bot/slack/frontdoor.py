@@ -28,8 +28,9 @@ from bot.runner import INFRASTRUCTURE_ERRORS, Outcome, Runner
 from bot.slack import render
 from graphs.clarify import is_cancel
 from graphs.interrupts import TRADERS, approval_refusal
-from graphs.registry import WORKFLOWS, workflow_for
+from graphs.registry import PASSES, WORKFLOWS, workflow_for
 from tools.broker.paper import settle_all
+from tools.broker.proposal_claims import release_proposals
 from tools.rule_store import Rule, RuleError
 from tools.schedule import run_due, scheduled_rule_id, trading_day_checker
 
@@ -39,6 +40,7 @@ MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
 ALREADY_HANDLED = "Already handled."
 SCHEDULED_RUN = "rule:"  # the dedupe key of a scheduled rule run's message: this prefix, then its execution id
 POST_EVENT = "quantdesk_post"  # message metadata event type: {"key": interrupt id or result key}
+RULE_RUN_EVENT = "quantdesk_rule_run"  # a scheduled run's root message: {"execution": its execution id}
 BLOCKS_REFUSED = ("invalid_blocks", "invalid_blocks_format", "msg_too_long", "too_many_blocks")
 PLAIN_TEXT_NOTE = "\n(Shown as plain text: Slack refused the formatted message. Reply here, or use `quantdesk chat`.)"
 PLAIN_TEXT_MAX = 39_000
@@ -162,7 +164,7 @@ class FrontDoor:
             paused = rules.record_failure(rule_id, outcome.text)
         except RuleError:  # deleted since the run was queued
             return
-        rules.release_proposal(rule_id, execution_id)
+        release_proposals(rules.engine, execution_id)
         if paused:
             self.notify(message.thread_id, f"rule-paused:{execution_id}",
                         f":pause_button: Rule {rule_id} is paused after repeated failures; its owner "
@@ -480,6 +482,18 @@ class FrontDoor:
             if order.thread_id:
                 self.notify(order.thread_id, f"order:{order.id}:{order.status}", order.summary())
 
+    def run_passes(self) -> None:
+        """The workflows' periodic passes (the registry's PASSES, such as resolving the desk's due decisions): each
+        notice is posted into its thread once. A pass that fails is logged, and the others still run."""
+        for name, run in PASSES.items():
+            try:
+                notices = run(self.runner.context)
+            except Exception:  # noqa: BLE001 - the next pass, and the reconciler's other work, must still run
+                log.exception("the %s pass failed; it runs again next time", name)
+                continue
+            for notice in notices:
+                self.notify(notice.thread_id, notice.key, notice.text)
+
     def schedule_rules(self, now: datetime | None = None) -> None:
         """The scheduler pass: each enabled rule whose cron matched (in its timezone, on a trading day) runs once
         per tick across every process, in a new thread of its channel rooted at a message naming the rule."""
@@ -489,15 +503,40 @@ class FrontDoor:
         run_due(ctx.engine, ctx.rules, now or datetime.now(UTC), self._start_rule, self.owner,
                 is_trading_day=trading_day_checker(ctx.provider), catch_up=self.catch_up)
 
-    def _start_rule(self, rule: Rule, tick: datetime, execution_id: str) -> None:
-        """Root a scheduled run's thread and queue the run; a failure raises, so the tick is claimed again."""
+    def _start_rule(self, rule: Rule, tick: datetime, execution_id: str, again: bool) -> None:
+        """Root a scheduled run's thread and queue the run; a failure raises, so a later pass starts it again.
+        The root carries the execution id in its metadata: started `again` (an earlier attempt may have posted
+        the root, then died or failed before queueing), it is looked for in the channel before posting another,
+        since Slack has no idempotency key."""
         if self._team is None:
             self._team = str(self.client.auth_test()["team_id"])
-        root = self.client.chat_postMessage(
-            channel=rule.channel, text=f"Rule {rule.id} ({rule.symbol}): scheduled run for "
-                                       f"{tick:%Y-%m-%d %H:%M} UTC, owner <@{rule.owner}>")["ts"]
+        root = self._rule_root(rule.channel, execution_id, tick) if again else None
+        if root is None:
+            root = self.client.chat_postMessage(
+                channel=rule.channel, text=f"Rule {rule.id} ({rule.symbol}): scheduled run for "
+                                           f"{tick:%Y-%m-%d %H:%M} UTC, owner <@{rule.owner}>",
+                metadata={"event_type": RULE_RUN_EVENT, "event_payload": {"execution": execution_id}})["ts"]
         self.queue.submit_text(Message(f"{SCHEDULED_RUN}{execution_id}", self._team, rule.channel, root, rule.owner,
                                        f"rule run {rule.id} execution={execution_id}"))
+
+    def _rule_root(self, channel: str, execution_id: str, tick: datetime) -> str | None:
+        """The ts of the root an earlier start of `execution_id` posted in the channel, if any: the channel's
+        messages newest first, page by page, until one older than the tick (the root came after it)."""
+        cursor = None
+        while True:
+            page = self.client.conversations_history(channel=channel, limit=200, include_all_metadata=True,
+                                                     cursor=cursor)
+            messages = page.get("messages", [])
+            for message in messages:
+                metadata = message.get("metadata") or {}
+                if metadata.get("event_type") == RULE_RUN_EVENT and \
+                        (metadata.get("event_payload") or {}).get("execution") == execution_id:
+                    log.info("scheduled run %s: its root %s was posted before; not posting another", execution_id,
+                             message["ts"])
+                    return str(message["ts"])
+            cursor = (page.get("response_metadata") or {}).get("next_cursor")
+            if not (page.get("has_more") and cursor and messages) or float(messages[-1]["ts"]) < tick.timestamp():
+                return None
 
     def notify(self, thread_id: str, key: str, text: str) -> None:
         """Post a notice into a thread once (a post row keyed by `key`, re-posted by the reconciler if refused)."""

@@ -23,7 +23,8 @@ from graphs.decision.state import AnalystInput, AnalystOutput, AnalystState
 @dataclass(frozen=True)
 class AnalystSpec:
     name: str  # market, news, sentiment, fundamentals
-    prompt: str  # the system prompt; {code}, {name}, {date}, {memory}, {reflections}, {tool_limit} are filled in
+    prompt: str  # the system prompt; {code}, {name}, {moment} (when it writes, in words), {date} (the day whose
+    # close the data reaches), {memory}, {reflections} and {tool_limit} are filled in
     tool_limit: int  # the circuit breaker: tool calls before the report must be written
 
 

@@ -1,4 +1,5 @@
-"""The decision desk's request: `analyze CODE [DATE] [depth=1..5] [analysts=market,news,...] [account=NAME]`."""
+"""The decision desk's request: `analyze CODE [DATE] [depth=1..5] [analysts=market,news,...] [account=NAME]
+[session=pre_open|post_close]`."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from graphs.grammar import bad_code_message, split, tokenize
 from graphs.order.grammar import OrderGrammarError, account_name
 
 KEYWORD = "analyze"
-USAGE = ("analyze CODE [DATE] [depth=1..5] [analysts=market,news,sentiment,fundamentals] [account=NAME], or a replay: "
-         "analyze CODE START..END [every=5d] [depth=1..5] [analysts=...]")
+USAGE = ("analyze CODE [DATE] [depth=1..5] [analysts=market,news,sentiment,fundamentals] [account=NAME] "
+         "[session=pre_open|post_close], or a replay: analyze CODE START..END [every=5d] [depth=1..5] [analysts=...] "
+         "[session=...]")
 MAX_REPLAY_DATES = 60
 ANALYSTS = ("market", "news", "sentiment", "fundamentals")
 DEFAULT_DEPTH = 1
-PARAMS = ("depth", "account", "every")
+PARAMS = ("depth", "account", "every", "session")
+SESSIONS = ("pre_open", "post_close")  # before the day's open (data to the previous close), or after its close
 _RANGE = re.compile(r"\b(\d{8}|\d{4}-\d{2}-\d{2})\.\.(\d{8}|\d{4}-\d{2}-\d{2})\b")
 _ANALYSTS_PARAM = re.compile(r"\banalysts\s*=\s*(\w+(?:\s*[,，;]\s*\w+)*)", re.IGNORECASE)
 
@@ -32,6 +35,8 @@ class DecisionRequest:
     account: str | None  # None: the thread's default paper account
     end_date: str | None = None  # a replay: decide on trade_date, then every `every` trading days up to end_date
     every: int = 5
+    session: str | None = None  # pre_open or post_close; None: pre_open before 09:30 on a live trading day, else
+    # post_close
 
     def as_dict(self) -> dict[str, object]:
         return {**self.__dict__, "analysts": list(self.analysts)}
@@ -62,7 +67,8 @@ def parse_request(text: str) -> DecisionRequest:
                                    "every=5d`")
     unknown = [name for name in tokens.params if name not in PARAMS]
     if unknown:
-        raise DecisionGrammarError(f"unknown parameter {', '.join(unknown)}; use depth=, analysts= or account=")
+        raise DecisionGrammarError(f"unknown parameter {', '.join(unknown)}; use depth=, analysts=, account= or "
+                                   "session=")
     if tokens.words:
         raise DecisionGrammarError(f"cannot read {' '.join(tokens.words)!r}")
     start, end = (span.group(1).replace("-", ""), span.group(2).replace("-", "")) if span else (None, None)
@@ -72,7 +78,18 @@ def parse_request(text: str) -> DecisionRequest:
         raise DecisionGrammarError("a replay trades only in its own replay account; leave out account=")
     return DecisionRequest(tokens.codes[0], start or (tokens.dates[0] if tokens.dates else None),
                            _depth(tokens.params.get("depth")), _analysts(listed.group(1) if listed else None),
-                           _account(tokens.params.get("account")), end, _every(tokens.params.get("every")))
+                           _account(tokens.params.get("account")), end, _every(tokens.params.get("every")),
+                           _session(tokens.params.get("session")))
+
+
+def _session(text: str | None) -> str | None:
+    if text is None:
+        return None
+    name = text.lower().replace("-", "_")
+    if name not in SESSIONS:
+        raise DecisionGrammarError(f"session= is pre_open (before the day's open, on data up to the previous close) "
+                                   f"or post_close (after the day's close), not {text!r}")
+    return name
 
 
 def _every(text: str | None) -> int:

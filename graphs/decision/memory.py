@@ -11,6 +11,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from graphs.common import message_text
 from graphs.context import WorkflowContext
 from graphs.decision.budget import tokens_of
+from graphs.decision.state import session_of
 from tools.analyst_memory import MemoryController
 from tools.decision_log import reflections_for
 
@@ -42,5 +43,7 @@ def memory_of(ctx: WorkflowContext, analyst: str, request: dict[str, Any],
 
 
 def reflections(ctx: WorkflowContext, request: dict[str, Any]) -> list[str]:
-    """Reflections on this code's earlier decisions whose outcome was knowable on the decision date."""
-    return reflections_for(ctx.engine, request["namespace"], request["ts_code"], request["trade_date"], HORIZON_DAYS)
+    """Reflections on this code's earlier decisions whose outcome was knowable in the decision's session (exit
+    day before the session's day)."""
+    return reflections_for(ctx.engine, request["namespace"], request["ts_code"], session_of(request)[1],
+                           HORIZON_DAYS)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from graphs.decision.state import session_of
 from graphs.views import Table, View
 from tools.decision_log import Decision
 
@@ -15,7 +16,7 @@ def present_decision(result: dict[str, Any]) -> View:
         return _replay(result)
     request, risk = result["request"], result.get("risk_summary") or {}
     research = result.get("research_summary") or {}
-    code, date = request["ts_code"], request["trade_date"]
+    code, date = request["ts_code"], when(request)
     name = f"{request['name']} " if request.get("name") else ""
     if risk:
         title = f"{name}{code} · {date}: {risk['rating']}, target {float(risk['target_position']):.0%}"
@@ -57,6 +58,12 @@ def present_decision(result: dict[str, Any]) -> View:
                 artifacts=list(result.get("artifacts") or []))
 
 
+def when(request: dict[str, Any]) -> str:
+    """The decision's moment: its date (after the close), or "D pre-open"."""
+    session, day = session_of(request)
+    return f"{day} pre-open" if session == "pre_open" else str(request["trade_date"])
+
+
 def _audit_flags(result: dict[str, Any]) -> list[str]:
     """One warning per agent whose text quotes figures no tool returned."""
     audits = [(f"{name} analyst", run.get("audit") or {}) for name, run in (result.get("analysts") or {}).items()]
@@ -95,10 +102,16 @@ def _replay(result: dict[str, Any]) -> View:
         warnings.append("the prices are forward-adjusted as of the data's last day: returns are right, but price "
                         "levels before later dividends are not the prices traded then")
     return View(f"Replay of the desk on {request['ts_code']}: {request['trade_date']}..{request['end_date']}",
-                "Each date decided with data up to its close only, in the replay's own memory; orders filled "
-                "without approval in the replay account at the date's close.",
+                f"Each date decided {_replay_data(request)}, in the replay's own memory; orders filled without "
+                "approval in the replay account at the date's close.",
                 facts=facts, table=Table(["date", "rating", "target", "equity", "order"], rows), warnings=warnings,
                 artifacts=list(result.get("artifacts") or []))
+
+
+def _replay_data(request: dict[str, Any]) -> str:
+    if request.get("session") == "pre_open":
+        return "before its open with data up to the previous trading day's close only"
+    return "with data up to its close only"
 
 
 def present_decisions(decisions: list[Decision], scope: str) -> View:

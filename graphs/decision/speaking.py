@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 
 from graphs.common import message_text
 from graphs.context import WorkflowContext
-from graphs.decision.budget import budget_note, over_budget, tokens_of
+from graphs.decision.budget import answer_allowance, budget_note, cut_at_budget, prompt_tokens, tokens_of
 from graphs.decision.grammar import ANALYSTS
 from graphs.decision.state import DebateState
 from graphs.decision.verdict import verdict_numbers
@@ -44,15 +44,19 @@ def transcript(state: DebateState) -> str:
 
 def ask(ctx: WorkflowContext, state: DebateState, system: str, stage: str) -> tuple[AIMessage | None, int, str | None]:
     """One model call of a debate: (answer, tokens after it, why it stopped)."""
-    used = state.get("tokens", 0)
-    if over_budget(used, state["budget"]):
-        return None, used, budget_note(stage, used, state["budget"])
+    used, budget = state.get("tokens", 0), state["budget"]
     messages = [SystemMessage(system), HumanMessage(f"{briefing(state)}\n\n## debate so far\n{transcript(state)}")]
+    cap = answer_allowance(prompt_tokens(messages), used, budget)
+    if cap is None:
+        return None, used, budget_note(stage, used, budget)
     try:
-        answer = ctx.llm.invoke(messages)
+        answer = ctx.llm.bind(max_tokens=cap).invoke(messages)
     except MODEL_FAILURES as exc:
         return None, used, f"stopped in {stage}: {describe_model_failure(exc)}"
-    return answer, used + tokens_of(messages, answer), None
+    spent = used + tokens_of(messages, answer)
+    if cut_at_budget(answer):
+        return None, spent, budget_note(stage, spent, budget, cut=True)
+    return answer, spent, None
 
 
 def make_speaker(role: str, prompt: str, stage: str) -> Callable[..., dict[str, Any]]:

@@ -6,6 +6,7 @@ decisions) plus the request and the bookkeeping of the run. JSON only: money and
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AnyMessage
@@ -137,3 +138,9 @@ class DecisionState(TypedDict, total=False):
     stopped: str | None  # why the desk stopped early (token budget, a model failure), and where
     order_intent: dict[str, Any]
     order_outcome: dict[str, Any]
+
+
+def session_of(request: Mapping[str, Any]) -> tuple[str, str]:
+    """A request's session (pre_open or post_close) and the day of that session. A request checkpointed before
+    sessions existed (a run resumed after an upgrade) is a post-close decision on its trade date."""
+    return str(request.get("session") or "post_close"), str(request.get("session_date") or request["trade_date"])

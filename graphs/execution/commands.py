@@ -13,12 +13,13 @@ from graphs.workflow import CommandCall, CommandError
 from tools.broker.boards import OrderRuleError
 from tools.broker.clock import day
 from tools.broker.paper import PaperConfig
+from tools.broker.proposal_claims import live_claims
 from tools.broker.rules import buy_quantity_problem
 from tools.data.schema import DataError, check_range
 from tools.klines import symbol_kind
 from tools.rule_backtest import backtest_rule
 from tools.rule_language import RuleSyntaxError, parse_rule
-from tools.rule_store import Rule, RuleError, RuleStore
+from tools.rule_store import Rule, RuleError, RuleStore, order_tag
 
 ADD_USAGE = ('rule add SYMBOL "REQUIREMENTS" [every="CRON"] [tz=ZONE] [size=SHARES|value=CNY] [threshold=0..1] '
              "[account=NAME] [kind=words|language]")
@@ -122,8 +123,9 @@ def list_command(call: CommandCall) -> View:
 def show_command(call: CommandCall) -> View:
     rule = _rule(call, call.args, "rule show ID")
     store = _store(call)
+    claims = live_claims(call.context.engine, order_tag(rule.id), store.clock())
     return present_rule(rule, f"Rule {rule.id}, owned by {rule.owner}.", store.executions(rule.id, limit=5),
-                        store.proposal(rule.id))
+                        claims[0] if claims else None)
 
 
 def log_command(call: CommandCall) -> View:

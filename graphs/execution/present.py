@@ -7,8 +7,9 @@ from typing import Any
 
 from graphs.order.present import present_order
 from graphs.views import Table, View
+from tools.broker.proposal_claims import ProposalClaim
 from tools.rule_backtest import RuleBacktest
-from tools.rule_store import Execution, ProposalClaim, Rule, Step
+from tools.rule_store import Execution, Rule, Step
 
 
 def _size(rule: Rule) -> str:
@@ -26,7 +27,7 @@ def present_rule(rule: Rule, summary: str, executions: list[Execution] | None = 
              ("Account", rule.account or "the channel's"), ("Position", str((rule.runtime_status or {}).get(
                  "position", 0)))]
     if proposal is not None:
-        facts.append(("Order proposal", f"waiting for a trader's approval (execution {proposal.execution_id}; no "
+        facts.append(("Order proposal", f"waiting for a trader's approval (execution {proposal.holder}; no "
                                         f"new order until it is decided or {proposal.expires_at:%Y-%m-%d %H:%M} UTC)"))
     lines = [f"Requirements: {rule.requirements}"]
     lines += [f"run {e.execution_id} at {e.started_at:%Y-%m-%d %H:%M} UTC: {e.steps} steps, "
@@ -71,7 +72,7 @@ def present_rule_run(result: dict[str, Any]) -> View:
     rule, decision = result["rule"], result["decision"]
     lines = [step_text(s["step"], s["type"], s, s.get("result") if s["type"] != "calculation"
                        else s.get("result", s.get("intermediate_result"))) for s in result.get("steps", [])]
-    warnings = []
+    warnings = [f"No order: {result['stale']}."] if result.get("stale") else []
     if result.get("paused"):
         warnings.append(f"Rule {rule['id']} is paused after repeated failures; its owner {result['owner']} can "
                         f"`rule resume {rule['id']}` once it is fixed.")

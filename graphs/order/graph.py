@@ -1,5 +1,5 @@
-"""The order approval subgraph (propose → approve → authorize → submit), reused by every workflow that ends in
-an order, and the manual order workflow around it (parse → order approval → report)."""
+"""The order approval subgraph (propose → approve → authorize → submit → release), reused by every workflow that
+ends in an order, and the manual order workflow around it (parse → order approval → report)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from graphs.order.nodes.approve import approve_node
 from graphs.order.nodes.authorize import authorize_node
 from graphs.order.nodes.parse import parse_node
 from graphs.order.nodes.propose import propose_node
+from graphs.order.nodes.release import release_node
 from graphs.order.nodes.report import report_node
 from graphs.order.nodes.submit import submit_node
 from graphs.order.routes import route_after_authorize, route_after_parse, route_after_propose
@@ -27,11 +28,13 @@ def build_order_approval() -> CompiledStateGraph:
     graph.add_node("approve", approve_node)
     graph.add_node("authorize", authorize_node)
     graph.add_node("submit", submit_node)
+    graph.add_node("release", release_node)
     graph.add_edge(START, "propose")
-    graph.add_conditional_edges("propose", route_after_propose, ["approve", END])
+    graph.add_conditional_edges("propose", route_after_propose, ["approve", "release"])
     graph.add_edge("approve", "authorize")
-    graph.add_conditional_edges("authorize", route_after_authorize, ["approve", "submit", END])
-    graph.add_edge("submit", END)
+    graph.add_conditional_edges("authorize", route_after_authorize, ["approve", "submit", "release"])
+    graph.add_edge("submit", "release")
+    graph.add_edge("release", END)
     return graph.compile(name="order_approval")
 
 

@@ -1,4 +1,5 @@
-"""Routing of the order approval subgraph: every refused decision asks again, every other ends the subgraph."""
+"""Routing of the order approval subgraph: every refused decision asks again; every other outcome (and a proposal
+that could not be made) ends in release, which gives the proposer's card claim back."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from graphs.order.state import OrderApprovalState, OrderState
 
 
 def route_after_propose(state: OrderApprovalState) -> str:
-    return END if (state.get("order_outcome") or {}).get("status") else "approve"
+    return "release" if (state.get("order_outcome") or {}).get("status") else "approve"
 
 
 def route_after_authorize(state: OrderApprovalState) -> str:
-    return {"submit": "submit", "ask_again": "approve"}.get(state.get("verdict") or "", END)
+    return {"submit": "submit", "ask_again": "approve"}.get(state.get("verdict") or "", "release")
 
 
 def route_after_parse(state: OrderState) -> str:

@@ -3,7 +3,8 @@
 Answers are scripted per key: a key matches a request whose `model` equals it or whose system prompt contains
 it, so each agent (or each of the main and light models) replays its own queue. A scripted step is an
 `AIMessage` (text, or real `tool_calls` with JSON arguments and finish_reason "tool_calls", with usage token
-counts) or a fault: `http_error(500)`, `http_error(429, retry_after=1)`, `hang(seconds)` (answers nothing and
+counts; a text longer than the request's max_completion_tokens is cut there with finish_reason "length") or a
+fault: `http_error(500)`, `http_error(429, retry_after=1)`, `hang(seconds)` (answers nothing and
 closes the connection after at most `seconds`, or at shutdown). Every request is recorded. A request the script
 does not cover, or one that breaks the protocol, gets HTTP 400 (the client does not retry it, so the test sees
 it) and is recorded as a failure that `check()` (run at a fixture's teardown) raises."""
@@ -103,10 +104,15 @@ def _protocol_problem(body: dict[str, Any]) -> str | None:
     return None
 
 
-def _completion(n: int, model: str, prompt_tokens: int, message: AIMessage) -> dict[str, Any]:
+def _completion(n: int, model: str, prompt_tokens: int, message: AIMessage, cap: int | None) -> dict[str, Any]:
+    """The chat.completion for `message`; a text answer longer than the request's token cap is cut there, with
+    finish_reason "length", as a real endpoint does."""
     content = _text(message.content)
     calls = [{"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": json.dumps(c["args"])}}
              for c in message.tool_calls]
+    cut = not calls and cap is not None and _tokens(content) > cap
+    if cut:
+        content = " ".join(content.split()[:cap])
     reply: dict[str, Any] = {"role": "assistant", "content": content or None, "refusal": None}
     if calls:
         reply["tool_calls"] = calls
@@ -115,7 +121,7 @@ def _completion(n: int, model: str, prompt_tokens: int, message: AIMessage) -> d
         "id": f"chatcmpl-fake-{n}", "object": "chat.completion", "created": int(time.time()), "model": model,
         "system_fingerprint": "fp_fake",
         "choices": [{"index": 0, "message": reply, "logprobs": None,
-                     "finish_reason": "tool_calls" if calls else "stop"}],
+                     "finish_reason": "length" if cut else "tool_calls" if calls else "stop"}],
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                   "total_tokens": prompt_tokens + completion_tokens},
     }
@@ -190,7 +196,8 @@ class FakeOpenAI:
 
     def answer(self, exchange: Exchange, message: AIMessage) -> dict[str, Any]:
         prompt = sum(_tokens(_text(m.get("content"))) for m in exchange.body["messages"])
-        completion = _completion(next(self._ids), exchange.body["model"], prompt, message)
+        cap = exchange.body.get("max_completion_tokens", exchange.body.get("max_tokens"))
+        completion = _completion(next(self._ids), exchange.body["model"], prompt, message, cap)
         exchange.status, exchange.answer = 200, completion
         return completion
 

@@ -147,6 +147,16 @@ class FakeSlack:
                 message.pop("thread_ts")
         return sorted(kept, key=lambda m: float(m["ts"]))
 
+    def history(self, channel: str | None, with_metadata: bool = False) -> list[dict[str, Any]]:
+        """The bot's top-level messages of a channel, newest first, as conversations.history (one page)."""
+        with self._lock:
+            kept = [dict(m) for m in self._messages.get(channel or "", {}).values() if m["thread_ts"] is None]
+        for message in kept:
+            message.pop("thread_ts")
+            if not with_metadata or message["metadata"] is None:
+                message.pop("metadata")
+        return sorted(kept, key=lambda m: float(m["ts"]), reverse=True)
+
     def answer(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
         response = self._respond(method, args)
         self.record(method, args, response=response)
@@ -177,6 +187,9 @@ class FakeSlack:
         if method == "conversations.replies":
             return {"ok": True, "messages": self.replies(args.get("channel"), args.get("ts"),
                                                          _truthy(args.get("include_all_metadata")))}
+        if method == "conversations.history":
+            return {"ok": True, "has_more": False,
+                    "messages": self.history(args.get("channel"), _truthy(args.get("include_all_metadata")))}
         if method == "files.getUploadURLExternal":
             file_id = f"F{next(self._ts):06d}"
             return {"ok": True, "upload_url": f"http://127.0.0.1:{self.port}/upload/{file_id}", "file_id": file_id}

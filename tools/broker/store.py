@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -98,22 +97,3 @@ def log_event(engine: Engine, client_order_id: str | None, account: str | None, 
 
 def _sqlite(session: Session) -> bool:
     return session.get_bind().dialect.name == "sqlite"
-
-
-DECIDED = ("approved", "rejected", "expired", "submitted")  # a proposal's events after which nobody decides it
-
-
-def pending_proposals(engine: Engine, account: str, ts_code: str, tag: str, since: datetime) -> list[str]:
-    """The client order ids of `account`'s proposals of `ts_code` tagged `tag`, made since `since` (older ones can
-    no longer be approved), that nobody has decided yet: each is an order card a trader may still approve."""
-    with Session(engine) as session:
-        proposed = session.scalars(select(OrderEvent).where(
-            OrderEvent.account == account, OrderEvent.event == "proposed", OrderEvent.at >= since.astimezone(UTC)))
-        mine = [e.client_order_id for e in proposed if e.client_order_id
-                and (e.detail.get("request") or {}).get("ts_code") == ts_code
-                and (e.detail.get("request") or {}).get("tag") == tag]
-        if not mine:
-            return []
-        decided = set(session.scalars(select(OrderEvent.client_order_id).where(
-            OrderEvent.client_order_id.in_(mine), OrderEvent.event.in_(DECIDED))))
-    return [cid for cid in mine if cid not in decided]

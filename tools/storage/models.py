@@ -164,12 +164,13 @@ class DecimalText(TypeDecorator[Decimal]):
 
 
 class AnalystReport(Base):
-    """One analyst report (seed 001's Memory Controller), one per (namespace, analyst, symbol, day, session): a
-    re-run replaces it. The namespace is "live" or a replay's own ("replay:<id>"). Migration 0009."""
+    """One analyst report (seed 001's Memory Controller): every report of (namespace, analyst, symbol, day,
+    session) is kept as its own version (1, 2, ...), so a decision's report id always names the text it read. The
+    namespace is "live" or a replay's own ("replay:<id>"). Migrations 0009, 0011 (versions)."""
 
     __tablename__ = "analyst_reports"
-    __table_args__ = (UniqueConstraint("namespace", "analyst", "symbol", "trade_date", "session",
-                                       name="uq_analyst_reports_key"),)
+    __table_args__ = (UniqueConstraint("namespace", "analyst", "symbol", "trade_date", "session", "version",
+                                       name="uq_analyst_reports_version"),)
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)  # uuid4 hex unless the caller names it
     namespace: Mapped[str] = mapped_column(String(128))
@@ -177,6 +178,7 @@ class AnalystReport(Base):
     symbol: Mapped[str] = mapped_column(String(32))
     trade_date: Mapped[str] = mapped_column(String(8))
     session: Mapped[str] = mapped_column(String(16))  # pre_open, intraday, post_close
+    version: Mapped[int] = mapped_column(Integer)  # 1 for the first report of the key; the newest is today_report
     report: Mapped[str] = mapped_column(Text)
     written_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

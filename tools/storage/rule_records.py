@@ -1,6 +1,6 @@
 """Execution rules (seed 002): saved rules, their step-by-step execution logs, and the schedule ticks that
-workers claim so each tick runs once. Migration 0008 creates them (0010 adds the proposal claim); keep the two in
-step."""
+workers claim so each tick runs once. Migration 0008 creates them (0010 added a proposal claim that 0012 moved to
+proposal_claims); keep the two in step."""
 
 from __future__ import annotations
 
@@ -49,9 +49,6 @@ class SavedRule(Base):
     account: Mapped[str | None] = mapped_column(String(64))  # paper account; None: the channel's default
     consecutive_failures: Mapped[int] = mapped_column(Integer, default=0)
     paused_reason: Mapped[str | None] = mapped_column(Text)
-    # the one order proposal of the rule awaiting a trader: its execution, and when the claim lapses by itself
-    proposal_execution: Mapped[str | None] = mapped_column(String(64))
-    proposal_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
 
@@ -77,7 +74,8 @@ class ExecutionLog(Base):
 
 class RuleTick(Base):
     """A scheduled minute (UTC) of a rule, claimed by the one worker that enqueues its run (status "enqueued"),
-    or recorded as "skipped" when it was missed and the catch-up policy did not run it."""
+    "failed" while a later pass must start it again, or recorded as "skipped" when it was missed and the
+    catch-up policy did not run it."""
 
     __tablename__ = "rule_ticks"
 
@@ -86,4 +84,4 @@ class RuleTick(Base):
     claimed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     claimed_by: Mapped[str] = mapped_column(String(64))
     execution_id: Mapped[str | None] = mapped_column(String(64))
-    status: Mapped[str] = mapped_column(String(16))  # claimed, enqueued, skipped
+    status: Mapped[str] = mapped_column(String(16))  # claimed, failed, enqueued, skipped

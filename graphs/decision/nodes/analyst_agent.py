@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from graphs.context import WorkflowContext
-from graphs.decision.budget import budget_note, over_budget, tokens_of
+from graphs.decision.budget import answer_allowance, budget_note, cut_at_budget, prompt_tokens, tokens_of
 from graphs.decision.state import AnalystState
 from graphs.decision.toolkit import Toolkit
 from graphs.llm import MODEL_FAILURES, describe_model_failure
@@ -24,23 +24,26 @@ WRITE_NOW = ("You have used all {limit} tool calls you may make. Write your repo
 
 def make_agent_node(spec: AnalystSpec) -> Callable[..., dict[str, Any]]:
     def agent_node(state: AnalystState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
-        ctx, used = runtime.context, state.get("tokens", 0)
-        if over_budget(used, state["budget"]):
-            return {"stopped": budget_note(f"the {spec.name} analyst", used, state["budget"])}
+        ctx, used, budget = runtime.context, state.get("tokens", 0), state["budget"]
         messages = list(state["messages"])
         tripped = state.get("tool_calls", 0) >= spec.tool_limit
         if tripped:
             messages.append(HumanMessage(WRITE_NOW.format(limit=spec.tool_limit)))
-            model = ctx.llm
-        else:
-            model = ctx.llm.bind_tools(Toolkit(spec.name, ctx, state["request"]).schemas())
+        tools = [] if tripped else Toolkit(spec.name, ctx, state["request"]).schemas()
+        cap = answer_allowance(prompt_tokens(messages, tools), used, budget)
+        if cap is None:
+            return {"stopped": budget_note(f"the {spec.name} analyst", used, budget)}
+        model = ctx.llm.bind_tools(tools) if tools else ctx.llm
         try:
-            answer = model.invoke(messages)
+            answer = model.bind(max_tokens=cap).invoke(messages)
         except MODEL_FAILURES as exc:
             return {"stopped": f"the {spec.name} analyst's model failed: {describe_model_failure(exc)}"}
+        spent = used + tokens_of(messages, answer)
+        if cut_at_budget(answer):
+            return {"stopped": budget_note(f"the {spec.name} analyst", spent, budget, cut=True), "tokens": spent}
         if tripped and answer.tool_calls:  # the breaker holds: no tool runs past the limit
             answer = AIMessage(content=answer.content, id=answer.id, usage_metadata=answer.usage_metadata)
         extra = [messages[-1]] if tripped else []
-        return {"messages": [*extra, answer], "tokens": used + tokens_of(messages, answer)}
+        return {"messages": [*extra, answer], "tokens": spent}
 
     return agent_node

@@ -1,9 +1,11 @@
-"""Analyst save: the report (with its data gaps and audit flags) goes to the analyst's memory controller, and only
-a small record of the run leaves the subgraph."""
+"""Analyst save: the report (with its data gaps and audit flags) goes to the analyst's memory controller as a new
+version of the day's report, and only a small record of the run leaves the subgraph. An analyst that stopped
+(its model failed, or its token budget ran out) has no report, and its memory gets nothing."""
 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -12,7 +14,7 @@ from langgraph.runtime import Runtime
 
 from graphs.context import WorkflowContext
 from graphs.decision.memory import memory_of
-from graphs.decision.state import AnalystState
+from graphs.decision.state import AnalystState, session_of
 from graphs.llm import MODEL_FAILURES, describe_model_failure
 from graphs.progress import report_progress
 from tools.number_audit import tool_numbers
@@ -34,20 +36,29 @@ def full_report(state: AnalystState) -> str:
     return "\n\n".join(parts)
 
 
+def report_id_of(request: dict[str, Any], analyst: str) -> str:
+    """The id of the report this run's analyst saves: the same when a crash makes the save run again (which then
+    replaces its text instead of adding a version)."""
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"quantdesk:{request['run_id']}:{analyst}").hex
+
+
 def make_save_node(spec: AnalystSpec) -> Callable[..., dict[str, Any]]:
     def save_node(state: AnalystState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
         ctx, request = runtime.context, state["request"]
+        code, (session, date) = request["ts_code"], session_of(request)
         text = full_report(state)
         summaries: list[int] = []  # the light model's tokens, counted with the analyst's
-        memory = memory_of(ctx, spec.name, request, summaries)
-        report_id = memory.save_today_report(request["ts_code"], request["trade_date"], text,
-                                             session=request["session"],
-                                             written_at=datetime.fromisoformat(request["as_of"]))
-        try:
-            memory.refresh_summaries(request["ts_code"], request["trade_date"], request["session"])
-        except MODEL_FAILURES as exc:  # not stored: the next refresh writes it
-            log.warning("the %s analyst's memory summary was not written: %s", spec.name,
-                        describe_model_failure(exc))
+        report_id = None
+        if not state.get("stopped"):  # a stopped analyst wrote no report: nothing for its memory to keep
+            memory = memory_of(ctx, spec.name, request, summaries)
+            report_id = memory.save_today_report(code, date, text, session=session,
+                                                 written_at=datetime.fromisoformat(request["as_of"]),
+                                                 report_id=report_id_of(request, spec.name))
+            try:
+                memory.refresh_summaries(code, date, session)
+            except MODEL_FAILURES as exc:  # not stored: the next refresh writes it
+                log.warning("the %s analyst's memory summary was not written: %s", spec.name,
+                            describe_model_failure(exc))
         calls, tokens = state.get("tool_calls", 0), state.get("tokens", 0) + sum(summaries)
         report_progress(f"{spec.name} analyst", f"{calls} tool call(s), {tokens:,} tokens"
                         + (", stopped" if state.get("stopped") else ""))

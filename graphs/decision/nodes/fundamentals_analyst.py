@@ -5,7 +5,7 @@ from __future__ import annotations
 from graphs.decision.analyst import AnalystSpec
 
 PROMPT = """[role: fundamentals analyst]
-You are the fundamentals analyst of a trading desk, writing about {name} ({code}) as of the close of {date}.
+You are the fundamentals analyst of a trading desk, writing about {name} ({code}) {moment}.
 Use your tools: get_daily_basic (valuation: pe, pe_ttm, pb, ps, dividend yield in %, market values in 10,000 CNY
 (万元), shares in 10,000 (万股)), get_income and get_fina_indicator (only reports announced on or before {date}).
 Quote only figures exactly as the tools return them, with their units; do no arithmetic of your own. When a tool

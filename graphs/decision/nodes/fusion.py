@@ -1,6 +1,8 @@
-"""Fusion: seed 001's FusionState from the four memory controllers (each analyst's today report and long-term
-summaries), the paper account (cash, total value, positions, max drawdown) and the provider (the price and the
-previous close as of the decision date). Also the numbers the judges may quote, for their number audit."""
+"""Fusion: seed 001's FusionState from the four memory controllers (each analyst's today report, the very version
+this run's analyst wrote, and its long-term summaries of the session), the paper account (cash, total value,
+positions, max drawdown) and the provider (the price and the previous close as of the decision date: for a
+pre-open decision, the last close before the open). Also the numbers the judges may quote, for their number
+audit."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from graphs.context import WorkflowContext
 from graphs.decision.grammar import ANALYSTS
 from graphs.decision.memory import memory_of
 from graphs.decision.routes import stopped_stage
-from graphs.decision.state import AnalystMemorySummary, DecisionState
+from graphs.decision.state import AnalystMemorySummary, DecisionState, session_of
 from graphs.decision.usage import tokens_used
 from graphs.progress import report_progress
 from tools.broker.money import price_of
@@ -28,8 +30,11 @@ def fusion_node(state: DecisionState, runtime: Runtime[WorkflowContext]) -> dict
     ctx, request = runtime.context, state["request"]
     code, date = request["ts_code"], request["trade_date"]
     report_progress("fusion", "reports, account and prices")
+    runs = state.get("analyst_runs") or {}
+    session, day = session_of(request)
     update: dict[str, Any] = {
-        f"{name}_analyst_summary": memory_of(ctx, name, request).get_memory_summary(code, date, request["session"])
+        f"{name}_analyst_summary": memory_of(ctx, name, request).get_memory_summary(
+            code, day, session, report_id=(runs.get(name) or {}).get("report_id"))
         if name in request["analysts"] else NOT_RUN for name in ANALYSTS}
     if ctx.broker is None:
         return {**update, "stopped": "stopped at fusion: no paper account is configured for this run"}

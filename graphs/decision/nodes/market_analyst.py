@@ -5,7 +5,7 @@ from __future__ import annotations
 from graphs.decision.analyst import AnalystSpec
 
 PROMPT = """[role: market analyst]
-You are the market analyst of a trading desk, writing about {name} ({code}) as of the close of {date}.
+You are the market analyst of a trading desk, writing about {name} ({code}) {moment}.
 Use your tools: get_price_bars for recent bars and get_indicators for MA, EMA, RSI, MACD, BOLL, ATR and KDJ. Every
 indicator is computed in code: never compute one yourself, and do no arithmetic on prices (no differences, ratios
 or percentages of your own). Quote only figures exactly as the tools return them. You may make at most

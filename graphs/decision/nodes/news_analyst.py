@@ -5,7 +5,7 @@ from __future__ import annotations
 from graphs.decision.analyst import AnalystSpec
 
 PROMPT = """[role: news analyst]
-You are the news analyst of a trading desk, writing about {name} ({code}) as of the close of {date}.
+You are the news analyst of a trading desk, writing about {name} ({code}) {moment}.
 Use your tool get_news: news, major news and company announcements about the stock, only up to the decision
 time. Report what was published, when and by whom; never invent an item or a figure.
 When a tool says "no data", do not estimate: say so. You may make at most {tool_limit} tool calls.

@@ -1,11 +1,19 @@
-"""Prepare: read the request (the grammar, or free text through the light model), fix the decision date (the latest
-trading day in the data by default, never a day the data does not have yet), resolve earlier decisions on the code
-whose horizon has passed, and choose the path: the analysts in parallel, or the no-LLM reply."""
+"""Prepare: read the request (the grammar, or free text through the light model), fix the session and the decision
+date, resolve earlier decisions on the code whose horizon has passed, and choose the path: the analysts in
+parallel, or the no-LLM reply.
+
+Sessions follow Asia/Shanghai's market day. A post-close decision (the default) is as of the close of its date: the
+latest trading day in the data by default, never a day the data does not have yet. A pre-open decision for day D
+(`session=pre_open`, or any request without a past DATE made before 09:30 on a trading day while the data is live)
+is made before D opens: its data is as of the previous trading day's close and nothing of D, while its analysts'
+memory is D's pre-open session. The request keeps both: `trade_date` is the day whose close the data reaches (what
+every tool, the trader and the decision log use), `session_date` the day of the session (what the memory and the
+reflections use)."""
 
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, time
+from datetime import datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -28,6 +36,8 @@ from graphs.decision.grammar import (
 from graphs.decision.memory import HORIZON_DAYS
 from graphs.decision.state import DecisionState
 from graphs.llm import MODEL_FAILURES, describe_model_failure, parse_json_answer
+from tools.analyst_memory import session_at
+from tools.broker.clock import clock_for, day, trading_days, ymd
 from tools.data.schema import DataError
 from tools.decision_log import reflection_text, resolve_due
 from tools.market_snapshot import price_bars, trading_days_back
@@ -57,23 +67,25 @@ def prepare_node(state: DecisionState, runtime: Runtime[WorkflowContext], config
     try:
         request, reader_tokens = _request(ctx, text)
         replay_dates = _replay_dates(ctx, request) if request.end_date else []
-        trade_date, note = (replay_dates[0], None) if replay_dates else _decision_date(ctx, request)
+        session, session_date, trade_date, note = _session_dates(ctx, request, replay_dates)
     except (DecisionGrammarError, DataError) as exc:
         return {**fresh, "final_reply": f"{exc}.\nUsage: `{USAGE}`"}
-    as_of = datetime.combine(datetime.strptime(trade_date, "%Y%m%d").date(), CLOSE, SHANGHAI)
+    as_of = datetime.combine(day(trade_date), CLOSE, SHANGHAI)  # the data's cut-off: the close of trade_date
     names = ctx.provider.securities(request.ts_code)
-    resolved = resolve_due(ctx.engine, ctx.provider, namespace=ctx.desk_namespace, as_of_date=trade_date,
+    resolved = resolve_due(ctx.engine, ctx.provider, namespace=ctx.desk_namespace, as_of_date=session_date,
                            horizon=HORIZON_DAYS)
-    plan = {**request.as_dict(), "trade_date": trade_date, "as_of": as_of.isoformat(), "session": "post_close",
-            "namespace": ctx.desk_namespace, "account": request.account or default_account(config),
+    # one id per request of the thread, the same when a crash makes this node run again: the decision log, the
+    # analysts' reports, the artifacts and a replay's account and namespace are keyed by it, so a re-run replaces
+    # rather than duplicates
+    run_id = uuid.uuid5(uuid.NAMESPACE_URL, f"quantdesk:{thread_id(config)}:{len(messages)}").hex
+    plan = {**request.as_dict(), "trade_date": trade_date, "as_of": as_of.isoformat(), "session": session,
+            "session_date": session_date, "run_id": run_id, "namespace": ctx.desk_namespace,
+            "account": request.account or default_account(config),
             "name": names[request.ts_code].name, "price_basis": ctx.provider.price_basis,
             "budget": ctx.decision_token_budget, "no_llm": ctx.llm is None,
             "notes": [note] if note else [], "reader_tokens": reader_tokens, "replay_dates": replay_dates,
             "replay": is_replay(ctx)}
     resolutions = [{"decision_id": r.decision_id, "ts_code": r.ts_code, "text": reflection_text(r)} for r in resolved]
-    # one id per request of the thread, the same when a crash makes this node run again: the decision log, the
-    # artifacts and a replay's account and namespace are keyed by it, so a re-run replaces rather than duplicates
-    run_id = uuid.uuid5(uuid.NAMESPACE_URL, f"quantdesk:{thread_id(config)}:{len(messages)}").hex
     return {**fresh, "request": plan, "run_id": run_id, "company_of_interest": request.ts_code,
             "trade_date": trade_date, "trade_timestamp": as_of.isoformat(), "resolutions": resolutions}
 
@@ -136,3 +148,49 @@ def _decision_date(ctx: WorkflowContext, request: DecisionRequest) -> tuple[str,
     if days[-1] != asked:
         return days[-1], f"{asked} is not a trading day; deciding as of {days[-1]}, the one before"
     return days[-1], None
+
+
+def _session_dates(ctx: WorkflowContext, request: DecisionRequest,
+                   replay_dates: list[str]) -> tuple[str, str, str, str | None]:
+    """(the session, its day, the day whose close the data reaches, a note when that is not the day asked for)."""
+    if replay_dates:  # each date is decided by a desk of its own, in the session asked for
+        return request.session or "post_close", replay_dates[0], replay_dates[0], None
+    if (request.session or _live_session(ctx, request)) == "pre_open":
+        return ("pre_open", *_pre_open_dates(ctx, request))
+    trade_date, note = _decision_date(ctx, request)
+    return "post_close", trade_date, trade_date, note
+
+
+def _live_session(ctx: WorkflowContext, request: DecisionRequest) -> str:
+    """pre_open when a request for today (no DATE, or today's) comes before 09:30 Asia/Shanghai on a trading day
+    whose data is live (the paper account's clock) and has no bar of today yet; else post_close."""
+    now = ctx.now().astimezone(SHANGHAI)
+    today = ymd(now.date())
+    if ctx.paper is None or request.trade_date not in (None, today) or session_at(now) != "pre_open":
+        return "post_close"
+    last = ctx.provider.last_date()
+    if last is None or last >= today or clock_for(ctx.provider, ctx.paper.live_data_days, now).simulated:
+        return "post_close"
+    return "pre_open" if trading_days(ctx.provider, today, 1)[0][0] == today else "post_close"
+
+
+def _pre_open_dates(ctx: WorkflowContext, request: DecisionRequest) -> tuple[str, str, str]:
+    """(the session's day D, the trading day before it whose close the data reaches, a note). D is the DATE asked
+    for, else the next trading day after the data's last day (today, before a live open)."""
+    last = ctx.provider.last_date()
+    if last is None:
+        raise DataError(f"the {ctx.provider.name} provider has no bars at all")
+    following = trading_days(ctx.provider, ymd(day(last) + timedelta(days=1)), 1)[0][0]
+    session = request.trade_date or following
+    if trading_days(ctx.provider, session, 1)[0][0] != session:
+        raise DataError(f"{session} is not a trading day, so it has no pre-open session")
+    if session > following:
+        raise DataError(f"the data ends on {last}; the pre-open of {session} needs the close of the trading day "
+                        "before it")
+    before = trading_days_back(ctx.provider, ymd(day(session) - timedelta(days=1)), 1)
+    if not before:
+        raise DataError(f"no trading day before {session} in the data, so nothing is known before its open")
+    if price_bars(ctx.provider, request.ts_code, before[-1], 1).empty:
+        raise DataError(f"the {ctx.provider.name} provider has no bars of {request.ts_code} on or before "
+                        f"{before[-1]}")
+    return session, before[-1], f"pre-open decision for {session}: data up to the close of {before[-1]}"

@@ -1,5 +1,6 @@
-"""Record: the decision goes to the decision log with its inputs (report ids, price, as-of, universe), for the
-deferred reflection; the execution record of the FusionState says what became of the order."""
+"""Record: the decision goes to the decision log with its inputs (the ids of the very report versions it read,
+price, as-of, session, universe), for the deferred reflection; the execution record of the FusionState says what
+became of the order."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from graphs.context import WorkflowContext, thread_id
-from graphs.decision.state import DecisionState
+from graphs.decision.state import DecisionState, session_of
 from tools.decision_log import record_decision
 
 
@@ -24,9 +25,11 @@ def record_node(state: DecisionState, runtime: Runtime[WorkflowContext], config:
         as_of=datetime.fromisoformat(request["as_of"]), rating=risk["rating"],
         target_position=Decimal(str(risk["target_position"])), confidence=float(risk["confidence"]),
         price=Decimal(state["current_price"]),
-        report_ids={name: run["report_id"] for name, run in (state.get("analyst_runs") or {}).items()},
+        report_ids={name: run["report_id"] for name, run in (state.get("analyst_runs") or {}).items()
+                    if run.get("report_id")},
         universe=universe, thread_id=thread_id(config),
-        summary={"research": state.get("research_summary"), "risk": risk}, decision_id=state["run_id"])
+        summary={"research": state.get("research_summary"), "risk": risk, "session": session_of(request)[0],
+                 "session_date": session_of(request)[1]}, decision_id=state["run_id"])
     outcome = state.get("order_outcome") or {}
     record = {"decision_id": decision_id, "sizing": state.get("trader_investment_plan"),
               "order_intent": state.get("order_intent") or None, "status": outcome.get("status") or "no order",

@@ -71,7 +71,10 @@ def replay_node(state: DecisionState, runtime: Runtime[WorkflowContext], config:
             stopped = f"stopped before {date}: the replay's token budget of {ctx.replay_token_budget:,} is spent"
             break
         if ctx.stop_requested():  # the runner honours a stop only between nodes, and this node holds every date
-            stopped = f"stopped at your request before {date}"
+            done = f" ({steps[-1]['date']})" if steps else ""
+            stopped = (f"stopped at your request after date {len(steps)} of {len(dates)}{done}; {date} and the "
+                       "dates after it were not decided")
+            ctx.stop_honoured()  # the report of the dates done is shown, not a bare "Stopped"
             break
         done = _decide_date(ledger.to_json(), date, left, replay).result()
         ledger = ReplayLedger.from_json(done["ledger"], ctx.paper.rates)
@@ -112,7 +115,8 @@ def _decide_date(ledger_json: dict[str, Any], date: str, left: int, replay: _Rep
     broker = ReplayBroker(ledger, replay.account, date, {code: close})
     inner = dataclasses.replace(ctx, desk_namespace=replay.namespace, broker=lambda name, by, b=broker: b,
                                 decision_token_budget=min(ctx.decision_token_budget, left))
-    ask = f"analyze {code} {date} depth={request['depth']} analysts={','.join(request['analysts'])}"
+    ask = (f"analyze {code} {date} depth={request['depth']} analysts={','.join(request['analysts'])} "
+           f"session={request['session']}")
     out = replay.desk.invoke({"messages": [HumanMessage(ask)], "requester": replay.requester},
                              {"configurable": {"thread_id": f"{replay.thread}:{replay.run[:12]}:{date}",
                                                "account": replay.account}},

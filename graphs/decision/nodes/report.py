@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 
 from graphs.context import WorkflowContext, thread_id
 from graphs.decision.routes import stopped_stage
-from graphs.decision.state import DecisionState
+from graphs.decision.state import DecisionState, session_of
 from graphs.decision.usage import tokens_used
 from tools.artifacts import ArtifactRef
 from tools.charts import price_with_indicators
@@ -57,7 +57,9 @@ def _artifacts(ctx: WorkflowContext, config: RunnableConfig, state: DecisionStat
 def markdown(ctx: WorkflowContext, state: DecisionState, result: dict[str, Any]) -> str:
     """Every analyst report, both debates' transcripts and the decisions, as one document."""
     request = state["request"]
-    parts = [f"# Decision desk: {request['ts_code']} as of {request['trade_date']} (depth {request['depth']})"]
+    session, day = session_of(request)
+    opening = f", before the open of {day}" if session == "pre_open" else ""
+    parts = [f"# Decision desk: {request['ts_code']} as of {request['trade_date']}{opening} (depth {request['depth']})"]
     for name, run in (state.get("analyst_runs") or {}).items():
         parts.append(f"## {name.capitalize()} analyst ({run['tool_calls']} tool calls, {run['tokens']:,} tokens)\n\n"
                      f"{run['report']}")

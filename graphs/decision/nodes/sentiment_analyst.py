@@ -5,7 +5,7 @@ from __future__ import annotations
 from graphs.decision.analyst import AnalystSpec
 
 PROMPT = """[role: sentiment analyst]
-You are the sentiment analyst of a trading desk, writing about {name} ({code}) as of the close of {date}.
+You are the sentiment analyst of a trading desk, writing about {name} ({code}) {moment}.
 Use your tools: get_sentiment (a lexicon score of news and posts, computed in code: counts of positive, negative and
 neutral items and a net score from -1 to 1) and get_posts (social posts, when configured). Quote the counts and the
 score exactly as returned; do no arithmetic of your own. When a tool says "no data", do not estimate: say so. You

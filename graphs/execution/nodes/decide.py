@@ -1,44 +1,66 @@
 """Decide: log the decision step, and turn a buy or sell at or above the rule's confidence threshold into an
 order for the paper account's approval (A-shares only; crypto rules decide and log, the account is in CNY).
-A rule has one order card at a time: the order is proposed only once this execution holds the rule's proposal
-claim, which report releases when the approval is over."""
+On live data whose latest bar of the rule's stock is older than the last trading day, the run holds: no order on
+stale data (the decision step and the result say so). A rule has one order card at a time: the order is proposed
+only once this execution holds the rule's card claim (tools.broker.proposal_claims), which the approval gives
+back when it is over (and report, whatever the run decided)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime
 from decimal import ROUND_DOWN, Decimal
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graphs.context import WorkflowContext, default_account, workspace
+from graphs.context import WorkflowContext, workspace
 from graphs.execution.logbook import log_step
 from graphs.execution.nodes.act import bars_name
 from graphs.execution.state import ExecutionState
 from graphs.progress import report_progress
 from tools.broker.boards import OrderRuleError
 from tools.broker.clock import day
+from tools.broker.freshness import stale_bar
 from tools.broker.market import closes
 from tools.broker.money import price_of
 from tools.broker.paper import tagged_position
+from tools.broker.proposal_claims import claim_proposal
 from tools.broker.rules import lot_rule
 from tools.klines import symbol_kind
-
-# How long a proposal claim outlives the proposal's own expiry (the paper account's order TTL): an approval made
-# just before the proposal expired still counts, and is applied a little later (the queue, a retry).
-APPLY_GRACE = timedelta(minutes=10)
+from tools.rule_store import order_tag
 
 
 def decide_node(state: ExecutionState, runtime: Runtime[WorkflowContext], config: RunnableConfig,
                 ) -> dict[str, Any]:
     ctx, rule, decision = runtime.context, state["rule"], dict(state["decision"] or {})
-    history = state.get("history") or []
+    history = list(state.get("history") or [])
+    stale = _stale(ctx, rule)
+    if stale is not None:
+        decision = _held_on_stale_data(decision, stale)
+        if history and history[-1]["type"] == "decision":
+            history[-1] = {**history[-1], "action": {k: decision[k] for k in ("action", "reason", "confidence")}}
     if history and history[-1]["type"] == "decision":
         log_step(ctx, state, history[-1], {"decision": decision})
     report_progress("decision", f"{decision['action']} ({decision['confidence']:.2f})")
     intent, note = _order(ctx, state, config, rule, decision)
-    return {"decision": {**decision, "note": note}, "order_intent": intent or {}}
+    return {"decision": {**decision, "note": note}, "order_intent": intent or {}, "history": history}
+
+
+def _stale(ctx: WorkflowContext, rule: dict[str, Any]) -> str | None:
+    """Why the rule's data is stale (A-shares on live data, at the rule store's clock), or None."""
+    if ctx.paper is None or symbol_kind(rule["symbol"]) != "a-share":
+        return None
+    now = ctx.rules.clock() if ctx.rules is not None else datetime.now(UTC)
+    found = stale_bar(ctx.provider, rule["symbol"], now, ctx.paper.live_data_days)
+    return None if found is None else found.text()
+
+
+def _held_on_stale_data(decision: dict[str, Any], stale: str) -> dict[str, Any]:
+    """Hold instead of the decision made on stale data, keeping what it was."""
+    made = f"{decision['action']} ({float(decision['confidence']):.2f}): {decision['reason']}"
+    return {**decision, "action": "hold", "confidence": 0.0, "stale": stale, "overruled": made,
+            "reason": f"no order on {stale}; the decision on that data was {made}"}
 
 
 def _order(ctx: WorkflowContext, state: ExecutionState, config: RunnableConfig, rule: dict[str, Any],
@@ -54,34 +76,35 @@ def _order(ctx: WorkflowContext, state: ExecutionState, config: RunnableConfig, 
     blocked = _claim(ctx, state, action)
     if blocked:
         return None, blocked
-    held, waiting = tagged_position(ctx.engine, rule_account(rule, config), rule["symbol"], rule_tag(rule))
+    held, waiting = tagged_position(ctx.engine, rule_account(rule), rule["symbol"], order_tag(rule["id"]))
     if waiting:
         return None, f"{action}: an order of this rule is still open; no new order until it fills or expires"
     if action == "sell":
         if held <= 0:
             return None, "sell: the rule holds no position, so there is nothing to sell"
-        return _intent(rule, "sell", held, decision), f"sell the rule's {held:,} shares"
+        return _intent(rule, "sell", held, decision, state["execution_id"]), f"sell the rule's {held:,} shares"
     if held > 0:
         return None, f"buy: the rule already holds {held:,} shares"
     quantity, why = _buy_quantity(ctx, state, config, rule)
     if quantity <= 0:
         return None, why
-    return _intent(rule, "buy", quantity, decision), why
+    return _intent(rule, "buy", quantity, decision, state["execution_id"]), why
 
 
 def _claim(ctx: WorkflowContext, state: ExecutionState, action: str) -> str | None:
-    """Claim the rule's one order proposal for this execution; None when it holds it, else why not. Two order
-    cards of one rule (two schedule ticks, a tick and a manual run) would each be sized on the same position, so
-    a trader approving both would double it. The claim comes before the position is read: it is free again only
-    once the last card's order is placed (report releases it), so the read sees that order. Report releases it
-    whatever the run decides; an abandoned claim lapses APPLY_GRACE after the proposal's expiry."""
+    """Claim the rule's one order card for this execution; None when it holds it, else why not. Two order cards
+    of one rule (two schedule ticks, a tick and a manual run) would each be sized on the same position, so a
+    trader approving both would double it. The claim comes before the position is read: it is free again only
+    once the last card's order is placed, so the read sees that order. The approval gives it back, and report
+    whatever the run decided; an abandoned claim lapses by itself after the card's expiry."""
     if ctx.rules is None or ctx.paper is None:
         return "this process has no rule store or paper account configured: no order"
-    execution_id = state["execution_id"]
-    claim = ctx.rules.claim_proposal(int(state["rule"]["id"]), execution_id, ctx.paper.order_ttl + APPLY_GRACE)
-    if claim.execution_id == execution_id:
+    rule, execution_id = state["rule"], state["execution_id"]
+    claim = claim_proposal(ctx.engine, rule_account(rule), rule["symbol"], order_tag(rule["id"]), execution_id,
+                           ctx.paper.order_ttl, ctx.rules.clock())
+    if claim.holder == execution_id:
         return None
-    return (f"{action}: an order proposal of this rule (execution {claim.execution_id}) is waiting for a trader's "
+    return (f"{action}: an order proposal of this rule (execution {claim.holder}) is waiting for a trader's "
             "approval; no new order until it is decided or expires")
 
 
@@ -118,16 +141,15 @@ def _last_close(ctx: WorkflowContext, state: ExecutionState, config: RunnableCon
     return found[code][0] if code in found else None
 
 
-def rule_tag(rule: dict[str, Any]) -> str:
-    """The tag of the rule's orders: its position is what they filled."""
-    return f"rule:{rule['id']}"
+def rule_account(rule: dict[str, Any]) -> str:
+    """The paper account a rule trades in: its own, else its channel's (named after the channel), wherever the run
+    was started, so its position and its one order card live in one account."""
+    return str(rule.get("account") or rule["channel"])
 
 
-def rule_account(rule: dict[str, Any], config: RunnableConfig) -> str:
-    return str(rule.get("account") or default_account(config))
-
-
-def _intent(rule: dict[str, Any], side: str, quantity: int, decision: dict[str, Any]) -> dict[str, Any]:
+def _intent(rule: dict[str, Any], side: str, quantity: int, decision: dict[str, Any], execution_id: str,
+            ) -> dict[str, Any]:
     return {"ts_code": rule["symbol"], "side": side, "quantity": quantity, "price_type": "market",
-            "limit_price": None, "account": rule.get("account"), "proposed_by": rule["owner"], "tag": rule_tag(rule),
+            "limit_price": None, "account": rule_account(rule), "proposed_by": rule["owner"],
+            "tag": order_tag(rule["id"]), "claim": execution_id,
             "reason": f"rule {rule['id']}: {decision['reason']} (confidence {float(decision['confidence']):.2f})"}

@@ -1,6 +1,7 @@
 """Load: the rule a run executes (`rule run ID [execution=ID]`), its execution id and its start time. A scheduled
-run (the scheduler's `execution=`) of a rule paused, or taken off its schedule, after the run was queued does
-nothing; a manual `rule run ID` runs a paused rule all the same."""
+run (the scheduler's `execution=`, which carries its tick) does nothing when, since it was queued, its rule was
+paused (and maybe resumed: resuming moves the rule's `scheduled_since` past every tick queued before) or its
+schedule was changed or taken off; a manual `rule run ID` runs a paused rule all the same."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from graphs.common import new_human_text
 from graphs.context import WorkflowContext, scheduled
 from graphs.execution.state import ExecutionState
 from graphs.progress import report_progress
-from tools.schedule import scheduled_rule_id
+from tools.schedule import scheduled_tick, stale_tick
 
 RUN = re.compile(r"^\s*/?rule\s+run\s+(\d+)(?:\s+execution=(rule\d+-[A-Za-z0-9]{1,40}))?\s*$", re.IGNORECASE)
 USAGE = "rule run ID (see `rule list`)"
@@ -42,9 +43,13 @@ def load_node(state: ExecutionState, runtime: Runtime[WorkflowContext], config: 
         return {**fresh, "final_reply": SCHEDULER_ONLY}
     if given and not given.lower().startswith(f"rule{rule.id}-"):
         return {**fresh, "final_reply": f"execution={given} does not belong to rule {rule.id}."}
-    if given and scheduled_rule_id(given) is not None and not (rule.enabled and rule.schedule):
+    tick = scheduled_tick(given) if given else None
+    if tick is not None and not (rule.enabled and rule.schedule):
         why = "was paused" if not rule.enabled else "was taken off its schedule"
         return {**fresh, "final_reply": f"Rule {rule.id} {why} after this run was queued; nothing was run."}
+    if tick is not None and stale_tick(rule, tick):
+        return {**fresh, "final_reply": f"Rule {rule.id} was paused and resumed, or its schedule was changed, after "
+                                        f"this run ({tick:%Y-%m-%d %H:%M} UTC) was queued; nothing was run."}
     execution_id = given or f"rule{rule.id}-m{uuid.uuid4().hex[:12]}"
     report_progress("rule", f"{rule.id} {rule.symbol}")
     data = asdict(rule)

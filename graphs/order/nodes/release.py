@@ -1,0 +1,20 @@
+"""Release: the approval is over (decided, expired, refused, or the order placed), so the proposer's claim on its
+one order card (tools.broker.proposal_claims; the intent's `claim` names the holder) is given back. A manual order
+claims nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from graphs.context import WorkflowContext
+from graphs.order.state import OrderApprovalState
+from tools.broker.proposal_claims import release_proposals
+
+
+def release_node(state: OrderApprovalState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+    holder = state["order_intent"].get("claim")
+    if holder:
+        release_proposals(runtime.context.engine, str(holder))
+    return {}
