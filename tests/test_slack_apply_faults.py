@@ -7,6 +7,7 @@ is not recorded, and the clicker is told so."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,11 +139,17 @@ def test_a_click_the_listener_cannot_check_is_not_recorded_and_the_clicker_is_to
     database = served.url.rsplit("/", 1)[1]
     with psycopg.connect(served.url) as locker, psycopg.connect(served.url, autocommit=True) as admin:
         locker.execute("LOCK TABLE checkpoints, checkpoint_writes, checkpoint_blobs IN ACCESS EXCLUSIVE MODE")
-        _approve(served, channel, root, review)  # acked at once; the listener's check then waits on the lock
+        # a click is acked once its decision is recorded: the request waits while the listener's check waits
+        answered: list[int] = []
+        body = action_body(ALICE, channel, review.response["ts"], root, button_of(review, "review_approve"))
+        click = threading.Thread(target=lambda: answered.append(post(served.bot.url, body, FORM)[0]))
+        click.start()
         waiting = wait_until(lambda: _waiting_on_a_lock(admin, database), "the click's check to wait on the lock")
         for pid in waiting:
             assert admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone() == (True,)
         locker.rollback()
+        click.join(timeout=30)
+        assert answered == [200]  # acked once the check failed
     (told,) = slack.fake.wait_for("chat.postEphemeral", where=lambda c: c.args.get("user") == ALICE)
     assert text_of(told).startswith("I could not record your decision: the database did not answer")
     assert _decisions(served.url) == []  # nothing recorded: the buttons still decide

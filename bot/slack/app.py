@@ -1,4 +1,5 @@
-"""The Bolt app: listeners ack at once and hand the work to the front door."""
+"""The Bolt app: listeners ack at once and hand the work to the front door; a decision click is acked once its
+decision row is written, so an acked click is never lost."""
 
 from __future__ import annotations
 
@@ -134,11 +135,11 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
 
     @app.action(re.compile(r"^clarify_choice_\d+$"))
     def on_choice(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
-        ack()
         thread_id, interrupt_id, choice = parse_button_value(action["value"])
         user, channel = body["user"]["id"], body["channel"]["id"]
         message_ts = body["message"]["ts"]
         allowed, reason = door.decide(thread_id, interrupt_id, user, {"type": "respond", "message": choice}, "button")
+        ack()  # after the decision row is written: an acked click is never lost, whatever happens next
         if not allowed:
             client.chat_postEphemeral(channel=channel, user=user, text=reason,
                                       thread_ts=body["message"].get("thread_ts"))
@@ -152,10 +153,10 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
 
     @app.action("review_approve")
     def on_approve(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
-        ack()
         thread_id, interrupt_id, _ = parse_button_value(action["value"])
         user, channel = body["user"]["id"], body["channel"]["id"]
         allowed, reason = door.decide(thread_id, interrupt_id, user, {"type": "approve"}, "button")
+        ack()  # after the decision row is written: an acked click is never lost, whatever happens next
         if not allowed:
             client.chat_postEphemeral(channel=channel, user=user, text=reason,
                                       thread_ts=body["message"].get("thread_ts"))
