@@ -109,6 +109,15 @@ def engine(db_url: str) -> Iterator[Engine]:
 
 
 @pytest.fixture
+def sqlite_engine(sqlite_url: str) -> Iterator[Engine]:
+    """A migrated SQLite database of this test's own (for tests that do not need both databases)."""
+    engine = make_engine(sqlite_url)
+    upgrade(engine)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
 def models() -> Iterator[ScriptedModels]:
     """Scripted chat models for one test; at its end none may have run out or kept unused answers."""
     made = ScriptedModels()

@@ -5,9 +5,6 @@ order card and nothing of the cut report kept; a stage that cannot fit another c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from sqlalchemy import Engine
 
 from graphs.decision.budget import MIN_ANSWER_TOKENS
@@ -22,22 +19,12 @@ from tools.analyst_memory import MemoryController
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
 from tools.settings import Settings
-from tools.storage.db import make_engine
-from tools.storage.migrate import upgrade
 
 CODE = "600519.SH"
 MAIN, LIGHT = "main-model", "light-model"
 BUDGET = 6000  # the one analyst's share is 3,600 tokens: its two calls fit, a 5,000-word report does not
 SMALL = 1200  # a 720-token share: the first call (a prompt of about 400) fits, the report's (about 600 more) not
 LONG_REPORT = " ".join(["trend"] * 5000)
-
-
-@pytest.fixture
-def engine(sqlite_url: str) -> Iterator[Engine]:
-    made = make_engine(sqlite_url)
-    upgrade(made)
-    yield made
-    made.dispose()
 
 
 def _thread(sqlite_url: str, engine: Engine, sandbox: Sandbox, server: OpenAIServer, budget: int) -> GraphThread:
@@ -49,10 +36,10 @@ def _thread(sqlite_url: str, engine: Engine, sandbox: Sandbox, server: OpenAISer
 
 
 def test_an_answer_that_would_run_past_the_budget_is_cut_there_and_the_desk_stops(
-        sqlite_url: str, engine: Engine, sandbox: Sandbox, openai_server: OpenAIServer) -> None:
+        sqlite_url: str, sqlite_engine: Engine, sandbox: Sandbox, openai_server: OpenAIServer) -> None:
     fake = openai_server.fake
     fake.script(ROLES["market"], tool_call("get_indicators"), answer(LONG_REPORT))
-    thread = _thread(sqlite_url, engine, sandbox, openai_server, BUDGET)
+    thread = _thread(sqlite_url, sqlite_engine, sandbox, openai_server, BUDGET)
     out = thread.say(f"analyze {CODE} analysts=market account={account()}")
 
     share = int(BUDGET * ANALYST_SHARE)
@@ -67,16 +54,16 @@ def test_an_answer_that_would_run_past_the_budget_is_cut_there_and_the_desk_stop
                                         f"of its part of this decision's token budget, {share:,} tokens")
     assert "__interrupt__" not in out and result["risk_summary"] is None  # no debate, no order card
     assert result["tokens"] <= share  # the endpoint's own count: within the share
-    memory = MemoryController(engine, "market", thread.ctx.desk_namespace).get_memory_summary(CODE, "20200824",
+    memory = MemoryController(sqlite_engine, "market", thread.ctx.desk_namespace).get_memory_summary(CODE, "20200824",
                                                                                              "post_close")
     assert "trend trend" not in memory["today_report"]  # the cut report is not kept
 
 
 def test_a_stage_that_cannot_fit_another_call_stops_before_making_it(
-        sqlite_url: str, engine: Engine, sandbox: Sandbox, openai_server: OpenAIServer) -> None:
+        sqlite_url: str, sqlite_engine: Engine, sandbox: Sandbox, openai_server: OpenAIServer) -> None:
     fake = openai_server.fake
     fake.script(ROLES["market"], tool_call("get_indicators"))  # a second call would find no script: a failure
-    out = _thread(sqlite_url, engine, sandbox, openai_server, SMALL).say(f"analyze {CODE} analysts=market")
+    out = _thread(sqlite_url, sqlite_engine, sandbox, openai_server, SMALL).say(f"analyze {CODE} analysts=market")
     share = int(SMALL * ANALYST_SHARE)
     (only,) = fake.of(ROLES["market"])
     assert only.body["max_completion_tokens"] < share

@@ -6,7 +6,6 @@ keeps nothing of the failed agent in its memory; the same request later, with th
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 from langchain_core.messages import AIMessage
@@ -23,8 +22,6 @@ from tools.analyst_memory import MemoryController
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
 from tools.settings import Settings
-from tools.storage.db import make_engine
-from tools.storage.migrate import upgrade
 
 CODE = "600519.SH"
 MAIN, LIGHT = "main-model", "light-model"
@@ -62,17 +59,9 @@ def _failing_run(fault: str) -> tuple[dict[str, list[Step]], int]:
     return {"market": desk["market"], "news": desk["news"], "bull": FAILURES[fault]}, 2  # both analysts reported
 
 
-@pytest.fixture
-def engine(sqlite_url: str) -> Iterator[Engine]:
-    made = make_engine(sqlite_url)
-    upgrade(made)
-    yield made
-    made.dispose()
-
-
 @pytest.mark.parametrize("fault", FAILURES)
 def test_a_failing_endpoint_stops_the_desk_cleanly_and_a_retry_runs_through(
-        fault: str, sqlite_url: str, engine: Engine, sandbox: Sandbox, openai_server: OpenAIServer) -> None:
+        fault: str, sqlite_url: str, sqlite_engine: Engine, sandbox: Sandbox, openai_server: OpenAIServer) -> None:
     fake = openai_server.fake
     first, summaries = _failing_run(fault)
     for role, steps in first.items():
@@ -80,7 +69,7 @@ def test_a_failing_endpoint_stops_the_desk_cleanly_and_a_retry_runs_through(
     fake.script(LIGHT, *[answer("memory of the day")] * summaries)  # market's and news's, whichever comes first
     settings = Settings(_env_file=None, OPENAI_BASE_URL=openai_server.url, OPENAI_API_KEY=API_KEY,
                         QUANTDESK_MODEL=MAIN, QUANTDESK_LIGHT_MODEL=LIGHT)
-    ctx = desk_context(engine, sandbox, SampleProvider(), get_llm(settings), get_light_llm(settings))
+    ctx = desk_context(sqlite_engine, sandbox, SampleProvider(), get_llm(settings), get_light_llm(settings))
     thread = GraphThread(sqlite_url, ctx, build_decision_graph)
     request = f"analyze {CODE} analysts=market,news account={account()}"
     out = thread.say(request)
@@ -92,7 +81,8 @@ def test_a_failing_endpoint_stops_the_desk_cleanly_and_a_retry_runs_through(
     assert view.title.endswith("no decision") and view.warnings[0] == SAID[fault]
     failing = "news" if fault == "analyst 500" else "bull"
     assert len(fake.of(ROLES[failing])) == len(first[failing])  # a 500 is retried twice, a 401 never
-    news = MemoryController(engine, "news", ctx.desk_namespace).get_memory_summary(CODE, "20200824", "post_close")
+    news = MemoryController(sqlite_engine, "news", ctx.desk_namespace).get_memory_summary(CODE, "20200824",
+                                                                                          "post_close")
     # an analyst whose model failed has no report: its memory keeps nothing of the run, and nothing is summarised
     assert news["today_report"].startswith("No news could be read.") == (failing != "news")
     assert news["memory_summary_post_close"] == ("memory of the day" if failing != "news" else "")
