@@ -22,14 +22,9 @@ from langgraph.types import Command, Durability, StateSnapshot
 
 from bot.context import AppContext
 from bot.jobs import should_stop, stop_honoured
-from graphs.context import WorkflowContext
-from graphs.llm import get_light_llm, get_llm
+from graphs.context_factory import workflow_context
 from graphs.main import build_main_graph
 from graphs.progress import PROGRESS
-from tools.artifacts import ArtifactStore
-from tools.broker.paper import PaperBroker, PaperConfig
-from tools.klines import klines_for
-from tools.rule_store import RuleStore
 from tools.sandbox import SandboxUnavailable, default_sandbox
 
 log = logging.getLogger(__name__)
@@ -62,24 +57,14 @@ class Outcome:
 class Runner:
     def __init__(self, app: AppContext, checkpointer: BaseCheckpointSaver) -> None:
         settings = app.settings
-        paper = PaperConfig.from_settings(settings)
         self.graph = build_main_graph(checkpointer)
         sandbox = default_sandbox()
         try:
             sandbox.warm()  # at start, so the first user's code does not pay for the workers' start-up
         except SandboxUnavailable as exc:
             log.warning("the sandbox could not start its workers: %s", exc)
-        self.context = WorkflowContext(
-            provider=app.provider, engine=app.engine, sandbox=sandbox,
-            artifacts=ArtifactStore(app.engine, settings.artifact_retention_days), llm=get_llm(settings),
-            light_llm=get_light_llm(settings),
-            fee_rate=settings.fee_rate, long_only=settings.long_only,
-            paper=paper, broker=lambda name, by: PaperBroker(app.engine, app.provider, name, paper, opened_by=by),
-            traders=settings.traders,
-            rules=RuleStore(app.engine, settings.admins, max_failures=settings.rule_max_failures),
-            klines=lambda symbol: klines_for(symbol, settings, app.provider), stop_requested=should_stop,
-            stop_honoured=stop_honoured,
-        )
+        self.context = workflow_context(settings, app.engine, app.provider, sandbox, stop_requested=should_stop,
+                                        stop_honoured=stop_honoured)
         self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
         graphs = [self.graph, *(graph for _name, graph in self.graph.get_subgraphs(recurse=True))]
         self._nodes = frozenset(name for graph in graphs for name in graph.nodes)

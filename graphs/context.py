@@ -42,6 +42,7 @@ class WorkflowContext:
     posts: NewsSource | None = None
     decision_token_budget: int = 200_000  # tokens one desk decision may use, all agents together
     replay_token_budget: int = 2_000_000  # tokens one replay of the desk may use over all its dates
+    max_answer_tokens: int = 8_192  # the most answer tokens one desk call asks for (the model's output limit)
     desk_namespace: str = "live"  # the decision desk's memory and decision log (a replay has its own)
     stop_requested: Callable[[], bool] = lambda: False  # the adapter's "stop this run" (checked inside long nodes)
     stop_honoured: Callable[[], None] = lambda: None  # a long node stopped early for it: let the run finish its report

@@ -27,14 +27,10 @@ from pydantic import GetCoreSchemaHandler
 from pydantic_core import CoreSchema, core_schema
 
 from graphs.context import WorkflowContext
-from graphs.llm import get_light_llm, get_llm
+from graphs.context_factory import workflow_context
 from graphs.main import build_main_graph
 from graphs.registry import ANALYZE, FACTOR, ORDER, RULE, SIGNAL
-from tools.artifacts import ArtifactStore
-from tools.broker.paper import PaperBroker, PaperConfig
-from tools.data.factory import desk_sources, provider_from_settings
-from tools.klines import klines_for
-from tools.rule_store import RuleStore
+from tools.data.factory import provider_from_settings
 from tools.sandbox import default_sandbox
 from tools.settings import Settings, get_settings
 from tools.storage.db import is_sqlite, make_engine, redacted
@@ -50,21 +46,7 @@ def context_from_settings(settings: Settings) -> WorkflowContext:
         upgrade(engine)
     elif current_revision(engine) != head_revision():
         raise RuntimeError(f"database {redacted(url)} is not at the code's revision; run `quantdesk db upgrade`")
-    provider = provider_from_settings(settings)
-    paper = PaperConfig.from_settings(settings)
-    fundamentals, news, posts = desk_sources(settings, provider)
-    return WorkflowContext(
-        provider=provider, engine=engine, sandbox=default_sandbox(),
-        artifacts=ArtifactStore(engine, settings.artifact_retention_days),
-        llm=get_llm(settings), light_llm=get_light_llm(settings), fee_rate=settings.fee_rate,
-        long_only=settings.long_only, paper=paper,
-        broker=lambda name, by: PaperBroker(engine, provider, name, paper, opened_by=by),
-        traders=settings.traders, decision_token_budget=settings.decision_token_budget,
-        replay_token_budget=settings.replay_token_budget,
-        fundamentals=fundamentals, news=news, posts=posts,
-        rules=RuleStore(engine, settings.admins, max_failures=settings.rule_max_failures),
-        klines=lambda symbol: klines_for(symbol, settings, provider),
-    )
+    return workflow_context(settings, engine, provider_from_settings(settings), default_sandbox())
 
 
 _building = threading.Lock()

@@ -13,7 +13,7 @@ from graphs.decision.routes import ANALYST_SHARE
 from graphs.llm import get_light_llm, get_llm
 from tests.decision_desk import ROLES, account, desk_context
 from tests.fakes.chat import answer, tool_call
-from tests.fakes.openai_server import API_KEY, OpenAIServer
+from tests.fakes.openai_server import API_KEY, OpenAIServer, http_error
 from tests.graph_thread import GraphThread
 from tools.analyst_memory import MemoryController
 from tools.data.local import SampleProvider
@@ -71,3 +71,18 @@ def test_a_stage_that_cannot_fit_another_call_stops_before_making_it(
     assert result["stopped"].startswith("stopped in the market analyst: there is not enough left for another call "
                                         f"in its part of this decision's token budget, {share:,} tokens")
     assert result["tokens"] <= share
+
+
+def test_with_the_default_budget_no_call_asks_for_more_than_the_models_output_limit(
+        sqlite_url: str, sqlite_engine: Engine, sandbox: Sandbox, openai_server: OpenAIServer) -> None:
+    """A 200,000-token budget leaves one analyst 120,000 tokens: a call asking for all of it is refused by real
+    endpoints (gpt-4o's output limit is 16,384; the fake refuses above that too), so the ask is capped at
+    QUANTDESK_LLM_MAX_ANSWER_TOKENS."""
+    fake = openai_server.fake
+    fake.script(ROLES["market"], tool_call("get_indicators"), answer("Trend report."))
+    fake.script(LIGHT, answer("memory of the day"))
+    fake.script(ROLES["bull"], http_error(401))  # the debate's first call, with 80,000 tokens left; then it stops
+    out = _thread(sqlite_url, sqlite_engine, sandbox, openai_server, 200_000).say(f"analyze {CODE} analysts=market")
+    asked = [e.body["max_completion_tokens"] for e in [*fake.of(ROLES["market"]), *fake.of(ROLES["bull"])]]
+    assert asked == [8_192] * 3  # the default QUANTDESK_LLM_MAX_ANSWER_TOKENS, not what the budget has left
+    assert out["result"]["analysts"]["market"]["report"].startswith("Trend report.")

@@ -30,6 +30,7 @@ from tools.broker.proposal_claims import (
     APPLY_GRACE,
     ProposalClaim,
     claim_proposal,
+    fit_claims_to_card,
     live_claims,
     release_proposals,
 )
@@ -76,6 +77,21 @@ def test_a_slot_is_claimed_refused_retaken_released_and_lapses(engine: Engine) -
     taken = claim_proposal(engine, account, CODE, "rule:7", "rule7-d", TTL, lapse)
     assert (taken.holder, taken.expires_at) == ("rule7-d", lapse + TTL + APPLY_GRACE)
     assert release_proposals(engine, "rule7-c") == 0  # its lapsed claim was taken over: not its to give back
+
+
+def test_a_claim_is_cut_to_its_card_expiry_and_never_lengthened(engine: Engine) -> None:
+    """A card that expires at 09:15 (a pre-open card made at 09:00) frees its slot at 09:25, not two hours on."""
+    account = _account()
+    claim_proposal(engine, account, CODE, "desk", "thread-card", TTL, T0)
+    card_expires = T0 + timedelta(minutes=15)
+    fit_claims_to_card(engine, "thread-card", card_expires)
+    (claim,) = [c for c in live_claims(engine, "desk", T0) if c.account == account]
+    assert claim.expires_at == card_expires + APPLY_GRACE
+    fit_claims_to_card(engine, "thread-card", T0 + 2 * TTL)  # a later card expiry never lengthens the claim
+    (claim,) = [c for c in live_claims(engine, "desk", T0) if c.account == account]
+    assert claim.expires_at == card_expires + APPLY_GRACE
+    after = card_expires + APPLY_GRACE
+    assert claim_proposal(engine, account, CODE, "desk", "thread-next", TTL, after).holder == "thread-next"
 
 
 @pytest.mark.parametrize("rounds", [6])

@@ -108,6 +108,8 @@ class Settings(BaseSettings):
     decision_token_budget: int = Field(default=200_000, ge=1_000, le=10_000_000,
                                        alias="QUANTDESK_DECISION_TOKEN_BUDGET")
     replay_token_budget: int = Field(default=2_000_000, ge=1_000, le=100_000_000, alias="QUANTDESK_REPLAY_TOKEN_BUDGET")
+    # the most answer tokens one desk call asks for (max_completion_tokens): the model's output limit or less
+    llm_max_answer_tokens: int = Field(default=8_192, ge=256, le=200_000, alias="QUANTDESK_LLM_MAX_ANSWER_TOKENS")
     # the desk's other sources: local files, and tushare's news endpoints (a separate paid permission)
     fundamentals_dir: Path | None = Field(default=None, alias="QUANTDESK_FUNDAMENTALS_DIR")
     news_dir: Path | None = Field(default=None, alias="QUANTDESK_NEWS_DIR")

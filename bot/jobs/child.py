@@ -53,13 +53,15 @@ class ChildWorker(WorkerHandle):
                       RESTART_DELAY_SECONDS)
             if self._stopping.wait(RESTART_DELAY_SECONDS):
                 return
-            with self._lock:
+            with self._lock:  # stop() sets _stopping under this lock: never start a child after it
+                if self._stopping.is_set():
+                    return
                 self._proc = self._spawn()
 
     def stop(self, timeout: float = 60.0) -> None:
         """SIGTERM: the worker stops fetching and lets running jobs reach a node boundary (they are retried)."""
-        self._stopping.set()
         with self._lock:
+            self._stopping.set()
             proc = self._proc
         if proc.poll() is None:
             proc.terminate()

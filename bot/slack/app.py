@@ -144,12 +144,16 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
             client.chat_postEphemeral(channel=channel, user=user, text=reason,
                                       thread_ts=body["message"].get("thread_ts"))
             return
-        info = door.registry.get(thread_id)
-        if info is None:  # decide() found it a moment ago; it cannot vanish, but never resume blindly
-            return
-        where = Where(info.team_id, info.channel_id, info.thread_ts, user)
-        door.accept_answer(where, info, interrupt_id, choice, {"choice": choice, "source": "button"}, message_ts)
-        door.submit_decision(interrupt_id, where)
+        try:
+            info = door.registry.get(thread_id)
+            if info is None:  # decide() found it a moment ago; it cannot vanish, but never resume blindly
+                return
+            where = Where(info.team_id, info.channel_id, info.thread_ts, user)
+            door.accept_answer(where, info, interrupt_id, choice, {"choice": choice, "source": "button"}, message_ts)
+            door.submit_decision(interrupt_id, where)
+        except INFRASTRUCTURE_ERRORS as exc:
+            log.warning("decision %s recorded, not queued yet (%s): the reconciler will queue it", interrupt_id,
+                        type(exc).__name__)
 
     @app.action("review_approve")
     def on_approve(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:

@@ -34,10 +34,11 @@ def prompt_tokens(prompt: Sequence[BaseMessage], tools: Sequence[BaseTool] = ())
     return estimate_tokens(text + "".join(json.dumps(convert_to_openai_tool(t)) for t in tools))
 
 
-def answer_allowance(prompt: int, used: int, budget: int) -> int | None:
-    """The most answer tokens the next call may take within the budget, or None when it cannot fit."""
+def answer_allowance(prompt: int, used: int, budget: int, most: int) -> int | None:
+    """The answer tokens the next call may ask for: what the budget has left, at most `most` (the model's output
+    limit: endpoints refuse a larger max_completion_tokens), or None when the call cannot fit."""
     left = budget - used - prompt
-    return left if left >= MIN_ANSWER_TOKENS else None
+    return min(left, most) if left >= MIN_ANSWER_TOKENS else None
 
 
 def tokens_of(prompt: Sequence[BaseMessage], answer: AIMessage) -> int:

@@ -46,7 +46,7 @@ def ask(ctx: WorkflowContext, state: DebateState, system: str, stage: str) -> tu
     """One model call of a debate: (answer, tokens after it, why it stopped)."""
     used, budget = state.get("tokens", 0), state["budget"]
     messages = [SystemMessage(system), HumanMessage(f"{briefing(state)}\n\n## debate so far\n{transcript(state)}")]
-    cap = answer_allowance(prompt_tokens(messages), used, budget)
+    cap = answer_allowance(prompt_tokens(messages), used, budget, ctx.max_answer_tokens)
     if cap is None:
         return None, used, budget_note(stage, used, budget)
     try:

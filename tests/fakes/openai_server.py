@@ -6,7 +6,8 @@ it, so each agent (or each of the main and light models) replays its own queue. 
 counts; a text longer than the request's max_completion_tokens is cut there with finish_reason "length") or a
 fault: `http_error(500)`, `http_error(429, retry_after=1)`, `hang(seconds)` (answers nothing and
 closes the connection after at most `seconds`, or at shutdown). Every request is recorded. A request the script
-does not cover, or one that breaks the protocol, gets HTTP 400 (the client does not retry it, so the test sees
+does not cover, one that breaks the protocol, or one asking for more answer tokens than the model's output
+limit (`answer_limit`) gets HTTP 400 (the client does not retry it, so the test sees
 it) and is recorded as a failure that `check()` (run at a fixture's teardown) raises."""
 
 from __future__ import annotations
@@ -139,6 +140,7 @@ class FakeOpenAI:
 
     scripts: dict[str, list[Step]] = field(default_factory=dict)
     api_key: str = API_KEY
+    answer_limit: int = 16_384  # the model's output limit: a larger max_completion_tokens is refused (HTTP 400)
     exchanges: list[Exchange] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     closing: threading.Event = field(default_factory=threading.Event)
@@ -175,6 +177,9 @@ class FakeOpenAI:
             if headers.get("authorization") != f"Bearer {self.api_key}":
                 return exchange, HttpError(401, message="Incorrect API key provided")
             problem = _protocol_problem(body)
+            cap = body.get("max_completion_tokens", body.get("max_tokens"))
+            if problem is None and isinstance(cap, int) and cap > self.answer_limit:
+                problem = f"max_completion_tokens is too large: {cap}; this model supports at most {self.answer_limit}"
             if problem is None:
                 exchange.key, problem = self._key(body)
             if problem is None and not self.scripts[exchange.key]:  # type: ignore[index]

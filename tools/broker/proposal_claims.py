@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Engine, delete, or_, select
+from sqlalchemy import Engine, delete, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from tools.storage.claim_records import ProposalClaimRecord as Claim
@@ -60,6 +60,15 @@ def claim_proposal(engine: Engine, account: str, ts_code: str, proposer: str, ho
              "claimed by" if claim.holder == holder else "still held by", claim.holder,
              f"{claim.expires_at:%Y-%m-%d %H:%M:%S}Z")
     return claim
+
+
+def fit_claims_to_card(engine: Engine, holder: str, card_expires_at: datetime) -> None:
+    """Once the card's own expiry is known (it is often sooner than the order TTL: cut at 09:15 or 14:57), the
+    holder's claims lapse APPLY_GRACE after it, so a dead card does not block its proposer for hours."""
+    until = _utc(card_expires_at) + APPLY_GRACE
+    with engine.begin() as connection:
+        connection.execute(update(Claim).where(Claim.holder == holder, Claim.expires_at > until)
+                           .values(expires_at=until))
 
 
 def release_proposals(engine: Engine, holder: str) -> int:

@@ -30,7 +30,7 @@ def make_agent_node(spec: AnalystSpec) -> Callable[..., dict[str, Any]]:
         if tripped:
             messages.append(HumanMessage(WRITE_NOW.format(limit=spec.tool_limit)))
         tools = [] if tripped else Toolkit(spec.name, ctx, state["request"]).schemas()
-        cap = answer_allowance(prompt_tokens(messages, tools), used, budget)
+        cap = answer_allowance(prompt_tokens(messages, tools), used, budget, ctx.max_answer_tokens)
         if cap is None:
             return {"stopped": budget_note(f"the {spec.name} analyst", used, budget)}
         model = ctx.llm.bind_tools(tools) if tools else ctx.llm

@@ -36,10 +36,12 @@ def full_report(state: AnalystState) -> str:
     return "\n\n".join(parts)
 
 
-def report_id_of(request: dict[str, Any], analyst: str) -> str:
+def report_id_of(request: dict[str, Any], analyst: str) -> str | None:
     """The id of the report this run's analyst saves: the same when a crash makes the save run again (which then
-    replaces its text instead of adding a version)."""
-    return uuid.uuid5(uuid.NAMESPACE_URL, f"quantdesk:{request['run_id']}:{analyst}").hex
+    replaces its text instead of adding a version). None for a request checkpointed before runs had an id in
+    their request (a run resumed after an upgrade): the save then makes a fresh id."""
+    run_id = request.get("run_id")
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"quantdesk:{run_id}:{analyst}").hex if run_id else None
 
 
 def make_save_node(spec: AnalystSpec) -> Callable[..., dict[str, Any]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -12,6 +13,7 @@ from graphs.context import WorkflowContext, default_account, thread_id
 from graphs.order.payload import preview_json, request_of
 from graphs.order.state import OrderApprovalState
 from graphs.progress import report_progress
+from tools.broker.proposal_claims import fit_claims_to_card
 from tools.broker.store import log_event
 from tools.data.schema import DataError
 
@@ -31,6 +33,8 @@ def propose_node(state: OrderApprovalState, runtime: Runtime[WorkflowContext], c
     except (DataError, ValueError) as exc:
         return {"order_outcome": _outcome("refused", f"The order cannot be proposed: {exc}", account)}
     proposal = preview_json(preview)
+    if intent.get("claim"):  # an automated proposer's card slot lapses with the card, not hours later
+        fit_claims_to_card(ctx.engine, intent["claim"], datetime.fromisoformat(proposal["expires_at"]))
     log_event(ctx.engine, client_order_id, account, "proposed", intent.get("proposed_by"),
               {"request": proposal["request"], "passed": proposal["passed"],
                "failed": [c["name"] for c in proposal["checks"] if not c["passed"]]})

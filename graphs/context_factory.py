@@ -1,0 +1,38 @@
+"""The workflows' context built from the settings: the one place every adapter (the bot's runner, which the
+console and the Slack workers use, and the LangGraph server) gets its providers, desk sources, broker, budgets and
+models from, so a setting cannot reach one adapter and not another."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Engine
+
+from graphs.context import WorkflowContext
+from graphs.llm import get_light_llm, get_llm
+from tools.artifacts import ArtifactStore
+from tools.broker.paper import PaperBroker, PaperConfig
+from tools.data.factory import desk_sources
+from tools.data.provider import MarketDataProvider
+from tools.klines import klines_for
+from tools.rule_store import RuleStore
+from tools.sandbox import Sandbox
+from tools.settings import Settings
+
+
+def workflow_context(settings: Settings, engine: Engine, provider: MarketDataProvider, sandbox: Sandbox,
+                     **adapter: Any) -> WorkflowContext:
+    """Everything the settings decide; `adapter` adds what only the adapter knows (its stop check, say)."""
+    paper = PaperConfig.from_settings(settings)
+    fundamentals, news, posts = desk_sources(settings, provider)
+    return WorkflowContext(
+        provider=provider, engine=engine, sandbox=sandbox,
+        artifacts=ArtifactStore(engine, settings.artifact_retention_days),
+        llm=get_llm(settings), light_llm=get_light_llm(settings), fee_rate=settings.fee_rate,
+        long_only=settings.long_only, paper=paper,
+        broker=lambda name, by: PaperBroker(engine, provider, name, paper, opened_by=by),
+        traders=settings.traders, decision_token_budget=settings.decision_token_budget,
+        replay_token_budget=settings.replay_token_budget, max_answer_tokens=settings.llm_max_answer_tokens,
+        fundamentals=fundamentals, news=news, posts=posts,
+        rules=RuleStore(engine, settings.admins, max_failures=settings.rule_max_failures),
+        klines=lambda symbol: klines_for(symbol, settings, provider), **adapter)
