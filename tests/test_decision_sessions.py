@@ -144,6 +144,7 @@ def test_a_pre_open_replay_decides_each_date_on_the_previous_close_and_builds_it
     ((2020, 8, 25, 8, 30), f"analyze {CODE} 20200825", ("pre_open", "20200825", "20200824")),
     ((2020, 8, 25, 9, 30), f"analyze {CODE}", ("post_close", "20200824", "20200824")),  # the market is open
     ((2020, 8, 29, 8, 30), f"analyze {CODE}", ("post_close", "20200824", "20200824")),  # a Saturday
+    ((2020, 8, 26, 8, 30), f"analyze {CODE}", ("post_close", "20200824", "20200824")),  # the data a day behind
     ((2020, 10, 12, 8, 30), f"analyze {CODE}", ("post_close", "20200824", "20200824")),  # data no longer live
     ((2020, 8, 25, 8, 30), f"analyze {CODE} 20200821", ("post_close", "20200821", "20200821")),  # a past date
     ((2020, 8, 25, 8, 30), f"analyze {CODE} session=post_close", ("post_close", "20200824", "20200824")),

@@ -209,6 +209,26 @@ def test_a_failed_start_is_started_again_by_the_next_pass_marked_again(iso_engin
     assert run_due(iso_engine, store, _utc(2024, 1, 2, 1, 32, 5), enqueued, "w1", is_trading_day=weekdays) == []
 
 
+def test_a_failed_tick_is_not_started_late_once_a_newer_tick_of_the_rule_ran(iso_engine: Engine) -> None:
+    """The 09:30 start failed; the 09:31 tick was enqueued (the queue came back). Past its on-time window the
+    09:30 tick is recorded skipped, not run after a newer decision of the rule, even under catch-up "once"."""
+    clock = _Clock(_utc(2024, 1, 2, 1, 29, 30))
+    store = RuleStore(iso_engine, frozenset(), clock=clock)
+    rule = store.add("UOWNER", "C1", "600519.SH", "buy when close > ma(30)", schedule="30,31 9 * * 1-5")
+    enqueued = _Enqueued()
+    enqueued.broken = True
+    run_due(iso_engine, store, _utc(2024, 1, 2, 1, 30, 5), enqueued, "w1", is_trading_day=weekdays)
+    enqueued.broken = False
+    with iso_engine.begin() as connection:  # the 09:31 tick was started by another process meanwhile
+        connection.execute(RuleTick.__table__.insert().values(
+            rule_id=rule.id, tick=_utc(2024, 1, 2, 1, 31), claimed_at=_utc(2024, 1, 2, 1, 31, 2), claimed_by="w9",
+            execution_id=f"rule{rule.id}-20240102T0131Z", status="enqueued"))
+    assert run_due(iso_engine, store, _utc(2024, 1, 2, 1, 40, 5), enqueued, "w2", is_trading_day=weekdays,
+                   catch_up="once") == []
+    assert enqueued.calls == []
+    assert _ticks(iso_engine, rule.id) == [(_utc(2024, 1, 2, 1, 30), "skipped"), (_utc(2024, 1, 2, 1, 31), "enqueued")]
+
+
 @pytest.mark.parametrize("policy", ["once", "skip"])
 def test_starts_failing_for_an_hour_run_like_missed_ticks(iso_engine: Engine, policy: str) -> None:
     """Every minute's start fails for an hour (the queue is down): once it is back, the ticks still on time run,

@@ -210,21 +210,26 @@ def _restart_unfinished(engine: Engine, store: RuleStore, now_utc: datetime, enq
                         policy: CatchUp) -> list[ScheduledRun]:
     """Ticks claimed and never enqueued: their start failed, or their worker died mid-start (claimed more than
     LOST_CLAIM ago). One worker takes each over, on the same execution id, and starts it again while it is on
-    time; a later one under the catch-up policy ("once": only the rule's latest); the rest, and the ticks of a
-    rule paused, unscheduled or resumed since, are recorded "skipped"."""
+    time; a later one under the catch-up policy ("once": only the rule's latest); the rest, the ticks older than
+    a tick of the rule that was enqueued since, and the ticks of a rule paused, unscheduled or resumed since, are
+    recorded "skipped"."""
     now, cutoff = _utc(now_utc), _utc(now_utc) - LOST_CLAIM
     unfinished = or_(RuleTick.status == "failed", and_(RuleTick.status == "claimed", RuleTick.claimed_at < cutoff))
     with Session(engine) as session:
         rows = session.execute(select(RuleTick.rule_id, RuleTick.tick).where(unfinished)
                                .order_by(RuleTick.rule_id, RuleTick.tick)).all()
+        newest = {rule_id: aware(tick) for rule_id, tick in session.execute(
+            select(RuleTick.rule_id, func.max(RuleTick.tick)).where(RuleTick.status == "enqueued")
+            .group_by(RuleTick.rule_id)).all()}
     ticks: dict[int, list[datetime]] = {}
     for rule_id, tick in rows:
         ticks.setdefault(rule_id, []).append(aware(tick))
     runs: list[ScheduledRun] = []
     for rule_id, found in ticks.items():
         rule = store.get(rule_id)
+        ran_since = newest.get(rule_id)  # a newer tick of the rule ran: an older one is not started late
         live = [] if rule is None or not (rule.enabled and rule.schedule) else \
-            [tick for tick in found if not stale_tick(rule, tick)]
+            [tick for tick in found if not stale_tick(rule, tick) and (ran_since is None or tick > ran_since)]
         on_time = [tick for tick in live if now - tick < ON_TIME]
         again = on_time or (live[-1:] if policy == "once" else [])
         for tick in found:

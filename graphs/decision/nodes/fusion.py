@@ -24,6 +24,18 @@ from tools.market_snapshot import price_bars
 
 NOT_RUN = AnalystMemorySummary(today_report="(this analyst was not asked)", memory_summary_pre_open="",
                                memory_summary_post_close="")
+NO_REPORT = "(this analyst stopped before writing a report)"
+
+
+def _summary(ctx: WorkflowContext, name: str, request: dict[str, Any], runs: dict[str, Any], session: str,
+             day: str) -> AnalystMemorySummary:
+    """The analyst's memory summary with the report this run wrote; an analyst not asked, or one that stopped
+    before writing a report, has none (never another run's report of the day)."""
+    if name not in request["analysts"]:
+        return NOT_RUN
+    report_id = (runs.get(name) or {}).get("report_id")
+    summary = memory_of(ctx, name, request).get_memory_summary(request["ts_code"], day, session, report_id=report_id)
+    return summary if report_id else AnalystMemorySummary(**{**summary, "today_report": NO_REPORT})
 
 
 def fusion_node(state: DecisionState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
@@ -33,9 +45,7 @@ def fusion_node(state: DecisionState, runtime: Runtime[WorkflowContext]) -> dict
     runs = state.get("analyst_runs") or {}
     session, day = session_of(request)
     update: dict[str, Any] = {
-        f"{name}_analyst_summary": memory_of(ctx, name, request).get_memory_summary(
-            code, day, session, report_id=(runs.get(name) or {}).get("report_id"))
-        if name in request["analysts"] else NOT_RUN for name in ANALYSTS}
+        f"{name}_analyst_summary": _summary(ctx, name, request, runs, session, day) for name in ANALYSTS}
     if ctx.broker is None:
         return {**update, "stopped": "stopped at fusion: no paper account is configured for this run"}
     update.update(_account(ctx, request, state.get("requester")))

@@ -163,7 +163,8 @@ def _session_dates(ctx: WorkflowContext, request: DecisionRequest,
 
 def _live_session(ctx: WorkflowContext, request: DecisionRequest) -> str:
     """pre_open when a request for today (no DATE, or today's) comes before 09:30 Asia/Shanghai on a trading day
-    whose data is live (the paper account's clock) and has no bar of today yet; else post_close."""
+    whose data is live (the paper account's clock) and ends at the close of the trading day before; else
+    post_close."""
     now = ctx.now().astimezone(SHANGHAI)
     today = ymd(now.date())
     if ctx.paper is None or request.trade_date not in (None, today) or session_at(now) != "pre_open":
@@ -171,7 +172,10 @@ def _live_session(ctx: WorkflowContext, request: DecisionRequest) -> str:
     last = ctx.provider.last_date()
     if last is None or last >= today or clock_for(ctx.provider, ctx.paper.live_data_days, now).simulated:
         return "post_close"
-    return "pre_open" if trading_days(ctx.provider, today, 1)[0][0] == today else "post_close"
+    # today's open is next only when the data holds the close of the trading day before it (data a day or more
+    # behind would make a pre-open decision of a day already past)
+    following = trading_days(ctx.provider, ymd(day(last) + timedelta(days=1)), 1)[0][0]
+    return "pre_open" if following == today else "post_close"
 
 
 def _pre_open_dates(ctx: WorkflowContext, request: DecisionRequest) -> tuple[str, str, str]:
