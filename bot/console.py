@@ -44,14 +44,23 @@ class DataCommand:
     run: Callable[[list[str]], None]
 
 
+USAGE_WIDTH = 34  # the help's usage column; a longer usage puts its summary on the next line
+
+
+def _entry(usage: str, summary: str) -> str:
+    if len(usage) < USAGE_WIDTH:
+        return f"  {usage:<{USAGE_WIDTH}}{summary}"
+    return f"  {usage}\n  {'':<{USAGE_WIDTH}}{summary}"
+
+
 def _help_text(commands: dict[str, DataCommand]) -> str:
     lines = ["workflow requests (a new request starts a new thread; anything else continues the current one):"]
     for workflow in WORKFLOWS.values():
         lines += [f"  {workflow.usage}", f"      {workflow.summary}", f"      e.g. {workflow.example}"]
         lines += [f"      {note}" for note in workflow.notes]
-        lines += [f"  {sub.usage:<34}{sub.summary}" for sub in workflow.subcommands.values()]
+        lines += [_entry(sub.usage, sub.summary) for sub in workflow.subcommands.values()]
     lines += ["paper account (you count as a trader here: it is your own machine):"]
-    lines += [f"  {c.usage:<34}{c.summary}" for c in COMMANDS.values()]
+    lines += [_entry(c.usage, c.summary) for c in COMMANDS.values()]
     lines += [
         "  free text (needs an LLM: OPENAI_API_KEY / OPENAI_BASE_URL); follow-ups such as `fast=10 slow=30` or",
         "  `window=10` re-run the current request with those changes",
@@ -65,7 +74,7 @@ def _help_text(commands: dict[str, DataCommand]) -> str:
         "  approve | reject REASON     (and edit name=value ..., e.g. edit quantity=200 limit_price=9.80)",
         "data commands:",
     ]
-    lines += [f"  {c.usage:<34}{c.summary}" for c in commands.values()]
+    lines += [_entry(c.usage, c.summary) for c in commands.values()]
     lines += ["  help                              this text", "  quit                              leave (end of "
                                                                   "input does too)"]
     return "\n".join(lines)
