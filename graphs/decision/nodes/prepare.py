@@ -69,7 +69,9 @@ def prepare_node(state: DecisionState, runtime: Runtime[WorkflowContext], config
         replay_dates = _replay_dates(ctx, request) if request.end_date else []
         session, session_date, trade_date, note = _session_dates(ctx, request, replay_dates)
     except (DecisionGrammarError, DataError) as exc:
-        return {**fresh, "final_reply": f"{exc}.\nUsage: `{USAGE}`"}
+        reason = str(exc).rstrip()
+        stop = "" if reason.endswith((".", "?", "!")) else "."
+        return {**fresh, "final_reply": f"{reason}{stop}\nUsage: `{USAGE}`"}
     as_of = datetime.combine(day(trade_date), CLOSE, SHANGHAI)  # the data's cut-off: the close of trade_date
     names = ctx.provider.securities(request.ts_code)
     resolved = resolve_due(ctx.engine, ctx.provider, namespace=ctx.desk_namespace, as_of_date=session_date,
