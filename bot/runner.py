@@ -117,10 +117,10 @@ class Runner:
              durability: Durability) -> Outcome:
         with self._locks[thread_id]:
             try:
-                for _namespace, mode, event in self.graph.stream(value, config, context=self.context,
+                for namespace, mode, event in self.graph.stream(value, config, context=self.context,
                                                                  stream_mode=["custom", "updates"], subgraphs=True,
                                                                  durability=durability):
-                    if mode == "updates" and self._at_node_boundary(_namespace, event) and should_stop():
+                    if mode == "updates" and self._at_node_boundary(namespace, event) and should_stop():
                         stopped = _outcome(thread_id, self.graph.get_state(config))
                         return Outcome(thread_id, "done", STOPPED, workflow=stopped.workflow,
                                        checkpoint=f"stopped:{stopped.checkpoint}")

@@ -218,8 +218,11 @@ def _restart_unfinished(engine: Engine, store: RuleStore, now_utc: datetime, enq
     with Session(engine) as session:
         rows = session.execute(select(RuleTick.rule_id, RuleTick.tick).where(unfinished)
                                .order_by(RuleTick.rule_id, RuleTick.tick)).all()
+        if not rows:  # the usual pass: nothing to start again, and nothing more to read
+            return []
         newest = {rule_id: aware(tick) for rule_id, tick in session.execute(
-            select(RuleTick.rule_id, func.max(RuleTick.tick)).where(RuleTick.status == "enqueued")
+            select(RuleTick.rule_id, func.max(RuleTick.tick))
+            .where(RuleTick.status == "enqueued", RuleTick.rule_id.in_({r for r, _ in rows}))
             .group_by(RuleTick.rule_id)).all()}
     ticks: dict[int, list[datetime]] = {}
     for rule_id, tick in rows:

@@ -7,6 +7,7 @@ import json
 import logging
 import re
 import shlex
+from collections.abc import Callable
 from typing import Any
 
 from slack_bolt import App
@@ -14,6 +15,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
+from bot.registry import ThreadInfo
 from bot.runner import INFRASTRUCTURE_ERRORS
 from bot.slack import render
 from bot.slack.frontdoor import ALREADY_HANDLED, FrontDoor, Where, channel_account, clean_text, parse_button_value
@@ -144,16 +146,8 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
             client.chat_postEphemeral(channel=channel, user=user, text=reason,
                                       thread_ts=body["message"].get("thread_ts"))
             return
-        try:
-            info = door.registry.get(thread_id)
-            if info is None:  # decide() found it a moment ago; it cannot vanish, but never resume blindly
-                return
-            where = Where(info.team_id, info.channel_id, info.thread_ts, user)
-            door.accept_answer(where, info, interrupt_id, choice, {"choice": choice, "source": "button"}, message_ts)
-            door.submit_decision(interrupt_id, where)
-        except INFRASTRUCTURE_ERRORS as exc:
-            log.warning("decision %s recorded, not queued yet (%s): the reconciler will queue it", interrupt_id,
-                        type(exc).__name__)
+        queue_decision(thread_id, interrupt_id, user, lambda where, info: door.accept_answer(
+            where, info, interrupt_id, choice, {"choice": choice, "source": "button"}, message_ts))
 
     @app.action("review_approve")
     def on_approve(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
@@ -258,14 +252,20 @@ def build_app(settings: Settings, client: WebClient, door: FrontDoor) -> App:
         resume(thread_id, interrupt_id, body["user"]["id"], message_ts, decision)
 
     def resume(thread_id: str, interrupt_id: str, user: str, message_ts: str, decision: dict[str, Any]) -> None:
-        """A decision `door.decide()` accepted: audit it, update its message, resume the run. Its row is written:
-        if the database fails here, the reconciler queues it (nothing is lost)."""
+        """A decision `door.decide()` accepted: audit it, update its message, resume the run."""
+        queue_decision(thread_id, interrupt_id, user, lambda where, info: door.accept_decision(
+            where, info, interrupt_id, decision, message_ts))
+
+    def queue_decision(thread_id: str, interrupt_id: str, user: str,
+                       show: Callable[[Where, ThreadInfo], None]) -> None:
+        """After `door.decide()` wrote the decision's row: `show` it in the thread (audit, update its message), then
+        queue its application. If the database fails here, the reconciler queues it (nothing is lost)."""
         try:
             info = door.registry.get(thread_id)
-            if info is None:
+            if info is None:  # decide() found it a moment ago; it cannot vanish, but never resume blindly
                 return
             where = Where(info.team_id, info.channel_id, info.thread_ts, user)
-            door.accept_decision(where, info, interrupt_id, decision, message_ts)
+            show(where, info)
             door.submit_decision(interrupt_id, where)
         except INFRASTRUCTURE_ERRORS as exc:
             log.warning("decision %s recorded, not queued yet (%s): the reconciler will queue it", interrupt_id,

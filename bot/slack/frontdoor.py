@@ -528,9 +528,7 @@ class FrontDoor:
                                                      cursor=cursor)
             messages = page.get("messages", [])
             for message in messages:
-                metadata = message.get("metadata") or {}
-                if metadata.get("event_type") == RULE_RUN_EVENT and \
-                        (metadata.get("event_payload") or {}).get("execution") == execution_id:
+                if _carries(message, RULE_RUN_EVENT, "execution", execution_id):
                     log.info("scheduled run %s: its root %s was posted before; not posting another", execution_id,
                              message["ts"])
                     return str(message["ts"])
@@ -584,8 +582,7 @@ class FrontDoor:
             log.warning("could not read the thread to check a re-post: %s", exc.response.get("error"))
             raise
         for message in replies.get("messages", []):
-            metadata = message.get("metadata") or {}
-            if metadata.get("event_type") == POST_EVENT and (metadata.get("event_payload") or {}).get("key") == key:
+            if _carries(message, POST_EVENT, "key", key):
                 return str(message["ts"])
         return None
 
@@ -619,6 +616,12 @@ class FrontDoor:
             log.warning("Slack call failed: %s", exc.response.get("error"))
         except OSError as exc:
             log.warning("Slack call failed: %s", type(exc).__name__)
+
+
+def _carries(message: dict[str, Any], event_type: str, field: str, value: str) -> bool:
+    """Whether a Slack message's metadata is of `event_type` with `field` = `value` (how a post finds itself)."""
+    metadata = message.get("metadata") or {}
+    return metadata.get("event_type") == event_type and (metadata.get("event_payload") or {}).get(field) == value
 
 
 def unrecorded(exc: BaseException) -> str:

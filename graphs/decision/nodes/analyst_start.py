@@ -28,9 +28,10 @@ log = logging.getLogger(__name__)
 
 def moment(request: dict[str, Any]) -> str:
     """When the analyst writes, in words: after a close, or before an open on the previous close's data."""
-    if session_of(request)[0] == "pre_open":
-        return (f"before the open of {request['session_date']} (data up to the close of {request['trade_date']}; "
-                f"nothing of {request['session_date']} is known yet)")
+    session, day = session_of(request)
+    if session == "pre_open":
+        return (f"before the open of {day} (data up to the close of {request['trade_date']}; nothing of {day} is "
+                "known yet)")
     return f"as of the close of {request['trade_date']}"
 
 

@@ -176,8 +176,12 @@ def _live_session(ctx: WorkflowContext, request: DecisionRequest) -> str:
         return "post_close"
     # today's open is next only when the data holds the close of the trading day before it (data a day or more
     # behind would make a pre-open decision of a day already past)
-    following = trading_days(ctx.provider, ymd(day(last) + timedelta(days=1)), 1)[0][0]
-    return "pre_open" if following == today else "post_close"
+    return "pre_open" if _next_trading_day(ctx, last) == today else "post_close"
+
+
+def _next_trading_day(ctx: WorkflowContext, last: str) -> str:
+    """The first trading day after `last` (the data's last day): the next session the data can decide before."""
+    return trading_days(ctx.provider, ymd(day(last) + timedelta(days=1)), 1)[0][0]
 
 
 def _pre_open_dates(ctx: WorkflowContext, request: DecisionRequest) -> tuple[str, str, str]:
@@ -186,7 +190,7 @@ def _pre_open_dates(ctx: WorkflowContext, request: DecisionRequest) -> tuple[str
     last = ctx.provider.last_date()
     if last is None:
         raise DataError(f"the {ctx.provider.name} provider has no bars at all")
-    following = trading_days(ctx.provider, ymd(day(last) + timedelta(days=1)), 1)[0][0]
+    following = _next_trading_day(ctx, last)
     session = request.trade_date or following
     if trading_days(ctx.provider, session, 1)[0][0] != session:
         raise DataError(f"{session} is not a trading day, so it has no pre-open session")
