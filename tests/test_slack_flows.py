@@ -314,3 +314,21 @@ def test_a_status_message_that_cannot_be_posted_does_not_stop_the_run(slack: Sla
     blocks_valid(result_call(slack, channel, root, "Signal ma_cross"))
     assert slack.fake.pending_faults("chat.postMessage") == []
     assert [c for c in slack.fake.of("chat.update") if c.args.get("channel") == channel] == []  # nothing to update
+
+
+def test_a_choice_button_answers_the_question_and_the_run_goes_on(slack: SlackServer, bot: BotProcess) -> None:
+    """`factor` without its kind asks which factor, with the library's kinds as buttons: a click answers it (the
+    question shows who chose what, without buttons) and the run goes on to the code review."""
+    channel, root = "C7300", new_ts()
+    _post_event(bot, mention(channel, ALICE, "factor 20190301 20200601 window=20 name=choice_click", root))
+    question = question_call(slack, channel, root)
+    choice = button_of(question, "clarify_choice_0")
+    assert text_of(question).startswith("Which factor?") and choice["text"]["text"] == "momentum"
+    status, _ = post(bot.url, action_body(ALICE, channel, question.response["ts"], root, choice),
+                     "application/x-www-form-urlencoded")
+    assert status == 200
+    review = review_call(slack, channel, root)
+    assert text_of(review).startswith("Code review for factor choice_click")
+    answered = slack.fake.wait_for("chat.update", where=lambda c: c.args.get("ts") == question.response["ts"])
+    assert f"<@{ALICE}>:* momentum" in json.dumps(answered[-1].args["blocks"])
+    assert "actions" not in json.dumps(answered[-1].args["blocks"])
