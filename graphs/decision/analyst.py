@@ -6,8 +6,6 @@ share of the decision's token budget is spent, and then says so in place of a re
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
@@ -17,15 +15,7 @@ from graphs.decision.nodes.analyst_save import make_save_node
 from graphs.decision.nodes.analyst_start import make_start_node
 from graphs.decision.nodes.analyst_tools import make_tools_node
 from graphs.decision.nodes.audit import analyst_audit_node
-from graphs.decision.state import AnalystInput, AnalystOutput, AnalystState
-
-
-@dataclass(frozen=True)
-class AnalystSpec:
-    name: str  # market, news, sentiment, fundamentals
-    prompt: str  # the system prompt; {code}, {name}, {moment} (when it writes, in words), {date} (the day whose
-    # close the data reaches), {memory}, {reflections} and {tool_limit} are filled in
-    tool_limit: int  # the circuit breaker: tool calls before the report must be written
+from graphs.decision.state import AnalystInput, AnalystOutput, AnalystSpec, AnalystState
 
 
 def route_after_agent(state: AnalystState) -> str:

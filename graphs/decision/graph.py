@@ -19,7 +19,7 @@ from graphs.decision.nodes.news_analyst import SPEC as NEWS
 from graphs.decision.nodes.no_llm import no_llm_node
 from graphs.decision.nodes.prepare import prepare_node
 from graphs.decision.nodes.record import record_node
-from graphs.decision.nodes.replay import replay_node
+from graphs.decision.nodes.replay import make_replay_node
 from graphs.decision.nodes.replay_fill import replay_fill_node
 from graphs.decision.nodes.report import report_node
 from graphs.decision.nodes.sentiment_analyst import SPEC as SENTIMENT
@@ -45,7 +45,7 @@ def build_decision_graph(checkpointer: BaseCheckpointSaver | Checkpointer = None
     graph.add_node("prepare", prepare_node)
     graph.add_node("no_llm", no_llm_node)
     if not replay:
-        graph.add_node("replay", replay_node)
+        graph.add_node("replay", make_replay_node(build_decision_graph(replay=True)))
         graph.add_edge("replay", END)
     analysts = [f"{spec.name}_analyst" for spec in SPECS]
     for spec in SPECS:

@@ -7,6 +7,7 @@ decisions) plus the request and the bookkeeping of the run. JSON only: money and
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AnyMessage
@@ -18,6 +19,16 @@ from tools.analyst_memory import AnalystMemorySummary
 def merge(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
     """Parallel branches each add their own keys."""
     return {**(left or {}), **(right or {})}
+
+
+@dataclass(frozen=True)
+class AnalystSpec:
+    """One analyst of the desk: what `build_analyst` makes a subgraph of."""
+
+    name: str  # market, news, sentiment, fundamentals
+    prompt: str  # the system prompt; {code}, {name}, {moment} (when it writes, in words), {date} (the day whose
+    # close the data reaches), {memory}, {reflections} and {tool_limit} are filled in
+    tool_limit: int  # the circuit breaker: tool calls before the report must be written
 
 
 class AnalystInput(TypedDict):

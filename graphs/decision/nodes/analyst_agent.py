@@ -4,19 +4,16 @@ and with the instruction to write the report from what it has."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from graphs.context import WorkflowContext
 from graphs.decision.budget import answer_allowance, budget_note, cut_at_budget, prompt_tokens, tokens_of
-from graphs.decision.state import AnalystState
+from graphs.decision.state import AnalystSpec, AnalystState
 from graphs.decision.toolkit import Toolkit
 from graphs.llm import MODEL_FAILURES, describe_model_failure
-
-if TYPE_CHECKING:
-    from graphs.decision.analyst import AnalystSpec
 
 WRITE_NOW = ("You have used all {limit} tool calls you may make. Write your report now from the tool results "
              "you have; list anything you could not check under Data gaps.")

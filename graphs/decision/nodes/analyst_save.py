@@ -8,19 +8,16 @@ import logging
 import uuid
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langgraph.runtime import Runtime
 
 from graphs.context import WorkflowContext
 from graphs.decision.memory import memory_of
-from graphs.decision.state import AnalystState, session_of
+from graphs.decision.state import AnalystSpec, AnalystState, session_of
 from graphs.llm import MODEL_FAILURES, describe_model_failure
 from graphs.progress import report_progress
 from tools.number_audit import tool_numbers
-
-if TYPE_CHECKING:
-    from graphs.decision.analyst import AnalystSpec
 
 log = logging.getLogger(__name__)
 

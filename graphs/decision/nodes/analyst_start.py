@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from graphs.context import WorkflowContext
 from graphs.decision.memory import memory_of, reflections
-from graphs.decision.state import AnalystState, session_of
+from graphs.decision.state import AnalystSpec, AnalystState, session_of
 from graphs.llm import MODEL_FAILURES, describe_model_failure
-
-if TYPE_CHECKING:
-    from graphs.decision.analyst import AnalystSpec
 
 log = logging.getLogger(__name__)
 

@@ -5,17 +5,14 @@ the circuit breaker. Calls past the limit are answered with "limit reached", not
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.runtime import Runtime
 
 from graphs.context import WorkflowContext
-from graphs.decision.state import AnalystState
+from graphs.decision.state import AnalystSpec, AnalystState
 from graphs.decision.toolkit import Toolkit
-
-if TYPE_CHECKING:
-    from graphs.decision.analyst import AnalystSpec
 
 LIMIT_REACHED = '{"error": "tool-call limit reached; write your report from what you have"}'
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from graphs.decision.analyst import AnalystSpec
+from graphs.decision.state import AnalystSpec
 
 PROMPT = """[role: news analyst]
 You are the news analyst of a trading desk, writing about {name} ({code}) {moment}.

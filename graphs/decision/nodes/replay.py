@@ -13,6 +13,7 @@ its answer was still being written)."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -54,12 +55,21 @@ class _Replay:
     account: str
 
 
-def replay_node(state: DecisionState, runtime: Runtime[WorkflowContext], config: RunnableConfig) -> dict[str, Any]:
-    from graphs.decision.graph import build_decision_graph  # the desk runs inside its own replay node
+def make_replay_node(desk: CompiledStateGraph) -> Callable[..., dict[str, Any]]:
+    """The replay node, deciding each date with `desk` (the desk compiled once, for replay dates)."""
 
-    ctx, request = runtime.context, state["request"]
+    def replay_node(state: DecisionState, runtime: Runtime[WorkflowContext],
+                    config: RunnableConfig) -> dict[str, Any]:
+        return _replay(desk, state, runtime.context, config)
+
+    return replay_node
+
+
+def _replay(desk: CompiledStateGraph, state: DecisionState, ctx: WorkflowContext,
+            config: RunnableConfig) -> dict[str, Any]:
+    request = state["request"]
     code, dates, run = request["ts_code"], request["replay_dates"], state["run_id"]
-    replay = _Replay(ctx, build_decision_graph(replay=True), request, state.get("requester"), thread_id(config), run,
+    replay = _Replay(ctx, desk, request, state.get("requester"), thread_id(config), run,
                      f"{REPLAY_PREFIX}{run}", f"replay-{run[:12]}")
     ledger = ReplayLedger(ctx.paper.starting_cash, ctx.paper.rates)
     steps: list[dict[str, Any]] = []

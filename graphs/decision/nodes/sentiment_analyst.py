@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from graphs.decision.analyst import AnalystSpec
+from graphs.decision.state import AnalystSpec
 
 PROMPT = """[role: sentiment analyst]
 You are the sentiment analyst of a trading desk, writing about {name} ({code}) {moment}.
