@@ -63,14 +63,43 @@ def test_live_orders_fill_in_the_next_session_and_expire_before_it_opens(
     clock = clock_for(provider, 7, _at(now))
     chosen = session_for(clock, provider, fill_at)  # type: ignore[arg-type]
     assert chosen.date == session
-    assert chosen.calendar_note is not None and "weekday" in chosen.calendar_note  # beyond a local file's dates
+    assert chosen.calendar_note is None  # beyond the file's dates, exchange-calendars' XSHG covers 2026
     assert expiry(clock, chosen, TTL) == _at(expires)
 
 
-def test_the_calendar_uses_the_providers_days_then_weekdays(tmp_path: Path) -> None:
-    provider = _provider(tmp_path, ["20261119", "20261120"])
-    days, note = trading_days(provider, "20261119", 4)
-    assert days == ["20261119", "20261120", "20261123", "20261124"]
-    assert note is not None
-    known, none = trading_days(provider, "20261119", 2)
-    assert (known, none) == (["20261119", "20261120"], None)
+CLOSED_2026 = ["20260101", "20260102", "20260216", "20260217", "20260218", "20260219", "20260220", "20260223",
+               "20260406", "20260501", "20260504", "20260505", "20260619", "20260925", "20261001", "20261002",
+               "20261005", "20261006", "20261007"]  # the exchanges' published 2026 closures (weekdays)
+
+
+def test_past_the_data_the_2026_holidays_are_no_trading_days(tmp_path: Path) -> None:
+    provider = _provider(tmp_path, ["20251230", "20251231"])  # local data: its own days stop at 2025
+    days, note = trading_days(provider, "20260101", 242)
+    weekdays = [d.strftime("%Y%m%d") for d in pd.bdate_range("2026-01-01", "2026-12-31")]
+    assert days == [d for d in weekdays if d not in CLOSED_2026] and note is None
+
+
+@pytest.mark.parametrize("data_end, now, fill_at, session", [
+    ("20260212", "2026-02-13 16:00", "open", "20260224"),  # Friday before the Spring Festival: 02-16 to 02-23 closed
+    ("20260929", "2026-09-30 15:00", "close", "20261008"),  # National Day, and the Mid-Autumn day before it
+    ("20260617", "2026-06-18 10:00", "close", "20260618"),
+    ("20260617", "2026-06-18 15:00", "open", "20260622"),  # the Dragon Boat Festival on Friday
+])
+def test_a_live_order_after_the_data_skips_the_holidays(tmp_path: Path, data_end: str, now: str, fill_at: str,
+                                                        session: str) -> None:
+    provider = _provider(tmp_path, [data_end])
+    clock = clock_for(provider, 7, _at(now))
+    chosen = session_for(clock, provider, fill_at)  # type: ignore[arg-type]
+    assert (clock.mode, chosen.date, chosen.calendar_note) == ("live", session, None)
+    assert expiry(clock, chosen, timedelta(days=30)) == _at(f"{session[:4]}-{session[4:6]}-{session[6:]} "
+                                                            + ("09:15" if fill_at == "open" else "14:57"))
+
+
+def test_past_the_exchange_calendars_horizon_weekdays_are_assumed_with_a_note(tmp_path: Path) -> None:
+    provider = _provider(tmp_path, ["20261230", "20261231"])
+    days, note = trading_days(provider, "20261231", 4)
+    assert days == ["20261231", "20270101", "20270104", "20270105"]  # 2027-01-01 is a holiday nobody knows yet
+    assert note is not None and "weekday" in note and "20270101" in note
+    clock = clock_for(provider, 7, _at("2027-01-01 10:00"))
+    chosen = session_for(clock, provider, "open")
+    assert chosen.date == "20270104" and chosen.calendar_note is not None and "weekday" in chosen.calendar_note

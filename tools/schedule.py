@@ -32,7 +32,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from tools.broker.clock import SHANGHAI, trading_days, ymd
+from tools.broker.clock import SHANGHAI
 from tools.data.provider import MarketDataProvider
 from tools.klines import symbol_kind
 from tools.rule_store import Rule, RuleStore, aware
@@ -78,14 +78,9 @@ class ScheduledRun:
 
 
 def trading_day_checker(provider: MarketDataProvider) -> IsTradingDay:
-    """`is_trading_day` from the provider's calendar, and every weekday beyond its last day (holidays past the
-    calendar are not known), as the paper account's clock assumes."""
-
-    def is_trading_day(day: date) -> bool:
-        days, _note = trading_days(provider, ymd(day), 1)
-        return days[0] == ymd(day)
-
-    return is_trading_day
+    """`is_trading_day` from the provider's trading calendar, the paper account clock's (weekdays past its
+    horizon)."""
+    return provider.trading_calendar.is_session
 
 
 def due_ticks(rule: Rule, now_utc: datetime, last_seen: datetime, *, is_trading_day: IsTradingDay,

@@ -1,4 +1,4 @@
-"""The account's clock: live (Asia/Shanghai wall clock and the exchange calendar) when the data has today's or
+"""The account's clock: live (Asia/Shanghai wall clock and the exchange's trading calendar) when the data has today's or
 recent bars, else simulated, with "today" the last data date. It decides which session an order fills in and
 when a proposal expires."""
 
@@ -40,7 +40,7 @@ class Session:
     date: str
     fill_at: Literal["open", "close"]
     label: str
-    calendar_note: str | None  # set when the exchange calendar beyond the data is assumed (weekdays)
+    calendar_note: str | None  # set when days past the trading calendar's horizon are assumed (weekdays)
 
 
 def day(text: str) -> date:
@@ -65,24 +65,9 @@ def clock_for(provider: MarketDataProvider, live_days: int, now: datetime | None
 
 
 def trading_days(provider: MarketDataProvider, start: str, count: int) -> tuple[list[str], str | None]:
-    """The next `count` trading days from `start` (inclusive): the provider's calendar where it reaches, then
-    weekdays, with a note saying so (holidays beyond the calendar are not known)."""
-    horizon = ymd(day(start) + timedelta(days=count * 2 + 14))
-    try:
-        known = [d for d in provider.calendar(start, horizon) if d >= start]
-    except DataError:
-        known = []
-    covered = max(known) if known else None
-    days = list(known)
-    note = None
-    cursor = day(covered) + timedelta(days=1) if covered else day(start)
-    while len(days) < count:
-        if cursor.weekday() < 5:
-            days.append(ymd(cursor))
-            note = ("the exchange calendar after the data's last day is assumed to be every weekday; an order whose "
-                    "day turns out to be a holiday fills on the next session")
-        cursor += timedelta(days=1)
-    return days[:count], note
+    """The next `count` trading days from `start` (inclusive) by the provider's trading calendar (tushare's
+    trade_cal, else exchange-calendars' XSHG), with a note when some past its horizon are assumed weekdays."""
+    return provider.trading_calendar.following(start, count)
 
 
 def session_for(clock: Clock, provider: MarketDataProvider, fill_at: Literal["open", "close"]) -> Session:

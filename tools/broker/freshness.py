@@ -1,22 +1,22 @@
 """Whether a code's latest daily bar is as recent as it should be before anything trades on it.
 
 On live data (the paper account's clock: the provider's last bar is at most `live_days` weekdays old) the bar of
-the last trading day before today (Asia/Shanghai, the exchange calendar; weekdays past the calendar the provider
-knows) must be there. Today's own bar is not required: providers publish it some time after the close. On
-simulated data (an old data set) "today" is the data's last date, so nothing is stale."""
+the last trading day before today (Asia/Shanghai, the provider's trading calendar: tushare's trade_cal or
+exchange-calendars' XSHG, weekdays past their horizon) must be there. Today's own bar is not required: providers
+publish it some time after the close. On simulated data (an old data set) "today" is the data's last date, so
+nothing is stale."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 
-from tools.broker.clock import clock_for, day, ymd
+from tools.broker.clock import clock_for, ymd
 from tools.broker.market import closes
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError
 
 CALENDAR_LOOKBACK_DAYS = 30  # no exchange holiday is this long
-CALENDAR_HORIZON_DAYS = 14  # a calendar that reaches this far past today (tushare publishes ahead) covers it
 
 
 @dataclass(frozen=True)
@@ -34,22 +34,11 @@ class StaleBar:
 
 
 def last_trading_day_before(provider: MarketDataProvider, today: date) -> str:
-    """The last exchange trading day strictly before `today`: the provider's calendar where it reaches, and every
-    weekday after it (holidays beyond the calendar are not known)."""
-    start = today - timedelta(days=CALENDAR_LOOKBACK_DAYS)
-    try:
-        known = provider.calendar(start, today + timedelta(days=CALENDAR_HORIZON_DAYS))
-    except DataError:
-        known = []
-    days = [d for d in known if d < ymd(today)]
-    cursor = day(max(known)) + timedelta(days=1) if known else start
-    while cursor < today:
-        if cursor.weekday() < 5:
-            days.append(ymd(cursor))
-        cursor += timedelta(days=1)
-    if not days:
+    """The last exchange trading day strictly before `today` by the provider's trading calendar (the paper clock's)."""
+    found = provider.trading_calendar.previous(today, CALENDAR_LOOKBACK_DAYS)
+    if found is None:
         raise DataError(f"no trading day in the {CALENDAR_LOOKBACK_DAYS} days before {ymd(today)}")
-    return max(days)
+    return found
 
 
 def stale_bar(provider: MarketDataProvider, code: str, now: datetime, live_days: int) -> StaleBar | None:

@@ -18,7 +18,8 @@ from tools.data.schema import DataError
 
 BAR_FIELDS = ("open", "high", "low", "close", "pre_close", "vol")
 LOOKBACK_DAYS = 40  # calendar days searched back for a previous or latest close
-NEW_LISTING_DAYS = 10  # listings younger than this many calendar days get their trading-day number counted
+NEW_LISTING_DAYS = 20  # listings younger than this many calendar days get their trading-day number counted
+# (five trading days and the Spring Festival's closure fit within it)
 T = TypeVar("T")
 
 
@@ -98,10 +99,7 @@ def quote(provider: MarketDataProvider, code: str, session: str, until: str) -> 
 def _listing_day(provider: MarketDataProvider, list_date: str | None, session: str) -> int | None:
     if not list_date or list_date > session or (day(session) - day(list_date)).days > NEW_LISTING_DAYS:
         return None
-    try:
-        return len(provider.calendar(list_date, session))
-    except DataError:
-        return None
+    return provider.trading_calendar.count(list_date, session)  # not the data's days: the session may be beyond
 
 
 def closes(provider: MarketDataProvider, codes: list[str], on: str) -> dict[str, tuple[Decimal, str]]:

@@ -13,6 +13,7 @@ from datetime import date, datetime, timedelta
 
 import pandas as pd
 
+from tools.data.calendar import TradingCalendar
 from tools.data.provider import MarketDataProvider
 from tools.data.securities import Security
 
@@ -49,8 +50,10 @@ class CachingProvider(MarketDataProvider):
     def __init__(self, inner: MarketDataProvider, max_entries: int = 4096, *,
                  recent_days: int = DEFAULT_RECENT_DAYS, recent_ttl: float = DEFAULT_RECENT_TTL,
                  securities_ttl: float = DEFAULT_SECURITIES_TTL,
-                 clock: Callable[[], float] = time.monotonic, today: Callable[[], date] = date.today) -> None:
+                 clock: Callable[[], float] = time.monotonic, today: Callable[[], date] = date.today,
+                 calendar: TradingCalendar | None = None) -> None:
         self.inner = inner
+        self._trading_calendar = calendar
         self.name = inner.name
         self.price_basis = inner.price_basis
         self.securities_ttl = securities_ttl
@@ -70,6 +73,11 @@ class CachingProvider(MarketDataProvider):
 
     def known_codes(self) -> frozenset[str] | None:
         return self.inner.known_codes()
+
+    @property
+    def trading_calendar(self) -> TradingCalendar:
+        """The calendar given (tushare's while local data is read), else the inner provider's."""
+        return self._trading_calendar or self.inner.trading_calendar
 
     def _coverage_hint(self) -> str:
         return self.inner._coverage_hint()

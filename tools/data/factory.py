@@ -13,7 +13,8 @@ from tools.settings import Settings
 
 
 def provider_from_settings(settings: Settings) -> MarketDataProvider:
-    """auto: tushare when TUSHARE_TOKEN is set, else QUANTDESK_LOCAL_DATA, else the bundled sample."""
+    """auto: tushare when TUSHARE_TOKEN is set, else QUANTDESK_LOCAL_DATA, else the bundled sample. With a token,
+    tushare's `trade_cal` is the trading calendar whatever the bars' provider (tools/data/calendar.py)."""
     choice = settings.data_provider
     token = settings.tushare_token.get_secret_value() if settings.tushare_token else ""
     if choice == "auto":
@@ -26,7 +27,10 @@ def provider_from_settings(settings: Settings) -> MarketDataProvider:
         inner = LocalProvider(settings.local_data_path, price_basis=settings.local_price_basis)
     else:
         inner = SampleProvider()
-    return CachingProvider(inner, recent_days=settings.cache_recent_days, recent_ttl=settings.cache_recent_ttl)
+    published = token and not isinstance(inner, TushareProvider)  # a tushare provider's calendar is its own
+    calendar = TushareProvider(token, settings.tushare_api_url).trading_calendar if published else None
+    return CachingProvider(inner, recent_days=settings.cache_recent_days, recent_ttl=settings.cache_recent_ttl,
+                           calendar=calendar)
 
 
 def desk_sources(settings: Settings, provider: MarketDataProvider) -> tuple[FundamentalsSource, NewsSource, NewsSource]:

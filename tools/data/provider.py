@@ -10,6 +10,7 @@ from typing import Literal, get_args
 
 import pandas as pd
 
+from tools.data.calendar import TradingCalendar, exchange_calendar
 from tools.data.schema import (
     DAILY,
     DAILY_BASIC,
@@ -69,6 +70,12 @@ class MarketDataProvider(ABC):
     def known_codes(self) -> frozenset[str] | None:
         """Codes this provider can serve, when it knows them up front (None: ask the source)."""
         return None
+
+    @property
+    def trading_calendar(self) -> TradingCalendar:
+        """The exchange's trading days, also beyond the data (tools/data/calendar.py); `calendar` has only the
+        days the source has."""
+        return exchange_calendar()
 
     def securities(self, codes: str | Iterable[str]) -> dict[str, Security]:
         """Name, listing date and ST history per code, in the caller's order; a code the provider does not know

@@ -10,6 +10,7 @@ from datetime import date, timedelta
 import httpx
 import pandas as pd
 
+from tools.data.calendar import TradingCalendar, published_calendar
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DATASET_FIELDS, KEY_COLUMNS, DataError
 from tools.data.securities import Security, day_or_none, st_periods_from_names, text_or_none
@@ -75,6 +76,7 @@ class TushareProvider(MarketDataProvider):
         self._retries = retries
         self._retry_backoff = retry_backoff
         self._today = today
+        self._trading_calendar = published_calendar(self.trade_cal)
 
     def __repr__(self) -> str:
         return f"TushareProvider(api_url={self._api_url!r})"
@@ -173,6 +175,17 @@ class TushareProvider(MarketDataProvider):
         st = st_periods_from_names(changes[changes["ts_code"].isin(known)])
         return {code: Security(code, text_or_none(basics.at[code, "name"]), day_or_none(basics.at[code, "list_date"]),
                                st.get(code)) for code in known}
+
+    @property
+    def trading_calendar(self) -> TradingCalendar:
+        return self._trading_calendar
+
+    def trade_cal(self, start: str, end: str) -> list[tuple[str, bool]]:
+        """Every date `trade_cal` lists within [start, end] (YYYYMMDD), open or not: the published calendar."""
+        days = self.query("trade_cal", {"exchange": "SSE", "start_date": start, "end_date": end},
+                          ["cal_date", "is_open"])
+        return [(str(d), o == 1) for d, o in zip(days["cal_date"], pd.to_numeric(days["is_open"], errors="coerce"),
+                                                   strict=True)]
 
     def _calendar(self, start: str, end: str) -> list[str]:
         params = {"exchange": "SSE", "start_date": start, "end_date": end, "is_open": "1"}
