@@ -12,7 +12,10 @@ Who decided: under the server, `graphs.context.decider` reads only the server's 
 handler `langgraph.json` names (`bot/studio_auth.py`) maps each caller's bearer token to a Slack user id, so the
 order policy node (`graphs/order/nodes/authorize.py`) checks it against the traders as for Slack: a non-trader's
 approval is refused and recorded; reject works. A server without that handler authenticates nobody: its
-decisions carry no decider and every order approval is refused."""
+decisions carry no decider and every order approval is refused.
+
+Input: each served graph takes `{"messages": [...]}` (a human message with the request, as typed in Slack), with a
+typed input schema so that Studio shows a form."""
 
 from __future__ import annotations
 
@@ -20,16 +23,20 @@ import asyncio
 import threading
 from collections.abc import Callable
 from functools import cache
-from typing import Any
+from typing import Annotated, Any
 
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
-from pydantic import GetCoreSchemaHandler
+from pydantic import Field, GetCoreSchemaHandler
 from pydantic_core import CoreSchema, core_schema
+from typing_extensions import TypedDict
 
 from graphs.context import WorkflowContext
 from graphs.context_factory import workflow_context
 from graphs.main import build_main_graph
-from graphs.registry import ANALYZE, FACTOR, ORDER, RULE, SIGNAL
+from graphs.registry import ANALYZE, FACTOR, ORDER, RULE, SIGNAL, WORKFLOWS
+from graphs.workflow import Workflow
 from tools.data.factory import provider_from_settings
 from tools.sandbox import default_sandbox
 from tools.settings import Settings, get_settings
@@ -78,38 +85,65 @@ class ServerContext(WorkflowContext):
         return core_schema.typed_dict_schema({})
 
 
-async def _served(build: Callable[[], CompiledStateGraph]) -> CompiledStateGraph:
-    """`build`'s graph without a checkpointer, on the server context. The context is built in a worker thread: the
-    server calls factories on its event loop, where opening the database would block every other request."""
+def input_schema(name: str, what: str, examples: list[str]) -> type:
+    """The input form of a served graph: `messages`, the request as a human message (Studio's form)."""
+    shown = "; ".join(f'{{"type": "human", "content": "{example}"}}' for example in examples)
+    messages = Field(description=f"The request as a human message, as typed in Slack, e.g. {shown}. A reply to a "
+                                 "question is another human message in the same thread.")
+    fields = {"messages": Annotated[list[AnyMessage], messages, add_messages]}
+    schema = TypedDict(f"{name.capitalize()}Input", fields)  # noqa: UP013 - one schema per graph, named for it
+    schema.__doc__ = what
+    return schema
+
+
+def _workflow_input(workflow: Workflow) -> type:
+    summary = workflow.summary[:1].upper() + workflow.summary[1:]
+    return input_schema(workflow.name, f"{summary}. Usage: `{workflow.usage}`.", [workflow.example])
+
+
+def _with_input(graph: CompiledStateGraph, schema: type) -> CompiledStateGraph:
+    """`graph` compiled again with `schema` as its input, as `StateGraph(..., input_schema=schema)` would. Only the
+    served graphs: inside the main router a workflow reads the router's whole state."""
+    builder = graph.builder
+    builder.input_schema = schema
+    builder._add_schema(schema, allow_managed=False)  # what StateGraph's constructor does with an input schema
+    return builder.compile(name=graph.name)
+
+
+async def _served(build: Callable[[], CompiledStateGraph], schema: type) -> CompiledStateGraph:
+    """`build`'s graph without a checkpointer, on the server context, taking `schema` as input. The context is built
+    in a worker thread: the server calls factories on its event loop, where opening the database would block every
+    other request."""
     await asyncio.to_thread(server_context)
-    return build().copy(update={"context_schema": ServerContext})
+    return _with_input(build(), schema).copy(update={"context_schema": ServerContext})
 
 
 async def main() -> CompiledStateGraph:
     """The main router: a request goes to its workflow, a follow-up to the thread's."""
-    return await _served(build_main_graph)
+    what = "A request to any workflow: " + "; ".join(f"`{w.usage}`" for w in WORKFLOWS.values()) + "."
+    return await _served(build_main_graph, input_schema("quantdesk", what, [w.example for w in WORKFLOWS.values()]))
 
 
 async def signal() -> CompiledStateGraph:
     """The signal workflow on its own."""
-    return await _served(SIGNAL.build)
+    return await _served(SIGNAL.build, _workflow_input(SIGNAL))
 
 
 async def factor() -> CompiledStateGraph:
     """The factor workflow on its own."""
-    return await _served(FACTOR.build)
+    return await _served(FACTOR.build, _workflow_input(FACTOR))
 
 
 async def order() -> CompiledStateGraph:
     """The manual order workflow on its own."""
-    return await _served(ORDER.build)
+    return await _served(ORDER.build, _workflow_input(ORDER))
 
 
 async def rule() -> CompiledStateGraph:
     """The execution rule workflow on its own."""
-    return await _served(RULE.build)
+    return await _served(RULE.build, _workflow_input(RULE))
 
 
 async def analyze() -> CompiledStateGraph:
     """The trading decision desk on its own."""
-    return await _served(ANALYZE.build)
+    return await _served(ANALYZE.build, _workflow_input(ANALYZE))

@@ -120,6 +120,17 @@ def test_each_factory_compiles_without_a_checkpointer_on_the_settings_context(da
     assert (data_dir / "quantdesk.db").is_file()
 
 
+@pytest.mark.parametrize("name", ["main", *WORKFLOWS])
+def test_each_served_graph_has_an_input_form_for_its_request_message(data_dir: Path, name: str) -> None:
+    schema = asyncio.run(getattr(studio, name)()).get_input_jsonschema()
+    assert list(schema["properties"]) == ["messages"] and schema["required"] == ["messages"]
+    field = schema["properties"]["messages"]
+    assert field["type"] == "array" and "human message" in field["description"]
+    shown = [w for w in WORKFLOWS.values() if name in ("main", w.name)]
+    for workflow in shown:  # the grammar and an example request of each workflow the graph serves
+        assert workflow.usage in schema["description"] and f'"content": "{workflow.example}"' in field["description"]
+
+
 def test_concurrent_first_runs_share_one_context(data_dir: Path) -> None:
     studio.server_context().engine.dispose()
     studio._settings_context.cache_clear()
