@@ -11,58 +11,63 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tools.backtest import BARS_PER_YEAR, buy_and_hold, degeneracy_warnings, run_backtest, target_positions
+from tools.backtest import buy_and_hold, degeneracy_warnings, run_backtest, target_positions
 from tools.data.local import LocalProvider
+from tools.performance import BARS_PER_YEAR
 
 
 def reference(signal: pd.DataFrame, price: pd.DataFrame, fee: float, long_only: bool) -> dict[str, float]:
+    """Each code's 1/N sleeve in cash or a fixed number of shares, traded to yesterday's target where priced."""
     dates, codes = list(signal.index), list(signal.columns)
     n = len(codes)
     target = dict.fromkeys(codes, 0.0)
     held = dict.fromkeys(codes, 0.0)
-    daily, traded_days, invested, trades = [], [], [], 0
-    buys = sells = round_trips = 0
-    runs: dict[str, list[float]] = {c: [] for c in codes}
-    wins = total_runs = 0
+    cash, shares = dict.fromkeys(codes, 1.0 / n), dict.fromkeys(codes, 0.0)
+    last: dict[str, float] = {}
+    entry: dict[str, float] = {}
+    equity, traded_days, invested, trades, fees = [], [], [], 0, 0.0
+    buys = sells = round_trips = wins = total_runs = 0
     for i, day in enumerate(dates[:-1]):
-        new_held = {c: target[c] for c in codes}  # yesterday's target is traded today
-        traded = sum(abs(new_held[c] - held[c]) for c in codes)
-        trades += sum(1 for c in codes if new_held[c] != held[c])
-        buys += sum(1 for c in codes if new_held[c] > held[c])
-        sells += sum(1 for c in codes if new_held[c] < held[c])
-        round_trips += sum(1 for c in codes if held[c] != 0 and new_held[c] != held[c])
-        invested.append(sum(abs(new_held[c]) for c in codes) / n)
-        ret = 0.0
+        priced = {c: bool(np.isfinite(price.at[day, c]) and price.at[day, c] > 0) for c in codes}
+        last.update({c: price.at[day, c] for c in codes if priced[c]})
+        new_held = {c: target[c] if priced[c] else held[c] for c in codes}
+        value = {c: cash[c] + (shares[c] * last[c] if shares[c] else 0.0) for c in codes}
+        traded = 0.0
         for c in codes:
-            if new_held[c] != held[c] and runs[c]:
-                growth = math.prod(runs[c])
-                wins += growth > 1
-                total_runs += 1
-                runs[c] = []
-            p0, p1 = price.at[day, c], price.at[dates[i + 1], c]
-            move = 0.0 if (np.isnan(p0) or np.isnan(p1)) else p1 / p0 - 1
-            ret += new_held[c] * move
-            if new_held[c] != 0:
-                runs[c].append(1 + new_held[c] * move)
-        daily.append(ret / n - fee * traded / n)
-        traded_days.append(traded / n)
+            if new_held[c] != held[c]:
+                trades += 1
+                buys += new_held[c] > held[c]
+                sells += new_held[c] < held[c]
+                if held[c] != 0:
+                    round_trips += 1
+                    total_runs += 1
+                    wins += held[c] * (last[c] / entry[c] - 1) > 0
+                entry[c] = last[c]
+            if new_held[c] != held[c]:
+                wanted = new_held[c] * value[c] / last[c]
+                notional = abs(wanted - shares[c]) * last[c]
+                cash[c] = value[c] - wanted * last[c] - fee * notional
+                shares[c] = wanted
+                traded += notional
+        fees += fee * traded
+        invested.append(sum(abs(shares[c] * last[c]) for c in codes if shares[c]) / sum(value.values()))
+        traded_days.append(traded / sum(value.values()))
         held = new_held
+        following = dates[i + 1]
+        last.update({c: price.at[following, c] for c in codes if np.isfinite(price.at[following, c])})
+        equity.append(sum(cash[c] + (shares[c] * last[c] if shares[c] else 0.0) for c in codes))
         for c in codes:
             s = signal.at[day, c]
             if s in (1, -1):
                 target[c] = 0.0 if (long_only and s == -1) else float(s)
     for c in codes:
-        if runs[c]:
-            wins += math.prod(runs[c]) > 1
+        if held[c] != 0:
             total_runs += 1
-    equity = np.cumprod(1 + np.array(daily))
-    peak = np.maximum.accumulate(equity)
-    mean, std = np.mean(daily), np.std(daily, ddof=1)
-    return {"total_return": equity[-1] - 1, "annual_return": equity[-1] ** (BARS_PER_YEAR / len(daily)) - 1,
-            "sharpe": mean / std * math.sqrt(BARS_PER_YEAR), "max_drawdown": float(np.min(equity / peak - 1)),
-            "turnover": float(np.mean(traded_days)), "trades": trades, "hit_rate": wins / total_runs,
-            "buys": buys, "sells": sells, "round_trips": round_trips,
+            wins += held[c] * (last[c] / entry[c] - 1) > 0
+    return {**performance(equity), "turnover": float(np.mean(traded_days)), "trades": trades,
+            "hit_rate": wins / total_runs, "buys": buys, "sells": sells, "round_trips": round_trips,
             "open_positions": sum(1 for c in codes if held[c] != 0), "exposure": float(np.mean(invested)),
+            "fees": fees,
             "signal_days_buy": sum(1 for d in dates for c in codes if signal.at[d, c] == 1),
             "signal_days_sell": sum(1 for d in dates for c in codes if signal.at[d, c] == -1)}
 
@@ -92,7 +97,7 @@ def performance(equity: list[float]) -> dict[str, float]:
     """Total, annualised, Sharpe and drawdown of an equity path starting from 1, by the module's definitions."""
     path = [1.0, *equity]
     daily = [b / a - 1 for a, b in zip(path[:-1], path[1:], strict=True)]
-    peak, drawdown = 0.0, 0.0
+    peak, drawdown = 1.0, 0.0
     for value in equity:
         peak = max(peak, value)
         drawdown = min(drawdown, value / peak - 1)
@@ -190,8 +195,10 @@ def test_counts_are_labelled_by_hand_long_only() -> None:
     assert (m.signal_days_buy, m.signal_days_sell) == (3, 2)
     assert (m.buys, m.sells, m.trades) == (2, 1, 3)
     assert (m.round_trips, m.open_positions) == (1, 1)
-    assert m.exposure == pytest.approx((0 + 0.5 + 0.5 + 0.5 + 0 + 0.5) / 6, rel=1e-12)
-    assert result.exposure.tolist() == [0, 0.5, 0.5, 0.5, 0, 0.5]
+    # A's half of the capital drifts with its price (B's half stays cash): 0.5 bought at 11 is 6/11 at 12, ...
+    invested = [0, 0.5, 6 / 11.5, 6.5 / 12, 0, 7 / 12.5]
+    assert result.exposure.tolist() == pytest.approx(invested, rel=1e-12)
+    assert m.exposure == pytest.approx(sum(invested) / 6, rel=1e-12)
     # holding periods: bars 1-3 (11 -> 14, a gain) and bar 5 (15 -> 16, a gain)
     assert m.hit_rate == 1.0
 
@@ -208,7 +215,8 @@ def test_counts_are_labelled_by_hand_long_short() -> None:
     assert (m.signal_days_buy, m.signal_days_sell) == (2, 1)
     assert (m.buys, m.sells, m.trades) == (2, 1, 3)
     assert (m.round_trips, m.open_positions) == (2, 1)
-    assert m.exposure == pytest.approx(4 / 5, rel=1e-12)
+    # the short opened at 12 owes 1/11 share-units: at 13 it is worth 13/11 gross on equity 2*12/11 - 13/11 = 1
+    assert m.exposure == pytest.approx((0 + 1 + 1 + 13 / 11 + 1) / 5, rel=1e-12)
 
 
 def frame(columns: dict[str, list[float]]) -> pd.DataFrame:
@@ -266,3 +274,39 @@ def test_momentum_on_real_data_with_no_bottom_never_sells(panel: dict[str, pd.Da
     result = run_backtest(signal, panel["open"])
     assert result.metrics.signal_days_sell == 0 and result.metrics.sells == 0 and result.metrics.buys > 0
     assert "never_sells" in degeneracy_warnings(signal, result)
+
+
+def test_a_position_held_through_a_suspension_earns_the_move_across_it(shared_data: Path) -> None:
+    """000333.SZ has no price on 20190220 and 20190508-20190521 (issue 28, item 2): always long, it earns its whole
+    move from the first fill to the last open, like the benchmark; none of the gaps' moves is lost."""
+    provider = LocalProvider(shared_data / "cn_csi300_baostock_qfq")
+    price = provider.panel(["open"], "000333.SZ,600519.SH", "20190102", "20200601")["open"][["000333.SZ"]]
+    gaps = price.index[price["000333.SZ"].isna()].strftime("%Y%m%d").tolist()
+    assert gaps[0] == "20190220" and gaps[1:] == [f"{d:%Y%m%d}" for d in pd.bdate_range("20190508", "20190521")]
+    signal = pd.DataFrame(1.0, index=price.index, columns=price.columns)
+    m = run_backtest(signal, price, fee_rate=0.0).metrics
+    opens = price["000333.SZ"]
+    assert m.total_return == pytest.approx(opens.iloc[-1] / opens.iloc[1] - 1, rel=1e-12)  # bought on the 2nd bar
+    assert m.total_return == pytest.approx(0.6787, abs=1e-4)
+
+
+def test_a_code_without_a_price_cannot_trade_and_trades_on_its_next_price() -> None:
+    index = pd.bdate_range("2024-01-01", periods=6)
+    price = pd.DataFrame({"A": [10.0, 11.0, np.nan, np.nan, 15.0, 16.0]}, index=index)
+    signal = pd.DataFrame({"A": [1.0, -1, 0, 0, 0, 0]}, index=index)  # the sell is decided before the gap
+    result = run_backtest(signal, price, fee_rate=0.0)
+    assert result.positions["A"].tolist() == [0, 1, 1, 1, 0, 0]  # suspended on bar 2: sold at 15, on bar 4
+    assert result.metrics.total_return == pytest.approx(15 / 11 - 1, rel=1e-12)
+    assert (result.metrics.trades, result.metrics.hit_rate) == (2, 1.0)
+
+
+def test_equal_weights_drift_between_trades_instead_of_a_free_daily_rebalance(panel: dict[str, pd.DataFrame]) -> None:
+    """Always long in three codes is each code's third of the capital bought on the second bar and held: three
+    trades, three fees (paid from each sleeve's cash), the mean of the three price ratios (issue 28, item 3)."""
+    price = panel["open"].iloc[:, :3]
+    signal = pd.DataFrame(1.0, index=price.index, columns=price.columns)
+    m = run_backtest(signal, price, fee_rate=0.001).metrics
+    ratios = [price[c].dropna().iloc[-1] / price[c].iloc[1] for c in price.columns]
+    assert m.total_return == pytest.approx(sum(ratios) / 3 - 0.001 - 1, rel=1e-12)
+    assert (m.trades, m.buys, m.sells) == (3, 3, 0)
+    assert m.fees == pytest.approx(0.001, rel=1e-12)  # 0.1% of each third, once

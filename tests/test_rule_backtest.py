@@ -4,6 +4,8 @@ stamp duty on sells 0.1 % until 2023-08-27 and 0.05 % from 2023-08-28; all round
 
 from __future__ import annotations
 
+import math
+import statistics
 from decimal import Decimal
 from pathlib import Path
 
@@ -187,3 +189,28 @@ def test_bad_sizes_are_refused(tmp_path: Path) -> None:
         backtest_rule(RULE, "600000.SH", "20230821", "20230901", provider, size=100, value=D("1000"))
     with pytest.raises(ValueError, match="must be positive"):
         backtest_rule(RULE, "600000.SH", "20230821", "20230901", provider, size=0)
+
+
+def test_the_figures_are_the_signal_backtests_vocabulary_on_the_whole_account(tmp_path: Path) -> None:
+    """Issue 28, item 1: annualised return, Sharpe and exposure beside the return, drawdown, trades and fees, all on
+    the starting cash; by hand from the marks of test_every_trade_fee_and_mark_by_hand."""
+    provider = _provider(tmp_path, "600000.SH", _ohlc(SERIES))
+    f = backtest_rule(RULE, "600000.SH", "20230821", "20230901", provider, cash=D("10000")).strategy.figures
+    equity = [10000.0, 10000.0, 10264.91, 9724.91, 9530.82, 9530.82, 9975.73, 9435.73, 9336.05, 9336.05]
+    path = [10000.0, *equity]
+    daily = [b / a - 1 for a, b in zip(path[:-1], path[1:], strict=True)]
+    assert f.total_return == pytest.approx(-0.066395, rel=1e-12)
+    assert f.annual_return == pytest.approx(0.933605 ** (252 / 10) - 1, rel=1e-12)
+    assert f.sharpe == pytest.approx(statistics.mean(daily) / statistics.stdev(daily) * math.sqrt(252), rel=1e-12)
+    assert f.max_drawdown == pytest.approx(9336.05 / 10264.91 - 1, rel=1e-12)
+    invested = [900 * 10.80 / 10264.91, 900 * 10.20 / 9724.91, 900 * 10.90 / 9975.73, 900 * 10.30 / 9435.73]
+    assert f.exposure == pytest.approx(sum(invested) / 10, rel=1e-12)  # held over 4 of the 10 closes
+    assert (f.trades, f.bars) == (4, 10)
+    assert f.fees == pytest.approx(33.95 / 10000, rel=1e-12)
+
+
+def test_a_start_before_the_data_says_which_dates_ran(tmp_path: Path) -> None:
+    provider = _provider(tmp_path, "600000.SH", _ohlc(SERIES))
+    early = backtest_rule(RULE, "600000.SH", "20230701", "20230901", provider, cash=D("10000"))
+    assert early.span == "Asked for 20230701–20230901; ran 20230816–20230901: there is no data before 20230816."
+    assert backtest_rule(RULE, "600000.SH", "20230821", "20230901", provider, cash=D("10000")).span is None

@@ -123,3 +123,28 @@ def test_backtest_dates_and_unknown_runs_are_named_as_typed(ctx: WorkflowContext
         run(ctx, OWNER, ["backtest", str(rule.id), "20200824", "20190601"])
     with pytest.raises(CommandError, match=f"^rule {rule.id} has no run nosuch;"):
         run(ctx, OWNER, ["log", str(rule.id), "nosuch"])
+
+
+def test_a_backtest_reports_like_the_signal_backtest_and_says_where_a_cut_list_goes(ctx: WorkflowContext) -> None:
+    """Issue 28, item 1: the figures both backtests share, each labelled with its base; a cut trade list says so
+    and every trade is in the stored CSV."""
+    run(ctx, OWNER, ["add", "600519.SH", "buy when close > ma(5); sell when close < ma(5)"])
+    (rule,) = _mine(ctx)
+    _usage, _summary, command = SUBCOMMANDS["backtest"]
+    view = command(CommandCall(ctx, [str(rule.id), "20180101", "20200601"], OWNER, CHANNELS[id(ctx)]))
+    facts = dict(view.facts)
+    for label in ("Total return", "Annualised", "Sharpe", "Max drawdown", "Exposure", "Trades", "Fees"):
+        assert f"{label} (buy-and-hold)" in facts, label
+    assert "on the 1,000,000.00 CNY account" in view.summary
+    assert facts["Base"].startswith("the 1,000,000.00 CNY account; returns are on the whole account, position-sized")
+    (csv,) = view.artifacts
+    stored = ctx.artifacts.get(csv["id"])
+    assert stored is not None and stored.filename.endswith("_trades.csv")
+    rows = stored.data.decode().splitlines()[1:]
+    trades = int(facts["Trades (buy-and-hold)"].split()[0])
+    assert len(rows) == trades > 20
+    assert view.lines[:20] == [f"{r.split(',')[0]} {r.split(',')[1]} {int(r.split(',')[2]):,} at {r.split(',')[3]} "
+                               f"(fees {r.split(',')[10]})" for r in rows[:20]]
+    assert view.lines[20:] == [f"first 20 of {trades} trades (all in the CSV)"]
+    # the sample's data begins on 20190102: the run says which dates ran and why
+    assert "Asked for 20180101–20200601; ran 20190102–20200601: there is no data before 20190102." in view.notes

@@ -17,6 +17,7 @@ from graphs.context import WorkflowContext
 from graphs.signal.graph import build_signal_graph
 from graphs.signal.library import STRATEGIES
 from graphs.signal.nodes.reflection import NO_LLM_REPLY
+from graphs.signal.present import present_signal
 from tests.fakes.chat import ScriptedChatModel, answer, decision, tool_call
 from tests.fakes.tushare_server import GOOD_TOKEN, FakeTushare, TushareServer
 from tests.graph_thread import GraphThread
@@ -125,8 +126,20 @@ def test_range_running_past_the_data_says_where_it_ends(sqlite_runner_factory) -
            "20200801–20210601 has only 16 bar(s)" in question
     out = sqlite_runner_factory(SampleProvider()).say("signal ma_cross 000001.SZ 20200601 20210601")
     assert out["result"]["last_date"] == "2020-08-24"
-    assert any(w.startswith("the data ends on 20200824, so your range 20200601–20210601 has only ")
-               for w in out["result"]["warnings"])
+    assert out["result"]["notes"] == ["Asked for 20200601–20210601; ran 20200601–20200824: there is no data after "
+                                      "20200824."]
+
+
+def test_a_start_before_the_data_says_which_dates_ran_and_why(sqlite_runner_factory) -> None:
+    """Issue 28, item 5: the sample begins on 20190102; a request from 20180101 says so instead of clipping."""
+    out = sqlite_runner_factory(SampleProvider()).say("signal ma_cross 600519.SH 20180101 20200601")
+    assert out["result"]["first_date"] == "2019-01-02"
+    note = "Asked for 20180101–20200601; ran 20190102–20200601: there is no data before 20190102."
+    assert out["result"]["notes"] == [note]
+    view = present_signal(out["result"])
+    assert note in view.notes
+    assert "on equal sleeves of the capital" in view.summary and dict(view.facts)["Base"].startswith(
+        "equal sleeves of the capital; each of the N codes trades its own 1/N of the starting capital; weights drift")
 
 
 def test_valuation_with_tushare_indicators(sqlite_runner_factory, shared_data: Path) -> None:

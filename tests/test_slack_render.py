@@ -66,7 +66,9 @@ def result() -> dict:
         "metrics": {"total_return": 0.12, "annual_return": 0.08, "sharpe": 1.1, "max_drawdown": -0.1,
                     "benchmark_total_return": 0.3, "benchmark_sharpe": 1.4, "benchmark_max_drawdown": -0.2,
                     "excess_return": -0.18, "exposure": 0.39, "buys": 20, "sells": 20, "round_trips": 18,
-                    "trades": 40, "hit_rate": 0.55, "turnover": 0.02, "fee_rate": 0.0005},
+                    "trades": 40, "hit_rate": 0.55, "turnover": 0.02, "fee_rate": 0.0005, "fees": 0.004,
+                    "benchmark_annual_return": 0.2, "benchmark_exposure": 1.0, "benchmark_trades": 30,
+                    "benchmark_fees": 0.0005, "bars": 341},
         "conventions": CONVENTIONS, "warnings": ["w" * 4000, "two"],
     }
 

@@ -5,12 +5,16 @@ Conventions (stated in every report):
   the previous target ("hold", as the signal seed defines 0), starting flat;
 - the target decided on the close of bar t is traded at bar t+1's execution price (the open when
   given, else the close) and held until the next trade, so the position at bar t is the target of t-1;
-- the return of bar t is the move from bar t's execution price to bar t+1's; a missing price
-  (suspension) counts as no move;
-- the portfolio holds each code with weight 1/N (N codes); fees are `fee_rate` times the traded
-  notional, charged on each change of position;
-- Sharpe = mean / std of daily returns x sqrt(252), risk-free rate 0; annualised return compounds
-  to 252 bars a year; the last bar has no next price, so T dates give T - 1 bars of returns.
+- a code without a price on a bar (suspended, not yet listed, delisted) cannot trade on it: its position is
+  carried across the gap, valued at its last price, and the move from its last price before the gap to its
+  first price after it is earned on the first bar after the gap (as the benchmark values its holding);
+- capital: each code trades its own sleeve of 1/N of the starting capital (N codes). A trade puts the whole
+  sleeve long (1), short (-1) or in cash (0) at the execution price; between trades the sleeve holds a fixed
+  number of shares, so weights drift with prices and are never rebalanced against each other (no hidden daily
+  rebalance). A short sleeve keeps the sale's proceeds in cash and owes the shares. Fees are `fee_rate` times
+  the traded notional, charged on each change of position;
+- returns, Sharpe, drawdown, exposure and fees are on the whole starting capital (tools.performance); the last
+  bar has no next price, so T dates give T - 1 bars of returns.
 
 Benchmark (always reported beside the strategy): the equal-weight buy-and-hold of the same codes at the
 same execution prices over the same bars. Each code gets a 1/N sleeve of capital; the sleeve buys at the
@@ -38,7 +42,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-BARS_PER_YEAR = 252
+from tools.performance import figures
+
 MAX_LISTED_CODES = 10
 
 
@@ -54,7 +59,8 @@ class BacktestMetrics:
     bars: int
     fee_rate: float
     long_only: bool
-    exposure: float  # average fraction of capital invested (gross: long plus short) over the bars
+    exposure: float  # average fraction of equity invested (gross: long plus short) over the bars
+    fees: float  # fees paid, as a fraction of the starting capital
     signal_days_buy: int  # signal cells equal to 1
     signal_days_sell: int  # signal cells equal to -1
     buys: int  # executed position increases
@@ -65,6 +71,9 @@ class BacktestMetrics:
     benchmark_annual_return: float
     benchmark_sharpe: float
     benchmark_max_drawdown: float
+    benchmark_exposure: float
+    benchmark_trades: int  # codes the buy-and-hold bought
+    benchmark_fees: float
     excess_return: float  # total_return - benchmark_total_return
     excess_annual_return: float  # annual_return - benchmark_annual_return
 
@@ -122,61 +131,109 @@ def run_backtest(signal: pd.DataFrame, price: pd.DataFrame, fee_rate: float = 0.
                  long_only: bool = True) -> BacktestResult:
     """Backtest `signal` against execution prices `price` (same dates and codes), with its benchmark."""
     price = price.reindex(index=signal.index, columns=signal.columns)
-    positions = target_positions(signal, long_only).shift(1).fillna(0.0)
-    forward = (price.shift(-1) / price - 1.0).fillna(0.0)
-    n = signal.shape[1]
+    sleeves = _run_sleeves(target_positions(signal, long_only).to_numpy(), price.to_numpy(dtype=float), fee_rate)
+    positions = pd.DataFrame(sleeves.positions, index=signal.index, columns=signal.columns)
+    index = signal.index[:-1]
+    equity = pd.Series(sleeves.equity, index=index)
+    daily = equity / equity.shift(1, fill_value=1.0) - 1.0
+    exposure = pd.Series(sleeves.exposure, index=index)
     changes = executed_changes(positions)
-    traded = changes.abs()
-    daily = (positions.iloc[:-1] * forward.iloc[:-1]).sum(axis=1) / n - fee_rate * traded.sum(axis=1) / n
-    equity = (1.0 + daily).cumprod()
-    exposure = positions.iloc[:-1].abs().sum(axis=1) / max(n, 1)
+    bars = len(daily)
+    strategy = figures(equity, float(exposure.mean()) if bars else 0.0, int((changes != 0).sum().sum()),
+                       float(sleeves.fees))
     bench_equity = buy_and_hold(price, fee_rate)
     bench_daily = bench_equity / bench_equity.shift(1, fill_value=1.0) - 1.0
-    total, annual, sharpe, drawdown = _performance(daily, equity)
-    b_total, b_annual, b_sharpe, b_drawdown = _performance(bench_daily, bench_equity)
-    bars = len(daily)
+    bought = int(_bought(price).any(axis=0).sum())  # the benchmark's buys on bars with a return
+    bench = figures(bench_equity, _bench_exposure(price, bench_equity), bought,
+                    fee_rate * bought / max(signal.shape[1], 1))
     held = positions.iloc[:-1]
     metrics = BacktestMetrics(
-        total_return=total,
-        annual_return=annual,
-        sharpe=sharpe,
-        max_drawdown=drawdown,
-        turnover=float(traded.sum(axis=1).mean() / n) if bars else 0.0,
-        trades=int((changes != 0).sum().sum()),
-        hit_rate=_hit_rate(held, forward.iloc[:-1]),
+        total_return=strategy.total_return,
+        annual_return=strategy.annual_return,
+        sharpe=strategy.sharpe,
+        max_drawdown=strategy.max_drawdown,
+        turnover=float(sleeves.turnover.mean()) if bars else 0.0,
+        trades=strategy.trades,
+        hit_rate=_hit_rate(held, sleeves.moves),
         bars=bars,
         fee_rate=fee_rate,
         long_only=long_only,
-        exposure=float(exposure.mean()) if bars else 0.0,
+        exposure=strategy.exposure,
+        fees=strategy.fees,
         signal_days_buy=int((signal == 1).sum().sum()),
         signal_days_sell=int((signal == -1).sum().sum()),
         buys=int((changes > 0).sum().sum()),
         sells=int((changes < 0).sum().sum()),
         round_trips=int(((held.shift(1, fill_value=0.0) != 0) & (changes != 0)).sum().sum()),
         open_positions=int((held.iloc[-1] != 0).sum()) if bars else 0,
-        benchmark_total_return=b_total,
-        benchmark_annual_return=b_annual,
-        benchmark_sharpe=b_sharpe,
-        benchmark_max_drawdown=b_drawdown,
-        excess_return=total - b_total,
-        excess_annual_return=annual - b_annual,
+        benchmark_total_return=bench.total_return,
+        benchmark_annual_return=bench.annual_return,
+        benchmark_sharpe=bench.sharpe,
+        benchmark_max_drawdown=bench.max_drawdown,
+        benchmark_exposure=bench.exposure,
+        benchmark_trades=bench.trades,
+        benchmark_fees=bench.fees,
+        excess_return=strategy.total_return - bench.total_return,
+        excess_annual_return=strategy.annual_return - bench.annual_return,
     )
     return BacktestResult(metrics, daily, equity, positions, exposure, bench_daily, bench_equity)
 
 
-def _performance(daily: pd.Series, equity: pd.Series) -> tuple[float, float, float, float]:
-    """Total return, annualised return, Sharpe and maximum drawdown of a daily return series and its equity."""
-    bars = len(daily)
-    total = float(equity.iloc[-1] - 1.0) if bars else 0.0
-    annual = float((1.0 + total) ** (BARS_PER_YEAR / bars) - 1.0) if bars and total > -1 else -1.0
-    std = float(daily.std(ddof=1)) if bars > 1 else 0.0
-    sharpe = float(daily.mean() / std * np.sqrt(BARS_PER_YEAR)) if std > 0 else 0.0
-    drawdown = float((equity / equity.cummax() - 1.0).min()) if bars else 0.0
-    return total, annual, sharpe, drawdown
+@dataclass(frozen=True)
+class _Sleeves:
+    positions: np.ndarray  # T x N: the position held from each bar's price to the next
+    equity: np.ndarray  # T - 1: the portfolio's value at each next bar, starting capital 1
+    exposure: np.ndarray  # T - 1: gross value invested after the bar's trades over the value before them
+    turnover: np.ndarray  # T - 1: notional traded over the value before the trades
+    moves: np.ndarray  # T - 1 x N: each code's price move to the next bar, across gaps (0 while unpriced)
+    fees: float  # fees paid, as a fraction of the starting capital
 
 
-def _hit_rate(positions: pd.DataFrame, forward: pd.DataFrame) -> float:
-    """Share of holding periods (runs of one non-zero position in one code) that made money, before fees."""
+def _run_sleeves(target: np.ndarray, px: np.ndarray, fee_rate: float) -> _Sleeves:
+    """Trade each code's 1/N sleeve to the previous bar's target where the code has a price (module docstring)."""
+    rows, n = px.shape
+    priced = np.isfinite(px) & (px > 0)
+    last = pd.DataFrame(np.where(priced, px, np.nan)).ffill().to_numpy()  # the last price, carried across gaps
+    positions = np.zeros((rows, n))
+    cash, shares = np.full(n, 1.0 / max(n, 1)), np.zeros(n)
+    equity, exposure, turnover = np.ones(max(rows - 1, 0)), np.zeros(max(rows - 1, 0)), np.zeros(max(rows - 1, 0))
+    fees, held = 0.0, np.zeros(n)
+    for t in range(rows):
+        before, held = held, np.where(priced[t], target[t - 1] if t else 0.0, held)
+        positions[t] = held
+        if t == rows - 1:
+            break
+        mark = np.nan_to_num(last[t])  # 0 only for a code never priced yet, which holds no shares
+        value = cash + shares * mark
+        new_shares = np.where(held != before, held * value / np.where(priced[t], px[t], 1.0), shares)
+        traded = np.abs(new_shares - shares) * mark
+        cash = value - new_shares * mark - fee_rate * traded
+        shares = new_shares
+        fees += fee_rate * traded.sum()
+        exposure[t] = np.abs(shares * mark).sum() / value.sum()
+        turnover[t] = traded.sum() / value.sum()
+        equity[t] = (cash + shares * np.nan_to_num(last[t + 1])).sum()
+    moves = np.nan_to_num(last[1:] / last[:-1] - 1.0) if rows > 1 else np.zeros((0, n))
+    return _Sleeves(positions, equity, exposure, turnover, moves, fees)
+
+
+def _bought(price: pd.DataFrame) -> np.ndarray:
+    """T - 1 x N: whether the buy-and-hold holds each code over each bar with a return (bought at a price so far)."""
+    px = price.to_numpy(dtype=float)
+    return ((np.isfinite(px) & (px > 0)).cumsum(axis=0) > 0)[:-1]
+
+
+def _bench_exposure(price: pd.DataFrame, equity: pd.Series) -> float:
+    """The buy-and-hold's mean fraction invested: everything but the sleeves still waiting in cash."""
+    if equity.empty:
+        return 0.0
+    cash = (~_bought(price)).sum(axis=1) / price.shape[1]
+    return float((1.0 - cash / equity.to_numpy()).mean())
+
+
+def _hit_rate(positions: pd.DataFrame, moves: np.ndarray) -> float:
+    """Share of holding periods (runs of one non-zero position in one code) that made money, before fees: a long
+    whose price rose from entry to exit, a short whose price fell."""
     held = positions.to_numpy()
     if held.size == 0:
         return 0.0
@@ -185,9 +242,10 @@ def _hit_rate(positions: pd.DataFrame, forward: pd.DataFrame) -> float:
     active = held != 0
     if not active.any():
         return 0.0
-    growth = np.bincount(run_id[active], weights=np.log1p(held[active] * forward.to_numpy()[active]))
+    growth = np.bincount(run_id[active], weights=np.log1p(moves[active]))
+    side = np.bincount(run_id[active], weights=held[active])
     present = np.bincount(run_id[active]) > 0
-    return float((growth[present] > 0).sum() / present.sum())
+    return float((side[present] * growth[present] > 0).sum() / present.sum())
 
 
 def degeneracy_warnings(signal: pd.DataFrame, result: BacktestResult) -> dict[str, str]:

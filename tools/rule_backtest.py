@@ -20,8 +20,11 @@ Conventions:
 - price limits as the paper account applies them: a buy does not fill on a bar locked at limit-up, a sell not on a
   bar locked at limit-down (previous close: the bar's pre_close when the provider has it, else the previous bar's
   close; ST from the provider's securities). The order lapses with a note; the next bar's decision may retry;
-- equity is marked on every close from START: cash + shares × close. Nothing is sold at the end. The maximum
-  drawdown is the deepest fall of equity below its running peak, the starting cash included.
+- equity is marked on every close from START: cash + shares × close. Nothing is sold at the end. Returns are on
+  the whole account (the starting cash), whatever share of it a position uses; the figures (total and annualised
+  return, Sharpe, maximum drawdown, exposure, trades, fees) are tools.performance's, as the signal backtest's:
+  each close is a bar, the starting cash the value before the first;
+- a START before the code's data (or an END after it) runs over the dates there are, and says so in a note.
 
 Benchmark: the same code bought at START's open (the first bar the buy can fill) with the same sizing and cost
 model, held to END and marked at the close: the buy-and-hold of tools.backtest, with lots and fees.
@@ -48,6 +51,8 @@ from tools.broker.money import price_of
 from tools.broker.rules import fill_blocked_by_limit, lot_rule, price_limits
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError, normalize_date
+from tools.date_span import span_note
+from tools.performance import Figures, figures
 from tools.rule_language import Rule, evaluate, parse_rule
 
 DEFAULT_CASH = Decimal("1000000")  # the paper account's default starting cash (QUANTDESK_PAPER_CASH)
@@ -124,6 +129,13 @@ class Performance:
                                  name="trade_date")
         return pd.Series([float(m.equity) for m in self.marks], index=index, dtype="float64")
 
+    @property
+    def figures(self) -> Figures:
+        """The run in the vocabulary both backtests share: on the starting cash, each close a bar."""
+        exposure = [float(m.quantity * m.close / m.equity) if m.equity > 0 else 0.0 for m in self.marks]
+        return figures(self.equity / float(self.starting_cash), sum(exposure) / len(exposure) if exposure else 0.0,
+                       self.trade_count, float(self.fees_paid / self.starting_cash))
+
 
 @dataclass(frozen=True)
 class RuleBacktest:
@@ -136,6 +148,7 @@ class RuleBacktest:
     decisions: pd.DataFrame  # tools.rule_language.evaluate over START..END
     strategy: Performance
     benchmark: Performance
+    span: str | None = None  # the dates that ran, when they are not the ones asked for
 
 
 @dataclass
@@ -271,4 +284,5 @@ def backtest_rule(rule: Rule | str, code: str, start: str | date, end: str | dat
         strategy.notes.append(f"{bars[-1].trade_date}: the {actions[-1]} decided on the last bar has no next bar to "
                               "fill on")
     return RuleBacktest(rule, code, start_s, end_s, rule.warmup, first, decisions.iloc[first:],
-                        strategy.performance(cash), benchmark.performance(cash))
+                        strategy.performance(cash), benchmark.performance(cash),
+                        span_note(start_s, end_s, bars[first].trade_date, bars[-1].trade_date))

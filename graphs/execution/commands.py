@@ -3,13 +3,17 @@ ID` is the workflow's run. Only a rule's owner or an admin (QUANTDESK_ADMINS) ma
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+import pandas as pd
+
 from graphs.execution.present import present_backtest, present_log, present_rule, present_rules
 from graphs.views import View
 from graphs.workflow import CommandCall, CommandError
+from tools.artifacts import ArtifactRef
 from tools.broker.boards import OrderRuleError
 from tools.broker.clock import day
 from tools.broker.paper import PaperConfig
@@ -17,7 +21,7 @@ from tools.broker.proposal_claims import live_claims
 from tools.broker.rules import buy_quantity_problem
 from tools.data.schema import DataError, check_range
 from tools.klines import symbol_kind
-from tools.rule_backtest import backtest_rule
+from tools.rule_backtest import RuleBacktest, backtest_rule
 from tools.rule_language import RuleSyntaxError, parse_rule
 from tools.rule_store import Rule, RuleError, RuleStore, order_tag
 
@@ -202,7 +206,22 @@ def backtest_command(call: CommandCall) -> View:
                                **({"rates": paper.rates} if isinstance(paper, PaperConfig) else {}))
     except (DataError, ValueError) as exc:
         raise CommandError(str(exc)) from None
-    return present_backtest(rule, result)
+    return present_backtest(rule, result, _store_trades(call, rule, result))
+
+
+def _store_trades(call: CommandCall, rule: Rule, result: RuleBacktest) -> ArtifactRef:
+    """Every trade of the backtest as a CSV, stored with the rule (the same trades store once)."""
+    rows = [[t.trade_date, t.side, t.quantity, t.price, t.value, t.fees.commission, t.fees.stamp_duty,
+             t.fees.transfer_fee, t.fees.handling_fee, t.fees.regulator_fee, t.fees.total, t.decided_on]
+            for t in result.strategy.trades]
+    frame = pd.DataFrame(rows, columns=["trade_date", "side", "quantity", "price", "value", "commission",
+                                        "stamp_duty", "transfer_fee", "handling_fee", "regulator_fee", "fees",
+                                        "decided_on"])
+    data = frame.to_csv(index=False).encode()
+    stem = f"rule{rule.id}_{result.start}_{result.end}"
+    return call.context.artifacts.put(f"rule:{rule.id}", f"backtest:{hashlib.sha256(data).hexdigest()[:32]}",
+                                      "reports", f"{stem}_trades.csv", f"Rule {rule.id} backtest trades", "text/csv",
+                                      data)
 
 
 def _int(text: str | None, what: str) -> int | None:

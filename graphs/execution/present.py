@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from graphs.backtest_view import TRADES_SHOWN, Base, comparison_facts, comparison_summary, cut_note
 from graphs.order.present import present_order
 from graphs.views import Table, View
+from tools.artifacts import ArtifactRef
 from tools.broker.proposal_claims import ProposalClaim
 from tools.rule_backtest import RuleBacktest
 from tools.rule_store import Execution, Rule, Step
@@ -90,16 +92,26 @@ def present_rule_run(result: dict[str, Any]) -> View:
     return view
 
 
-def present_backtest(rule: Rule, result: RuleBacktest) -> View:
+def present_backtest(rule: Rule, result: RuleBacktest, trades_csv: ArtifactRef | None = None) -> View:
+    """The rule beside buy-and-hold in the report shape both backtests share; `trades_csv` holds every trade."""
     s, b = result.strategy, result.benchmark
-    rows = [["rule", f"{s.total_return:+.2%}", f"{s.max_drawdown:.2%}", str(s.trade_count), f"{s.fees_paid:,.2f}",
-             f"{s.final_equity:,.2f}"],
-            ["buy-and-hold", f"{b.total_return:+.2%}", f"{b.max_drawdown:.2%}", str(b.trade_count),
-             f"{b.fees_paid:,.2f}", f"{b.final_equity:,.2f}"]]
-    lines = [f"{t.trade_date} {t.side} {t.quantity:,} at {t.price} (fees {t.fees.total})" for t in s.trades[:20]]
+    cash = f"{s.starting_cash:,.2f} CNY"
+    sized = (f"{rule.size:,} shares" if rule.size else f"{rule.value_cny:,.2f} CNY" if rule.value_cny else
+             "as many whole lots as the cash pays for")
+    base = Base(f"the {cash} account", f"returns are on the whole account, position-sized: each buy is {sized}, fees "
+                "included (not the signal backtest's equal weight); buy-and-hold buys the same way once")
+    strategy, benchmark = s.figures, b.figures
+    facts = comparison_facts(strategy, benchmark, base, (f"{s.fees_paid:,.2f} CNY", f"{b.fees_paid:,.2f} CNY"))
+    facts.append(("Final equity (buy-and-hold)", f"{s.final_equity:,.2f} ({b.final_equity:,.2f}) CNY"))
+    lines = [f"{t.trade_date} {t.side} {t.quantity:,} at {t.price} (fees {t.fees.total})"
+             for t in s.trades[:TRADES_SHOWN]]
+    cut = cut_note(len(lines), s.trade_count, "trades")
     return View(f"Rule {rule.id} backtest: {rule.symbol} {result.start}–{result.end}",
-                f"The rule returned {s.total_return:+.2%} against buy-and-hold's {b.total_return:+.2%}.",
-                lines=lines, table=Table(["", "return", "max drawdown", "trades", "fees", "final equity"], rows),
-                notes=[f"decisions on a bar's close fill at the next bar's open; {result.warmup} warm-up bar(s) "
+                comparison_summary(f"Rule {rule.id}", strategy, benchmark, base),
+                lines=[*lines, cut] if cut else lines, facts=facts,
+                notes=[*([result.span] if result.span else []),
+                       f"decisions on a bar's close fill at the next bar's open; {result.warmup} warm-up bar(s) "
                        f"({result.warmup_bars} read before the start); costs as the paper account (commission "
-                       "minimum, stamp duty, transfer fee, lots)", *s.notes])
+                       "minimum, stamp duty, transfer fee, lots); Sharpe = mean/std of daily returns x sqrt(252), "
+                       "rf = 0; exposure = mean share of equity in the stock", *s.notes],
+                artifacts=[trades_csv] if trades_csv else [])

@@ -17,13 +17,16 @@ from graphs.signal.state import SignalState
 from tools.artifacts import ArtifactRef, ArtifactStore
 from tools.backtest import BacktestResult, degeneracy_warnings, run_backtest
 from tools.charts import equity_and_signal_counts, price_with_trades
+from tools.data.schema import normalize_date
+from tools.date_span import span_note
 from tools.workspace import WorkspaceError
 
-CONVENTIONS = ("next-bar execution at the open (close when no open), equal weight per code, long-only unless "
-               "configured, fees on traded notional; Sharpe = mean/std of daily returns x sqrt(252), rf = 0; "
-               "benchmark = equal-weight buy-and-hold of the same codes from the first bar (each code's 1/N bought "
-               "at its first price and held, a later listing waits in cash); exposure = mean share of capital "
-               "invested")
+CONVENTIONS = ("next-bar execution at the open (close when no open); each code trades its own 1/N sleeve of the "
+               "capital and weights drift between trades (no rebalancing, so none is charged); a code without a price "
+               "(suspended) keeps its position and earns the move across the gap; long-only unless configured; fees "
+               "on traded notional; Sharpe = mean/std of daily returns x sqrt(252), rf = 0; benchmark = equal-weight "
+               "buy-and-hold of the same codes from the first bar (each code's 1/N bought at its first price and "
+               "held, a later listing waits in cash); exposure = mean share of equity invested")
 
 
 def signal_counts(signal: pd.DataFrame) -> dict[str, int]:
@@ -62,6 +65,7 @@ def report_node(state: SignalState, config: RunnableConfig, runtime: Runtime[Wor
         "last_date": f"{signal.index.max():%Y-%m-%d}",
         "counts": signal_counts(signal),
         "metrics": backtest.metrics.as_dict(),
+        "notes": _span_notes(params, signal.index),
         "conventions": CONVENTIONS,
         "warnings": warnings,
         "signal_name": state["signal_name"],
@@ -72,6 +76,16 @@ def report_node(state: SignalState, config: RunnableConfig, runtime: Runtime[Wor
              f"{result['metrics']['total_return']:.2%}, Sharpe {result['metrics']['sharpe']:.2f}")
     return {"result": result, "messages": [AIMessage(brief)], "current_task": "end",
             "execution_history": [*state.get("execution_history", []), "report: done"]}
+
+
+def _span_notes(params: dict[str, Any], dates: pd.Index) -> list[str]:
+    """Which dates ran, when the data begins after the start asked for or ends before the end."""
+    if not params.get("start_date") or not params.get("end_date") or dates.empty:
+        return []
+    note = span_note(normalize_date(params["start_date"], "start date"), normalize_date(params["end_date"],
+                                                                                          "end date"),
+                     f"{dates.min():%Y%m%d}", f"{dates.max():%Y%m%d}")
+    return [note] if note else []
 
 
 def _run_key(messages: list[AnyMessage]) -> str:

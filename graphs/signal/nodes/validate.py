@@ -3,8 +3,8 @@
 Errors: no price data, no signal, a signal that is not a dates x codes frame aligned with the data, values
 outside {1, 0, -1, NaN}, no buy or sell at all, look-ahead (the signal changes when later data is removed).
 Warnings: codes or signal mostly missing, extreme daily returns (> 50%), non-positive prices, a signal
-covering fewer dates than the data, a requested range that runs past the end of the provider's data (which
-also explains a signal without trades)."""
+covering fewer dates than the data. A requested range that runs past the end of the provider's data explains a
+signal without trades; a run's report says which dates ran."""
 
 from __future__ import annotations
 
@@ -100,10 +100,8 @@ def validate_node(state: SignalState, config: RunnableConfig, runtime: Runtime[W
     params = (state.get("user_intent") or {}).get("params") or {}
     short = short_range(runtime.context.provider, params, ws.info("ohlcv/close").rows) if "ohlcv/close" in ws \
         else None
-    if short and NO_TRADES in errors:  # the usual cause: too few bars for the strategy's windows
-        errors[errors.index(NO_TRADES)] = f"{NO_TRADES}: {short}"
-    elif short:
-        warnings.append(short)
+    if short and NO_TRADES in errors:  # the usual cause: too few bars for the strategy's windows (a run that
+        errors[errors.index(NO_TRADES)] = f"{NO_TRADES}: {short}"  # trades says which dates ran in its report)
     history = [*state.get("execution_history", []),
                f"validation: {len(errors)} error(s), {len(warnings)} warning(s)"]
     if errors:
