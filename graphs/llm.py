@@ -52,6 +52,27 @@ def get_light_llm(settings: Settings) -> BaseChatModel | None:
     return _chat(settings, settings.light_model)
 
 
+def bounded(model: BaseChatModel, seconds: float) -> BaseChatModel:
+    """`model` for a call that must end within `seconds`: each attempt's timeout is the smaller of its own and
+    `seconds`, and only the retries that fit in `seconds` are kept (the client gives every attempt the full
+    timeout). A model without an OpenAI client (a scripted one) comes back as it is."""
+    own, root = getattr(model, "request_timeout", None), getattr(model, "root_client", None)
+    if not isinstance(own, int | float) or root is None:
+        return model
+    timeout = min(float(own), max(seconds, 0.0))
+    retries = min(getattr(model, "max_retries", None) or 0, max(int(seconds // timeout) - 1, 0) if timeout else 0)
+    if timeout == own and retries == model.max_retries:  # type: ignore[attr-defined]
+        return model
+    copy = model.model_copy(update={"request_timeout": timeout, "max_retries": retries})
+    copy.root_client = root.with_options(timeout=timeout, max_retries=retries)  # type: ignore[attr-defined]
+    copy.client = copy.root_client.chat.completions  # type: ignore[attr-defined]
+    if getattr(model, "root_async_client", None) is not None:
+        copy.root_async_client = model.root_async_client.with_options(  # type: ignore[attr-defined]
+            timeout=timeout, max_retries=retries)
+        copy.async_client = copy.root_async_client.chat.completions  # type: ignore[attr-defined]
+    return copy
+
+
 def parse_json_answer(text: str, what: str) -> dict[str, Any]:
     """The JSON object in a model's answer; ModelAnswerError naming `what` was asked for when there is none."""
     if not text.strip():

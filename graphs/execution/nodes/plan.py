@@ -1,6 +1,7 @@
 """Plan: the model decides the next step in the seed's action format (tool_call, calculation or decision); the
 history of earlier steps and their results goes with every call. A malformed answer is sent back once; after
-that, or past the round or time limit, the decision is hold with the failure logged."""
+that, or past the round or time limit, the decision is hold with the failure logged. The time limit bounds the
+whole run: a model call gets at most the time left, and a call that times out ends the run at once."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+import openai
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from graphs.context import WorkflowContext
 from graphs.execution.routes import MALFORMED_RETRIES, MAX_ROUNDS, RUN_TIMEOUT_SECONDS
 from graphs.execution.state import ExecutionState
-from graphs.llm import MODEL_FAILURES, describe_model_failure, parse_json_answer
+from graphs.llm import MODEL_FAILURES, bounded, describe_model_failure, parse_json_answer
 from graphs.progress import report_progress
 from tools.calculations import describe as calculations_catalogue
 
@@ -55,10 +57,13 @@ def plan_node(state: ExecutionState, runtime: Runtime[WorkflowContext]) -> dict[
         return _hold(ctx, state, step, "this rule is written in words and needs an LLM (OPENAI_API_KEY or "
                                        "OPENAI_BASE_URL); rules in the rule language run without one")
     report_progress("thinking", f"step {step}")
+    left = RUN_TIMEOUT_SECONDS - elapsed
     try:
-        answer = ctx.llm.invoke(_messages(rule, history, step, state.get("feedback")))
+        answer = bounded(ctx.llm, left).invoke(_messages(rule, history, step, state.get("feedback")))
         action = _action(parse_json_answer(str(answer.content), "action"))
         decision = _decision(action) if action["type"] == "decision" else None
+    except openai.APITimeoutError as exc:  # the client retried what fitted: no time for a second chance
+        return _hold(ctx, state, step, _timed_out(exc, left, getattr(ctx.llm, "request_timeout", None)))
     except MODEL_FAILURES as exc:
         return _malformed(ctx, state, step, describe_model_failure(exc))
     except ValueError as exc:
@@ -109,6 +114,15 @@ def _decision(action: dict[str, Any]) -> dict[str, Any]:
     if not 0.0 <= confidence <= 1.0:
         raise ValueError(f"confidence must be between 0 and 1, not {confidence}")
     return {"action": verdict, "reason": str(body.get("reason") or action["reasoning"]), "confidence": confidence}
+
+
+def _timed_out(exc: openai.APITimeoutError, left: float, own: Any) -> str:
+    """Why a run whose model call timed out ends: the run's limit when the time left was shorter than the model's
+    own timeout, else that timeout."""
+    if isinstance(own, int | float) and left < own:
+        return (f"no decision within {RUN_TIMEOUT_SECONDS:g} s: the model did not answer in the {left:.1f} s left "
+                "of the run")
+    return describe_model_failure(exc)
 
 
 def _malformed(ctx: WorkflowContext, state: ExecutionState, step: int, problem: str) -> dict[str, Any]:
