@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import openai
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.errors import GraphRecursionError
 
-from graphs.common import message_text, parse_json_object
+from graphs.common import last_ai_text, message_text, parse_json_object
 from tools.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -90,6 +90,21 @@ def parse_json_answer(text: str, what: str) -> dict[str, Any]:
 def invoke_json(model: BaseChatModel, messages: Sequence[BaseMessage], what: str) -> dict[str, Any]:
     """Ask `model` and parse its answer as one JSON object (see `parse_json_answer`)."""
     return parse_json_answer(message_text(model.invoke(list(messages))), what)
+
+
+def agent_json_answer(messages: Sequence[BaseMessage], what: str, tools: Collection[str]) -> dict[str, Any]:
+    """The JSON object in an agent run's last answer (see `parse_json_answer`); when the run ended on a tool call
+    that could not be made (an unknown tool, arguments that are not JSON), a ModelAnswerError naming it."""
+    last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+    broken = last.invalid_tool_calls if last is not None else []
+    if broken:
+        name = str(broken[0].get("name") or "")
+        if name not in tools:
+            raise ModelAnswerError(f"it called a tool that does not exist: {name or '(no name)'}, with arguments "
+                                   f"that are not valid JSON, instead of answering with the JSON {what}")
+        raise ModelAnswerError(f"it called {name} with arguments that are not valid JSON instead of answering with "
+                               f"the JSON {what}")
+    return parse_json_answer(last_ai_text(list(messages)), what)
 
 
 def describe_model_failure(exc: Exception) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from langchain_core.messages import AIMessage
 from sqlalchemy import Engine
 
 from graphs.checkpointer import open_checkpointer
@@ -279,6 +280,21 @@ def test_llm_repeated_failure_ends_in_clarify(sqlite_runner_factory) -> None:
     question = _question(runner.say("something odd"))
     assert question["question"].startswith("The same problem happened twice")
     assert "undefined_thing" in question["question"]
+    assert not llm.script
+
+
+def test_llm_calling_an_unknown_tool_twice_is_named_and_the_run_stops(sqlite_runner_factory) -> None:
+    broken = {"name": "fetch_everything", "args": '{"codes": [', "id": "call_broken", "error": "not JSON",
+              "type": "invalid_tool_call"}
+    llm = ScriptedChatModel(script=[AIMessage(content="", invalid_tool_calls=[broken]) for _ in range(2)])
+    runner = sqlite_runner_factory(SampleProvider(), llm, ScriptedChatModel(script=[]))
+    out = runner.say("something odd")
+    assert "__interrupt__" not in out  # no "How should I proceed?": the model cannot plan, so the run stops
+    reply = out["final_reply"]
+    assert reply.startswith("The same problem happened twice: reflection: The model's answer could not be used: it "
+                            "called a tool that does not exist: fetch_everything")
+    assert "empty answer" not in reply
+    assert "Without the model" in reply and "signal ma_cross" in reply  # what works without a model
     assert not llm.script
 
 

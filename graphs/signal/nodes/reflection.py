@@ -12,10 +12,10 @@ from langchain_core.tools import tool
 from langgraph.runtime import Runtime
 
 from graphs.clarify import CANCELLED, ask, is_cancel
-from graphs.common import AGENT_STEP_LIMIT, last_ai_text, new_human_text, workspace_summary
+from graphs.common import AGENT_STEP_LIMIT, new_human_text, workspace_summary
 from graphs.context import WorkflowContext, workspace
 from graphs.grammar import bad_code_message
-from graphs.llm import AGENT_FAILURES, describe_model_failure, parse_json_answer
+from graphs.llm import AGENT_FAILURES, agent_json_answer, describe_model_failure
 from graphs.progress import report_progress
 from graphs.signal.grammar import SignalRequest, looks_structured, parse, starts_request, strategy_names
 from graphs.signal.library import STRATEGIES, library_help
@@ -32,6 +32,8 @@ NO_LLM_REPLY = (
     "DeepSeek, Qwen, vLLM or Ollama) to enable them.\n"
     f"Without an LLM, name a built-in strategy: {GRAMMAR_HINT}.\nStrategies:\n{library_help()}"
 )
+
+REFLECTION_FAILED = "reflection: "  # the prefix of the reflection model's own failures in error_messages
 
 REFLECTION_PROMPT = """You are a strategy analyst. Understand the user's intent and plan the next step of a
 signal-generation workflow on Chinese A-share daily data (tushare schema).
@@ -175,6 +177,10 @@ def _reflect_llm(state: SignalState, text: str, config: RunnableConfig,
     retries = state.get("retry_count", 0) + (1 if state.get("error_messages") else 0)
     update: dict[str, Any] = {"retry_count": retries}
     repeated = _repeated_error(state)
+    if repeated and repeated.startswith(REFLECTION_FAILED):  # the model cannot plan: asking again would not help
+        return {**update, "current_task": "end",
+                "final_reply": f"The same problem happened twice: {repeated}\nStopped. Without the model, name a "
+                               f"built-in strategy: {GRAMMAR_HINT}.\nStrategies:\n{library_help()}"}
     if repeated:
         return {**update, **_clarify(state, f"The same problem happened twice: {repeated}\n"
                                             "How should I proceed? You can rephrase the strategy, change codes or "
@@ -201,9 +207,9 @@ def _reflect_llm(state: SignalState, text: str, config: RunnableConfig,
     try:
         run = agent.invoke({"messages": [HumanMessage(text or "Decide the next step.")]},
                            {"recursion_limit": AGENT_STEP_LIMIT})
-        decision = parse_json_answer(last_ai_text(run["messages"]), "decision")
-    except AGENT_FAILURES as exc:  # an unusable answer is an error to retry (the same one twice: a question)
-        error = f"reflection: {describe_model_failure(exc)}"
+        decision = agent_json_answer(run["messages"], "decision", [workspace_status.name])
+    except AGENT_FAILURES as exc:  # an unusable answer is an error to retry (the same one twice: the run stops)
+        error = f"{REFLECTION_FAILED}{describe_model_failure(exc)}"
         return {**update, "current_task": "reflection_failed", "error_messages": [error],
                 "error_log": [*state.get("error_log", []), error]}
     intent = decision.get("user_intent") or {}
