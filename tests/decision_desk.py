@@ -4,7 +4,9 @@ sample data with a paper account per test."""
 from __future__ import annotations
 
 import json
+import time
 import uuid
+from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -14,6 +16,7 @@ from sqlalchemy import Engine
 
 from graphs.context import WorkflowContext
 from tests.fakes.chat import ScriptedChatModel, answer, tool_call
+from tests.fakes.openai_server import Exchange, FakeOpenAI
 from tools.artifacts import ArtifactStore
 from tools.broker.checks import RiskLimits
 from tools.broker.fees import DEFAULT_RATES
@@ -76,3 +79,23 @@ def desk_context(engine: Engine, sandbox: Sandbox, provider: MarketDataProvider,
 def account() -> str:
     """A paper account of its own (the PostgreSQL test database is shared by the session)."""
     return f"desk-{uuid.uuid4().hex[:8]}"
+
+
+@dataclass
+class SlowOpenAI(FakeOpenAI):
+    """The fake OpenAI endpoint answering every call `delay` seconds after it arrived (a model's latency);
+    `answered[i]` is when the answer to `exchanges[i]` was ready (time.monotonic())."""
+
+    delay: float = 0.0
+    answered: dict[int, float] = field(default_factory=dict)
+
+    def answer(self, exchange: Exchange, message: AIMessage) -> dict[str, Any]:
+        time.sleep(self.delay)
+        completion = super().answer(exchange, message)
+        with self._lock:
+            self.answered[self.exchanges.index(exchange)] = time.monotonic()
+        return completion
+
+    def ended(self, exchange: Exchange) -> float:
+        with self._lock:
+            return self.answered[self.exchanges.index(exchange)]

@@ -107,8 +107,12 @@ def test_a_pre_open_decision_reads_the_previous_close_and_the_pre_open_memory(
     assert "earlier today: Close 1676.00 on 20200821, before the open." in system
     fused = _state(db_url, thread)["market_analyst_summary"]
     assert fused["today_report"].startswith("Close 1696.35 on 20200824.")
+    # the decision reads the memory as it stood before its own report: that report's summary is written beside the
+    # debate, for later decisions
     assert (fused["memory_summary_pre_open"], fused["memory_summary_post_close"]) == (
-        "market brief for the 0824 open", "market memory of 0824")
+        "market brief for the 0824 open", "market memory of 0821")
+    later = MemoryController(engine, "market", namespace).get_memory_summary(CODE, "20200825", "pre_open")
+    assert later["memory_summary_post_close"] == "market memory of 0824"
     # the 24th's post-close memory was written from the pre-open and the post-close reports of the day
     (market_summary,) = [p for p in light.prompts_for(MARKET_CLOSE) if "as of 20200824" in str(p[0].content)]
     assert "before the open" in str(market_summary[-1].content) and "1696.35" in str(market_summary[-1].content)

@@ -12,9 +12,9 @@ same day at or before `session` (pre_open < intraday < post_close), and only sum
 is at or before (date, session): a summary written after the close of X never shows for X's open or any day
 before X.
 
-When summaries are written (`refresh_summaries`; the caller runs it on trading days: a post-close one after
-saving the day's reports and before reading them, or, by a desk deciding before the next open, then; a pre-open
-one before the session's reports are read; summaries are kept per as-of day, never overwritten):
+When summaries are written (`refresh_summaries`, or `due_summary` then `write_summary`; the caller runs it on
+trading days: a post-close one after saving the day's reports, or, by a desk deciding before the next open, then; a
+pre-open one before the session's reports are read; summaries are kept per as-of day, never overwritten):
 
 - memory_summary_post_close, only in the post_close session, and only when reports arrived after the previous
   post-close summary's day:
@@ -35,6 +35,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date as Date
 from datetime import datetime, time
 from typing import Any, TypedDict
@@ -58,6 +59,19 @@ _WIDTHS = {"namespace": 128, "symbol": 32, "report_id": 64}
 KEY = ("namespace", "analyst", "symbol", "trade_date", "session")  # a report's key; each save is a new version of it
 
 Summarize = Callable[[str, list[str]], str]
+
+
+@dataclass(frozen=True)
+class DueSummary:
+    """A summary that is due: what the summariser reads (`instruction`, `texts`) and where the result is stored."""
+
+    kind: str  # pre_open or post_close
+    symbol: str
+    day: str  # its as-of day
+    through: str  # the day of the newest report (post_close) or of the post-close summary (pre_open) it covers
+    instruction: str
+    texts: list[str]
+    latest: tuple[str, str, str]  # the newest report it covers: day, session, text (the excerpt without a model)
 
 
 class AnalystMemorySummary(TypedDict):
@@ -159,12 +173,23 @@ class MemoryController:
     def refresh_summaries(self, symbol: str, date: str | Date, session: str) -> str | None:
         """Write the summary that is due at (date, session), per the module docstring; returns its kind
         ("pre_open" or "post_close"), or None when none was due."""
+        due = self.due_summary(symbol, date, session)
+        return None if due is None else self.write_summary(due)
+
+    def due_summary(self, symbol: str, date: str | Date, session: str) -> DueSummary | None:
+        """The summary due at (date, session), with the texts its summariser would read, or None: written by
+        `write_summary`, so a caller can weigh the call (its prompt) before making it."""
         symbol, day, session = _text("symbol", symbol), _day(date), _session(session)
         if session == "post_close":
-            return self._refresh_post_close(symbol, day)
-        return self._refresh_pre_open(symbol, day)
+            return self._due_post_close(symbol, day)
+        return self._due_pre_open(symbol, day)
 
-    def _refresh_post_close(self, symbol: str, day: str) -> str | None:
+    def write_summary(self, due: DueSummary) -> str:
+        """Summarise `due` and store it; returns its kind. A summary stored meanwhile (a concurrent refresh) wins."""
+        text, method = self._summarize(due)
+        return self._store(due.kind, due.symbol, due.day, due.through, text, method)
+
+    def _due_post_close(self, symbol: str, day: str) -> DueSummary | None:
         with Session(self.engine) as db:
             previous = self._summary(db, symbol, "post_close", day, "post_close")
             if previous is not None and self._period(previous.as_of_date) == self._period(day):
@@ -189,10 +214,9 @@ class MemoryController:
                                   if previous is not None else "Condense these reports ")
                                + f"into one concise post-close memory as of {day}: keep the developments, "
                                "views and open questions that still matter, drop what is stale.")
-        text, method = self._summarize(instruction, texts, new[-1])
-        return self._store("post_close", symbol, day, new[-1].trade_date, text, method)
+            return DueSummary("post_close", symbol, day, new[-1].trade_date, instruction, texts, _latest(new[-1]))
 
-    def _refresh_pre_open(self, symbol: str, day: str) -> str | None:
+    def _due_pre_open(self, symbol: str, day: str) -> DueSummary | None:
         with Session(self.engine) as db:
             source = db.scalars(self._summaries(symbol, "post_close").where(AnalystSummary.as_of_date < day)
                                 .order_by(AnalystSummary.as_of_date.desc()).limit(1)).first()
@@ -203,20 +227,19 @@ class MemoryController:
                 return None
             latest = db.scalars(self._reports(symbol, source.as_of_date, "post_close", newest=True).order_by(
                 AnalystReport.trade_date.desc(), _rank(AnalystReport.session).desc()).limit(1)).first()
-        if latest is None:
-            return None
-        instruction = (f"From the {self.analyst} analyst's post-close memory of {symbol} as of {source.as_of_date}, "
-                       f"write a short pre-open brief for the {day} session: what to watch at the open and which "
-                       "views still hold.")
-        text, method = self._summarize(instruction, [source.text], latest)
-        return self._store("pre_open", symbol, day, source.as_of_date, text, method)
+            if latest is None:
+                return None
+            instruction = (f"From the {self.analyst} analyst's post-close memory of {symbol} as of "
+                           f"{source.as_of_date}, write a short pre-open brief for the {day} session: what to watch "
+                           "at the open and which views still hold.")
+            return DueSummary("pre_open", symbol, day, source.as_of_date, instruction, [source.text], _latest(latest))
 
-    def _summarize(self, instruction: str, texts: list[str], latest: AnalystReport) -> tuple[str, str]:
+    def _summarize(self, due: DueSummary) -> tuple[str, str]:
         if self.summarize is None:
             label = (f"[no summary model: the first {EXCERPT_CHARS} characters of the latest {self.analyst} report, "
-                     f"{latest.trade_date} {latest.session}]")
-            return f"{label}\n{latest.report[:EXCERPT_CHARS]}", "excerpt"
-        summary = self.summarize(instruction, texts)
+                     f"{due.latest[0]} {due.latest[1]}]")
+            return f"{label}\n{due.latest[2][:EXCERPT_CHARS]}", "excerpt"
+        summary = self.summarize(due.instruction, due.texts)
         if not isinstance(summary, str):
             raise TypeError(f"summarize must return a str, not {type(summary).__name__}")
         return summary.strip(), "model"
@@ -265,6 +288,10 @@ class MemoryController:
         query = self._summaries(symbol, kind).where(
             _visible(AnalystSummary.as_of_date, AnalystSummary.as_of_session, day, session))
         return db.scalars(query.order_by(AnalystSummary.as_of_date.desc()).limit(1)).first()
+
+
+def _latest(report: AnalystReport) -> tuple[str, str, str]:
+    return report.trade_date, report.session, report.report
 
 
 def _visible(day_column: InstrumentedAttribute[str], session_column: InstrumentedAttribute[str], day: str,

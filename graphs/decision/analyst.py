@@ -14,7 +14,7 @@ from graphs.decision.nodes.analyst_agent import make_agent_node
 from graphs.decision.nodes.analyst_save import make_save_node
 from graphs.decision.nodes.analyst_start import make_start_node
 from graphs.decision.nodes.analyst_tools import make_tools_node
-from graphs.decision.nodes.audit import analyst_audit_node
+from graphs.decision.nodes.audit import make_analyst_audit_node
 from graphs.decision.state import AnalystInput, AnalystOutput, AnalystSpec, AnalystState
 
 
@@ -31,7 +31,7 @@ def build_analyst(spec: AnalystSpec) -> CompiledStateGraph:
     graph.add_node("start", make_start_node(spec))
     graph.add_node("agent", make_agent_node(spec))
     graph.add_node("tools", make_tools_node(spec))
-    graph.add_node("audit", analyst_audit_node)
+    graph.add_node("audit", make_analyst_audit_node(spec))
     graph.add_node("save", make_save_node(spec))
     graph.add_edge(START, "start")
     graph.add_edge("start", "agent")

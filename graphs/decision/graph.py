@@ -1,6 +1,8 @@
 """The trading decision desk (seeds 001 and 004): prepare → the chosen analysts in parallel (each a subgraph with
 private state and its own tool loop) → fusion → research debate → risk debate → trader → order approval (a trader
-approves, edits or rejects) → record → report. Without an LLM: prepare → no_llm (what code alone can compute)."""
+approves, edits or rejects) → record → report. The memory summaries the reports made due run from fusion beside
+the debates, off the critical path; the report waits for them. Without an LLM: prepare → no_llm (what code alone
+can compute)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from graphs.decision.debate import build_research_debate, build_risk_debate
 from graphs.decision.nodes.fundamentals_analyst import SPEC as FUNDAMENTALS
 from graphs.decision.nodes.fusion import fusion_node
 from graphs.decision.nodes.market_analyst import SPEC as MARKET
+from graphs.decision.nodes.memory_summary import memory_summary_node
 from graphs.decision.nodes.news_analyst import SPEC as NEWS
 from graphs.decision.nodes.no_llm import no_llm_node
 from graphs.decision.nodes.prepare import prepare_node
@@ -51,20 +54,22 @@ def build_decision_graph(checkpointer: BaseCheckpointSaver | Checkpointer = None
     for spec in SPECS:
         graph.add_node(f"{spec.name}_analyst", build_analyst(spec))
     graph.add_node("fusion", fusion_node)
+    graph.add_node("memory", memory_summary_node)
     graph.add_node("research", build_research_debate())
     graph.add_node("risk", build_risk_debate())
     graph.add_node("trader", trader_node)
     if not replay:
         graph.add_node("order_approval", build_order_approval())
     graph.add_node("record", record_node)
-    graph.add_node("report", report_node)
+    graph.add_node("report", report_node, defer=True)  # after every memory summary: the result counts their tokens
     graph.add_edge(START, "prepare")
     graph.add_conditional_edges("prepare", route_after_prepare,
                                 [*analysts, "no_llm", END, *([] if replay else ["replay"])])
     graph.add_edge("no_llm", END)
     for name in analysts:
         graph.add_edge(name, "fusion")
-    graph.add_conditional_edges("fusion", route_after_fusion, ["research", "report"])
+    graph.add_conditional_edges("fusion", route_after_fusion, ["memory", "research", "report"])
+    graph.add_edge("memory", END)
     graph.add_conditional_edges("research", route_after_research, ["risk", "report"])
     graph.add_conditional_edges("risk", route_after_risk, ["trader", "report"])
     if replay:

@@ -6,34 +6,44 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from graphs.common import message_text
 from graphs.context import WorkflowContext
-from graphs.decision.budget import tokens_of
+from graphs.decision.budget import prompt_tokens, tokens_of
 from graphs.decision.state import session_of
-from tools.analyst_memory import MemoryController
+from tools.analyst_memory import DueSummary, MemoryController
 from tools.decision_log import reflections_for
 
 HORIZON_DAYS = 5  # trading days after which a decision is resolved and its reflection may be read
+SUMMARY_ANSWER_TOKENS = 1_000  # a memory summary is concise: the light model's answer is capped here
 
 
 def summarizer(ctx: WorkflowContext, spent: list[int] | None = None) -> Callable[[str, list[str]], str] | None:
-    """The light model as the memory controllers' summariser, adding each call's tokens to `spent`; None without a
-    model."""
+    """The light model as the memory controllers' summariser, answering in at most SUMMARY_ANSWER_TOKENS and
+    adding each call's tokens to `spent`; None without a model."""
     model = ctx.light_llm or ctx.llm
     if model is None:
         return None
 
     def summarize(instruction: str, texts: list[str]) -> str:
         """Raises on a model failure: nothing is stored, and the next refresh tries again."""
-        prompt = [SystemMessage(instruction), HumanMessage("\n\n---\n\n".join(texts))]
-        answer = model.invoke(prompt)
+        prompt = summary_prompt(instruction, texts)
+        answer = model.bind(max_tokens=min(SUMMARY_ANSWER_TOKENS, ctx.max_answer_tokens)).invoke(prompt)
         if spent is not None:
             spent.append(tokens_of(prompt, answer))
         return message_text(answer)
 
     return summarize
+
+
+def summary_prompt(instruction: str, texts: list[str]) -> list[BaseMessage]:
+    return [SystemMessage(instruction), HumanMessage("\n\n---\n\n".join(texts))]
+
+
+def summary_tokens(due: DueSummary) -> int:
+    """The most a due summary's call may use: its estimated prompt and the longest answer it may ask for."""
+    return prompt_tokens(summary_prompt(due.instruction, due.texts)) + SUMMARY_ANSWER_TOKENS
 
 
 def memory_of(ctx: WorkflowContext, analyst: str, request: dict[str, Any],

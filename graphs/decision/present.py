@@ -43,6 +43,7 @@ def present_decision(result: dict[str, Any]) -> View:
             facts.append(("Decided by", str(record["decided_by"])))
     warnings = [f"{name} data gap: {gap}" for name, run in (result.get("analysts") or {}).items()
                 for gap in run.get("gaps") or []]
+    warnings += [str(run["failed"]) for run in (result.get("analysts") or {}).values() if run.get("failed")]
     warnings += _audit_flags(result)
     if result.get("stopped"):
         warnings.insert(0, str(result["stopped"]))

@@ -65,8 +65,13 @@ def stopped_stage(state: DecisionState) -> str | None:
     return next((run["stopped"] for run in runs if run.get("stopped")), None)
 
 
-def route_after_fusion(state: DecisionState) -> str:
-    return "report" if state.get("stopped") else "research"
+def route_after_fusion(state: DecisionState) -> list[Send | str]:
+    """The research debate (or the report, when the desk stopped), and beside it, not waited for, one task per
+    memory summary due."""
+    request = state["request"]
+    summaries: list[Send | str] = [Send("memory", {"request": request, "analyst": name, "allowance": tokens})
+                                   for name, tokens in (state.get("memory_due") or {}).items()]
+    return [*summaries, "report" if state.get("stopped") else "research"]
 
 
 def route_after_research(state: DecisionState) -> str:

@@ -57,7 +57,16 @@ class AnalystState(AnalystInput, AnalystOutput, total=False):
     gaps: list[str]
     report: str
     audit: dict[str, Any]
-    stopped: str | None
+    stopped: str | None  # the desk stops: the model failed, or the token budget ran out
+    failed: str | None  # the analyst wrote no report (its last answer was unusable): the debate goes on without it
+
+
+class MemoryInput(TypedDict):
+    """What one memory-summary task receives: the request, the analyst, and the tokens fusion set aside for it."""
+
+    request: dict[str, Any]
+    analyst: str
+    allowance: int
 
 
 class DebateInput(TypedDict, total=False):
@@ -122,6 +131,8 @@ class DecisionState(TypedDict, total=False):
     run_id: str
     analyst_runs: Annotated[dict[str, dict[str, Any]], merge]
     stage_runs: Annotated[dict[str, dict[str, Any]], merge]  # research, risk: turns, tokens, audit, stop
+    memory_due: dict[str, int]  # analyst → tokens set aside for the memory summary its report made due
+    memory_runs: Annotated[dict[str, dict[str, Any]], merge]  # analyst → the summary written (or None), tokens
     resolutions: list[dict[str, Any]]  # earlier decisions on the code resolved by this run
     # seed 001's FusionState
     company_of_interest: str

@@ -1,10 +1,11 @@
 """Analyst save: the report (with its data gaps and audit flags) goes to the analyst's memory controller as a new
-version of the day's report, and only a small record of the run leaves the subgraph. An analyst that stopped
-(its model failed, or its token budget ran out) has no report, and its memory gets nothing."""
+version of the day's report, and only a small record of the run leaves the subgraph. The memory summary the report
+makes due is written later, off the decision's critical path (nodes/memory_summary.py). An analyst that stopped
+(its model failed, or its token budget ran out) or failed (its last answer was no report) has no report, and its
+memory gets nothing."""
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import Callable
 from datetime import datetime
@@ -15,16 +16,13 @@ from langgraph.runtime import Runtime
 from graphs.context import WorkflowContext
 from graphs.decision.memory import memory_of
 from graphs.decision.state import AnalystSpec, AnalystState, session_of
-from graphs.llm import MODEL_FAILURES, describe_model_failure
 from graphs.progress import report_progress
 from tools.number_audit import tool_numbers
-
-log = logging.getLogger(__name__)
 
 
 def full_report(state: AnalystState) -> str:
     """The report as stored and shown: the model's text, then its data gaps and unverified figures."""
-    parts = [state.get("report") or f"(no report: {state.get('stopped')})"]
+    parts = [state.get("report") or f"(no report: {state.get('stopped') or state.get('failed')})"]
     if state.get("gaps"):
         parts.append("Data gaps:\n" + "\n".join(f"- {gap}" for gap in state["gaps"]))
     note = (state.get("audit") or {}).get("note")
@@ -46,24 +44,18 @@ def make_save_node(spec: AnalystSpec) -> Callable[..., dict[str, Any]]:
         ctx, request = runtime.context, state["request"]
         code, (session, date) = request["ts_code"], session_of(request)
         text = full_report(state)
-        summaries: list[int] = []  # the light model's tokens, counted with the analyst's
         report_id = None
-        if not state.get("stopped"):  # a stopped analyst wrote no report: nothing for its memory to keep
-            memory = memory_of(ctx, spec.name, request, summaries)
-            report_id = memory.save_today_report(code, date, text, session=session,
-                                                 written_at=datetime.fromisoformat(request["as_of"]),
-                                                 report_id=report_id_of(request, spec.name))
-            try:
-                memory.refresh_summaries(code, date, session)
-            except MODEL_FAILURES as exc:  # not stored: the next refresh writes it
-                log.warning("the %s analyst's memory summary was not written: %s", spec.name,
-                            describe_model_failure(exc))
-        calls, tokens = state.get("tool_calls", 0), state.get("tokens", 0) + sum(summaries)
+        if not state.get("stopped") and not state.get("failed"):  # no report: nothing for its memory to keep
+            report_id = memory_of(ctx, spec.name, request).save_today_report(
+                code, date, text, session=session, written_at=datetime.fromisoformat(request["as_of"]),
+                report_id=report_id_of(request, spec.name))
+        calls, tokens = state.get("tool_calls", 0), state.get("tokens", 0)
         report_progress(f"{spec.name} analyst", f"{calls} tool call(s), {tokens:,} tokens"
-                        + (", stopped" if state.get("stopped") else ""))
+                        + (", stopped" if state.get("stopped") else ", no report" if state.get("failed") else ""))
         run = {"report": text, "report_id": report_id, "tool_calls": calls, "tokens": tokens,
                "gaps": list(state.get("gaps") or []), "audit": state.get("audit") or {},
-               "stopped": state.get("stopped"), "evidence": tool_numbers(state.get("evidence") or [])}
+               "stopped": state.get("stopped"), "failed": state.get("failed"),
+               "evidence": tool_numbers(state.get("evidence") or [])}
         return {"analyst_runs": {spec.name: run}}
 
     return save_node

@@ -2,7 +2,8 @@
 this run's analyst wrote, and its long-term summaries of the session), the paper account (cash, total value,
 positions, max drawdown) and the provider (the price and the previous close as of the decision date: for a
 pre-open decision, the last close before the open). Also the numbers the judges may quote, for their number
-audit."""
+audit, and the memory summaries the analysts' reports made due (written beside the debate, which reads the memory
+as it stood before them), whose tokens are set aside from the debates' budget."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from langgraph.runtime import Runtime
 
 from graphs.context import WorkflowContext
 from graphs.decision.grammar import ANALYSTS
-from graphs.decision.memory import memory_of
+from graphs.decision.memory import memory_of, summary_tokens
 from graphs.decision.routes import stopped_stage
 from graphs.decision.state import AnalystMemorySummary, DecisionState, session_of
 from graphs.decision.usage import tokens_used
@@ -29,13 +30,18 @@ NO_REPORT = "(this analyst stopped before writing a report)"
 
 def _summary(ctx: WorkflowContext, name: str, request: dict[str, Any], runs: dict[str, Any], session: str,
              day: str) -> AnalystMemorySummary:
-    """The analyst's memory summary with the report this run wrote; an analyst not asked, or one that stopped
-    before writing a report, has none (never another run's report of the day)."""
+    """The analyst's memory summary with the report this run wrote; an analyst not asked, one that stopped before
+    writing a report, or one that failed to write one (said as missing, with why) has none (never another run's
+    report of the day)."""
     if name not in request["analysts"]:
         return NOT_RUN
-    report_id = (runs.get(name) or {}).get("report_id")
+    run = runs.get(name) or {}
+    report_id = run.get("report_id")
     summary = memory_of(ctx, name, request).get_memory_summary(request["ts_code"], day, session, report_id=report_id)
-    return summary if report_id else AnalystMemorySummary(**{**summary, "today_report": NO_REPORT})
+    if report_id:
+        return summary
+    return AnalystMemorySummary(**{**summary, "today_report": f"(missing: {run['failed']})" if run.get("failed")
+                                   else NO_REPORT})
 
 
 def fusion_node(state: DecisionState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
@@ -46,8 +52,12 @@ def fusion_node(state: DecisionState, runtime: Runtime[WorkflowContext]) -> dict
     session, day = session_of(request)
     update: dict[str, Any] = {
         f"{name}_analyst_summary": _summary(ctx, name, request, runs, session, day) for name in ANALYSTS}
+    update["memory_due"] = _memory_due(ctx, request, runs, session, day)
     if ctx.broker is None:
         return {**update, "stopped": "stopped at fusion: no paper account is configured for this run"}
+    failed = [run["failed"] for run in runs.values() if run.get("failed")]
+    if failed and len(failed) == len(request["analysts"]):
+        return {**update, "stopped": f"stopped at fusion: no analyst wrote a report ({'; '.join(failed)})"}
     update.update(_account(ctx, request, state.get("requester")))
     bars = price_bars(ctx.provider, code, date, 2)
     closes = [price_of(c) for c in bars["close"]]
@@ -59,9 +69,22 @@ def fusion_node(state: DecisionState, runtime: Runtime[WorkflowContext]) -> dict
     evidence += [float(p["quantity"]) for p in update["portfolio_positions"].values()]
     update["evidence"] = evidence
     update["stopped"] = stopped_stage(state)
-    update["budget"] = request["budget"] - tokens_used(state)
+    update["budget"] = request["budget"] - tokens_used(state) - sum(update["memory_due"].values())
     update["depth"] = request["depth"]
     return update
+
+
+def _memory_due(ctx: WorkflowContext, request: dict[str, Any], runs: dict[str, Any], session: str,
+                day: str) -> dict[str, int]:
+    """The analysts whose report made a memory summary due, with the tokens set aside for it (read now, so the
+    debates' budget leaves room for the summaries written beside them)."""
+    due = {}
+    for name, run in runs.items():
+        summary = memory_of(ctx, name, request).due_summary(request["ts_code"], day, session) \
+            if run.get("report_id") else None
+        if summary is not None:
+            due[name] = summary_tokens(summary)
+    return due
 
 
 def _account(ctx: WorkflowContext, request: dict[str, Any], requester: str | None) -> dict[str, Any]:

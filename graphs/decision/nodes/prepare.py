@@ -58,7 +58,8 @@ def prepare_node(state: DecisionState, runtime: Runtime[WorkflowContext], config
     # a thread keeps its state between requests: everything of the previous decision is cleared, the merged
     # per-analyst and per-stage records too (their reducer would otherwise keep the old entries)
     fresh: dict[str, Any] = {"consumed": len(messages), "result": None, "final_reply": None,
-                             "analyst_runs": Overwrite({}), "stage_runs": Overwrite({}), "order_intent": {},
+                             "analyst_runs": Overwrite({}), "stage_runs": Overwrite({}), "memory_runs": Overwrite({}),
+                             "memory_due": {}, "order_intent": {},
                              "order_outcome": {}, "execution_record": None, "stopped": None, "research_summary": None,
                              "risk_summary": None, "investment_plan": None, "final_trade_decision": None,
                              "trader_investment_plan": None, "max_drawdown": None, "resolutions": []}

@@ -24,10 +24,10 @@ FUSION_KEYS = ("account_cash", "account_total_value", "current_price", "previous
 
 def report_node(state: DecisionState, runtime: Runtime[WorkflowContext], config: RunnableConfig) -> dict[str, Any]:
     ctx, request = runtime.context, state["request"]
-    runs = state.get("analyst_runs") or {}
+    runs, memory = state.get("analyst_runs") or {}, state.get("memory_runs") or {}
     result = {
         "kind": "decision", "request": request, "stopped": state.get("stopped") or stopped_stage(state),
-        "analysts": {name: {k: v for k, v in run.items() if k != "evidence"} for name, run in runs.items()},
+        "analysts": {name: _analyst(run, memory.get(name) or {}) for name, run in runs.items()},
         "stages": state.get("stage_runs") or {}, "research_summary": state.get("research_summary"),
         "investment_plan": state.get("investment_plan"), "risk_summary": state.get("risk_summary"),
         "final_trade_decision": state.get("final_trade_decision"),
@@ -38,6 +38,12 @@ def report_node(state: DecisionState, runtime: Runtime[WorkflowContext], config:
     }
     result["artifacts"] = [] if request.get("replay") else _artifacts(ctx, config, state, result)
     return {"result": result}
+
+
+def _analyst(run: dict[str, Any], memory: dict[str, Any]) -> dict[str, Any]:
+    """An analyst's record in the result: its run, its tokens with its memory summary's."""
+    return {**{k: v for k, v in run.items() if k != "evidence"},
+            "tokens": int(run.get("tokens") or 0) + int(memory.get("tokens") or 0)}
 
 
 def _artifacts(ctx: WorkflowContext, config: RunnableConfig, state: DecisionState,
