@@ -286,3 +286,22 @@ def test_a_judge_without_a_verdict_spends_no_retry_and_leaves_the_code_to_the_re
     assert "check yourself that the code does what was asked" in shown["summary"]
     done = thread.decide(out, {"type": "approve"})
     assert done["result"]["decision"] == "approve" and FactorStore(engine).latest(name) is not None
+
+
+def test_a_factor_on_fewer_codes_than_quantiles_need_is_warned_and_saved_only_when_approved(make_thread,
+                                                                                             engine: Engine) -> None:
+    """Issue 28, item 4: three codes in five quantiles; the reviewer is warned before the review and the save asks."""
+    name = f"thin_{uuid.uuid4().hex[:6]}"
+    thread = make_thread()
+    out = thread.say(f"factor reversal 000001.SZ,600519.SH,000002.SZ 20190301 20200601 name={name}")
+    shown = review(out)
+    assert shown["summary"].startswith("Warning: 3 codes, 5 quantiles: quantile spreads mean little (saving asks "
+                                       "for an approval below 20 codes).")
+    out = thread.decide(out, {"type": "approve"})
+    (pending,) = out["__interrupt__"]
+    assert pending.value["type"] == "approval" and pending.value["action"] == "save_factor"
+    assert "its figures rest on too few codes: 3 codes, 5 quantiles" in pending.value["description"]
+    assert FactorStore(engine).latest(name, status=None) is None  # nothing written before the approval
+    done = thread.decide(out, {"type": "approve"})
+    assert FactorStore(engine).latest(name) is not None
+    assert any(w.startswith("3 codes, 5 quantiles") for w in present_factor(done["result"]).warnings)

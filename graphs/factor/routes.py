@@ -40,8 +40,8 @@ def route_after_evaluate(state: FactorState) -> str:
     if state.get("final_reply"):
         return "finish"
     evaluation = state.get("evaluation") or {}
-    doubtful = evaluation.get("shortfall") or duplicates_of_others(state["spec"]["name"],
-                                                                     evaluation.get("duplicates", []))
+    doubtful = (evaluation.get("shortfall") or evaluation.get("too_few_codes")
+                or duplicates_of_others(state["spec"]["name"], evaluation.get("duplicates", [])))
     return "confirm_save" if doubtful else "write_db"
 
 

@@ -1,7 +1,7 @@
 """confirm_save: a factor whose values nearly repeat another stored factor (correlation ≥ 0.99), or whose
-figures rest on too few evaluable dates, is saved only after an `approval` interrupt; a rejection ends the run
-with nothing written. Earlier versions of the same
-name are not asked about: a new version is what re-running a name means.
+figures rest on too few evaluable dates or too few codes (graphs.factor.breadth), is saved only after an
+`approval` interrupt; a rejection ends the run with nothing written. Earlier versions of the same name are not
+asked about: a new version is what re-running a name means.
 
 Nothing here has a side effect before `interrupt()`: the node re-runs from its start on resume."""
 
@@ -39,6 +39,8 @@ def confirm_save_node(state: FactorState, config: RunnableConfig, runtime: Runti
             for d in duplicates))
     if evaluation.get("shortfall"):
         doubts.append(f"its figures rest on too few dates: {evaluation['shortfall']}")
+    if evaluation.get("too_few_codes"):
+        doubts.append(f"its figures rest on too few codes: {evaluation['too_few_codes']}")
     args: dict[str, Any] = {"name": name, "rank_ic": ic,
                             "dates_evaluated": ", ".join(f"{p}d {n}" for p, n in
                                                          evaluation.get("dates_evaluated", {}).items())}
@@ -57,7 +59,7 @@ def confirm_save_node(state: FactorState, config: RunnableConfig, runtime: Runti
         # the tear sheet and CSVs of a factor that is not saved (deleting twice, on a re-run, is harmless)
         runtime.context.artifacts.delete([artifact["id"] for artifact in state.get("artifacts", [])])
         why = (f"nearly repeats {', '.join(d['name'] for d in duplicates)}" if duplicates
-               else "has too few evaluable dates")
+               else "has too few evaluable dates" if evaluation.get("shortfall") else "is evaluated on too few codes")
         return {"artifacts": [], "final_reply": f"Not saved: factor {name} {why}; nothing was written."
                                                 + (f" Reason: {reason}" if reason else "")}
     return {}  # a respond or edit does not decide a save: the route asks again

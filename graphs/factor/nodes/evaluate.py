@@ -12,6 +12,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from graphs.context import WorkflowContext, thread_id, workspace
+from graphs.factor.breadth import QUANTILES, too_few_codes
 from graphs.factor.state import FactorState
 from graphs.progress import report_progress
 from tools.artifacts import ArtifactRef, ArtifactStore
@@ -21,7 +22,6 @@ from tools.factor_store import FactorStore
 from tools.workspace import WorkspaceError
 
 PERIODS = (1, 5, 20)
-QUANTILES = 5
 
 
 def evaluate_node(state: FactorState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
@@ -47,7 +47,8 @@ def evaluate_node(state: FactorState, config: RunnableConfig, runtime: Runtime[W
                            "coverage_mean": float(evaluation.coverage.mean()),
                            "dates_evaluated": {str(p): h.ic_dates for p, h in evaluation.horizons().items()},
                            "missing": {str(p): reasons for p, reasons in evaluation.missing_reasons().items()},
-                           "shortfall": evaluation.shortfall()},
+                           "shortfall": evaluation.shortfall(),
+                           "too_few_codes": too_few_codes(int(factor.notna().any().sum()))},
             "artifacts": artifacts}
 
 

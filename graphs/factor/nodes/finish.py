@@ -34,7 +34,7 @@ def finish_node(state: FactorState) -> dict[str, Any]:
         "dates_evaluated": state["evaluation"].get("dates_evaluated", {}),  # type: ignore[union-attr]
         "missing": state["evaluation"].get("missing", {}),  # type: ignore[union-attr]
         "duplicates": state["evaluation"]["duplicates"],  # type: ignore[index]
-        "warnings": list(backfill.get("warnings", [])),
+        "warnings": [*backfill.get("warnings", []), *filter(None, [state["evaluation"].get("too_few_codes")])],
         "conventions": CONVENTIONS,
         "code": state.get("factor_body"),
         "artifacts": list(state.get("artifacts", [])),

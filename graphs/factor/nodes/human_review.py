@@ -17,6 +17,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from graphs.context import WorkflowContext, decider
+from graphs.factor.breadth import too_few_codes
+from graphs.factor.run import universe
 from graphs.factor.spec import check_name
 from graphs.factor.state import MAX_RETRIES, FactorState, failure_of
 from graphs.factor.template import TemplateError, body_of, render
@@ -46,7 +48,8 @@ def human_review_node(state: FactorState, config: RunnableConfig,
         summary += f"\nSemantic check ({semantic.get('by')}): {semantic.get('reason')}"
     elif semantic and semantic.get("ok") is None:
         summary += f"\nSemantic check: {semantic.get('reason')}; check yourself that the code does what was asked."
-    note = _note(state, failure)
+    thin = too_few_codes(len(universe(runtime.context.provider, spec)))
+    note = "\n".join(filter(None, [thin and f"Warning: {thin}.", _note(state, failure)]))
     if note:
         summary = f"{note}\n{summary}"
     allowed = ["edit", "reject"] if failure else ["approve", "edit", "reject"]
