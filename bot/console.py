@@ -25,6 +25,7 @@ from bot.interrupt_kinds import EDIT_BODY, code_edit, kind_of
 from bot.runner import Outcome, Runner
 from bot.views import view_text
 from graphs.clarify import CANCELLED, is_cancel
+from graphs.grammar import bad_code_message, tokenize
 from graphs.interrupts import CLARIFY
 from graphs.registry import COMMANDS, WORKFLOWS, command_for, workflow_for
 from graphs.workflow import CommandCall, CommandError, Subcommand
@@ -267,15 +268,24 @@ class Console:
             self.say(f"{dataset}: {', '.join(have) or 'none'}")
 
     def bars(self, args: list[str]) -> None:
+        """Up to 10 rows (the first and last 5 of a longer frame) in one table: one number format per column."""
         codes, start, end, *fields = args
+        if bad := tokenize(codes).bad_codes:
+            raise DataError(bad_code_message(bad))
         notes: list[str] = []
         frame = self.ctx.provider.daily(codes, start, end, fields or None, warnings=notes)
-        with pd.option_context("display.width", 160, "display.max_columns", 12):
-            self.say(f"{len(frame)} rows\n{frame.head(5)}\n...\n{frame.tail(5)}")
+        shown = frame if len(frame) <= 10 else pd.concat([frame.head(5), frame.tail(5)])
+        rows = shown.to_string(formatters={c: "{:.4f}".format for c in shown.select_dtypes("float").columns},
+                               max_cols=12).splitlines()
+        if len(frame) > 10:
+            rows.insert(6, "...")
+        self.say("\n".join([f"{len(frame)} rows", *rows]))
         self.say_warnings(notes)
 
     def load(self, args: list[str]) -> None:
         field, codes, start, end = args
+        if bad := tokenize(codes).bad_codes:
+            raise DataError(bad_code_message(bad))
         namespace = "ohlcv" if dataset_of(field) == "daily" else "indicators"
         notes: list[str] = []
         frame = self.ctx.provider.wide(field, codes, start, end, warnings=notes)

@@ -3,6 +3,7 @@ question is pending, follow-ups, malformed codes, rejections without a reason (i
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from tests.test_cli import _quantdesk
@@ -77,3 +78,18 @@ def test_a_new_request_at_an_order_card_rejects_the_card_so_the_rule_can_propose
     assert "(the previous request's pending review or approval is rejected first)" in lines
     assert not any("waiting for a trader's approval" in line for line in lines)
     assert any(line.startswith("Signal: rsi") for line in lines)
+
+
+def test_bars_and_load_suggest_the_code_and_bars_print_each_row_once_in_one_format(tmp_path: Path) -> None:
+    """Issue 28, items 7 and 8: the suggestion signal and factor give; 7 rows shown once, not as overlapping head
+    and tail; `amount` in one fixed-point format (was 1.669684e+07 beside 6853917.601)."""
+    lines = _chat(tmp_path, "bars 600519 20200101 20200110", "load close 600519,000001.SZ 20200101 20200110",
+                  "bars 600519.SH 20200101 20200110 amount")
+    assert lines[:2] == ["error: 600519 is not a ts_code; did you mean 600519.SH?"] * 2
+    assert lines[2] == "7 rows"
+    rows = lines[4:]
+    assert [row.split()[2] for row in rows] == ["20200102", "20200103", "20200106", "20200107", "20200108",
+                                                "20200109", "20200110"]
+    amounts = [row.split()[3] for row in rows]
+    assert amounts[0] == "16696837.0950" and amounts[2] == "6853917.6010"
+    assert all(re.fullmatch(r"\d+\.\d{4}", amount) for amount in amounts)
