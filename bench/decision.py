@@ -1,30 +1,37 @@
-"""The trading decision desk (issue 14): the four analysts in parallel beside the same agents one after another.
+"""The trading decision desk (issues 14 and 27): its analyst stage and its critical path, beside the same agents
+one after another.
 
-Per depth 1..5, two runs of the whole desk (`analyze 600519.SH depth=N`) on the bundled sample, a temp SQLite
-database (migrated) with a SQLite checkpointer, and scripted agents keyed by role marker (tests.decision_desk) whose
-answers take time and report token usage:
-- parallel: the product's graph (`build_decision_graph`), the analysts fanned out as it does;
-- sequential: that same graph's nodes, subgraphs and edges (`build_analyst(spec)` for each analyst, the same
-  debates, trader, record, report), rewired here so the analysts run one after another (a `share` node gives each
-  the token share the Send would have). No product code changes.
-The risk manager answers Hold, so no order approval interrupts either run. The analysts' span is timed from the
-`prepare` update to the last analyst's update on the graph's update stream; the desk from invoke to its end.
+Every model call answers after the same latency L (0.5 s; 0.02 s with --quick) and reports fixed token usage. The
+agents are scripted by role marker (tests.decision_desk) on the bundled sample, with a temp SQLite database
+(migrated) and a SQLite checkpointer; the risk manager answers Hold, so no order approval interrupts a run.
+- parallel: the product's graph (`build_decision_graph`);
+- sequential: that same graph's nodes, subgraphs and edges rewired here so the analysts run one after another (a
+  `share` node gives each the token share the Send would have). No product code changes.
 
-Fake latency and usage per call: an analyst's tool call and its report 0.45 s each, 1,500 tokens in / 300 out,
-plus its memory summary (the light model) 0.1 s, 800 in / 150 out: 1.0 s per analyst. Debate turns and judges
-0.1 s each, 2,500 in / 250 out (judges 3,000 / 400). Goal: the analysts in under 1.6 s in parallel, where they take
-more than 4 s in a row.
+An analyst makes two calls (a tool round, then its report: 2 L of its own, 1.0 s in the full run) and its report
+makes one memory summary (the light model, one call) due. Printed:
+1. the analyst stage on a fresh day (four analysts, depth 1), from the `prepare` update to the last analyst's;
+   goal: at most 1.2 x the longest analyst's own calls in parallel (1.2 s), where one after another they take more
+   than the four analysts' own calls (4 s): the memory summaries are not on it;
+2. the decision end to end per depth: calls and their summed time, the critical path (the longest analyst's own
+   calls, then every debate turn and both judges one after another) and the wall time, less the desk's own time
+   (the same decision with models answering at once); goal: within 10 % of the critical path, no other serial call.
+Both runs make the same calls and tokens, and the desk's own token count equals the two models' together: the light
+model's summaries count toward the decision's token budget (issue 27: the bench compared the desk's count with the
+main model's alone, 38,750 against 34,950 at depth 1, the 3,800 being the four 950-token summaries).
 """
 
 from __future__ import annotations
 
 import copy
 import itertools
+import sys
 import tempfile
 import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -37,7 +44,7 @@ from sqlalchemy import Engine
 
 from graphs.checkpointer import open_checkpointer
 from graphs.decision.graph import SPECS, build_decision_graph
-from graphs.decision.routes import RESEARCH_ROUNDS, RISK_ROUNDS, route_after_prepare
+from graphs.decision.routes import RESEARCH_ROUNDS, RISK_ROUNDS, research_turns, risk_turns, route_after_prepare
 from graphs.decision.state import DecisionState
 from tests.decision_desk import ROLES, desk_context, desk_scripts, risk_answer
 from tests.fakes.chat import ScriptedChatModel, answer
@@ -49,11 +56,13 @@ from tools.storage.migrate import upgrade
 CODE = "600519.SH"
 DEPTHS = (1, 2, 3, 4, 5)
 ANALYSTS = tuple(spec.name for spec in SPECS)
-ANALYST_CALL = (0.45, 1_500, 300)  # seconds, tokens in, tokens out: the tool call, then the report
-SUMMARY_CALL = (0.10, 800, 150)  # the analyst's post-close memory summary (light model), once per analyst
-TURN_CALL = (0.10, 2_500, 250)  # one debate turn
-JUDGE_CALL = (0.10, 3_000, 400)  # the research manager, the risk manager
-PARALLEL_GOAL, SEQUENTIAL_GOAL = 1.6, 4.0  # seconds for the four analysts
+LATENCY, QUICK_LATENCY = 0.5, 0.02  # seconds per model call
+ANALYST_CALL = (1_500, 300)  # tokens in, tokens out: the tool round, then the report
+SUMMARY_CALL = (800, 150)  # an analyst's post-close memory summary (light model), once per analyst
+TURN_CALL = (2_500, 250)  # one debate turn
+JUDGE_CALL = (3_000, 400)  # the research manager, the risk manager
+ANALYST_ROUNDS = 2  # each analyst's own calls
+STAGE_GOAL, SEQUENTIAL_GOAL, PATH_GOAL = 1.2, 4.0, 1.1  # x own calls (par), x own calls (seq), x critical path
 
 
 class TimedChatModel(ScriptedChatModel):
@@ -78,18 +87,16 @@ class TimedChatModel(ScriptedChatModel):
         return ChatResult(generations=[ChatGeneration(message=message)])
 
 
-def _models(depth: int, latency: bool = True) -> tuple[TimedChatModel, TimedChatModel]:
-    """The desk's model (every agent, keyed by role) and the light model (the four memory summaries); without
-    `latency` they answer at once."""
+def _models(depth: int, latency: float) -> tuple[TimedChatModel, TimedChatModel]:
+    """The desk's model (every agent, keyed by role) and the light model (the four memory summaries), each call
+    answering after `latency` seconds."""
     scripts = desk_scripts((RESEARCH_ROUNDS[depth], RISK_ROUNDS[depth]), risk_judge=[risk_answer("Hold", 0.0)])
-    timing = {ROLES[name]: ANALYST_CALL for name in ANALYSTS}
-    timing |= {ROLES[name]: TURN_CALL for name in ("bull", "bear", "risky", "safe", "neutral")}
-    timing |= {ROLES[name]: JUDGE_CALL for name in ("research_judge", "risk_judge")}
-    timing[""] = SUMMARY_CALL
-    if not latency:
-        timing = {key: (0.0, *usage) for key, (_, *usage) in timing.items()}
-    llm = TimedChatModel(scripts=scripts, calls=timing)
-    light = TimedChatModel(script=[answer("summary of the day") for _ in ANALYSTS], calls={"": timing[""]})
+    usage = {ROLES[name]: ANALYST_CALL for name in ANALYSTS}
+    usage |= {ROLES[name]: TURN_CALL for name in ("bull", "bear", "risky", "safe", "neutral")}
+    usage |= {ROLES[name]: JUDGE_CALL for name in ("research_judge", "risk_judge")}
+    llm = TimedChatModel(scripts=scripts, calls={key: (latency, *tokens) for key, tokens in usage.items()})
+    light = TimedChatModel(script=[answer("summary of the day") for _ in ANALYSTS],
+                           calls={"": (latency, *SUMMARY_CALL)})
     return llm, light
 
 
@@ -129,9 +136,14 @@ def build_sequential_desk(checkpointer: BaseCheckpointSaver | None = None) -> Co
     return graph.compile(checkpointer=checkpointer, name="analyze_sequential")
 
 
+def critical_calls(depth: int) -> int:
+    """The calls one after another on the decision's critical path: the longest analyst's own, then the debates."""
+    return ANALYST_ROUNDS + research_turns(depth) + 1 + risk_turns(depth) + 1
+
+
 def run_desk(build: Callable[[BaseCheckpointSaver], CompiledStateGraph], url: str, engine: Engine,
-             sandbox: Sandbox, provider: SampleProvider, depth: int, latency: bool = True) -> dict[str, Any]:
-    """One decision: wall times of the analysts and of the desk, calls and tokens, checked against the desk."""
+             sandbox: Sandbox, provider: SampleProvider, depth: int, latency: float) -> dict[str, Any]:
+    """One decision: wall times of the analyst stage and of the desk, calls and tokens, checked against the desk."""
     llm, light = _models(depth, latency)
     ctx = desk_context(engine, sandbox, provider, llm, light, desk_namespace=f"bench-{uuid.uuid4().hex[:8]}")
     config = {"configurable": {"thread_id": f"bench-{uuid.uuid4().hex[:8]}", "account": f"bench-{depth}"}}
@@ -150,51 +162,94 @@ def run_desk(build: Callable[[BaseCheckpointSaver], CompiledStateGraph], url: st
     if rating != "Hold" or interrupted or result.get("stopped") or llm.leftovers() or light.leftovers():
         raise RuntimeError(f"depth {depth}: the desk did not run through to a Hold ({result.get('stopped')}, "
                            f"unused answers {llm.leftovers()} {light.leftovers()})")
-    if result["tokens"] != llm.tokens:  # the desk's own budget accounting saw every call's usage
-        raise RuntimeError(f"depth {depth}: the desk counted {result['tokens']:,} tokens, the model {llm.tokens:,}")
+    if result["tokens"] != llm.tokens + light.tokens:  # the budget's accounting saw every call's usage
+        raise RuntimeError(f"depth {depth}: the desk counted {result['tokens']:,} tokens, the models "
+                           f"{llm.tokens + light.tokens:,} ({llm.tokens:,} + the light model's {light.tokens:,})")
     analysts = max(marks[f"{name}_analyst"] for name in ANALYSTS) - marks["prepare"]
     return {"analysts": analysts, "desk": desk, "calls": llm.made_calls + light.made_calls,
             "tokens": llm.tokens + light.tokens}
 
 
-def _row(label: str, par: dict[str, Any], seq: dict[str, Any], goal: str) -> None:
-    print(f"  {label:>7} | {par['analysts']:>14.3f} | {seq['analysts']:>14.3f} | {par['desk']:>10.2f} | "
-          f"{seq['desk']:>10.2f} | {par['calls']:>9} | {par['tokens']:>7,} | {goal}")
+@dataclass(frozen=True)
+class Stage:
+    """The analyst stage of one decision (depth 1), in the product's graph and one analyst after another."""
+
+    latency: float
+    parallel_s: float
+    sequential_s: float
+
+    @property
+    def ok(self) -> bool:
+        own = ANALYST_ROUNDS * self.latency
+        return self.parallel_s <= STAGE_GOAL * own and self.sequential_s > SEQUENTIAL_GOAL * own
 
 
-def main() -> None:
+@dataclass(frozen=True)
+class EndToEnd:
+    """One decision end to end at `depth`: its calls, its critical path and its wall time (less the desk's own)."""
+
+    depth: int
+    calls: int
+    calls_s: float
+    critical_s: float
+    wall_s: float
+    own_s: float
+    tokens: int
+
+    @property
+    def ok(self) -> bool:
+        return self.wall_s - self.own_s <= PATH_GOAL * self.critical_s
+
+
+def run(quick: bool = False) -> tuple[Stage, list[EndToEnd]]:
+    """Measure and print both tables; `quick`: depth 1 only, with 0.02 s calls (a smoke run of the whole bench)."""
+    latency, depths = (QUICK_LATENCY, DEPTHS[:1]) if quick else (LATENCY, DEPTHS)
+    own = ANALYST_ROUNDS * latency
     provider = SampleProvider()
     sandbox = Sandbox(workers=1)
-    print(f"  `analyze {CODE} depth=N` on the bundled sample, SQLite; scripted agents: analyst 1.0 s "
-          f"(2 x {ANALYST_CALL[0]} s + summary {SUMMARY_CALL[0]} s), debate turn / judge {TURN_CALL[0]} s; "
-          "par = the product graph, seq = the same agents one after another")
-    print(f"  {'depth':>7} | {'analysts par s':>14} | {'analysts seq s':>14} | {'desk par s':>10} | "
-          f"{'desk seq s':>10} | {'LLM calls':>9} | {'tokens':>7} | goal (analysts < {PARALLEL_GOAL} s par, "
-          f"> {SEQUENTIAL_GOAL:.0f} s seq)")
-    failed = 0
+    paths: list[EndToEnd] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
             url = f"sqlite:///{tmp}/bench.db"
             engine = make_engine(url)
             upgrade(engine)
-            run_desk(build_decision_graph, url, engine, sandbox, provider, 1, latency=False)  # warm-up
-            bare = [run_desk(build, url, engine, sandbox, provider, 1, latency=False)
-                    for build in (build_decision_graph, build_sequential_desk)]
-            _row("1, 0 s", *bare, "(the models answer at once: the desk's own time)")
-            for depth in DEPTHS:
-                par = run_desk(build_decision_graph, url, engine, sandbox, provider, depth)
-                seq = run_desk(build_sequential_desk, url, engine, sandbox, provider, depth)
-                if (par["calls"], par["tokens"]) != (seq["calls"], seq["tokens"]):
-                    raise RuntimeError(f"depth {depth}: the two runs made different calls: {par} vs {seq}")
-                ok = par["analysts"] < PARALLEL_GOAL and seq["analysts"] > SEQUENTIAL_GOAL
-                failed += not ok
-                _row(str(depth), par, seq, "PASS" if ok else "FAIL")
+
+            def desk(depth: int, wait: float, build: Callable[..., CompiledStateGraph] = build_decision_graph
+                     ) -> dict[str, Any]:
+                return run_desk(build, url, engine, sandbox, provider, depth, wait)
+
+            desk(1, 0.0)  # warm-up
+            bare = {depth: desk(depth, 0.0)["desk"] for depth in depths}
+            par, seq = desk(1, latency), desk(1, latency, build_sequential_desk)
+            if (par["calls"], par["tokens"]) != (seq["calls"], seq["tokens"]):
+                raise RuntimeError(f"the two runs made different calls: {par} vs {seq}")
+            stage = Stage(latency, par["analysts"], seq["analysts"])
+            print(f"  analyst stage, fresh day, {len(ANALYSTS)} analysts, {latency} s per model call "
+                  f"({ANALYST_ROUNDS} own calls each, then a memory summary): parallel {stage.parallel_s:.3f} s, "
+                  f"sequential {stage.sequential_s:.3f} s | goal parallel <= {STAGE_GOAL * own:.2f} s, sequential "
+                  f"> {SEQUENTIAL_GOAL * own:.2f} s | {'PASS' if stage.ok else 'FAIL'}")
+            print(f"  {'depth':>5} | {'calls':>5} | {'calls s':>7} | {'critical path s':>15} | {'wall s':>6} | "
+                  f"{'desk own s':>10} | {'tokens':>7} | goal (wall - own <= {PATH_GOAL} x critical path)")
+            for depth in depths:
+                done = par if depth == 1 else desk(depth, latency)
+                path = EndToEnd(depth, done["calls"], done["calls"] * latency, critical_calls(depth) * latency,
+                            done["desk"], bare[depth], done["tokens"])
+                paths.append(path)
+                print(f"  {depth:>5} | {path.calls:>5} | {path.calls_s:>7.2f} | {path.critical_s:>15.2f} | "
+                      f"{path.wall_s:>6.2f} | {path.own_s:>10.2f} | {path.tokens:>7,} | "
+                      f"{'PASS' if path.ok else 'FAIL'}")
             engine.dispose()
     finally:
         sandbox.close()
-    print(f"  goal {'met' if not failed else 'NOT met'} at {len(DEPTHS) - failed}/{len(DEPTHS)} depths; calls and "
-          "tokens are the same in both runs and match the desk's own token count")
+    failed = (not stage.ok) + sum(not path.ok for path in paths)
+    print(f"  goals {'met' if not failed else 'NOT met'} ({failed} failed); calls and tokens are the same in both "
+          "runs and the desk's own token count equals the two models' together")
+    return stage, paths
+
+
+def main(quick: bool = False) -> None:
+    run(quick)
 
 
 if __name__ == "__main__":
-    main()
+    main(quick="--quick" in sys.argv[1:])
