@@ -227,3 +227,21 @@ def test_a_full_evaluation_has_no_shortfall(baostock: pd.DataFrame) -> None:
     ours = evaluate_factor(close.pct_change(20), close)
     assert ours.shortfall() is None and ours.reasons() == []
     assert all(h.reason is None and h.ic_dates == ours.metrics().loc[p, "dates"] for p, h in ours.horizons().items())
+
+
+def test_untied_returns_with_factor_gaps_match_alphalens() -> None:
+    """Continuous prices give forward returns without ties, the case whose Rank IC reuses one sort of the returns made
+    before the evaluated set is known: dates where every code is evaluated, and dates where codes with a return but
+    no factor value (or in a dropped date) must not count in the returns' ranks."""
+    rng = np.random.default_rng(11)
+    index = pd.bdate_range("2021-01-04", periods=140)
+    columns = [f"{i:06d}.SZ" for i in range(60)]
+    prices = pd.DataFrame(50 * np.exp(np.cumsum(rng.normal(0, 0.02, (len(index), 60)), axis=0)), index=index,
+                          columns=columns)
+    factor = pd.DataFrame(rng.normal(size=(110, 60)), index=index[:110], columns=columns)
+    assert (prices.pct_change(fill_method=None).iloc[1:].nunique(axis=1) == 60).all()  # no tied returns
+    factor.iloc[30:60] = factor.iloc[30:60].mask(rng.random((30, 60)) < 0.2)  # codes missing on some dates
+    factor.iloc[70, :] = 1.0  # a constant date drops out
+    ours = evaluate_factor(factor, prices)
+    assert ours.coverage.iloc[0] == 60 and 0 < ours.coverage.iloc[40] < 60 and ours.coverage.iloc[70] == 0
+    assert_same_as_alphalens(factor, prices)
