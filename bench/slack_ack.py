@@ -1,4 +1,4 @@
-"""Ack latency of the Slack front door (median, p99) for 200 signed events sent concurrently over HTTP, beside
+"""Ack latency of `quantdesk serve`'s Bolt app (median, p99) for 200 signed events sent concurrently over HTTP, beside
 a bare Bolt app that only acks, in the same run; and the time from a mention to the bot's first message."""
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from slack_bolt import App
 from slack_sdk import WebClient
 
 from bot.context import build_context
+from bot.jobs import start_serve_worker
+from bot.slack.app import build_app
 from bot.slack.http import make_server, serve_in_thread
-from bot.slack.serve import build_front_door
+from bot.slack.serve import slack_core
 from graphs.checkpointer import open_checkpointer
 from tests.fakes.slack_server import SlackServer
 from tests.slack_harness import SECRET, event_body, mention, post
@@ -50,7 +52,9 @@ def main() -> None:
                             QUANTDESK_DATA_DIR=tmp, DATABASE_URL=f"sqlite:///{Path(tmp) / 'bench.db'}")
         ctx = build_context(settings)
         with open_checkpointer(settings.database_url_value) as checkpointer:
-            app, door = build_front_door(ctx, checkpointer)
+            core = slack_core(ctx, checkpointer)
+            app = build_app(settings, core.surface.client, core)  # type: ignore[attr-defined]
+            worker = start_serve_worker(core.queue, core)  # runs are jobs: without a worker nothing is posted
             bare = App(client=WebClient(token="xoxb-bench", base_url=slack.url), signing_secret=SECRET)
             bare.event("app_mention")(lambda: None)
             servers = [make_server(app, "127.0.0.1", 0), make_server(bare, "127.0.0.1", 0)]
@@ -76,3 +80,5 @@ def main() -> None:
                   f"   ratio {quant_ms[0] / bare_ms[0]:.2f}x (median), {quant_ms[1] / bare_ms[1]:.2f}x (p99)")
             for server in servers:
                 server.shutdown()
+            if worker is not None:
+                worker.stop()

@@ -10,7 +10,6 @@ from sqlalchemy.exc import ArgumentError, OperationalError
 
 from bot.console import run_console
 from bot.context import StartupError, build_context, configure_logging
-from bot.runner import Runner
 from graphs.checkpointer import open_checkpointer
 from tools.data.schema import DataError
 from tools.sandbox import SandboxUnavailable
@@ -61,23 +60,20 @@ def _parser() -> argparse.ArgumentParser:
 def _worker(settings: Settings, concurrency: int | None, parent: int | None) -> int:
     """`quantdesk worker`: a procrastinate worker running the bot's jobs until SIGINT/SIGTERM (or, as the child
     of `serve`, until that process is gone)."""
-    from bot.jobs import JobHandler, make_job_queue
     from bot.jobs.child import exit_with_parent
     from bot.jobs.pg import PgJobQueue
-    from bot.slack.serve import build_front_door
+    from bot.slack.serve import slack_core
 
     ctx = build_context(settings)
     with open_checkpointer(settings.database_url_value, max_connections=settings.checkpoint_pool_size) as checkpointer:
-        _app, door = build_front_door(ctx, checkpointer)
-        if not isinstance(door, JobHandler):
-            raise StartupError("the Slack front door does not run jobs (run_text / apply_decision) in this version")
-        queue = make_job_queue(ctx.engine, settings)
+        core = slack_core(ctx, checkpointer)  # a WebClient only: no Bolt app, no call to Slack until a job posts
+        queue = core.queue
         assert isinstance(queue, PgJobQueue)
         print(f"worker on {redacted(settings.database_url_value)}: queue runs, concurrency "
               f"{concurrency or settings.job_concurrency}", flush=True)
         if parent is not None:
             exit_with_parent(parent)
-        queue.run_worker(door, concurrency)
+        queue.run_worker(core, concurrency)
     return 0
 
 
@@ -123,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
 
                 serve(ctx, checkpointer, args.host, args.port)
                 return 0
-            return run_console(ctx, Runner(ctx, checkpointer))
+            return run_console(ctx, checkpointer)
     except (StartupError, DataError, SandboxUnavailable) as exc:
         print(f"quantdesk: {exc}", file=sys.stderr)
         return 2

@@ -1,5 +1,9 @@
 """`quantdesk chat`: a local console that reads requests from a terminal or piped stdin.
 
+It goes through the same core as Slack (bot/core), on its own surface (bot/console_surface.py) and the in-process
+job queue: a request is recorded and run as a job, a decision typed here is a decision row applied by a job, and
+the background service runs due rules and fills due orders while the session is open.
+
 The session keeps one current thread: a follow-up (`fast=10 slow=30`, an answer, free text) continues it; a
 new request (it starts with a workflow's keyword or one of its strategies or kinds) starts a new thread: a
 question still pending in the old one is cancelled with a note, and a pending code review or order approval is
@@ -8,22 +12,29 @@ rejected (recorded) first. Commands and `help` always work, even while a questio
 from __future__ import annotations
 
 import getpass
+import itertools
 import shlex
 import sys
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 import pandas as pd
+from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from bot.console_surface import ConsoleSurface, console_place
 from bot.context import AppContext
-from bot.decisions import DecisionStore
-from bot.interrupt_kinds import EDIT_BODY, code_edit, kind_of
-from bot.runner import Outcome, Runner
+from bot.core import ALREADY_HANDLED, Core
+from bot.core.background import BackgroundService
+from bot.core.kinds import EDIT_BODY, code_edit, kind_of
+from bot.core.surface import Place, Question, Result
+from bot.core.wiring import build_core
+from bot.jobs.local import LocalJobQueue
+from bot.stores.threads import CONSOLE_CHANNEL
 from bot.views import view_text
+from graphs.background import Notice as BackgroundNotice
 from graphs.clarify import CANCELLED, is_cancel
 from graphs.grammar import bad_code_message, tokenize
 from graphs.interrupts import CLARIFY
@@ -32,8 +43,9 @@ from graphs.workflow import CommandCall, CommandError, Subcommand
 from tools.data.schema import DATASET_FIELDS, DataError, dataset_of
 from tools.workspace import Workspace, WorkspaceError
 
-HOME = "console"  # the session's own thread id: its workspace holds what `load` stores, across console runs
-ACCOUNT = "console"  # the console's paper account unless a request names another
+HOME = "console"  # the session's own workspace: what `load` stores, kept across console runs
+ACCOUNT = CONSOLE_CHANNEL  # the console's paper account unless a request names another
+CONSOLE_SCOPE = "console-"  # the thread-id prefix of console threads (bot/stores/threads.py)
 MAX_SETTLE_STEPS = 10  # rejections a new request makes to close the old thread's pending reviews and approvals
 
 
@@ -84,14 +96,15 @@ def _help_text(commands: dict[str, DataCommand]) -> str:
 class Console:
     """One console session: a current thread (with its workspace) and the interrupts pending in it."""
 
-    def __init__(self, ctx: AppContext, runner: Runner, out: TextIO) -> None:
+    def __init__(self, ctx: AppContext, core: Core, surface: ConsoleSurface) -> None:
         self.ctx = ctx
-        self.runner = runner
-        self.out = out
+        self.core = core
+        self.runner = core.runner
+        self.surface = surface
         self.user = getpass.getuser()
-        runner.context.traders = runner.context.traders | {self.user}  # the local operator trades on their machine
-        self.decisions = DecisionStore(ctx.engine)
-        self.thread = HOME
+        self.runner.context.traders = self.runner.context.traders | {self.user}  # the operator trades here
+        self.place = console_place(self.user)
+        self.keys = itertools.count(1)
         self.pending: list[dict[str, Any]] = []  # [{"id", "value"}] of the current thread, oldest first
         self.editing: list[str] | None = None  # body lines of an `edit` being typed
         self.commands: dict[str, DataCommand] = {
@@ -106,16 +119,16 @@ class Console:
             "show": DataCommand("show NAME", "head and tail of a workspace frame", (1, 1), self.show),
         }
 
-    @staticmethod
-    def _new_thread() -> str:
-        return f"console-{uuid.uuid4().hex[:12]}"
+    @property
+    def thread(self) -> str:
+        return self.place.thread_id
 
     @property
     def workspaces(self) -> list[tuple[str, Workspace]]:
         """The session's own workspace (what `load` stores; kept between console runs), then the current
         request's (what the workflow produced)."""
-        own = [("session", Workspace(self.ctx.engine, HOME))]
-        return own if self.thread == HOME else [*own, ("current request", Workspace(self.ctx.engine, self.thread))]
+        return [("session", Workspace(self.ctx.engine, HOME)),
+                ("current request", Workspace(self.ctx.engine, self.thread))]
 
     @property
     def prompt(self) -> str:
@@ -124,7 +137,7 @@ class Console:
         return kind_of(self.pending[0]["value"]).prompt if self.pending else "quant> "
 
     def say(self, text: str) -> None:
-        print(text, file=self.out, flush=True)
+        self.surface.say(text)
 
     def handle(self, line: str) -> bool:
         """Run one input line; False means the session is over."""
@@ -157,8 +170,59 @@ class Console:
         elif self.pending:
             self.answer(text)
         else:
-            self.show_outcome(self.runner.start(self.thread, text, user=self.user, account=ACCOUNT))
+            self.submit(text)
         return True
+
+    def submit(self, text: str) -> None:
+        """A message into the current thread, run as a job; returns once the run is over or waits."""
+        self.core.submit_text(self.place, text, f"console:{self.place.thread_ts}:{next(self.keys)}")
+        self.settled()
+
+    def settled(self) -> None:
+        """Wait for the current thread's jobs, then read what it waits on (the checkpoint is the truth). A
+        cancelled request is over: the next line starts afresh."""
+        self.core.queue.wait_idle(self.thread)  # type: ignore[attr-defined]
+        self.pending = self.runner.pending(self.thread)
+        last = self.surface.last.get(self.thread)
+        if not self.pending and isinstance(last, Result) and last.text == CANCELLED:
+            self.place = console_place(self.user)
+        elif self.pending and not (isinstance(last, Question) and last.interrupt_id == self.pending[-1]["id"]):
+            value = self.pending[0]["value"]  # one of several answered: the next is still open (shown before)
+            self.say(kind_of(value).console_text(value))
+
+    def heard(self, notice: BackgroundNotice) -> None:
+        """A background job's notice: shown in its thread already when the thread is the console's."""
+        if not notice.thread_id.startswith(CONSOLE_SCOPE):
+            self.say(f"(background: {notice.text})")
+
+    def loop(self, stdin: TextIO, out: TextIO) -> int:
+        """Read and run lines until end of input or `quit`."""
+        interactive = stdin.isatty()
+        if interactive:
+            self.say("QuantDesk console. Type help.")
+        while True:
+            self.adopt_waiting_thread()
+            if interactive:
+                out.write(self.prompt)
+                out.flush()
+            line = stdin.readline()
+            if not line or not self.handle(line):
+                return 0
+
+    def adopt_waiting_thread(self) -> None:
+        """With nothing pending here, a question a background run (a scheduled rule) asked elsewhere becomes the
+        current thread, so the next line answers it."""
+        if self.pending or self.editing is not None:
+            return
+        for thread_id, place in list(self.surface.asked.items()):
+            pending = self.runner.pending(thread_id)
+            if not pending or thread_id == self.thread:
+                del self.surface.asked[thread_id]
+                continue
+            self.place, self.pending = Place(place.team, place.channel, place.thread_ts, self.user), pending
+            del self.surface.asked[thread_id]
+            self.say(f"(now answering: {kind_of(pending[0]['value']).title(pending[0]['value'])})")
+            return
 
     def run_command(self, command: Subcommand, args: list[str]) -> None:
         """A command that needs no run (account, orders, factor list, ...), as the console operator."""
@@ -191,8 +255,8 @@ class Console:
             self.decide({"type": "reject", "message": "superseded by a new request in the console"})
         if self.pending:
             self.say("(the previous request's pending question was cancelled; starting the new request)")
-        self.thread, self.pending = self._new_thread(), []
-        self.show_outcome(self.runner.start(self.thread, text, user=self.user, account=ACCOUNT))
+        self.place, self.pending = console_place(self.user), []
+        self.submit(text)
 
     def answer(self, text: str) -> None:
         """A line typed while the run waits: the answer or decision for the oldest pending interrupt."""
@@ -211,37 +275,16 @@ class Console:
             self.decide(step.decision)  # type: ignore[arg-type]
 
     def decide(self, decision: dict[str, Any]) -> None:
-        """Record the decision (the same durable table as Slack's), apply it, and mark how that went."""
+        """Record the decision (the same durable row as a Slack click), then its job applies it, as every
+        decision is."""
         interrupt_id = self.pending[0]["id"]
-        if not self.decisions.accept(interrupt_id, self.thread, decision, self.user, "console"):
-            self.say("already handled")
+        verdict = self.core.decide(self.thread, interrupt_id, self.user, decision, "console")
+        if not verdict.allowed:
+            self.say("already handled" if verdict.reason == ALREADY_HANDLED else f"error: {verdict.reason}")
+            self.settled()
             return
-        outcome = self.runner.resume(self.thread, interrupt_id, decision, self.user, decided_at=datetime.now(UTC))
-        if outcome.status != "failed":
-            self.decisions.mark_applied(interrupt_id)
-        elif outcome.retryable:
-            self.decisions.mark_retry(interrupt_id, outcome.text)
-        else:
-            self.decisions.mark_failed(interrupt_id, outcome.text)
-        self.show_outcome(outcome)
-
-    def show_outcome(self, outcome: Outcome) -> None:
-        self.pending = list(outcome.interrupts) if outcome.status == "waiting" else []
-        if outcome.status == "waiting":
-            for index, interrupt in enumerate(self.pending):
-                prefix = f"[{index + 1}/{len(self.pending)}] " if len(self.pending) > 1 else ""
-                self.say(prefix + kind_of(interrupt["value"]).console_text(interrupt["value"]))
-            return
-        if outcome.status == "failed":
-            self.say(f"error: {outcome.text}")
-            return
-        if outcome.text == CANCELLED:  # a cancelled request is over: the next line starts afresh
-            self.thread = self._new_thread()
-        if outcome.result and outcome.workflow in WORKFLOWS:
-            self.say(view_text(WORKFLOWS[outcome.workflow].present(outcome.result)))
-            self.export(outcome.result.get("artifacts", []), self.ctx.settings.data_dir / "exports" / outcome.thread_id)
-        else:
-            self.say(outcome.text)
+        self.core.confirm(verdict, interrupt_id, self.user, decision, "console")
+        self.settled()
 
     def export(self, artifacts: list[dict[str, Any]], folder: Path) -> None:
         """This machine's copies of stored charts and files, and where they went."""
@@ -310,17 +353,21 @@ class Console:
             self.say(f"{frame.head(5)}\n...\n{frame.tail(5)}")
 
 
-def run_console(ctx: AppContext, runner: Runner, stdin: TextIO = sys.stdin, out: TextIO = sys.stdout) -> int:
-    console = Console(ctx, runner, out)
-    interactive = stdin.isatty()
-    if interactive:
-        console.say("QuantDesk console. Type help.")
-    while True:
-        if interactive:
-            out.write(console.prompt)
-            out.flush()
-        line = stdin.readline()
-        if not line:
-            return 0
-        if not console.handle(line):
-            return 0
+def run_console(ctx: AppContext, checkpointer: BaseCheckpointSaver, stdin: TextIO = sys.stdin,
+                out: TextIO = sys.stdout, clock: Callable[[], datetime] | None = None) -> int:
+    """The console session until end of input or `quit`: its core on the in-process queue, with the background
+    service (due rules, due orders, the desk's resolution) running while it is open; `clock`: its now."""
+    settings = ctx.settings
+    surface = ConsoleSurface(out, settings.data_dir / "exports")
+    core = build_core(ctx, checkpointer, surface, CONSOLE_SCOPE, LocalJobQueue(ctx.engine, settings, CONSOLE_SCOPE))
+    console = Console(ctx, core, surface)
+    worker = core.queue.start_worker(core)
+    background = BackgroundService(core, settings.reconcile_interval_seconds, settings.rule_catch_up,
+                                   serves=lambda channel: channel == CONSOLE_CHANNEL, on_notice=console.heard,
+                                   **({"clock": clock} if clock else {}))
+    background.start()
+    try:
+        return console.loop(stdin, out)
+    finally:
+        background.stop()
+        worker.stop()

@@ -1,13 +1,12 @@
-"""Runs workflow graphs for the adapters: start a thread, resume a pause, report the outcome as data.
+"""Runs workflow graphs for the core: start a thread, resume a pause, report the outcome as data.
 
-One run at a time per thread (in this process); every run gets the same checkpointer and context."""
+Every run gets the same checkpointer and context. The job queue runs one job of a thread at a time (its lock is
+the thread id, across processes), so the runner keeps no lock of its own."""
 
 from __future__ import annotations
 
 import logging
 import sqlite3
-import threading
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -65,7 +64,6 @@ class Runner:
             log.warning("the sandbox could not start its workers: %s", exc)
         self.context = workflow_context(settings, app.engine, app.provider, sandbox, stop_requested=should_stop,
                                         stop_honoured=stop_honoured)
-        self._locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
         graphs = [self.graph, *(graph for _name, graph in self.graph.get_subgraphs(recurse=True))]
         self._nodes = frozenset(name for graph in graphs for name in graph.nodes)
 
@@ -77,23 +75,24 @@ class Runner:
         return outside_tasks and isinstance(update, dict) and any(name in self._nodes for name in update)
 
     def start(self, thread_id: str, text: str, progress: Progress | None = None, user: str | None = None,
-              account: str | None = None, scheduled: bool = False, message_id: str | None = None) -> Outcome:
+              account: str | None = None, request: dict[str, Any] | None = None,
+              message_id: str | None = None) -> Outcome:
         """A new message in the thread: a new request or a follow-up to the work already there. `account` is the
-        thread's default paper account (the channel's); `scheduled` marks a run the rule scheduler started.
+        thread's default paper account (the channel's); `request` is a structured request a workflow's background
+        work made (a scheduled run), which names its workflow; `text` then only says what it is.
 
         `message_id` (the adapter's stable id of the message) makes a repeat idempotent: a job retried after a
         crash finds its message already in the thread and goes on from the last checkpoint of the run it started
         (or reports where that run stands), instead of adding the message twice and starting over."""
         config = _config(thread_id, user, account=account)
-        if scheduled:
-            config["configurable"]["scheduled"] = True
         state = self.graph.get_state(config) if message_id else None
         if state is not None and _holds(state, message_id):
             if state.next and not state.interrupts:  # its run was cut short between two steps
                 log.info("thread %s: message %s was taken in before; continuing its run", thread_id, message_id)
                 return self._run(thread_id, None, progress, config, "async")
             return _outcome(thread_id, state)
-        update: dict[str, Any] = {"messages": [HumanMessage(text, id=message_id)]}
+        update: dict[str, Any] = {"messages": [HumanMessage(text, id=message_id)],
+                                  "background_request": request}
         if user:
             update["requester"] = user
         return self._run(thread_id, update, progress, config, "async")
@@ -115,28 +114,27 @@ class Runner:
 
     def _run(self, thread_id: str, value: Any, progress: Progress | None, config: dict[str, Any],
              durability: Durability) -> Outcome:
-        with self._locks[thread_id]:
-            try:
-                for namespace, mode, event in self.graph.stream(value, config, context=self.context,
-                                                                 stream_mode=["custom", "updates"], subgraphs=True,
-                                                                 durability=durability):
-                    if mode == "updates" and self._at_node_boundary(namespace, event) and should_stop():
-                        stopped = _outcome(thread_id, self.graph.get_state(config))
-                        return Outcome(thread_id, "done", STOPPED, workflow=stopped.workflow,
-                                       checkpoint=f"stopped:{stopped.checkpoint}")
-                    if mode == "custom" and progress is not None and isinstance(event, dict) and PROGRESS in event:
-                        progress(str(event[PROGRESS]), event.get("detail"))
-                state = self.graph.get_state(config)
-            except SandboxUnavailable as exc:
-                return Outcome(thread_id, "failed", f"Generated code cannot run here: {exc}")
-            except INFRASTRUCTURE_ERRORS as exc:
-                log.warning("run on thread %s hit an infrastructure error: %s", thread_id, type(exc).__name__)
-                return Outcome(thread_id, "failed", f"the database or network failed ({type(exc).__name__})",
-                               retryable=True)
-            except Exception:
-                log.exception("run failed on thread %s", thread_id)
-                return Outcome(thread_id, "failed", "Something went wrong in this run; it was logged. "
-                                                    "You can try again or start a new request.")
+        try:
+            for namespace, mode, event in self.graph.stream(value, config, context=self.context,
+                                                             stream_mode=["custom", "updates"], subgraphs=True,
+                                                             durability=durability):
+                if mode == "updates" and self._at_node_boundary(namespace, event) and should_stop():
+                    stopped = _outcome(thread_id, self.graph.get_state(config))
+                    return Outcome(thread_id, "done", STOPPED, workflow=stopped.workflow,
+                                   checkpoint=f"stopped:{stopped.checkpoint}")
+                if mode == "custom" and progress is not None and isinstance(event, dict) and PROGRESS in event:
+                    progress(str(event[PROGRESS]), event.get("detail"))
+            state = self.graph.get_state(config)
+        except SandboxUnavailable as exc:
+            return Outcome(thread_id, "failed", f"Generated code cannot run here: {exc}")
+        except INFRASTRUCTURE_ERRORS as exc:
+            log.warning("run on thread %s hit an infrastructure error: %s", thread_id, type(exc).__name__)
+            return Outcome(thread_id, "failed", f"the database or network failed ({type(exc).__name__})",
+                           retryable=True)
+        except Exception:
+            log.exception("run failed on thread %s", thread_id)
+            return Outcome(thread_id, "failed", "Something went wrong in this run; it was logged. "
+                                                "You can try again or start a new request.")
         return _outcome(thread_id, state)
 
     def current(self, thread_id: str) -> Outcome:

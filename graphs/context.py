@@ -78,11 +78,6 @@ def decided_at(config: RunnableConfig) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
 
-def scheduled(config: RunnableConfig) -> bool:
-    """Whether the scheduler started this run (the adapter says so; a person's message never does)."""
-    return bool(config.get("configurable", {}).get("scheduled"))
-
-
 def default_account(config: RunnableConfig) -> str:
     """The thread's default paper account: the adapter names it (one per Slack channel, `console`)."""
     return str(config.get("configurable", {}).get("account") or "default")

@@ -39,6 +39,7 @@ class MainState(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_messages]
     consumed: int
     requester: str | None
+    background_request: dict[str, Any] | None  # a structured request (a scheduled run): it names its workflow
     workflow: str | None
     result: dict[str, Any] | None
     final_reply: str | None
@@ -53,7 +54,11 @@ def route_node(state: MainState, runtime: Runtime[WorkflowContext]) -> Command:
     messages = state.get("messages", [])
     text = message_text(messages[-1]) if messages and isinstance(messages[-1], HumanMessage) else ""
     current = state.get("workflow")
-    workflow, reply = _choose(text, current, runtime.context)
+    request = state.get("background_request") or {}
+    if request.get("workflow") in WORKFLOWS:
+        workflow, reply = str(request["workflow"]), ""
+    else:
+        workflow, reply = _choose(text, current, runtime.context)
     update: dict[str, Any] = {"result": None, "final_reply": None}
     if workflow is None:
         return Command(goto=END, update={**update, "final_reply": reply})

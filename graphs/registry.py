@@ -1,8 +1,10 @@
 """The workflow registry: the one place a workflow is named. The main router, the `/quant` subcommand table,
-the console, help and the result renderers all read it. Adding a workflow is one package plus one entry."""
+the console, help, the result renderers and the background service all read it. Adding a workflow is one package
+plus one entry."""
 
 from __future__ import annotations
 
+from graphs.background import BackgroundJob
 from graphs.decision.commands import decisions_command
 from graphs.decision.grammar import USAGE as ANALYZE_USAGE
 from graphs.decision.grammar import starts_request as analyze_starts
@@ -10,6 +12,7 @@ from graphs.decision.graph import build_decision_graph
 from graphs.decision.measures import measure_decision
 from graphs.decision.present import present_decision
 from graphs.decision.resolution import resolve_pass
+from graphs.execution.background import rule_run_failed, rule_schedule_job
 from graphs.execution.commands import SUBCOMMANDS as RULE_SUBCOMMANDS
 from graphs.execution.graph import build_execution_graph
 from graphs.execution.measures import measure_rule_run
@@ -21,7 +24,7 @@ from graphs.factor.measures import measure_factor
 from graphs.factor.present import factor_list, factor_show, present_factor
 from graphs.factor.spec import looks_structured as factor_structured
 from graphs.factor.spec import starts_request as factor_starts
-from graphs.notices import PeriodicPass
+from graphs.order.background import settlement_job
 from graphs.order.commands import account_command, cancel_command, orders_command, trading_command
 from graphs.order.grammar import USAGE as ORDER_USAGE
 from graphs.order.grammar import looks_structured as order_structured
@@ -87,7 +90,7 @@ RULE = Workflow(
     looks_structured=lambda text: False,
     build=build_execution_graph, present=present_rule_run,
     subcommands={name: Subcommand(usage, summary, run) for name, (usage, summary, run) in RULE_SUBCOMMANDS.items()},
-    measure=measure_rule_run,
+    measure=measure_rule_run, after_failure=rule_run_failed,
 )
 
 ANALYZE = Workflow(
@@ -120,8 +123,12 @@ COMMANDS: dict[str, Subcommand] = {
 }
 
 
-# passes the bot runs about once a minute whether or not anybody asks; each hands back notices for its threads
-PASSES: dict[str, PeriodicPass] = {"decision outcomes": resolve_pass}
+# work the bot's background service runs whether or not anybody asks (graphs/background.py)
+BACKGROUND: dict[str, BackgroundJob] = {
+    "rule schedules": BackgroundJob(5.0, rule_schedule_job),
+    "order settlement": BackgroundJob(60.0, settlement_job),
+    "decision outcomes": BackgroundJob(60.0, lambda ctx, call: resolve_pass(ctx)),
+}
 
 
 def command_for(words: list[str]) -> tuple[Subcommand, list[str]] | None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
 
+from graphs.background import Notice
 from graphs.context import WorkflowContext
 from graphs.measures import Measures, RunRecord
 from graphs.views import View
@@ -54,6 +55,9 @@ class Workflow:
     present: Callable[[dict[str, Any]], View]  # a finished run's result as a view
     subcommands: dict[str, Subcommand] = field(default_factory=dict)
     measure: Callable[[RunRecord], Measures] | None = None  # what `quantdesk eval` measures of a run (None: no eval)
+    # a run its background work started (a structured request) that crashed: (context, thread id, request, error) ->
+    # notices; what the run's own bookkeeping would have done (a rule counts toward its auto-pause)
+    after_failure: Callable[[WorkflowContext, str, dict[str, Any], str], list[Notice]] | None = None
 
     def subcommand(self, words: list[str]) -> Subcommand | None:
         """The subcommand `words` call (`factor list` → list), if any."""

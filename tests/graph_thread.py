@@ -19,23 +19,23 @@ from tools.workspace import Workspace
 
 class GraphThread:
     def __init__(self, url: str, ctx: WorkflowContext,
-                 build: Callable[[Any], CompiledStateGraph] = build_main_graph, requester: str | None = "UALICE",
-                 scheduled: bool = False) -> None:
-        """`scheduled`: the runs are the rule scheduler's, as the Slack front door marks them."""
-        self.url, self.ctx, self.build, self.requester, self.scheduled = url, ctx, build, requester, scheduled
+                 build: Callable[[Any], CompiledStateGraph] = build_main_graph, requester: str | None = "UALICE"
+                 ) -> None:
+        self.url, self.ctx, self.build, self.requester = url, ctx, build, requester
         self.thread = f"t-{uuid.uuid4().hex[:10]}"
 
     @property
     def config(self) -> dict[str, Any]:
-        return {"configurable": {"thread_id": self.thread, **({"scheduled": True} if self.scheduled else {})}}
+        return {"configurable": {"thread_id": self.thread}}
 
     @property
     def workspace(self) -> Workspace:
         return Workspace(self.ctx.engine, self.thread)
 
-    def say(self, text: str) -> dict[str, Any]:
-        """A new message in the thread."""
-        update: dict[str, Any] = {"messages": [HumanMessage(text)]}
+    def say(self, text: str, background_request: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A new message in the thread; with `background_request`, a run background work started (a scheduled
+        rule's), as the runner sends it."""
+        update: dict[str, Any] = {"messages": [HumanMessage(text)], "background_request": background_request}
         if self.requester:
             update["requester"] = self.requester
         return self._invoke(update)

@@ -1,5 +1,5 @@
 """The process tests/test_rule_schedule_run.py kills between a scheduled run's root post and its enqueue: one
-scheduler pass of a front door whose job queue never takes the message. Its submit writes the marker file (the
+scheduler pass of a core whose job queue never takes the message. Its submit writes the marker file (the
 root is in Slack by then), then sleeps until the SIGKILL.
 
 Usage: python -m tests.rule_root_crash_child DATABASE_URL DATA_DIR SLACK_URL TICK MARKER"""
@@ -14,8 +14,9 @@ from pathlib import Path
 
 from bot.context import build_context
 from bot.jobs import Message
-from bot.slack.serve import build_front_door
+from bot.slack.serve import slack_core
 from graphs.checkpointer import open_checkpointer
+from tests.slack_harness import run_background_job
 from tools.settings import Settings
 
 
@@ -33,9 +34,9 @@ def main(url: str, data: str, slack_url: str, tick: str, marker: str) -> None:
             time.sleep(3600)
 
     with open_checkpointer(url) as saver:
-        door = build_front_door(app, saver)[1]
-        door.queue.submit_text = never_queued  # type: ignore[method-assign]
-        door.schedule_rules(datetime.fromisoformat(tick))
+        core = slack_core(app, saver)
+        core.queue.submit_text = never_queued  # type: ignore[method-assign]
+        run_background_job(core, "rule schedules", datetime.fromisoformat(tick))
     print("the scheduler pass finished although the queue never took the run", file=sys.stderr)
     sys.exit(3)
 

@@ -283,3 +283,18 @@ def result_call(slack: SlackServer, channel: str, root: str, prefix: str) -> Cal
 def button_of(call: Call, action_id: str) -> dict[str, Any]:
     blocks = blocks_valid(call)
     return next(e for b in blocks if b["type"] == "actions" for e in b["elements"] if e["action_id"] == action_id)
+
+
+def run_background_job(core: Any, name: str, now: Any = None) -> None:
+    """One of the registry's background jobs, now (as the background service runs it when it is due)."""
+    from bot.core.background import BackgroundService
+    from graphs.registry import BACKGROUND
+
+    BackgroundService(core, jobs={name: BACKGROUND[name]}).run_jobs(now, force=True)
+
+
+def run_background_pass(core: Any) -> None:
+    """One background pass without the workflows' jobs: due decisions, unqueued messages, unposted posts."""
+    from bot.core.background import BackgroundService
+
+    BackgroundService(core, jobs={}).run_once()

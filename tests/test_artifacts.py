@@ -13,11 +13,12 @@ import pandas as pd
 import pytest
 from sqlalchemy import Engine, inspect, update
 
-from bot.console import Console
+from bot.console_surface import ConsoleSurface, console_place
 from bot.context import build_context
+from bot.core import Place
+from bot.core.wiring import build_core
 from bot.runner import Runner
-from bot.slack.frontdoor import Where
-from bot.slack.serve import build_front_door
+from bot.slack.serve import slack_core
 from graphs.checkpointer import open_checkpointer
 from graphs.context import WorkflowContext
 from graphs.signal.graph import build_signal_graph
@@ -209,32 +210,34 @@ def test_a_replica_on_another_data_dir_delivers_the_charts_of_a_run_it_did_not_d
         assert set(drawn) == {"chart", "metrics_csv", "ic_csv"}
 
         with open_checkpointer(url) as saver:
-            _bolt, door = build_front_door(app_b, saver)
-            done = door.runner.resume("twin-thread", approval.interrupts[0]["id"], {"type": "approve"}, "UALICE")
+            core = slack_core(app_b, saver)
+            done = core.runner.resume("twin-thread", approval.interrupts[0]["id"], {"type": "approve"}, "UALICE")
             assert done.status == "done" and [r["id"] for r in done.result["artifacts"]] == [
                 drawn[k]["id"] for k in ("chart", "metrics_csv", "ic_csv")]
-            where = Where(TEAM, "C1", "1800000000.000100", "UALICE")
-            door.upload(where, done.result["artifacts"])
+            where = Place(TEAM, "C1", "1800000000.000100", "UALICE")
+            core.outbox.upload(where, done.result["artifacts"])
             complete = slack.fake.wait_for("files.completeUploadExternal")[0]
             files = complete.args["files"]
             files = json.loads(files) if isinstance(files, str) else files
             uploads = {c.args["file_id"]: c.body for c in slack.fake.of("upload")}
-            store = door.runner.context.artifacts
+            store = core.runner.context.artifacts
             stored = {r["filename"]: store.get(r["id"]).data for r in drawn.values()}
             assert {f["title"] for f in files} == {r["title"] for r in drawn.values()}
             assert sorted(uploads[f["id"]] for f in files) == sorted(stored.values())
             slack.fake.fail_uploads = True
-            door.upload(where, done.result["artifacts"])
+            core.outbox.upload(where, done.result["artifacts"])
             note = slack.fake.wait_for("chat.postMessage", where=lambda c: "could not upload" in c.args["text"])[0]
             assert "kept" in note.args["text"] and str(tmp_path) not in note.args["text"]
             assert all(name in note.args["text"] for name in stored)
             out = io.StringIO()
-            Console(app_b, door.runner, out).show_outcome(done)
+            console = build_core(app_b, saver, ConsoleSurface(out, app_b.settings.data_dir / "exports"), "console-")
+            here = console_place("UALICE")
+            console.outbox.upload(here, done.result["artifacts"])
     saved = dict(line.strip().removeprefix("saved ").split(": ", 1) for line in out.getvalue().splitlines()
                  if line.startswith("  saved "))
     assert set(saved) == {"chart", "metrics_csv", "ic_csv"}
     for kind, path in saved.items():
-        assert Path(path).parent == host_b / "exports" / "twin-thread"
+        assert Path(path).parent == host_b / "exports" / here.thread_id
         assert Path(path).read_bytes() == stored[drawn[kind]["filename"]]
     assert Path(saved["chart"]).read_bytes()[:8] == PNG[:8]
     written = [p for p in host_a.rglob("*") if p.suffix in (".png", ".csv", ".parquet")]

@@ -14,19 +14,17 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from slack_sdk import WebClient
 from sqlalchemy import Engine, func, select
 
 from bot.context import build_context
-from bot.jobs import make_job_queue
-from bot.reconciler import Reconciler
-from bot.registry import AuditLog, ThreadRegistry, thread_id_for
-from bot.runner import Runner
-from bot.slack.frontdoor import FrontDoor
+from bot.core import Core
+from bot.slack.serve import slack_core
+from bot.stores.threads import thread_id_for
 from graphs.checkpointer import open_checkpointer
 from graphs.decision.resolution import resolve_pass
 from tests.decision_desk import desk_context
 from tests.fakes.slack_server import TEAM, SlackServer
+from tests.slack_harness import run_background_job
 from tools.broker.clock import SHANGHAI
 from tools.data.local import SampleProvider
 from tools.decision_log import list_decisions, record_decision
@@ -89,23 +87,21 @@ def test_due_decisions_are_resolved_once_by_racing_processes(db_url: str, engine
 
 
 @pytest.fixture
-def door(tmp_path: Path) -> Iterator[tuple[FrontDoor, SlackServer]]:
-    """The real front door on SQLite and the sample data, against the fake Slack Web API."""
+def core(tmp_path: Path) -> Iterator[tuple[Core, SlackServer]]:
+    """The real core on the Slack surface, on SQLite and the sample data, against the fake Slack Web API."""
     url = f"sqlite:///{tmp_path / 'quantdesk.db'}"
-    settings = Settings(_env_file=None, DATABASE_URL=url, QUANTDESK_DATA_DIR=str(tmp_path / "data"))
-    ctx = build_context(settings)
     with SlackServer() as server, open_checkpointer(url) as saver:
-        client = WebClient(token="xoxb-test", base_url=server.url)
-        yield FrontDoor(Runner(ctx, saver), client, ThreadRegistry(ctx.engine), AuditLog(ctx.engine),
-                        make_job_queue(ctx.engine, settings), frozenset()), server
+        settings = Settings(_env_file=None, DATABASE_URL=url, QUANTDESK_DATA_DIR=str(tmp_path / "data"),
+                            SLACK_BOT_TOKEN="xoxb-test", SLACK_API_URL=server.url)
+        yield slack_core(build_context(settings), saver), server
 
 
-def test_the_reconciler_posts_each_resolution_into_its_thread_once(door: tuple[FrontDoor, SlackServer]) -> None:
-    front, server = door
-    front.registry.open(TEAM, "C1", "1700000000.000100", "UALICE")
+def test_the_background_job_posts_each_resolution_into_its_thread_once(core: tuple[Core, SlackServer]) -> None:
+    front, server = core
+    front.threads.open(TEAM, "C1", "1700000000.000100", "UALICE")
     thread = thread_id_for(TEAM, "C1", "1700000000.000100")
-    _decide(front.registry.engine, front.runner.context.desk_namespace, "20200814", thread)
-    Reconciler(front).run_once()
-    Reconciler(front).run_once()  # a second process, or the next minute: nothing new to say
+    _decide(front.queue.engine, front.runner.context.desk_namespace, "20200814", thread)
+    run_background_job(front, "decision outcomes")
+    run_background_job(front, "decision outcomes")  # a second process, or the next minute: nothing new to say
     posts = [c.args for c in server.fake.of("chat.postMessage") if c.args.get("thread_ts") == "1700000000.000100"]
     assert [p["text"] for p in posts] == [RESOLVED]

@@ -9,7 +9,8 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import Engine
 
-from bot.decisions import BACKOFF_SECONDS, CLAIM_SECONDS, MAX_ATTEMPTS, DecisionStore, PostStore
+from bot.stores.decisions import BACKOFF_SECONDS, CLAIM_SECONDS, MAX_ATTEMPTS, DecisionStore
+from bot.stores.posts import PostStore
 from tools.storage.models import utcnow
 
 APPROVE = {"type": "approve"}

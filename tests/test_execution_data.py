@@ -19,6 +19,7 @@ import pytest
 from sqlalchemy import Engine
 
 from graphs.context import WorkflowContext
+from graphs.execution.background import scheduled_request
 from tests.fakes.chat import ScriptedChatModel, answer
 from tests.graph_thread import GraphThread
 from tools.artifacts import ArtifactStore
@@ -73,7 +74,7 @@ def test_on_live_data_a_stale_last_bar_holds_with_the_reason_and_proposes_nothin
     rule = ctx.rules.add(OWNER, "c", CODE, ALWAYS_BUY, source="language", size=100,  # type: ignore[union-attr]
                          schedule="* * * * *")
     tick = execution_id_for(rule.id, LATE + timedelta(minutes=1))
-    out = GraphThread(db_url, ctx, requester=OWNER, scheduled=True).say(f"rule run {rule.id} execution={tick}")
+    out = GraphThread(db_url, ctx, requester=OWNER).say("scheduled run", scheduled_request(rule.id, tick))
     assert "__interrupt__" not in out and out["result"]["order"] == {}
     stale = ("stale data: its latest bar is 20200824, but the bar of 20200826 (the last trading day before today, "
              "Asia/Shanghai) should be there; the stock may be suspended or the data feed behind")

@@ -16,6 +16,7 @@ import pytest
 from sqlalchemy import Engine
 
 from graphs.context import WorkflowContext
+from graphs.execution.background import scheduled_request
 from graphs.execution.commands import show_command
 from graphs.execution.routes import MAX_ROUNDS
 from graphs.workflow import CommandCall
@@ -152,20 +153,19 @@ def test_failed_scheduled_runs_count_toward_auto_pause_and_manual_ones_do_not(
     rule = ctx.rules.add(OWNER, "c", CODE, "buy on strength", size=100, schedule="30 9 * * 1-5")
     since = rule.scheduled_since
     assert since is not None
-    ticks = [f"rule run {rule.id} execution={execution_id_for(rule.id, since + timedelta(minutes=n))}"
-             for n in (1, 2, 3)]
+    ticks = [scheduled_request(rule.id, execution_id_for(rule.id, since + timedelta(minutes=n))) for n in (1, 2, 3)]
 
     def failures() -> int:
         return ctx.rules.get(rule.id).consecutive_failures  # type: ignore[union-attr]
 
     GraphThread(db_url, ctx, requester=OWNER).say(f"rule run {rule.id}")
     assert failures() == 0  # manual: not counted
-    GraphThread(db_url, ctx, requester=OWNER, scheduled=True).say(ticks[0])
+    GraphThread(db_url, ctx, requester=OWNER).say("scheduled run", ticks[0])
     assert failures() == 1
     GraphThread(db_url, ctx, requester=OWNER).say(f"rule run {rule.id}")  # decides hold: the rule works
     assert failures() == 0
-    GraphThread(db_url, ctx, requester=OWNER, scheduled=True).say(ticks[1])
-    out = GraphThread(db_url, ctx, requester=OWNER, scheduled=True).say(ticks[2])
+    GraphThread(db_url, ctx, requester=OWNER).say("scheduled run", ticks[1])
+    out = GraphThread(db_url, ctx, requester=OWNER).say("scheduled run", ticks[2])
     assert out["result"]["paused"] is True and failures() == 2
     assert ctx.rules.get(rule.id).enabled is False  # type: ignore[union-attr]
 
@@ -272,7 +272,7 @@ def test_one_order_card_per_rule_until_the_first_is_decided_or_expires(
     card = first.say(f"rule run {rule.id}")
     held = ctx.rules.steps(rule.id)[0].execution_id  # type: ignore[union-attr]
     scheduled = execution_id_for(rule.id, rule.scheduled_since + timedelta(minutes=1))  # type: ignore[operator]
-    second = GraphThread(db_url, ctx, requester=OWNER, scheduled=True).say(f"rule run {rule.id} execution={scheduled}")
+    second = GraphThread(db_url, ctx, requester=OWNER).say("scheduled run", scheduled_request(rule.id, scheduled))
     assert "__interrupt__" not in second
     assert second["result"]["decision"]["note"] == (
         f"buy: an order proposal of this rule (execution {held}) is waiting for a trader's approval; no new order "
@@ -308,15 +308,15 @@ def test_a_queued_scheduled_run_of_a_paused_rule_does_nothing_and_a_manual_run_s
     store = ctx.rules
     assert store is not None
     rule = store.add(OWNER, "c", CODE, "trade the trend", size=100, schedule="30 9 * * 1-5")
-    queued = f"rule run {rule.id} execution={execution_id_for(rule.id, TICK)}"  # what the scheduler enqueued
+    queued = scheduled_request(rule.id, execution_id_for(rule.id, TICK))  # what the scheduler enqueued
     store.pause(rule.id, OWNER)
-    typed = GraphThread(db_url, ctx, requester=OWNER).say(queued)  # a person typing the scheduler's id
-    assert typed["final_reply"] == "`execution=` is set by the scheduler only; use `rule run ID` to run a rule now."
-    out = GraphThread(db_url, ctx, requester=OWNER, scheduled=True).say(queued)
+    typed = GraphThread(db_url, ctx, requester=OWNER).say(f"rule run {rule.id} execution={queued['execution']}")
+    assert typed["final_reply"].startswith("Usage: `rule run ID")  # a person cannot type a scheduled run
+    out = GraphThread(db_url, ctx, requester=OWNER).say("scheduled run", queued)
     assert out["final_reply"] == f"Rule {rule.id} was paused after this run was queued; nothing was run."
     store.resume(rule.id, OWNER)
     store.update_schedule(rule.id, OWNER, None)
-    out = GraphThread(db_url, ctx, requester=OWNER, scheduled=True).say(queued)
+    out = GraphThread(db_url, ctx, requester=OWNER).say("scheduled run", queued)
     assert out["final_reply"] == (f"Rule {rule.id} was taken off its schedule after this run was queued; nothing "
                                   "was run.")
     assert store.steps(rule.id) == [] and llm.prompts == []

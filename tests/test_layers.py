@@ -1,9 +1,16 @@
-"""The house layering (ARCHITECTURE §1): imports point bot → graphs → tools, never back; tools/ imports no
-LangGraph, LangChain or Slack; graphs/ imports no Slack; the bot names no workflow (the registry does)."""
+"""The house layering, checked by import-linter contracts (pyproject.toml, [tool.importlinter]): imports point
+bot → graphs → tools, never back, TYPE_CHECKING imports included; tools/ imports no LangGraph, LangChain or Slack;
+graphs/ imports no Slack; the core imports no surface. And the bot names no workflow: no workflow's name as a
+string, a key prefix or the first word of a chat text it builds (the registry names workflows)."""
 
 from __future__ import annotations
 
 import ast
+import os
+import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,37 +18,56 @@ import pytest
 from graphs.registry import WORKFLOWS
 
 ROOT = Path(__file__).resolve().parents[1]
-FORBIDDEN = {
-    "tools": ("bot", "graphs", "langgraph", "langchain", "langchain_core", "langchain_openai", "slack_sdk",
-              "slack_bolt"),
-    "graphs": ("bot", "slack_sdk", "slack_bolt"),
-}
+LINT = [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; "
+        "sys.exit(lint_imports_command())"]
 
 
-def _modules(package: str) -> list[Path]:
-    return sorted((ROOT / package).rglob("*.py"))
+def _lint(root: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(root)}  # the tree under `root`, not the installed one
+    return subprocess.run([*LINT, "--no-cache"], cwd=root, env=env, capture_output=True, text=True, timeout=300)
 
 
-def _imports(path: Path) -> list[str]:
-    names = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.append(node.module)
-    return names
+def test_the_contracts_hold() -> None:
+    result = _lint(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Contracts: 4 kept, 0 broken." in result.stdout
 
 
-@pytest.mark.parametrize("package", sorted(FORBIDDEN))
-def test_imports_point_down_the_layers(package: str) -> None:
-    offenders = [f"{path.relative_to(ROOT)}: {name}" for path in _modules(package) for name in _imports(path)
-                 if name.split(".")[0] in FORBIDDEN[package]]
-    assert offenders == []
+@pytest.mark.parametrize(("planted", "source", "broken"), [
+    ("tools/_planted.py", "import graphs.registry\n", "Imports point bot -> graphs -> tools, never back"),
+    ("tools/_planted.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import bot.runner\n",
+     "Imports point bot -> graphs -> tools, never back"),
+    ("bot/core/_planted.py", "import bot.slack.surface\n", "The core knows no surface"),
+    ("graphs/_planted.py", "import slack_sdk\n", "graphs/ imports no Slack"),
+])
+def test_a_planted_import_breaks_its_contract(tmp_path: Path, planted: str, source: str, broken: str) -> None:
+    for package in ("bot", "graphs", "tools"):
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__", "*.parquet"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    (tmp_path / planted).write_text(source)
+    result = _lint(tmp_path)
+    assert result.returncode != 0
+    assert f"{broken} BROKEN" in result.stdout, result.stdout
+    assert "_planted" in result.stdout
+
+
+NAMED = re.compile(rf"^/?({'|'.join(map(re.escape, WORKFLOWS))})(\s|:|=|$)", re.IGNORECASE)  # rule, rule:…
+
+
+def _naming(tree: ast.AST) -> list[tuple[int, str]]:
+    """Each string literal (f-strings' literal parts too) that starts with a workflow's name as a word: a name,
+    a key prefix (`rule:`) or a chat text (`rule run …`)."""
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and NAMED.match(node.value.strip())]
 
 
 def test_the_bot_names_no_workflow() -> None:
-    assert {"signal", "factor"} <= set(WORKFLOWS)
-    offenders = [f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}" for path in _modules("bot")
-                 for node in ast.walk(ast.parse(path.read_text()))
-                 if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.lower() in WORKFLOWS]
+    assert {"signal", "factor", "rule"} <= set(WORKFLOWS)
+    offenders = [f"{path.relative_to(ROOT)}:{line}: {text!r}" for path in sorted((ROOT / "bot").rglob("*.py"))
+                 for line, text in _naming(ast.parse(path.read_text()))]
     assert offenders == []
+
+
+def test_the_name_check_catches_a_key_prefix_and_a_chat_text() -> None:
+    planted = ast.parse('KEY = "rule:"\ntext = f"rule run {1} execution={2}"\nfine = "ruler"\n')
+    assert [text for _line, text in _naming(planted)] == ["rule:", "rule run "]

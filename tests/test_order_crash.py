@@ -16,7 +16,8 @@ import pytest
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from bot.registry import thread_id_for
+from bot.stores.records import DecisionRecord, PostRecord
+from bot.stores.threads import thread_id_for
 from tests.fakes.slack_faults import FaultySlack, post_key
 from tests.fakes.slack_server import TEAM, Call, SlackServer
 from tests.slack_harness import (
@@ -32,7 +33,6 @@ from tests.slack_harness import (
 from tools.storage.broker_records import CashEntry, OrderEvent, PaperFill, PaperOrder
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
-from tools.storage.run_records import DecisionRecord, PostRecord
 
 TRADER, ALICE = "UTRADER", "UALICE"
 ORDER = "order 600519.SH buy 100"

@@ -13,11 +13,11 @@ from sqlalchemy.orm import Session
 
 from bot.context import build_context
 from bot.jobs import Message
-from bot.registry import thread_id_for
-from bot.slack.serve import build_front_door
+from bot.slack.serve import slack_core
+from bot.stores.threads import thread_id_for
 from graphs.checkpointer import open_checkpointer
 from tests.fakes.slack_server import TEAM, SlackServer
-from tests.slack_harness import in_thread, text_of
+from tests.slack_harness import in_thread, run_background_job, text_of
 from tools.broker.clock import SHANGHAI
 from tools.broker.orders import OrderRequest
 from tools.broker.paper import PaperBroker
@@ -51,7 +51,7 @@ def test_the_settle_job_fills_at_the_sessions_open_and_posts_it_once(tmp_path: P
                             SLACK_API_URL=slack.url, QUANTDESK_TRADERS=TRADER)
         app = build_context(settings)
         with open_checkpointer(url) as saver:
-            _bolt, door = build_front_door(app, saver)
+            door = slack_core(app, saver)
             ctx = door.runner.context
             morning = _at("2024-10-08 08:00")
             ctx.broker = lambda name, by: PaperBroker(app.engine, ctx.provider, name, ctx.paper, now=lambda: morning,
@@ -67,11 +67,11 @@ def test_the_settle_job_fills_at_the_sessions_open_and_posts_it_once(tmp_path: P
                                                                   thread_id=thread, approved_by=TRADER))
             assert (order.status, order.session_date) == ("open", "20241008")
 
-            door.settle(now=lambda: _at("2024-10-08 12:00"))  # the session's bar is not there yet
+            run_background_job(door, "order settlement", _at("2024-10-08 12:00"))  # the session's bar is not there
             _write(data, {"20240927": 10.0, "20240930": 10.0, "20241008": 10.5})
             ctx.provider = LocalProvider(data)  # the provider that sees the new bar
-            door.settle(now=lambda: _at("2024-10-08 16:00"))
-            door.settle(now=lambda: _at("2024-10-08 16:01"))  # nothing left: nothing posted twice
+            run_background_job(door, "order settlement", _at("2024-10-08 16:00"))
+            run_background_job(door, "order settlement", _at("2024-10-08 16:01"))  # nothing left: nothing twice
             with Session(app.engine) as session:
                 fills = session.scalars(select(PaperFill)).all()
             assert [(f.quantity, f.price_fen, f.trade_date) for f in fills] == [(1000, 1050, "20241008")]

@@ -11,14 +11,17 @@ from typing import Annotated, TypedDict
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
-from bot.console import Console
+from bot.console import CONSOLE_SCOPE, Console
+from bot.console_surface import ConsoleSurface
 from bot.context import build_context
-from bot.registry import thread_id_for
-from bot.runner import Runner
+from bot.core.wiring import build_core
+from bot.jobs.local import LocalJobQueue
+from bot.stores.threads import thread_id_for
 from graphs.checkpointer import open_checkpointer
 from graphs.interrupts import answer_text, clarify_request
 from tests.fakes.slack_faults import post_key
 from tests.fakes.slack_server import TEAM
+from tests.slack_harness import wait_until
 from tests.test_durable_decisions import Desk, desk  # noqa: F401 - the in-process Slack desk fixture
 from tools.settings import Settings
 
@@ -46,31 +49,41 @@ def _two_branch_graph(checkpointer):  # noqa: ANN001, ANN202
 
 def test_the_console_shows_each_pending_question_and_answers_them_one_by_one(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'q.db'}"
-    ctx = build_context(Settings(_env_file=None, DATABASE_URL=url, QUANTDESK_DATA_DIR=str(tmp_path / "d")))
+    settings = Settings(_env_file=None, DATABASE_URL=url, QUANTDESK_DATA_DIR=str(tmp_path / "d"))
+    ctx = build_context(settings)
     out = io.StringIO()
     with open_checkpointer(url) as saver:
-        runner = Runner(ctx, saver)
-        runner.graph = _two_branch_graph(saver)
-        console = Console(ctx, runner, out)
-        console.handle("go\n")
-        assert out.getvalue().splitlines() == ["[1/2] ? Which dates?", "[2/2] ? Which codes?"]
-        console.handle("20190101 20200601\n")
-        assert out.getvalue().splitlines()[-1] == "? Which codes?"  # the other one is still pending, alone
-        console.handle("600519.SH\n")
-        assert console.pending == []
-        answers = runner.graph.get_state({"configurable": {"thread_id": console.thread}}).values["answers"]
-        assert sorted(answers) == ["Which codes? 600519.SH", "Which dates? 20190101 20200601"]
+        surface = ConsoleSurface(out, tmp_path / "exports")
+        core = build_core(ctx, saver, surface, CONSOLE_SCOPE, LocalJobQueue(ctx.engine, settings, CONSOLE_SCOPE))
+        core.runner.graph = _two_branch_graph(saver)
+        worker = core.queue.start_worker(core)
+        try:
+            console = Console(ctx, core, surface)
+            console.handle("go\n")
+            assert out.getvalue().splitlines() == ["[1/2] ? Which dates?", "[2/2] ? Which codes?"]
+            console.handle("20190101 20200601\n")
+            assert out.getvalue().splitlines()[-1] == "? Which codes?"  # the other one is still pending, alone
+            console.handle("600519.SH\n")
+            assert console.pending == []
+            state = core.runner.graph.get_state({"configurable": {"thread_id": console.thread}})
+            assert sorted(state.values["answers"]) == ["Which codes? 600519.SH", "Which dates? 20190101 20200601"]
+        finally:
+            worker.stop()
 
 
 def test_slack_posts_each_pending_question_and_a_reply_answers_one(desk: Desk) -> None:  # noqa: F811
-    desk.door.runner.graph = _two_branch_graph(desk.door.runner.graph.checkpointer)
+    desk.core.runner.graph = _two_branch_graph(desk.core.runner.graph.checkpointer)
     desk.say("C2", "500.1", "go")
     questions = [c for c in desk.fake.of("chat.postMessage") if c.args.get("thread_ts") == "500.1" and post_key(c.args)]
     assert sorted(c.args["text"] for c in questions) == ["Which codes?", "Which dates?"]
     assert len({post_key(c.args) for c in questions}) == 2  # each its own message and key
-    info = desk.door.registry.get(thread_id_for(TEAM, "C2", "500.1"))
+    info = desk.core.threads.get(thread_id_for(TEAM, "C2", "500.1"))
     assert info is not None and len(info.pending) == 2
-    desk.say("C2", "500.1", "an answer")  # a thread reply answers one question; the other stays open
-    pending = desk.door.runner.pending(info.thread_id)
-    assert len(pending) == 1
-    assert desk.door.decisions.get(pending[0]["id"]) is None  # nothing recorded for it yet
+    desk.say("C2", "500.1", "an answer")  # a thread reply answers one question (its row, then its apply job)
+
+    def one_left() -> list[dict] | None:
+        pending = desk.core.runner.pending(info.thread_id)
+        return pending if len(pending) == 1 else None
+
+    pending = wait_until(one_left, "the reply's apply job to answer one of the two questions")
+    assert desk.core.decisions.get(pending[0]["id"]) is None  # nothing recorded for the other yet

@@ -7,7 +7,7 @@ import uuid
 
 from sqlalchemy import Engine
 
-from bot.registry import MAX_KEY, AuditLog, ThreadRegistry, dedupe_key, thread_id_for
+from bot.stores.threads import MAX_KEY, AuditLog, ThreadRegistry, dedupe_key, thread_id_for
 
 
 def _ts() -> str:

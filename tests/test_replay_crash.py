@@ -49,7 +49,7 @@ def _saved_dates(url: str, config: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_a_sigkill_mid_replay_then_a_restart_decides_only_the_dates_left(
         db_url: str, engine: Engine, sandbox: Sandbox, models: ScriptedModels, tmp_path: Path) -> None:
-    thread = f"slack-{uuid.uuid4().hex[:24]}"  # as long as the bot's thread ids (bot.registry.thread_id_for)
+    thread = f"slack-{uuid.uuid4().hex[:24]}"  # as long as the bot's thread ids (bot.stores.threads.thread_id_for)
     config: dict[str, Any] = {"configurable": {"thread_id": thread}}
     marker = tmp_path / "bear-asked-again"
     # the first date's answer is written in the background as it comes back: kill once it is saved

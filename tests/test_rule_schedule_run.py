@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from bot.context import AppContext, build_context
-from bot.slack.frontdoor import FrontDoor
-from bot.slack.serve import build_front_door
+from bot.core import Core
+from bot.slack.serve import slack_core
 from graphs.checkpointer import open_checkpointer
 from tests.child_process import kill_child_when
 from tests.fakes.slack_server import SlackServer
-from tests.slack_harness import in_thread, text_of, wait_until
+from tests.slack_harness import in_thread, run_background_job, text_of, wait_until
 from tools.broker.proposal_claims import live_claims
 from tools.rule_store import RuleStore, order_tag
 from tools.settings import Settings
@@ -38,12 +38,13 @@ def test_two_processes_start_a_ticks_run_once_in_a_new_thread(tmp_path: Path) ->
         store = RuleStore(app.engine, frozenset(), clock=lambda: saved)
         rule = store.add(OWNER, "C5100", "600519.SH", LANGUAGE, source="language", schedule="30 9 * * 1-5", size=100)
         with open_checkpointer(url) as saver:
-            (_a, first), (_b, second) = build_front_door(app, saver), build_front_door(app, saver)
+            first, second = slack_core(app, saver), slack_core(app, saver)
             worker = first.queue.start_worker(first)  # runs what either process queued
             tick = datetime(2026, 11, 23, 1, 30, 20, tzinfo=UTC)  # 09:30:20 Shanghai: the 09:30 tick is due
-            first.schedule_rules(tick)
-            second.schedule_rules(tick)
-            first.schedule_rules(datetime(2026, 11, 23, 1, 31, 5, tzinfo=UTC))  # the next minute: nothing new
+            run_background_job(first, "rule schedules", tick)
+            run_background_job(second, "rule schedules", tick)
+            next_minute = datetime(2026, 11, 23, 1, 31, 5, tzinfo=UTC)
+            run_background_job(first, "rule schedules", next_minute)  # nothing new
             roots = [c for c in slack.fake.of("chat.postMessage")
                      if c.args.get("channel") == "C5100" and "thread_ts" not in c.args]
             assert [text_of(c) for c in roots] == [
@@ -64,7 +65,7 @@ TICK = datetime(2026, 11, 23, 1, 30, 20, tzinfo=UTC)  # 09:30:20 Shanghai: the 0
 
 
 @contextmanager
-def _front_door(tmp_path: Path, **env: Any) -> Iterator[tuple[SlackServer, AppContext, FrontDoor]]:
+def _front_door(tmp_path: Path, **env: Any) -> Iterator[tuple[SlackServer, AppContext, Core]]:
     url = f"sqlite:///{tmp_path / 'q.db'}"
     with SlackServer() as slack:
         settings = Settings(_env_file=None, DATABASE_URL=url, QUANTDESK_DATA_DIR=str(tmp_path),
@@ -73,7 +74,7 @@ def _front_door(tmp_path: Path, **env: Any) -> Iterator[tuple[SlackServer, AppCo
                             **env)
         app = build_context(settings)
         with open_checkpointer(url) as saver:
-            yield slack, app, build_front_door(app, saver)[1]
+            yield slack, app, slack_core(app, saver)
 
 
 def _thread_reply(slack: SlackServer, channel: str, containing: str) -> str:
@@ -90,7 +91,7 @@ def test_a_run_queued_before_its_rule_was_paused_does_nothing(tmp_path: Path) ->
         store = RuleStore(app.engine, frozenset(), clock=lambda: SAVED)
         rule = store.add(OWNER, "C5200", "600519.SH", LANGUAGE, source="language", schedule="30 9 * * 1-5",
                          size=100)
-        door.schedule_rules(TICK)  # queued; no worker has taken it yet
+        run_background_job(door, "rule schedules", TICK)  # queued; no worker has taken it yet
         store.pause(rule.id, OWNER)
         worker = door.queue.start_worker(door)
         reply = _thread_reply(slack, "C5200", "nothing was run")
@@ -105,7 +106,7 @@ def test_a_run_queued_before_its_rule_was_paused_and_resumed_does_nothing(tmp_pa
         store = RuleStore(app.engine, frozenset(), clock=lambda: clock[0])
         rule = store.add(OWNER, "C5250", "600519.SH", LANGUAGE, source="language", schedule="30 9 * * 1-5",
                          size=100)
-        door.schedule_rules(TICK)  # queued; no worker has taken it yet
+        run_background_job(door, "rule schedules", TICK)  # queued; no worker has taken it yet
         clock[0] = TICK + timedelta(minutes=1)
         store.pause(rule.id, OWNER)
         clock[0] = TICK + timedelta(minutes=2)
@@ -139,7 +140,8 @@ def test_a_scheduler_killed_between_the_root_post_and_the_enqueue_leaves_one_roo
         (root,) = _roots(slack, "C5500")
         assert store.steps(rule.id) == []  # nothing ran in the killed process
         worker = door.queue.start_worker(door)
-        door.schedule_rules(TICK + timedelta(minutes=3))  # the claim is lost: this pass takes it over
+        # the claim is lost: this pass takes it over
+        run_background_job(door, "rule schedules", TICK + timedelta(minutes=3))
         answered = wait_until(lambda: [c for c in slack.fake.of("chat.postMessage")
                                        if in_thread("C5500", root)(c) and "waiting" not in text_of(c)
                                        and "working" not in text_of(c)], "the run's answer in the first root's thread")
@@ -164,7 +166,7 @@ def test_a_scheduled_run_that_crashes_counts_toward_auto_pause(tmp_path: Path) -
                          schedule="30 9 * * 1-5", size=100)
         door.runner.context.broker = _CrashingBroker  # the run decides buy, then proposing the order crashes
         worker = door.queue.start_worker(door)
-        door.schedule_rules(TICK)
+        run_background_job(door, "rule schedules", TICK)
         notice = _thread_reply(slack, "C5300", "is paused")
         assert notice == (f":pause_button: Rule {rule.id} is paused after repeated failures; its owner <@{OWNER}> can "
                           f"`rule resume {rule.id}` once it is fixed.")
@@ -178,7 +180,8 @@ def test_a_scheduled_run_that_crashes_counts_toward_auto_pause(tmp_path: Path) -
         worker.stop()
 
 
-def test_a_typed_execution_id_is_refused_so_it_cannot_pose_as_a_schedule_tick(tmp_path: Path) -> None:
+def test_a_typed_execution_id_cannot_pose_as_a_schedule_tick(tmp_path: Path) -> None:
+    """A scheduled run is a structured request only the background service queues: typed, it is no rule run."""
     from bot.jobs.inbox import Message
 
     with _front_door(tmp_path) as (slack, app, door):
@@ -187,6 +190,6 @@ def test_a_typed_execution_id_is_refused_so_it_cannot_pose_as_a_schedule_tick(tm
                          size=100)
         door.run_text(Message("C5400:1.1", "T1", "C5400", "1.1", OWNER,
                               f"rule run {rule.id} execution=rule{rule.id}-20261123T0130Z"))
-        reply = _thread_reply(slack, "C5400", "execution=")
-        assert reply == "`execution=` is set by the scheduler only; use `rule run ID` to run a rule now."
+        reply = _thread_reply(slack, "C5400", "Usage")
+        assert reply == "Usage: `rule run ID (see `rule list`)`; `rule help` lists every rule command."
         assert store.steps(rule.id) == []

@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from bot.stores.records import DecisionRecord
 from tests.conftest import migrated_pg_database
 from tests.fakes.slack_server import Call, SlackServer
 from tests.slack_harness import (
@@ -36,7 +37,6 @@ from tests.slack_harness import (
 )
 from tools.factor_store import FactorStore
 from tools.storage.db import make_engine
-from tools.storage.run_records import DecisionRecord
 
 ALICE = "UALICE"
 JSON, FORM = "application/json", "application/x-www-form-urlencoded"

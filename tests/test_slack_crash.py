@@ -13,7 +13,8 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from bot.registry import thread_id_for
+from bot.stores.records import DecisionRecord, PostRecord
+from bot.stores.threads import thread_id_for
 from tests.conftest import migrated_pg_database
 from tests.fakes.slack_faults import FaultySlack, post_key
 from tests.fakes.slack_server import TEAM, SlackServer
@@ -32,7 +33,6 @@ from tests.slack_harness import (
 )
 from tools.factor_store import FactorStore
 from tools.storage.db import make_engine
-from tools.storage.run_records import DecisionRecord, PostRecord
 
 ALICE = "UALICE"
 # a stalled job (its worker was killed) is retried after 3 s without a heartbeat, not the default 30

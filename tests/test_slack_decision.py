@@ -20,7 +20,7 @@ from slack_sdk.models.blocks import Block
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from bot.registry import thread_id_for
+from bot.stores.threads import thread_id_for
 from tests.decision_desk import ROLES, TRADER, desk_scripts
 from tests.fakes.chat import answer
 from tests.fakes.openai_server import API_KEY, OpenAIServer

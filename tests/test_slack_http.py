@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from slack_sdk.models.views import View
 
-from bot.registry import AuditLog, ThreadRegistry, thread_id_for
+from bot.stores.threads import AuditLog, ThreadRegistry, thread_id_for
 from tests.fakes.slack_server import TEAM, SlackServer
 from tests.slack_harness import (
     BotProcess,

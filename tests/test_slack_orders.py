@@ -23,8 +23,9 @@ from slack_sdk.models.views import View
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from bot.registry import thread_id_for
 from bot.slack.render import button_value
+from bot.stores.records import DecisionRecord
+from bot.stores.threads import thread_id_for
 from tests.fakes.slack_server import TEAM, Call, SlackServer
 from tests.slack_harness import (
     BotProcess,
@@ -44,7 +45,6 @@ from tests.slack_harness import (
 )
 from tools.storage.broker_records import OrderEvent, PaperAccount, PaperFill, PaperOrder, TradingSwitch
 from tools.storage.db import make_engine
-from tools.storage.run_records import DecisionRecord
 
 TRADER, TRADER2 = "UTRADER", "UTRADER2"
 ALICE = "UALICE"  # asks for orders; not a trader

@@ -124,12 +124,6 @@ def execution_id_for(rule_id: int, tick: datetime) -> str:
     return f"rule{rule_id}-{_utc(tick):%Y%m%dT%H%MZ}"
 
 
-def scheduled_rule_id(execution_id: str) -> int | None:
-    """The rule of a scheduled run's execution id (`execution_id_for`); None for any other id (a manual run's)."""
-    match = SCHEDULED_EXECUTION.match(execution_id)
-    return int(match.group(1)) if match else None
-
-
 def scheduled_tick(execution_id: str) -> datetime | None:
     """The tick (aware UTC) a scheduled run's execution id carries; None for any other id (a manual run's)."""
     match = SCHEDULED_EXECUTION.match(execution_id)
@@ -156,10 +150,12 @@ def last_ticks(engine: Engine) -> dict[int, datetime]:
 
 
 def run_due(engine: Engine, store: RuleStore, now_utc: datetime, enqueue: Enqueue, owner: str, *,
-            is_trading_day: IsTradingDay, catch_up: CatchUp = "once") -> list[ScheduledRun]:
+            is_trading_day: IsTradingDay, catch_up: CatchUp = "once",
+            serves: Callable[[str], bool] = lambda channel: True) -> list[ScheduledRun]:
     """One scheduler pass: start the unfinished ticks again, then, for every enabled scheduled rule, claim each
     tick to run now and start it once. A tick whose start fails stays claimed as "failed" for a later pass.
-    Returns what this worker started."""
+    `serves`: whether this worker's surface owns a rule's channel (a rule saved in the console runs there, one saved
+    in Slack runs in Slack); other rules' ticks are left to theirs. Returns what this worker started."""
     known: dict[date, bool] = {}
 
     def trading(day: date) -> bool:  # one calendar look-up per day and pass
@@ -167,9 +163,11 @@ def run_due(engine: Engine, store: RuleStore, now_utc: datetime, enqueue: Enqueu
             known[day] = is_trading_day(day)
         return known[day]
 
-    runs = _restart_unfinished(engine, store, now_utc, enqueue, owner, catch_up)
+    runs = _restart_unfinished(engine, store, now_utc, enqueue, owner, catch_up, serves)
     last = last_ticks(engine)
     for rule in store.scheduled():
+        if not serves(rule.channel):
+            continue
         try:
             plan = plan_ticks(rule, now_utc, last.get(rule.id), catch_up, is_trading_day=trading)
         except Exception:  # noqa: BLE001 - one rule's bad schedule must not stop every other rule's
@@ -202,7 +200,7 @@ def _start(engine: Engine, rule: Rule, tick: datetime, enqueue: Enqueue, owner: 
 
 
 def _restart_unfinished(engine: Engine, store: RuleStore, now_utc: datetime, enqueue: Enqueue, owner: str,
-                        policy: CatchUp) -> list[ScheduledRun]:
+                        policy: CatchUp, serves: Callable[[str], bool]) -> list[ScheduledRun]:
     """Ticks claimed and never enqueued: their start failed, or their worker died mid-start (claimed more than
     LOST_CLAIM ago). One worker takes each over, on the same execution id, and starts it again while it is on
     time; a later one under the catch-up policy ("once": only the rule's latest); the rest, the ticks older than
@@ -225,6 +223,8 @@ def _restart_unfinished(engine: Engine, store: RuleStore, now_utc: datetime, enq
     runs: list[ScheduledRun] = []
     for rule_id, found in ticks.items():
         rule = store.get(rule_id)
+        if rule is not None and not serves(rule.channel):
+            continue
         ran_since = newest.get(rule_id)  # a newer tick of the rule ran: an older one is not started late
         live = [] if rule is None or not (rule.enabled and rule.schedule) else \
             [tick for tick in found if not stale_tick(rule, tick) and (ran_since is None or tick > ran_since)]

@@ -1,9 +1,10 @@
-"""The job queue (ARCHITECTURE §1, §7): every run is a job; lock = thread id, so one run per thread, in order.
+"""The job queue (ARCHITECTURE.md, "Runs are jobs"): every run is a job; lock = thread id, so one run per thread,
+in order.
 
 `make_job_queue` picks the implementation from DATABASE_URL: procrastinate on PostgreSQL (`quantdesk worker`
 processes on any number of hosts, plus one beside `serve` unless `--no-worker`), an in-process executor on the
-embedded SQLite default. The front door calls `submit_text` / `submit_decision` / `abort`; the reconciler calls
-`requeue_unqueued`; the runner checks `should_stop()` between nodes."""
+embedded SQLite default (and always for the console). The core calls `submit_text` / `submit_decision` / `abort`;
+the background service calls `requeue_unqueued`; the runner checks `should_stop()` between nodes."""
 
 from __future__ import annotations
 
@@ -29,16 +30,17 @@ __all__ = ["RUNS_QUEUE", "Inbox", "JobHandler", "JobQueue", "Message", "WorkerHa
            "should_stop", "start_serve_worker", "stop_honoured"]
 
 
-def make_job_queue(engine: Engine, settings: Settings) -> JobQueue:
-    """The queue for the engine's database: PgJobQueue on PostgreSQL, LocalJobQueue on SQLite."""
+def make_job_queue(engine: Engine, settings: Settings, scope: str = "") -> JobQueue:
+    """The queue for the engine's database: PgJobQueue on PostgreSQL, LocalJobQueue on SQLite. `scope`: the
+    thread-id prefix of the surface it serves."""
     if is_sqlite(engine.url.render_as_string(hide_password=False)):
         from bot.jobs.local import LocalJobQueue
 
-        return LocalJobQueue(engine, settings)
+        return LocalJobQueue(engine, settings, scope)
     from bot.jobs.pg import PgJobQueue, connection_budget
 
     connection_budget(engine, settings)  # logs a warning when the pools could exceed max_connections
-    return PgJobQueue(engine, settings)
+    return PgJobQueue(engine, settings, scope)
 
 
 def start_serve_worker(queue: JobQueue, handler: JobHandler) -> WorkerHandle | None:

@@ -1,6 +1,6 @@
 """What both job queues share: the job payloads, the handler they call, the job functions and the stop check.
 
-A job is one Slack message (`run_text`) or one accepted decision (`apply_decision`). Its lock is the LangGraph
+A job is one message (`run_text`) or one accepted decision (`apply_decision`). Its lock is the LangGraph
 thread id, so a thread runs one job at a time, in arrival order. The job functions below are the same for
 procrastinate (PostgreSQL) and the in-process executor (SQLite); they call the handler the worker was started
 with, which builds the bot's context in the worker's own process."""
@@ -50,10 +50,11 @@ class WorkerHandle(ABC):
 class JobQueue(ABC):
     """One queue for every run: record a message, then enqueue it; enqueue decisions; abort a thread's run."""
 
-    def __init__(self, engine: Engine, settings: Settings) -> None:
+    def __init__(self, engine: Engine, settings: Settings, scope: str = "") -> None:
+        """`scope`: the thread-id prefix of the surface this queue serves (see Inbox)."""
         self.engine = engine
         self.settings = settings
-        self.inbox = Inbox(engine)
+        self.inbox = Inbox(engine, scope)
 
     def submit_text(self, message: Message) -> bool:
         """Record the message, then enqueue its job. False when its key was recorded before (a Slack retry, or

@@ -1,4 +1,5 @@
-"""The inbox: every Slack message the bot will run, recorded before its job is enqueued (migration 0006).
+"""The inbox: every message the bot will run (typed by a person, or a run the background service starts), recorded
+before its job is enqueued (migration 0006).
 
 The key (channel:ts or the event id) is the primary key, so recording is the persistent dedupe: a Slack retry
 or the second delivery of one post finds the row and enqueues nothing. `enqueued_at` is claimed in the same
@@ -15,14 +16,15 @@ from sqlalchemy import JSON, Connection, DateTime, Engine, String, select, updat
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column
 
-from bot.registry import thread_id_for
+from bot.stores.threads import thread_id_for
 from tools.storage.models import Base, utcnow
 
 
 @dataclass(frozen=True)
 class Message:
-    """A Slack message, mention or slash command to run in a thread. `key` is its dedupe key (channel:ts or the
-    event id); `thread_id` defaults to the registry's id for (team, channel, thread_ts)."""
+    """A message, mention or slash command to run in a thread. `key` is its dedupe key (channel:ts or the event
+    id); `thread_id` defaults to the registry's id for (team, channel, thread_ts). `request` is a structured request
+    a workflow's background job made (a scheduled run); `text` then only says what it is."""
 
     key: str
     team: str
@@ -31,12 +33,13 @@ class Message:
     user: str
     text: str
     thread_id: str = field(default="")
+    request: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not self.thread_id:
             object.__setattr__(self, "thread_id", thread_id_for(self.team, self.channel, self.thread_ts))
 
-    def payload(self) -> dict[str, str]:
+    def payload(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -67,8 +70,13 @@ def posted_at(key: str) -> float:
 
 
 class Inbox:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, scope: str = "") -> None:
+        """`scope`: the thread-id prefix of the surface this process serves (its requeues take no other's rows)."""
         self.engine = engine
+        self.scope = scope
+
+    def _in_scope(self) -> Any:
+        return _inbox.c.thread_id.startswith(self.scope)
 
     def record(self, key: str, thread_id: str, payload: dict[str, Any]) -> bool:
         """Insert the message's row; False when the key is already there."""
@@ -91,7 +99,8 @@ class Inbox:
         cutoff = utcnow() - timedelta(seconds=older_than)
         with self.engine.connect() as connection:
             rows = connection.execute(select(_inbox.c.payload).where(
-                _inbox.c.enqueued_at.is_(None), _inbox.c.done_at.is_(None), _inbox.c.received_at <= cutoff)
+                _inbox.c.enqueued_at.is_(None), _inbox.c.done_at.is_(None), _inbox.c.received_at <= cutoff,
+                self._in_scope())
                 .order_by(_inbox.c.received_at).limit(limit)).all()
         return [Message(**row.payload) for row in rows]
 
@@ -100,7 +109,8 @@ class Inbox:
         died with its process), so `unqueued` returns them again; returns how many."""
         with self.engine.begin() as connection:
             done = connection.execute(update(_inbox).where(
-                _inbox.c.done_at.is_(None), _inbox.c.enqueued_at < enqueued_before).values(enqueued_at=None))
+                _inbox.c.done_at.is_(None), _inbox.c.enqueued_at < enqueued_before, self._in_scope())
+                .values(enqueued_at=None))
         return done.rowcount
 
     def pending_before(self, message: Message) -> list[Message]:

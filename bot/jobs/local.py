@@ -44,8 +44,8 @@ class _Job:
 
 
 class LocalJobQueue(JobQueue):
-    def __init__(self, engine: Engine, settings: Settings) -> None:
-        super().__init__(engine, settings)
+    def __init__(self, engine: Engine, settings: Settings, scope: str = "") -> None:
+        super().__init__(engine, settings, scope)
         self._created_at = utcnow()
         self._cond = threading.Condition()
         self._waiting: dict[str, deque[_Job]] = {}  # thread id -> its jobs not started yet, in arrival order
@@ -124,7 +124,13 @@ class LocalJobQueue(JobQueue):
             del self._running[job.thread_id]
             if job.thread_id in self._waiting:
                 self._ready.append(job.thread_id)
-                self._cond.notify()
+            self._cond.notify_all()  # a worker for the ready thread, and anyone in wait_idle
+
+    def wait_idle(self, thread_id: str) -> None:
+        """Block until the thread has no job waiting or running (the console waits for its request's run)."""
+        with self._cond:
+            while not self._closed and (thread_id in self._running or thread_id in self._waiting):
+                self._cond.wait()
 
     def _work(self, handler: JobHandler) -> None:
         inbox = self.inbox

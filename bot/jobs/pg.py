@@ -88,8 +88,8 @@ def _driver(connection: Connection) -> Any:
 
 
 class PgJobQueue(JobQueue):
-    def __init__(self, engine: Engine, settings: Settings) -> None:
-        super().__init__(engine, settings)
+    def __init__(self, engine: Engine, settings: Settings, scope: str = "") -> None:
+        super().__init__(engine, settings, scope)
         self.conninfo = libpq_url(engine.url.render_as_string(hide_password=False))
         self.app = make_app(self.conninfo, settings.job_pool_size)  # for deferring: never opened here
 

@@ -1,4 +1,5 @@
-"""Block Kit for interrupts and results (ARCHITECTURE §3 limits), with a plain-text fallback for each message."""
+"""Block Kit for interrupts and results (within Slack's limits: see ARCHITECTURE.md), with a plain-text fallback for
+each message."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 import re
 from typing import Any
 
+from graphs.interrupts import APPROVAL, CLARIFY, CODE_REVIEW
 from graphs.views import View
 
 SECTION_TEXT_MAX = 3000
@@ -128,6 +130,17 @@ def compact_message(message: dict[str, Any]) -> dict[str, Any] | None:
             "blocks": [*header, _section(COMPACT_NOTE), *actions]}
 
 
+def question_message(thread_id: str, interrupt_id: str, payload: dict[str, Any], requester: str | None,
+                     ) -> dict[str, Any]:
+    """A pause as its card: a clarify question, a code review or an approval."""
+    kind = payload.get("type") or CLARIFY
+    if kind == CODE_REVIEW:
+        return code_review_message(thread_id, interrupt_id, payload, requester)
+    if kind == APPROVAL:
+        return approval_message(thread_id, interrupt_id, payload, requester)
+    return clarify_message(thread_id, interrupt_id, payload)
+
+
 def _detail(value: Any) -> str:
     if isinstance(value, list):
         return "\n".join(_detail(v) for v in value) or "-"
@@ -243,10 +256,36 @@ def approval_edit_modal(thread_id: str, interrupt_id: str, message_ts: str, payl
                   blocks)
 
 
+class Malformed(ValueError):
+    """A button value or form metadata that is not what the bot wrote (truncated or edited)."""
+
+
+def _fields(value: str, *names: str) -> tuple[str, ...]:
+    try:
+        data = json.loads(value)
+        found = tuple(data[name] for name in names)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise Malformed(value[:80]) from exc
+    if not all(isinstance(item, str) and item for item in found):
+        raise Malformed(value[:80])
+    return found
+
+
+def parse_button_value(value: str) -> tuple[str, str, str]:
+    """(thread id, interrupt id, decision) of a decision button; Malformed when it is not the bot's JSON."""
+    thread_id, interrupt_id, decision = _fields(value, "t", "i", "d")
+    return thread_id, interrupt_id, decision
+
+
 def parse_metadata(value: str) -> tuple[str, str, str]:
-    """(thread id, interrupt id, message ts) of a submitted decision form."""
-    data = json.loads(value)
-    return str(data["t"]), str(data["i"]), str(data["m"])
+    """(thread id, interrupt id, message ts) of a submitted decision form; Malformed when it is not the bot's."""
+    thread_id, interrupt_id, message_ts = _fields(value, "t", "i", "m")
+    return thread_id, interrupt_id, message_ts
+
+
+def parse_field(value: str, name: str) -> str:
+    """One field of a small JSON button value (the Stop button's thread, the Retry button's decision)."""
+    return _fields(value, name)[0]
 
 
 def view_message(view: View) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""`quantdesk serve`: wire the runner, registry and Bolt app, then run Socket Mode or HTTP mode."""
+"""`quantdesk serve`: the core on the Slack surface, its worker and background service, and the Bolt app in Socket
+Mode or HTTP mode."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ from slack_bolt.error import BoltError
 from slack_sdk.errors import SlackApiError
 
 from bot.context import AppContext, StartupError
-from bot.jobs import WorkerHandle, make_job_queue, start_serve_worker
-from bot.reconciler import Reconciler
-from bot.registry import AuditLog, ThreadRegistry
-from bot.runner import Runner
-from bot.slack.app import build_app, make_client
-from bot.slack.frontdoor import FrontDoor
+from bot.core import Core
+from bot.core.background import BackgroundService
+from bot.core.wiring import build_core
+from bot.jobs import WorkerHandle, start_serve_worker
+from bot.slack.app import SLACK_SCOPE, build_app, make_client
 from bot.slack.http import make_server
+from bot.slack.surface import SlackSurface
+from bot.stores.threads import CONSOLE_CHANNEL
 
 log = logging.getLogger(__name__)
 
@@ -34,27 +36,29 @@ def slack_startup_error(exc: Exception, token_name: str, api_url: str) -> Startu
     return StartupError(f"cannot reach Slack at {api_url} ({reason}); check the network, or SLACK_API_URL if set")
 
 
-def build_front_door(ctx: AppContext, checkpointer: BaseCheckpointSaver):  # noqa: ANN201
-    """The Bolt app and its front door for `ctx`."""
-    settings = ctx.settings
-    if settings.slack_bot_token is None:
+def slack_core(ctx: AppContext, checkpointer: BaseCheckpointSaver) -> Core:
+    """The core on the Slack surface (a bare WebClient: a worker needs no Bolt app and calls nothing at start)."""
+    if ctx.settings.slack_bot_token is None:
         raise StartupError("SLACK_BOT_TOKEN is not set; see README, 'Slack app in five steps'")
-    client = make_client(settings)
-    door = FrontDoor(Runner(ctx, checkpointer), client, ThreadRegistry(ctx.engine), AuditLog(ctx.engine),
-                     make_job_queue(ctx.engine, settings), settings.approvers,
-                     claim_seconds=settings.decision_claim_seconds, catch_up=settings.rule_catch_up)
-    try:
-        app = build_app(settings, client, door)  # calls auth.test: the first request to Slack
-    except (BoltError, SlackApiError, OSError) as exc:
-        raise slack_startup_error(exc, "SLACK_BOT_TOKEN", settings.slack_api_url) from None
-    return app, door
+    return build_core(ctx, checkpointer, SlackSurface(make_client(ctx.settings)), SLACK_SCOPE)
+
+
+def background_service(core: Core, ctx: AppContext) -> BackgroundService:
+    """Serve's background service: every Slack channel's rules (the console runs its own)."""
+    settings = ctx.settings
+    return BackgroundService(core, settings.reconcile_interval_seconds, settings.rule_catch_up,
+                             serves=lambda channel: channel != CONSOLE_CHANNEL)
 
 
 def serve(ctx: AppContext, checkpointer: BaseCheckpointSaver, host: str, port: int) -> None:
     settings = ctx.settings
-    app, door = build_front_door(ctx, checkpointer)
-    worker = start_serve_worker(door.queue, door)  # unless `--no-worker` on PostgreSQL
-    Reconciler(door, settings.reconcile_interval_seconds).start()  # a pass now (start-up), then every few seconds
+    core = slack_core(ctx, checkpointer)
+    try:
+        app = build_app(settings, core.surface.client, core)  # type: ignore[attr-defined]  # auth.test: first call
+    except (BoltError, SlackApiError, OSError) as exc:
+        raise slack_startup_error(exc, "SLACK_BOT_TOKEN", settings.slack_api_url) from None
+    worker = start_serve_worker(core.queue, core)  # unless `--no-worker` on PostgreSQL
+    background_service(core, ctx).start()  # a pass now (start-up), then every few seconds
     if settings.slack_app_token is not None:
         from slack_bolt.adapter.socket_mode import SocketModeHandler
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from graphs.background import Notice
 from graphs.context import WorkflowContext
 from graphs.decision.memory import HORIZON_DAYS
-from graphs.notices import Notice
 from tools.broker.clock import day, ymd
 from tools.decision_log import reflection_text, resolve_due
 

@@ -13,6 +13,7 @@ class ExecutionState(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_messages]
     consumed: int
     requester: str | None
+    background_request: dict[str, Any] | None  # a scheduled run's request (graphs/execution/background.py)
     rule: dict[str, Any]  # the saved rule as it was when the run started
     execution_id: str
     started_at: str  # ISO: the run's timeout counts from here

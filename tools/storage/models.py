@@ -32,39 +32,6 @@ class Base(DeclarativeBase):
     pass
 
 
-class ThreadRecord(Base):
-    """One Slack (or console) thread mapped to one LangGraph thread id."""
-
-    __tablename__ = "threads"
-    __table_args__ = (UniqueConstraint("team_id", "channel_id", "thread_ts", name="uq_threads_slack_key"),)
-
-    thread_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    team_id: Mapped[str] = mapped_column(String(32))
-    channel_id: Mapped[str] = mapped_column(String(32))
-    thread_ts: Mapped[str] = mapped_column(String(32))
-    workflow: Mapped[str | None] = mapped_column(String(32))
-    user_id: Mapped[str | None] = mapped_column(String(32))
-    status: Mapped[str] = mapped_column(String(16), default="running")
-    pending: Mapped[dict] = mapped_column(JSON, default=dict)  # interrupt id -> {"ts": message ts, "kind": ...}
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
-
-
-class AuditEntry(Base):
-    """Every human decision (approve, edit, reject, respond, clarify answer)."""
-
-    __tablename__ = "audit_log"
-
-    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
-                                    autoincrement=True)
-    thread_id: Mapped[str] = mapped_column(String(64), index=True)
-    interrupt_id: Mapped[str | None] = mapped_column(String(64))
-    user_id: Mapped[str] = mapped_column(String(32))
-    action: Mapped[str] = mapped_column(String(32))
-    detail: Mapped[dict] = mapped_column(JSON, default=dict)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-
-
 class WorkspaceFrame(Base):
     """A named wide frame of one thread's workspace, stored as Parquet bytes."""
 

@@ -1,7 +1,7 @@
-"""Load: the rule a run executes (`rule run ID [execution=ID]`), its execution id and its start time. A scheduled
-run (the scheduler's `execution=`, which carries its tick) does nothing when, since it was queued, its rule was
-paused (and maybe resumed: resuming moves the rule's `scheduled_since` past every tick queued before) or its
-schedule was changed or taken off; a manual `rule run ID` runs a paused rule all the same."""
+"""Load: the rule a run executes (`rule run ID`, or a scheduled run's structured request, which carries its tick in
+its execution id), its execution id and its start time. A scheduled run does nothing when, since it was queued,
+its rule was paused (and maybe resumed: resuming moves the rule's `scheduled_since` past every tick queued before)
+or its schedule was changed or taken off; a manual `rule run ID` runs a paused rule all the same."""
 
 from __future__ import annotations
 
@@ -11,36 +11,34 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from graphs.common import new_human_text
-from graphs.context import WorkflowContext, scheduled
+from graphs.context import WorkflowContext
 from graphs.execution.state import ExecutionState
 from graphs.progress import report_progress
 from tools.schedule import scheduled_tick, stale_tick
 
-RUN = re.compile(r"^\s*/?rule\s+run\s+(\d+)(?:\s+execution=(rule\d+-[A-Za-z0-9]{1,40}))?\s*$", re.IGNORECASE)
+RUN = re.compile(r"^\s*/?rule\s+run\s+(\d+)\s*$", re.IGNORECASE)
 USAGE = "rule run ID (see `rule list`)"
-SCHEDULER_ONLY = "`execution=` is set by the scheduler only; use `rule run ID` to run a rule now."
 
 
-def load_node(state: ExecutionState, runtime: Runtime[WorkflowContext], config: RunnableConfig) -> dict[str, Any]:
+def load_node(state: ExecutionState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
     messages = state.get("messages", [])
     text = new_human_text(messages, state.get("consumed", 0))
     fresh: dict[str, Any] = {"consumed": len(messages), "result": None, "final_reply": None, "history": [],
                              "action": None, "malformed": 0, "feedback": None, "decision": None,
                              "order_intent": {}, "order_outcome": {}}
+    request = state.get("background_request") or {}
     match = RUN.match(text)
-    if not match:
+    if not (request or match):
         return {**fresh, "final_reply": f"Usage: `{USAGE}`; `rule help` lists every rule command."}
+    rule_id = int(request["rule_id"]) if request else int(match.group(1))  # type: ignore[union-attr]
     store = runtime.context.rules
-    rule = store.get(int(match.group(1))) if store is not None else None
+    rule = store.get(rule_id) if store is not None else None
     if rule is None:
-        return {**fresh, "final_reply": f"There is no rule {match.group(1)}; `rule list` shows the saved rules."}
-    given = match.group(2)
-    if given and not scheduled(config):  # typed by a person, it could pose as a tick or reuse a waiting run's id
-        return {**fresh, "final_reply": SCHEDULER_ONLY}
+        return {**fresh, "final_reply": f"There is no rule {rule_id}; `rule list` shows the saved rules."}
+    given = str(request.get("execution") or "") or None
     if given and not given.lower().startswith(f"rule{rule.id}-"):
         return {**fresh, "final_reply": f"execution={given} does not belong to rule {rule.id}."}
     tick = scheduled_tick(given) if given else None

@@ -13,7 +13,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graphs.context import WorkflowContext, scheduled
+from graphs.context import WorkflowContext
 from graphs.execution.nodes.decide import rule_account
 from graphs.execution.state import ExecutionState
 from tools.broker.paper import tagged_position
@@ -36,7 +36,7 @@ def report_node(state: ExecutionState, runtime: Runtime[WorkflowContext], config
         ctx.rules.set_runtime_status(int(rule["id"]), status)
         if not decision.get("failure"):
             ctx.rules.record_success(int(rule["id"]))
-        elif scheduled(config):
+        elif state.get("background_request"):  # a scheduled run (nobody watches it): count toward the auto-pause
             paused = ctx.rules.record_failure(int(rule["id"]), str(decision.get("reason")))
     return {"result": {"kind": "rule_run", "rule": {k: rule[k] for k in ("id", "symbol", "requirements", "source")},
                        "execution_id": state["execution_id"], "decision": decision,

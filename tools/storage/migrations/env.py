@@ -7,7 +7,6 @@ from alembic import context
 import tools.storage.broker_records  # noqa: F401  (its tables join the metadata)
 import tools.storage.claim_records  # noqa: F401  (its tables join the metadata)
 import tools.storage.rule_records  # noqa: F401  (its tables join the metadata)
-import tools.storage.run_records  # noqa: F401  (its tables join the metadata)
 from tools.storage.models import Base
 
 connection = context.config.attributes["connection"]

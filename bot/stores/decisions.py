@@ -1,10 +1,10 @@
-"""Durable decisions and posts on the application database (ARCHITECTURE §7).
+"""Durable decisions on the application database (see ARCHITECTURE.md, "Decisions").
 
 A decision is accepted by inserting its row (the interrupt id is the key, so the first decision wins across
 clicks, replies, processes and hosts); it is applied by resuming the graph and marked applied once the
 checkpoint no longer has the interrupt pending. A failed apply stays unapplied and is retried with back-off
 by the reconciler (infrastructure errors only, at most MAX_ATTEMPTS times); an error raised by the graph itself
-marks it failed. A post (a question or a result) is a row until Slack accepted its message."""
+marks it failed."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from sqlalchemy import Engine, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from bot.stores.records import DecisionRecord, PostRecord
 from tools.storage.models import utcnow
-from tools.storage.run_records import DecisionRecord, PostRecord
 
 MAX_ATTEMPTS = 5
 BACKOFF_SECONDS = (2, 5, 15, 60, 300)
@@ -25,7 +25,7 @@ CLAIM_SECONDS = 30  # default: a claimed decision is its worker's for this long 
 SOURCES = ("button", "modal", "thread reply", "console", "api")
 
 
-def _claim(engine: Engine, record: type[DecisionRecord] | type[PostRecord], owner: str, seconds: float,
+def claim_row(engine: Engine, record: type[DecisionRecord] | type[PostRecord], owner: str, seconds: float,
            now: datetime | None, *match: Any) -> bool:
     """Claim the row `match` selects for `seconds`: True for one claimant at a time, until the claim lapses."""
     now = now or utcnow()
@@ -65,19 +65,26 @@ class DecisionStore:
         self.claim_seconds = claim_seconds
 
     def accept(self, interrupt_id: str, thread_id: str, decision: dict[str, Any], decided_by: str | None,
-               source: str) -> bool:
-        """Record a decision; False when the interrupt already has one ("already handled")."""
+               source: str, message_key: str | None = None) -> bool:
+        """Record a decision; False when the interrupt already has one ("already handled"). `message_key`: the
+        message it was typed in (a thread reply), so that message is never taken twice."""
         if source not in SOURCES:
             raise ValueError(f"unknown decision source {source!r}")
         with Session(self.engine) as session:
             session.add(DecisionRecord(interrupt_id=interrupt_id, thread_id=thread_id, decision=dict(decision),
                                        decided_by=decided_by, source=source, attempts=0, decided_at=utcnow(),
-                                       next_attempt_at=utcnow()))
+                                       next_attempt_at=utcnow(), message_key=message_key))
             try:
                 session.commit()
             except IntegrityError:
                 return False
             return True
+
+    def of_message(self, message_key: str) -> Decision | None:
+        """The decision a message was taken as, if it was (a thread reply)."""
+        with Session(self.engine) as session:
+            row = session.scalars(select(DecisionRecord).where(DecisionRecord.message_key == message_key)).first()
+            return _decision(row) if row else None
 
     def get(self, interrupt_id: str) -> Decision | None:
         with Session(self.engine) as session:
@@ -86,7 +93,7 @@ class DecisionStore:
 
     def claim(self, interrupt_id: str, owner: str, now: datetime | None = None) -> bool:
         """Take the decision to apply it: True for one claimant at a time (a claim lapses after claim_seconds)."""
-        return _claim(self.engine, DecisionRecord, owner, self.claim_seconds, now,
+        return claim_row(self.engine, DecisionRecord, owner, self.claim_seconds, now,
                       DecisionRecord.interrupt_id == interrupt_id, DecisionRecord.applied_at.is_(None),
                       DecisionRecord.outcome.is_(None))
 
@@ -122,14 +129,15 @@ class DecisionStore:
                 DecisionRecord.applied_at.is_(None)).values(outcome=None, attempts=0, next_attempt_at=utcnow()))
             return done.rowcount == 1
 
-    def due(self, now: datetime | None = None, limit: int = 50) -> list[Decision]:
-        """Unapplied decisions whose next attempt is due and that no live worker holds."""
+    def due(self, now: datetime | None = None, limit: int = 50, scope: str = "") -> list[Decision]:
+        """Unapplied decisions whose next attempt is due and that no live worker holds (of threads whose id starts
+        with `scope`: the surface this process serves)."""
         now = now or utcnow()
         with Session(self.engine) as session:
             rows = session.scalars(
                 select(DecisionRecord)
                 .where(DecisionRecord.applied_at.is_(None), DecisionRecord.outcome.is_(None),
-                       DecisionRecord.next_attempt_at <= now,
+                       DecisionRecord.next_attempt_at <= now, DecisionRecord.thread_id.startswith(scope),
                        or_(DecisionRecord.claimed_until.is_(None), DecisionRecord.claimed_until < now))
                 .order_by(DecisionRecord.decided_at).limit(limit)).all()
             return [_decision(r) for r in rows]
@@ -144,77 +152,3 @@ class DecisionStore:
     def _set(self, interrupt_id: str, **values: Any) -> None:
         with Session(self.engine) as session, session.begin():
             session.execute(update(DecisionRecord).where(DecisionRecord.interrupt_id == interrupt_id).values(**values))
-
-
-@dataclass(frozen=True)
-class Post:
-    key: str
-    thread_id: str
-    kind: str
-    body: dict[str, Any]
-    ts: str | None
-    attempts: int
-    last_error: str | None
-    complete: bool
-
-
-def _post(row: PostRecord) -> Post:
-    return Post(row.key, row.thread_id, row.kind, dict(row.body or {}), row.ts, row.attempts, row.last_error,
-                row.completed_at is not None)
-
-
-class PostStore:
-    def __init__(self, engine: Engine, claim_seconds: float = CLAIM_SECONDS) -> None:
-        self.engine = engine
-        self.claim_seconds = claim_seconds
-
-    def claim(self, key: str, owner: str, now: datetime | None = None) -> bool:
-        """Take an incomplete post to re-post it: one worker at a time (the reconciler and a job may both try)."""
-        return _claim(self.engine, PostRecord, owner, self.claim_seconds, now, PostRecord.key == key,
-                      PostRecord.completed_at.is_(None))
-
-    def record(self, key: str, thread_id: str, kind: str, body: dict[str, Any] | None = None) -> tuple[Post, bool]:
-        """The post's row and whether this call created it: an existing row means an earlier attempt may have
-        reached Slack already, so the thread is checked before posting again."""
-        with Session(self.engine) as session:
-            row = session.get(PostRecord, key)
-            if row is not None:
-                return _post(row), False
-            row = PostRecord(key=key, thread_id=thread_id, kind=kind, body=dict(body or {}), attempts=0,
-                             created_at=utcnow())
-            session.add(row)
-            try:
-                session.commit()
-            except IntegrityError:  # another process recorded it a moment ago
-                session.rollback()
-                return _post(session.get(PostRecord, key)), False  # type: ignore[arg-type]
-            return _post(row), True
-
-    def get(self, key: str) -> Post | None:
-        with Session(self.engine) as session:
-            row = session.get(PostRecord, key)
-            return _post(row) if row else None
-
-    def mark_posted(self, key: str, ts: str) -> None:
-        with Session(self.engine) as session, session.begin():
-            session.execute(update(PostRecord).where(PostRecord.key == key).values(ts=ts, posted_at=utcnow()))
-
-    def mark_complete(self, key: str) -> None:
-        """Everything that goes with the post is done (a result's files uploaded, or their failure reported)."""
-        with Session(self.engine) as session, session.begin():
-            session.execute(update(PostRecord).where(PostRecord.key == key).values(completed_at=utcnow()))
-
-    def mark_failed(self, key: str, error: str) -> None:
-        with Session(self.engine) as session, session.begin():
-            row = session.get(PostRecord, key)
-            if row is not None:  # the claim goes too: the reconciler may try again at once
-                row.attempts += 1
-                row.last_error = error[:2000]
-                row.claimed_by = row.claimed_until = None
-
-    def unposted(self, limit: int = 50) -> list[Post]:
-        """Posts not completed: no message yet, or a result whose files were not uploaded yet."""
-        with Session(self.engine) as session:
-            rows = session.scalars(select(PostRecord).where(PostRecord.completed_at.is_(None))
-                                   .order_by(PostRecord.created_at).limit(limit)).all()
-            return [_post(r) for r in rows]

@@ -1,6 +1,7 @@
-"""Interrupt kinds as types: each of clarify, code_review and approval owns how it is titled, rendered in Slack
-and in the console, and how a console line becomes its HITL decision. Payload builders and decision parsing on
-the graph side are in graphs/interrupts.py."""
+"""Interrupt kinds as types: each of clarify, code_review and approval owns its title, whether a thread reply
+decides it, its plain-text form (the console, and the details file beside a card Slack refused) and how a typed
+line becomes its HITL decision. Payload builders and decision parsing on the graph side are in graphs/interrupts.py;
+Block Kit is the Slack surface's (bot/slack/render.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.slack import render
 from graphs.interrupts import APPROVAL, CLARIFY, CODE_REVIEW, validate_args
 
 EDIT_BODY = "edit-body"  # console: the body follows on the next lines, ended by a line `.`
@@ -31,10 +31,6 @@ class Clarify:
     @staticmethod
     def title(payload: dict[str, Any]) -> str:
         return str(payload.get("question") or "Question")
-
-    @staticmethod
-    def slack_message(thread_id: str, interrupt_id: str, payload: dict[str, Any], requester: str | None) -> dict:
-        return render.clarify_message(thread_id, interrupt_id, payload)
 
     @staticmethod
     def console_text(payload: dict[str, Any]) -> str:
@@ -64,10 +60,6 @@ class CodeReview:
     @staticmethod
     def title(payload: dict[str, Any]) -> str:
         return f"Code review: {payload.get('name', 'code')}"
-
-    @staticmethod
-    def slack_message(thread_id: str, interrupt_id: str, payload: dict[str, Any], requester: str | None) -> dict:
-        return render.code_review_message(thread_id, interrupt_id, payload, requester)
 
     @staticmethod
     def console_text(payload: dict[str, Any]) -> str:
@@ -111,10 +103,6 @@ class Approval:
     @staticmethod
     def title(payload: dict[str, Any]) -> str:
         return f"Approval: {payload.get('title') or payload.get('action')}"
-
-    @staticmethod
-    def slack_message(thread_id: str, interrupt_id: str, payload: dict[str, Any], requester: str | None) -> dict:
-        return render.approval_message(thread_id, interrupt_id, payload, requester)
 
     @staticmethod
     def console_text(payload: dict[str, Any]) -> str:

@@ -1,14 +1,47 @@
-"""Durable run records (ARCHITECTURE §7): human decisions and the posts that carry questions and results.
-Kept beside models.py on the same metadata; migration 0005 creates them."""
+"""The bot's own tables: threads, the audit log of human decisions, decisions and posts (the inbox is in
+bot/jobs/inbox.py). On the one metadata of tools.storage.models; the one Alembic history creates them."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, DateTime, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, DateTime, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from tools.storage.models import Base, utcnow
+
+
+class ThreadRecord(Base):
+    """One Slack (or console) thread mapped to one LangGraph thread id."""
+
+    __tablename__ = "threads"
+    __table_args__ = (UniqueConstraint("team_id", "channel_id", "thread_ts", name="uq_threads_slack_key"),)
+
+    thread_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    team_id: Mapped[str] = mapped_column(String(32))
+    channel_id: Mapped[str] = mapped_column(String(32))
+    thread_ts: Mapped[str] = mapped_column(String(32))
+    workflow: Mapped[str | None] = mapped_column(String(32))
+    user_id: Mapped[str | None] = mapped_column(String(32))
+    status: Mapped[str] = mapped_column(String(16), default="running")
+    pending: Mapped[dict] = mapped_column(JSON, default=dict)  # interrupt id -> {"ts": message ts, "kind": ...}
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+
+
+class AuditEntry(Base):
+    """Every human decision (approve, edit, reject, respond, clarify answer)."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
+                                    autoincrement=True)
+    thread_id: Mapped[str] = mapped_column(String(64), index=True)
+    interrupt_id: Mapped[str | None] = mapped_column(String(64))
+    user_id: Mapped[str] = mapped_column(String(32))
+    action: Mapped[str] = mapped_column(String(32))
+    detail: Mapped[dict] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 class DecisionRecord(Base):
@@ -29,6 +62,7 @@ class DecisionRecord(Base):
     next_attempt_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     claimed_by: Mapped[str | None] = mapped_column(String(64))
     claimed_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    message_key: Mapped[str | None] = mapped_column(String(160), unique=True)  # a thread reply's message (0013)
 
 
 class PostRecord(Base):

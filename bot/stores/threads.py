@@ -1,6 +1,6 @@
-"""Thread registry and persistent dedupe (ARCHITECTURE §2–3), on the application database.
+"""Thread registry and persistent dedupe, on the application database.
 
-A Slack thread (team, channel, thread root ts) maps to one stable LangGraph thread id, derived from the
+A thread (team, channel, thread root ts) maps to one stable LangGraph thread id, derived from the
 key so that every process computes the same id; the row stores the workflow, the requester, the status
 and the pending interrupts with the Slack message that shows each. Dedupe keys (event ids, channel:ts,
 decisions on an interrupt) are claimed by inserting a primary key, so the first claimant wins across
@@ -16,7 +16,8 @@ from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from tools.storage.models import AuditEntry, ThreadRecord, utcnow
+from bot.stores.records import AuditEntry, ThreadRecord
+from tools.storage.models import utcnow
 
 STATUSES = ("running", "waiting", "done", "failed")
 
@@ -37,10 +38,15 @@ class ThreadInfo:
     pending: dict[str, Any]
 
 
+CONSOLE_TEAM = "console"  # the console's threads: team and channel "console", a root of its own
+CONSOLE_CHANNEL = "console"  # also the console's paper account, and the channel of the rules saved there
+
+
 def thread_id_for(team_id: str, channel_id: str, thread_ts: str) -> str:
-    """The stable LangGraph thread id of a Slack thread."""
+    """The stable LangGraph thread id of a thread: `slack-…`, or `console-…` for the console's (the prefix is the
+    scope a process serves: its background work takes only its own surface's threads)."""
     digest = hashlib.sha256(f"{team_id}:{channel_id}:{thread_ts}".encode()).hexdigest()[:24]
-    return f"slack-{digest}"
+    return f"{'console' if team_id == CONSOLE_TEAM else 'slack'}-{digest}"
 
 
 def _info(row: ThreadRecord) -> ThreadInfo:

@@ -1,0 +1,81 @@
+"""The console as a surface: posts printed as text (cards in their console form), files written to the data
+directory's exports folder. Nothing is ever refused, so nothing is posted twice."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import uuid
+from pathlib import Path
+from typing import TextIO
+
+from bot.core.kinds import kind_of
+from bot.core.surface import Content, Notice, Place, Question, Result, RetryOffer, StoredFile, ThreadStart
+from bot.stores.threads import CONSOLE_CHANNEL, CONSOLE_TEAM
+from bot.views import view_text
+
+
+def console_place(user: str, root: str | None = None) -> Place:
+    """A console thread: a new one unless `root` names it."""
+    return Place(CONSOLE_TEAM, CONSOLE_CHANNEL, root or uuid.uuid4().hex, user)
+
+
+class ConsoleSurface:
+    def __init__(self, out: TextIO, exports: Path) -> None:
+        self.out, self.exports = out, exports
+        self._lock = threading.Lock()
+        self._refs = itertools.count(1)
+        self.last: dict[str, Content] = {}  # thread id -> the last content shown in it
+        self.opened: set[str] = set()  # threads a background run opened (a scheduled rule's)
+        self.asked: dict[str, Place] = {}  # those of them that asked a question (the console switches there)
+
+    def say(self, text: str) -> None:
+        with self._lock:
+            print(text, file=self.out, flush=True)
+
+    def post(self, place: Place, content: Content, key: str | None = None) -> str:
+        self.last[place.thread_id] = content
+        text = self.text_of(content)
+        if isinstance(content, Question) and place.thread_id in self.opened:
+            self.asked[place.thread_id] = place
+        if text is not None:
+            self.say(text)
+        return str(next(self._refs))
+
+    @staticmethod
+    def text_of(content: Content) -> str | None:
+        """A content as console text; None for what the console does not show (status lines)."""
+        if isinstance(content, Question):
+            number, total = content.position
+            prefix = f"[{number}/{total}] " if total > 1 else ""
+            return prefix + kind_of(content.payload).console_text(content.payload)
+        if isinstance(content, Result):
+            return view_text(content.view) if content.view else content.text
+        if isinstance(content, Notice):
+            return f"error: {content.text}" if content.failure else content.text
+        if isinstance(content, RetryOffer):
+            return f"error: your decision is recorded but was not applied: {content.error}"
+        return None
+
+    def update(self, place: Place, ref: str, content: Content) -> None:
+        """A card becomes its decision: the console showed the decision as it was typed."""
+
+    def upload(self, place: Place, files: list[StoredFile]) -> None:
+        folder = self.exports / place.thread_id
+        folder.mkdir(parents=True, exist_ok=True)
+        for file in files:
+            path = folder / file.filename
+            path.write_bytes(file.data)
+            self.say(f"  saved {file.kind}: {path}")
+
+    def find(self, place: Place, key: str) -> str | None:
+        return None
+
+    def tell(self, place: Place, text: str) -> None:
+        self.say(text)
+
+    def open_thread(self, start: ThreadStart, again: bool) -> Place:
+        self.say(f"({start.text})")
+        place = console_place("")
+        self.opened.add(place.thread_id)
+        return place

@@ -1,0 +1,93 @@
+"""The background service: what runs whether or not anybody asks, in `quantdesk serve` and in `quantdesk chat`.
+
+Each pass queues again accepted decisions that were never applied (a crash, a database or network error) and
+messages recorded but never queued, posts again what the surface refused, then runs the background jobs the
+workflows declare (the registry's BACKGROUND: rule schedules, order settlement, the desk's resolution), each at
+its own interval, posting their notices once. Decisions and posts are claimed row by row, so several processes
+can run one without doing anything twice; each takes only its own surface's threads (the core's scope)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from bot.core.core import Core
+from graphs.background import BackgroundCall, BackgroundJob, Notice
+from graphs.registry import BACKGROUND
+
+log = logging.getLogger(__name__)
+
+INTERVAL_SECONDS = 5.0  # at most 10 s between passes
+
+
+class BackgroundService:
+    def __init__(self, core: Core, interval: float = INTERVAL_SECONDS, catch_up: str = "once",
+                 serves: Callable[[str], bool] = lambda channel: True,
+                 jobs: dict[str, BackgroundJob] | None = None,
+                 on_notice: Callable[[Notice], None] | None = None,
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        """`serves`: whether a channel is this surface's (a rule runs where its channel is served); `on_notice`
+        hears each notice a job handed back (the console says what ran); `clock`: the jobs' now (aware)."""
+        self.core, self.interval, self.catch_up, self.serves = core, interval, catch_up, serves
+        self.clock = clock
+        self.jobs = BACKGROUND if jobs is None else jobs
+        self.on_notice = on_notice
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._ran_at: dict[str, float] = {}
+
+    def run_once(self, now: datetime | None = None) -> None:
+        """One pass: due decisions and unqueued messages back on the queue, every post without a message posted
+        again, then each background job whose interval has passed (`now`: the jobs' clock)."""
+        core = self.core
+        for decision in core.decisions.due(scope=core.scope):
+            core.reapply(decision.interrupt_id, decision.thread_id)
+        core.queue.requeue_unqueued()
+        for post in core.posts.unposted(scope=core.scope):
+            try:
+                core.repost(post.key)
+            except Exception:  # noqa: BLE001 - the surface or the database is down: the post stays for the next pass
+                log.warning("re-posting %s failed; will try again", post.key, exc_info=True)
+        self.run_jobs(now)
+
+    def run_jobs(self, now: datetime | None = None, force: bool = False) -> None:
+        """The workflows' background jobs that are due (all of them with `force`). A job that fails is logged, and
+        the others still run."""
+        call = BackgroundCall(now or self.clock(), self.core.owner, self.core.start_scheduled, self.catch_up,
+                              self.serves)
+        moment = time.monotonic()
+        for name, job in self.jobs.items():
+            last = self._ran_at.get(name)
+            if not force and last is not None and moment - last < job.every_seconds:
+                continue
+            self._ran_at[name] = moment
+            try:
+                notices = job.run(self.core.runner.context, call)
+            except Exception:  # noqa: BLE001 - the next job, and the service's other work, must still run
+                log.exception("the %s job failed; it runs again next time", name)
+                continue
+            for notice in notices:
+                self.core.notify(notice.thread_id, notice.key, notice.text, notice.users)
+                if self.on_notice is not None:
+                    self.on_notice(notice)
+
+    def start(self) -> None:
+        """Run a pass now and then every `interval` seconds, in a daemon thread, until `stop()`."""
+        self._thread = threading.Thread(target=self._loop, name="quantdesk-background", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.interval + 5)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.run_once()
+            except Exception:  # noqa: BLE001 - the loop must survive a database outage
+                log.exception("background pass failed")
+            self._stop.wait(self.interval)

@@ -1,0 +1,408 @@
+"""The core every surface shares: take in a message, record a decision, apply it, show the outcome.
+
+It holds the runner, the job queue, the thread registry, the decision and post stores and the permission policy,
+and reaches people only through its surface (bot/core/surface.py). Every human decision takes one path, whatever
+it came from (a button, a form, a thread reply, a console line): `decide` writes its row, `confirm` shows it and
+queues the apply job, and `apply_decision` (that job) resumes the run once."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bot.core.kinds import kind_of
+from bot.core.outbox import Outbox, pending_entry, place_of
+from bot.core.policy import ALREADY_HANDLED, Policy
+from bot.core.surface import Answered, Decided, Place, Refused, RetryOffer, Status, Surface, ThreadStart
+from bot.jobs import JobQueue, Message
+from bot.runner import INFRASTRUCTURE_ERRORS, Outcome, Runner
+from bot.stores.decisions import CLAIM_SECONDS, MAX_ATTEMPTS, DecisionStore
+from bot.stores.posts import PostStore
+from bot.stores.threads import AuditLog, ThreadInfo, ThreadRegistry, dedupe_key
+from graphs.background import ScheduledRun
+from graphs.clarify import is_cancel
+from graphs.registry import WORKFLOWS, workflow_for
+
+log = logging.getLogger(__name__)
+
+MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
+NOT_APPLIED_YET = (":warning: Your decision is recorded but could not be applied yet: {error}. I will try again "
+                   "automatically; nothing is lost.")
+
+
+def clean_text(text: str) -> str:
+    """A message's text without the mentions of the bot."""
+    return MENTION.sub("", text or "").strip()
+
+
+def unrecorded(exc: BaseException) -> str:
+    """What a person is told when their decision could not be checked or recorded (the database failed)."""
+    return (f"I could not record your decision: the database did not answer ({type(exc).__name__}). Nothing was "
+            "decided and the buttons are still there; please try again in a moment.")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a decision was (or may be) taken, why not, and the thread it is on (passed along, not re-read)."""
+
+    allowed: bool
+    reason: str = ""
+    thread: ThreadInfo | None = None
+    payload: dict[str, Any] | None = None
+
+
+class Core:
+    def __init__(self, runner: Runner, surface: Surface, queue: JobQueue, policy: Policy, scope: str,
+                 claim_seconds: float = CLAIM_SECONDS) -> None:
+        """`scope`: the thread-id prefix of the surface's threads (`slack-`, `console-`)."""
+        engine = queue.engine
+        self.runner, self.surface, self.queue, self.policy, self.scope = runner, surface, queue, policy, scope
+        self.threads = ThreadRegistry(engine)
+        self.audit = AuditLog(engine)
+        self.decisions = DecisionStore(engine, claim_seconds)
+        self.posts = PostStore(engine, claim_seconds)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}"  # who claims decisions and posts to work on them
+        self.outbox = Outbox(surface, self.posts, self.threads, runner.context.artifacts, self.owner, scope)
+
+    # --- intake -------------------------------------------------------------------------------------------------
+
+    def submit_text(self, place: Place, text: str, key: str) -> bool:
+        """Record the message (its dedupe key) and queue its run behind the thread's earlier jobs. `cancel` also
+        stops the thread's running job at its next step at once, without waiting its turn."""
+        text = clean_text(text)
+        message = Message(dedupe_key(key), place.team, place.channel, place.thread_ts, place.user, text)
+        if is_cancel(text) and self.queue.abort(message.thread_id):
+            log.info("stop requested for thread %s", message.thread_id)
+        return self.queue.submit_text(message)
+
+    def is_known_thread(self, place: Place) -> bool:
+        return self.threads.get(place.thread_id) is not None
+
+    def start_scheduled(self, run: ScheduledRun, again: bool) -> None:
+        """Root a background run's thread and queue its structured request; a failure raises, so the next pass
+        starts it again (`again`: the surface first looks for a root an earlier attempt posted)."""
+        try:
+            place = self.surface.open_thread(ThreadStart(run.channel, run.title, run.key, run.since, [run.owner]),
+                                             again)
+        except Refused as exc:
+            raise RuntimeError(f"could not root the thread of {run.key}: {exc.reason}") from exc
+        place = Place(place.team, place.channel, place.thread_ts, run.owner)
+        self.queue.submit_text(Message(dedupe_key(f"run:{run.key}"), place.team, place.channel, place.thread_ts,
+                                       run.owner, run.title, request=run.request))
+
+    # --- decisions ----------------------------------------------------------------------------------------------
+
+    def may_decide(self, thread_id: str, interrupt_id: str, user: str, decision_type: str) -> Verdict:
+        """Whether `user` may take `decision_type` on this pause now (nothing is recorded: opening a form is not a
+        decision). When the database cannot be read, the answer is no, saying so."""
+        try:
+            info = self.threads.get(thread_id)
+            if info is None:
+                return Verdict(False, "This thread is not one of mine any more.")
+            if self.decisions.get(interrupt_id) is not None:
+                return Verdict(False, ALREADY_HANDLED, info)
+            payload = self.pending_value(thread_id, interrupt_id)  # the checkpoint is the truth
+        except INFRASTRUCTURE_ERRORS as exc:
+            log.warning("could not check a decision on %s: %s", thread_id, type(exc).__name__)
+            return Verdict(False, unrecorded(exc))
+        if payload is None:
+            return Verdict(False, "This question is no longer open: the run has moved on.", info)
+        refusal = self.policy.refusal(info, payload, user, decision_type)
+        return Verdict(refusal is None, refusal or "", info, payload)
+
+    def decide(self, thread_id: str, interrupt_id: str, user: str, decision: dict[str, Any], source: str,
+               message_key: str | None = None) -> Verdict:
+        """Check and record a decision: its durable row is written here; the first decision wins. `message_key`:
+        the message it was typed in (a thread reply)."""
+        verdict = self.may_decide(thread_id, interrupt_id, user, str(decision.get("type")))
+        if not verdict.allowed:
+            return verdict
+        try:
+            if not self.decisions.accept(interrupt_id, thread_id, decision, user, source, message_key):
+                return Verdict(False, ALREADY_HANDLED, verdict.thread)
+        except INFRASTRUCTURE_ERRORS as exc:
+            log.warning("could not record a decision on %s: %s", thread_id, type(exc).__name__)
+            return Verdict(False, unrecorded(exc))
+        return verdict
+
+    def confirm(self, verdict: Verdict, interrupt_id: str, user: str, decision: dict[str, Any], source: str,
+                message_ref: str | None = None) -> None:
+        """After `decide` wrote the row: audit it, show it on its card, and queue its application. If the database
+        fails here, the background service queues it (nothing is lost)."""
+        info = verdict.thread
+        if info is None:
+            return
+        try:
+            self._show_decision(info, interrupt_id, user, decision, source, message_ref)
+            self.queue.submit_decision(interrupt_id, info.thread_id)
+        except INFRASTRUCTURE_ERRORS as exc:
+            log.warning("decision %s recorded, not queued yet (%s): the background service will queue it",
+                        interrupt_id, type(exc).__name__)
+
+    def _show_decision(self, info: ThreadInfo, interrupt_id: str, user: str, decision: dict[str, Any], source: str,
+                       message_ref: str | None) -> None:
+        kind = decision["type"]
+        detail: dict[str, Any] = {"source": source}
+        shown = info.pending.get(interrupt_id) or {}
+        ref = message_ref or shown.get("ts")
+        place = place_of(info, user)
+        if kind == "respond":
+            answer = str(decision.get("message") or "")
+            if source == "button":
+                detail["choice"] = answer
+            self.audit.record(info.thread_id, user, "respond", interrupt_id, detail)
+            if ref:
+                self.surface.update(place, ref, Answered(shown.get("question", "Question"), user, answer))
+            return
+        if kind == "reject":
+            detail["reason"] = decision.get("message", "")
+        edited = (decision.get("edited_action") or {}).get("args") or {}
+        if kind == "edit":
+            detail["edited"] = edited
+        self.audit.record(info.thread_id, user, kind, interrupt_id, detail)
+        if ref:
+            note = detail.get("reason", "") if kind == "reject" else ""
+            if kind == "edit":
+                note = ("the edited code is being dry-run and checked" if "code" in edited else
+                        "the edited values are being checked again")
+            self.surface.update(place, ref, Decided(shown.get("question") or "Code review", user, kind, note))
+
+    def pending_value(self, thread_id: str, interrupt_id: str) -> dict[str, Any] | None:
+        return next((p["value"] for p in self.runner.pending(thread_id) if p["id"] == interrupt_id), None)
+
+    def retry(self, interrupt_id: str, user: str) -> str:
+        """A human pressed Retry on a failed decision: apply it again (the requester or an approver only)."""
+        record = self.decisions.get(interrupt_id)
+        info = self.threads.get(record.thread_id) if record else None
+        if record is None or info is None or not self.policy.authorised(info, user):
+            return "Only the person who started this request or a configured approver can retry it."
+        if not self.decisions.retry(interrupt_id):
+            return ALREADY_HANDLED
+        self.queue.submit_decision(interrupt_id, record.thread_id)
+        return "Retrying the decision."
+
+    def stop(self, thread_id: str, user: str) -> str:
+        """A human asked to stop the thread's run: it stops at its next step."""
+        info = self.threads.get(thread_id)
+        if info is None or not self.policy.authorised(info, user):
+            return "Only the person who started this request or a configured approver can stop it."
+        if self.queue.abort(thread_id):
+            return "Stopping after the current step."
+        return "Nothing is running in this thread any more."
+
+    # --- jobs (JobHandler: the queue's workers call these, one job of a thread at a time) ------------------------
+
+    def run_text(self, message: Message) -> None:
+        """Start a run, or take the message as the answer to the thread's pending question. A message whose job
+        is retried after a crash and that the thread already took in goes on with (or shows) the run it started,
+        and is never read again as an answer or a second request."""
+        place = Place(message.team, message.channel, message.thread_ts, message.user)
+        taken = self.decisions.of_message(message.key)
+        if taken is not None:  # a reply recorded as a decision before a crash: its apply job does the rest
+            self.queue.submit_decision(taken.interrupt_id, taken.thread_id)
+            return
+        info, _created = self.threads.open(place.team, place.channel, place.thread_ts, place.user)
+        message_id = f"{self.scope.rstrip('-')}:{message.key}"  # its id in the thread's state
+        pending = self.runner.pending(info.thread_id)
+        if message.request is not None or not pending or self.runner.took_in(info.thread_id, message_id):
+            status = self._status(place)
+            outcome = self.runner.start(info.thread_id, message.text, self._progress(place, status),
+                                        user=place.user, account=channel_account(place.channel),
+                                        request=message.request, message_id=message_id)
+            self._show(place, info, outcome, status)
+            if message.request is not None:
+                self._after_background_run(info.thread_id, message.request, outcome)
+            return
+        if workflow_for(message.text) is not None:  # a new request, not an answer: it gets its own thread
+            self._start_elsewhere(place, message.text)
+            return
+        interrupt = next((p for p in pending if kind_of(p["value"]).thread_reply_decides), None)
+        if interrupt is None:
+            self.surface.tell(place, kind_of(pending[0]["value"]).reply_hint)
+            return
+        decision = {"type": "respond", "message": message.text}
+        verdict = self.decide(info.thread_id, interrupt["id"], place.user, decision, "thread reply", message.key)
+        if verdict.allowed:
+            self.confirm(verdict, interrupt["id"], place.user, decision, "thread reply")
+        elif verdict.reason != ALREADY_HANDLED:  # a button click answered it first: nothing to say
+            self.surface.tell(place, verdict.reason)
+
+    def _after_background_run(self, thread_id: str, request: dict[str, Any], outcome: Outcome) -> None:
+        """A background run whose graph crashed never reached its own bookkeeping: its workflow's `after_failure`
+        counts it (a rule's auto-pause) and hands back notices. A database or network failure is not the run's."""
+        workflow = WORKFLOWS.get(str(request.get("workflow")))
+        if outcome.status != "failed" or outcome.retryable or workflow is None or workflow.after_failure is None:
+            return
+        for notice in workflow.after_failure(self.runner.context, thread_id, request, outcome.text):
+            self.outbox.notify(notice.thread_id, notice.key, notice.text, notice.users)
+
+    def apply_decision(self, interrupt_id: str, thread_id: str) -> None:
+        """Apply an accepted decision: resume the graph once. The checkpoint is the truth: when the interrupt is
+        no longer pending the decision was applied before (a crash came after), so it is only marked applied and
+        the thread shown where it stands. Infrastructure errors are retried later; graph errors are final."""
+        try:
+            self._apply(interrupt_id)
+        except INFRASTRUCTURE_ERRORS as exc:
+            error = f"the database or network failed ({type(exc).__name__})"
+            log.warning("decision %s not applied: %s", interrupt_id, error)
+            with contextlib.suppress(*INFRASTRUCTURE_ERRORS):  # else the row stays due for the background service
+                self.decisions.mark_retry(interrupt_id, error)
+            with contextlib.suppress(*INFRASTRUCTURE_ERRORS):
+                info = self.threads.get(thread_id)
+                if info is not None:
+                    self.outbox.say(place_of(info), NOT_APPLIED_YET.format(error=error))
+
+    def _apply(self, interrupt_id: str) -> None:
+        record = self.decisions.get(interrupt_id)
+        if record is None or record.applied or record.outcome or not self.decisions.claim(interrupt_id, self.owner):
+            return
+        info = self.threads.get(record.thread_id)
+        if info is None:
+            self.decisions.mark_failed(interrupt_id, "the thread is not in the registry")
+            return
+        place = place_of(info, record.decided_by or "")
+        try:
+            still_pending = interrupt_id in {p["id"] for p in self.runner.pending(record.thread_id)}
+        except INFRASTRUCTURE_ERRORS as exc:
+            self._retry_later(place, interrupt_id, f"the database failed ({type(exc).__name__})")
+            return
+        if not still_pending:
+            self._show(place, info, self.runner.current(record.thread_id), None)
+            self.decisions.mark_applied(interrupt_id)
+            return
+        status = self._status(place)
+        outcome = self.runner.resume(record.thread_id, interrupt_id, record.decision, record.decided_by,
+                                     self._progress(place, status), decided_at=record.decided_at)
+        if outcome.status == "failed" and outcome.retryable:
+            self._finish_status(place, status, ":warning: not applied yet")
+            self._retry_later(place, interrupt_id, outcome.text)
+            return
+        if outcome.status == "failed":
+            self.decisions.mark_failed(interrupt_id, outcome.text)
+            self._finish_status(place, status, ":x: stopped")
+            self._post_retry_offer(place, interrupt_id, outcome.text)
+            self.threads.update(info.thread_id, status="failed")
+            return
+        self._show(place, info, outcome, status)
+        self.decisions.mark_applied(interrupt_id)
+
+    def _retry_later(self, place: Place, interrupt_id: str, error: str) -> None:
+        attempts = self.decisions.mark_retry(interrupt_id, error)
+        if attempts >= MAX_ATTEMPTS:
+            self._post_retry_offer(place, interrupt_id, f"{error}; gave up after {attempts} attempts")
+            return
+        self.outbox.say(place, NOT_APPLIED_YET.format(error=error))
+
+    def _post_retry_offer(self, place: Place, interrupt_id: str, error: str) -> None:
+        try:
+            self.surface.post(place, RetryOffer(interrupt_id, error))
+        except Refused as exc:
+            log.warning("could not offer a retry: %s", exc.reason)
+
+    def _start_elsewhere(self, place: Place, text: str) -> None:
+        """A complete new request typed into a thread that waits on a question: it starts in a new thread, and
+        the old thread is told so; its question stays open."""
+        try:
+            root = self.surface.open_thread(ThreadStart(place.channel, f"{place.user} asked: `{text}`", "",
+                                                        users=[place.user]), again=False)
+        except Refused as exc:
+            log.warning("could not start a new thread: %s", exc.reason)
+            return
+        self.outbox.say(place, "That looks like a new request, so I started it in its own thread. The question here "
+                               "is still open (reply `cancel` to drop it).")
+        self.queue.submit_text(Message(f"new:{root.channel}:{root.thread_ts}", root.team, root.channel,
+                                       root.thread_ts, place.user, text))
+
+    # --- showing outcomes ---------------------------------------------------------------------------------------
+
+    def _status(self, place: Place) -> str | None:
+        try:
+            return self.surface.post(place, Status(place.thread_id, ":hourglass_flowing_sand: working…"))
+        except Refused as exc:
+            log.warning("could not post a status message: %s", exc.reason)
+            return None
+
+    def _progress(self, place: Place, status_ref: str | None) -> Callable[[str, str | None], None]:
+        done: list[str] = []
+
+        def update(label: str, detail: str | None) -> None:
+            step = f"{label} ({detail})" if detail else label
+            if done and done[-1].split(" (")[0] == label:  # the same step again with new detail
+                done[-1] = step
+            else:
+                done.append(step)
+            if status_ref:
+                self.surface.update(place, status_ref, Status(place.thread_id, ":hourglass_flowing_sand: "
+                                                              + " → ".join(done) + " …"))
+
+        return update
+
+    def _finish_status(self, place: Place, status_ref: str | None, text: str) -> None:
+        if status_ref:  # the Stop button goes with the run
+            self.surface.update(place, status_ref, Status(place.thread_id, text, running=False))
+
+    def _show(self, place: Place, info: ThreadInfo, outcome: Outcome, status_ref: str | None) -> None:
+        """Show an outcome in the thread: every question and result is a post row first (see Outbox)."""
+        if outcome.workflow and outcome.workflow != info.workflow:
+            self.threads.update(info.thread_id, workflow=outcome.workflow)
+        if outcome.status == "waiting":
+            self._finish_status(place, status_ref, ":speech_balloon: waiting for your answer")
+            pending: dict[str, Any] = {i["id"]: pending_entry(i["value"]) for i in outcome.interrupts}
+            self.threads.update(info.thread_id, status="waiting", pending=pending)
+            shown = self.threads.get(info.thread_id) or info
+            total = len(outcome.interrupts)
+            for index, interrupt in enumerate(outcome.interrupts):
+                pending[interrupt["id"]]["ts"] = self.outbox.question(place, shown, interrupt, (index + 1, total),
+                                                                      self.runner.pending)
+            self.threads.update(info.thread_id, pending=pending)
+            return
+        if outcome.status == "failed":
+            self._finish_status(place, status_ref, ":x: stopped")
+            self.outbox.say(place, outcome.text, failure=True)
+            self.threads.update(info.thread_id, status="failed", pending={})
+            return
+        self._finish_status(place, status_ref, ":white_check_mark: done")
+        body = {"workflow": outcome.workflow, "result": outcome.result, "text": outcome.text}
+        self.outbox.result(place, f"result:{info.thread_id}:{outcome.checkpoint}", body)
+        self.threads.update(info.thread_id, status="done", pending={})
+
+    # --- what the background service calls -----------------------------------------------------------------------
+
+    def reapply(self, interrupt_id: str, thread_id: str) -> None:
+        """A decision found due: queue it like any other job of its thread."""
+        self.queue.submit_decision(interrupt_id, thread_id)
+
+    def repost(self, key: str) -> None:
+        self.outbox.repost(key, self.runner.pending)
+
+    def notify(self, thread_id: str, key: str, text: str, users: tuple[str, ...] = ()) -> None:
+        self.outbox.notify(thread_id, key, text, users)
+
+    def status_of(self, user: str) -> str:
+        """The user's open threads, and anything stuck in them with the reason: decisions not applied yet and
+        questions or results that have not reached the surface."""
+        threads = self.threads.threads_of(user, ("running", "waiting", "failed"))
+        if not threads:
+            return "You have no open QuantDesk threads."
+        mine = {t.thread_id for t in threads}
+        lines = ["Your open threads:"] + [
+            f"• <#{t.channel_id}> thread {t.thread_ts}: {t.status}"
+            + (f", {len(t.pending)} question(s) waiting for you" if t.pending else "") for t in threads]
+        stuck = [f"• decision by <@{d.decided_by}> ({d.source}) "
+                 + ("failed: " if d.outcome == "failed" else f"not applied yet (attempt {d.attempts}): ")
+                 + (d.last_error or "waiting for its turn") for d in self.decisions.stuck() if d.thread_id in mine]
+        stuck += [f"• a {p.kind} not posted yet ({p.attempts} attempt(s)): {p.last_error or 'waiting for its turn'}"
+                  for p in self.posts.unposted() if p.thread_id in mine]
+        return "\n".join(lines + (["Stuck:", *stuck] if stuck else []))
+
+
+def channel_account(channel: str) -> str:
+    """The paper account a channel trades in unless a request names another: one per channel (the console's
+    channel is `console`)."""
+    return channel

@@ -1,0 +1,157 @@
+"""Questions, results and notices as durable keyed posts on a surface.
+
+Every post is a row first (keyed by its interrupt id, its result checkpoint or its notice key), so showing the same
+outcome again after a crash posts nothing twice, and a post the surface refused stays for the background service."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from bot.core.kinds import kind_of
+from bot.core.surface import Notice, Place, Question, Refused, Result, StoredFile, Surface
+from bot.stores.posts import PostStore
+from bot.stores.threads import ThreadInfo, ThreadRegistry
+from graphs.registry import WORKFLOWS
+from tools.artifacts import ArtifactStore
+
+log = logging.getLogger(__name__)
+
+UPLOADED_KINDS = ("chart", "signal_csv", "metrics_csv", "ic_csv", "reports")
+
+
+def place_of(info: ThreadInfo, user: str | None = None) -> Place:
+    """Where a registered thread lives; `user`: who is being answered (else its requester)."""
+    return Place(info.team_id, info.channel_id, info.thread_ts, user if user is not None else info.user_id or "")
+
+
+def pending_entry(value: dict[str, Any]) -> dict[str, Any]:
+    """What the registry keeps about a pause: its kind and the title its message shows."""
+    kind = kind_of(value)
+    return {"kind": kind.name, "question": kind.title(value)}
+
+
+class Outbox:
+    def __init__(self, surface: Surface, posts: PostStore, threads: ThreadRegistry, artifacts: ArtifactStore,
+                 owner: str, scope: str) -> None:
+        """`scope`: the thread-id prefix of the surface: a notice for another surface's thread is only recorded,
+        and that surface's background service posts it."""
+        self.surface, self.posts, self.threads, self.artifacts = surface, posts, threads, artifacts
+        self.owner, self.scope = owner, scope
+
+    def question(self, place: Place, info: ThreadInfo, interrupt: dict[str, Any], position: tuple[int, int],
+                 pending: Any) -> str | None:
+        """Post one question, review or approval once; returns its message's reference. `pending` reads the
+        thread's open interrupts (a re-post checks the question is still open)."""
+        key = interrupt["id"]
+        _post, created = self.posts.record(key, info.thread_id, "interrupt")
+        if created and self.posts.claim(key, self.owner):  # the background service keeps off it
+            return self._post_question(place, info, interrupt, position)
+        self.repost(key, pending)  # shown before (a crash came after): check, and post only what never arrived
+        post = self.posts.get(key)
+        return post.ts if post else None
+
+    def _post_question(self, place: Place, info: ThreadInfo, interrupt: dict[str, Any],
+                       position: tuple[int, int] = (1, 1)) -> str | None:
+        content = Question(info.thread_id, interrupt["id"], interrupt["value"], info.user_id, position)
+        ref = self._post(place, interrupt["id"], content)
+        if ref is not None:
+            self.posts.mark_complete(interrupt["id"])
+        return ref
+
+    def result(self, place: Place, key: str, body: dict[str, Any]) -> None:
+        """Post a finished run's result (or reply) once, then its files."""
+        _post, created = self.posts.record(key, place.thread_id, "result", body)
+        if created and self.posts.claim(key, self.owner):
+            self._post_result(place, key, body)
+        else:
+            self.repost(key)
+
+    def notify(self, thread_id: str, key: str, text: str, users: tuple[str, ...] = ()) -> None:
+        """A notice into a thread, once (a fill, a resolved decision, a paused rule); `users`: ids named in it."""
+        body = {"text": text, "notice": True, "users": list(users)}
+        _post, created = self.posts.record(key, thread_id, "result", body)
+        if not (created and thread_id.startswith(self.scope)):
+            return
+        info = self.threads.get(thread_id)
+        if info is not None and self.posts.claim(key, self.owner):
+            self._post_result(place_of(info), key, body)
+
+    def _post(self, place: Place, key: str, content: Any) -> str | None:
+        try:
+            ref = self.surface.post(place, content, key)
+        except Refused as exc:
+            log.warning("post %s not accepted: %s", key, exc.reason)
+            self.posts.mark_failed(key, exc.reason)
+            return None
+        self.posts.mark_posted(key, ref)
+        return ref
+
+    def _post_result(self, place: Place, key: str, body: dict[str, Any], ref: str | None = None) -> None:
+        """Post a result (unless `ref` says the surface has it already), then its files; complete once both are
+        done."""
+        workflow, result = body.get("workflow"), body.get("result")
+        if body.get("notice"):
+            content: Any = Notice(str(body.get("text") or ""), users=tuple(body.get("users") or ()))
+        elif result and workflow in WORKFLOWS:
+            content = Result(WORKFLOWS[workflow].present(result))
+        else:
+            content = Result(text=str(body.get("text") or "Done."))
+        if not (ref or self._post(place, key, content)):
+            return
+        if result:
+            self.upload(place, result.get("artifacts", []))
+        self.posts.mark_complete(key)
+
+    def repost(self, key: str, pending: Any = None) -> None:
+        """Post a question or result the surface refused before, unless the thread shows it already (a crash can
+        come after the surface took a post and before its reference was saved) or the question is no longer
+        open. `pending` reads the thread's open interrupts."""
+        post = self.posts.get(key)
+        info = self.threads.get(post.thread_id) if post else None
+        if post is None or post.complete or info is None or not self.posts.claim(key, self.owner):
+            return
+        place = place_of(info)
+        ref = post.ts or self.surface.find(place, key)
+        if ref and not post.ts:
+            self.posts.mark_posted(key, ref)
+        if post.kind == "result":
+            self._post_result(place, key, post.body, ref)
+        elif ref:
+            self.posts.mark_complete(key)
+        else:
+            interrupt = next((p for p in (pending(info.thread_id) if pending else []) if p["id"] == key), None)
+            if interrupt is None:
+                self.posts.mark_complete(key)  # answered or moved on meanwhile: nothing left to ask
+                return
+            ref = self._post_question(place, info, interrupt)
+            if ref:
+                shown = dict(self.threads.get(info.thread_id).pending)  # type: ignore[union-attr]
+                shown[key] = {**shown.get(key, pending_entry(interrupt["value"])), "ts": ref}
+                self.threads.update(info.thread_id, pending=shown)
+
+    def upload(self, place: Place, artifacts: list[dict[str, Any]]) -> None:
+        """Upload the result's chart, CSVs and reports with their bytes from the database, so whichever worker
+        finished the run can; a failure is said in the thread (the files stay stored), never with a host path."""
+        refs = [a for a in artifacts if a["kind"] in UPLOADED_KINDS]
+        stored = [s for s in (self.artifacts.get(a["id"]) for a in refs) if s is not None]
+        if len(stored) < len(refs):
+            log.warning("%d artifact(s) of thread %s are no longer stored", len(refs) - len(stored), place.thread_id)
+        if not stored:
+            return
+        try:
+            self.surface.upload(place, [StoredFile(s.kind, s.data, s.filename, s.title) for s in stored])
+        except Refused as exc:
+            log.warning("upload failed: %s", exc.reason)
+            kept = f" for {self.artifacts.retention_days} days" if self.artifacts.retention_days else ""
+            titles = "\n".join(f"• {s.title} ({s.filename})" for s in stored)
+            self.say(place, f":warning: I could not upload the files ({exc.reason}). Nothing is lost: they are kept "
+                            f"with this thread in QuantDesk's database{kept} and can be posted here again:\n{titles}")
+
+    def say(self, place: Place, text: str, failure: bool = False) -> str | None:
+        """A plain message in the thread that need not survive a refusal (a warning, a hint)."""
+        try:
+            return self.surface.post(place, Notice(text, failure))
+        except Refused as exc:
+            log.warning("a notice was not accepted: %s", exc.reason)
+            return None

@@ -1,0 +1,41 @@
+"""Who may decide a pause: the permission policy every surface shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from bot.stores.threads import ThreadInfo
+from graphs.interrupts import TRADERS, approval_refusal
+
+ALREADY_HANDLED = "Already handled."
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Approvers answer any thread; traders decide orders. `traders` is read each time (the console adds its
+    operator)."""
+
+    approvers: frozenset[str]
+    traders: Any  # a callable returning the current traders
+
+    def authorised(self, thread: ThreadInfo, user: str) -> bool:
+        """Whether `user` may answer or stop the thread: its requester or a configured approver."""
+        return user == thread.user_id or user in self.approvers
+
+    def refusal(self, thread: ThreadInfo, payload: dict[str, Any], user: str, decision_type: str) -> str | None:
+        """Why `user` may not take `decision_type` on this pause, or None. Approvals for traders (orders) are
+        approved or edited by traders only, and not after expiry; anyone who may answer the thread, or a trader,
+        may reject them."""
+        traders = self.traders()
+        if payload.get("deciders") == TRADERS:
+            refused = approval_refusal(payload, user, decision_type, traders, datetime.now(UTC))
+            if refused:
+                return refused
+            if not (self.authorised(thread, user) or user in traders):
+                return "Only the requester, a configured approver or a trader can reject this order."
+            return None
+        if not self.authorised(thread, user):
+            return "Only the person who started this request or a configured approver can answer it."
+        return None

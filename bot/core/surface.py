@@ -1,0 +1,148 @@
+"""The surface protocol: how the core reaches people, whatever the surface (a Slack thread, the console).
+
+The core decides what to show (the content types below); a surface decides how: Block Kit in Slack, text in the
+console. A post is keyed (its key travels with the message where the surface can carry it, so `find` can tell
+whether an earlier attempt arrived); a post the surface refused raises `Refused`, and the core keeps its row for
+the background service to post again."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from bot.stores.threads import thread_id_for
+from graphs.views import View
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a thread lives: a Slack (team, channel, root ts), or the console's own names for the same three; `user`
+    is who the message or decision being handled came from (private answers go to them)."""
+
+    team: str
+    channel: str
+    thread_ts: str
+    user: str = ""
+
+    @property
+    def thread_id(self) -> str:
+        return thread_id_for(self.team, self.channel, self.thread_ts)
+
+
+class Refused(Exception):
+    """The surface did not take the post (an API error, a dropped connection); `reason` says which."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Status:
+    """A run's progress line; `running` offers a way to stop it."""
+
+    thread_id: str
+    text: str
+    running: bool = True
+
+
+@dataclass(frozen=True)
+class Question:
+    """A pause for a human: a clarify question, a code review or an approval (the interrupt's payload)."""
+
+    thread_id: str
+    interrupt_id: str
+    payload: dict[str, Any]
+    requester: str | None
+    position: tuple[int, int] = (1, 1)  # which of the run's pending questions, of how many
+
+
+@dataclass(frozen=True)
+class Result:
+    """A finished run or a command: its view, or plain text when it has none."""
+
+    view: View | None = None
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A plain message in the thread: a fill, a warning, why a run stopped (`failure`)."""
+
+    text: str
+    failure: bool = False
+    users: tuple[str, ...] = ()  # user ids named in the text (Slack shows them as mentions)
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What a review or approval card becomes once decided: who decided what, without buttons."""
+
+    title: str
+    user: str
+    decision: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Answered:
+    """What a question becomes once answered."""
+
+    title: str
+    user: str
+    answer: str
+
+
+@dataclass(frozen=True)
+class RetryOffer:
+    """A decision that could not be applied, with a way to try again."""
+
+    interrupt_id: str
+    error: str
+
+
+Content = Status | Question | Result | Notice | Decided | Answered | RetryOffer
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    """A chart, CSV or report to upload: its bytes come from the artifact store."""
+
+    kind: str
+    data: bytes
+    filename: str
+    title: str
+
+
+@dataclass(frozen=True)
+class ThreadStart:
+    """A thread the background service opens itself (a scheduled run): where, the root's text, and a marker that
+    lets `open_thread` find a root an earlier attempt posted."""
+
+    channel: str
+    text: str
+    marker: str
+    since: float = 0.0  # a root older than this (epoch seconds) cannot be the one looked for
+    users: list[str] = field(default_factory=list)
+
+
+class Surface(Protocol):
+    """What a surface implements for the core."""
+
+    def post(self, place: Place, content: Content, key: str | None = None) -> str:
+        """Post into the thread; returns the message's reference. Raises Refused."""
+
+    def update(self, place: Place, ref: str, content: Content) -> None:
+        """Replace a posted message (a failure is logged, never raised)."""
+
+    def upload(self, place: Place, files: list[StoredFile]) -> None:
+        """Attach files to the thread. Raises Refused."""
+
+    def find(self, place: Place, key: str) -> str | None:
+        """The reference of a message posted with `key`, if the thread has one. Raises Refused."""
+
+    def tell(self, place: Place, text: str) -> None:
+        """A private note to `place.user` (a refusal, a hint); a failure is logged, never raised."""
+
+    def open_thread(self, start: ThreadStart, again: bool) -> Place:
+        """Root a new thread; `again`: look for a root an earlier attempt posted first. Raises Refused."""

@@ -1,0 +1,23 @@
+"""Build the core for a surface: the runner, its job queue and its permission policy, from the app's context."""
+
+from __future__ import annotations
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from bot.context import AppContext
+from bot.core.core import Core
+from bot.core.policy import Policy
+from bot.core.surface import Surface
+from bot.jobs import JobQueue, make_job_queue
+from bot.runner import Runner
+
+
+def build_core(ctx: AppContext, checkpointer: BaseCheckpointSaver, surface: Surface, scope: str,
+               queue: JobQueue | None = None) -> Core:
+    """The core of one surface; `queue` defaults to the database's (procrastinate on PostgreSQL, in-process on
+    SQLite)."""
+    settings = ctx.settings
+    runner = Runner(ctx, checkpointer)
+    policy = Policy(settings.approvers, lambda: runner.context.traders)
+    return Core(runner, surface, queue or make_job_queue(ctx.engine, settings, scope), policy, scope,
+                claim_seconds=settings.decision_claim_seconds)

@@ -1,0 +1,16 @@
+"""Bolt listeners, one module per Slack surface kind (as Slack's own Bolt samples split them): events, slash
+commands, block actions and view submissions. Each `register(app, core)` hands the work to the core."""
+
+from __future__ import annotations
+
+from slack_bolt import App
+
+from bot.core import Core
+from bot.slack.listeners import actions, commands, events, views
+
+
+def register(app: App, core: Core, bot_user: str) -> None:
+    events.register(app, core, bot_user)
+    commands.register(app, core)
+    actions.register(app, core)
+    views.register(app, core)

@@ -1,0 +1,98 @@
+"""Buttons: a clarify choice, Approve, Edit / Reject (which open a form), Stop and Retry. A decision click is acked
+once its decision row is written, so an acked click is never lost; a button whose value is not what the bot wrote
+is answered plainly and decides nothing."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from slack_bolt import App
+
+from bot.core import ALREADY_HANDLED, Core, Place
+from bot.slack import render
+from bot.slack.render import Malformed, parse_button_value, parse_field
+from graphs.interrupts import APPROVAL
+
+MALFORMED = "This button's value is not one I wrote (it may have been cut or edited), so nothing was decided."
+
+
+def clicked_at(body: dict[str, Any]) -> Place:
+    """Where a click happened, and who clicked (for a private answer)."""
+    message = body.get("message") or {}
+    return Place((body.get("team") or {}).get("id", ""), (body.get("channel") or {}).get("id", ""),
+                 message.get("thread_ts") or message.get("ts") or "", body["user"]["id"])
+
+
+def register(app: App, core: Core) -> None:
+    def decide(ack: Any, body: dict[str, Any], value: str, decision_of: Any) -> None:
+        """A decision button: record the row, then ack (an acked click is never lost), then show and queue it."""
+        place = clicked_at(body)
+        try:
+            thread_id, interrupt_id, choice = parse_button_value(value)
+        except Malformed:
+            ack()
+            core.surface.tell(place, MALFORMED)
+            return
+        decision = decision_of(choice)
+        verdict = core.decide(thread_id, interrupt_id, place.user, decision, "button")
+        ack()
+        if not verdict.allowed:
+            core.surface.tell(place, verdict.reason)
+            return
+        core.confirm(verdict, interrupt_id, place.user, decision, "button", body["message"]["ts"])
+
+    @app.action(re.compile(r"^clarify_choice_\d+$"))
+    def on_choice(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+        decide(ack, body, action["value"], lambda choice: {"type": "respond", "message": choice})
+
+    @app.action("review_approve")
+    def on_approve(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+        decide(ack, body, action["value"], lambda _choice: {"type": "approve"})
+
+    @app.action("run_stop")
+    def on_stop(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+        ack()
+        place = clicked_at(body)
+        try:
+            thread_id = parse_field(action["value"], "t")
+        except Malformed:
+            core.surface.tell(place, MALFORMED)
+            return
+        core.surface.tell(place, core.stop(thread_id, place.user))
+
+    @app.action("decision_retry")
+    def on_retry(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+        ack()
+        place = clicked_at(body)
+        try:
+            interrupt_id = parse_field(action["value"], "i")
+        except Malformed:
+            core.surface.tell(place, MALFORMED)
+            return
+        core.surface.tell(place, core.retry(interrupt_id, place.user))
+
+    @app.action(re.compile(r"^review_(edit|reject)$"))
+    def on_open_form(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+        ack()  # first: the trigger_id expires 3 s after the click
+        place = clicked_at(body)
+        try:
+            thread_id, interrupt_id, decision = parse_button_value(action["value"])
+        except Malformed:
+            core.surface.tell(place, MALFORMED)
+            return
+        verdict = core.may_decide(thread_id, interrupt_id, place.user, decision)
+        value = verdict.payload
+        if not verdict.allowed or value is None:
+            core.surface.tell(place, verdict.reason or ALREADY_HANDLED)
+            return
+        message_ts = body["message"]["ts"]
+        name = str(value.get("title") or value.get("name") or "code")
+        if decision == "reject":
+            view = render.reject_modal(thread_id, interrupt_id, message_ts, name,
+                                       str(value.get("on_reject") or "The action is not taken."))
+        elif value.get("type") == APPROVAL:
+            view = render.approval_edit_modal(thread_id, interrupt_id, message_ts, value)
+        else:
+            view = render.edit_modal(thread_id, interrupt_id, message_ts, name, str(value.get("code") or ""))
+        app.client.views_open(trigger_id=body["trigger_id"], view=view)

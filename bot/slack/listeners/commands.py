@@ -1,0 +1,98 @@
+"""`/quant`: help, status, commands answered at once (account, orders, factor list …) and new requests, which
+get a thread of their own."""
+
+from __future__ import annotations
+
+import logging
+import shlex
+from typing import Any
+
+from slack_bolt import App
+from slack_sdk.errors import SlackApiError
+
+from bot.core import Core, Place, channel_account, clean_text
+from bot.slack import render
+from graphs.registry import COMMANDS, WORKFLOWS, command_for
+from graphs.workflow import CommandCall, CommandError, Subcommand
+from tools.data.schema import DataError
+
+log = logging.getLogger(__name__)
+
+NOT_IN_CHANNEL = ("I am not a member of this channel, so I cannot start a thread here. Invite me with "
+                  "`/invite @QuantDesk` and run the command again.")
+
+
+def usage() -> str:
+    """`/quant help`, from the workflow registry."""
+    lines = ["*QuantDesk* — `/quant <subcommand>`"]
+    for workflow in WORKFLOWS.values():
+        lines.append(f"• `/quant {workflow.usage}` — {workflow.summary}; e.g. `/quant {workflow.example}`. "
+                     + "; ".join(workflow.notes) + ".")
+        lines += [f"• `/quant {sub.usage}` — {sub.summary}" for sub in workflow.subcommands.values()]
+    lines += [f"• `/quant {command.usage}` — {command.summary}" for command in COMMANDS.values()]
+    lines += ["• `/quant status` — your open threads and the questions waiting for you",
+              "• `/quant help` — this text",
+              "Or mention me in a channel (`@QuantDesk signal rsi 600519.SH 20190101 20200601`, or plain words when "
+              "an LLM is configured) and reply in the thread when I ask something. A new request typed into a "
+              "thread that waits on a question starts its own thread."]
+    return "\n".join(lines)
+
+
+def register(app: App, core: Core) -> None:
+    client = app.client
+
+    @app.command("/quant")
+    def on_command(ack: Any, command: dict[str, Any], respond: Any) -> None:
+        ack()
+        text = clean_text(command.get("text", ""))
+        sub, _, rest = text.partition(" ")
+        sub = sub.lower()
+        user, channel = command["user_id"], command["channel_id"]
+        workflow = WORKFLOWS.get(sub)
+        try:
+            words = shlex.split(text)  # `rule add CODE "buy when …" every="30 14 * * 1-5"`
+        except ValueError:
+            words = text.split()
+        found = command_for(words)
+        if sub in ("", "help"):
+            respond(response_type="ephemeral", text=usage())
+        elif sub == "status":
+            respond(response_type="ephemeral", text=core.status_of(user))
+        elif found is not None:
+            run_command(respond, command["team_id"], channel, user, *found)
+        elif sub in COMMANDS:  # too few words for it, e.g. `cancel` without an order
+            respond(response_type="ephemeral", text=f"Usage: `/quant {COMMANDS[sub].usage}`. See `/quant help`.")
+        elif workflow is not None:
+            if not rest.strip():
+                respond(response_type="ephemeral", text=f"Usage: `/quant {workflow.usage}`, e.g. "
+                                                        f"`/quant {workflow.example}`. See `/quant help`.")
+                return
+            try:
+                root = client.chat_postMessage(channel=channel, text=f"<@{user}> asked: `/quant {text}`")["ts"]
+            except SlackApiError as exc:
+                error = exc.response.get("error")
+                respond(response_type="ephemeral", text=NOT_IN_CHANNEL if error in (
+                    "not_in_channel", "channel_not_found") else f"I could not post here ({error}).")
+                return
+            core.submit_text(Place(command["team_id"], channel, root, user), f"{sub} {rest}", f"msg:{channel}:{root}")
+        else:
+            respond(response_type="ephemeral", text=f"Unknown subcommand `{sub}`.\n{usage()}")
+
+    def run_command(respond: Any, team: str, channel: str, user: str, command: Subcommand, args: list[str]) -> None:
+        """A command that needs no run: its view to the user alone; one with a chart goes to the channel, with
+        the chart uploaded beside it."""
+        try:
+            view = command.run(CommandCall(core.runner.context, args, user, channel_account(channel)))
+        except (CommandError, DataError, ValueError) as exc:
+            respond(response_type="ephemeral", text=f":warning: {exc}")
+            return
+        if not view.artifacts:
+            respond(response_type="ephemeral", **render.view_message(view))
+            return
+        try:
+            ts = client.chat_postMessage(channel=channel, **render.view_message(view))["ts"]
+        except SlackApiError as exc:
+            respond(response_type="ephemeral", **render.view_message(view))
+            log.warning("could not post a command's view: %s", exc.response.get("error"))
+            return
+        core.outbox.upload(Place(team, channel, ts, user), view.artifacts)

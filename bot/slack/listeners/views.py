@@ -1,0 +1,65 @@
+"""Decision forms submitted: an edited code body, an edited approval, a rejection's reason. Problems are shown in
+the form before anything is decided; an accepted submission is recorded, then applied like any decision."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slack_bolt import App
+
+from bot.core import ALREADY_HANDLED, Core
+from bot.slack.render import Malformed, parse_metadata
+from graphs.factor.template import edit_problems
+from graphs.interrupts import validate_args
+
+
+def register(app: App, core: Core) -> None:
+    @app.view("review_edit_modal")
+    def on_edit_submitted(ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
+        code = (view["state"]["values"]["code"]["code"].get("value") or "").strip("\n")
+        problems = edit_problems(code)
+        if problems:  # errors the sandbox's static check would raise, shown in the form before anything runs
+            ack(response_action="errors", errors={"code": "; ".join(problems)[:1000]})
+            return
+        decided_in_form(ack, body, view, {"type": "edit",
+                                          "edited_action": {"name": "code_review", "args": {"code": code}}}, "code")
+
+    @app.view("approval_edit_modal")
+    def on_approval_edit_submitted(ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
+        first = next(iter(view["state"]["values"]), "x")
+        try:
+            thread_id, interrupt_id, _ = parse_metadata(view["private_metadata"])
+        except Malformed:
+            ack(response_action="errors", errors={first: "This form is not one I opened; nothing was decided."})
+            return
+        value = core.pending_value(thread_id, interrupt_id)
+        if value is None:
+            ack(response_action="errors", errors={first: ALREADY_HANDLED})
+            return
+        edits = {name: (block.get(name) or {}).get("value") for name, block in view["state"]["values"].items()}
+        args, problems = validate_args(value.get("args_schema") or {}, value.get("args") or {}, edits)
+        if problems:  # shown in the form, against the first field; nothing is decided
+            ack(response_action="errors", errors={next(iter(edits)): "; ".join(problems)[:1000]})
+            return
+        decided_in_form(ack, body, view, {"type": "edit", "edited_action": {"name": value.get("action"),
+                                                                            "args": args}}, next(iter(edits)))
+
+    @app.view("review_reject_modal")
+    def on_reject_submitted(ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
+        reason = (view["state"]["values"]["reason"]["reason"].get("value") or "").strip()
+        decided_in_form(ack, body, view, {"type": "reject", "message": reason}, "reason")
+
+    def decided_in_form(ack: Any, body: dict[str, Any], view: dict[str, Any], decision: dict[str, Any],
+                        block: str) -> None:
+        try:
+            thread_id, interrupt_id, message_ts = parse_metadata(view["private_metadata"])
+        except Malformed:
+            ack(response_action="errors", errors={block: "This form is not one I opened; nothing was decided."})
+            return
+        user = body["user"]["id"]
+        verdict = core.decide(thread_id, interrupt_id, user, decision, "modal")
+        if not verdict.allowed:
+            ack(response_action="errors", errors={block: verdict.reason})
+            return
+        ack()
+        core.confirm(verdict, interrupt_id, user, decision, "modal", message_ts)

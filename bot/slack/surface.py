@@ -1,0 +1,188 @@
+"""The Slack surface: the core's posts as Block Kit through a bare WebClient (no Bolt app needed, so a worker
+process can post). A card whose blocks Slack refuses falls back to its header and buttons (the details go up as a
+file beside them), then to plain text; each keyed post carries its key in the message metadata, so `find` can
+tell whether an earlier attempt reached the thread."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from bot.core.kinds import kind_of
+from bot.core.surface import (
+    Answered,
+    Content,
+    Decided,
+    Notice,
+    Place,
+    Question,
+    Refused,
+    Result,
+    RetryOffer,
+    Status,
+    StoredFile,
+    ThreadStart,
+)
+from bot.slack import render
+
+log = logging.getLogger(__name__)
+
+POST_EVENT = "quantdesk_post"  # message metadata event type: {"key": interrupt id or result key}
+THREAD_EVENT = "quantdesk_rule_run"  # a background run's root message: {"execution": its marker}
+BLOCKS_REFUSED = ("invalid_blocks", "invalid_blocks_format", "msg_too_long", "too_many_blocks")
+PLAIN_TEXT_NOTE = "\n(Shown as plain text: Slack refused the formatted message. Reply here, or use `quantdesk chat`.)"
+PLAIN_TEXT_MAX = 39_000
+
+
+def mention(text: str, users: tuple[str, ...] | list[str]) -> str:
+    """User ids named in a text, as Slack mentions."""
+    for user in users:
+        if user:
+            text = re.sub(rf"(?<![<@\w]){re.escape(user)}\b", f"<@{user}>", text)
+    return text
+
+
+def message_for(content: Content) -> dict[str, Any]:
+    """The Block Kit message of a content."""
+    if isinstance(content, Question):
+        return render.question_message(content.thread_id, content.interrupt_id, content.payload, content.requester)
+    if isinstance(content, Status):
+        return render.status_message(content.thread_id, content.text, content.running)
+    if isinstance(content, Result):
+        return render.view_message(content.view) if content.view else render.reply_message(content.text or "Done.")
+    if isinstance(content, Notice):
+        return render.reply_message(mention(content.text, content.users))
+    if isinstance(content, Decided):
+        return render.decided_message(content.title, content.user, content.decision, content.note)
+    if isinstance(content, Answered):
+        return render.answered_message(content.title, content.user, content.answer)
+    if isinstance(content, RetryOffer):
+        return render.retry_message(content.interrupt_id, content.error)
+    raise TypeError(f"no Slack message for {type(content).__name__}")
+
+
+def carries(message: dict[str, Any], event_type: str, field: str, value: str) -> bool:
+    """Whether a Slack message's metadata is of `event_type` with `field` = `value` (how a post finds itself)."""
+    metadata = message.get("metadata") or {}
+    return metadata.get("event_type") == event_type and (metadata.get("event_payload") or {}).get(field) == value
+
+
+def _reason(exc: Exception) -> str:
+    return str(exc.response.get("error")) if isinstance(exc, SlackApiError) else type(exc).__name__
+
+
+class SlackSurface:
+    def __init__(self, client: WebClient) -> None:
+        self.client = client
+        self._team: str | None = None  # the workspace's team id, for threads the bot roots itself
+
+    def post(self, place: Place, content: Content, key: str | None = None) -> str:
+        message = message_for(content)
+        extra: dict[str, Any] = {"metadata": {"event_type": POST_EVENT, "event_payload": {"key": key}}} if key else {}
+        compact = render.compact_message(message)
+        forms = [("full", message), *([("compact", compact)] if compact else [])]
+        plain = {"text": (message["text"] + PLAIN_TEXT_NOTE)[:PLAIN_TEXT_MAX]}
+        try:
+            for form, attempt in forms:
+                try:
+                    ts = str(self.client.chat_postMessage(channel=place.channel, thread_ts=place.thread_ts, **extra,
+                                                          **attempt)["ts"])
+                except SlackApiError as exc:
+                    if exc.response.get("error") not in BLOCKS_REFUSED:
+                        raise
+                    continue
+                if isinstance(content, Question):
+                    self._beside_question(place, content, form)
+                return ts
+            return str(self.client.chat_postMessage(channel=place.channel, thread_ts=place.thread_ts, **extra,
+                                                    **plain)["ts"])
+        except (SlackApiError, OSError) as exc:
+            raise Refused(_reason(exc)) from exc
+
+    def _beside_question(self, place: Place, question: Question, form: str) -> None:
+        """What goes beside a posted card: the details Slack refused to show, as a file; or a code body too long
+        to show inline, as a snippet."""
+        value, kind = question.payload, kind_of(question.payload)
+        if form != "full":
+            self._safe(self.client.files_upload_v2, content=kind.console_text(value), filename="details.txt",
+                       title=f"{kind.title(value)} (details)", channel=place.channel, thread_ts=place.thread_ts)
+            return
+        code = str(value.get("code") or "")
+        if len(code) <= render.CODE_INLINE_MAX:
+            return
+        try:
+            self.client.files_upload_v2(content=value.get("program") or code, filename=f"{value['name']}.py",
+                                        title=f"{value['name']}.py (code under review)",
+                                        channel=place.channel, thread_ts=place.thread_ts)
+        except (SlackApiError, OSError) as exc:
+            log.warning("code snippet upload failed: %s", _reason(exc))
+            self._safe(self.client.chat_postMessage, channel=place.channel, thread_ts=place.thread_ts,
+                       text=":warning: I could not attach the code under review; review it with "
+                            "`quantdesk chat` or ask an admin to check the bot's file permissions.")
+
+    def update(self, place: Place, ref: str, content: Content) -> None:
+        self._safe(self.client.chat_update, channel=place.channel, ts=ref, **message_for(content))
+
+    def upload(self, place: Place, files: list[StoredFile]) -> None:
+        uploads = [{"content": f.data, "filename": f.filename, "title": f.title} for f in files]
+        try:
+            self.client.files_upload_v2(file_uploads=uploads, channel=place.channel, thread_ts=place.thread_ts)
+        except (SlackApiError, OSError) as exc:
+            raise Refused(_reason(exc)) from exc
+
+    def find(self, place: Place, key: str) -> str | None:
+        try:
+            replies = self.client.conversations_replies(channel=place.channel, ts=place.thread_ts,
+                                                        include_all_metadata=True, limit=200)
+        except (SlackApiError, OSError) as exc:
+            log.warning("could not read the thread to check a re-post: %s", _reason(exc))
+            raise Refused(_reason(exc)) from exc
+        return next((str(m["ts"]) for m in replies.get("messages", []) if carries(m, POST_EVENT, "key", key)), None)
+
+    def tell(self, place: Place, text: str) -> None:
+        self._safe(self.client.chat_postEphemeral, channel=place.channel, user=place.user, text=text,
+                   thread_ts=place.thread_ts)
+
+    def open_thread(self, start: ThreadStart, again: bool) -> Place:
+        """Root a new thread in the channel; `again`: first look for the root an earlier attempt posted (Slack has
+        no idempotency key), by the marker in its metadata."""
+        try:
+            if self._team is None:
+                self._team = str(self.client.auth_test()["team_id"])
+            root = self._root(start) if again and start.marker else None
+            if root is None:
+                extra = ({"metadata": {"event_type": THREAD_EVENT, "event_payload": {"execution": start.marker}}}
+                         if start.marker else {})
+                root = str(self.client.chat_postMessage(channel=start.channel, text=mention(start.text, start.users),
+                                                        **extra)["ts"])
+        except (SlackApiError, OSError) as exc:
+            raise Refused(_reason(exc)) from exc
+        return Place(self._team, start.channel, root)
+
+    def _root(self, start: ThreadStart) -> str | None:
+        """The ts of the root an earlier start posted in the channel, if any: the channel's messages newest first,
+        page by page, until one older than `start.since` (the root came after it)."""
+        cursor = None
+        while True:
+            page = self.client.conversations_history(channel=start.channel, limit=200, include_all_metadata=True,
+                                                     cursor=cursor)
+            messages = page.get("messages", [])
+            for message in messages:
+                if carries(message, THREAD_EVENT, "execution", start.marker):
+                    log.info("%s: its root %s was posted before; not posting another", start.marker, message["ts"])
+                    return str(message["ts"])
+            cursor = (page.get("response_metadata") or {}).get("next_cursor")
+            if not (page.get("has_more") and cursor and messages) or float(messages[-1]["ts"]) < start.since:
+                return None
+
+    @staticmethod
+    def _safe(method: Any, **kwargs: Any) -> None:
+        """A Slack call whose failure (an API error or a dropped connection) must not stop the run."""
+        try:
+            method(**kwargs)
+        except (SlackApiError, OSError) as exc:
+            log.warning("Slack call failed: %s", _reason(exc))

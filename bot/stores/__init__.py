@@ -1,0 +1,1 @@
+"""The bot's own records: threads, decisions, posts and the audit log of human decisions."""

@@ -1,0 +1,55 @@
+"""The rule workflow's background work: the scheduler pass, and counting a scheduled run that crashed."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from graphs.background import BackgroundCall, Notice, ScheduledRun
+from graphs.context import WorkflowContext
+from tools.broker.proposal_claims import release_proposals
+from tools.rule_store import Rule, RuleError
+from tools.schedule import run_due, trading_day_checker
+
+WORKFLOW = "rule"
+
+
+def scheduled_request(rule_id: int, execution_id: str) -> dict[str, Any]:
+    """What a scheduled run of a rule asks for: the workflow reads it from its state (nobody can type it)."""
+    return {"workflow": WORKFLOW, "rule_id": rule_id, "execution": execution_id}
+
+
+def rule_schedule_job(ctx: WorkflowContext, call: BackgroundCall) -> list[Notice]:
+    """The scheduler pass: each enabled rule whose cron matched (in its timezone, on a trading day) runs once per
+    tick across every process, in a new thread of its channel whose root names the rule."""
+    if ctx.rules is None:
+        return []
+
+    def start(rule: Rule, tick: datetime, execution_id: str, again: bool) -> None:
+        call.start(ScheduledRun(rule.channel, rule.owner, execution_id,
+                                f"Rule {rule.id} ({rule.symbol}): scheduled run for {tick:%Y-%m-%d %H:%M} UTC, owner "
+                                f"{rule.owner}", scheduled_request(rule.id, execution_id), tick.timestamp()), again)
+
+    run_due(ctx.engine, ctx.rules, call.now, start, call.owner, is_trading_day=trading_day_checker(ctx.provider),
+            catch_up=call.catch_up, serves=call.serves)  # type: ignore[arg-type]
+    return []
+
+
+def rule_run_failed(ctx: WorkflowContext, thread_id: str, request: dict[str, Any], error: str) -> list[Notice]:
+    """A scheduled run whose graph crashed never reached its report node, which counts failed runs and gives back
+    the rule's order proposal claim: count it toward the rule's auto-pause (QUANTDESK_RULE_MAX_FAILURES), release
+    the claim (the run ended before any card was shown), and tell the owner when the rule was paused."""
+    rules, execution_id = ctx.rules, str(request.get("execution") or "")
+    rule = rules.get(request["rule_id"]) if rules is not None and isinstance(request.get("rule_id"), int) else None
+    if rules is None or rule is None:  # deleted since the run was queued
+        return []
+    try:
+        paused = rules.record_failure(rule.id, error)
+    except RuleError:  # deleted a moment ago
+        return []
+    release_proposals(rules.engine, execution_id)
+    if not paused:
+        return []
+    return [Notice(thread_id, f"rule-paused:{execution_id}",
+                   f":pause_button: Rule {rule.id} is paused after repeated failures; its owner {rule.owner} can "
+                   f"`rule resume {rule.id}` once it is fixed.", (rule.owner,))]
