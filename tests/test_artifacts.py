@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from sqlalchemy import Engine, inspect, update
 
-from bot.console_surface import ConsoleSurface, console_place
+from bot.console.surface import ConsoleSurface, console_place
 from bot.context import build_context
 from bot.core import Place
 from bot.core.wiring import build_core

@@ -11,8 +11,7 @@ from typing import Annotated, TypedDict
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
-from bot.console import CONSOLE_SCOPE, Console
-from bot.console_surface import ConsoleSurface
+from bot.console import CONSOLE_SCOPE, Console, ConsoleSurface
 from bot.context import build_context
 from bot.core.wiring import build_core
 from bot.jobs.local import LocalJobQueue

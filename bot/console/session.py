@@ -1,6 +1,6 @@
 """`quantdesk chat`: a local console that reads requests from a terminal or piped stdin.
 
-It goes through the same core as Slack (bot/core), on its own surface (bot/console_surface.py) and the in-process
+It goes through the same core as Slack (bot/core), on its own surface (bot/console/surface.py) and the in-process
 job queue: a request is recorded and run as a job, a decision typed here is a decision row applied by a job, and
 the background service runs due rules and fills due orders while the session is open.
 
@@ -24,7 +24,7 @@ from typing import Any, TextIO
 import pandas as pd
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from bot.console_surface import ConsoleSurface, console_place
+from bot.console.surface import ConsoleSurface, console_place
 from bot.context import AppContext
 from bot.core import ALREADY_HANDLED, Core
 from bot.core.background import BackgroundService
