@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from bot.jobs import Message, make_job_queue
 from tests.conftest import migrated_pg_database
-from tests.fakes.slack_server import SlackServer
+from tests.fakes.slack_server import TEAM, SlackServer
 from tests.slack_harness import (
     BotProcess,
+    WorkerProcess,
     children,
     command_line,
     event_body,
@@ -23,8 +25,11 @@ from tests.slack_harness import (
     mention,
     new_ts,
     post,
+    text_of,
     wait_until,
 )
+from tools.settings import Settings
+from tools.storage.db import make_engine
 
 ALICE = "UALICE"
 ASK = "signal ma_cross 600519.SH 20190101"  # asks which dates: the worker ran it
@@ -76,3 +81,25 @@ def test_a_killed_worker_child_is_replaced_and_a_killed_serve_takes_its_child_wi
     assert serve.kill() == -9
     wait_until(lambda: _gone(second), "the orphaned worker child to stop", timeout=30)
     assert _gone(first)
+
+
+@pytest.mark.postgres
+def test_a_worker_runs_jobs_with_no_bolt_app_and_no_call_to_slack_at_start(tmp_path: Path) -> None:
+    """`quantdesk worker` is the core on a bare WebClient (issue 24): it starts without a Bolt app (whose constructor
+    calls auth.test), and a job it runs posts into its thread all the same."""
+    with migrated_pg_database() as url, SlackServer() as slack:
+        worker = WorkerProcess.start(slack.url, url, tmp_path)
+        try:
+            wait_until(worker.started, "the worker to run jobs")
+            assert slack.fake.calls == []  # nothing was asked of Slack to start
+            settings = Settings(_env_file=None, DATABASE_URL=url, QUANTDESK_DATA_DIR=str(tmp_path))
+            engine = make_engine(url)
+            root = new_ts()
+            make_job_queue(engine, settings, "slack-").submit_text(Message(f"msg:C8100:{root}", TEAM, "C8100", root,
+                                                                           ALICE, ASK))
+            slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread("C8100", root)(c)
+                                and "Which date range" in text_of(c))
+            assert slack.fake.of("auth.test") == []
+            engine.dispose()
+        finally:
+            worker.stop()
