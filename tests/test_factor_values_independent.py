@@ -92,8 +92,9 @@ def turnover(raw: dict[str, pd.DataFrame], n: int) -> pd.DataFrame:
 
 @pytest.fixture
 def run_factor(sqlite_url: str, sandbox: Sandbox) -> Iterator[Callable[..., pd.DataFrame]]:
-    """Run `factor REQUEST name=NAME` through the main graph on SQLite, approving the code review; returns the
-    stored values of NAME read back from the factor library."""
+    """Run `factor REQUEST name=NAME` through the main graph on SQLite, approving the code review and the save
+    approval that a factor on fewer than 20 codes asks for (and nothing else); returns the stored values of NAME
+    read back from the factor library."""
     engine = make_engine(sqlite_url)
     upgrade(engine)
 
@@ -107,7 +108,11 @@ def run_factor(sqlite_url: str, sandbox: Sandbox) -> Iterator[Callable[..., pd.D
         assert pending.value["type"] == "code_review", pending.value
         assert pending.value["failure"] is None, pending.value["failure"]
         out = thread.decide(out, {"type": "approve"})
-        assert "__interrupt__" not in out, out["__interrupt__"][0].value  # no near-duplicate question here
+        (save,) = out["__interrupt__"]  # these tests use up to 5 codes: saving asks, for that reason alone
+        assert save.value["action"] == "save_factor", save.value
+        assert "too few codes" in save.value["description"] and "nearly repeat" not in save.value["description"]
+        out = thread.decide(out, {"type": "approve"})
+        assert "__interrupt__" not in out, out["__interrupt__"][0].value
         store = FactorStore(engine)
         info = store.latest(name)
         assert info is not None, out.get("final_reply")
