@@ -1,4 +1,5 @@
-"""Durable decisions and posts (ARCHITECTURE §7) on SQLite and PostgreSQL: the first decision wins, one claimant
+"""Durable decisions and posts (ARCHITECTURE.md, "One path for every human decision") on SQLite and PostgreSQL:
+the first decision wins, one claimant
 applies it, infrastructure failures back off and give up, a human Retry makes it due again."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The one interface every broker implements (ARCHITECTURE §8): the paper broker now, real brokers later. The
+"""The one interface every broker implements (see ARCHITECTURE.md): the paper broker now, real brokers later. The
 graphs speak only this."""
 
 from __future__ import annotations

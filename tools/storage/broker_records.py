@@ -1,4 +1,4 @@
-"""Paper account tables (ARCHITECTURE §8): accounts, orders, fills, positions, the cash ledger, daily marks,
+"""Paper account tables (see ARCHITECTURE.md): accounts, orders, fills, positions, the cash ledger, daily marks,
 order events (the audit trail) and the trading switch. Money is integer fen. Migration 0007 creates them."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Application tables (ARCHITECTURE §4). Migrations in `migrations/` create them; keep the two in step."""
+"""Application tables (ARCHITECTURE.md, "Where things go"). Migrations in `migrations/` create them; keep the two
+in step."""
 
 from __future__ import annotations
 
