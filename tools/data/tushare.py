@@ -9,6 +9,15 @@ from datetime import date, timedelta
 
 import httpx
 import pandas as pd
+from tenacity import (
+    RetryCallState,
+    RetryError,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+    wait_incrementing,
+)
 
 from tools.data.calendar import TradingCalendar, published_calendar
 from tools.data.provider import MarketDataProvider
@@ -52,6 +61,17 @@ class TushareRateLimited(TushareError):
 
 class _Transient(Exception):
     """A failure worth retrying: the request did not reach tushare or tushare's server failed (HTTP 5xx)."""
+
+
+def _say_transient(state: RetryCallState) -> None:
+    wait = state.next_action.sleep if state.next_action else 0.0
+    log.warning("%s; retry %d in %.1f s", state.outcome.exception() if state.outcome else "?", state.attempt_number,
+                wait)
+
+
+def _say_rate_limited(state: RetryCallState) -> None:
+    wait = state.next_action.sleep if state.next_action else 0.0
+    log.warning("tushare rate limit; retrying in %.0f s", wait)
 
 
 class TushareProvider(MarketDataProvider):
@@ -101,30 +121,28 @@ class TushareProvider(MarketDataProvider):
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=fields)
 
     def _post(self, api_name: str, params: dict[str, object], fields: list[str]) -> dict:
+        """One call's data: rate limits waited out (`backoff_seconds` × n), each try with its own transient
+        retries (doubling waits from `retry_backoff`); anything else tushare says is raised as it is."""
         body = {"api_name": api_name, "token": self._token, "params": params, "fields": ",".join(fields)}
-        failures = limited = 0
-        while True:
-            try:
-                answer = self._send(api_name, body)
-            except _Transient as exc:
-                if failures >= self._retries:
-                    raise TushareError(f"{exc} (gave up after {failures + 1} attempts)") from None
-                wait = self._retry_backoff * 2**failures
-                failures += 1
-                log.warning("%s; retry %d of %d in %.1f s", exc, failures, self._retries, wait)
-                self._sleep(wait)
-                continue
-            code = int(answer.get("code", -1))
-            if code == 0:
-                return answer.get("data") or {}
-            error = _explain(code, str(answer.get("msg") or ""), api_name)
-            if isinstance(error, TushareRateLimited) and limited < RATE_LIMIT_RETRIES:
-                limited += 1
-                wait = self._backoff * limited
-                log.warning("tushare rate limit on %s; retrying in %.0f s", api_name, wait)
-                self._sleep(wait)
-                continue
-            raise error
+        rate_limited = Retrying(retry=retry_if_exception_type(TushareRateLimited),
+                                stop=stop_after_attempt(RATE_LIMIT_RETRIES + 1),
+                                wait=wait_incrementing(start=self._backoff, increment=self._backoff),
+                                sleep=self._sleep, reraise=True, before_sleep=_say_rate_limited)
+        return rate_limited(self._answer, api_name, body)
+
+    def _answer(self, api_name: str, body: dict[str, object]) -> dict:
+        transient = Retrying(retry=retry_if_exception_type(_Transient), stop=stop_after_attempt(self._retries + 1),
+                             wait=wait_exponential(multiplier=self._retry_backoff, min=0), sleep=self._sleep,
+                             before_sleep=_say_transient)
+        try:
+            answer = transient(self._send, api_name, body)
+        except RetryError as exc:
+            attempt = exc.last_attempt
+            raise TushareError(f"{attempt.exception()} (gave up after {attempt.attempt_number} attempts)") from None
+        code = int(answer.get("code", -1))
+        if code == 0:
+            return answer.get("data") or {}
+        raise _explain(code, str(answer.get("msg") or ""), api_name)
 
     def _send(self, api_name: str, body: dict[str, object]) -> dict:
         """One POST and its decoded answer; raises `_Transient` for what a retry may fix."""
