@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 from sqlalchemy.exc import ArgumentError, OperationalError
@@ -30,11 +31,14 @@ def _positive(value: str) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="quantdesk", description="QuantDesk research desk")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version('quantdesk')}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("chat", help="local console on the same workflows (reads stdin)")
     serve = sub.add_parser("serve", help="run the Slack bot (Socket Mode with SLACK_APP_TOKEN, else HTTP mode)")
-    serve.add_argument("--host", default="0.0.0.0")
-    serve.add_argument("--port", type=int, default=3000)
+    serve.add_argument("--host", default="0.0.0.0",
+                       help="address the HTTP mode listens on (default %(default)s; unused in Socket Mode)")
+    serve.add_argument("--port", type=int, default=3000,
+                       help="port of the HTTP mode's /slack/events (default %(default)s; unused in Socket Mode)")
     serve.add_argument("--no-worker", action="store_true",
                        help="run no job worker beside the listener (PostgreSQL: `quantdesk worker` processes run jobs)")
     worker = sub.add_parser("worker", help="run jobs from the PostgreSQL job queue (any number of hosts)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from dataclasses import dataclass
 
 from sqlalchemy import Engine
@@ -28,7 +29,10 @@ class AppContext:
 
 
 def configure_logging(level: str) -> None:
-    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    """Log at `level`; alembic's per-migration lines only at DEBUG (else its warnings and errors)."""
+    level = level.upper()
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("alembic").setLevel(logging.DEBUG if level == "DEBUG" else logging.WARNING)
 
 
 def build_context(settings: Settings) -> AppContext:
@@ -36,7 +40,11 @@ def build_context(settings: Settings) -> AppContext:
     url = settings.database_url_value
     engine = make_engine(url)
     if is_sqlite(url):
-        upgrade(engine)
+        before = current_revision(engine)
+        now = upgrade(engine)
+        if before != now:  # one line on stderr; the migrations themselves are in the debug log
+            done = "created" if before is None else f"upgraded from revision {before}"
+            print(f"database {done} at {redacted(url)}, revision {now}", file=sys.stderr, flush=True)
     else:
         current, head = current_revision(engine), head_revision()
         if current != head:

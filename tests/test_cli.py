@@ -4,6 +4,7 @@ import os
 import re
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from tools.storage.migrate import head_revision
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("QUANTDESK_", "TUSHARE_", "DATABASE_", "SLACK_"))}
-    env.update(QUANTDESK_DATA_DIR=str(tmp_path / "data"), QUANTDESK_LOG_LEVEL="WARNING", **extra)
+    env.update({"QUANTDESK_DATA_DIR": str(tmp_path / "data"), "QUANTDESK_LOG_LEVEL": "WARNING", **extra})
     return env
 
 
@@ -181,3 +182,29 @@ def test_factor_session_with_review_at_the_prompt(tmp_path: Path) -> None:
     assert "return -(close / close.shift(10) - 1)" in text.split("reversal_5_edit_86c6ab: ", 1)[1]
     chart = next(line.split(": ", 1)[1] for line in text.splitlines() if line.startswith("  saved chart: "))
     assert Path(chart).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_first_start_says_in_one_line_that_it_created_the_database(tmp_path: Path) -> None:
+    """At the default log level the migrations are not listed (alembic logs at WARNING); a second start is quiet."""
+    first = _quantdesk(["chat"], tmp_path, "quit\n", QUANTDESK_LOG_LEVEL="INFO")
+    assert first.returncode == 0, first.stderr
+    created = [line for line in first.stderr.splitlines() if "database" in line and "revision" in line]
+    assert created == [f"database created at sqlite:///{tmp_path / 'data' / 'quantdesk.db'}, revision "
+                       f"{head_revision()}"]
+    assert "Running upgrade" not in first.stderr
+    again = _quantdesk(["chat"], tmp_path, "quit\n", QUANTDESK_LOG_LEVEL="INFO")
+    assert "database created" not in again.stderr
+
+
+def test_debug_logging_lists_the_migrations(tmp_path: Path) -> None:
+    out = _quantdesk(["chat"], tmp_path, "quit\n", QUANTDESK_LOG_LEVEL="DEBUG")
+    assert out.returncode == 0, out.stderr
+    assert "Running upgrade  -> 0001" in out.stderr
+
+
+def test_version_and_serve_help(tmp_path: Path) -> None:
+    out = _quantdesk(["--version"], tmp_path)
+    assert out.returncode == 0 and out.stdout.strip() == f"quantdesk {version('quantdesk')}"
+    help_text = " ".join(_quantdesk(["serve", "--help"], tmp_path).stdout.split())
+    assert "--host HOST address the HTTP mode listens on (default 0.0.0.0;" in help_text
+    assert "--port PORT port of the HTTP mode's /slack/events (default 3000;" in help_text

@@ -39,7 +39,7 @@ def upgrade(engine: Engine, revision: str = "head") -> str:
         config.attributes["connection"] = connection
         command.upgrade(config, revision)
     now = current_revision(engine)
-    log.info("database at revision %s", now)
+    log.debug("database at revision %s", now)
     return now or ""
 
 
