@@ -93,3 +93,20 @@ def test_bars_and_load_suggest_the_code_and_bars_print_each_row_once_in_one_form
     amounts = [row.split()[3] for row in rows]
     assert amounts[0] == "16696837.0950" and amounts[2] == "6853917.6010"
     assert all(re.fullmatch(r"\d+\.\d{4}", amount) for amount in amounts)
+
+
+def test_an_edited_order_is_shown_again_checked_and_placed_only_once_approved(tmp_path: Path) -> None:
+    """Issue 28, item 13: `edit` produces a new card with every check run again; the next `approve` decides it."""
+    lines = _chat(tmp_path, "order 000001.SZ buy 100 limit=14.50", "edit quantity=300 limit_price=14.60",
+                  "orders all", "approve", "orders all")
+    cards = [i for i, line in enumerate(lines) if line.startswith("--- approval: ")]
+    assert [lines[i] for i in cards] == ["--- approval: BUY 100 000001.SZ 平安银行 at limit 14.50 ---",
+                                         "--- approval: BUY 300 000001.SZ 平安银行 at limit 14.60 ---"]
+    edited = lines[cards[1] + 1]
+    assert edited.startswith("Edited by ") and edited.endswith(": every check ran again on the edited order; decide "
+                                                                "it again.")
+    assert lines[cards[1] + 2] == "All checks pass."
+    placed = next(i for i, line in enumerate(lines) if line.startswith("Order 1 filled: BUY 300 000001.SZ"))
+    assert cards[1] < placed
+    assert any(line.startswith("No ") and "orders" in line for line in lines[cards[1]:placed])  # none before approve
+    assert not any("an order needs a code" in line for line in lines)

@@ -151,9 +151,14 @@ def test_an_edit_is_checked_against_the_rules_before_anything_is_placed(db_url: 
                           user=TRADER)
     assert "Limit price (CNY) must be at most" in _card(price)["description"]
     assert _orders(engine, "g5") == []
-    done = thread.decide(price, {"type": "edit", "edited_action": {"name": "place_order",
-                                                                   "args": {"quantity": 300, "limit_price": "14.60"}}},
-                         user=TRADER)
+    edited = thread.decide(price, {"type": "edit", "edited_action": {"name": "place_order", "args": {
+        "quantity": 300, "limit_price": "14.60"}}}, user=TRADER)
+    card = _card(edited)  # a valid edit is not placed as it comes: a new card, every check run again on it
+    assert (card["args"]["quantity"], card["args"]["limit_price"]) == (300, "14.60")
+    assert card["description"].startswith(f"Edited by {TRADER}: every check ran again")
+    assert "All checks pass." in card["description"] and card["allowed"] == ["approve", "edit", "reject"]
+    assert _orders(engine, "g5") == []
+    done = thread.decide(edited, {"type": "approve"}, user=TRADER)
     assert done["result"]["status"] == "filled"
     (order,) = _orders(engine, "g5")
     assert (order.quantity, order.limit_price_fen) == (300, 1460)
@@ -181,8 +186,10 @@ def test_failing_checks_offer_no_approve_and_an_edit_can_fix_them(db_url: str, e
     assert "FAIL cash" in card["description"] and "FAIL order value limit" in card["description"]
     again = thread.decide(out, {"type": "approve"}, user=TRADER)
     assert "approve is not possible while checks fail" in _card(again)["description"]
-    done = thread.decide(again, {"type": "edit", "edited_action": {"name": "place_order", "args": {"quantity": 100}}},
-                         user=TRADER)
+    edited = thread.decide(again, {"type": "edit", "edited_action": {"name": "place_order",
+                                                                     "args": {"quantity": 100}}}, user=TRADER)
+    assert _card(edited)["allowed"] == ["approve", "edit", "reject"]  # the edit fixed them: now it may be approved
+    done = thread.decide(edited, {"type": "approve"}, user=TRADER)
     assert done["result"]["status"] == "filled"
 
 

@@ -425,19 +425,35 @@ def test_an_edit_outside_the_rules_is_refused_in_the_modal(desk: Desk) -> None:
 class Edited:
     proposal: Proposal
     answer: tuple[int, str]  # the HTTP answer to the valid edit's view submission
+    card: Call  # the card the edit produced
+    orders_before_approval: list[PaperOrder]
 
 
 @pytest.fixture(scope="module")
 def edited(desk: Desk) -> Edited:
-    """A trader edits the quantity to 200 (a valid lot) and submits."""
+    """A trader edits the quantity to 200 (a valid lot) and submits; the re-checked card comes up and the trader
+    approves it."""
     proposal = _propose(desk, "C7210")
     _click(desk, TRADER, proposal, button_of(proposal.card, "review_edit"))
     view = _modal(desk, proposal)
     answer = _submit(desk, TRADER, view, {"quantity": {"quantity": "200"}})
-    return Edited(proposal, answer)
+    card = _card(desk, proposal.channel, proposal.root, 2)
+    orders = _orders(desk, proposal.channel)
+    again = Proposal(proposal.channel, proposal.root, card)
+    _click(desk, TRADER, again, button_of(card, "review_approve"))
+    return Edited(proposal, answer, card, orders)
 
 
-def test_a_valid_edit_fills_the_edited_quantity(desk: Desk, edited: Edited) -> None:
+def test_a_valid_edit_is_a_new_card_with_every_check_run_again(edited: Edited) -> None:
+    assert edited.orders_before_approval == []  # nothing placed on the edit alone
+    assert _facts(edited.card)["Quantity"] == "200"
+    description = _description(edited.card)
+    assert description[0] == f"Edited by {TRADER}: every check ran again on the edited order; decide it again."
+    assert description[1] == "All checks pass." and _checks(edited.card)
+    assert "review_approve" in _buttons(edited.card)
+
+
+def test_a_valid_edit_fills_the_edited_quantity_once_approved(desk: Desk, edited: Edited) -> None:
     proposal = edited.proposal
     (order,) = _filled(desk, proposal.channel)
     assert order.quantity == 200 and order.approved_by == TRADER
@@ -447,11 +463,14 @@ def test_a_valid_edit_fills_the_edited_quantity(desk: Desk, edited: Edited) -> N
     assert re.match(rf"Order {order.id} filled: BUY 200 600519\.SH", text_of(result))
     wait_until(lambda: "filled" in [e.event for e in _events(desk, proposal)], "the filled event")
     events = _events(desk, proposal)
-    assert [e.event for e in events] == ["proposed", "edited", "submitted", "filled"]
+    assert [e.event for e in events] == ["proposed", "edited", "approved", "submitted", "filled"]
     assert events[1].actor == TRADER and events[1].detail["quantity"] == 200 and events[1].detail["passed"] is True
-    (decision,) = _decisions(desk, proposal)
-    assert decision.decision["type"] == "edit" and decision.decision["edited_action"]["args"]["quantity"] == 200
-    assert decision.source == "modal" and decision.decided_by == TRADER
+    decisions = {d.decision["type"]: d for d in _decisions(desk, proposal)}
+    edit, approval = decisions.pop("edit"), decisions.pop("approve")
+    assert decisions == {}
+    assert edit.decision["type"] == "edit" and edit.decision["edited_action"]["args"]["quantity"] == 200
+    assert edit.source == "modal" and edit.decided_by == TRADER
+    assert (approval.decision["type"], approval.source, approval.decided_by) == ("approve", "button", TRADER)
 
 
 def test_a_valid_edit_is_acked_and_shown_on_the_card(desk: Desk, edited: Edited) -> None:

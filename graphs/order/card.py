@@ -36,7 +36,8 @@ def checks_text(proposal: dict[str, Any]) -> list[str]:
 
 
 def order_card(proposal: dict[str, Any], account: str, traders_configured: bool,
-               refusals: list[str]) -> dict[str, Any]:
+               refusals: list[str], edited_by: str | None = None) -> dict[str, Any]:
+    """The card; `edited_by`: the order is an edit of an earlier card (by that trader), its checks run again."""
     request = proposal["request"]
     value, fees = Decimal(proposal["estimated_value"]), Decimal(proposal["estimated_fees"])
     args: dict[str, Any] = {"order": order_line(proposal), "quantity": int(request["quantity"])}
@@ -54,7 +55,8 @@ def order_card(proposal: dict[str, Any], account: str, traders_configured: bool,
     })
     passed = bool(proposal["passed"])
     verdict = "All checks pass." if passed else "Some checks FAIL: approving is not offered; edit or reject."
-    lines = [verdict, *checks_text(proposal), *(f"Note: {n}" for n in proposal.get("notes") or [])]
+    lines = [f"Edited by {edited_by}: every check ran again on the edited order; decide it again."] if edited_by else []
+    lines += [verdict, *checks_text(proposal), *(f"Note: {n}" for n in proposal.get("notes") or [])]
     lines += [f"Refused: {r}" for r in refusals]
     allowed: tuple[str, ...] = ("reject",)
     if traders_configured:

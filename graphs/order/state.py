@@ -25,6 +25,7 @@ class OrderApprovalState(OrderApprovalInput, OrderApprovalOutput, total=False):
     client_order_id: str
     proposal: dict[str, Any]  # the broker's preview (tools.broker.orders.Preview) as JSON
     refusals: list[str]  # decisions refused by the trader policy, shown on the next card
+    edited_by: str | None  # who edited the order last: the card it produced says so
     decision: dict[str, Any]
     decided_by: str | None
     decided_at: str  # ISO

@@ -1,4 +1,5 @@
-"""Approve: the order card as an `approval` interrupt; the decision and who made it, and when, come back."""
+"""Approve: the order card as an `approval` interrupt (after an edit, the edited order re-checked); the decision
+and who made it, and when, come back."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from graphs.order.state import OrderApprovalState
 def approve_node(state: OrderApprovalState, runtime: Runtime[WorkflowContext], config: RunnableConfig,
                  ) -> dict[str, Any]:
     payload = order_card(state["proposal"], state["account"], bool(runtime.context.traders),
-                         state.get("refusals") or [])
+                         state.get("refusals") or [], state.get("edited_by"))
     decision = decision_of(interrupt(payload))
     when = decided_at(config) or datetime.now(UTC)
     return {"decision": decision, "decided_by": decider(config), "decided_at": when.isoformat()}

@@ -1,6 +1,7 @@
 """Authorize: the node after every order approval. It checks the decider against the trader policy (on every
 path: Slack, console, Studio, SDK), the proposal's expiry and an edit against the rules, and records each
-outcome in the order audit trail. A refused decision asks again; nothing is placed."""
+outcome in the order audit trail. A refused decision asks again; nothing is placed. An edit is never placed as it
+comes: its order is previewed again (every check) and shown as a new card, to be decided again."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from graphs.interrupts import validate_args
 from graphs.order.card import edit_schema, expiry_text, order_card
 from graphs.order.payload import preview_json, request_of
 from graphs.order.state import OrderApprovalState
+from tools.broker.proposal_claims import fit_claims_to_card
 from tools.broker.store import log_event
 from tools.data.schema import DataError
 
@@ -65,14 +67,17 @@ def authorize_node(state: OrderApprovalState, runtime: Runtime[WorkflowContext],
     except (DataError, ValueError) as exc:
         return _again(refusals, f"the edited order cannot be checked: {exc}")
     edited = preview_json(preview)
+    if intent.get("claim"):  # the proposer's card slot lapses with the new card
+        fit_claims_to_card(ctx.engine, intent["claim"], datetime.fromisoformat(edited["expires_at"]))
     log_event(ctx.engine, cid, account, "edited", who, {"quantity": intent["quantity"],
                                                        "limit_price": intent.get("limit_price"),
                                                        "passed": edited["passed"]})
+    update = {"order_intent": intent, "proposal": edited, "verdict": "ask_again",
+              "edited_by": who, "refusals": refusals}
     if not edited["passed"]:
         failed = "; ".join(f"{c['name']}: {c['detail']}" for c in edited["checks"] if not c["passed"])
-        return {"order_intent": intent, "proposal": edited, "verdict": "ask_again",
-                "refusals": [*refusals, f"the edited order fails its checks ({failed})"]}
-    return {"order_intent": intent, "proposal": edited, "verdict": "submit"}
+        update["refusals"] = [*refusals, f"the edited order fails its checks ({failed})"]
+    return update
 
 
 def _again(refusals: list[str], reason: str) -> dict[str, Any]:
