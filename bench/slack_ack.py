@@ -60,7 +60,7 @@ def main() -> None:
             servers = [make_server(app, "127.0.0.1", 0), make_server(bare, "127.0.0.1", 0)]
             for server in servers:
                 serve_in_thread(server)
-            quant_url, bare_url = (f"http://127.0.0.1:{s.server_address[1]}/slack/events" for s in servers)
+            quant_url, bare_url = (f"http://127.0.0.1:{s.port}/slack/events" for s in servers)
             channel, ts = "CFIRST", f"{time.time():.6f}"
             started = time.perf_counter()
             post(quant_url, event_body(mention(channel, "UBENCH", "signal rsi 600519.SH", ts)), "application/json")

@@ -67,7 +67,7 @@ def main() -> None:
         bare.event("app_mention")(lambda: None)
         server = make_server(bare, "127.0.0.1", 0)
         serve_in_thread(server)
-        bare_url = f"http://127.0.0.1:{server.server_address[1]}/slack/events"
+        bare_url = f"http://127.0.0.1:{server.port}/slack/events"
         try:
             rows = [("bare Bolt app", *_fire(bare_url, "1")),
                     ("serve, SQLite", *_serve_on(f"sqlite:///{Path(tmp) / 'bench.db'}", Path(tmp), slack.url, "2"))]

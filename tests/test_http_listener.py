@@ -1,4 +1,5 @@
-"""The HTTP listener of `quantdesk serve` over real sockets: body size cap and malformed lengths."""
+"""The HTTP listener of `quantdesk serve` (Bolt's WSGI adapter under waitress) over real sockets: body size cap,
+malformed lengths, health check, idle connections."""
 
 from __future__ import annotations
 
@@ -39,9 +40,8 @@ def listener(slack: SlackServer) -> Iterator[tuple[int, list[str]]]:
 
     server = make_server(app, "127.0.0.1", 0)
     serve_in_thread(server)
-    yield server.server_address[1], seen
+    yield server.port, seen
     server.shutdown()
-    server.server_close()
 
 
 def _signed_command(text: str) -> tuple[bytes, dict[str, str]]:
@@ -95,7 +95,7 @@ def test_a_body_at_the_limit_is_read_and_one_over_is_refused(listener: tuple[int
         connection.endheaders()
         response = connection.getresponse()
         assert (response.status, response.getheader("Connection")) == (413, "close")
-        assert response.read() == f"request body over {MAX_BODY_BYTES} bytes".encode()
+        assert b"exceeds max_body" in response.read()
     finally:
         connection.close()
     assert seen == []
@@ -106,3 +106,12 @@ def test_a_malformed_length_is_a_bad_request(listener: tuple[int, list[str]], le
     port, _seen = listener
     answer = _raw(port, b"POST /slack/events HTTP/1.1\r\nHost: x\r\nContent-Length: " + length + b"\r\n\r\n")
     assert answer.split(b"\r\n", 1)[0].endswith(b" 400 Bad Request")
+
+
+def test_the_health_check_answers_and_other_paths_do_not(listener: tuple[int, list[str]]) -> None:
+    port, seen = listener
+    assert _raw(port, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").split(b"\r\n")[0].endswith(
+        b" 200 OK")
+    assert b" 404 " in _raw(port, b"POST /elsewhere HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
+                                  b"Connection: close\r\n\r\n").split(b"\r\n")[0]
+    assert seen == []

@@ -3,8 +3,9 @@
 A run is CPU work in Python (pandas, the sandbox's host side, LangGraph), and in the listener's process it
 competes with the listener for the GIL: measured with 200 mentions at once, the ack p99 went from ~110 ms
 (listener alone) to 250–360 ms with the worker's threads beside it, and Slack retries events not acked in 3 s.
-A child process has a GIL of its own. It stops with `serve` (SIGTERM, or on its own when `serve` is gone, even
-after a SIGKILL) and is restarted if it dies while `serve` runs."""
+A child process has a GIL of its own, and it runs at a lower CPU priority (`CHILD_NICENESS`), so on a busy host the
+listener's acks come first and the runs take the rest. It stops with `serve` (SIGTERM, or on its own when `serve`
+is gone, even after a SIGKILL) and is restarted if it dies while `serve` runs."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ log = logging.getLogger(__name__)
 
 RESTART_DELAY_SECONDS = 5.0  # after the child died on its own, before starting another
 PARENT_CHECK_SECONDS = 1.0  # how often a child checks that its `serve` is still there
+CHILD_NICENESS = 10  # added to the child's niceness: the listener beside it gets the CPU first
 
 
 class ChildWorker(WorkerHandle):
@@ -75,7 +77,10 @@ class ChildWorker(WorkerHandle):
 
 
 def exit_with_parent(parent_pid: int) -> None:
-    """In the child: SIGTERM itself (a graceful worker shutdown) once `parent_pid` is no longer its parent."""
+    """In the child: yield the CPU to `serve`'s listener (a lower priority, which its sandbox workers inherit), and
+    SIGTERM itself (a graceful worker shutdown) once `parent_pid` is no longer its parent."""
+    os.nice(CHILD_NICENESS)
+
     def watch() -> None:
         while os.getppid() == parent_pid:
             time.sleep(PARENT_CHECK_SECONDS)

@@ -78,12 +78,12 @@ def serve(ctx: AppContext, checkpointer: BaseCheckpointSaver, host: str, port: i
     if settings.slack_signing_secret is None:
         raise StartupError("HTTP mode needs SLACK_SIGNING_SECRET (or set SLACK_APP_TOKEN for Socket Mode)")
     server = make_server(app, host, port)
-    log.info("Slack HTTP mode on %s:%s/slack/events", host, server.server_address[1])
-    print(f"listening on http://{host}:{server.server_address[1]}/slack/events", flush=True)
+    log.info("Slack HTTP mode on %s:%s/slack/events", host, server.port)
+    print(f"listening on http://{host}:{server.port}/slack/events", flush=True)
     try:
         server.serve_forever()
     finally:
-        server.server_close()
+        server.shutdown()
         _stop(worker)
 
 
