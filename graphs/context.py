@@ -28,8 +28,9 @@ class WorkflowContext:
     engine: Engine
     sandbox: Sandbox
     artifacts: ArtifactStore  # charts and files of runs, in the database (no host paths)
-    llm: BaseChatModel | None = None
-    light_llm: BaseChatModel | None = None
+    llm: BaseChatModel | None = None  # the main model
+    light_llm: BaseChatModel | None = None  # the light model (None: the main one)
+    deep_llm: BaseChatModel | None = None  # the deep model for judges (None: the main one)
     fee_rate: float = 0.0005
     long_only: bool = True
     paper: PaperConfig | None = None  # the paper account's rates, limits and clock settings
@@ -47,6 +48,18 @@ class WorkflowContext:
     stop_requested: Callable[[], bool] = lambda: False  # the adapter's "stop this run" (checked inside long nodes)
     stop_honoured: Callable[[], None] = lambda: None  # a long node stopped early for it: let the run finish its report
     now: Callable[[], datetime] = lambda: datetime.now(UTC)  # the wall clock (the desk's pre-open sessions)
+
+
+MAIN, LIGHT, DEEP = "main", "light", "deep"  # the model roles a workflow gives its agents (each its models.py)
+
+
+def model_for(context: WorkflowContext, role: str) -> BaseChatModel | None:
+    """The model of a role: the light and deep ones fall back to the main model when not set apart."""
+    if role == LIGHT:
+        return context.light_llm or context.llm
+    if role == DEEP:
+        return context.deep_llm or context.llm
+    return context.llm
 
 
 def thread_id(config: RunnableConfig) -> str:

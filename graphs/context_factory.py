@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from graphs.context import WorkflowContext
-from graphs.llm import get_light_llm, get_llm
+from graphs.llm import get_deep_llm, get_light_llm, get_llm
 from tools.artifacts import ArtifactStore
 from tools.broker.paper import PaperBroker, PaperConfig
 from tools.data.factory import desk_sources
@@ -28,7 +28,8 @@ def workflow_context(settings: Settings, engine: Engine, provider: MarketDataPro
     return WorkflowContext(
         provider=provider, engine=engine, sandbox=sandbox,
         artifacts=ArtifactStore(engine, settings.artifact_retention_days),
-        llm=get_llm(settings), light_llm=get_light_llm(settings), fee_rate=settings.fee_rate,
+        llm=get_llm(settings), light_llm=get_light_llm(settings), deep_llm=get_deep_llm(settings),
+        fee_rate=settings.fee_rate,
         long_only=settings.long_only, paper=paper,
         broker=lambda name, by: PaperBroker(engine, provider, name, paper, opened_by=by),
         traders=settings.traders, decision_token_budget=settings.decision_token_budget,

@@ -52,6 +52,11 @@ def get_light_llm(settings: Settings) -> BaseChatModel | None:
     return _chat(settings, settings.light_model)
 
 
+def get_deep_llm(settings: Settings) -> BaseChatModel | None:
+    """The deep model (judges), when one is set apart from the main model (QUANTDESK_DEEP_MODEL)."""
+    return _chat(settings, settings.deep_model) if settings.deep_model else None
+
+
 def bounded(model: BaseChatModel, seconds: float) -> BaseChatModel:
     """`model` for a call that must end within `seconds`: each attempt's timeout is the smaller of its own and
     `seconds`, and only the retries that fit in `seconds` are kept (the client gives every attempt the full

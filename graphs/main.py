@@ -20,7 +20,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from graphs.common import message_text
-from graphs.context import WorkflowContext
+from graphs.context import LIGHT, WorkflowContext, model_for
 from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json
 from graphs.registry import WORKFLOWS, workflow_for
 
@@ -79,7 +79,7 @@ def _choose(text: str, current: str | None, ctx: WorkflowContext) -> tuple[str |
     structured = next((w for w in WORKFLOWS.values() if w.looks_structured(text)), None)
     if structured is not None:
         return structured.name, ""
-    llm = ctx.light_llm or ctx.llm
+    llm = model_for(ctx, LIGHT)
     if llm is None:
         return None, NO_ROUTE
     try:

@@ -10,17 +10,20 @@ from graphs.decision.grammar import USAGE as ANALYZE_USAGE
 from graphs.decision.grammar import starts_request as analyze_starts
 from graphs.decision.graph import build_decision_graph
 from graphs.decision.measures import measure_decision
+from graphs.decision.models import MODELS as DESK_MODELS
 from graphs.decision.present import present_decision
 from graphs.decision.resolution import resolve_pass
 from graphs.execution.background import rule_run_failed, rule_schedule_job
 from graphs.execution.commands import SUBCOMMANDS as RULE_SUBCOMMANDS
 from graphs.execution.graph import build_execution_graph
 from graphs.execution.measures import measure_rule_run
+from graphs.execution.models import MODELS as RULE_MODELS
 from graphs.execution.nodes.load import USAGE as RULE_RUN_USAGE
 from graphs.execution.present import present_rule_run
 from graphs.factor.graph import build_factor_graph
 from graphs.factor.library import FACTORS
 from graphs.factor.measures import measure_factor
+from graphs.factor.models import MODELS as FACTOR_MODELS
 from graphs.factor.present import factor_list, factor_show, present_factor
 from graphs.factor.spec import looks_structured as factor_structured
 from graphs.factor.spec import starts_request as factor_starts
@@ -36,6 +39,7 @@ from graphs.signal.grammar import starts_request as signal_starts
 from graphs.signal.graph import build_signal_graph
 from graphs.signal.library import STRATEGIES
 from graphs.signal.measures import measure_signal
+from graphs.signal.models import MODELS as SIGNAL_MODELS
 from graphs.signal.present import present_signal
 from graphs.workflow import Subcommand, Workflow
 
@@ -47,7 +51,7 @@ SIGNAL = Workflow(
     notes=("strategies: " + ", ".join(STRATEGIES),
            "momentum's top/bottom are fractions of the codes (top=0.3 = the best 30%)"),
     starts_request=signal_starts, looks_structured=signal_structured, build=build_signal_graph,
-    present=present_signal, measure=measure_signal,
+    present=present_signal, measure=measure_signal, models=SIGNAL_MODELS,
 )
 
 FACTOR = Workflow(
@@ -64,7 +68,7 @@ FACTOR = Workflow(
                                     lambda call: factor_list(call.context.engine, call.args)),
                  "show": Subcommand("factor show NAME", "one factor: versions, reviewer, metrics, code",
                                     lambda call: factor_show(call.context.engine, call.args))},
-    measure=measure_factor,
+    measure=measure_factor, models=FACTOR_MODELS,
 )
 
 ORDER = Workflow(
@@ -90,7 +94,7 @@ RULE = Workflow(
     looks_structured=lambda text: False,
     build=build_execution_graph, present=present_rule_run,
     subcommands={name: Subcommand(usage, summary, run) for name, (usage, summary, run) in RULE_SUBCOMMANDS.items()},
-    measure=measure_rule_run, after_failure=rule_run_failed,
+    measure=measure_rule_run, after_failure=rule_run_failed, models=RULE_MODELS,
 )
 
 ANALYZE = Workflow(
@@ -105,7 +109,7 @@ ANALYZE = Workflow(
            "depth 1-5 sets the debate rounds; without an LLM you get the indicator and fundamentals tables",
            "figures the agents write that no tool returned are flagged on the card"),
     starts_request=analyze_starts, looks_structured=lambda text: False, build=build_decision_graph,
-    present=present_decision, measure=measure_decision,
+    present=present_decision, measure=measure_decision, models=DESK_MODELS,
 )
 
 WORKFLOWS: dict[str, Workflow] = {w.name: w for w in (SIGNAL, FACTOR, ORDER, RULE, ANALYZE)}

@@ -54,6 +54,7 @@ class Workflow:
     build: Callable[..., CompiledStateGraph]  # build(checkpointer=...) -> the compiled subgraph
     present: Callable[[dict[str, Any]], View]  # a finished run's result as a view
     subcommands: dict[str, Subcommand] = field(default_factory=dict)
+    models: dict[str, str] = field(default_factory=dict)  # agent -> model role (main, light, deep): its models.py
     measure: Callable[[RunRecord], Measures] | None = None  # what `quantdesk eval` measures of a run (None: no eval)
     # a run its background work started (a structured request) that crashed: (context, thread id, request, error) ->
     # notices; what the run's own bookkeeping would have done (a rule counts toward its auto-pause)

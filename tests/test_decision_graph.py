@@ -271,3 +271,16 @@ def test_one_desk_order_card_per_stock_until_a_trader_decides_it(
                     f"analyze {CODE} account={name}", _light(models))
     assert third["__interrupt__"][0].value["args"]["order"] == "BUY 100 600519.SH 贵州茅台 at market"
     assert card.value["args"]["order"] == third["__interrupt__"][0].value["args"]["order"]
+
+
+def test_the_judges_speak_with_the_deep_model_when_one_is_set(
+        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, models: ScriptedModels) -> None:
+    """QUANTDESK_DEEP_MODEL: the research and risk managers use it (graphs/decision/models.py), everyone else not."""
+    scripts = desk_scripts()
+    judges = {ROLES[name]: scripts.pop(ROLES[name]) for name in ("research_judge", "risk_judge")}
+    llm, deep = models(scripts=scripts), models(scripts=judges)
+    _thread, out = _run(db_url, engine, sandbox, provider, llm, f"analyze {CODE} account={account()}",
+                        _light(models), deep_llm=deep)
+    assert out["__interrupt__"][0].value["type"] == "approval"  # the desk decided on the judges' verdicts
+    assert all(deep.prompts_for(key) for key in judges)
+    assert not any(llm.prompts_for(key) for key in judges)

@@ -379,14 +379,16 @@ def test_factor_spec_in_prose_is_reported(thread_for: Callable[..., GraphThread]
                                          'JSON factor spec ("A reversal factor sounds great')
 
 
-def test_signal_reflection_failing_twice_asks_with_the_reason(thread_for: Callable[..., GraphThread],
-                                                              openai_server: OpenAIServer) -> None:
+def test_signal_reflection_failing_twice_stops_with_the_reason_and_what_works_without_a_model(
+        thread_for: Callable[..., GraphThread], openai_server: OpenAIServer) -> None:
     openai_server.fake.script(LIGHT, answer('{"workflow": "signal"}'))
     openai_server.fake.script(MAIN, *[http_error(503)] * (2 * ATTEMPTS))  # reflection, then its one retry
     out = thread_for().say("buy Moutai when it dips")
-    (pending,) = out["__interrupt__"]
-    assert pending.value["question"].startswith("The same problem happened twice: reflection: The model endpoint "
-                                                "returned HTTP 503 after 2 retries (fake HTTP 503).")
+    assert "__interrupt__" not in out  # nothing to answer: the model is what failed (issue 28, item 19)
+    assert out["final_reply"].startswith("The same problem happened twice: reflection: The model endpoint returned "
+                                         "HTTP 503 after 2 retries (fake HTTP 503).\nStopped. Without the model, name "
+                                         "a built-in strategy: signal STRATEGY CODES START END")
+    assert "- `ma_cross` (fast=5, slow=20)" in out["final_reply"]
 
 
 class BuggyModel(ScriptedChatModel):

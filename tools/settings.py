@@ -40,6 +40,7 @@ class Settings(BaseSettings):
     openai_base_url: str | None = Field(default=None, alias="OPENAI_BASE_URL")
     model: str = Field(default="gpt-4o", alias="QUANTDESK_MODEL")
     light_model: str = Field(default="gpt-4o-mini", alias="QUANTDESK_LIGHT_MODEL")
+    deep_model: str | None = Field(default=None, alias="QUANTDESK_DEEP_MODEL")  # judges; empty: the main model
     llm_timeout_seconds: float = Field(default=60.0, gt=0, alias="QUANTDESK_LLM_TIMEOUT")
     # `quantdesk eval`'s price table: MODEL=INPUT/OUTPUT per million tokens, e.g. gpt-4o=2.50/10.00 (one currency)
     model_prices: Annotated[dict[str, tuple[Decimal, Decimal]], NoDecode] = Field(

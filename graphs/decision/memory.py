@@ -9,8 +9,9 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from graphs.common import message_text
-from graphs.context import WorkflowContext
+from graphs.context import WorkflowContext, model_for
 from graphs.decision.budget import prompt_tokens, tokens_of
+from graphs.decision.models import MODELS
 from graphs.decision.state import session_of
 from tools.analyst_memory import DueSummary, MemoryController
 from tools.decision_log import reflections_for
@@ -22,7 +23,7 @@ SUMMARY_ANSWER_TOKENS = 1_000  # a memory summary is concise: the light model's 
 def summarizer(ctx: WorkflowContext, spent: list[int] | None = None) -> Callable[[str, list[str]], str] | None:
     """The light model as the memory controllers' summariser, answering in at most SUMMARY_ANSWER_TOKENS and
     adding each call's tokens to `spent`; None without a model."""
-    model = ctx.light_llm or ctx.llm
+    model = model_for(ctx, MODELS["memory summary"])
     if model is None:
         return None
 

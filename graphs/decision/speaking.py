@@ -10,9 +10,10 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from graphs.common import message_text
-from graphs.context import WorkflowContext
+from graphs.context import WorkflowContext, model_for
 from graphs.decision.budget import answer_allowance, budget_note, cut_at_budget, prompt_tokens, tokens_of
 from graphs.decision.grammar import ANALYSTS
+from graphs.decision.models import MODELS
 from graphs.decision.state import DebateState
 from graphs.decision.verdict import verdict_numbers
 from graphs.llm import MODEL_FAILURES, ModelAnswerError, describe_model_failure, parse_json_answer
@@ -42,15 +43,16 @@ def transcript(state: DebateState) -> str:
     return "\n\n".join(turns) or "(nobody has spoken yet)"
 
 
-def ask(ctx: WorkflowContext, state: DebateState, system: str, stage: str) -> tuple[AIMessage | None, int, str | None]:
-    """One model call of a debate: (answer, tokens after it, why it stopped)."""
+def ask(ctx: WorkflowContext, state: DebateState, system: str, stage: str,
+        agent: str = "debater") -> tuple[AIMessage | None, int, str | None]:
+    """One model call of a debate by `agent` (its model: models.py): (answer, tokens after it, why it stopped)."""
     used, budget = state.get("tokens", 0), state["budget"]
     messages = [SystemMessage(system), HumanMessage(f"{briefing(state)}\n\n## debate so far\n{transcript(state)}")]
     cap = answer_allowance(prompt_tokens(messages), used, budget, ctx.max_answer_tokens)
     if cap is None:
         return None, used, budget_note(stage, used, budget)
     try:
-        answer = ctx.llm.bind(max_tokens=cap).invoke(messages)
+        answer = model_for(ctx, MODELS[agent]).bind(max_tokens=cap).invoke(messages)  # type: ignore[union-attr]
     except MODEL_FAILURES as exc:
         return None, used, f"stopped in {stage}: {describe_model_failure(exc)}"
     spent = used + tokens_of(messages, answer)
@@ -75,7 +77,7 @@ def make_speaker(role: str, prompt: str, stage: str) -> Callable[..., dict[str, 
 def ask_judge(ctx: WorkflowContext, state: DebateState, prompt: str, who: str, what: str,
               read: Callable[[dict[str, Any]], dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """A judge's call: (its verdict read by `read`, the update), or (None, the update saying why it stopped)."""
-    answer, tokens, stopped = ask(ctx, state, prompt, who)
+    answer, tokens, stopped = ask(ctx, state, prompt, who, "judge")
     if answer is None:
         return None, {"stopped": stopped, "tokens": tokens}
     try:

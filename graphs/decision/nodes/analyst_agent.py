@@ -9,8 +9,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
 
-from graphs.context import WorkflowContext
+from graphs.context import WorkflowContext, model_for
 from graphs.decision.budget import answer_allowance, budget_note, cut_at_budget, prompt_tokens, tokens_of
+from graphs.decision.models import MODELS
 from graphs.decision.state import AnalystSpec, AnalystState
 from graphs.decision.toolkit import Toolkit
 from graphs.llm import MODEL_FAILURES, describe_model_failure
@@ -30,7 +31,8 @@ def make_agent_node(spec: AnalystSpec) -> Callable[..., dict[str, Any]]:
         cap = answer_allowance(prompt_tokens(messages, tools), used, budget, ctx.max_answer_tokens)
         if cap is None:
             return {"stopped": budget_note(f"the {spec.name} analyst", used, budget)}
-        model = ctx.llm.bind_tools(tools) if tools else ctx.llm
+        llm = model_for(ctx, MODELS["analyst"])
+        model = llm.bind_tools(tools) if tools else llm
         try:
             answer = model.bind(max_tokens=cap).invoke(messages)
         except MODEL_FAILURES as exc:

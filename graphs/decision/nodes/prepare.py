@@ -24,7 +24,7 @@ from langgraph.types import Overwrite
 
 from graphs.clarify import CANCELLED, is_cancel
 from graphs.common import message_text, new_human_text
-from graphs.context import WorkflowContext, default_account, thread_id
+from graphs.context import WorkflowContext, default_account, model_for, thread_id
 from graphs.decision.budget import tokens_of
 from graphs.decision.grammar import (
     MAX_REPLAY_DATES,
@@ -34,6 +34,7 @@ from graphs.decision.grammar import (
     parse_request,
 )
 from graphs.decision.memory import HORIZON_DAYS
+from graphs.decision.models import MODELS
 from graphs.decision.state import DecisionState
 from graphs.llm import MODEL_FAILURES, describe_model_failure, parse_json_answer
 from tools.analyst_memory import session_at
@@ -98,7 +99,7 @@ def _request(ctx: WorkflowContext, text: str) -> tuple[DecisionRequest, int]:
     try:
         return parse_request(text), 0
     except DecisionGrammarError:
-        model = ctx.light_llm or ctx.llm
+        model = model_for(ctx, MODELS["request reader"])
         if model is None or text.split(" ", 1)[0].lower().lstrip("/") == "analyze":
             raise
     prompt = [SystemMessage(EXTRACT_PROMPT), HumanMessage(text)]

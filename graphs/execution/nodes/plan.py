@@ -13,7 +13,8 @@ import openai
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from graphs.context import WorkflowContext
+from graphs.context import WorkflowContext, model_for
+from graphs.execution.models import MODELS
 from graphs.execution.routes import MALFORMED_RETRIES, MAX_ROUNDS, RUN_TIMEOUT_SECONDS
 from graphs.execution.state import ExecutionState
 from graphs.llm import MODEL_FAILURES, bounded, describe_model_failure, parse_json_answer
@@ -53,17 +54,18 @@ def plan_node(state: ExecutionState, runtime: Runtime[WorkflowContext]) -> dict[
         why = f"no decision within {MAX_ROUNDS} steps" if len(history) >= MAX_ROUNDS else \
             f"no decision within {RUN_TIMEOUT_SECONDS:.0f} s"
         return _hold(ctx, state, step, why)
-    if ctx.llm is None:
+    model = model_for(ctx, MODELS["rule checker"])
+    if model is None:
         return _hold(ctx, state, step, "this rule is written in words and needs an LLM (OPENAI_API_KEY or "
                                        "OPENAI_BASE_URL); rules in the rule language run without one")
     report_progress("thinking", f"step {step}")
     left = RUN_TIMEOUT_SECONDS - elapsed
     try:
-        answer = bounded(ctx.llm, left).invoke(_messages(rule, history, step, state.get("feedback")))
+        answer = bounded(model, left).invoke(_messages(rule, history, step, state.get("feedback")))
         action = _action(parse_json_answer(str(answer.content), "action"))
         decision = _decision(action) if action["type"] == "decision" else None
     except openai.APITimeoutError as exc:  # the client retried what fitted: no time for a second chance
-        return _hold(ctx, state, step, _timed_out(exc, left, getattr(ctx.llm, "request_timeout", None)))
+        return _hold(ctx, state, step, _timed_out(exc, left, getattr(model, "request_timeout", None)))
     except MODEL_FAILURES as exc:
         return _malformed(ctx, state, step, describe_model_failure(exc))
     except ValueError as exc:

@@ -13,7 +13,8 @@ from langchain_core.tools import tool
 from langgraph.runtime import Runtime
 
 from graphs.common import AGENT_STEP_LIMIT
-from graphs.context import WorkflowContext
+from graphs.context import WorkflowContext, model_for
+from graphs.factor.models import MODELS
 from graphs.factor.run import dry_run, load_dry_run_inputs
 from graphs.factor.state import FactorState, failure_of
 from graphs.factor.template import render
@@ -82,7 +83,7 @@ def _generate(state: FactorState, ctx: WorkflowContext) -> dict[str, Any]:
     values = {"name": spec["name"], "description": spec["description"], "request": request, "template": template}
     prompt = (ERRORFIX_PROMPT.format(**values, previous=previous, problem=problem) if previous and problem
               else CODEGEN_PROMPT.format(**values))
-    agent = create_agent(ctx.llm, tools=[try_factor_body], system_prompt=prompt)
+    agent = create_agent(model_for(ctx, MODELS["factor coder"]), tools=[try_factor_body], system_prompt=prompt)
     note = None
     try:
         agent.invoke({"messages": [HumanMessage("Write the factor body.")]}, {"recursion_limit": AGENT_STEP_LIMIT})

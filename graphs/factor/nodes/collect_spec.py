@@ -14,8 +14,9 @@ from langgraph.runtime import Runtime
 
 from graphs.clarify import ask
 from graphs.common import new_human_text
-from graphs.context import WorkflowContext
+from graphs.context import WorkflowContext, model_for
 from graphs.factor import spec as grammar
+from graphs.factor.models import MODELS
 from graphs.factor.state import FactorState
 from graphs.grammar import bad_code_message
 from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json
@@ -64,7 +65,7 @@ def collect_spec_node(state: FactorState, config: RunnableConfig,
     if not answering:
         update["clarification_count"] = 0
     structured = grammar.looks_structured(text) or (answering and state.get("mode") == "library")
-    if structured or runtime.context.llm is None:
+    if structured or model_for(runtime.context, MODELS["spec reader"]) is None:
         if not structured:
             return {**update, "final_reply": NEEDS_LLM.format(kinds=", ".join(grammar.library_names()))}
         return _library(state, runtime.context, text, update)
@@ -102,7 +103,7 @@ def _llm(state: FactorState, ctx: WorkflowContext, update: dict[str, Any]) -> di
     conversation = [m for m in state.get("messages", []) if isinstance(m, HumanMessage)][-12:]
     prompt = [SystemMessage(SPEC_PROMPT.format(fields=fields, universe=universe)), *conversation]
     try:
-        raw = invoke_json(ctx.llm, prompt, "factor spec")  # type: ignore[arg-type]
+        raw = invoke_json(model_for(ctx, MODELS["spec reader"]), prompt, "factor spec")  # type: ignore[arg-type]
     except MODEL_FAILURES as exc:
         return {**update, "mode": "llm", "final_reply": f"{describe_model_failure(exc)} Try again or rephrase, "
                                                          "or use the grammar (`/quant help`)."}

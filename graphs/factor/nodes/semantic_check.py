@@ -13,7 +13,8 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graphs.context import WorkflowContext
+from graphs.context import WorkflowContext, model_for
+from graphs.factor.models import MODELS
 from graphs.factor.state import FactorState
 from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json
 from graphs.progress import report_progress
@@ -42,9 +43,9 @@ def semantic_check_node(state: FactorState, config: RunnableConfig,
         return {"semantic_check": {"ok": True, "diffs": [], "reason": "library implementation of the spec",
                                    "by": "rules"}}
     diffs = rule_diffs(spec, body)
-    if diffs or runtime.context.light_llm is None and runtime.context.llm is None:
+    judge = model_for(runtime.context, MODELS["semantic judge"])
+    if diffs or judge is None:
         return {"semantic_check": {"ok": not diffs, "diffs": diffs, "reason": "rule-based check", "by": "rules"}}
-    judge = runtime.context.llm or runtime.context.light_llm
     prompt = JUDGE_PROMPT.format(description=spec["description"], fields=", ".join(spec["fields"]),
                                  lookback=spec.get("lookback", 0), body=body)
     try:

@@ -14,9 +14,10 @@ from langchain_core.tools import tool
 from langgraph.runtime import Runtime
 
 from graphs.common import AGENT_STEP_LIMIT
-from graphs.context import WorkflowContext, workspace
+from graphs.context import WorkflowContext, model_for, workspace
 from graphs.llm import AGENT_FAILURES, describe_model_failure
 from graphs.progress import report_progress
+from graphs.signal.models import MODELS
 from graphs.signal.state import SignalState
 from tools.data.cache import CachingProvider
 from tools.data.local import LocalProvider
@@ -161,7 +162,7 @@ def _fetch_llm(state: SignalState, ctx: WorkflowContext, ws: Workspace, params: 
         ts_code=params.get("ts_code"), start_date=params.get("start_date"), end_date=params.get("end_date"),
         required_indicators=params.get("required_indicators") or [],
     )
-    agent = create_agent(ctx.light_llm or ctx.llm, tools=[daily_bar, daily_basic], system_prompt=prompt)
+    agent = create_agent(model_for(ctx, MODELS["data fetcher"]), tools=[daily_bar, daily_basic], system_prompt=prompt)
     try:
         agent.invoke({"messages": [HumanMessage("Fetch the data for this task.")]},
                      {"recursion_limit": AGENT_STEP_LIMIT})

@@ -13,12 +13,13 @@ from langgraph.runtime import Runtime
 
 from graphs.clarify import CANCELLED, ask, is_cancel
 from graphs.common import AGENT_STEP_LIMIT, new_human_text, workspace_summary
-from graphs.context import WorkflowContext, workspace
+from graphs.context import WorkflowContext, model_for, workspace
 from graphs.grammar import bad_code_message
 from graphs.llm import AGENT_FAILURES, agent_json_answer, describe_model_failure
 from graphs.progress import report_progress
 from graphs.signal.grammar import SignalRequest, looks_structured, parse, starts_request, strategy_names
 from graphs.signal.library import STRATEGIES, library_help
+from graphs.signal.models import MODELS
 from graphs.signal.nodes.data_fetch import missing_fields_reply, no_bars
 from graphs.signal.state import MAX_RETRIES, SignalState
 from tools.data.provider import MarketDataProvider
@@ -108,7 +109,7 @@ def reflection_node(state: SignalState, config: RunnableConfig, runtime: Runtime
     if mode is None:
         if looks_structured(text):
             mode = "structured"
-        elif runtime.context.llm is not None:
+        elif model_for(runtime.context, MODELS["planner"]) is not None:
             mode = "llm"
         else:
             return {**base, "mode": "unsupported", "current_task": "end", "final_reply": NO_LLM_REPLY}
@@ -203,7 +204,7 @@ def _reflect_llm(state: SignalState, text: str, config: RunnableConfig,
         errors="\n".join(state.get("error_messages", [])) or "(none)", retry_count=retries,
         max_retries=MAX_RETRIES, conversation=conversation or text,
     )
-    agent = create_agent(runtime.context.llm, tools=[workspace_status], system_prompt=prompt)
+    agent = create_agent(model_for(runtime.context, MODELS["planner"]), tools=[workspace_status], system_prompt=prompt)
     try:
         run = agent.invoke({"messages": [HumanMessage(text or "Decide the next step.")]},
                            {"recursion_limit": AGENT_STEP_LIMIT})

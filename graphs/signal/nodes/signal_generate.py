@@ -14,10 +14,11 @@ from langchain_core.tools import tool
 from langgraph.runtime import Runtime
 
 from graphs.common import AGENT_STEP_LIMIT, frame_inputs
-from graphs.context import WorkflowContext, workspace
+from graphs.context import WorkflowContext, model_for, workspace
 from graphs.llm import AGENT_FAILURES, describe_model_failure
 from graphs.progress import report_progress
 from graphs.signal.library import STRATEGIES
+from graphs.signal.models import MODELS
 from graphs.signal.state import SignalState
 from tools.sandbox import Sandbox
 from tools.workspace import Workspace
@@ -106,7 +107,7 @@ def _generate_llm(state: SignalState, ctx: WorkflowContext, ws: Workspace, param
     strategy = params.get("strategy_desc") or "(none given)"
     if feedback:
         strategy += f"\n\nThe previous attempt failed; avoid this problem:\n{feedback}"
-    agent = create_agent(ctx.llm, tools=[run_signal_code],
+    agent = create_agent(model_for(ctx, MODELS["signal coder"]), tools=[run_signal_code],
                          system_prompt=SIGNAL_PROMPT.format(available=available or "none", strategy=strategy))
     try:
         agent.invoke({"messages": [HumanMessage("Generate the signal.")]}, {"recursion_limit": AGENT_STEP_LIMIT})
