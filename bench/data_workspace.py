@@ -15,7 +15,7 @@ from bench.timing import best_of
 from tools.data.local import LocalProvider, SampleProvider
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
-from tools.workspace import Workspace
+from tools.storage.workspace import Workspace
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 FIELDS = ("open", "high", "low", "close", "vol", "amount")

@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 
 from bench.pg import PostgresUnavailable, scratch_database
-from tools.evaluation import FactorEvaluation, evaluate_factor
-from tools.factor_store import FactorStore
+from tools.factors.ic import FactorEvaluation, evaluate_factor
+from tools.factors.store import FactorStore
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
 

@@ -1,4 +1,4 @@
-"""tools.indicators beside TA-Lib alone on the real CSI 300 panel (300 codes x 1,288 days, unadjusted; 92 codes
+"""tools.research.indicators beside TA-Lib alone on the real CSI 300 panel (300 codes x 1,288 days, unadjusted; 92 codes
 have gaps).
 
 Ours take wide frames and return wide frames, each code computed on its own trading days. The reference is the
@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 import talib
 
-from tools import indicators as ind
 from tools.data.provider import to_wide
+from tools.research import indicators as ind
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 ROUNDS = 15

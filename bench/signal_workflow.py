@@ -12,10 +12,10 @@ from langchain_core.messages import HumanMessage
 from graphs.checkpointer import open_checkpointer
 from graphs.context import WorkflowContext
 from graphs.signal.graph import build_signal_graph
-from tools.artifacts import ArtifactStore
 from tools.data.cache import CachingProvider
 from tools.data.local import LocalProvider, SampleProvider
 from tools.sandbox import Sandbox
+from tools.storage.artifacts import ArtifactStore
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
 

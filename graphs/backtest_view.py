@@ -1,11 +1,11 @@
 """The one report shape of both backtests (`signal ...` and `rule backtest`): the strategy beside buy-and-hold on
-the same capital, in tools.performance's vocabulary, each figure labelled with the base it is on."""
+the same capital, in tools.research.performance's vocabulary, each figure labelled with the base it is on."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tools.performance import Figures
+from tools.research.performance import Figures
 
 TRADES_SHOWN = 20  # trades listed in a report; the CSV has them all
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 
-from tools.workspace import Workspace
+from tools.storage.workspace import Workspace
 
 AGENT_STEP_LIMIT = 16  # recursion limit of every ReAct agent run: each loop is bounded
 

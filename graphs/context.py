@@ -10,16 +10,16 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from sqlalchemy import Engine
 
-from tools.artifacts import ArtifactStore
 from tools.broker.paper import PaperConfig
 from tools.broker.protocol import Broker
 from tools.data.fundamentals import FundamentalsSource
+from tools.data.klines import KlineProvider
 from tools.data.news import NewsSource
 from tools.data.provider import MarketDataProvider
-from tools.klines import KlineProvider
 from tools.rule_store import RuleStore
 from tools.sandbox import Sandbox
-from tools.workspace import Workspace
+from tools.storage.artifacts import ArtifactStore
+from tools.storage.workspace import Workspace
 
 
 @dataclass

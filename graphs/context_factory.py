@@ -10,14 +10,14 @@ from sqlalchemy import Engine
 
 from graphs.context import WorkflowContext
 from graphs.llm import get_deep_llm, get_light_llm, get_llm
-from tools.artifacts import ArtifactStore
 from tools.broker.paper import PaperBroker, PaperConfig
 from tools.data.factory import desk_sources
+from tools.data.klines import klines_for
 from tools.data.provider import MarketDataProvider
-from tools.klines import klines_for
 from tools.rule_store import RuleStore
 from tools.sandbox import Sandbox
 from tools.settings import Settings
+from tools.storage.artifacts import ArtifactStore
 
 
 def workflow_context(settings: Settings, engine: Engine, provider: MarketDataProvider, sandbox: Sandbox,

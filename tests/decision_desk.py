@@ -17,12 +17,12 @@ from sqlalchemy import Engine
 from graphs.context import WorkflowContext
 from tests.fakes.chat import ScriptedChatModel, answer, tool_call
 from tests.fakes.openai_server import Exchange, FakeOpenAI
-from tools.artifacts import ArtifactStore
 from tools.broker.checks import RiskLimits
 from tools.broker.fees import DEFAULT_RATES
 from tools.broker.paper import PaperBroker, PaperConfig
 from tools.data.provider import MarketDataProvider
 from tools.sandbox import Sandbox
+from tools.storage.artifacts import ArtifactStore
 
 TRADER = "UTRADER"
 CONFIG = PaperConfig(DEFAULT_RATES, RiskLimits(Decimal("500000"), Decimal("0.3"), Decimal("0.05")),

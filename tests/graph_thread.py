@@ -14,7 +14,7 @@ from langgraph.types import Command
 from graphs.checkpointer import open_checkpointer
 from graphs.context import WorkflowContext
 from graphs.main import build_main_graph
-from tools.workspace import Workspace
+from tools.storage.workspace import Workspace
 
 
 class GraphThread:

@@ -11,11 +11,11 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import Engine, select, text
 
-from tools.analyst_memory import EXCERPT_CHARS, AnalystMemorySummary, MemoryController, session_at
 from tools.broker.clock import SHANGHAI
+from tools.desk.memory import EXCERPT_CHARS, AnalystMemorySummary, MemoryController, session_at
+from tools.desk.records import AnalystReport, AnalystSummary
 from tools.storage.db import make_engine
 from tools.storage.migrate import downgrade, upgrade
-from tools.storage.models import AnalystReport, AnalystSummary
 
 AT = datetime(2022, 12, 20, 7, 0, tzinfo=UTC)
 EMPTY = AnalystMemorySummary(today_report="", memory_summary_pre_open="", memory_summary_post_close="")

@@ -24,13 +24,13 @@ from graphs.context import WorkflowContext
 from graphs.signal.graph import build_signal_graph
 from tests.fakes.slack_server import TEAM, SlackServer
 from tests.graph_thread import GraphThread
-from tools.artifacts import ArtifactStore
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
 from tools.settings import Settings
+from tools.storage.artifacts import Artifact, ArtifactStore
 from tools.storage.db import make_engine
 from tools.storage.migrate import current_revision, downgrade, head_revision, upgrade
-from tools.storage.models import Artifact, utcnow
+from tools.storage.models import utcnow
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
 REF_KEYS = {"id", "kind", "filename", "title", "mime", "size"}

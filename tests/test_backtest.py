@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tools.backtest import buy_and_hold, degeneracy_warnings, run_backtest, target_positions
 from tools.data.local import LocalProvider
-from tools.performance import BARS_PER_YEAR
+from tools.research.backtest import buy_and_hold, degeneracy_warnings, run_backtest, target_positions
+from tools.research.performance import BARS_PER_YEAR
 
 
 def reference(signal: pd.DataFrame, price: pd.DataFrame, fee: float, long_only: bool) -> dict[str, float]:

@@ -11,8 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tools.backtest import run_backtest
-from tools.charts import (
+from tools.factors.ic import evaluate_factor
+from tools.research.backtest import run_backtest
+from tools.research.charts import (
     equity_and_signal_counts,
     factor_chart,
     factor_chart_plan,
@@ -20,7 +21,6 @@ from tools.charts import (
     nothing_to_plot,
     price_with_trades,
 )
-from tools.evaluation import evaluate_factor
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

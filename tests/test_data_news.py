@@ -22,10 +22,10 @@ from tools.data.news import (
     TushareNews,
     news_source,
     posts_source,
-    score_sentiment,
 )
 from tools.data.schema import DataError
 from tools.data.tushare import TushareProvider
+from tools.desk.sentiment import score_sentiment
 
 CODE = "600519.SH"
 AS_OF = datetime(2022, 12, 20, 14, 59)

@@ -23,8 +23,8 @@ from tests.child_process import kill_child_when
 from tests.decision_desk import MARKET_REPORT, ROLES, account, desk_context, research_answer, risk_answer
 from tests.fakes.chat import ScriptedModels, answer
 from tools.data.local import SampleProvider
+from tools.desk.records import AnalystReport, AnalystSummary
 from tools.sandbox import Sandbox
-from tools.storage.models import AnalystReport, AnalystSummary
 
 CHILD = "tests.decision_crash_child"
 ANALYSTS = ("market", "news", "sentiment", "fundamentals")

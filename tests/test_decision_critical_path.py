@@ -14,8 +14,8 @@ from tests.decision_desk import ROLES, SlowOpenAI, account, desk_context, desk_s
 from tests.fakes.chat import answer
 from tests.fakes.openai_server import API_KEY, OpenAIServer
 from tests.graph_thread import GraphThread
-from tools.analyst_memory import MemoryController
 from tools.data.local import SampleProvider
+from tools.desk.memory import MemoryController
 from tools.sandbox import Sandbox
 from tools.settings import Settings
 

@@ -13,8 +13,8 @@ from graphs.decision.present import present_decision
 from tests.decision_desk import ROLES, account, desk_context, desk_scripts, risk_answer
 from tests.fakes.chat import ScriptedModels, answer, tool_call
 from tests.graph_thread import GraphThread
-from tools.analyst_memory import MemoryController
 from tools.data.local import SampleProvider
+from tools.desk.memory import MemoryController
 from tools.sandbox import Sandbox
 
 CODE = "600519.SH"

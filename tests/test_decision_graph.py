@@ -21,14 +21,14 @@ from tests.decision_desk import ROLES, TRADER, account, desk_context, desk_scrip
 from tests.fakes.chat import ScriptedChatModel, ScriptedModels, answer, tool_call
 from tests.graph_thread import GraphThread
 from tools.data.local import SampleProvider
-from tools.decision_log import list_decisions
+from tools.desk.log import list_decisions
 from tools.sandbox import Sandbox
 from tools.storage.broker_records import PaperFill
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
 
 CODE = "600519.SH"
-SUMMARY_CALLS = 4  # each analyst's first post-close summary of a day (tools.analyst_memory)
+SUMMARY_CALLS = 4  # each analyst's first post-close summary of a day (tools.desk.memory)
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,8 @@ from tests.decision_desk import ROLES, account, desk_context
 from tests.fakes.chat import answer, tool_call
 from tests.fakes.openai_server import API_KEY, OpenAIServer, Step, http_error
 from tests.graph_thread import GraphThread
-from tools.analyst_memory import MemoryController
 from tools.data.local import SampleProvider
+from tools.desk.memory import MemoryController
 from tools.sandbox import Sandbox
 from tools.settings import Settings
 

@@ -16,7 +16,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Constraint, Engine, Index, Table, inspect
 
 from tools.data.local import LocalProvider
-from tools.decision_log import (
+from tools.desk.log import (
     Resolution,
     list_decisions,
     record_decision,

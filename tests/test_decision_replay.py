@@ -14,7 +14,7 @@ from tests.decision_desk import ROLES, desk_context, research_answer, risk_answe
 from tests.fakes.chat import ScriptedModels, answer, tool_call
 from tests.graph_thread import GraphThread
 from tools.data.local import SampleProvider
-from tools.decision_log import list_decisions
+from tools.desk.log import list_decisions
 from tools.sandbox import Sandbox
 
 CODE = "600519.SH"

@@ -27,11 +27,11 @@ from tests.fakes.slack_server import TEAM, SlackServer
 from tests.slack_harness import run_background_job
 from tools.broker.clock import SHANGHAI
 from tools.data.local import SampleProvider
-from tools.decision_log import list_decisions, record_decision
+from tools.desk.log import list_decisions, record_decision
+from tools.desk.records import DeskDecisionOutcome
 from tools.sandbox import Sandbox
 from tools.settings import Settings
 from tools.storage.db import make_engine
-from tools.storage.models import DeskDecisionOutcome
 
 CODE = "600519.SH"
 # the sample's closes: 600519.SH 1,661.00 on 20200814 → 1,676.00 on 20200821 (five trading days on) = +0.9031 %;

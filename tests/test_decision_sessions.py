@@ -21,17 +21,17 @@ from graphs.decision.present import present_decision
 from tests.decision_desk import ROLES, account, desk_context, research_answer, risk_answer
 from tests.fakes.chat import ScriptedChatModel, ScriptedModels, answer, tool_call
 from tests.graph_thread import GraphThread
-from tools.analyst_memory import MemoryController
 from tools.broker.clock import SHANGHAI
 from tools.data.local import SampleProvider
-from tools.decision_log import list_decisions
+from tools.desk.log import list_decisions
+from tools.desk.memory import MemoryController
+from tools.desk.records import AnalystReport
 from tools.sandbox import Sandbox
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
-from tools.storage.models import AnalystReport
 
 CODE = "600519.SH"
-# the light model's prompts (tools.analyst_memory): each queue holds exactly the summaries that are due
+# the light model's prompts (tools.desk.memory): each queue holds exactly the summaries that are due
 MARKET_CLOSE, NEWS_CLOSE = "most recent market-analyst reports", "long-term memory of the news analyst"
 MARKET_OPEN, NEWS_OPEN = "From the market analyst's post-close memory", "From the news analyst's post-close memory"
 

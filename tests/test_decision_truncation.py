@@ -16,10 +16,10 @@ from sqlalchemy import Engine
 from graphs.context import WorkflowContext
 from graphs.decision.toolkit import TOOLSETS, Toolkit
 from tests.decision_desk import desk_context
-from tools.analyst_memory import MemoryController
 from tools.data.fundamentals import LocalFundamentals, fundamentals_source
 from tools.data.local import LocalProvider, sample_dir
 from tools.data.news import LocalNews, LocalPosts
+from tools.desk.memory import MemoryController
 from tools.sandbox import Sandbox
 
 CODE = "600519.SH"

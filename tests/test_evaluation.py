@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tools.evaluation import MIN_EVALUATED_DATES, EvaluationError, evaluate_factor
+from tools.factors.ic import MIN_EVALUATED_DATES, EvaluationError, evaluate_factor
 
 PERIODS = (1, 5, 20)
 TOL = 1e-9

@@ -22,18 +22,18 @@ from graphs.context import WorkflowContext
 from graphs.execution.background import scheduled_request
 from tests.fakes.chat import ScriptedChatModel, answer
 from tests.graph_thread import GraphThread
-from tools.artifacts import ArtifactStore
 from tools.broker.checks import RiskLimits
 from tools.broker.fees import DEFAULT_RATES
 from tools.broker.paper import PaperBroker, PaperConfig
 from tools.broker.proposal_claims import live_claims
+from tools.data.klines import AShareKlines
 from tools.data.local import LocalProvider, SampleProvider, sample_dir
 from tools.data.provider import MarketDataProvider
-from tools.klines import AShareKlines
 from tools.rule_backtest import backtest_rule
 from tools.rule_store import RuleStore, order_tag
 from tools.sandbox import Sandbox
 from tools.schedule import execution_id_for
+from tools.storage.artifacts import ArtifactStore
 
 OWNER, TRADER = "UOWNER", "UTRADER"
 CODE, SUSPENDED = "600519.SH", "000001.SZ"

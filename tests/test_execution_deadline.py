@@ -14,15 +14,15 @@ from graphs.context import WorkflowContext
 from graphs.llm import get_llm
 from tests.fakes.openai_server import API_KEY, OpenAIServer, hang
 from tests.graph_thread import GraphThread
-from tools.artifacts import ArtifactStore
 from tools.broker.checks import RiskLimits
 from tools.broker.fees import DEFAULT_RATES
 from tools.broker.paper import PaperBroker, PaperConfig
+from tools.data.klines import AShareKlines
 from tools.data.local import SampleProvider
-from tools.klines import AShareKlines
 from tools.rule_store import RuleStore
 from tools.sandbox import Sandbox
 from tools.settings import Settings
+from tools.storage.artifacts import ArtifactStore
 
 OWNER, MODEL = "UOWNER", "main-model"
 CONFIG = PaperConfig(DEFAULT_RATES, RiskLimits(Decimal("500000"), Decimal("0.5"), Decimal("0.05")),

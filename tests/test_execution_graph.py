@@ -22,16 +22,16 @@ from graphs.execution.routes import MAX_ROUNDS
 from graphs.workflow import CommandCall
 from tests.fakes.chat import ScriptedChatModel, answer
 from tests.graph_thread import GraphThread
-from tools.artifacts import ArtifactStore
 from tools.broker.checks import RiskLimits
 from tools.broker.fees import DEFAULT_RATES
 from tools.broker.paper import PaperBroker, PaperConfig
 from tools.broker.proposal_claims import APPLY_GRACE, ProposalClaim, live_claims
+from tools.data.klines import AShareKlines
 from tools.data.local import SampleProvider, sample_dir
-from tools.klines import AShareKlines
 from tools.rule_store import RuleStore, order_tag
 from tools.sandbox import Sandbox
 from tools.schedule import execution_id_for
+from tools.storage.artifacts import ArtifactStore
 
 TRADER, OWNER = "UTRADER", "UOWNER"
 CONFIG = PaperConfig(DEFAULT_RATES, RiskLimits(Decimal("500000"), Decimal("0.5"), Decimal("0.05")),

@@ -18,10 +18,10 @@ from graphs.factor.present import present_factor
 from graphs.factor.state import MAX_RETRIES
 from tests.fakes.chat import ScriptedChatModel, answer, tool_call
 from tests.graph_thread import GraphThread
-from tools.artifacts import ArtifactStore
 from tools.data.local import SampleProvider
-from tools.factor_store import FactorStore
+from tools.factors.store import FactorStore
 from tools.sandbox import Sandbox
+from tools.storage.artifacts import ArtifactStore
 
 GOOD_BODY = "return -(close / close.shift(10) - 1)"
 BAD_BODY = "return close.rolling(10).mean().stack()"  # a Series: the output-type check fails

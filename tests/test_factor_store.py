@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from sqlalchemy import Engine
 
-from tools.factor_store import (
+from tools.factors.store import (
     DUPLICATE_SAMPLE_CODES,
     DUPLICATE_SAMPLE_DATES,
     FactorStore,

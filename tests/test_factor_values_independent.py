@@ -30,11 +30,11 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from graphs.context import WorkflowContext
 from tests.graph_thread import GraphThread
-from tools.artifacts import ArtifactStore
 from tools.data.local import LocalProvider, SampleProvider, sample_dir
 from tools.data.provider import MarketDataProvider
-from tools.factor_store import FactorStore
+from tools.factors.store import FactorStore
 from tools.sandbox import Sandbox
+from tools.storage.artifacts import ArtifactStore
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
 

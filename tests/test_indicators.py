@@ -1,4 +1,5 @@
-"""tools/indicators.py against TA-Lib on the real CSI 300 panel, against golden CSVs and against its own promises.
+"""tools/research/indicators.py against TA-Lib on the real CSI 300 panel, against golden CSVs and against its own
+promises.
 
 - TA-Lib (the `ta-lib` wheel, a runtime dependency) is called here directly, once per stock on that stock's own
   trading days, and the wide-frame functions must give exactly its numbers, gaps included.
@@ -21,11 +22,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import talib  # a runtime dependency of tools.indicators: a missing wheel fails collection, never skips
+import talib  # a runtime dependency of tools.research.indicators: a missing wheel fails collection, never skips
 from talib import abstract
 
-from tools import indicators as ind
 from tools.data.provider import to_wide
+from tools.research import indicators as ind
 
 DATA = Path(__file__).resolve().parent / "data"
 GOLDEN = DATA / "indicators_golden.csv"

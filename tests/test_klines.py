@@ -8,8 +8,7 @@ import pandas as pd
 import pytest
 
 from tests.fakes.exchange_server import HOUR_MS, SPOT_PATHS, T0, ExchangeServer, FakeBinance, kline_row
-from tools.data.local import SampleProvider
-from tools.klines import (
+from tools.data.klines import (
     TIMEFRAMES,
     AShareKlines,
     CryptoKlines,
@@ -18,6 +17,7 @@ from tools.klines import (
     klines_for,
     symbol_kind,
 )
+from tools.data.local import SampleProvider
 from tools.settings import Settings
 
 ADJUSTED = ("prices are forward-adjusted (bundled sample provider)",)

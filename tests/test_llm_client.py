@@ -31,10 +31,10 @@ from graphs.main import NO_ROUTE
 from tests.fakes.chat import ScriptedChatModel, ScriptedModels, ScriptExhausted, answer, tool_call
 from tests.fakes.openai_server import API_KEY, FakeOpenAI, OpenAIServer, Step, hang, http_error
 from tests.graph_thread import GraphThread
-from tools.artifacts import ArtifactStore
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
 from tools.settings import Settings
+from tools.storage.artifacts import ArtifactStore
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
 

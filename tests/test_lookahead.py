@@ -1,5 +1,5 @@
-"""The truncation test (tools/lookahead.py) on real prices from the bundled sample: code that reads the future is
-caught and the first changed date is named; code that only reads the past passes."""
+"""The truncation test (tools/research/lookahead.py) on real prices from the bundled sample: code that reads the
+future is caught and the first changed date is named; code that only reads the past passes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from tools.data.local import SampleProvider
-from tools.lookahead import CutRunError, cut_date, lookahead_problem
+from tools.research.lookahead import CutRunError, cut_date, lookahead_problem
 
 CODES = "000001.SZ,600519.SH,600036.SH"
 

@@ -9,9 +9,9 @@ from sqlalchemy import Engine
 from graphs.context import WorkflowContext
 from tests.fakes.chat import ScriptedChatModel, answer, decision, tool_call
 from tests.graph_thread import GraphThread
-from tools.artifacts import ArtifactStore
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
+from tools.storage.artifacts import ArtifactStore
 
 CODES, START, END = "000001.SZ,600519.SH", "20190101", "20200601"
 

@@ -1,11 +1,11 @@
-"""tools/number_audit.py: figures in analyst text matched to the numbers in tool outputs. Every expected figure and
+"""tools/desk/number_audit.py: figures in analyst text matched to the numbers in tool outputs. Every expected figure and
 match below is written by hand from the texts and the tool outputs, never computed by the code under test."""
 
 from __future__ import annotations
 
 import pytest
 
-from tools.number_audit import Figure, audit, extract_figures, flag_text, tool_numbers
+from tools.desk.number_audit import Figure, audit, extract_figures, flag_text, tool_numbers
 
 # an indicator tool's table and a fundamentals row for Kweichow Moutai on 2022-12-20, as the analyst saw them
 INDICATORS = """600519.SH daily indicators (qfq), MA(20) RSI(14) MACD(12,26,9) BOLL(20,2)

@@ -18,12 +18,12 @@ from graphs.context import WorkflowContext
 from graphs.order.nodes.submit import submit_node
 from graphs.order.state import OrderApprovalState
 from tests.graph_thread import GraphThread
-from tools.artifacts import ArtifactStore
 from tools.broker.checks import RiskLimits
 from tools.broker.fees import DEFAULT_RATES
 from tools.broker.paper import PaperBroker, PaperConfig
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
+from tools.storage.artifacts import ArtifactStore
 from tools.storage.broker_records import OrderEvent, PaperFill, PaperOrder
 
 TRADER, OTHER = "UTRADER", "UALICE"

@@ -22,7 +22,6 @@ from sqlalchemy import Engine, inspect, text
 from graphs.checkpointer import open_checkpointer
 from graphs.context import WorkflowContext
 from graphs.order.graph import build_order_approval
-from tools.artifacts import ArtifactStore
 from tools.broker.checks import RiskLimits
 from tools.broker.fees import DEFAULT_RATES
 from tools.broker.paper import PaperBroker, PaperConfig
@@ -37,6 +36,7 @@ from tools.broker.proposal_claims import (
 from tools.data.local import SampleProvider
 from tools.rule_store import RuleStore
 from tools.sandbox import Sandbox
+from tools.storage.artifacts import ArtifactStore
 from tools.storage.db import make_engine
 from tools.storage.migrate import current_revision, downgrade, upgrade
 from tools.storage.models import Base

@@ -24,7 +24,7 @@ from tests.decision_desk import ROLES, desk_context
 from tests.fakes.chat import ScriptedModels, answer
 from tests.replay_crash_child import first_date
 from tools.data.local import SampleProvider
-from tools.decision_log import list_decisions
+from tools.desk.log import list_decisions
 from tools.sandbox import Sandbox
 
 CHILD = "tests.replay_crash_child"

@@ -14,14 +14,14 @@ from graphs.context import WorkflowContext
 from graphs.execution.commands import SUBCOMMANDS
 from graphs.workflow import CommandCall, CommandError
 from tests.graph_thread import GraphThread
-from tools.artifacts import ArtifactStore
 from tools.broker.checks import RiskLimits
 from tools.broker.fees import DEFAULT_RATES
 from tools.broker.paper import PaperBroker, PaperConfig
+from tools.data.klines import AShareKlines
 from tools.data.local import SampleProvider
-from tools.klines import AShareKlines
 from tools.rule_store import RuleStore
 from tools.sandbox import Sandbox
+from tools.storage.artifacts import ArtifactStore
 
 OWNER, OTHER, ADMIN = "UOWNER", "UOTHER", "UADMIN"
 CONFIG = PaperConfig(DEFAULT_RATES, RiskLimits(Decimal("500000"), Decimal("0.5"), Decimal("0.05")),

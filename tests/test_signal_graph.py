@@ -22,12 +22,12 @@ from graphs.signal.present import present_signal
 from tests.fakes.chat import ScriptedChatModel, answer, decision, tool_call
 from tests.fakes.tushare_server import GOOD_TOKEN, FakeTushare, TushareServer
 from tests.graph_thread import GraphThread
-from tools.artifacts import ArtifactStore
 from tools.data.cache import CachingProvider
 from tools.data.local import LocalProvider, SampleProvider
 from tools.data.provider import MarketDataProvider
 from tools.data.tushare import TushareProvider
 from tools.sandbox import Sandbox
+from tools.storage.artifacts import ArtifactStore
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
 

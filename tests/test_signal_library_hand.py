@@ -25,10 +25,10 @@ import pytest
 from graphs.context import WorkflowContext
 from graphs.signal.graph import build_signal_graph
 from tests.graph_thread import GraphThread
-from tools.artifacts import ArtifactStore
 from tools.data.local import LocalProvider, SampleProvider, sample_dir
 from tools.data.provider import MarketDataProvider
 from tools.sandbox import Sandbox
+from tools.storage.artifacts import ArtifactStore
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
 

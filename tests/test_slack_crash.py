@@ -31,7 +31,7 @@ from tests.slack_harness import (
     text_of,
     wait_until,
 )
-from tools.factor_store import FactorStore
+from tools.factors.store import FactorStore
 from tools.storage.db import make_engine
 
 ALICE = "UALICE"

@@ -37,7 +37,7 @@ from tests.slack_harness import (
     text_of,
     wait_until,
 )
-from tools.decision_log import list_decisions
+from tools.desk.log import list_decisions
 from tools.storage.broker_records import PaperFill, PaperOrder
 from tools.storage.db import make_engine
 
@@ -46,7 +46,7 @@ ANALYZE = f"analyze {CODE}"
 ALICE = "UALICE"  # asks for the decision; not a trader
 BOB = "UBOB"  # reads the decision log
 MAIN_MODEL, LIGHT_MODEL = "desk-main-model", "desk-light-model"  # the light model writes the analysts' summaries
-SUMMARIES = 4  # each analyst's first post-close memory summary of the day (tools.analyst_memory)
+SUMMARIES = 4  # each analyst's first post-close memory summary of the day (tools.desk.memory)
 FORM = "application/x-www-form-urlencoded"
 WORKING = ":hourglass_flowing_sand: working…"
 WAITING = ":speech_balloon: waiting for your answer"

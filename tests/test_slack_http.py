@@ -34,8 +34,8 @@ from tests.slack_harness import (
     view_body,
     wait_until,
 )
-from tools.artifacts import ArtifactStore
-from tools.factor_store import FactorStore
+from tools.factors.store import FactorStore
+from tools.storage.artifacts import ArtifactStore
 from tools.storage.db import make_engine
 
 ALICE, BOB, CAROL = "UALICE", "UBOB", "UCAROL"

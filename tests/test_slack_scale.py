@@ -34,7 +34,7 @@ from tests.slack_harness import (
     text_of,
     wait_until,
 )
-from tools.factor_store import FactorStore
+from tools.factors.store import FactorStore
 from tools.storage.db import make_engine
 
 THREADS = 100  # mentions in the fan-out test: each asks a question and gets an answer, or a review and a click

@@ -37,7 +37,7 @@ from sqlalchemy.orm import Session
 from bot import studio_auth
 from graphs import studio
 from graphs.registry import WORKFLOWS
-from tools.factor_store import FactorStore
+from tools.factors.store import FactorStore
 from tools.settings import get_settings
 from tools.storage.broker_records import OrderEvent
 from tools.storage.db import make_engine

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from sqlalchemy import Engine
 
-from tools.workspace import Workspace, WorkspaceError
+from tools.storage.workspace import Workspace, WorkspaceError
 
 
 def _frame(rows: int = 30, cols: int = 4, seed: int = 0) -> pd.DataFrame:
@@ -82,7 +82,7 @@ def test_another_process_sees_the_same_frames(engine: Engine, db_url: str) -> No
     script = (
         "import sys\n"
         "from tools.storage.db import make_engine\n"
-        "from tools.workspace import Workspace\n"
+        "from tools.storage.workspace import Workspace\n"
         "ws = Workspace(make_engine(sys.argv[1]), sys.argv[2])\n"
         "frame = ws.get('indicators/pe')\n"
         "ws.put('signal/from_child', frame * 2)\n"

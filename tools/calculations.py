@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from tools import indicators
+from tools.research import indicators
 
 MAX_PERIOD = 1000  # as the rule language allows
 

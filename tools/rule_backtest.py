@@ -22,12 +22,12 @@ Conventions:
   close; ST from the provider's securities). The order lapses with a note; the next bar's decision may retry;
 - equity is marked on every close from START: cash + shares × close. Nothing is sold at the end. Returns are on
   the whole account (the starting cash), whatever share of it a position uses; the figures (total and annualised
-  return, Sharpe, maximum drawdown, exposure, trades, fees) are tools.performance's, as the signal backtest's:
+  return, Sharpe, maximum drawdown, exposure, trades, fees) are tools.research.performance's, as the signal backtest's:
   each close is a bar, the starting cash the value before the first;
 - a START before the code's data (or an END after it) runs over the dates there are, and says so in a note.
 
 Benchmark: the same code bought at START's open (the first bar the buy can fill) with the same sizing and cost
-model, held to END and marked at the close: the buy-and-hold of tools.backtest, with lots and fees.
+model, held to END and marked at the close: the buy-and-hold of tools.research.backtest, with lots and fees.
 
 Not modelled: dividends and bonus shares (forward-adjusted data folds them into prices), the paper account's risk
 limits (order value, position weight, daily loss) and fills inside the bar.
@@ -51,8 +51,8 @@ from tools.broker.money import price_of
 from tools.broker.rules import fill_blocked_by_limit, lot_rule, price_limits
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError, normalize_date
-from tools.date_span import span_note
-from tools.performance import Figures, figures
+from tools.research.date_span import span_note
+from tools.research.performance import Figures, figures
 from tools.rule_language import Rule, evaluate, parse_rule
 
 DEFAULT_CASH = Decimal("1000000")  # the paper account's default starting cash (QUANTDESK_PAPER_CASH)

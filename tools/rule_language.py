@@ -19,7 +19,7 @@ ever handed to Python (no eval, exec, compile or ast). Keywords and names are ca
     series     = FIELD | INDICATOR [ "(" NUMBER { "," NUMBER } ")" ] [ "." OUTPUT ] ;
     FIELD      = "open" | "high" | "low" | "close" | "volume" ;
 
-Indicators (tools.indicators, TA-Lib conventions; omitted trailing parameters take their defaults):
+Indicators (tools.research.indicators, TA-Lib conventions; omitted trailing parameters take their defaults):
 ma(n), ema(n), rsi(n=14), atr(n=14), macd(fast=12, slow=26, signal=9).dif|dea|hist,
 boll(n=20, k=2).upper|mid|lower, kdj(n=9, m1=3, m2=3).k|d|j. `x[k]` is x k bars ago (1 to 250).
 A parenthesised group may hold a condition or a value; the parser checks which one each place needs.
@@ -46,7 +46,7 @@ from typing import Any, Literal, NoReturn
 import numpy as np
 import pandas as pd
 
-from tools import indicators
+from tools.research import indicators
 
 __all__ = [
     "And",
@@ -109,7 +109,7 @@ class _Spec:
     params: tuple[_Param, ...]
     outputs: tuple[str, ...]  # () for a one-line indicator
     inputs: tuple[str, ...]  # the bar columns it reads
-    warmup: Callable[[tuple[Any, ...]], int]  # bars before its first value (tools.indicators' `warmup`)
+    warmup: Callable[[tuple[Any, ...]], int]  # bars before its first value (tools.research.indicators' `warmup`)
     compute: Callable[[pd.DataFrame, tuple[Any, ...]], indicators.IndicatorResult]
 
 

@@ -23,7 +23,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from tools.klines import KlineError, symbol_kind
+from tools.data.klines import KlineError, symbol_kind
 from tools.storage.models import utcnow
 from tools.storage.rule_records import ExecutionLog, SavedRule
 

@@ -33,8 +33,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from tools.broker.clock import SHANGHAI
+from tools.data.klines import symbol_kind
 from tools.data.provider import MarketDataProvider
-from tools.klines import symbol_kind
 from tools.rule_store import Rule, RuleStore, aware
 from tools.storage.models import utcnow
 from tools.storage.rule_records import RuleTick

@@ -41,7 +41,7 @@ from graphs.interrupts import CLARIFY
 from graphs.registry import COMMANDS, WORKFLOWS, command_for, workflow_for
 from graphs.workflow import CommandCall, CommandError, Subcommand
 from tools.data.schema import DATASET_FIELDS, DataError, dataset_of
-from tools.workspace import Workspace, WorkspaceError
+from tools.storage.workspace import Workspace, WorkspaceError
 
 HOME = "console"  # the session's own workspace: what `load` stores, kept across console runs
 ACCOUNT = CONSOLE_CHANNEL  # the console's paper account unless a request names another

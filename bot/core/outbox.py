@@ -13,7 +13,7 @@ from bot.core.surface import Notice, Place, Question, Refused, Result, StoredFil
 from bot.stores.posts import PostStore
 from bot.stores.threads import ThreadInfo, ThreadRegistry
 from graphs.registry import WORKFLOWS
-from tools.artifacts import ArtifactStore
+from tools.storage.artifacts import ArtifactStore
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from graphs.decision.present import present_decisions
 from graphs.grammar import CODE
 from graphs.views import View
 from graphs.workflow import CommandCall, CommandError
-from tools.decision_log import list_decisions
+from tools.desk.log import list_decisions
 
 
 def decisions_command(call: CommandCall) -> View:

@@ -1,4 +1,4 @@
-"""The desk's use of analyst memory (tools.analyst_memory) and of the decision log's reflections: one memory
+"""The desk's use of analyst memory (tools.desk.memory) and of the decision log's reflections: one memory
 namespace per desk ("live", or a replay's own), summaries written by the light model."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from graphs.context import WorkflowContext, model_for
 from graphs.decision.budget import prompt_tokens, tokens_of
 from graphs.decision.models import MODELS
 from graphs.decision.state import session_of
-from tools.analyst_memory import DueSummary, MemoryController
-from tools.decision_log import reflections_for
+from tools.desk.log import reflections_for
+from tools.desk.memory import DueSummary, MemoryController
 
 HORIZON_DAYS = 5  # trading days after which a decision is resolved and its reflection may be read
 SUMMARY_ANSWER_TOKENS = 1_000  # a memory summary is concise: the light model's answer is capped here

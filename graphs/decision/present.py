@@ -6,7 +6,7 @@ from typing import Any
 
 from graphs.decision.state import session_of
 from graphs.views import Table, View
-from tools.decision_log import Decision
+from tools.desk.log import Decision
 
 
 def present_decision(result: dict[str, Any]) -> View:

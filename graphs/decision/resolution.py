@@ -15,7 +15,7 @@ from graphs.background import Notice
 from graphs.context import WorkflowContext
 from graphs.decision.memory import HORIZON_DAYS
 from tools.broker.clock import day, ymd
-from tools.decision_log import reflection_text, resolve_due
+from tools.desk.log import reflection_text, resolve_due
 
 
 def resolve_pass(ctx: WorkflowContext) -> list[Notice]:

@@ -13,7 +13,7 @@ from typing import Annotated, Any, TypedDict
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
-from tools.analyst_memory import AnalystMemorySummary
+from tools.desk.memory import AnalystMemorySummary
 
 
 def merge(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:

@@ -22,8 +22,8 @@ from graphs.decision.sources import (
     no_data,
     posts_of,
 )
-from tools.data.news import score_sentiment
-from tools.market_snapshot import market_snapshot
+from tools.desk.sentiment import score_sentiment
+from tools.desk.snapshot import market_snapshot
 
 
 @dataclass(frozen=True)

@@ -13,17 +13,17 @@ import pandas as pd
 from graphs.execution.present import present_backtest, present_log, present_rule, present_rules
 from graphs.views import View
 from graphs.workflow import CommandCall, CommandError
-from tools.artifacts import ArtifactRef
 from tools.broker.boards import OrderRuleError
 from tools.broker.clock import day
 from tools.broker.paper import PaperConfig
 from tools.broker.proposal_claims import live_claims
 from tools.broker.rules import buy_quantity_problem
+from tools.data.klines import symbol_kind
 from tools.data.schema import DataError, check_range
-from tools.klines import symbol_kind
 from tools.rule_backtest import RuleBacktest, backtest_rule
 from tools.rule_language import RuleSyntaxError, parse_rule
 from tools.rule_store import Rule, RuleError, RuleStore, order_tag
+from tools.storage.artifacts import ArtifactRef
 
 ADD_USAGE = ('rule add SYMBOL "REQUIREMENTS" [every="CRON"] [tz=ZONE] [size=SHARES|value=CNY] [threshold=0..1] '
              "[account=NAME] [kind=words|language]")

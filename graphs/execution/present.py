@@ -8,10 +8,10 @@ from typing import Any
 from graphs.backtest_view import TRADES_SHOWN, Base, comparison_facts, comparison_summary, cut_note
 from graphs.order.present import present_order
 from graphs.views import Table, View
-from tools.artifacts import ArtifactRef
 from tools.broker.proposal_claims import ProposalClaim
 from tools.rule_backtest import RuleBacktest
 from tools.rule_store import Execution, Rule, Step
+from tools.storage.artifacts import ArtifactRef
 
 
 def _size(rule: Rule) -> str:

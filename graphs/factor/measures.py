@@ -10,7 +10,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json
 from graphs.measures import Measures, RunRecord, rate
-from tools.lookahead import is_lookahead_problem
+from tools.research.lookahead import is_lookahead_problem
 
 RUBRIC = """You grade a stock-selection factor written by an AI assistant for a quant. Read the quant's request and
 the body of compute_factor (each argument a DataFrame of dates x stock codes; the result a DataFrame of the same

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from graphs.views import Table, View
-from tools.factor_store import FactorStore
+from tools.factors.store import FactorStore
 
 SHOWN_METRICS = (("rank_ic_mean", "Rank IC", "{:.4f}"), ("rank_icir", "ICIR", "{:.2f}"), ("ic_mean", "IC", "{:.4f}"),
                  ("spread_mean", "top−bottom", "{:.4%}"), ("turnover_top", "top turnover", "{:.1%}"))

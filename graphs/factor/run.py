@@ -12,8 +12,8 @@ import pandas as pd
 from graphs.factor.template import render
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError, check_range
-from tools.factor_checks import check_factor
-from tools.lookahead import CutRunError, lookahead_problem
+from tools.factors.checks import check_factor
+from tools.research.lookahead import CutRunError, lookahead_problem
 from tools.sandbox import Limits, Sandbox
 
 DRY_RUN_CODES = 30

@@ -7,7 +7,7 @@ from typing import Annotated, Any, TypedDict
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
-from tools.artifacts import ArtifactRef
+from tools.storage.artifacts import ArtifactRef
 
 MAX_RETRIES = 5  # code-generation retries after the first attempt (the seed's limit)
 
@@ -37,7 +37,7 @@ class FactorState(TypedDict, total=False):
     evaluation: dict[str, Any] | None  # {metrics: {period: {...}}, duplicates: [...]}
     save_approval: dict[str, Any] | None  # {approver}: saving a near duplicate was approved
     saved: dict[str, Any] | None  # {id, name, version, status}
-    artifacts: list[ArtifactRef]  # charts and CSVs stored with the thread (tools/artifacts.py)
+    artifacts: list[ArtifactRef]  # charts and CSVs stored with the thread (tools/storage/artifacts.py)
     result: dict[str, Any] | None
     final_reply: str | None
 

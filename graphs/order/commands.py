@@ -11,7 +11,7 @@ from tools.broker.money import money_text
 from tools.broker.paper import PaperBroker, account_names, order_account, reset_account
 from tools.broker.reports import account_report
 from tools.broker.store import AccountError, set_trading, switch_state
-from tools.charts import account_equity
+from tools.research.charts import account_equity
 
 SCOPES = ("open", "today", "all")
 TRADERS_ONLY = "Only traders (QUANTDESK_TRADERS) can {what}."

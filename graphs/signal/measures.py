@@ -4,7 +4,7 @@ truncation (look-ahead) test the first time (None when no signal got as far as t
 from __future__ import annotations
 
 from graphs.measures import Measures, RunRecord, rate
-from tools.lookahead import is_lookahead_problem
+from tools.research.lookahead import is_lookahead_problem
 
 
 def measure_signal(run: RunRecord) -> Measures:

@@ -6,7 +6,7 @@ from typing import Any
 
 from graphs.backtest_view import Base, comparison_facts, comparison_summary
 from graphs.views import View
-from tools.performance import Figures
+from tools.research.performance import Figures
 
 CODES_SHOWN = 12
 BASE = Base("equal sleeves of the capital", "each of the N codes trades its own 1/N of the starting capital; weights "

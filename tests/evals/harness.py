@@ -58,8 +58,8 @@ from graphs.registry import WORKFLOWS
 from tests.decision_desk import desk_context
 from tests.fakes.chat import ScriptedChatModel, ScriptedModels, ScriptExhausted, answer, tool_call
 from tests.graph_thread import GraphThread
+from tools.data.klines import AShareKlines
 from tools.data.local import SampleProvider
-from tools.klines import AShareKlines
 from tools.rule_store import RuleStore
 from tools.sandbox import Sandbox
 

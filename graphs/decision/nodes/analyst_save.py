@@ -17,7 +17,7 @@ from graphs.context import WorkflowContext
 from graphs.decision.memory import memory_of
 from graphs.decision.state import AnalystSpec, AnalystState, session_of
 from graphs.progress import report_progress
-from tools.number_audit import tool_numbers
+from tools.desk.number_audit import tool_numbers
 
 
 def full_report(state: AnalystState) -> str:

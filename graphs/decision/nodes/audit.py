@@ -17,7 +17,7 @@ from graphs.common import message_text
 from graphs.context import WorkflowContext
 from graphs.decision.state import AnalystSpec, AnalystState, DebateState
 from graphs.decision.toolkit import Toolkit
-from tools.number_audit import audit, flag_text
+from tools.desk.number_audit import audit, flag_text
 
 REL_TOL = 0.001  # 0.1 %: at 1,715.00 a figure within ±1.7 matches; written precision also counts
 

@@ -21,7 +21,7 @@ from graphs.decision.usage import tokens_used
 from graphs.progress import report_progress
 from tools.broker.money import price_of
 from tools.broker.reports import account_report
-from tools.market_snapshot import price_bars
+from tools.desk.snapshot import price_bars
 
 NOT_RUN = AnalystMemorySummary(today_report="(this analyst was not asked)", memory_summary_pre_open="",
                                memory_summary_post_close="")

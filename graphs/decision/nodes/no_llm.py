@@ -10,7 +10,7 @@ from langgraph.runtime import Runtime
 from graphs.context import WorkflowContext
 from graphs.decision.sources import valuation
 from graphs.decision.state import DecisionState
-from tools.market_snapshot import market_snapshot
+from tools.desk.snapshot import market_snapshot
 
 NEEDS_LLM = ("Analyst narratives, the research and risk debates and the trader need an LLM: set OPENAI_API_KEY "
              "(and OPENAI_BASE_URL for another OpenAI-compatible endpoint, QUANTDESK_MODEL and "

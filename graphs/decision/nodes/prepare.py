@@ -37,11 +37,11 @@ from graphs.decision.memory import HORIZON_DAYS
 from graphs.decision.models import MODELS
 from graphs.decision.state import DecisionState
 from graphs.llm import MODEL_FAILURES, describe_model_failure, parse_json_answer
-from tools.analyst_memory import session_at
 from tools.broker.clock import clock_for, day, trading_days, ymd
 from tools.data.schema import DataError
-from tools.decision_log import reflection_text, resolve_due
-from tools.market_snapshot import price_bars, trading_days_back
+from tools.desk.log import reflection_text, resolve_due
+from tools.desk.memory import session_at
+from tools.desk.snapshot import price_bars, trading_days_back
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 REPLAY_PREFIX = "replay:"  # the memory namespace (and account name) of a replay

@@ -13,7 +13,7 @@ from langgraph.runtime import Runtime
 
 from graphs.context import WorkflowContext, thread_id
 from graphs.decision.state import DecisionState, session_of
-from tools.decision_log import record_decision
+from tools.desk.log import record_decision
 
 
 def record_node(state: DecisionState, runtime: Runtime[WorkflowContext], config: RunnableConfig) -> dict[str, Any]:

@@ -36,9 +36,9 @@ from tools.broker.money import price_of
 from tools.broker.replay import ReplayBroker, ReplayLedger
 from tools.broker.rules import lot_rule
 from tools.broker.sizing import FEE_MARGIN
-from tools.charts import account_equity
-from tools.decision_log import resolve_due
-from tools.market_snapshot import price_bars
+from tools.desk.log import resolve_due
+from tools.desk.snapshot import price_bars
+from tools.research.charts import account_equity
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from graphs.context import WorkflowContext, thread_id
 from graphs.decision.routes import stopped_stage
 from graphs.decision.state import DecisionState, session_of
 from graphs.decision.usage import tokens_used
-from tools.artifacts import ArtifactRef
-from tools.charts import price_with_indicators
-from tools.market_snapshot import indicator_lines, price_bars
+from tools.desk.snapshot import indicator_lines, price_bars
+from tools.research.charts import price_with_indicators
+from tools.storage.artifacts import ArtifactRef
 
 CHART_DAYS = 120
 FUSION_KEYS = ("account_cash", "account_total_value", "current_price", "previous_close", "max_drawdown",

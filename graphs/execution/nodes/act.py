@@ -13,8 +13,8 @@ from graphs.execution.logbook import log_step
 from graphs.execution.state import ExecutionState
 from graphs.progress import report_progress
 from tools.calculations import CalculationError, calculate
-from tools.klines import KlineError
-from tools.workspace import WorkspaceError
+from tools.data.klines import KlineError
+from tools.storage.workspace import WorkspaceError
 
 TOOLS = ("get_kline_data",)
 

@@ -27,7 +27,7 @@ from tools.broker.money import price_of
 from tools.broker.paper import tagged_position
 from tools.broker.proposal_claims import claim_proposal
 from tools.broker.rules import lot_rule
-from tools.klines import symbol_kind
+from tools.data.klines import symbol_kind
 from tools.rule_store import order_tag
 
 

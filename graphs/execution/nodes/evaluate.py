@@ -17,8 +17,8 @@ from graphs.execution.logbook import log_step
 from graphs.execution.nodes.act import bars_name
 from graphs.execution.state import ExecutionState
 from graphs.progress import report_progress
+from tools.data.klines import MAX_LIMIT, KlineError, symbol_kind
 from tools.data.schema import DataError
-from tools.klines import MAX_LIMIT, KlineError, symbol_kind
 from tools.rule_backtest import rule_bars, rule_history
 from tools.rule_language import Rule, RuleSyntaxError, explain, parse_rule
 

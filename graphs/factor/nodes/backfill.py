@@ -15,7 +15,7 @@ from graphs.factor.run import BACKFILL_LIMITS, execute, load_inputs, universe, w
 from graphs.factor.state import FactorState
 from graphs.progress import report_progress
 from tools.data.schema import DataError
-from tools.factor_checks import check_factor
+from tools.factors.checks import check_factor
 
 FORWARD_BUFFER_DAYS = 45  # calendar days of prices after `end` for the 20-day forward returns
 

@@ -15,11 +15,11 @@ from graphs.context import WorkflowContext, thread_id, workspace
 from graphs.factor.breadth import QUANTILES, too_few_codes
 from graphs.factor.state import FactorState
 from graphs.progress import report_progress
-from tools.artifacts import ArtifactRef, ArtifactStore
-from tools.charts import factor_chart
-from tools.evaluation import EvaluationError, FactorEvaluation, evaluate_factor
-from tools.factor_store import FactorStore
-from tools.workspace import WorkspaceError
+from tools.factors.ic import EvaluationError, FactorEvaluation, evaluate_factor
+from tools.factors.store import FactorStore
+from tools.research.charts import factor_chart
+from tools.storage.artifacts import ArtifactRef, ArtifactStore
+from tools.storage.workspace import WorkspaceError
 
 PERIODS = (1, 5, 20)
 

@@ -11,7 +11,7 @@ from graphs.context import WorkflowContext
 from graphs.factor.saving import run_key, stored_spec
 from graphs.factor.state import FactorState
 from graphs.progress import report_progress
-from tools.factor_store import FactorStore
+from tools.factors.store import FactorStore
 
 
 def record_reject_node(state: FactorState, config: RunnableConfig,

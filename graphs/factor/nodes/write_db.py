@@ -12,7 +12,7 @@ from graphs.context import WorkflowContext, workspace
 from graphs.factor.saving import run_key, stored_spec
 from graphs.factor.state import FactorState
 from graphs.progress import report_progress
-from tools.factor_store import FactorStore
+from tools.factors.store import FactorStore
 
 
 def write_db_node(state: FactorState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:

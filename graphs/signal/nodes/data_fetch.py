@@ -23,7 +23,7 @@ from tools.data.cache import CachingProvider
 from tools.data.local import LocalProvider
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import BAR_FIELDS, DAILY, INDICATOR_FIELDS, DataError, dataset_of, normalize_date
-from tools.workspace import Workspace
+from tools.storage.workspace import Workspace
 
 DATA_FETCH_PROMPT = """You fetch Chinese A-share data from tushare into the thread's workspace.
 

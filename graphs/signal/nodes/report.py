@@ -14,12 +14,12 @@ from langgraph.runtime import Runtime
 from graphs.context import WorkflowContext, thread_id, workspace
 from graphs.progress import report_progress
 from graphs.signal.state import SignalState
-from tools.artifacts import ArtifactRef, ArtifactStore
-from tools.backtest import BacktestResult, degeneracy_warnings, run_backtest
-from tools.charts import equity_and_signal_counts, price_with_trades
 from tools.data.schema import normalize_date
-from tools.date_span import span_note
-from tools.workspace import WorkspaceError
+from tools.research.backtest import BacktestResult, degeneracy_warnings, run_backtest
+from tools.research.charts import equity_and_signal_counts, price_with_trades
+from tools.research.date_span import span_note
+from tools.storage.artifacts import ArtifactRef, ArtifactStore
+from tools.storage.workspace import WorkspaceError
 
 CONVENTIONS = ("next-bar execution at the open (close when no open); each code trades its own 1/N sleeve of the "
                "capital and weights drift between trades (no rebalancing, so none is charged); a code without a price "

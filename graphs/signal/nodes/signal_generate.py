@@ -21,7 +21,7 @@ from graphs.signal.library import STRATEGIES
 from graphs.signal.models import MODELS
 from graphs.signal.state import SignalState
 from tools.sandbox import Sandbox
-from tools.workspace import Workspace
+from tools.storage.workspace import Workspace
 
 CUSTOM_SIGNAL = "signal/custom"
 

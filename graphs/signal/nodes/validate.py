@@ -21,9 +21,9 @@ from graphs.signal.nodes.data_fetch import data_end
 from graphs.signal.state import SignalState
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError, normalize_date
-from tools.lookahead import CutRunError, lookahead_problem
+from tools.research.lookahead import CutRunError, lookahead_problem
 from tools.sandbox import Sandbox
-from tools.workspace import Workspace, WorkspaceError
+from tools.storage.workspace import Workspace, WorkspaceError
 
 MISSING_WARN = 0.5
 EXTREME_RETURN = 0.5

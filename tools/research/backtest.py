@@ -13,7 +13,7 @@ Conventions (stated in every report):
   number of shares, so weights drift with prices and are never rebalanced against each other (no hidden daily
   rebalance). A short sleeve keeps the sale's proceeds in cash and owes the shares. Fees are `fee_rate` times
   the traded notional, charged on each change of position;
-- returns, Sharpe, drawdown, exposure and fees are on the whole starting capital (tools.performance); the last
+- returns, Sharpe, drawdown, exposure and fees are on the whole starting capital (tools.research.performance); the last
   bar has no next price, so T dates give T - 1 bars of returns.
 
 Benchmark (always reported beside the strategy): the equal-weight buy-and-hold of the same codes at the
@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from tools.performance import figures
+from tools.research.performance import figures
 
 MAX_LISTED_CODES = 10
 

@@ -9,17 +9,34 @@ from __future__ import annotations
 import io
 import re
 from dataclasses import dataclass
+from datetime import datetime
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from sqlalchemy import Engine, delete, select
-from sqlalchemy.orm import Session
+from sqlalchemy import DateTime, Engine, Integer, LargeBinary, String, delete, select
+from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from tools.storage.models import WorkspaceFrame, utcnow
+from tools.storage.models import Base, utcnow
 
 NAMESPACES = ("ohlcv", "indicators", "signal", "factor")
 _NAME = re.compile(r"^(ohlcv|indicators|signal|factor)/[A-Za-z0-9_.\-]{1,150}$")
+
+
+class WorkspaceFrame(Base):
+    """A named wide frame of one thread's workspace, stored as Parquet bytes."""
+
+    __tablename__ = "workspace_frames"
+
+    thread_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    n_rows: Mapped[int] = mapped_column(Integer)
+    n_cols: Mapped[int] = mapped_column(Integer)
+    first_date: Mapped[str | None] = mapped_column(String(10))
+    last_date: Mapped[str | None] = mapped_column(String(10))
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
 
 
 class WorkspaceError(KeyError):

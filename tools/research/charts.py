@@ -17,8 +17,8 @@ import pandas as pd  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from tools.backtest import executed_changes  # noqa: E402
-from tools.evaluation import FactorEvaluation  # noqa: E402
+from tools.factors.ic import FactorEvaluation  # noqa: E402
+from tools.research.backtest import executed_changes  # noqa: E402
 
 ROLLING = 20  # dates in the rolling means of IC and turnover
 HORIZON_COLOURS = ("#2c3e50", "#c0392b", "#27ae60", "#8e44ad", "#d35400", "#2980b9")

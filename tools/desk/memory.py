@@ -46,7 +46,8 @@ from sqlalchemy.orm import InstrumentedAttribute, Session, aliased
 
 from tools.broker.clock import SHANGHAI
 from tools.data.schema import normalize_date
-from tools.storage.models import AnalystReport, AnalystSummary, utcnow
+from tools.desk.records import AnalystReport, AnalystSummary
+from tools.storage.models import utcnow
 
 log = logging.getLogger(__name__)
 

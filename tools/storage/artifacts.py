@@ -16,12 +16,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TypedDict
 
-from sqlalchemy import Engine, Row, delete, select
+from sqlalchemy import BigInteger, DateTime, Engine, LargeBinary, Row, String, UniqueConstraint, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from tools.storage.models import Artifact, utcnow
+from tools.storage.models import Base, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +29,25 @@ PURGE_EVERY = 3600.0  # seconds between the retention purges one store runs from
 _FILENAME = re.compile(r"(?!\.\.?\Z)[A-Za-z0-9_.\-]{1,255}")  # a plain file name: no directories
 _LIMITS = {"thread_id": 64, "run_key": 128, "kind": 32, "mime": 100}  # column widths of the artifacts table
 _TITLE_MAX = 300
+
+
+class Artifact(Base):
+    """A chart or file a run produced, kept in the database so that whichever worker finishes the run uploads
+    it; (thread, run key, kind) is unique, so a node that re-runs stores it once."""
+
+    __tablename__ = "artifacts"
+    __table_args__ = (UniqueConstraint("thread_id", "run_key", "kind", name="uq_artifacts_thread_run_kind"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)  # uuid4 hex
+    thread_id: Mapped[str] = mapped_column(String(64))
+    run_key: Mapped[str] = mapped_column(String(128))
+    kind: Mapped[str] = mapped_column(String(32))
+    filename: Mapped[str] = mapped_column(String(255))
+    title: Mapped[str] = mapped_column(String(300))
+    mime: Mapped[str] = mapped_column(String(100))
+    size: Mapped[int] = mapped_column(BigInteger)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
 
 
 class ArtifactRef(TypedDict):

@@ -1,5 +1,5 @@
-"""The one vocabulary both backtests (tools.backtest, tools.rule_backtest) report a run in: total and annualised
-return, Sharpe, maximum drawdown, exposure, trades and fees, each on the run's starting capital.
+"""The one vocabulary both backtests (tools.research.backtest, tools.rule_backtest) report a run in: total and
+annualised return, Sharpe, maximum drawdown, exposure, trades and fees, each on the run's starting capital.
 
 Definitions: Sharpe = mean / std (ddof 1) of daily returns x sqrt(252), risk-free rate 0; the annualised return
 compounds the total return to 252 bars a year; the maximum drawdown is the deepest fall of equity below its

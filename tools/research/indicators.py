@@ -174,11 +174,11 @@ def _check_talib(*names: str) -> None:
     """Refuse to run when TA-Lib's process-wide settings would contradict the documented convention."""
     if talib.get_compatibility() != 0:
         raise RuntimeError("TA-Lib's compatibility is set to Metastock (talib.set_compatibility); "
-                           "tools.indicators needs the default, 0")
+                           "tools.research.indicators needs the default, 0")
     for name in names:
         if talib.get_unstable_period(name) != 0:
             raise RuntimeError(f"TA-Lib's unstable period for {name} is set to {talib.get_unstable_period(name)} "
-                               "process-wide (talib.set_unstable_period); tools.indicators needs 0")
+                               "process-wide (talib.set_unstable_period); tools.research.indicators needs 0")
 
 
 # ---------------------------------------------------------------------------------------------------- engines

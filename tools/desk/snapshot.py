@@ -1,7 +1,7 @@
 """A stock's bars and indicators as of one trading day, for the decision desk's market analyst and its no-LLM reply.
 
 Point in time: only bars dated on or before `as_of` are read, and the look-back counts the stock's own trading
-days, so cutting every source at `as_of` changes nothing. Indicators come from `tools.indicators` (TA-Lib's
+days, so cutting every source at `as_of` changes nothing. Indicators come from `tools.research.indicators` (TA-Lib's
 conventions) over those bars; a value still inside its warm-up is reported as missing, never as a number. Values
 are rounded once here (prices to the fen, ratios to 4 decimals) and those rounded values are what every reader,
 model or table, sees."""
@@ -15,9 +15,9 @@ from typing import Any
 
 import pandas as pd
 
-from tools import indicators
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError, normalize_date
+from tools.research import indicators
 
 BAR_FIELDS = ["open", "high", "low", "close", "pct_chg", "vol", "amount"]
 SHOWN = {"open": ("open", 2), "high": ("high", 2), "low": ("low", 2), "close": ("close", 2),

@@ -16,7 +16,7 @@ import pandas as pd
 from sqlalchemy import Connection, Engine, func, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from tools.storage.models import FactorMetric, FactorRecord, FactorValue
+from tools.factors.records import FactorMetric, FactorRecord, FactorValue
 
 DUPLICATE_CORRELATION = 0.99
 # Near-duplicate search compares a bounded sample: the frame's last dates with values, and codes spread evenly

@@ -35,7 +35,8 @@ from sqlalchemy.orm import Session
 
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError, normalize_date
-from tools.storage.models import DeskDecision, DeskDecisionOutcome, utcnow
+from tools.desk.records import DeskDecision, DeskDecisionOutcome
+from tools.storage.models import utcnow
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""Factors: the saved factor library (store), value checks, and evaluation (IC, quantiles, turnover)."""
