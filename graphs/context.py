@@ -16,7 +16,7 @@ from tools.data.fundamentals import FundamentalsSource
 from tools.data.klines import KlineProvider
 from tools.data.news import NewsSource
 from tools.data.provider import MarketDataProvider
-from tools.rule_store import RuleStore
+from tools.rules.store import RuleStore
 from tools.sandbox import Sandbox
 from tools.storage.artifacts import ArtifactStore
 from tools.storage.workspace import Workspace

@@ -14,7 +14,7 @@ from tools.broker.paper import PaperBroker, PaperConfig
 from tools.data.factory import desk_sources
 from tools.data.klines import klines_for
 from tools.data.provider import MarketDataProvider
-from tools.rule_store import RuleStore
+from tools.rules.store import RuleStore
 from tools.sandbox import Sandbox
 from tools.settings import Settings
 from tools.storage.artifacts import ArtifactStore

@@ -22,7 +22,7 @@ from tools.broker.clock import SHANGHAI
 from tools.broker.orders import OrderRequest
 from tools.broker.paper import PaperBroker, PaperConfig
 from tools.data.local import LocalProvider
-from tools.rule_store import RuleStore
+from tools.rules.store import RuleStore
 from tools.settings import Settings
 
 CODE = "600000.SH"

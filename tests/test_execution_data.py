@@ -29,10 +29,10 @@ from tools.broker.proposal_claims import live_claims
 from tools.data.klines import AShareKlines
 from tools.data.local import LocalProvider, SampleProvider, sample_dir
 from tools.data.provider import MarketDataProvider
-from tools.rule_backtest import backtest_rule
-from tools.rule_store import RuleStore, order_tag
+from tools.rules.backtest import backtest_rule
+from tools.rules.schedule import execution_id_for
+from tools.rules.store import RuleStore, order_tag
 from tools.sandbox import Sandbox
-from tools.schedule import execution_id_for
 from tools.storage.artifacts import ArtifactStore
 
 OWNER, TRADER = "UOWNER", "UTRADER"

@@ -19,7 +19,7 @@ from tools.broker.fees import DEFAULT_RATES
 from tools.broker.paper import PaperBroker, PaperConfig
 from tools.data.klines import AShareKlines
 from tools.data.local import SampleProvider
-from tools.rule_store import RuleStore
+from tools.rules.store import RuleStore
 from tools.sandbox import Sandbox
 from tools.settings import Settings
 from tools.storage.artifacts import ArtifactStore

@@ -28,9 +28,9 @@ from tools.broker.paper import PaperBroker, PaperConfig
 from tools.broker.proposal_claims import APPLY_GRACE, ProposalClaim, live_claims
 from tools.data.klines import AShareKlines
 from tools.data.local import SampleProvider, sample_dir
-from tools.rule_store import RuleStore, order_tag
+from tools.rules.schedule import execution_id_for
+from tools.rules.store import RuleStore, order_tag
 from tools.sandbox import Sandbox
-from tools.schedule import execution_id_for
 from tools.storage.artifacts import ArtifactStore
 
 TRADER, OWNER = "UTRADER", "UOWNER"

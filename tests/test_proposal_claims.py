@@ -34,7 +34,7 @@ from tools.broker.proposal_claims import (
     release_proposals,
 )
 from tools.data.local import SampleProvider
-from tools.rule_store import RuleStore
+from tools.rules.store import RuleStore
 from tools.sandbox import Sandbox
 from tools.storage.artifacts import ArtifactStore
 from tools.storage.db import make_engine

@@ -14,7 +14,7 @@ import pytest
 
 from tools.broker.fees import Fees
 from tools.data.local import LocalProvider
-from tools.rule_backtest import Mark, Trade, backtest_rule
+from tools.rules.backtest import Mark, Trade, backtest_rule
 
 D = Decimal
 RULE = "buy when close > ma(3); sell when close < ma(3)"

@@ -10,7 +10,10 @@ import pandas as pd
 import pytest
 
 from tools.data.local import SampleProvider
-from tools.rule_language import (
+from tools.rules.evaluator import evaluate
+from tools.rules.explanation import explain
+from tools.rules.parser import parse_rule
+from tools.rules.syntax import (
     And,
     Arith,
     Compare,
@@ -24,9 +27,6 @@ from tools.rule_language import (
     Or,
     Rule,
     RuleSyntaxError,
-    evaluate,
-    explain,
-    parse_rule,
 )
 
 ISSUE_EXAMPLE = "buy when close > ma(30) and rsi(14) < 70; sell when close < ma(30) or rsi(14) > 80"

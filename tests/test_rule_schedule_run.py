@@ -20,7 +20,7 @@ from tests.child_process import kill_child_when
 from tests.fakes.slack_server import SlackServer
 from tests.slack_harness import in_thread, run_background_job, text_of, wait_until
 from tools.broker.proposal_claims import live_claims
-from tools.rule_store import RuleStore, order_tag
+from tools.rules.store import RuleStore, order_tag
 from tools.settings import Settings
 
 OWNER = "UOWNER"

@@ -12,11 +12,11 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Constraint, Engine, Index, Table, insert, inspect
 from sqlalchemy.exc import IntegrityError
 
-from tools.rule_store import RuleError, RuleStore
+from tools.rules.records import ExecutionLog
+from tools.rules.store import RuleError, RuleStore
 from tools.storage.db import make_engine
 from tools.storage.migrate import current_revision, downgrade, upgrade
 from tools.storage.models import Base
-from tools.storage.rule_records import ExecutionLog
 
 RULE_TABLES = {"saved_rules", "execution_logs", "rule_ticks"}
 T0 = datetime(2024, 1, 2, 1, 0, tzinfo=UTC)

@@ -12,11 +12,11 @@ import pytest
 from sqlalchemy import Engine, select
 
 from tools.data.local import LocalProvider
-from tools.rule_store import Rule, RuleStore
-from tools.schedule import TickPlan, claim_tick, due_ticks, plan_ticks, run_due, trading_day_checker
+from tools.rules.records import RuleTick
+from tools.rules.schedule import TickPlan, claim_tick, due_ticks, plan_ticks, run_due, trading_day_checker
+from tools.rules.store import Rule, RuleStore
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
-from tools.storage.rule_records import RuleTick
 
 NEW_YEAR = date(2024, 1, 1)  # a Monday, and an exchange holiday
 

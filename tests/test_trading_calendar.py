@@ -22,8 +22,8 @@ from tools.broker.paper import PaperBroker, PaperConfig
 from tools.data.factory import provider_from_settings
 from tools.data.local import LocalProvider
 from tools.data.tushare import TushareProvider
-from tools.rule_store import Rule
-from tools.schedule import due_ticks, trading_day_checker
+from tools.rules.schedule import due_ticks, trading_day_checker
+from tools.rules.store import Rule
 from tools.settings import Settings
 
 # the exchanges' published 2026 closures on weekdays (REFERENCE.md, "Trading calendars")

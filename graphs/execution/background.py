@@ -8,8 +8,8 @@ from typing import Any
 from graphs.background import BackgroundCall, Notice, ScheduledRun
 from graphs.context import WorkflowContext
 from tools.broker.proposal_claims import release_proposals
-from tools.rule_store import Rule, RuleError
-from tools.schedule import run_due, trading_day_checker
+from tools.rules.schedule import run_due, trading_day_checker
+from tools.rules.store import Rule, RuleError
 
 WORKFLOW = "rule"
 

@@ -20,9 +20,10 @@ from tools.broker.proposal_claims import live_claims
 from tools.broker.rules import buy_quantity_problem
 from tools.data.klines import symbol_kind
 from tools.data.schema import DataError, check_range
-from tools.rule_backtest import RuleBacktest, backtest_rule
-from tools.rule_language import RuleSyntaxError, parse_rule
-from tools.rule_store import Rule, RuleError, RuleStore, order_tag
+from tools.rules.backtest import RuleBacktest, backtest_rule
+from tools.rules.parser import parse_rule
+from tools.rules.store import Rule, RuleError, RuleStore, order_tag
+from tools.rules.syntax import RuleSyntaxError
 from tools.storage.artifacts import ArtifactRef
 
 ADD_USAGE = ('rule add SYMBOL "REQUIREMENTS" [every="CRON"] [tz=ZONE] [size=SHARES|value=CNY] [threshold=0..1] '

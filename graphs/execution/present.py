@@ -9,8 +9,8 @@ from graphs.backtest_view import TRADES_SHOWN, Base, comparison_facts, compariso
 from graphs.order.present import present_order
 from graphs.views import Table, View
 from tools.broker.proposal_claims import ProposalClaim
-from tools.rule_backtest import RuleBacktest
-from tools.rule_store import Execution, Rule, Step
+from tools.rules.backtest import RuleBacktest
+from tools.rules.store import Execution, Rule, Step
 from tools.storage.artifacts import ArtifactRef
 
 

@@ -60,7 +60,7 @@ from tests.fakes.chat import ScriptedChatModel, ScriptedModels, ScriptExhausted,
 from tests.graph_thread import GraphThread
 from tools.data.klines import AShareKlines
 from tools.data.local import SampleProvider
-from tools.rule_store import RuleStore
+from tools.rules.store import RuleStore
 from tools.sandbox import Sandbox
 
 EVALS = Path(__file__).resolve().parent

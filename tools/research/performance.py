@@ -1,4 +1,4 @@
-"""The one vocabulary both backtests (tools.research.backtest, tools.rule_backtest) report a run in: total and
+"""The one vocabulary both backtests (tools.research.backtest, tools.rules.backtest) report a run in: total and
 annualised return, Sharpe, maximum drawdown, exposure, trades and fees, each on the run's starting capital.
 
 Definitions: Sharpe = mean / std (ddof 1) of daily returns x sqrt(252), risk-free rate 0; the annualised return

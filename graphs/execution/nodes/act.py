@@ -12,8 +12,8 @@ from graphs.context import WorkflowContext, workspace
 from graphs.execution.logbook import log_step
 from graphs.execution.state import ExecutionState
 from graphs.progress import report_progress
-from tools.calculations import CalculationError, calculate
 from tools.data.klines import KlineError
+from tools.rules.calculations import CalculationError, calculate
 from tools.storage.workspace import WorkspaceError
 
 TOOLS = ("get_kline_data",)

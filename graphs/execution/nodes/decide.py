@@ -28,7 +28,7 @@ from tools.broker.paper import tagged_position
 from tools.broker.proposal_claims import claim_proposal
 from tools.broker.rules import lot_rule
 from tools.data.klines import symbol_kind
-from tools.rule_store import order_tag
+from tools.rules.store import order_tag
 
 
 def decide_node(state: ExecutionState, runtime: Runtime[WorkflowContext], config: RunnableConfig,

@@ -1,6 +1,6 @@
 """Evaluate: a rule written in the rule language runs with no LLM: its bars are fetched, every term, comparison
 and clause is computed in code, and each is logged as a step in the same format as the agent's. An A-share
-rule decides on its stock's whole traded history (tools.rule_backtest.rule_history), exactly what a backtest of
+rule decides on its stock's whole traded history (tools.rules.backtest.rule_history), exactly what a backtest of
 the rule decides on, so a run's decision equals the backtest's decision on the same day; crypto rules (no
 backtest) read the latest warm-up + EXTRA_BARS klines."""
 
@@ -19,8 +19,10 @@ from graphs.execution.state import ExecutionState
 from graphs.progress import report_progress
 from tools.data.klines import MAX_LIMIT, KlineError, symbol_kind
 from tools.data.schema import DataError
-from tools.rule_backtest import rule_bars, rule_history
-from tools.rule_language import Rule, RuleSyntaxError, explain, parse_rule
+from tools.rules.backtest import rule_bars, rule_history
+from tools.rules.explanation import explain
+from tools.rules.parser import parse_rule
+from tools.rules.syntax import Rule, RuleSyntaxError
 
 EXTRA_BARS = 250  # crypto: beyond the warm-up, so recursive indicators (EMA, RSI, MACD) have mostly converged
 

@@ -17,7 +17,7 @@ from graphs.common import new_human_text
 from graphs.context import WorkflowContext
 from graphs.execution.state import ExecutionState
 from graphs.progress import report_progress
-from tools.schedule import scheduled_tick, stale_tick
+from tools.rules.schedule import scheduled_tick, stale_tick
 
 RUN = re.compile(r"^\s*/?rule\s+run\s+(\d+)\s*$", re.IGNORECASE)
 USAGE = "rule run ID (see `rule list`)"

@@ -19,7 +19,7 @@ from graphs.execution.routes import MALFORMED_RETRIES, MAX_ROUNDS, RUN_TIMEOUT_S
 from graphs.execution.state import ExecutionState
 from graphs.llm import MODEL_FAILURES, bounded, describe_model_failure, parse_json_answer
 from graphs.progress import report_progress
-from tools.calculations import describe as calculations_catalogue
+from tools.rules.calculations import describe as calculations_catalogue
 
 SYSTEM_PROMPT = """You are a quantitative trading execution agent. Work through the trading rule step by step: fetch
 bars with a tool, have every indicator computed by the calculation tool, then decide buy, sell or hold.

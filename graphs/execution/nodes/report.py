@@ -18,7 +18,7 @@ from graphs.execution.nodes.decide import rule_account
 from graphs.execution.state import ExecutionState
 from tools.broker.paper import tagged_position
 from tools.broker.proposal_claims import release_proposals
-from tools.rule_store import order_tag
+from tools.rules.store import order_tag
 
 
 def report_node(state: ExecutionState, runtime: Runtime[WorkflowContext], config: RunnableConfig) -> dict[str, Any]:

@@ -6,10 +6,10 @@ from alembic import context
 
 import tools.desk.records  # noqa: F401  (its tables join the metadata)
 import tools.factors.records  # noqa: F401
+import tools.rules.records  # noqa: F401  (its tables join the metadata)
 import tools.storage.artifacts  # noqa: F401
 import tools.storage.broker_records  # noqa: F401
 import tools.storage.claim_records  # noqa: F401  (its tables join the metadata)
-import tools.storage.rule_records  # noqa: F401  (its tables join the metadata)
 import tools.storage.workspace  # noqa: F401
 from tools.storage.models import Base
 

@@ -35,9 +35,9 @@ from sqlalchemy.orm import Session
 from tools.broker.clock import SHANGHAI
 from tools.data.klines import symbol_kind
 from tools.data.provider import MarketDataProvider
-from tools.rule_store import Rule, RuleStore, aware
+from tools.rules.records import RuleTick
+from tools.rules.store import Rule, RuleStore, aware
 from tools.storage.models import utcnow
-from tools.storage.rule_records import RuleTick
 
 log = logging.getLogger(__name__)
 

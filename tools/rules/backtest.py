@@ -1,4 +1,4 @@
-"""A long-only backtest of a structured rule (tools.rule_language) on one A-share code, with the paper account's
+"""A long-only backtest of a structured rule (tools.rules) on one A-share code, with the paper account's
 cost model, beside the buy-and-hold of the same code.
 
 Conventions:
@@ -53,7 +53,9 @@ from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError, normalize_date
 from tools.research.date_span import span_note
 from tools.research.performance import Figures, figures
-from tools.rule_language import Rule, evaluate, parse_rule
+from tools.rules.evaluator import evaluate
+from tools.rules.parser import parse_rule
+from tools.rules.syntax import Rule
 
 DEFAULT_CASH = Decimal("1000000")  # the paper account's default starting cash (QUANTDESK_PAPER_CASH)
 BAR_FIELDS = ("open", "high", "low", "close", "pre_close", "vol")
@@ -145,7 +147,7 @@ class RuleBacktest:
     end: str
     warmup: int  # bars the rule needs before its first decision
     warmup_bars: int  # bars before START read (the code's whole history before it)
-    decisions: pd.DataFrame  # tools.rule_language.evaluate over START..END
+    decisions: pd.DataFrame  # tools.rules.evaluate over START..END
     strategy: Performance
     benchmark: Performance
     span: str | None = None  # the dates that ran, when they are not the ones asked for

@@ -24,8 +24,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from tools.data.klines import KlineError, symbol_kind
+from tools.rules.records import ExecutionLog, SavedRule
 from tools.storage.models import utcnow
-from tools.storage.rule_records import ExecutionLog, SavedRule
 
 log = logging.getLogger(__name__)
 
