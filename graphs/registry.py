@@ -28,6 +28,7 @@ from graphs.factor.present import factor_list, factor_show, present_factor
 from graphs.factor.spec import looks_structured as factor_structured
 from graphs.factor.spec import starts_request as factor_starts
 from graphs.order.background import settlement_job
+from graphs.order.clock import clock_command
 from graphs.order.commands import account_command, cancel_command, orders_command, trading_command
 from graphs.order.grammar import USAGE as ORDER_USAGE
 from graphs.order.grammar import looks_structured as order_structured
@@ -78,7 +79,8 @@ ORDER = Workflow(
     usage=ORDER_USAGE,
     example="order 600519.SH buy 100 limit=1700",
     notes=("the account defaults to the channel's (the console's own in `quantdesk chat`)",
-           "market orders fill at the next session's open on live data, at the last close on past data"),
+           "market orders fill at the next session's open on live data, at the simulated session's close on past "
+           "data (`clock` shows and moves it)"),
     starts_request=order_starts, looks_structured=order_structured, build=build_order_graph, present=present_order,
 )
 
@@ -124,6 +126,9 @@ COMMANDS: dict[str, Subcommand] = {
                             decisions_command),
     "cancel": Subcommand("cancel ORDER", "cancel an order that has not filled yet (traders)", cancel_command,
                          min_args=1),
+    "clock": Subcommand("clock [next | set DATE]", "the paper accounts' session clock: live on live data; on static "
+                        "data one simulated clock a trader moves to the next (or a given) trading day, settling "
+                        "orders, marking accounts and letting T+1 pass", clock_command),
 }
 
 

@@ -52,7 +52,7 @@ def present_account(account: Account, report: AccountReport, notes: tuple[str, .
     rows = [[p.ts_code, p.name or "", f"{p.quantity:,}", f"{p.sellable:,}", str(p.price or "-"),
              money_text(p.value) if p.value is not None else "-", money_text(p.cost),
              money_text(p.unrealised) if p.unrealised is not None else "-"] for p in account.positions]
-    clock = ("simulated clock: today is the last data date" if account.clock == "simulated"
+    clock = ("the simulated session; `clock` shows and moves it" if account.clock == "simulated"
              else "live clock (Asia/Shanghai)")
     return View(
         title=f"Paper account {account.name}",

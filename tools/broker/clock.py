@@ -1,6 +1,6 @@
 """The account's clock: live (Asia/Shanghai wall clock and the exchange's trading calendar) when the data has today's or
-recent bars, else simulated, with "today" the last data date. It decides which session an order fills in and
-when a proposal expires."""
+recent bars, else simulated, with "today" the simulated session date (the last data date until a trader moves it:
+tools/broker/sim_clock.py). It decides which session an order fills in and when a proposal expires."""
 
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ SIMULATED_LABEL = "simulated fill at the last available close"
 @dataclass(frozen=True)
 class Clock:
     mode: Literal["live", "simulated"]
-    today: str  # YYYYMMDD: the Shanghai date (live) or the last data date (simulated)
+    today: str  # YYYYMMDD: the Shanghai date (live) or the simulated session date
     now: datetime  # aware, Asia/Shanghai
-    data_end: str  # the provider's last bar date
+    data_end: str  # the last bar date the account reads: the provider's (live), the session date (simulated)
 
     @property
     def simulated(self) -> bool:
@@ -54,7 +54,7 @@ def ymd(value: date) -> str:
 def clock_for(provider: MarketDataProvider, live_days: int, now: datetime | None = None) -> Clock:
     """Live when at most `live_days` weekdays passed since the provider's last bar (weekdays, so that the
     Spring Festival or National Day week does not turn the clock simulated), else simulated on the last data
-    date."""
+    date (the paper accounts' simulated clock, tools/broker/sim_clock.py, may stand earlier)."""
     moment = (now or datetime.now(SHANGHAI)).astimezone(SHANGHAI)
     end = provider.last_date()
     if end is None:

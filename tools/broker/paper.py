@@ -14,7 +14,7 @@ from sqlalchemy import Engine, case, delete, func, select
 from sqlalchemy.orm import Session
 
 from tools.broker.checks import AccountState, RiskLimits, estimate, pre_trade_checks
-from tools.broker.clock import SHANGHAI, SIMULATED_LABEL, Clock, clock_for, day, expiry, session_for, trading_days, ymd
+from tools.broker.clock import SHANGHAI, SIMULATED_LABEL, Clock, day, expiry, session_for, trading_days, ymd
 from tools.broker.fees import FeeRates, fill_fees
 from tools.broker.fills import fill_price
 from tools.broker.market import Prices, Quote
@@ -22,6 +22,7 @@ from tools.broker.money import to_fen, yuan
 from tools.broker.orders import Account, Fill, Order, OrderRejected, OrderRequest, Position, Preview
 from tools.broker.protocol import OrderScope
 from tools.broker.rules import PriceLimits, price_limits
+from tools.broker.sim_clock import paper_clock
 from tools.broker.store import AccountError, ensure_account, log_event, record_event, trading_enabled, write_lock
 from tools.data.provider import MarketDataProvider
 from tools.storage.broker_records import CashEntry, PaperAccount, PaperFill, PaperMark, PaperOrder, PaperPosition
@@ -31,6 +32,8 @@ BASIS_NOTES = {
     "forward-adjusted": "fills are simulated on forward-adjusted prices, not the prices that traded that day",
     "unknown": "the data's price basis is unknown (set QUANTDESK_LOCAL_PRICE_BASIS): fills may be on adjusted prices",
 }
+SIMULATED_MOVES = ("the simulated clock is at {today}: this proposal lapses when the clock moves (`clock next`), "
+                   "and shares bought are sellable after it moves (T+1)")
 ORDER_HISTORY = 200  # orders `orders all` returns, newest first
 
 
@@ -64,7 +67,8 @@ class PaperBroker:
     # --- clock ----------------------------------------------------------------------------------------
 
     def clock(self) -> Clock:
-        return clock_for(self.provider, self.config.live_data_days, self._now())
+        """Live, or the simulated session clock every account shares (tools/broker/sim_clock.py)."""
+        return paper_clock(self.engine, self.provider, self.config.live_data_days, self._now())
 
     def notes(self) -> tuple[str, ...]:
         """What the account's numbers do and do not model."""
@@ -215,7 +219,8 @@ class PaperBroker:
         sign = -1 if request.side == "buy" else 1
         cash_after = yuan(account.cash_fen) + sign * est.value - est.fees
         position_after = held + (request.quantity if request.side == "buy" else -request.quantity)
-        notes = tuple(n for n in (limits.note, q.prev_close_note, sess.calendar_note, *self.notes()) if n)
+        moves = SIMULATED_MOVES.format(today=clock.today) if clock.simulated else None
+        notes = tuple(n for n in (limits.note, q.prev_close_note, sess.calendar_note, moves, *self.notes()) if n)
         return Preview(request, q.name, sess.date, sess.fill_at, sess.label, est.reference_price, est.value, est.fees,
                        cash_after, position_after, limits.up, limits.down, checks, notes,
                        expiry(clock, sess, self.config.order_ttl).isoformat())

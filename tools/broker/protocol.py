@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
+from tools.broker.clock import Clock
 from tools.broker.orders import Account, Fill, Order, OrderRequest, Position, Preview
 
 OrderScope = Literal["open", "today", "all"]
@@ -12,6 +13,9 @@ OrderScope = Literal["open", "today", "all"]
 
 class Broker(Protocol):
     """One trading account."""
+
+    def clock(self) -> Clock:
+        """Live, or simulated on static data with its session date (which session an order fills in)."""
 
     def account(self) -> Account:
         """Cash, what is held back for open buys, and the positions marked at the latest closes."""

@@ -1,5 +1,6 @@
 """Paper account tables (see ARCHITECTURE.md): accounts, orders, fills, positions, the cash ledger, daily marks,
-order events (the audit trail) and the trading switch. Money is integer fen. Migration 0007 creates them."""
+order events (the audit trail), the trading switch and the simulated clock. Money is integer fen. Migrations 0007
+and 0014 create them."""
 
 from __future__ import annotations
 
@@ -147,3 +148,17 @@ class TradingSwitch(Base):
     enabled: Mapped[bool] = mapped_column(Boolean)
     changed_by: Mapped[str | None] = mapped_column(String(64))
     changed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class SimulatedClock(Base):
+    """The paper accounts' simulated session date on static data: one row for the whole database (every account
+    shares it), absent until a trader first moves it (the data's last day is today until then). It holds while the
+    data still ends on `data_end`: other data (new bars, another provider) starts again at its own last day."""
+
+    __tablename__ = "simulated_clock"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    session_date: Mapped[str] = mapped_column(String(8))  # YYYYMMDD
+    data_end: Mapped[str] = mapped_column(String(8))  # the data's last day when it was moved
+    moved_by: Mapped[str | None] = mapped_column(String(64))
+    moved_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -1,7 +1,8 @@
 """Authorize: the node after every order approval. It checks the decider against the trader policy (on every
-path: Slack, console, Studio, SDK), the proposal's expiry and an edit against the rules, and records each
-outcome in the order audit trail. A refused decision asks again; nothing is placed. An edit is never placed as it
-comes: its order is previewed again (every check) and shown as a new card, to be decided again."""
+path: Slack, console, Studio, SDK), the proposal's expiry (a card made on the simulated clock also lapses when that
+clock moves) and an edit against the rules, and records each outcome in the order audit trail. A refused decision
+asks again; nothing is placed. An edit is never placed as it comes: its order is previewed again (every check) and
+shown as a new card, to be decided again."""
 
 from __future__ import annotations
 
@@ -44,6 +45,13 @@ def authorize_node(state: OrderApprovalState, runtime: Runtime[WorkflowContext],
         log_event(ctx.engine, cid, account, "expired", who, {"decision": kind, "decided_at": state["decided_at"]})
         return _done("expired", f"This order proposal expired at {expiry_text(proposal['expires_at'])}, before "
                                 f"{who}'s {kind}; nothing was placed. Propose it again for a fresh check.", state)
+    moved = _clock_moved(ctx, account, proposal)
+    if moved is not None:
+        log_event(ctx.engine, cid, account, "expired", who, {"decision": kind, "session": proposal["session_date"],
+                                                            "clock": moved})
+        return _done("expired", f"This order proposal was for the simulated session {proposal['session_date']}, and "
+                                f"the simulated clock has moved to {moved} since, before {who}'s {kind}; nothing was "
+                                "placed. Propose it again for a fresh check.", state)
     if kind == "approve":
         if not proposal["passed"]:
             return _again(refusals, "approve is not possible while checks fail: edit or reject the order")
@@ -78,6 +86,13 @@ def authorize_node(state: OrderApprovalState, runtime: Runtime[WorkflowContext],
         failed = "; ".join(f"{c['name']}: {c['detail']}" for c in edited["checks"] if not c["passed"])
         update["refusals"] = [*refusals, f"the edited order fails its checks ({failed})"]
     return update
+
+
+def _clock_moved(ctx: WorkflowContext, account: str, proposal: dict[str, Any]) -> str | None:
+    """The simulated session date when the simulated clock has left the session the card was made for, else None
+    (a card lapses with its simulated session as a live one does at its auction)."""
+    clock = ctx.broker(account, None).clock()  # type: ignore[misc]
+    return clock.today if clock.simulated and clock.today != proposal["session_date"] else None
 
 
 def _again(refusals: list[str], reason: str) -> dict[str, Any]:

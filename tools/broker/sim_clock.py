@@ -1,0 +1,54 @@
+"""The simulated session clock on static data: one session date for the whole database (every paper account
+shares it), the data's last day until a trader moves it, and again whenever the data's last day changes (new bars,
+another provider). The account sees no bar after it. Each move is in the order audit trail ("clock moved": who,
+from, to)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from tools.broker.clock import Clock, clock_for
+from tools.broker.store import record_event
+from tools.data.provider import MarketDataProvider
+from tools.storage.broker_records import SimulatedClock
+from tools.storage.models import utcnow
+
+CLOCK_ROW = 1
+
+
+def stored_session(session: Session, lock: bool = False) -> SimulatedClock | None:
+    """The clock's row (None until it first moves); `lock` holds it for the rest of a PostgreSQL transaction."""
+    return session.get(SimulatedClock, CLOCK_ROW, with_for_update=lock and session.get_bind().dialect.name != "sqlite")
+
+
+def simulated_today(session: Session, data_end: str) -> str:
+    """The simulated session date: the stored one while the data still ends where it did at the move, else the
+    data's last day."""
+    row = stored_session(session)
+    return data_end if row is None or row.data_end != data_end else row.session_date
+
+
+def paper_clock(engine: Engine, provider: MarketDataProvider, live_days: int, now: datetime | None = None) -> Clock:
+    """The paper account's clock: live as `clock_for` decides, else simulated on the stored session date, with the
+    data the account may read ending there."""
+    clock = clock_for(provider, live_days, now)
+    if not clock.simulated:
+        return clock
+    with Session(engine) as session:
+        today = simulated_today(session, clock.data_end)
+    return replace(clock, today=today, data_end=today)
+
+
+def set_session(session: Session, before: str, after: str, data_end: str, by: str) -> None:
+    """Store `after` as the simulated session date on data ending `data_end` and record the move (inside the
+    caller's write lock)."""
+    row = stored_session(session)
+    if row is None:
+        session.add(SimulatedClock(id=CLOCK_ROW, session_date=after, data_end=data_end, moved_by=by, moved_at=utcnow()))
+    else:
+        row.session_date, row.data_end, row.moved_by, row.moved_at = after, data_end, by, utcnow()
+    record_event(session, None, None, "clock moved", by, {"from": before, "to": after, "data_end": data_end})
