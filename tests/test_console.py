@@ -3,10 +3,15 @@ question is pending, follow-ups, malformed codes, rejections without a reason (i
 
 from __future__ import annotations
 
+import queue
 import re
+import signal
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
-from tests.test_cli import _quantdesk
+from tests.test_cli import _env, _quantdesk
 
 
 def _chat(tmp_path: Path, *lines: str) -> list[str]:
@@ -110,3 +115,76 @@ def test_an_edited_order_is_shown_again_checked_and_placed_only_once_approved(tm
     assert cards[1] < placed
     assert any(line.startswith("No ") and "orders" in line for line in lines[cards[1]:placed])  # none before approve
     assert not any("an order needs a code" in line for line in lines)
+
+
+def test_a_card_left_open_is_listed_by_pending_in_a_later_session_and_answered_there(tmp_path: Path) -> None:
+    """Issue 28, item 10: the session ends on an order card; it says so, and the next session reaches the card."""
+    first = _chat(tmp_path, "order 000001.SZ buy 100")
+    assert first[-1] == ("1 question(s), review(s) or order card(s) are still open; they stay open: in `quantdesk "
+                         "chat`, `pending` lists them and `pending N` answers one")
+    second = _chat(tmp_path, "orders open", "pending", "pending 2", "pending 1", "approve", "pending")
+    assert second[1:3] == ["1 waiting (`pending N` makes one current: the next line answers it):",
+                           "  1. Approval: BUY 100 000001.SZ 平安银行 at market"]
+    assert second[3] == "usage: pending [N], N from 1 to 1"
+    assert second[4] == "--- approval: BUY 100 000001.SZ 平安银行 at market ---"  # the card, shown again
+    assert any(line.startswith("Order 1 filled: BUY 100 000001.SZ") for line in second)
+    assert second[-1] == "nothing is waiting for an answer"
+
+
+def test_end_of_input_in_the_middle_of_an_edit_says_the_edit_was_dropped(tmp_path: Path) -> None:
+    lines = _chat(tmp_path, "factor reversal 20190301 20200601", "edit", "return close")
+    assert lines[-2:] == ["(the edit you were typing was dropped; nothing was decided and the review is still open)",
+                          "1 question(s), review(s) or order card(s) are still open; they stay open: in "
+                          "`quantdesk chat`, `pending` lists them and `pending N` answers one"]
+    assert _chat(tmp_path, "pending")[1] == "  1. Code review: reversal_5"
+
+
+class _Session:
+    """`quantdesk chat` as a process whose stdout is read line by line as it comes."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.process = subprocess.Popen([sys.executable, "-m", "bot.cli", "chat"], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                        env=_env(tmp_path), cwd=tmp_path)
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:  # type: ignore[union-attr]
+            self.lines.put(line.rstrip("\n"))
+
+    def type(self, line: str) -> None:
+        self.process.stdin.write(line + "\n")  # type: ignore[union-attr]
+        self.process.stdin.flush()  # type: ignore[union-attr]
+
+    def expect(self, start: str) -> list[str]:
+        """The lines up to and including the first that starts with `start`."""
+        seen = []
+        while not (seen and seen[-1].startswith(start)):
+            seen.append(self.lines.get(timeout=120))
+        return seen
+
+    def interrupt(self) -> None:
+        self.process.send_signal(signal.SIGINT)
+
+
+def test_ctrl_c_drops_the_edit_being_typed_and_a_second_one_in_a_row_leaves(tmp_path: Path) -> None:
+    """Issue 28, item 11: SIGINT at the prompt keeps the session (an edit in progress is dropped, the review stays
+    open); two in a row end it with exit code 130 and no traceback."""
+    chat = _Session(tmp_path)
+    chat.type("factor reversal 20190301 20200601")
+    chat.expect("--- review> ")
+    chat.type("edit")
+    chat.type("return close")
+    chat.expect("type the new body of compute_factor")
+    chat.interrupt()
+    assert chat.expect("(Ctrl-C again") == [
+        "(the edit you were typing was dropped; nothing was decided and the review is still open)",
+        "(Ctrl-C again, `quit` or end of input leaves)"]
+    chat.type("approve")  # the session goes on, and the review is still the current question
+    chat.expect("Factor reversal_5 v1 saved")
+    chat.interrupt()
+    chat.expect("(Ctrl-C again")
+    chat.interrupt()
+    assert chat.process.wait(timeout=120) == 130
+    assert "Traceback" not in chat.process.stderr.read()  # type: ignore[union-attr]

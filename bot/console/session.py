@@ -7,7 +7,11 @@ the background service runs due rules and fills due orders while the session is 
 The session keeps one current thread: a follow-up (`fast=10 slow=30`, an answer, free text) continues it; a
 new request (it starts with a workflow's keyword or one of its strategies or kinds) starts a new thread: a
 question still pending in the old one is cancelled with a note, and a pending code review or order approval is
-rejected (recorded) first. Commands and `help` always work, even while a question is pending."""
+rejected (recorded) first. Commands and `help` always work, even while a question is pending.
+
+What is left open when a session ends stays open: `pending` lists the open questions, reviews and order cards of
+every console thread (any session), and `pending N` makes one of them the current thread. Ctrl-C drops the line
+(or the `edit`) being typed; a second Ctrl-C in a row leaves."""
 
 from __future__ import annotations
 
@@ -32,7 +36,7 @@ from bot.core.kinds import EDIT_BODY, code_edit, kind_of
 from bot.core.surface import Place, Question, Result
 from bot.core.wiring import build_core
 from bot.jobs.local import LocalJobQueue
-from bot.stores.threads import CONSOLE_CHANNEL
+from bot.stores.threads import CONSOLE_CHANNEL, CONSOLE_TEAM
 from bot.views import view_text
 from graphs.background import Notice as BackgroundNotice
 from graphs.clarify import CANCELLED, is_cancel
@@ -47,6 +51,8 @@ HOME = "console"  # the session's own workspace: what `load` stores, kept across
 ACCOUNT = CONSOLE_CHANNEL  # the console's paper account unless a request names another
 CONSOLE_SCOPE = "console-"  # the thread-id prefix of console threads (bot/stores/threads.py)
 MAX_SETTLE_STEPS = 10  # rejections a new request makes to close the old thread's pending reviews and approvals
+INTERRUPTED = 130  # the exit code of a session left with Ctrl-C (a shell's, for SIGINT)
+EDIT_DROPPED = "(the edit you were typing was dropped; nothing was decided and the review is still open)"
 
 
 @dataclass(frozen=True)
@@ -85,6 +91,8 @@ def _help_text(commands: dict[str, DataCommand]) -> str:
         "  reject REASON               stop; the rejection and its reason are recorded (a reason is required)",
         "while an action waits for approval (an order, or saving a near duplicate of another factor):",
         "  approve | reject REASON     (and edit name=value ..., e.g. edit quantity=200 limit_price=9.80)",
+        "  pending                     every open question, review and order card of the console (any session)",
+        "  pending N                   make the N-th the current thread: the next line answers it",
         "data commands:",
     ]
     lines += [_entry(c.usage, c.summary) for c in commands.values()]
@@ -161,6 +169,8 @@ class Console:
             return False
         if name == "help":
             self.say(_help_text(self.commands))
+        elif name == "pending":
+            self.choose_pending(args)
         elif name in self.commands:
             self.command(name, args)
         elif (found := command_for(words)) is not None:
@@ -196,18 +206,77 @@ class Console:
             self.say(f"(background: {notice.text})")
 
     def loop(self, stdin: TextIO, out: TextIO) -> int:
-        """Read and run lines until end of input or `quit`."""
+        """Read and run lines until end of input, `quit` or a second Ctrl-C in a row (exit code 130)."""
         interactive = stdin.isatty()
         if interactive:
             self.say("QuantDesk console. Type help.")
+        interrupted = False
         while True:
-            self.adopt_waiting_thread()
-            if interactive:
-                out.write(self.prompt)
-                out.flush()
-            line = stdin.readline()
-            if not line or not self.handle(line):
-                return 0
+            try:
+                self.adopt_waiting_thread()
+                if interactive:
+                    out.write(self.prompt)
+                    out.flush()
+                line = stdin.readline()
+                interrupted = False
+                if not line or not self.handle(line):
+                    return self.leave(0)
+            except KeyboardInterrupt:
+                if interrupted:
+                    return self.leave(INTERRUPTED)
+                interrupted = True
+                self.interrupt()
+
+    def interrupt(self) -> None:
+        """Ctrl-C: the line being typed is gone (the terminal dropped it), an `edit` being typed too; a run the
+        line started is stopped at its next step."""
+        if self.editing is not None:
+            self.editing = None
+            self.say(EDIT_DROPPED)
+        elif self.core.queue.abort(self.thread):
+            self.say("(stopping the current request at its next step)")
+        self.pending = self.runner.pending(self.thread)
+        self.say("(Ctrl-C again, `quit` or end of input leaves)")
+
+    def leave(self, code: int) -> int:
+        """The session ends: an `edit` being typed is dropped (said so), and what is still open is named."""
+        if self.editing is not None:
+            self.editing = None
+            self.say(EDIT_DROPPED)
+        if waiting := self.open_threads():
+            self.say(f"{len(waiting)} question(s), review(s) or order card(s) are still open; they stay open: in "
+                     "`quantdesk chat`, `pending` lists them and `pending N` answers one")
+        return code
+
+    def open_threads(self) -> list[tuple[Place, list[dict[str, Any]]]]:
+        """Every console thread waiting on a person (any session), oldest first, with what it waits on."""
+        found = []
+        for info in self.core.threads.waiting_in(CONSOLE_TEAM, CONSOLE_CHANNEL):
+            if pending := self.runner.pending(info.thread_id):  # the checkpoint is the truth
+                found.append((Place(info.team_id, info.channel_id, info.thread_ts, self.user), pending))
+        return found
+
+    def choose_pending(self, args: list[str]) -> None:
+        """`pending`: the open threads, numbered; `pending N`: the N-th becomes the current thread."""
+        waiting = self.open_threads()
+        if not waiting:
+            self.say("nothing is waiting for an answer")
+            return
+        if not args:
+            lines = [f"{len(waiting)} waiting (`pending N` makes one current: the next line answers it):"]
+            for number, (place, pending) in enumerate(waiting, 1):
+                value = pending[0]["value"]
+                more = f" (and {len(pending) - 1} more in that thread)" if len(pending) > 1 else ""
+                current = " (current)" if place.thread_id == self.thread else ""
+                lines.append(f"  {number}. {kind_of(value).title(value)}{more}{current}")
+            self.say("\n".join(lines))
+            return
+        if len(args) > 1 or not args[0].isdigit() or not 1 <= int(args[0]) <= len(waiting):
+            self.say(f"usage: pending [N], N from 1 to {len(waiting)}")
+            return
+        self.place, self.pending = waiting[int(args[0]) - 1]
+        value = self.pending[0]["value"]
+        self.say(kind_of(value).console_text(value))
 
     def adopt_waiting_thread(self) -> None:
         """With nothing pending here, a question a background run (a scheduled rule) asked elsewhere becomes the

@@ -104,6 +104,15 @@ class ThreadRegistry:
             row.updated_at = utcnow()
             return _info(row)
 
+    def waiting_in(self, team_id: str, channel_id: str) -> list[ThreadInfo]:
+        """The channel's threads that wait on a person (any requester), oldest first."""
+        with Session(self.engine) as session:
+            rows = session.scalars(select(ThreadRecord).where(ThreadRecord.team_id == team_id,
+                                                              ThreadRecord.channel_id == channel_id,
+                                                              ThreadRecord.status == "waiting")
+                                   .order_by(ThreadRecord.updated_at)).all()
+            return [_info(r) for r in rows]
+
     def threads_of(self, user_id: str, statuses: tuple[str, ...] = ("running", "waiting")) -> list[ThreadInfo]:
         with Session(self.engine) as session:
             rows = session.scalars(select(ThreadRecord).where(ThreadRecord.user_id == user_id,
