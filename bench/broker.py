@@ -22,8 +22,8 @@ from tools.broker.checks import RiskLimits
 from tools.broker.fees import DEFAULT_RATES
 from tools.broker.orders import OrderRequest
 from tools.broker.paper import PaperBroker, PaperConfig
+from tools.broker.records import CashEntry
 from tools.data.local import LocalProvider, SampleProvider, sample_dir
-from tools.storage.broker_records import CashEntry
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
 

@@ -20,10 +20,10 @@ from graphs.decision.present import present_decision
 from tests.decision_desk import ROLES, TRADER, account, desk_context, desk_scripts, risk_answer
 from tests.fakes.chat import ScriptedChatModel, ScriptedModels, answer, tool_call
 from tests.graph_thread import GraphThread
+from tools.broker.records import PaperFill
 from tools.data.local import SampleProvider
 from tools.desk.log import list_decisions
 from tools.sandbox import Sandbox
-from tools.storage.broker_records import PaperFill
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
 

@@ -30,7 +30,7 @@ from tests.slack_harness import (
     text_of,
     wait_until,
 )
-from tools.storage.broker_records import CashEntry, OrderEvent, PaperFill, PaperOrder
+from tools.broker.records import CashEntry, OrderEvent, PaperFill, PaperOrder
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
 

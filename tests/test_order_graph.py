@@ -21,10 +21,10 @@ from tests.graph_thread import GraphThread
 from tools.broker.checks import RiskLimits
 from tools.broker.fees import DEFAULT_RATES
 from tools.broker.paper import PaperBroker, PaperConfig
+from tools.broker.records import OrderEvent, PaperFill, PaperOrder
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
 from tools.storage.artifacts import ArtifactStore
-from tools.storage.broker_records import OrderEvent, PaperFill, PaperOrder
 
 TRADER, OTHER = "UTRADER", "UALICE"
 CONFIG = PaperConfig(DEFAULT_RATES, RiskLimits(Decimal("500000"), Decimal("0.3"), Decimal("0.05")),

@@ -21,9 +21,9 @@ from tests.slack_harness import in_thread, run_background_job, text_of
 from tools.broker.clock import SHANGHAI
 from tools.broker.orders import OrderRequest
 from tools.broker.paper import PaperBroker
+from tools.broker.records import PaperFill
 from tools.data.local import LocalProvider
 from tools.settings import Settings
-from tools.storage.broker_records import PaperFill
 
 TRADER = "UTRADER"
 BAR = {"ts_code": "600000.SH", "open": 10.0, "high": 10.4, "low": 9.8, "close": 10.2, "pre_close": 10.0,

@@ -21,11 +21,11 @@ from tools.broker.clock import SHANGHAI, SIMULATED_LABEL
 from tools.broker.fees import DEFAULT_RATES
 from tools.broker.orders import Account, OrderRejected, OrderRequest, Position
 from tools.broker.paper import PaperBroker, PaperConfig, reset_account
+from tools.broker.records import CashEntry, OrderEvent, PaperMark
 from tools.broker.reports import account_report, max_drawdown
 from tools.broker.store import AccountError, set_trading
 from tools.data.local import LocalProvider
 from tools.data.provider import PriceBasis
-from tools.storage.broker_records import CashEntry, OrderEvent, PaperMark
 
 Bar = tuple[str, str, str, str, str, str, str]  # ts_code, trade_date, open, high, low, close, pre_close
 

@@ -26,11 +26,11 @@ from tools.broker.clock import SHANGHAI
 from tools.broker.fees import DEFAULT_RATES
 from tools.broker.orders import OrderRejected, OrderRequest
 from tools.broker.paper import PaperBroker, PaperConfig
+from tools.broker.records import OrderEvent, PaperOrder
 from tools.broker.sim_clock import paper_clock
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
 from tools.storage.artifacts import ArtifactStore
-from tools.storage.broker_records import OrderEvent, PaperOrder
 from tools.storage.db import make_engine
 from tools.storage.migrate import current_revision, downgrade, upgrade
 from tools.storage.models import Base

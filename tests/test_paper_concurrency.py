@@ -28,7 +28,7 @@ from tests.test_paper_broker import (
 )
 from tools.broker.checks import RiskLimits
 from tools.broker.orders import Order, OrderRejected
-from tools.storage.broker_records import PaperOrder
+from tools.broker.records import PaperOrder
 
 THREADS = 8
 ORDERS_PER_THREAD = 4

@@ -191,5 +191,5 @@ def test_a_typed_execution_id_cannot_pose_as_a_schedule_tick(tmp_path: Path) -> 
         door.run_text(Message("C5400:1.1", "T1", "C5400", "1.1", OWNER,
                               f"rule run {rule.id} execution=rule{rule.id}-20261123T0130Z"))
         reply = _thread_reply(slack, "C5400", "Usage")
-        assert reply == "Usage: `rule run ID (see `rule list`)`; `rule help` lists every rule command."
+        assert reply == "Usage: `rule run ID` (the IDs: `rule list`); `rule help` lists every rule command."
         assert store.steps(rule.id) == []

@@ -37,8 +37,8 @@ from tests.slack_harness import (
     text_of,
     wait_until,
 )
+from tools.broker.records import PaperFill, PaperOrder
 from tools.desk.log import list_decisions
-from tools.storage.broker_records import PaperFill, PaperOrder
 from tools.storage.db import make_engine
 
 CODE = "600519.SH"

@@ -43,7 +43,7 @@ from tests.slack_harness import (
     view_body,
     wait_until,
 )
-from tools.storage.broker_records import OrderEvent, PaperAccount, PaperFill, PaperOrder, TradingSwitch
+from tools.broker.records import OrderEvent, PaperAccount, PaperFill, PaperOrder, TradingSwitch
 from tools.storage.db import make_engine
 
 TRADER, TRADER2 = "UTRADER", "UTRADER2"

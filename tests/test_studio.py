@@ -37,9 +37,9 @@ from sqlalchemy.orm import Session
 from bot import studio_auth
 from graphs import studio
 from graphs.registry import WORKFLOWS
+from tools.broker.records import OrderEvent
 from tools.factors.store import FactorStore
 from tools.settings import get_settings
-from tools.storage.broker_records import OrderEvent
 from tools.storage.db import make_engine
 
 ROOT = Path(__file__).resolve().parents[1]

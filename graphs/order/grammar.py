@@ -62,8 +62,11 @@ def parse_order(text: str) -> OrderIntent:
         raise OrderGrammarError(f"{code} is not a ts_code (like 600519.SH or 000001.SZ)")
     if side not in ("buy", "sell"):
         raise OrderGrammarError(f"the side must be buy or sell, not {tokens[1]!r}")
-    if not qty.isdigit() or int(qty) <= 0:
+    if not qty.lstrip("-").isdigit():
         raise OrderGrammarError(f"the quantity must be a whole number of shares, not {tokens[2]!r}")
+    if int(qty) <= 0:  # a buy's lot rule is the broker's check (100 shares on most boards, 200 on the STAR board)
+        least = "one lot (100 shares on most boards)" if side == "buy" else "1"
+        raise OrderGrammarError(f"the quantity must be a whole number of shares of at least {least}, not {tokens[2]}")
     params: dict[str, str] = {}
     words: list[str] = []
     for token in rest:

@@ -15,10 +15,10 @@ from sqlalchemy.orm import Session
 from tools.broker.clock import Clock, clock_for, day, ymd
 from tools.broker.orders import Order
 from tools.broker.paper import PaperBroker, PaperConfig, account_names, settle_all
+from tools.broker.records import PaperMark, PaperOrder
 from tools.broker.sim_clock import set_session, simulated_today, stored_session
 from tools.broker.store import write_lock
 from tools.data.provider import MarketDataProvider
-from tools.storage.broker_records import PaperMark, PaperOrder
 
 
 class ClockError(ValueError):

@@ -21,11 +21,11 @@ from tools.broker.market import Prices, Quote
 from tools.broker.money import to_fen, yuan
 from tools.broker.orders import Account, Fill, Order, OrderRejected, OrderRequest, Position, Preview
 from tools.broker.protocol import OrderScope
+from tools.broker.records import CashEntry, PaperAccount, PaperFill, PaperMark, PaperOrder, PaperPosition
 from tools.broker.rules import PriceLimits, price_limits
 from tools.broker.sim_clock import paper_clock
 from tools.broker.store import AccountError, ensure_account, log_event, record_event, trading_enabled, write_lock
 from tools.data.provider import MarketDataProvider
-from tools.storage.broker_records import CashEntry, PaperAccount, PaperFill, PaperMark, PaperOrder, PaperPosition
 
 NOT_MODELLED = "dividends and bonus shares are not modelled: positions and cash ignore them"
 BASIS_NOTES = {

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Engine, delete, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from tools.storage.claim_records import ProposalClaimRecord as Claim
+from tools.broker.claim_records import ProposalClaimRecord as Claim
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,9 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from tools.broker.clock import Clock, clock_for
+from tools.broker.records import SimulatedClock
 from tools.broker.store import record_event
 from tools.data.provider import MarketDataProvider
-from tools.storage.broker_records import SimulatedClock
 from tools.storage.models import utcnow
 
 CLOCK_ROW = 1

@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from tools.broker.money import to_fen
-from tools.storage.broker_records import CashEntry, OrderEvent, PaperAccount, TradingSwitch
+from tools.broker.records import CashEntry, OrderEvent, PaperAccount, TradingSwitch
 from tools.storage.models import utcnow
 
 SWITCH_ROW = 1

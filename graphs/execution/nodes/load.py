@@ -20,7 +20,7 @@ from graphs.progress import report_progress
 from tools.rules.schedule import scheduled_tick, stale_tick
 
 RUN = re.compile(r"^\s*/?rule\s+run\s+(\d+)\s*$", re.IGNORECASE)
-USAGE = "rule run ID (see `rule list`)"
+USAGE = "rule run ID"  # the IDs: `rule list`
 
 
 def load_node(state: ExecutionState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
@@ -32,7 +32,8 @@ def load_node(state: ExecutionState, runtime: Runtime[WorkflowContext]) -> dict[
     request = state.get("background_request") or {}
     match = RUN.match(text)
     if not (request or match):
-        return {**fresh, "final_reply": f"Usage: `{USAGE}`; `rule help` lists every rule command."}
+        return {**fresh, "final_reply": f"Usage: `{USAGE}` (the IDs: `rule list`); `rule help` lists every "
+                                                "rule command."}
     rule_id = int(request["rule_id"]) if request else int(match.group(1))  # type: ignore[union-attr]
     store = runtime.context.rules
     rule = store.get(rule_id) if store is not None else None

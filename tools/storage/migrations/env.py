@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from alembic import context
 
-import tools.desk.records  # noqa: F401  (its tables join the metadata)
+# every table of tools/ joins the metadata (each is defined beside its owner; the bot's own are not needed here:
+# migrations are explicit, the metadata only serves comparisons)
+import tools.broker.claim_records  # noqa: F401
+import tools.broker.records  # noqa: F401
+import tools.desk.records  # noqa: F401
 import tools.factors.records  # noqa: F401
-import tools.rules.records  # noqa: F401  (its tables join the metadata)
+import tools.rules.records  # noqa: F401
 import tools.storage.artifacts  # noqa: F401
-import tools.storage.broker_records  # noqa: F401
-import tools.storage.claim_records  # noqa: F401  (its tables join the metadata)
 import tools.storage.workspace  # noqa: F401
 from tools.storage.models import Base
 
