@@ -188,3 +188,15 @@ def test_ctrl_c_drops_the_edit_being_typed_and_a_second_one_in_a_row_leaves(tmp_
     chat.interrupt()
     assert chat.process.wait(timeout=120) == 130
     assert "Traceback" not in chat.process.stderr.read()  # type: ignore[union-attr]
+
+
+def test_help_and_order_wording(tmp_path: Path) -> None:
+    """Issue 28, item 9: no backticks nested in the help's usages; a zero or negative quantity is not called 'not a
+    whole number'."""
+    lines = _chat(tmp_path, "help", "order 600519.SH buy 0", "order 600519.SH sell -5", "order 600519.SH buy 1.5")
+    assert "  rule run ID" in lines and not any("(see `rule list`)" in line for line in lines)
+    text = "\n".join(lines)
+    assert ("the quantity must be a whole number of shares of at least one lot (100 shares on most boards), not 0"
+            in text)
+    assert "the quantity must be a whole number of shares of at least 1, not -5" in text
+    assert "the quantity must be a whole number of shares, not '1.5'" in text
