@@ -1,52 +1,48 @@
-"""Ack latency of `quantdesk serve`'s Bolt app (median, p99) for 200 signed events sent concurrently over HTTP, beside
-a bare Bolt app that only acks, in the same run; and the time from a mention to the bot's first message."""
+"""Ack latency of `quantdesk serve`'s Bolt app, in process on SQLite, for 200 signed events sent 50 at a time over
+HTTP, beside a bare Bolt app that only acks (the reference, same run): p50, p99, non-2xx, p99 / the bare app's,
+threads answered; goal p99 <= 2x the bare app's, no non-2xx, every thread answered. First, the time from a mention
+to the bot's first message in its thread and to its clarify question.
+
+`python -m bench slack_ack`; `run(quick=True)`: 20 events, 10 at a time, nothing judged (tests call it)."""
 
 from __future__ import annotations
 
-import statistics
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from slack_bolt import App
 from slack_sdk import WebClient
 
-from bot.context import build_context
+from bench.slack_load import GOAL_RATIO, Load, answered, fire, sizes, verdict
 from bot.jobs import start_serve_worker
 from bot.slack.app import build_app
 from bot.slack.http import make_server, serve_in_thread
 from bot.slack.serve import slack_core
+from bot.startup import build_context
 from graphs.checkpointer import open_checkpointer
 from tests.fakes.slack_server import SlackServer
 from tests.slack_harness import SECRET, event_body, mention, post
 from tools.settings import Settings
 
-EVENTS = 200
-CONCURRENCY = 50
+ANSWER_TIMEOUT, QUICK_ANSWER_TIMEOUT = 300.0, 30.0  # seconds to wait for every thread's first post
 
 
-def _latencies(url: str, prefix: str) -> list[float]:
-    bodies = [event_body(mention(f"C{prefix}{i % 20}", "UBENCH", "signal rsi 600519.SH",
-                                 f"{1900000000 + i}.000{prefix}")) for i in range(EVENTS)]
-
-    def send(body: str) -> float:
-        started = time.perf_counter()
-        status, _ = post(url, body, "application/json")
-        if status != 200:
-            raise RuntimeError(f"HTTP {status}")
-        return time.perf_counter() - started
-
-    with ThreadPoolExecutor(CONCURRENCY) as pool:
-        return list(pool.map(send, bodies))
+def _first_message(slack: SlackServer, url: str) -> tuple[float, float]:
+    """Seconds from one mention to the bot's first message in its thread, and to its clarify question."""
+    channel, ts = "CFIRST", f"{time.time():.6f}"
+    started = time.perf_counter()
+    post(url, event_body(mention(channel, "UBENCH", "signal rsi 600519.SH", ts)), "application/json")
+    slack.fake.wait_for("chat.postMessage", where=lambda c: c.args.get("thread_ts") == ts)
+    first = time.perf_counter() - started
+    slack.fake.wait_for("chat.postMessage", where=lambda c: c.args.get("thread_ts") == ts
+                        and "question" in str(c.args.get("blocks")))
+    return first, time.perf_counter() - started
 
 
-def _summary(values: list[float]) -> tuple[float, float]:
-    ordered = sorted(values)
-    return statistics.median(ordered) * 1000, ordered[int(len(ordered) * 0.99) - 1] * 1000
-
-
-def main() -> None:
+def run(quick: bool = False) -> tuple[Load, Load, int]:
+    """Print the first-message times and the ack table; return the bare app's load, QuantDesk's, threads answered."""
+    events, concurrency = sizes(quick)
     with SlackServer() as slack, tempfile.TemporaryDirectory() as tmp:
         settings = Settings(SLACK_BOT_TOKEN="xoxb-bench", SLACK_SIGNING_SECRET=SECRET, SLACK_API_URL=slack.url,
                             QUANTDESK_DATA_DIR=tmp, DATABASE_URL=f"sqlite:///{Path(tmp) / 'bench.db'}")
@@ -55,30 +51,39 @@ def main() -> None:
             core = slack_core(ctx, checkpointer)
             app = build_app(settings, core.surface.client, core)  # type: ignore[attr-defined]
             worker = start_serve_worker(core.queue, core)  # runs are jobs: without a worker nothing is posted
-            bare = App(client=WebClient(token="xoxb-bench", base_url=slack.url), signing_secret=SECRET)
-            bare.event("app_mention")(lambda: None)
-            servers = [make_server(app, "127.0.0.1", 0), make_server(bare, "127.0.0.1", 0)]
+            bare_app = App(client=WebClient(token="xoxb-bench", base_url=slack.url), signing_secret=SECRET)
+            bare_app.event("app_mention")(lambda: None)
+            servers = [make_server(app, "127.0.0.1", 0), make_server(bare_app, "127.0.0.1", 0)]
             for server in servers:
                 serve_in_thread(server)
             quant_url, bare_url = (f"http://127.0.0.1:{s.port}/slack/events" for s in servers)
-            channel, ts = "CFIRST", f"{time.time():.6f}"
-            started = time.perf_counter()
-            post(quant_url, event_body(mention(channel, "UBENCH", "signal rsi 600519.SH", ts)), "application/json")
-            slack.fake.wait_for("chat.postMessage", where=lambda c: c.args.get("thread_ts") == ts)
-            first = time.perf_counter() - started
-            slack.fake.wait_for("chat.postMessage", where=lambda c: c.args.get("thread_ts") == ts
-                                and "question" in str(c.args.get("blocks")))
-            question = time.perf_counter() - started
-            print(f"mention → first bot message in the thread {first * 1000:.0f} ms; → clarify question "
-                  f"{question * 1000:.0f} ms (no generated code runs before the question)")
-            bare_ms = _summary(_latencies(bare_url, "1"))
-            quant_ms = _summary(_latencies(quant_url, "2"))
-            print(f"ack latency, {EVENTS} signed app_mention events, {CONCURRENCY} at a time "
-                  "(QuantDesk also starts 200 runs meanwhile)")
-            print(f"  bare Bolt app   median {bare_ms[0]:7.1f} ms   p99 {bare_ms[1]:7.1f} ms")
-            print(f"  QuantDesk       median {quant_ms[0]:7.1f} ms   p99 {quant_ms[1]:7.1f} ms"
-                  f"   ratio {quant_ms[0] / bare_ms[0]:.2f}x (median), {quant_ms[1] / bare_ms[1]:.2f}x (p99)")
-            for server in servers:
-                server.shutdown()
-            if worker is not None:
-                worker.stop()
+            try:
+                first, question = _first_message(slack, quant_url)
+                bare = fire(bare_url, "1", events, concurrency)
+                quant = fire(quant_url, "2", events, concurrency)
+                count = answered(slack, quant.threads, QUICK_ANSWER_TIMEOUT if quick else ANSWER_TIMEOUT)
+            finally:
+                for server in servers:
+                    server.shutdown()
+                if worker is not None:
+                    worker.stop()
+    print(f"mention → first bot message in the thread {first * 1000:.0f} ms; → clarify question "
+          f"{question * 1000:.0f} ms (no generated code runs before the question)")
+    print(f"ack latency, {events} signed app_mention events, {concurrency} at a time (QuantDesk also starts {events} "
+          f"runs meanwhile); reference: the bare Bolt app in this run; goal: p99 <= {GOAL_RATIO:.0f}x the bare app's, "
+          "0 non-2xx, every thread answered")
+    print(f"  {'':15} {'p50 ms':>8} {'p99 ms':>8} {'non-2xx':>8} {'p99/bare':>9} {'answered':>9}  goal")
+    print(f"  {'bare Bolt app':15} {bare.percentile(0.5):8.1f} {bare.percentile(0.99):8.1f} {bare.bad:8d} "
+          f"{1.0:8.2f}x {'-':>9}  -")
+    print(f"  {'QuantDesk':15} {quant.percentile(0.5):8.1f} {quant.percentile(0.99):8.1f} {quant.bad:8d} "
+          f"{quant.percentile(0.99) / bare.percentile(0.99):8.2f}x {f'{count}/{events}':>9}  "
+          f"{verdict(quant, bare, count, quick)}")
+    return bare, quant, count
+
+
+def main(quick: bool = False) -> None:
+    run(quick)
+
+
+if __name__ == "__main__":
+    main()

@@ -48,3 +48,38 @@ def test_decision_bench_quick(capsys: pytest.CaptureFixture[str]) -> None:
     assert path.tokens == 4 * (2 * 1_800 + 950) + 5 * 2_750 + 2 * 3_400  # the usage the scripted models report
     out = capsys.readouterr().out
     assert "analyst stage, fresh day" in out and "critical path s" in out and "goals " in out
+
+
+def _finite_figures(line: str) -> list[float]:
+    """The numbers of one printed row (ratios' trailing x dropped); each must be finite."""
+    figures = [float(word.rstrip("x")) for word in line.split() if word.rstrip("x").replace(".", "", 1).isdigit()]
+    assert figures and all(math.isfinite(f) for f in figures), line
+    return figures
+
+
+def test_slack_ack_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import slack_ack, slack_load
+
+    bare, quant, answered = slack_ack.run(quick=True)
+    assert len(bare.latencies) == len(quant.latencies) == slack_load.QUICK_EVENTS
+    assert bare.bad == quant.bad == 0 and answered == slack_load.QUICK_EVENTS
+    out = capsys.readouterr().out
+    assert f"goal: p99 <= {slack_load.GOAL_RATIO:.0f}x the bare app's" in out and "p99/bare" in out
+    rows = [line for line in out.splitlines() if line.startswith(("  bare Bolt app", "  QuantDesk"))]
+    assert len(rows) == 2 and all(_finite_figures(line) for line in rows)
+    assert f"{answered}/{answered}" in rows[1] and "not judged (quick)" in rows[1]
+
+
+def test_slack_scale_quick(pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import slack_load, slack_scale
+
+    rows = slack_scale.run(quick=True)  # pg_url: PostgreSQL is up (under CI=true the test fails when it is not)
+    assert [row.name for row in rows] == ["bare Bolt app", "serve, SQLite", "serve, PostgreSQL"]
+    for row in rows:
+        assert len(row.load.latencies) == slack_load.QUICK_EVENTS and row.load.bad == 0
+        assert row.answered in (None, slack_load.QUICK_EVENTS), f"{row.name}: a thread got no answer"
+    out = capsys.readouterr().out
+    assert f"goal on PostgreSQL: p99 <= {slack_load.GOAL_RATIO:.0f}x the bare app's" in out and "p99/bare" in out
+    printed = [line for line in out.splitlines() if line.startswith(tuple(f"  {row.name}" for row in rows))]
+    assert len(printed) == 3 and all(len(_finite_figures(line)) == 5 for line in printed)
+    assert printed[2].endswith("not judged (quick)")
