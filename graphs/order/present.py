@@ -73,7 +73,9 @@ def present_orders(name: str, scope: str, orders: tuple[Order, ...]) -> View:
     rows = [[str(o.id), o.session_date, o.side, o.ts_code, f"{o.quantity:,}",
              str(o.limit_price) if o.limit_price is not None else "market", o.status,
              str(o.fills[-1].price) if o.fills else "-", o.approved_by or "-"] for o in orders]
-    summary = f"{len(orders)} {scope} order(s) in account {name}" if orders else f"No {scope} orders in account {name}."
+    kind = "" if scope == "all" else f"{scope} "  # `orders all`: every order, not "all orders" counted
+    count = f"{len(orders)} {kind}order{'' if len(orders) == 1 else 's'}" if orders else f"No {kind}orders"
+    summary = f"{count} in account {name}" + ("" if orders else ".")
     return View(title=f"Orders ({scope}) · {name}", summary=summary,
                 table=Table(["id", "session", "side", "code", "qty", "price", "status", "fill", "approved by"], rows)
                 if rows else None)
