@@ -83,3 +83,40 @@ def test_slack_scale_quick(pg_url: str, capsys: pytest.CaptureFixture[str]) -> N
     printed = [line for line in out.splitlines() if line.startswith(tuple(f"  {row.name}" for row in rows))]
     assert len(printed) == 3 and all(len(_finite_figures(line)) == 5 for line in printed)
     assert printed[2].endswith("not judged (quick)")
+
+
+def _rows(out: str, *starts: str) -> list[str]:
+    """The printed lines that begin with each of `starts` (after their indent), in that order; one each."""
+    lines = [line.strip() for line in out.splitlines()]
+    found = [next((line for line in lines if line.startswith(start)), "") for start in starts]
+    assert all(found), f"missing rows of {starts} in:\n{out}"
+    return found
+
+
+def test_data_workspace_quick(pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import data_workspace
+
+    data_workspace.main(quick=True)  # pg_url: PostgreSQL is up (under CI=true the test fails when it is not)
+    rows = _rows(capsys.readouterr().out, "bundled sample", "sqlite", "postgres")
+    assert all(len(_finite_figures(row)) >= 2 for row in rows)
+    assert "260 codes x   400 dates" in rows[0]
+
+
+def test_sandbox_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import sandbox
+
+    sandbox.main(quick=True)
+    out = capsys.readouterr().out
+    rows = _rows(out, *sandbox.CASES)
+    assert all(len(_finite_figures(row)) == 5 and "not judged (quick)" in row for row in rows)
+    assert f"goal: overhead < {sandbox.GOAL_OVERHEAD_MS:.0f} ms" in out
+
+
+def test_signal_workflow_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import signal_workflow
+
+    signal_workflow.main(quick=True)
+    out = capsys.readouterr().out
+    assert _rows(out, "bundled sample: MA cross on 260 codes")
+    stages = _rows(out, "data_fetch", "signal_generate", "validate", "report")
+    assert all(len(_finite_figures(row)) == 1 for row in stages)
