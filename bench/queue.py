@@ -5,7 +5,9 @@ other threads while a burst waits in one busy thread (bench/burst.py). Needs the
 
 The throughput runs analyze procrastinate_jobs after queueing their jobs. Without statistics (a new database,
 before autovacuum's first analyze) PostgreSQL plans procrastinate's fetch query as a scan of every waiting job:
-about 100 ms per fetch with 2,000 jobs waiting, so about 10 jobs/s whatever the number of workers."""
+about 100 ms per fetch with 2,000 jobs waiting, so about 10 jobs/s whatever the number of workers.
+
+`python -m bench queue`; `main(quick=True)`: QUICK's counts and one worker process, a small burst (tests call it)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -28,10 +31,18 @@ from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
 
 ROOT = Path(__file__).resolve().parents[1]
-LATENCY_JOBS = 100
-SAME_THREAD_JOBS = 30
-THROUGHPUT_JOBS = 2000
-PROCESSES = (1, 2, 4)
+
+
+@dataclass(frozen=True)
+class Sizes:
+    latency_jobs: int  # messages into idle threads, one every 50 ms
+    same_thread_jobs: int  # messages into one busy thread
+    throughput_jobs: int
+    processes: tuple[int, ...]  # worker processes of each throughput run
+
+
+FULL = Sizes(100, 30, 2000, (1, 2, 4))
+QUICK = Sizes(10, 5, 100, (1,))
 
 
 class BenchHandler:
@@ -88,22 +99,22 @@ def _summary(values: list[float]) -> str:
     return f"median {statistics.median(ordered) * 1000:7.1f} ms  p99 {p99 * 1000:7.1f} ms"
 
 
-def _latency(url: str, queue: PgJobQueue) -> None:
+def _latency(url: str, queue: PgJobQueue, sizes: Sizes) -> None:
     processes = _start_workers(url, 1)
     try:
         submitted: dict[str, float] = {}
         submit_seconds = []
-        for i in range(LATENCY_JOBS):  # every message its own thread, one every 50 ms: nothing waits
+        for i in range(sizes.latency_jobs):  # every message its own thread, one every 50 ms: nothing waits
             message = Message(key=f"idle:{i}", team="T", channel="C", thread_ts=f"{i}.0", user="U", text="")
             submitted[message.key] = time.time()
             queue.submit_text(message)
             submit_seconds.append(time.time() - submitted[message.key])
             time.sleep(0.05)
-        for i in range(SAME_THREAD_JOBS):  # one thread: each waits for the previous one and the next poll
+        for i in range(sizes.same_thread_jobs):  # one thread: each waits for the previous one and the next poll
             message = Message(key=f"busy:{i:03d}", team="T", channel="C", thread_ts="busy", user="U", text="")
             submitted[message.key] = time.time()
             queue.submit_text(message)
-        total = LATENCY_JOBS + SAME_THREAD_JOBS
+        total = sizes.latency_jobs + sizes.same_thread_jobs
         _wait(url, "SELECT count(*) FROM bench_starts", lambda n: n == total)
         with psycopg.connect(url) as connection:
             started = dict(connection.execute("SELECT key, started FROM bench_starts").fetchall())
@@ -119,19 +130,20 @@ def _latency(url: str, queue: PgJobQueue) -> None:
           f"  (poll interval {interval} s)")
 
 
-def _throughput(url: str, queue: PgJobQueue) -> None:
+def _throughput(url: str, queue: PgJobQueue, sizes: Sizes) -> None:
+    jobs = sizes.throughput_jobs
     handler = BenchHandler(url)
     started = time.perf_counter()
-    for i in range(THROUGHPUT_JOBS):
+    for i in range(jobs):
         apply_decision_job(handler, {"interrupt_id": f"direct-{i}", "thread_id": "direct"})
-    direct = THROUGHPUT_JOBS / (time.perf_counter() - started)
+    direct = jobs / (time.perf_counter() - started)
     print(f"  {'trivial job function called directly':52s} {direct:12,.0f} jobs/s")
     concurrency = queue.settings.job_concurrency
-    for count in PROCESSES:
+    for count in sizes.processes:
         processes = _start_workers(url, count)
         try:
             with queue.engine.begin() as connection:  # one commit: every job becomes visible at once
-                for i in range(THROUGHPUT_JOBS):
+                for i in range(jobs):
                     queue._defer(connection, APPLY_DECISION, f"t{count}-{i}", {"interrupt_id": f"{count}-{i}",
                                                                                "thread_id": f"t{count}-{i}"})
                 connection.exec_driver_sql("ANALYZE procrastinate_jobs")
@@ -139,12 +151,13 @@ def _throughput(url: str, queue: PgJobQueue) -> None:
             finished_at = _wait(url, "SELECT count(*) FROM procrastinate_jobs", lambda n: n == 0)
         finally:
             _stop(processes)
-        rate = THROUGHPUT_JOBS / (finished_at - committed_at)
+        rate = jobs / (finished_at - committed_at)
         print(f"  {f'{count} worker process(es), concurrency {concurrency} each':52s} {rate:12,.0f} jobs/s"
-              f"  ({THROUGHPUT_JOBS} jobs, each its own thread)")
+              f"  ({jobs} jobs, each its own thread)")
 
 
-def main() -> None:
+def main(quick: bool = False) -> None:
+    sizes = QUICK if quick else FULL
     try:
         with scratch_database() as url:
             engine = make_engine(url)
@@ -152,13 +165,13 @@ def main() -> None:
             with psycopg.connect(url, autocommit=True) as connection:
                 connection.execute("CREATE TABLE bench_starts (key text PRIMARY KEY, started double precision)")
             queue = PgJobQueue(engine, _settings(url))
-            _latency(url, queue)
-            _throughput(url, queue)
+            _latency(url, queue, sizes)
+            _throughput(url, queue, sizes)
             engine.dispose()
     except PostgresUnavailable as exc:
         print(f"  skipped: PostgreSQL unavailable ({exc})")
         return
-    burst.main()
+    burst.main(quick)
 
 
 if __name__ == "__main__":

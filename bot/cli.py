@@ -10,7 +10,7 @@ from pathlib import Path
 from sqlalchemy.exc import ArgumentError, OperationalError
 
 from bot.console import run_console
-from bot.context import StartupError, build_context, configure_logging
+from bot.startup import StartupError, build_context, configure_logging
 from graphs.checkpointer import open_checkpointer
 from tools.data.schema import DataError
 from tools.sandbox import SandboxUnavailable

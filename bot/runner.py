@@ -19,9 +19,9 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command, Durability, StateSnapshot
 
-from bot.context import AppContext
 from bot.jobs import should_stop, stop_honoured
-from graphs.context_factory import workflow_context
+from bot.startup import AppServices
+from graphs.dependencies import workflow_context
 from graphs.main import build_main_graph
 from graphs.progress import PROGRESS
 from tools.sandbox import SandboxUnavailable, default_sandbox
@@ -54,7 +54,7 @@ class Outcome:
 
 
 class Runner:
-    def __init__(self, app: AppContext, checkpointer: BaseCheckpointSaver) -> None:
+    def __init__(self, app: AppServices, checkpointer: BaseCheckpointSaver) -> None:
         settings = app.settings
         self.graph = build_main_graph(checkpointer)
         sandbox = default_sandbox()

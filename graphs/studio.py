@@ -33,7 +33,7 @@ from pydantic_core import CoreSchema, core_schema
 from typing_extensions import TypedDict
 
 from graphs.context import WorkflowContext
-from graphs.context_factory import workflow_context
+from graphs.dependencies import workflow_context
 from graphs.main import build_main_graph
 from graphs.registry import ANALYZE, FACTOR, ORDER, RULE, SIGNAL, WORKFLOWS
 from graphs.workflow import Workflow

@@ -11,9 +11,9 @@ import sys
 import time
 from pathlib import Path
 
-from bot.context import build_context
 from bot.core import Place
 from bot.slack.serve import slack_core
+from bot.startup import build_context
 from graphs.checkpointer import open_checkpointer
 from tests.fakes.slack_server import TEAM
 from tests.slack_harness import wait_until

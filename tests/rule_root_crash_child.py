@@ -12,9 +12,9 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from bot.context import build_context
 from bot.jobs import Message
 from bot.slack.serve import slack_core
+from bot.startup import build_context
 from graphs.checkpointer import open_checkpointer
 from tests.slack_harness import run_background_job
 from tools.settings import Settings

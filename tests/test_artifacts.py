@@ -14,11 +14,11 @@ import pytest
 from sqlalchemy import Engine, inspect, update
 
 from bot.console.surface import ConsoleSurface, console_place
-from bot.context import build_context
 from bot.core import Place
 from bot.core.wiring import build_core
 from bot.runner import Runner
 from bot.slack.serve import slack_core
+from bot.startup import build_context
 from graphs.checkpointer import open_checkpointer
 from graphs.context import WorkflowContext
 from graphs.signal.graph import build_signal_graph

@@ -51,8 +51,9 @@ def test_decision_bench_quick(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def _finite_figures(line: str) -> list[float]:
-    """The numbers of one printed row (ratios' trailing x dropped); each must be finite."""
-    figures = [float(word.rstrip("x")) for word in line.split() if word.rstrip("x").replace(".", "", 1).isdigit()]
+    """The numbers of one printed row (thousands separators and ratios' trailing x dropped); each must be finite."""
+    words = [word.rstrip("x").replace(",", "") for word in line.split()]
+    figures = [float(word) for word in words if word.replace(".", "", 1).isdigit()]
     assert figures and all(math.isfinite(f) for f in figures), line
     return figures
 
@@ -120,3 +121,16 @@ def test_signal_workflow_quick(capsys: pytest.CaptureFixture[str]) -> None:
     assert _rows(out, "bundled sample: MA cross on 260 codes")
     stages = _rows(out, "data_fetch", "signal_generate", "validate", "report")
     assert all(len(_finite_figures(row)) == 1 for row in stages)
+
+
+def test_queue_quick(pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import burst, queue
+
+    queue.main(quick=True)  # pg_url: PostgreSQL is up (under CI=true the test fails when it is not)
+    out = capsys.readouterr().out
+    rows = _rows(out, "submit_text: record, then enqueue", "submit to start, idle thread",
+                 "start to next start, one busy thread", "trivial job function called directly",
+                 "1 worker process(es)", "median", "the busy thread's runs still queued")
+    assert all(_finite_figures(row) for row in rows)
+    assert f"goal p95 ≤ {burst.GOAL_P95_SECONDS * 1000:.0f} ms: not judged (quick)" in rows[5]
+    assert f"of {1 + burst.QUICK_BURST}" in rows[6]

@@ -200,3 +200,8 @@ def test_help_and_order_wording(tmp_path: Path) -> None:
             in text)
     assert "the quantity must be a whole number of shares of at least 1, not -5" in text
     assert "the quantity must be a whole number of shares, not '1.5'" in text
+
+
+def test_a_view_whose_summary_begins_with_its_title_prints_it_once(tmp_path: Path) -> None:
+    lines = _chat(tmp_path, 'rule add 600519.SH "buy when close > ma(30); sell when close < ma(30)" size=100')
+    assert lines[0].startswith("Rule 1 saved, in the rule language")  # no bare "Rule 1" line before it

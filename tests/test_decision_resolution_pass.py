@@ -16,9 +16,9 @@ import pandas as pd
 import pytest
 from sqlalchemy import Engine, func, select
 
-from bot.context import build_context
 from bot.core import Core
 from bot.slack.serve import slack_core
+from bot.startup import build_context
 from bot.stores.threads import thread_id_for
 from graphs.checkpointer import open_checkpointer
 from graphs.decision.resolution import resolve_pass

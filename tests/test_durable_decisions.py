@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from bot.context import build_context
 from bot.core import Core, Place
 from bot.jobs import Message
 from bot.slack.serve import slack_core
 from bot.slack.surface import POST_EVENT
+from bot.startup import build_context
 from bot.stores.decisions import DecisionStore
 from bot.stores.posts import PostStore
 from bot.stores.threads import thread_id_for

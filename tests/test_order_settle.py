@@ -11,9 +11,9 @@ import pandas as pd
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from bot.context import build_context
 from bot.jobs import Message
 from bot.slack.serve import slack_core
+from bot.startup import build_context
 from bot.stores.threads import thread_id_for
 from graphs.checkpointer import open_checkpointer
 from tests.fakes.slack_server import TEAM, SlackServer

@@ -12,9 +12,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
 from bot.console import CONSOLE_SCOPE, Console, ConsoleSurface
-from bot.context import build_context
 from bot.core.wiring import build_core
 from bot.jobs.local import LocalJobQueue
+from bot.startup import build_context
 from bot.stores.threads import thread_id_for
 from graphs.checkpointer import open_checkpointer
 from graphs.interrupts import answer_text, clarify_request

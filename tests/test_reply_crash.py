@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.context import build_context
 from bot.slack.serve import slack_core
+from bot.startup import build_context
 from bot.stores.decisions import DecisionStore
 from bot.stores.threads import thread_id_for
 from graphs.checkpointer import open_checkpointer

@@ -12,9 +12,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bot.context import AppContext, build_context
 from bot.core import Core
 from bot.slack.serve import slack_core
+from bot.startup import AppServices, build_context
 from graphs.checkpointer import open_checkpointer
 from tests.child_process import kill_child_when
 from tests.fakes.slack_server import SlackServer
@@ -65,7 +65,7 @@ TICK = datetime(2026, 11, 23, 1, 30, 20, tzinfo=UTC)  # 09:30:20 Shanghai: the 0
 
 
 @contextmanager
-def _front_door(tmp_path: Path, **env: Any) -> Iterator[tuple[SlackServer, AppContext, Core]]:
+def _front_door(tmp_path: Path, **env: Any) -> Iterator[tuple[SlackServer, AppServices, Core]]:
     url = f"sqlite:///{tmp_path / 'q.db'}"
     with SlackServer() as slack:
         settings = Settings(_env_file=None, DATABASE_URL=url, QUANTDESK_DATA_DIR=str(tmp_path),

@@ -8,9 +8,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from bot.context import build_context
 from bot.jobs.base import stop_scope
 from bot.runner import STOPPED, Runner
+from bot.startup import build_context
 from graphs.checkpointer import open_checkpointer
 from tests.decision_desk import ROLES, research_answer, risk_answer
 from tests.fakes.chat import ScriptedModels, answer, tool_call

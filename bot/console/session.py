@@ -29,15 +29,15 @@ import pandas as pd
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from bot.console.surface import ConsoleSurface, console_place
-from bot.context import AppContext
+from bot.console.text import view_text
 from bot.core import ALREADY_HANDLED, Core
 from bot.core.background import BackgroundService
 from bot.core.kinds import EDIT_BODY, code_edit, kind_of
 from bot.core.surface import Place, Question, Result
 from bot.core.wiring import build_core
 from bot.jobs.local import LocalJobQueue
+from bot.startup import AppServices
 from bot.stores.threads import CONSOLE_CHANNEL, CONSOLE_TEAM
-from bot.views import view_text
 from graphs.background import Notice as BackgroundNotice
 from graphs.clarify import CANCELLED, is_cancel
 from graphs.grammar import bad_code_message, tokenize
@@ -104,7 +104,7 @@ def _help_text(commands: dict[str, DataCommand]) -> str:
 class Console:
     """One console session: a current thread (with its workspace) and the interrupts pending in it."""
 
-    def __init__(self, ctx: AppContext, core: Core, surface: ConsoleSurface) -> None:
+    def __init__(self, ctx: AppServices, core: Core, surface: ConsoleSurface) -> None:
         self.ctx = ctx
         self.core = core
         self.runner = core.runner
@@ -422,7 +422,7 @@ class Console:
             self.say(f"{frame.head(5)}\n...\n{frame.tail(5)}")
 
 
-def run_console(ctx: AppContext, checkpointer: BaseCheckpointSaver, stdin: TextIO = sys.stdin,
+def run_console(ctx: AppServices, checkpointer: BaseCheckpointSaver, stdin: TextIO = sys.stdin,
                 out: TextIO = sys.stdout, clock: Callable[[], datetime] | None = None) -> int:
     """The console session until end of input or `quit`: its core on the in-process queue, with the background
     service (due rules, due orders, the desk's resolution) running while it is open; `clock`: its now."""

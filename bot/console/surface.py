@@ -9,10 +9,10 @@ import uuid
 from pathlib import Path
 from typing import TextIO
 
+from bot.console.text import view_text
 from bot.core.kinds import kind_of
 from bot.core.surface import Content, Notice, Place, Question, Result, RetryOffer, StoredFile, ThreadStart
 from bot.stores.threads import CONSOLE_CHANNEL, CONSOLE_TEAM
-from bot.views import view_text
 
 
 def console_place(user: str, root: str | None = None) -> Place:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from bot.context import AppContext
 from bot.core.core import Core
 from bot.core.policy import Policy
 from bot.core.surface import Surface
 from bot.jobs import JobQueue, make_job_queue
 from bot.runner import Runner
+from bot.startup import AppServices
 
 
-def build_core(ctx: AppContext, checkpointer: BaseCheckpointSaver, surface: Surface, scope: str,
+def build_core(ctx: AppServices, checkpointer: BaseCheckpointSaver, surface: Surface, scope: str,
                queue: JobQueue | None = None) -> Core:
     """The core of one surface; `queue` defaults to the database's (procrastinate on PostgreSQL, in-process on
     SQLite)."""

@@ -10,7 +10,6 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from slack_bolt.error import BoltError
 from slack_sdk.errors import SlackApiError
 
-from bot.context import AppContext, StartupError
 from bot.core import Core
 from bot.core.background import BackgroundService
 from bot.core.wiring import build_core
@@ -18,6 +17,7 @@ from bot.jobs import WorkerHandle, start_serve_worker
 from bot.slack.app import SLACK_SCOPE, build_app, make_client
 from bot.slack.http import make_server
 from bot.slack.surface import SlackSurface
+from bot.startup import AppServices, StartupError
 from bot.stores.threads import CONSOLE_CHANNEL
 
 log = logging.getLogger(__name__)
@@ -36,21 +36,21 @@ def slack_startup_error(exc: Exception, token_name: str, api_url: str) -> Startu
     return StartupError(f"cannot reach Slack at {api_url} ({reason}); check the network, or SLACK_API_URL if set")
 
 
-def slack_core(ctx: AppContext, checkpointer: BaseCheckpointSaver) -> Core:
+def slack_core(ctx: AppServices, checkpointer: BaseCheckpointSaver) -> Core:
     """The core on the Slack surface (a bare WebClient: a worker needs no Bolt app and calls nothing at start)."""
     if ctx.settings.slack_bot_token is None:
         raise StartupError("SLACK_BOT_TOKEN is not set; see README, 'Slack app in five steps'")
     return build_core(ctx, checkpointer, SlackSurface(make_client(ctx.settings)), SLACK_SCOPE)
 
 
-def background_service(core: Core, ctx: AppContext) -> BackgroundService:
+def background_service(core: Core, ctx: AppServices) -> BackgroundService:
     """Serve's background service: every Slack channel's rules (the console runs its own)."""
     settings = ctx.settings
     return BackgroundService(core, settings.reconcile_interval_seconds, settings.rule_catch_up,
                              serves=lambda channel: channel != CONSOLE_CHANNEL)
 
 
-def serve(ctx: AppContext, checkpointer: BaseCheckpointSaver, host: str, port: int) -> None:
+def serve(ctx: AppServices, checkpointer: BaseCheckpointSaver, host: str, port: int) -> None:
     settings = ctx.settings
     core = slack_core(ctx, checkpointer)
     try:

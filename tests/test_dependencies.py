@@ -1,4 +1,4 @@
-"""Every adapter builds the workflows' context from the settings in one place (graphs/context_factory.py): the
+"""Every adapter builds the workflows' context from the settings in one place (graphs/dependencies.py): the
 bot's runner (which the console and the Slack workers use) once ignored the desk's budgets and its news and
 fundamentals folders, which only the LangGraph server read."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.context import build_context
 from bot.runner import Runner
+from bot.startup import build_context
 from graphs.checkpointer import open_checkpointer
 from graphs.studio import context_from_settings
 from tools.data.news import LocalNews, LocalPosts

@@ -6,10 +6,12 @@ from graphs.views import View
 
 
 def view_text(view: View) -> str:
+    """The title (unless the summary already begins with it), the summary, the lines, facts, table, code, notes
+    and warnings."""
     body = [f"  {line}" for line in view.lines] + [f"  {label}: {value}" for label, value in view.facts]
     if view.table is not None:
         body += ["  " + row for row in view.table.aligned().splitlines()]
     if view.code:
         body += ["code:", view.code]
-    head = [view.title, view.summary] if body else [view.summary]
+    head = [view.title, view.summary] if body and not view.summary.startswith(view.title) else [view.summary]
     return "\n".join(head + body + [f"  note: {n}" for n in view.notes] + [f"warning: {w}" for w in view.warnings])

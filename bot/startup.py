@@ -22,7 +22,7 @@ class StartupError(RuntimeError):
 
 
 @dataclass
-class AppContext:
+class AppServices:
     settings: Settings
     engine: Engine
     provider: MarketDataProvider
@@ -35,7 +35,7 @@ def configure_logging(level: str) -> None:
     logging.getLogger("alembic").setLevel(logging.DEBUG if level == "DEBUG" else logging.WARNING)
 
 
-def build_context(settings: Settings) -> AppContext:
+def build_context(settings: Settings) -> AppServices:
     """Open the database (migrating the embedded SQLite default automatically) and the data provider."""
     url = settings.database_url_value
     engine = make_engine(url)
@@ -55,4 +55,4 @@ def build_context(settings: Settings) -> AppContext:
     log.info("database: %s", redacted(url))
     provider = provider_from_settings(settings)
     log.info("market data provider: %s", provider.name)
-    return AppContext(settings=settings, engine=engine, provider=provider)
+    return AppServices(settings=settings, engine=engine, provider=provider)
