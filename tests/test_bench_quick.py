@@ -134,3 +134,13 @@ def test_queue_quick(pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert all(_finite_figures(row) for row in rows)
     assert f"goal p95 ≤ {burst.GOAL_P95_SECONDS * 1000:.0f} ms: not judged (quick)" in rows[5]
     assert f"of {1 + burst.QUICK_BURST}" in rows[6]
+
+
+def test_broker_quick(pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import broker
+
+    broker.main(quick=True)  # raises when the ledger does not add up to the cash; pg_url: PostgreSQL is up
+    rows = _rows(capsys.readouterr().out, "SQLite ", "PostgreSQL ")
+    for row in rows:
+        assert f"{broker.QUICK_ORDERS} orders in" in row and row.endswith("ledger adds up to the cash")
+        assert len(_finite_figures(row.replace(":", " ").replace("(", " "))) >= 5
