@@ -149,9 +149,10 @@ def run(quick: bool = False) -> list[Row]:
     return rows
 
 
-def main() -> None:
+def main(quick: bool = False) -> None:
     if not SHARED.is_dir():
         print(f"skipped: the shared data folder {SHARED} is missing")
         return
-    run()
-    bench_copy()
+    run(quick)
+    if not quick:
+        bench_copy()

@@ -158,11 +158,11 @@ def run(quick: bool = False) -> list[Row]:
     return rows
 
 
-def main() -> None:
+def main(quick: bool = False) -> None:
     if not SHARED.is_dir():
         print(f"skipped: the shared data folder {SHARED} is missing")
         return
-    run()
+    run(quick)
 
 
 if __name__ == "__main__":

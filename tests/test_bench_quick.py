@@ -144,3 +144,26 @@ def test_broker_quick(pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     for row in rows:
         assert f"{broker.QUICK_ORDERS} orders in" in row and row.endswith("ledger adds up to the cash")
         assert len(_finite_figures(row.replace(":", " ").replace("(", " "))) >= 5
+
+
+def test_console_start_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import console_start
+
+    result = console_start.run(quick=True)  # raises when the prompt or help's answer never shows
+    assert len(result.starts) == len(result.import_s) == 1 and not result.warm
+    assert 0 < result.prompt_s < result.help_s and result.reference_s > 0
+    out = capsys.readouterr().out
+    rows = _rows(out, "start → prompt", "start → help answered")
+    assert all(len(_finite_figures(row)) >= 3 for row in rows)
+    assert f"goal: prompt <= {console_start.GOAL_S:.1f} s" in out and "not judged (quick)" in rows[0]
+
+
+def test_every_bench_has_a_quick_mode() -> None:
+    import importlib
+    import inspect
+
+    from bench.__main__ import BENCHES
+
+    for name in BENCHES:
+        main = importlib.import_module(f"bench.{name}").main
+        assert "quick" in inspect.signature(main).parameters, f"bench.{name}.main has no quick mode"
