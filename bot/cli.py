@@ -1,4 +1,5 @@
-"""The `quantdesk` command."""
+"""The `quantdesk` command. Heavy modules are imported by the command that needs them, so `quantdesk chat` shows
+its prompt at once (bot/console/launch.py warms up behind it)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,8 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
-from sqlalchemy.exc import ArgumentError, OperationalError
-
-from bot.console import run_console
-from bot.startup import StartupError, build_context, configure_logging
-from graphs.checkpointer import open_checkpointer
-from tools.data.schema import DataError
-from tools.sandbox import SandboxUnavailable
+from bot.logs import configure_logging
 from tools.settings import Settings, get_settings
-from tools.storage.db import is_sqlite, make_engine, redacted
-from tools.storage.migrate import upgrade
 
 NO_SEPARATE_WORKER = ("the embedded SQLite default runs jobs in-process inside `quantdesk serve` and `quantdesk chat`; "
                       "`quantdesk worker` and `serve --no-worker` need DATABASE_URL=postgresql://...")
@@ -67,6 +60,9 @@ def _worker(settings: Settings, concurrency: int | None, parent: int | None) -> 
     from bot.jobs.child import exit_with_parent
     from bot.jobs.pg import PgJobQueue
     from bot.slack.serve import slack_core
+    from bot.startup import build_context
+    from graphs.checkpointer import open_checkpointer
+    from tools.storage.db import redacted
 
     ctx = build_context(settings)
     with open_checkpointer(settings.database_url_value, max_connections=settings.checkpoint_pool_size) as checkpointer:
@@ -100,42 +96,67 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     settings = get_settings()
     configure_logging(settings.log_level)
-    try:
-        if args.command == "eval":
-            return _eval(args, settings)
-        if args.command == "db":
-            url = settings.database_url_value
-            revision = upgrade(make_engine(url))
-            print(f"{redacted(url)} is at revision {revision}")
-            return 0
-        if args.command == "worker" or getattr(args, "no_worker", False):
-            if is_sqlite(settings.database_url_value):
-                print(f"quantdesk: {NO_SEPARATE_WORKER}", file=sys.stderr)
-                return 2
-            if args.command == "worker":
-                return _worker(settings, args.concurrency, args.parent)
-            settings = settings.model_copy(update={"in_process_worker": False})
-        ctx = build_context(settings)
-        with open_checkpointer(settings.database_url_value,
-                               max_connections=settings.checkpoint_pool_size) as checkpointer:
-            if args.command == "serve":
-                from bot.slack.serve import serve
+    if args.command == "chat":
+        from bot.console.launch import launch
 
-                serve(ctx, checkpointer, args.host, args.port)
-                return 0
-            return run_console(ctx, checkpointer)
-    except (StartupError, DataError, SandboxUnavailable) as exc:
-        print(f"quantdesk: {exc}", file=sys.stderr)
+        return launch(settings, sys.stdin, sys.stdout, failure_message)
+    try:
+        return _command(args, settings)
+    except Exception as exc:  # noqa: BLE001 - a start-up failure is said plainly; anything else is re-raised
+        message = failure_message(exc, settings)
+        if message is None:
+            raise
+        print(f"quantdesk: {message}", file=sys.stderr)
         return 2
-    except OperationalError as exc:
+
+
+def _command(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.startup import build_context
+    from graphs.checkpointer import open_checkpointer
+    from tools.storage.db import is_sqlite, make_engine, redacted
+    from tools.storage.migrate import upgrade
+
+    if args.command == "eval":
+        return _eval(args, settings)
+    if args.command == "db":
+        url = settings.database_url_value
+        revision = upgrade(make_engine(url))
+        print(f"{redacted(url)} is at revision {revision}")
+        return 0
+    if args.command == "worker" or getattr(args, "no_worker", False):
+        if is_sqlite(settings.database_url_value):
+            print(f"quantdesk: {NO_SEPARATE_WORKER}", file=sys.stderr)
+            return 2
+        if args.command == "worker":
+            return _worker(settings, args.concurrency, args.parent)
+        settings = settings.model_copy(update={"in_process_worker": False})
+    from bot.slack.serve import serve
+
+    ctx = build_context(settings)
+    with open_checkpointer(settings.database_url_value, max_connections=settings.checkpoint_pool_size) as checkpointer:
+        serve(ctx, checkpointer, args.host, args.port)
+    return 0
+
+
+def failure_message(exc: BaseException, settings: Settings) -> str | None:
+    """What to tell a person whose command could not start (configuration, database, data, sandbox); None for
+    anything else (a bug: it is raised)."""
+    from sqlalchemy.exc import ArgumentError, OperationalError
+
+    from bot.startup import StartupError
+    from tools.data.schema import DataError
+    from tools.sandbox import SandboxUnavailable
+    from tools.storage.db import redacted
+
+    if isinstance(exc, StartupError | DataError | SandboxUnavailable):
+        return str(exc)
+    if isinstance(exc, OperationalError):
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
-        print(f"quantdesk: database {redacted(settings.database_url_value)} failed: {reason}; check DATABASE_URL "
-              "and that the database server is running", file=sys.stderr)
-        return 2
-    except ArgumentError as exc:
-        print(f"quantdesk: DATABASE_URL is not usable ({exc}); use sqlite:///PATH or "
-              "postgresql://USER@HOST:PORT/DATABASE", file=sys.stderr)
-        return 2
+        return (f"database {redacted(settings.database_url_value)} failed: {reason}; check DATABASE_URL and that the "
+                "database server is running")
+    if isinstance(exc, ArgumentError):
+        return f"DATABASE_URL is not usable ({exc}); use sqlite:///PATH or postgresql://USER@HOST:PORT/DATABASE"
+    return None
 
 
 if __name__ == "__main__":

@@ -28,13 +28,6 @@ class AppServices:
     provider: MarketDataProvider
 
 
-def configure_logging(level: str) -> None:
-    """Log at `level`; alembic's per-migration lines only at DEBUG (else its warnings and errors)."""
-    level = level.upper()
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("alembic").setLevel(logging.DEBUG if level == "DEBUG" else logging.WARNING)
-
-
 def build_context(settings: Settings) -> AppServices:
     """Open the database (migrating the embedded SQLite default automatically) and the data provider."""
     url = settings.database_url_value

@@ -4,22 +4,15 @@ plus one entry."""
 
 from __future__ import annotations
 
+from graphs.analyze.commands import decisions_command
+from graphs.analyze.grammar import USAGE as ANALYZE_USAGE
+from graphs.analyze.grammar import starts_request as analyze_starts
+from graphs.analyze.graph import build_analyze_graph
+from graphs.analyze.measures import measure_decision
+from graphs.analyze.models import MODELS as DESK_MODELS
+from graphs.analyze.present import present_decision
+from graphs.analyze.resolution import resolve_pass
 from graphs.background import BackgroundJob
-from graphs.decision.commands import decisions_command
-from graphs.decision.grammar import USAGE as ANALYZE_USAGE
-from graphs.decision.grammar import starts_request as analyze_starts
-from graphs.decision.graph import build_decision_graph
-from graphs.decision.measures import measure_decision
-from graphs.decision.models import MODELS as DESK_MODELS
-from graphs.decision.present import present_decision
-from graphs.decision.resolution import resolve_pass
-from graphs.execution.background import rule_run_failed, rule_schedule_job
-from graphs.execution.commands import SUBCOMMANDS as RULE_SUBCOMMANDS
-from graphs.execution.graph import build_execution_graph
-from graphs.execution.measures import measure_rule_run
-from graphs.execution.models import MODELS as RULE_MODELS
-from graphs.execution.nodes.load import USAGE as RULE_RUN_USAGE
-from graphs.execution.present import present_rule_run
 from graphs.factor.graph import build_factor_graph
 from graphs.factor.library import FACTORS
 from graphs.factor.measures import measure_factor
@@ -35,6 +28,13 @@ from graphs.order.grammar import looks_structured as order_structured
 from graphs.order.grammar import starts_request as order_starts
 from graphs.order.graph import build_order_graph
 from graphs.order.present import present_order
+from graphs.rule.background import rule_run_failed, rule_schedule_job
+from graphs.rule.commands import SUBCOMMANDS as RULE_SUBCOMMANDS
+from graphs.rule.graph import build_rule_graph
+from graphs.rule.measures import measure_rule_run
+from graphs.rule.models import MODELS as RULE_MODELS
+from graphs.rule.nodes.load import USAGE as RULE_RUN_USAGE
+from graphs.rule.present import present_rule_run
 from graphs.signal.grammar import looks_structured as signal_structured
 from graphs.signal.grammar import starts_request as signal_starts
 from graphs.signal.graph import build_signal_graph
@@ -94,7 +94,7 @@ RULE = Workflow(
            "size=100 (the rule language runs without an LLM; plain words need one)",),
     starts_request=lambda text: text.strip().lower().lstrip("/").split(" ", 1)[0] == "rule",
     looks_structured=lambda text: False,
-    build=build_execution_graph, present=present_rule_run,
+    build=build_rule_graph, present=present_rule_run,
     subcommands={name: Subcommand(usage, summary, run) for name, (usage, summary, run) in RULE_SUBCOMMANDS.items()},
     measure=measure_rule_run, after_failure=rule_run_failed, models=RULE_MODELS,
 )
@@ -110,7 +110,7 @@ ANALYZE = Workflow(
            "Asia/Shanghai on a live trading day); session=post_close after its close",
            "depth 1-5 sets the debate rounds; without an LLM you get the indicator and fundamentals tables",
            "figures the agents write that no tool returned are flagged on the card"),
-    starts_request=analyze_starts, looks_structured=lambda text: False, build=build_decision_graph,
+    starts_request=analyze_starts, looks_structured=lambda text: False, build=build_analyze_graph,
     present=present_decision, measure=measure_decision, models=DESK_MODELS,
 )
 

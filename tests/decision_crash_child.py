@@ -15,8 +15,8 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
+from graphs.analyze.graph import build_analyze_graph
 from graphs.checkpointer import open_checkpointer
-from graphs.decision.graph import build_decision_graph
 from tests.decision_desk import ROLES, desk_context, desk_scripts
 from tests.fakes.chat import ScriptedChatModel, answer
 from tools.data.local import SampleProvider
@@ -60,7 +60,7 @@ def main(url: str, namespace: str, thread: str, account: str, marker: str) -> No
     ctx = desk_context(engine, sandbox, SampleProvider(), BearHangs(scripts=desk_scripts(bear=[]), marker=marker),
                        AlwaysSummarizes(), desk_namespace=namespace)
     with open_checkpointer(url) as saver:
-        build_decision_graph(saver).invoke(
+        build_analyze_graph(saver).invoke(
             {"messages": [HumanMessage(f"analyze {CODE} account={account}")], "requester": REQUESTER},
             {"configurable": {"thread_id": thread}}, context=ctx)
     # the bear never answers, so the run cannot end: getting here is a failure the parent reports

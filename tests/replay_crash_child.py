@@ -11,8 +11,8 @@ import sys
 
 from langchain_core.messages import AIMessage, HumanMessage
 
+from graphs.analyze.graph import build_analyze_graph
 from graphs.checkpointer import open_checkpointer
-from graphs.decision.graph import build_decision_graph
 from tests.decision_crash_child import AlwaysSummarizes, BearHangs
 from tests.decision_desk import ROLES, desk_context, research_answer, risk_answer
 from tests.fakes.chat import answer, tool_call
@@ -44,7 +44,7 @@ def main(url: str, thread: str, marker: str) -> None:
     ctx = desk_context(engine, sandbox, SampleProvider(), BearHangs(scripts=scripts, marker=marker),
                        AlwaysSummarizes())
     with open_checkpointer(url) as saver:
-        build_decision_graph(saver).invoke({"messages": [HumanMessage(ASK)], "requester": REQUESTER},
+        build_analyze_graph(saver).invoke({"messages": [HumanMessage(ASK)], "requester": REQUESTER},
                                            {"configurable": {"thread_id": thread}}, context=ctx,
                                            durability="async")  # as the runner starts a request
     # the bear never answers on the second date, so the replay cannot end: getting here is a failure

@@ -170,9 +170,9 @@ def test_factor_session_with_review_at_the_prompt(tmp_path: Path) -> None:
     text = out.stdout
     assert "--- code review: factor momentum_20 (checks passed; sandbox isolation: full) ---" in text
     assert "the code is waiting for review: approve, edit [FILE], or reject REASON" in text
-    assert "Factor momentum_20 v1 saved\n" in text and " · approve by " in text
+    assert "\nFactor momentum_20 v1 saved: Rank IC " in text and " · approve by " in text  # title once, in the summary
     assert "Your edit was not accepted.\n" in text and text.count("must return a DataFrame, got Series") == 1
-    assert "Factor reversal_5_edit_86c6ab v1 saved\n" in text and " · edit by " in text
+    assert "\nFactor reversal_5_edit_86c6ab v1 saved: Rank IC " in text and " · edit by " in text
     assert "--- approval: save rev10 ---" in text and "reversal_5_edit_86c6ab v1: correlation 1.000" in text
     assert "this waits for approval: approve | reject (reject needs a REASON)" in text
     assert ("Not saved: factor rev10 nearly repeats reversal_5_edit_86c6ab; nothing was written. Reason: same as "

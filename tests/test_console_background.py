@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bot.console import run_console
+from bot.console.session import run_console
 from bot.startup import build_context
 from bot.stores.threads import CONSOLE_CHANNEL, CONSOLE_TEAM, ThreadRegistry
 from graphs.checkpointer import open_checkpointer

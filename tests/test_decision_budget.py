@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from sqlalchemy import Engine
 
-from graphs.decision.budget import MIN_ANSWER_TOKENS
-from graphs.decision.graph import build_decision_graph
-from graphs.decision.routes import ANALYST_SHARE
+from graphs.analyze.budget import MIN_ANSWER_TOKENS
+from graphs.analyze.graph import build_analyze_graph
+from graphs.analyze.routes import ANALYST_SHARE
 from graphs.llm import get_light_llm, get_llm
 from tests.decision_desk import ROLES, account, desk_context
 from tests.fakes.chat import answer, tool_call
@@ -32,7 +32,7 @@ def _thread(sqlite_url: str, engine: Engine, sandbox: Sandbox, server: OpenAISer
                         QUANTDESK_LIGHT_MODEL=LIGHT)
     ctx = desk_context(engine, sandbox, SampleProvider(), get_llm(settings), get_light_llm(settings),
                        decision_token_budget=budget)
-    return GraphThread(sqlite_url, ctx, build_decision_graph)
+    return GraphThread(sqlite_url, ctx, build_analyze_graph)
 
 
 def test_an_answer_that_would_run_past_the_budget_is_cut_there_and_the_desk_stops(

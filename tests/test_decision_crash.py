@@ -17,8 +17,8 @@ import pytest
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
+from graphs.analyze.graph import build_analyze_graph
 from graphs.checkpointer import open_checkpointer
-from graphs.decision.graph import build_decision_graph
 from tests.child_process import kill_child_when
 from tests.decision_desk import MARKET_REPORT, ROLES, account, desk_context, research_answer, risk_answer
 from tests.fakes.chat import ScriptedModels, answer
@@ -42,7 +42,7 @@ def provider() -> SampleProvider:
 def _research_count(url: str, config: dict[str, Any]) -> int | None:
     """The turns of the research debate saved in the subgraph's checkpoint (None: no research task yet)."""
     with open_checkpointer(url) as saver:
-        state = build_decision_graph(saver).get_state(config, subgraphs=True)
+        state = build_analyze_graph(saver).get_state(config, subgraphs=True)
     for task in state.tasks:
         if task.name == "research" and task.state is not None and hasattr(task.state, "values"):
             return int(task.state.values.get("count", 0))
@@ -62,7 +62,7 @@ def test_a_sigkill_mid_debate_then_a_restart_finishes_without_rerunning_analysts
                      (lambda: _research_count(db_url, config) == 1, "a saved bull turn")], DEADLINE)
 
     with open_checkpointer(db_url) as saver:
-        before = build_decision_graph(saver).get_state(config)
+        before = build_analyze_graph(saver).get_state(config)
     assert before.next == ("research",), before.next  # the run stopped inside the research debate
     assert before.values["analyst_runs"].keys() == set(ANALYSTS)  # every analyst finished in the child
     with Session(engine) as session:
@@ -80,7 +80,7 @@ def test_a_sigkill_mid_debate_then_a_restart_finishes_without_rerunning_analysts
     light = models()
     ctx = desk_context(engine, sandbox, provider, llm, light, desk_namespace=namespace)
     with open_checkpointer(db_url) as saver:
-        graph = build_decision_graph(saver)
+        graph = build_analyze_graph(saver)
         out = graph.invoke(None, config, context=ctx)
         after = graph.get_state(config)
 

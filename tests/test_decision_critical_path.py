@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sqlalchemy import Engine
 
-from graphs.decision.graph import build_decision_graph
+from graphs.analyze.graph import build_analyze_graph
 from graphs.llm import get_light_llm, get_llm
 from tests.decision_desk import ROLES, SlowOpenAI, account, desk_context, desk_scripts, risk_answer
 from tests.fakes.chat import answer
@@ -35,7 +35,7 @@ def test_the_debate_starts_once_the_reports_exist_before_any_memory_summary_ends
         settings = Settings(_env_file=None, OPENAI_BASE_URL=server.url, OPENAI_API_KEY=API_KEY,
                             QUANTDESK_MODEL=MAIN, QUANTDESK_LIGHT_MODEL=LIGHT)
         ctx = desk_context(sqlite_engine, sandbox, SampleProvider(), get_llm(settings), get_light_llm(settings))
-        out = GraphThread(sqlite_url, ctx, build_decision_graph).say(f"analyze {CODE} account={account()}")
+        out = GraphThread(sqlite_url, ctx, build_analyze_graph).say(f"analyze {CODE} account={account()}")
     fake.check()
 
     result = out["result"]

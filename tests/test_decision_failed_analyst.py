@@ -8,8 +8,8 @@ import pytest
 from langchain_core.messages import AIMessage
 from sqlalchemy import Engine
 
-from graphs.decision.graph import build_decision_graph
-from graphs.decision.present import present_decision
+from graphs.analyze.graph import build_analyze_graph
+from graphs.analyze.present import present_decision
 from tests.decision_desk import ROLES, account, desk_context, desk_scripts, risk_answer
 from tests.fakes.chat import ScriptedModels, answer, tool_call
 from tests.graph_thread import GraphThread
@@ -40,7 +40,7 @@ def test_an_analyst_without_a_report_keeps_no_memory_and_the_debate_hears_it_is_
     llm = models(scripts={k: v for k, v in scripts.items() if k not in (ROLES["sentiment"], ROLES["fundamentals"])})
     light = models(script=[answer("market memory of the day")])  # the market analyst's summary only
     ctx = desk_context(sqlite_engine, sandbox, SampleProvider(), llm, light)
-    out = GraphThread(sqlite_url, ctx, build_decision_graph).say(
+    out = GraphThread(sqlite_url, ctx, build_analyze_graph).say(
         f"analyze {CODE} analysts=market,news account={account()}")
 
     result = out["result"]
@@ -61,7 +61,7 @@ def test_when_every_analyst_fails_the_desk_stops_before_the_debate(
         sqlite_url: str, sqlite_engine: Engine, sandbox: Sandbox, models: ScriptedModels) -> None:
     llm = models(scripts={ROLES["market"]: [answer("  ")]})
     ctx = desk_context(sqlite_engine, sandbox, SampleProvider(), llm, models())
-    out = GraphThread(sqlite_url, ctx, build_decision_graph).say(f"analyze {CODE} analysts=market")
+    out = GraphThread(sqlite_url, ctx, build_analyze_graph).say(f"analyze {CODE} analysts=market")
     assert out["result"]["stopped"] == ("stopped at fusion: no analyst wrote a report (the market analyst wrote no "
                                         "report: its last answer was empty)")
     assert out["result"]["stages"] == {} and "__interrupt__" not in out

@@ -13,10 +13,10 @@ from langchain_core.messages import AIMessage, HumanMessage
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
+from graphs.analyze.graph import build_analyze_graph
+from graphs.analyze.nodes.analyst_agent import WRITE_NOW
+from graphs.analyze.present import present_decision
 from graphs.checkpointer import open_checkpointer
-from graphs.decision.graph import build_decision_graph
-from graphs.decision.nodes.analyst_agent import WRITE_NOW
-from graphs.decision.present import present_decision
 from tests.decision_desk import ROLES, TRADER, account, desk_context, desk_scripts, risk_answer
 from tests.fakes.chat import ScriptedChatModel, ScriptedModels, answer, tool_call
 from tests.graph_thread import GraphThread
@@ -42,7 +42,7 @@ def _light(models: ScriptedModels, calls: int = SUMMARY_CALLS) -> ScriptedChatMo
 
 def _run(db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, llm: ScriptedChatModel | None,
          text: str, light: ScriptedChatModel | None = None, **extra: Any) -> tuple[GraphThread, dict[str, Any]]:
-    thread = GraphThread(db_url, desk_context(engine, sandbox, provider, llm, light, **extra), build_decision_graph,
+    thread = GraphThread(db_url, desk_context(engine, sandbox, provider, llm, light, **extra), build_analyze_graph,
                          requester="UALICE")
     return thread, thread.say(text)
 
@@ -142,7 +142,7 @@ def test_debate_messages_never_reach_the_parent_state_or_its_checkpoint(
                                       risk_judge=[risk_answer("Hold", 0.0)]))
     thread, _ = _run(db_url, engine, sandbox, provider, llm, f"analyze {CODE}", _light(models))
     with open_checkpointer(db_url) as saver:
-        graph = build_decision_graph(saver)
+        graph = build_analyze_graph(saver)
         values = graph.get_state(thread.config).values
         checkpoint = saver.get_tuple(thread.config)
     dumped = json.dumps(values, default=str) + json.dumps(checkpoint.checkpoint["channel_values"], default=str)
@@ -205,7 +205,7 @@ def test_a_later_decision_reads_the_memory_and_the_reflection_of_an_earlier_one(
     assert out["result"]["risk_summary"]["rating"] == "Hold"
     later = models(scripts=desk_scripts(risk_judge=[risk_answer("Hold", 0.0)]))
     ctx = desk_context(engine, sandbox, provider, later, _light(models), desk_namespace=thread.ctx.desk_namespace)
-    out = GraphThread(db_url, ctx, build_decision_graph).say(f"analyze {CODE} 20200824")
+    out = GraphThread(db_url, ctx, build_analyze_graph).say(f"analyze {CODE} 20200824")
     # 20200814 → 20200821 is five trading days: the sample closes 1,661.00 → 1,676.00 (checked by hand)
     (resolution,) = out["result"]["resolutions"]
     assert resolution["text"].startswith("Decision on 20200814 rated Hold at 1,661.00; 5 trading days later "
@@ -275,7 +275,7 @@ def test_one_desk_order_card_per_stock_until_a_trader_decides_it(
 
 def test_the_judges_speak_with_the_deep_model_when_one_is_set(
         db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, models: ScriptedModels) -> None:
-    """QUANTDESK_DEEP_MODEL: the research and risk managers use it (graphs/decision/models.py), everyone else not."""
+    """QUANTDESK_DEEP_MODEL: the research and risk managers use it (graphs/analyze/models.py), everyone else not."""
     scripts = desk_scripts()
     judges = {ROLES[name]: scripts.pop(ROLES[name]) for name in ("research_judge", "risk_judge")}
     llm, deep = models(scripts=scripts), models(scripts=judges)

@@ -1,4 +1,4 @@
-"""The desk's modules import in one direction (issue 24, item 7): no module of graphs/decision imports, even under
+"""The desk's modules import in one direction (issue 24, item 7): no module of graphs/analyze imports, even under
 TYPE_CHECKING or inside a function, a module that imports it back, directly or through others."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "graphs" / "decision"
+PACKAGE = Path(__file__).resolve().parents[1] / "graphs" / "analyze"
 
 
 def _module(path: Path) -> str:
@@ -14,13 +14,13 @@ def _module(path: Path) -> str:
 
 
 def _desk_imports(path: Path) -> set[str]:
-    """Every graphs.decision module `path` imports anywhere in its text."""
+    """Every graphs.analyze module `path` imports anywhere in its text."""
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("graphs.decision"):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("graphs.analyze"):
             names.add(node.module)
         elif isinstance(node, ast.Import):
-            names |= {alias.name for alias in node.names if alias.name.startswith("graphs.decision")}
+            names |= {alias.name for alias in node.names if alias.name.startswith("graphs.analyze")}
     return names
 
 
@@ -42,5 +42,5 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_desk_module_imports_one_that_imports_it_back() -> None:
     graph = {_module(path): _desk_imports(path) for path in PACKAGE.rglob("*.py")}
-    assert "graphs.decision.state" in graph["graphs.decision.nodes.analyst_agent"]  # the walk sees the imports
+    assert "graphs.analyze.state" in graph["graphs.analyze.nodes.analyst_agent"]  # the walk sees the imports
     assert _circles(graph) == []

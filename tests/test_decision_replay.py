@@ -8,8 +8,8 @@ from decimal import Decimal
 
 from sqlalchemy import Engine
 
-from graphs.decision.graph import build_decision_graph
-from graphs.decision.present import present_decision
+from graphs.analyze.graph import build_analyze_graph
+from graphs.analyze.present import present_decision
 from tests.decision_desk import ROLES, desk_context, research_answer, risk_answer
 from tests.fakes.chat import ScriptedModels, answer, tool_call
 from tests.graph_thread import GraphThread
@@ -49,7 +49,7 @@ def test_a_replay_over_20_dates_gives_the_hand_computed_equity_curve(
     light = models(script=[answer("summary") for _ in DATES])  # the market analyst's daily post-close summary
     provider = SampleProvider()
     ctx = desk_context(engine, sandbox, provider, llm, light)
-    out = GraphThread(db_url, ctx, build_decision_graph).say(f"analyze {CODE} 20200728..20200824 every=1d "
+    out = GraphThread(db_url, ctx, build_analyze_graph).say(f"analyze {CODE} 20200728..20200824 every=1d "
                                                              "analysts=market")
     result = out["result"]
     assert result["kind"] == "replay" and result["stopped"] is None and "__interrupt__" not in out
@@ -82,7 +82,7 @@ def test_a_stop_asked_during_a_replay_ends_it_before_the_next_date(
 
     ctx = desk_context(engine, sandbox, SampleProvider(), models(scripts=scripts), models(script=[answer("summary")]),
                        stop_requested=stop_after_the_first_date)
-    out = GraphThread(db_url, ctx, build_decision_graph).say(f"analyze {CODE} 20200728..20200730 every=1d "
+    out = GraphThread(db_url, ctx, build_analyze_graph).say(f"analyze {CODE} 20200728..20200730 every=1d "
                                                              "analysts=market")
     result = out["result"]
     assert [s["date"] for s in result["steps"]] == ["20200728"] and result["fills"] == 1

@@ -20,8 +20,8 @@ from bot.core import Core
 from bot.slack.serve import slack_core
 from bot.startup import build_context
 from bot.stores.threads import thread_id_for
+from graphs.analyze.resolution import resolve_pass
 from graphs.checkpointer import open_checkpointer
-from graphs.decision.resolution import resolve_pass
 from tests.decision_desk import desk_context
 from tests.fakes.slack_server import TEAM, SlackServer
 from tests.slack_harness import run_background_job

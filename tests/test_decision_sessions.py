@@ -15,9 +15,9 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from graphs.analyze.graph import build_analyze_graph
+from graphs.analyze.present import present_decision
 from graphs.checkpointer import open_checkpointer
-from graphs.decision.graph import build_decision_graph
-from graphs.decision.present import present_decision
 from tests.decision_desk import ROLES, account, desk_context, research_answer, risk_answer
 from tests.fakes.chat import ScriptedChatModel, ScriptedModels, answer, tool_call
 from tests.graph_thread import GraphThread
@@ -53,7 +53,7 @@ def _desk(market: str, news: str = "No news could be read.") -> dict[str, list[A
 
 def _state(db_url: str, thread: GraphThread) -> dict[str, Any]:
     with open_checkpointer(db_url) as saver:
-        return build_decision_graph(saver).get_state(thread.config).values
+        return build_analyze_graph(saver).get_state(thread.config).values
 
 
 def _seen(model: ScriptedChatModel) -> str:
@@ -75,7 +75,7 @@ def test_a_pre_open_decision_reads_the_previous_close_and_the_pre_open_memory(
 
     def decide(text: str, llm: ScriptedChatModel) -> tuple[GraphThread, dict[str, Any]]:
         ctx = desk_context(engine, sandbox, provider, llm, light, desk_namespace=namespace)
-        thread = GraphThread(db_url, ctx, build_decision_graph)
+        thread = GraphThread(db_url, ctx, build_analyze_graph)
         return thread, thread.say(f"{text} analysts=market,news account={name}")
 
     decide(f"analyze {CODE} 20200821", models(scripts=_desk("Close 1676.00 on 20200821.")))
@@ -131,7 +131,7 @@ def test_a_pre_open_replay_decides_each_date_on_the_previous_close_and_builds_it
     light = models(scripts={MARKET_CLOSE: [answer("memory of 0728"), answer("memory of 0729")],
                             MARKET_OPEN: [answer("brief for 0729"), answer("brief for 0730")]})
     ctx = desk_context(engine, sandbox, provider, llm, light)
-    out = GraphThread(db_url, ctx, build_decision_graph).say(
+    out = GraphThread(db_url, ctx, build_analyze_graph).say(
         f"analyze {CODE} 20200728..20200730 every=1d analysts=market session=pre_open")
     result = out["result"]
     assert result["stopped"] is None and [s["date"] for s in result["steps"]] == dates
@@ -160,7 +160,7 @@ def test_the_session_follows_the_shanghai_clock_on_live_data(
     engine = make_engine(sqlite_url)
     upgrade(engine)
     ctx = desk_context(engine, sandbox, provider, None, now=lambda: datetime(*now, tzinfo=SHANGHAI))
-    out = GraphThread(sqlite_url, ctx, build_decision_graph).say(text)
+    out = GraphThread(sqlite_url, ctx, build_analyze_graph).say(text)
     request = out["result"]["request"]  # without an LLM: the indicator table, as of the data's day
     assert (request["session"], request["session_date"], request["trade_date"]) == expected
     assert out["result"]["bars"][-1]["trade_date"] == expected[2]
@@ -178,7 +178,7 @@ def test_a_pre_open_request_the_data_cannot_serve_says_why(sqlite_url: str, sand
                                                            expected: str) -> None:
     engine = make_engine(sqlite_url)
     upgrade(engine)
-    out = GraphThread(sqlite_url, desk_context(engine, sandbox, provider, None), build_decision_graph).say(text)
+    out = GraphThread(sqlite_url, desk_context(engine, sandbox, provider, None), build_analyze_graph).say(text)
     assert expected in out["final_reply"] and "session=pre_open|post_close" in out["final_reply"]
     engine.dispose()
 
@@ -189,11 +189,11 @@ def test_a_re_analysis_keeps_the_report_an_earlier_decision_read(
     first_llm = models(scripts={k: v for k, v in _desk("First look: close 1696.35.").items()
                                 if k != ROLES["news"]})
     ctx = desk_context(engine, sandbox, provider, first_llm, light)
-    first = GraphThread(db_url, ctx, build_decision_graph).say(f"analyze {CODE} analysts=market")
+    first = GraphThread(db_url, ctx, build_analyze_graph).say(f"analyze {CODE} analysts=market")
     second_llm = models(scripts={k: v for k, v in _desk("Second look: close 1696.35.").items()
                                  if k != ROLES["news"]})
     ctx = desk_context(engine, sandbox, provider, second_llm, light, desk_namespace=ctx.desk_namespace)
-    thread = GraphThread(db_url, ctx, build_decision_graph)
+    thread = GraphThread(db_url, ctx, build_analyze_graph)
     second = thread.say(f"analyze {CODE} analysts=market")
     assert "earlier today: First look" in str(second_llm.prompts_for(ROLES["market"])[0][0].content)
     assert _state(db_url, thread)["market_analyst_summary"]["today_report"].startswith("Second look")

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from sqlalchemy import Engine
 
+from graphs.analyze.toolkit import TOOLSETS, Toolkit
 from graphs.context import WorkflowContext
-from graphs.decision.toolkit import TOOLSETS, Toolkit
 from tests.decision_desk import desk_context
 from tools.data.fundamentals import LocalFundamentals, fundamentals_source
 from tools.data.local import LocalProvider, sample_dir

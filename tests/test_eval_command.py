@@ -386,7 +386,7 @@ def test_compare_refuses_an_incomplete_report(env: Path, tmp_path: Path, capsys:
 def test_measures_leave_out_what_a_run_never_reached() -> None:
     """A signal that failed its other checks never met the truncation test; a desk stopped before its judges gave
     no schema to check; look-ahead is counted from what the code agent tried, code that merely fails is not."""
-    from graphs.decision.measures import measure_decision
+    from graphs.analyze.measures import measure_decision
     from graphs.factor.measures import measure_factor
     from graphs.measures import RunRecord
     from graphs.signal.measures import measure_signal

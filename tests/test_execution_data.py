@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import Engine
 
 from graphs.context import WorkflowContext
-from graphs.execution.background import scheduled_request
+from graphs.rule.background import scheduled_request
 from tests.fakes.chat import ScriptedChatModel, answer
 from tests.graph_thread import GraphThread
 from tools.broker.checks import RiskLimits

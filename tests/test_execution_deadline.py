@@ -1,4 +1,4 @@
-"""A words rule's time limit bounds the whole run (graphs/execution/nodes/plan.py, graphs/llm.py `bounded`): against
+"""A words rule's time limit bounds the whole run (graphs/rule/nodes/plan.py, graphs/llm.py `bounded`): against
 the loopback fake OpenAI server with a hanging endpoint, a model call gets at most the time left, and a timeout ends
 the run reported as a timeout (not as an unusable answer)."""
 
@@ -42,7 +42,7 @@ def _ctx(engine: Engine, sandbox: Sandbox, server: OpenAIServer, timeout: float)
 def test_a_hanging_model_gets_only_the_time_left_and_the_run_stops_on_its_limit(
         sqlite_url: str, sqlite_engine: Engine, sandbox: Sandbox, openai_server: OpenAIServer,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("graphs.execution.nodes.plan.RUN_TIMEOUT_SECONDS", 1.0)
+    monkeypatch.setattr("graphs.rule.nodes.plan.RUN_TIMEOUT_SECONDS", 1.0)
     openai_server.fake.script(MODEL, hang(30))
     ctx = _ctx(sqlite_engine, sandbox, openai_server, timeout=60.0)
     rule = ctx.rules.add(OWNER, "c", "600519.SH", "buy on strength", size=100)  # type: ignore[union-attr]

@@ -16,9 +16,9 @@ import pytest
 from sqlalchemy import Engine
 
 from graphs.context import WorkflowContext
-from graphs.execution.background import scheduled_request
-from graphs.execution.commands import show_command
-from graphs.execution.routes import MAX_ROUNDS
+from graphs.rule.background import scheduled_request
+from graphs.rule.commands import show_command
+from graphs.rule.routes import MAX_ROUNDS
 from graphs.workflow import CommandCall
 from tests.fakes.chat import ScriptedChatModel, answer
 from tests.graph_thread import GraphThread

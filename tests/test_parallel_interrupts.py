@@ -11,7 +11,8 @@ from typing import Annotated, TypedDict
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
-from bot.console import CONSOLE_SCOPE, Console, ConsoleSurface
+from bot.console.session import CONSOLE_SCOPE, Console
+from bot.console.surface import ConsoleSurface
 from bot.core.wiring import build_core
 from bot.jobs.local import LocalJobQueue
 from bot.startup import build_context

@@ -17,8 +17,8 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from graphs.analyze.graph import build_analyze_graph
 from graphs.checkpointer import open_checkpointer
-from graphs.decision.graph import build_decision_graph
 from tests.child_process import kill_child_when
 from tests.decision_desk import ROLES, desk_context
 from tests.fakes.chat import ScriptedModels, answer
@@ -58,7 +58,7 @@ def test_a_sigkill_mid_replay_then_a_restart_decides_only_the_dates_left(
                      (lambda: len(_saved_dates(db_url, config)) == 1, "a saved first date")], DEADLINE)
 
     with open_checkpointer(db_url) as saver:
-        before = build_decision_graph(saver).get_state(config)
+        before = build_analyze_graph(saver).get_state(config)
     assert before.next == ("replay",), before.next  # the run stopped inside the replay
     (first,) = _saved_dates(db_url, config)
     assert first["step"]["date"] == DATES[0] and first["step"]["rating"] == "Buy"
@@ -71,7 +71,7 @@ def test_a_sigkill_mid_replay_then_a_restart_decides_only_the_dates_left(
     light = models(script=[answer("summary")])
     ctx = desk_context(engine, sandbox, SampleProvider(), llm, light)
     with open_checkpointer(db_url) as saver:
-        graph = build_decision_graph(saver)
+        graph = build_analyze_graph(saver)
         out = graph.invoke(None, config, context=ctx, durability="async")
         after = graph.get_state(config)
 

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import Engine
 
 from graphs.context import WorkflowContext
-from graphs.execution.commands import SUBCOMMANDS
+from graphs.rule.commands import SUBCOMMANDS
 from graphs.workflow import CommandCall, CommandError
 from tests.graph_thread import GraphThread
 from tools.broker.checks import RiskLimits

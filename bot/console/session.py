@@ -35,6 +35,7 @@ from bot.core.background import BackgroundService
 from bot.core.kinds import EDIT_BODY, code_edit, kind_of
 from bot.core.surface import Place, Question, Result
 from bot.core.wiring import build_core
+from bot.jobs.base import WorkerHandle
 from bot.jobs.local import LocalJobQueue
 from bot.startup import AppServices
 from bot.stores.threads import CONSOLE_CHANNEL, CONSOLE_TEAM
@@ -205,19 +206,21 @@ class Console:
         if not notice.thread_id.startswith(CONSOLE_SCOPE):
             self.say(f"(background: {notice.text})")
 
-    def loop(self, stdin: TextIO, out: TextIO) -> int:
-        """Read and run lines until end of input, `quit` or a second Ctrl-C in a row (exit code 130)."""
+    def loop(self, stdin: TextIO, out: TextIO, first: str | None = None) -> int:
+        """Read and run lines until end of input, `quit` or a second Ctrl-C in a row (exit code 130). `first`: a
+        line read already, at the prompt shown while the session warmed up (bot/console/launch.py)."""
         interactive = stdin.isatty()
-        if interactive:
-            self.say("QuantDesk console. Type help.")
         interrupted = False
         while True:
             try:
                 self.adopt_waiting_thread()
-                if interactive:
-                    out.write(self.prompt)
-                    out.flush()
-                line = stdin.readline()
+                if first is not None:
+                    line, first = first, None
+                else:
+                    if interactive:
+                        out.write(self.prompt)
+                        out.flush()
+                    line = stdin.readline()
                 interrupted = False
                 if not line or not self.handle(line):
                     return self.leave(0)
@@ -422,10 +425,23 @@ class Console:
             self.say(f"{frame.head(5)}\n...\n{frame.tail(5)}")
 
 
-def run_console(ctx: AppServices, checkpointer: BaseCheckpointSaver, stdin: TextIO = sys.stdin,
-                out: TextIO = sys.stdout, clock: Callable[[], datetime] | None = None) -> int:
-    """The console session until end of input or `quit`: its core on the in-process queue, with the background
-    service (due rules, due orders, the desk's resolution) running while it is open; `clock`: its now."""
+@dataclass
+class ConsoleSession:
+    """A warmed-up console: its core's worker and background service run until `close()`."""
+
+    console: Console
+    worker: WorkerHandle
+    background: BackgroundService
+
+    def close(self) -> None:
+        self.background.stop()
+        self.worker.stop()
+
+
+def open_session(ctx: AppServices, checkpointer: BaseCheckpointSaver, out: TextIO,
+                 clock: Callable[[], datetime] | None = None) -> ConsoleSession:
+    """The console's core on the in-process queue, with the background service (due rules, due orders, the desk's
+    resolution) running while it is open; `clock`: its now."""
     settings = ctx.settings
     surface = ConsoleSurface(out, settings.data_dir / "exports")
     core = build_core(ctx, checkpointer, surface, CONSOLE_SCOPE, LocalJobQueue(ctx.engine, settings, CONSOLE_SCOPE))
@@ -435,8 +451,14 @@ def run_console(ctx: AppServices, checkpointer: BaseCheckpointSaver, stdin: Text
                                    serves=lambda channel: channel == CONSOLE_CHANNEL, on_notice=console.heard,
                                    **({"clock": clock} if clock else {}))
     background.start()
+    return ConsoleSession(console, worker, background)
+
+
+def run_console(ctx: AppServices, checkpointer: BaseCheckpointSaver, stdin: TextIO = sys.stdin,
+                out: TextIO = sys.stdout, clock: Callable[[], datetime] | None = None) -> int:
+    """The console session until end of input or `quit`."""
+    session = open_session(ctx, checkpointer, out, clock)
     try:
-        return console.loop(stdin, out)
+        return session.console.loop(stdin, out)
     finally:
-        background.stop()
-        worker.stop()
+        session.close()

@@ -1,0 +1,76 @@
+"""`quantdesk chat` starts at once: on a terminal the prompt is shown before anything heavy is imported, and the
+session (database, graphs, sandbox, worker, background service) warms up behind it; the first line waits for it.
+A start-up failure (database, configuration) is said as soon as it is known, and the command exits 2.
+
+Only the standard library is imported here, at module level."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable
+from contextlib import ExitStack
+from typing import Any, TextIO
+
+BANNER = "QuantDesk console. Type help."
+INTERRUPTED = 130
+FIRST_PROMPT = "quant> "
+
+
+class _Warmup(threading.Thread):
+    """Builds the session in the background; `session()` waits for it (re-raising what went wrong)."""
+
+    def __init__(self, settings: Any, out: TextIO, failure_message: Callable[[BaseException, Any], str | None],
+                 stack: ExitStack) -> None:
+        super().__init__(name="quantdesk-warmup", daemon=True)
+        self.settings, self.out, self.failure_message, self.stack = settings, out, failure_message, stack
+        self._session: Any = None
+        self._error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            from bot.console.session import open_session
+            from bot.startup import build_context
+            from graphs.checkpointer import open_checkpointer
+
+            ctx = build_context(self.settings)
+            checkpointer = self.stack.enter_context(open_checkpointer(
+                self.settings.database_url_value, max_connections=self.settings.checkpoint_pool_size))
+            self._session = open_session(ctx, checkpointer, self.out)
+            self.stack.callback(self._session.close)
+        except BaseException as exc:  # noqa: BLE001 - handed to the reader, or said at once and the process ends
+            message = self.failure_message(exc, self.settings)
+            if message is None:
+                self._error = exc
+                return
+            print(f"quantdesk: {message}", file=sys.stderr, flush=True)
+            os._exit(2)  # nothing has started yet: the person is waiting at a prompt for an answer that cannot come
+
+    def session(self) -> Any:
+        self.join()
+        if self._error is not None:
+            raise self._error
+        return self._session
+
+
+def launch(settings: Any, stdin: TextIO, out: TextIO,
+           failure_message: Callable[[BaseException, Any], str | None]) -> int:
+    """Run the console until end of input, `quit` or a second Ctrl-C in a row."""
+    with ExitStack() as stack:
+        interactive = stdin.isatty()
+        if interactive:  # before the warm-up starts: its imports hold the interpreter for seconds at a time
+            out.write(f"{BANNER}\n{FIRST_PROMPT}")
+            out.flush()
+        warmup = _Warmup(settings, out, failure_message, stack)
+        warmup.start()
+        first = None
+        if interactive:
+            try:
+                first = stdin.readline()
+            except KeyboardInterrupt:
+                return INTERRUPTED
+            if not first:
+                return 0
+        session = warmup.session()
+        return session.console.loop(stdin, out, first)

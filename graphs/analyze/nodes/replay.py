@@ -1,0 +1,163 @@
+"""Replay: walk the desk over past dates (`analyze CODE START..END every=5d`). Each date is a full decision with
+point-in-time data, in the replay's own memory namespace (empty at its start, so nothing written later can leak
+into an earlier date; reflections appear only once their horizon has passed) and its own replay account, where
+orders fill without approval at that date's close. The replay stops cleanly when its token budget is spent, and
+reports the paper P&L against buy-and-hold and the hit rate of the ratings, with an equity chart.
+
+Each date is a LangGraph task whose answer (the step, the replay account's ledger after the date as JSON, the close,
+the tokens) is saved with the thread's checkpoint as the date finishes, written in the background. A replay resumed
+after a crash takes the finished dates' answers back in order and goes on from the last one's ledger: only the date
+in progress and those after it are decided again (and a date that finished in the instant before the crash, while
+its answer was still being written)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.func import task
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+
+from graphs.analyze.memory import HORIZON_DAYS
+from graphs.analyze.nodes.prepare import REPLAY_PREFIX
+from graphs.analyze.state import AnalyzeState
+from graphs.context import WorkflowContext, thread_id
+from graphs.progress import report_progress
+from tools.broker.boards import OrderRuleError
+from tools.broker.clock import day
+from tools.broker.fees import fill_fees
+from tools.broker.money import price_of
+from tools.broker.replay import ReplayBroker, ReplayLedger
+from tools.broker.rules import lot_rule
+from tools.broker.sizing import FEE_MARGIN
+from tools.desk.log import resolve_due
+from tools.desk.snapshot import price_bars
+from tools.research.charts import account_equity
+
+
+@dataclass(frozen=True)
+class _Replay:
+    """What every date of one replay shares (a task's input is not checkpointed: only its answer is)."""
+
+    ctx: WorkflowContext
+    desk: CompiledStateGraph
+    request: dict[str, Any]
+    requester: str | None
+    thread: str  # the replay's thread; each date's desk runs in one of its own, within the artifacts' 64 characters
+    run: str
+    namespace: str
+    account: str
+
+
+def make_replay_node(desk: CompiledStateGraph) -> Callable[..., dict[str, Any]]:
+    """The replay node, deciding each date with `desk` (the desk compiled once, for replay dates)."""
+
+    def replay_node(state: AnalyzeState, runtime: Runtime[WorkflowContext],
+                    config: RunnableConfig) -> dict[str, Any]:
+        return _replay(desk, state, runtime.context, config)
+
+    return replay_node
+
+
+def _replay(desk: CompiledStateGraph, state: AnalyzeState, ctx: WorkflowContext,
+            config: RunnableConfig) -> dict[str, Any]:
+    request = state["request"]
+    code, dates, run = request["ts_code"], request["replay_dates"], state["run_id"]
+    replay = _Replay(ctx, desk, request, state.get("requester"), thread_id(config), run,
+                     f"{REPLAY_PREFIX}{run}", f"replay-{run[:12]}")
+    ledger = ReplayLedger(ctx.paper.starting_cash, ctx.paper.rates)
+    steps: list[dict[str, Any]] = []
+    closes: dict[str, Decimal] = {}  # the stock's close on each date decided
+    spent, stopped = 0, None
+    for number, date in enumerate(dates, 1):
+        left = ctx.replay_token_budget - spent
+        if left <= 0:
+            stopped = f"stopped before {date}: the replay's token budget of {ctx.replay_token_budget:,} is spent"
+            break
+        if ctx.stop_requested():  # the runner honours a stop only between nodes, and this node holds every date
+            done = f" ({steps[-1]['date']})" if steps else ""
+            stopped = (f"stopped at your request after date {len(steps)} of {len(dates)}{done}; {date} and the "
+                       "dates after it were not decided")
+            ctx.stop_honoured()  # the report of the dates done is shown, not a bare "Stopped"
+            break
+        done = _decide_date(ledger.to_json(), date, left, replay).result()
+        ledger = ReplayLedger.from_json(done["ledger"], ctx.paper.rates)
+        closes[date] = Decimal(done["close"])
+        spent += done["tokens"]
+        steps.append(done["step"])
+        report_progress("replay", f"{number}/{len(dates)} {date}: {steps[-1]['rating']}")
+        if done["stopped"]:
+            stopped = done["stopped"]
+            break
+    resolved = resolve_due(ctx.engine, ctx.provider, namespace=replay.namespace,
+                           as_of_date=str(ctx.provider.last_date()), horizon=HORIZON_DAYS)
+    hits = [r.hit for r in resolved if r.hit is not None]
+    benchmark = _buy_and_hold(ctx, code, closes)
+    result = {"kind": "replay", "request": request, "namespace": replay.namespace, "account": replay.account,
+              "steps": steps, "equity": [(d, str(e)) for d, e in ledger.marks],
+              "benchmark": [(d, str(v)) for d, v in benchmark],
+              "starting_cash": str(ledger.starting_cash), "fills": len(ledger.fills), "tokens": spent,
+              "hit_rate": f"{sum(hits)}/{len(hits)}" if hits else "n/a (no rating resolved yet)",
+              "stopped": stopped, "price_basis": ctx.provider.price_basis}
+    if ledger.marks:
+        chart = account_equity([d for d, _ in ledger.marks], [float(e) for _, e in ledger.marks],
+                               float(ledger.starting_cash), f"Replay of the desk on {code}: equity")
+        result["artifacts"] = [ctx.artifacts.put(thread_id(config), run, "chart", f"replay_{code}.png",
+                                                 f"replay of {code}", "image/png", chart)]
+    return {"result": result}
+
+
+@task(name="replay_date")
+def _decide_date(ledger_json: dict[str, Any], date: str, left: int, replay: _Replay) -> dict[str, Any]:
+    """The desk's decision on `date`, trading in the ledger as the previous date left it, with at most `left` tokens.
+    The answer is JSON: the step, the ledger after the date, the date's close, the tokens spent and why the replay
+    stops here (None: it goes on)."""
+    ctx, request = replay.ctx, replay.request
+    code = request["ts_code"]
+    ledger = ReplayLedger.from_json(ledger_json, ctx.paper.rates)
+    close = price_of(price_bars(ctx.provider, code, date, 1)["close"].iloc[-1])
+    broker = ReplayBroker(ledger, replay.account, date, {code: close})
+    inner = dataclasses.replace(ctx, desk_namespace=replay.namespace, broker=lambda name, by, b=broker: b,
+                                decision_token_budget=min(ctx.decision_token_budget, left))
+    ask = (f"analyze {code} {date} depth={request['depth']} analysts={','.join(request['analysts'])} "
+           f"session={request['session']}")
+    out = replay.desk.invoke({"messages": [HumanMessage(ask)], "requester": replay.requester},
+                             {"configurable": {"thread_id": f"{replay.thread}:{replay.run[:12]}:{date}",
+                                               "account": replay.account}},
+                             context=inner)
+    result = out.get("result") or {}
+    ledger.marks.append((date, ledger.equity({code: close})))
+    stop = result.get("stopped") or out.get("final_reply")
+    return {"step": _step(date, result, ledger.marks[-1][1], out.get("final_reply")), "ledger": ledger.to_json(),
+            "close": str(close), "tokens": int(result.get("tokens") or 0),
+            "stopped": f"stopped at {date}: {stop}" if stop else None}
+
+
+def _step(date: str, result: dict[str, Any], equity: Decimal, reply: str | None) -> dict[str, Any]:
+    risk = result.get("risk_summary") or {}
+    record = result.get("execution_record") or {}
+    return {"date": date, "rating": risk.get("rating") or "-", "target": risk.get("target_position"),
+            "order": record.get("message") or reply or result.get("stopped") or "-", "equity": str(equity),
+            "tokens": int(result.get("tokens") or 0)}
+
+
+def _buy_and_hold(ctx: WorkflowContext, code: str, closes: dict[str, Decimal]) -> list[tuple[str, Decimal]]:
+    """Buying as many whole lots as the starting cash allows at the first date's close (fees paid), then holding,
+    marked at the `closes` of the dates decided."""
+    if not closes:
+        return []
+    dates, cash = list(closes), ctx.paper.starting_cash
+    try:
+        lot = lot_rule(code, day(dates[0]))
+    except OrderRuleError:
+        return []
+    shares = lot.round_down(int(cash * (1 - FEE_MARGIN) / closes[dates[0]]))
+    value = closes[dates[0]] * shares
+    left = cash - value - (fill_fees(code, "buy", value, day(dates[0]), ctx.paper.rates).total if shares else 0)
+    return [(d, left + closes[d] * shares) for d in dates]

@@ -1,0 +1,32 @@
+"""Replay fill: in a replay only, the trader's order is approved automatically and fills in the replay's own
+account at the decision date's close (tools.broker.replay). A live desk never reaches this node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+
+from graphs.analyze.state import AnalyzeState
+from graphs.context import WorkflowContext, thread_id
+from tools.broker.orders import OrderRejected, OrderRequest
+
+
+def replay_fill_node(state: AnalyzeState, runtime: Runtime[WorkflowContext], config: RunnableConfig,
+                     ) -> dict[str, Any]:
+    request, intent = state["request"], state["order_intent"]
+    assert request.get("replay"), "only a replay fills without a trader's approval"
+    broker = runtime.context.broker(request["account"], state.get("requester"))
+    order = OrderRequest(f"{state['run_id']}:{request['trade_date']}", intent["ts_code"], intent["side"],
+                         int(intent["quantity"]), reason=intent["reason"], thread_id=thread_id(config),
+                         approved_by="replay", tag=intent.get("tag"))
+    try:
+        fill = broker.submit(order)
+    except OrderRejected as exc:
+        return {"order_outcome": {"status": "refused", "message": f"replay account refused the order: {exc}"}}
+    message = (f"auto-filled in the replay account: {fill.side.upper()} {fill.quantity:,} at {fill.price} on "
+               f"{fill.trade_date}, fees {fill.fees}")
+    return {"order_outcome": {"status": "filled", "message": message, "decided_by": "replay",
+                              "order": {"side": fill.side, "quantity": fill.quantity, "price": str(fill.price),
+                                        "value": str(fill.value), "fees": str(fill.fees)}}}

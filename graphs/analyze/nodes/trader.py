@@ -1,0 +1,79 @@
+"""The trader: turns the risk manager's decision into an order proposal for the paper account. The model proposed
+a target position; the sizing code (tools.broker.sizing) constrains it to the account's limit, cash, lots and
+sellable shares. An order goes to the order approval subgraph: a trader must approve it. One card at a time: the desk
+claims its (account, stock) card slot (tools.broker.proposal_claims, atomic, so two decisions finishing at once
+cannot both propose) before the card is shown, and the approval gives it back; while the claim is held or a desk
+order on the stock is open, the desk proposes nothing."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+
+from graphs.analyze.state import AnalyzeState
+from graphs.context import WorkflowContext, thread_id
+from graphs.progress import report_progress
+from tools.broker.boards import OrderRuleError
+from tools.broker.clock import day
+from tools.broker.paper import tagged_position
+from tools.broker.proposal_claims import claim_proposal, release_proposals
+from tools.broker.rules import lot_rule
+from tools.broker.sizing import size_order
+
+DESK_TAG = "desk"
+
+
+def trader_node(state: AnalyzeState, runtime: Runtime[WorkflowContext], config: RunnableConfig) -> dict[str, Any]:
+    ctx, request, risk = runtime.context, state["request"], state["risk_summary"] or {}
+    code = request["ts_code"]
+    latest = ctx.provider.last_date()
+    if not request.get("replay") and request["trade_date"] != latest:
+        return {"trader_investment_plan": f"no order: the decision is as of {request['trade_date']}, not the latest "
+                                          f"trading day {latest}; the paper account trades only on today's data "
+                                          "(a replay trades past dates in its own account)", "order_intent": {}}
+    position = (state.get("portfolio_positions") or {}).get(code) or {}
+    try:
+        lot = lot_rule(code, day(request["trade_date"]))
+    except OrderRuleError as exc:
+        return {"trader_investment_plan": f"no order: {exc}", "order_intent": {}}
+    max_weight = ctx.paper.risk.max_position_weight if ctx.paper else Decimal(1)
+    sizing = size_order(risk["rating"], Decimal(str(risk["target_position"])), max_weight,
+                        Decimal(state["account_total_value"]), Decimal(state["current_price"]),
+                        int(position.get("quantity") or 0), int(position.get("sellable") or 0),
+                        Decimal(state["account_cash"]), lot)
+    report_progress("trader", sizing.explanation.rsplit(". ", 1)[-1])
+    if sizing.side is None:
+        return {"trader_investment_plan": sizing.explanation, "order_intent": {}}
+    reason = (f"decision desk: {risk['rating']} {code} as of {request['trade_date']}, target "
+              f"{float(risk['target_position']):.0%} (confidence {float(risk['confidence']):.2f})")
+    intent = {"ts_code": code, "side": sizing.side, "quantity": sizing.quantity, "price_type": "market",
+              "limit_price": None, "account": request["account"], "proposed_by": state.get("requester"),
+              "tag": DESK_TAG, "reason": reason}
+    if not request.get("replay"):  # a replay fills in its own account, with no card
+        waiting = _claim(ctx, request["account"], code, thread_id(config))
+        if waiting:
+            return {"trader_investment_plan": f"no order: {waiting}", "order_intent": {}}
+        intent["claim"] = thread_id(config)  # the approval gives it back
+    return {"trader_investment_plan": sizing.explanation, "order_intent": intent}
+
+
+def _claim(ctx: WorkflowContext, account: str, code: str, holder: str) -> str | None:
+    """Claim the desk's card slot on `code` in `account` for this thread; None when it holds it, else why the
+    desk must not propose: another card of the desk's waits for a trader, or a desk order on `code` is open. A
+    second card sized on the same position would double it if both were approved. The claim comes before the
+    open orders are read: the last card's claim is given back only once its order is placed."""
+    if ctx.paper is None:
+        return "this process has no paper account configured"
+    claim = claim_proposal(ctx.engine, account, code, DESK_TAG, holder, ctx.paper.order_ttl, datetime.now(UTC))
+    if claim.holder != holder:
+        return (f"an order card of the desk on {code} in {account} is still waiting for a trader (thread "
+                f"{claim.holder}); approve or reject it first")
+    _held, open_orders = tagged_position(ctx.engine, account, code, DESK_TAG)
+    if open_orders:
+        release_proposals(ctx.engine, holder)
+        return f"an order of the desk on {code} is still open in {account}; it fills or expires first"
+    return None

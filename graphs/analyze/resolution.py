@@ -1,0 +1,30 @@
+"""The desk's scheduled resolution pass: decisions whose horizon has passed are resolved (realised return, excess
+over the equal-weight universe) even when no new decision comes, so their reflections reach the analysts' memory
+and `decisions` shows the outcome. A decision is otherwise resolved only at the next decision or a replay's end.
+
+Everything the data knows is used: a decision is due once its exit day is on or before the data's last day (that
+day's close is in). Reads stay point in time, since reflections are shown only to decisions after the exit day.
+Safe with several processes: an outcome row is stored once (the first resolver wins, the others store nothing and
+get nothing back), so each resolution is announced once, in the decision's thread."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from graphs.analyze.memory import HORIZON_DAYS
+from graphs.background import Notice
+from graphs.context import WorkflowContext
+from tools.broker.clock import day, ymd
+from tools.desk.log import reflection_text, resolve_due
+
+
+def resolve_pass(ctx: WorkflowContext) -> list[Notice]:
+    """Resolve the due decisions of the desk's namespace; one notice per decision this call resolved."""
+    last = ctx.provider.last_date()
+    if last is None:
+        return []
+    known = ymd(day(last) + timedelta(days=1))  # due: the exit day is before the day after the data's last
+    resolved = resolve_due(ctx.engine, ctx.provider, namespace=ctx.desk_namespace, as_of_date=known,
+                           horizon=HORIZON_DAYS)
+    return [Notice(r.thread_id, f"resolution:{r.decision_id}:{r.horizon}", f"Resolved: {reflection_text(r)}.")
+            for r in resolved]

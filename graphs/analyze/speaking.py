@@ -1,0 +1,88 @@
+"""What debate speakers and judges share: the briefing they read (FusionState's summaries and facts), the
+transcript, and one model call under the stage's token budget."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from graphs.analyze.budget import answer_allowance, budget_note, cut_at_budget, prompt_tokens, tokens_of
+from graphs.analyze.grammar import ANALYSTS
+from graphs.analyze.models import MODELS
+from graphs.analyze.state import DebateState
+from graphs.analyze.verdict import verdict_numbers
+from graphs.common import message_text
+from graphs.context import WorkflowContext, model_for
+from graphs.llm import MODEL_FAILURES, ModelAnswerError, describe_model_failure, parse_json_answer
+from graphs.progress import report_progress
+
+
+def briefing(state: DebateState) -> str:
+    """What every speaker and judge reads: the analysts' memory summaries, then the account and price facts."""
+    parts = [f"Stock: {state['company_of_interest']}, decision date {state['trade_date']}."]
+    for name in ANALYSTS:
+        summary = state.get(f"{name}_analyst_summary") or {}
+        text = "\n".join(f"[{label}] {summary[key]}" for key, label in (
+            ("today_report", "today"), ("memory_summary_pre_open", "pre-open summary"),
+            ("memory_summary_post_close", "post-close summary")) if summary.get(key))
+        parts.append(f"## {name} analyst\n{text or '(not run)'}")
+    if state.get("research_summary"):
+        parts.append(f"## research manager's plan\n{state.get('investment_plan') or ''}\n"
+                     f"summary: {state['research_summary']}")
+    if state.get("account_cash"):
+        parts.append(f"## account\ncash {state['account_cash']} CNY, total value {state['account_total_value']} CNY, "
+                     f"positions {state.get('portfolio_positions') or {}}, price {state.get('current_price')}")
+    return "\n\n".join(parts)
+
+
+def transcript(state: DebateState) -> str:
+    turns = [f"{m.name}: {message_text(m)}" for m in state.get("messages") or [] if isinstance(m, AIMessage)]
+    return "\n\n".join(turns) or "(nobody has spoken yet)"
+
+
+def ask(ctx: WorkflowContext, state: DebateState, system: str, stage: str,
+        agent: str = "debater") -> tuple[AIMessage | None, int, str | None]:
+    """One model call of a debate by `agent` (its model: models.py): (answer, tokens after it, why it stopped)."""
+    used, budget = state.get("tokens", 0), state["budget"]
+    messages = [SystemMessage(system), HumanMessage(f"{briefing(state)}\n\n## debate so far\n{transcript(state)}")]
+    cap = answer_allowance(prompt_tokens(messages), used, budget, ctx.max_answer_tokens)
+    if cap is None:
+        return None, used, budget_note(stage, used, budget)
+    try:
+        answer = model_for(ctx, MODELS[agent]).bind(max_tokens=cap).invoke(messages)  # type: ignore[union-attr]
+    except MODEL_FAILURES as exc:
+        return None, used, f"stopped in {stage}: {describe_model_failure(exc)}"
+    spent = used + tokens_of(messages, answer)
+    if cut_at_budget(answer):
+        return None, spent, budget_note(stage, spent, budget, cut=True)
+    return answer, spent, None
+
+
+def make_speaker(role: str, prompt: str, stage: str) -> Callable[..., dict[str, Any]]:
+    def speaker_node(state: DebateState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+        answer, tokens, stopped = ask(runtime.context, state, prompt, f"the {stage} debate ({role})")
+        if answer is None:
+            return {"stopped": stopped, "tokens": tokens}
+        count = state.get("count", 0) + 1
+        report_progress(f"{stage} debate", f"turn {count}: {role}")
+        return {"messages": [AIMessage(message_text(answer), name=role)], "latest_speaker": role, "count": count,
+                "tokens": tokens}
+
+    return speaker_node
+
+
+def ask_judge(ctx: WorkflowContext, state: DebateState, prompt: str, who: str, what: str,
+              read: Callable[[dict[str, Any]], dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """A judge's call: (its verdict read by `read`, the update), or (None, the update saying why it stopped)."""
+    answer, tokens, stopped = ask(ctx, state, prompt, who, "judge")
+    if answer is None:
+        return None, {"stopped": stopped, "tokens": tokens}
+    try:
+        verdict = read(parse_json_answer(message_text(answer), what))
+    except ModelAnswerError as exc:
+        return None, {"stopped": f"stopped at {who}: its answer could not be used ({exc})", "tokens": tokens}
+    report_progress(who.removeprefix("the "), verdict["rating"])
+    return verdict, {"tokens": tokens, "evidence": [*state.get("evidence", []), *verdict_numbers(verdict)]}

@@ -1,0 +1,268 @@
+"""The rule commands that need no run: add, list, show, log, schedule, pause, resume, delete, backtest. `rule run
+ID` is the workflow's run. Only a rule's owner or an admin (QUANTDESK_ADMINS) may change or delete it."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import pandas as pd
+
+from graphs.rule.present import present_backtest, present_log, present_rule, present_rules
+from graphs.views import View
+from graphs.workflow import CommandCall, CommandError
+from tools.broker.boards import OrderRuleError
+from tools.broker.clock import day
+from tools.broker.paper import PaperConfig
+from tools.broker.proposal_claims import live_claims
+from tools.broker.rules import buy_quantity_problem
+from tools.data.klines import symbol_kind
+from tools.data.schema import DataError, check_range
+from tools.rules.backtest import RuleBacktest, backtest_rule
+from tools.rules.parser import parse_rule
+from tools.rules.store import Rule, RuleError, RuleStore, order_tag
+from tools.rules.syntax import RuleSyntaxError
+from tools.storage.artifacts import ArtifactRef
+
+ADD_USAGE = ('rule add SYMBOL "REQUIREMENTS" [every="CRON"] [tz=ZONE] [size=SHARES|value=CNY] [threshold=0..1] '
+             "[account=NAME] [kind=words|language]")
+
+
+def _store(call: CommandCall) -> RuleStore:
+    if call.context.rules is None:
+        raise CommandError("saved rules are not configured in this process")
+    return call.context.rules
+
+
+def _rule(call: CommandCall, words: list[str], usage: str) -> Rule:
+    if not words or not words[0].isdigit():
+        raise CommandError(f"usage: {usage}")
+    rule = _store(call).get(int(words[0]))
+    if rule is None:
+        raise CommandError(f"there is no rule {words[0]}; `rule list` shows the saved rules")
+    return rule
+
+
+def _user(call: CommandCall) -> str:
+    if not call.user:
+        raise CommandError("this command needs to know who you are")
+    return call.user
+
+
+def _options(words: list[str], allowed: set[str]) -> tuple[list[str], dict[str, str]]:
+    positional, options = [], {}
+    for word in words:
+        name, sep, value = word.partition("=")
+        if sep and name.lower() in allowed:
+            options[name.lower()] = value
+        elif sep and name.isidentifier():
+            raise CommandError(f"unknown option {name}=; options: {', '.join(sorted(allowed))}")
+        else:
+            positional.append(word)
+    return positional, options
+
+
+def add_command(call: CommandCall) -> View:
+    words, opts = _options(call.args, {"every", "tz", "size", "value", "threshold", "account", "kind"})
+    if len(words) != 2:
+        raise CommandError(f"usage: {ADD_USAGE} (quote the requirements and the cron expression)")
+    symbol, requirements = words
+    kind = opts.get("kind", "").lower()
+    if kind not in ("", "words", "language"):
+        raise CommandError("kind= is words (for the model) or language (the rule language)")
+    source = "llm" if kind == "words" else "language"
+    if kind != "words":
+        try:
+            parse_rule(requirements)
+        except RuleSyntaxError as exc:
+            meant = kind == "language" or requirements.strip().lower().startswith(("buy when", "sell when"))
+            if meant:
+                raise CommandError(f"the rule does not parse:\n```\n{exc}\n```\nTo save it as words for the "
+                                   "model instead, add kind=words.") from None
+            source = "llm"
+    _check_symbol(call, symbol, _int(opts.get("size"), "size"))
+    try:
+        rule = _store(call).add(
+            _user(call), call.account, symbol, requirements, source=source,  # type: ignore[arg-type]
+            schedule=opts.get("every"), timezone=opts.get("tz") or "Asia/Shanghai",
+            size=_int(opts.get("size"), "size"), value_cny=_decimal(opts.get("value"), "value"),
+            threshold=float(_decimal(opts.get("threshold"), "threshold") or Decimal("0.6")),
+            account=opts.get("account"))
+    except RuleError as exc:
+        raise CommandError(str(exc)) from None
+    how = ("in the rule language: it runs and backtests without an LLM" if source == "language" else
+           "in words: each run asks the model, step by step (needs an LLM)")
+    return present_rule(rule, f"Rule {rule.id} saved, {how}. `rule run {rule.id}` checks it now.")
+
+
+def _check_symbol(call: CommandCall, symbol: str, size: int | None) -> None:
+    """An A-share code the provider knows, and a size in the board's buy lots."""
+    if symbol_kind(symbol) != "a-share":
+        return
+    code = symbol.strip().upper()
+    known = call.context.provider.known_codes()
+    if known is not None and code not in known:
+        raise CommandError(f"the {call.context.provider.name} provider has no {code}; `codes` lists what it has")
+    last = call.context.provider.last_date()
+    if size is not None and last:
+        try:
+            problem = buy_quantity_problem(code, size, day(last))
+        except OrderRuleError as exc:
+            problem = str(exc)
+        if problem:
+            raise CommandError(f"size={size}: {problem}")
+
+
+def list_command(call: CommandCall) -> View:
+    scope = call.args[0].lower() if call.args else "channel"
+    if scope not in ("channel", "mine", "all"):
+        raise CommandError("usage: rule list [channel|mine|all]")
+    store = _store(call)
+    rules = store.list(channel=call.account) if scope == "channel" else \
+        store.list(owner=call.user) if scope == "mine" else store.list()
+    return present_rules(rules, scope)
+
+
+def show_command(call: CommandCall) -> View:
+    rule = _rule(call, call.args, "rule show ID")
+    store = _store(call)
+    claims = live_claims(call.context.engine, order_tag(rule.id), store.clock())
+    return present_rule(rule, f"Rule {rule.id}, owned by {rule.owner}.", store.executions(rule.id, limit=5),
+                        claims[0] if claims else None)
+
+
+def log_command(call: CommandCall) -> View:
+    rule = _rule(call, call.args, "rule log ID [EXECUTION]")
+    store = _store(call)
+    executions = store.executions(rule.id, limit=1)
+    execution = call.args[1] if len(call.args) > 1 else (executions[0].execution_id if executions else None)
+    if execution is None:
+        return View(f"Rule {rule.id} log", f"Rule {rule.id} has not run yet; `rule run {rule.id}` runs it.")
+    steps = store.steps(rule.id, execution)
+    if not steps:
+        raise CommandError(f"rule {rule.id} has no run {execution}; `rule show {rule.id}` lists its latest runs")
+    return present_log(rule, execution, steps)
+
+
+def schedule_command(call: CommandCall) -> View:
+    words, opts = _options(call.args, {"tz"})
+    if len(words) != 2:
+        raise CommandError('usage: rule schedule ID "CRON"|off [tz=ZONE], e.g. rule schedule 3 "30 14 * * 1-5"')
+    rule = _rule(call, words, "rule schedule ID CRON|off")
+    cron = None if words[1].lower() == "off" else words[1]
+    try:
+        updated = _store(call).update_schedule(rule.id, _user(call), cron, opts.get("tz"))
+    except RuleError as exc:
+        raise CommandError(str(exc)) from None
+    text = (f"Rule {rule.id} runs at `{cron}` ({updated.timezone}) on trading days." if cron else
+            f"Rule {rule.id} has no schedule now; `rule run {rule.id}` still runs it.")
+    return View(f"Rule {rule.id} schedule", text)
+
+
+def _change(call: CommandCall, usage: str, change: Callable[[RuleStore, int, str], object]) -> Rule:
+    """Apply an owner's (or an admin's) change to the rule the first word names."""
+    rule = _rule(call, call.args, usage)
+    try:
+        change(_store(call), rule.id, _user(call))
+    except RuleError as exc:
+        raise CommandError(str(exc)) from None
+    return rule
+
+
+def pause_command(call: CommandCall) -> View:
+    reason = " ".join(call.args[1:]) or None
+    rule = _change(call, "rule pause ID [REASON]", lambda store, rid, user: store.pause(rid, user, reason))
+    return View(f"Rule {rule.id} paused", f"Rule {rule.id} is paused: its schedule does not run until `rule resume "
+                                          f"{rule.id}`.")
+
+
+def resume_command(call: CommandCall) -> View:
+    rule = _change(call, "rule resume ID", lambda store, rid, user: store.resume(rid, user))
+    return View(f"Rule {rule.id} resumed", f"Rule {rule.id} runs on its schedule again (missed ticks do not run).")
+
+
+def delete_command(call: CommandCall) -> View:
+    rule = _change(call, "rule delete ID", lambda store, rid, user: store.delete(rid, user))
+    return View(f"Rule {rule.id} deleted", f"Rule {rule.id} and its logs are deleted.")
+
+
+def backtest_command(call: CommandCall) -> View:
+    if len(call.args) != 3:
+        raise CommandError("usage: rule backtest ID START END, e.g. rule backtest 3 20190101 20200601")
+    rule = _rule(call, call.args, "rule backtest ID START END")
+    if rule.source != "language":
+        raise CommandError(f"rule {rule.id} is written in words; only rules in the rule language backtest "
+                           "(e.g. `buy when close > ma(30) and rsi(14) < 70; sell when close < ma(30)`)")
+    try:
+        start, end = check_range(call.args[1], call.args[2])
+    except DataError as exc:
+        raise CommandError(str(exc)) from None
+    paper = call.context.paper
+    cash = paper.starting_cash if isinstance(paper, PaperConfig) else Decimal("1000000")
+    try:
+        result = backtest_rule(rule.requirements, rule.symbol, start, end, call.context.provider,
+                               cash=cash, size=rule.size, value=rule.value_cny,
+                               **({"rates": paper.rates} if isinstance(paper, PaperConfig) else {}))
+    except (DataError, ValueError) as exc:
+        raise CommandError(str(exc)) from None
+    return present_backtest(rule, result, _store_trades(call, rule, result))
+
+
+def _store_trades(call: CommandCall, rule: Rule, result: RuleBacktest) -> ArtifactRef:
+    """Every trade of the backtest as a CSV, stored with the rule (the same trades store once)."""
+    rows = [[t.trade_date, t.side, t.quantity, t.price, t.value, t.fees.commission, t.fees.stamp_duty,
+             t.fees.transfer_fee, t.fees.handling_fee, t.fees.regulator_fee, t.fees.total, t.decided_on]
+            for t in result.strategy.trades]
+    frame = pd.DataFrame(rows, columns=["trade_date", "side", "quantity", "price", "value", "commission",
+                                        "stamp_duty", "transfer_fee", "handling_fee", "regulator_fee", "fees",
+                                        "decided_on"])
+    data = frame.to_csv(index=False).encode()
+    stem = f"rule{rule.id}_{result.start}_{result.end}"
+    return call.context.artifacts.put(f"rule:{rule.id}", f"backtest:{hashlib.sha256(data).hexdigest()[:32]}",
+                                      "reports", f"{stem}_trades.csv", f"Rule {rule.id} backtest trades", "text/csv",
+                                      data)
+
+
+def _int(text: str | None, what: str) -> int | None:
+    if text is None:
+        return None
+    if not text.isdigit():
+        raise CommandError(f"{what} must be a whole number of shares, not {text!r}")
+    return int(text)
+
+
+def _decimal(text: str | None, what: str) -> Decimal | None:
+    if text is None:
+        return None
+    try:
+        return Decimal(text)
+    except InvalidOperation:
+        raise CommandError(f"{what} must be a number, not {text!r}") from None
+
+
+def help_command(call: CommandCall) -> View:
+    lines = [f"{usage} — {summary}" for usage, summary, _run in SUBCOMMANDS.values()]
+    lines.insert(0, "rule run ID — check a rule now: every step is logged; a buy or sell at or above its threshold "
+                    "proposes an order for a trader's approval")
+    return View("Rule commands", "Save trading rules and check them on demand or on a schedule.", lines=lines,
+                notes=["the rule language: buy when close > ma(30) and rsi(14) < 70; sell when close < ma(30) "
+                       "(fields open high low close volume; ma ema rsi atr macd boll kdj; close[1]; and or not; "
+                       "crosses above|below)"])
+
+
+SUBCOMMANDS: dict[str, Any] = {
+    "add": (ADD_USAGE, "save a trading rule (words for the model, or the rule language)", add_command),
+    "list": ("rule list [channel|mine|all]", "saved rules", list_command),
+    "show": ("rule show ID", "one rule and its latest runs", show_command),
+    "log": ("rule log ID [EXECUTION]", "a run's steps as a timeline (the latest run by default)", log_command),
+    "schedule": ('rule schedule ID "CRON"|off [tz=ZONE]', "run on trading days at cron times (Asia/Shanghai)",
+                 schedule_command),
+    "pause": ("rule pause ID [REASON]", "stop its schedule (owner or admin)", pause_command),
+    "resume": ("rule resume ID", "start its schedule again (owner or admin)", resume_command),
+    "delete": ("rule delete ID", "delete it and its logs (owner or admin)", delete_command),
+    "backtest": ("rule backtest ID START END", "backtest a rule-language rule with the paper account's costs, "
+                 "beside buy-and-hold", backtest_command),
+    "help": ("rule help", "these commands", help_command),
+}

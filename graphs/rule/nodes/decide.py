@@ -1,0 +1,155 @@
+"""Decide: log the decision step, and turn a buy or sell at or above the rule's confidence threshold into an
+order for the paper account's approval (A-shares only; crypto rules decide and log, the account is in CNY).
+On live data whose latest bar of the rule's stock is older than the last trading day, the run holds: no order on
+stale data (the decision step and the result say so). A rule has one order card at a time: the order is proposed
+only once this execution holds the rule's card claim (tools.broker.proposal_claims), which the approval gives
+back when it is over (and report, whatever the run decided)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import ROUND_DOWN, Decimal
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
+
+from graphs.context import WorkflowContext, workspace
+from graphs.progress import report_progress
+from graphs.rule.logbook import log_step
+from graphs.rule.nodes.act import bars_name
+from graphs.rule.state import RuleRunState
+from tools.broker.boards import OrderRuleError
+from tools.broker.clock import day
+from tools.broker.freshness import stale_bar
+from tools.broker.market import closes
+from tools.broker.money import price_of
+from tools.broker.paper import tagged_position
+from tools.broker.proposal_claims import claim_proposal
+from tools.broker.rules import lot_rule
+from tools.data.klines import symbol_kind
+from tools.rules.store import order_tag
+
+
+def decide_node(state: RuleRunState, runtime: Runtime[WorkflowContext], config: RunnableConfig,
+                ) -> dict[str, Any]:
+    ctx, rule, decision = runtime.context, state["rule"], dict(state["decision"] or {})
+    history = list(state.get("history") or [])
+    stale = _stale(ctx, rule)
+    if stale is not None:
+        decision = _held_on_stale_data(decision, stale)
+        if history and history[-1]["type"] == "decision":
+            history[-1] = {**history[-1], "action": {k: decision[k] for k in ("action", "reason", "confidence")}}
+    if history and history[-1]["type"] == "decision":
+        log_step(ctx, state, history[-1], {"decision": decision})
+    report_progress("decision", f"{decision['action']} ({decision['confidence']:.2f})")
+    intent, note = _order(ctx, state, config, rule, decision)
+    return {"decision": {**decision, "note": note}, "order_intent": intent or {}, "history": history}
+
+
+def _stale(ctx: WorkflowContext, rule: dict[str, Any]) -> str | None:
+    """Why the rule's data is stale (A-shares on live data, at the rule store's clock), or None."""
+    if ctx.paper is None or symbol_kind(rule["symbol"]) != "a-share":
+        return None
+    now = ctx.rules.clock() if ctx.rules is not None else datetime.now(UTC)
+    found = stale_bar(ctx.provider, rule["symbol"], now, ctx.paper.live_data_days)
+    return None if found is None else found.text()
+
+
+def _held_on_stale_data(decision: dict[str, Any], stale: str) -> dict[str, Any]:
+    """Hold instead of the decision made on stale data, keeping what it was."""
+    made = f"{decision['action']} ({float(decision['confidence']):.2f}): {decision['reason']}"
+    return {**decision, "action": "hold", "confidence": 0.0, "stale": stale, "overruled": made,
+            "reason": f"no order on {stale}; the decision on that data was {made}"}
+
+
+def _order(ctx: WorkflowContext, state: RuleRunState, config: RunnableConfig, rule: dict[str, Any],
+           decision: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    action, confidence = decision["action"], float(decision["confidence"])
+    if action == "hold":
+        return None, "hold: nothing to do"
+    if confidence < float(rule["threshold"]):
+        threshold = float(rule["threshold"])
+        return None, f"confidence {confidence:.2f} is below the rule's threshold {threshold:.2f}: no order"
+    if symbol_kind(rule["symbol"]) != "a-share":
+        return None, "crypto rules produce decisions and logs, not orders (the paper account trades A-shares)"
+    blocked = _claim(ctx, state, action)
+    if blocked:
+        return None, blocked
+    held, waiting = tagged_position(ctx.engine, rule_account(rule), rule["symbol"], order_tag(rule["id"]))
+    if waiting:
+        return None, f"{action}: an order of this rule is still open; no new order until it fills or expires"
+    if action == "sell":
+        if held <= 0:
+            return None, "sell: the rule holds no position, so there is nothing to sell"
+        return _intent(rule, "sell", held, decision, state["execution_id"]), f"sell the rule's {held:,} shares"
+    if held > 0:
+        return None, f"buy: the rule already holds {held:,} shares"
+    quantity, why = _buy_quantity(ctx, state, config, rule)
+    if quantity <= 0:
+        return None, why
+    return _intent(rule, "buy", quantity, decision, state["execution_id"]), why
+
+
+def _claim(ctx: WorkflowContext, state: RuleRunState, action: str) -> str | None:
+    """Claim the rule's one order card for this execution; None when it holds it, else why not. Two order cards
+    of one rule (two schedule ticks, a tick and a manual run) would each be sized on the same position, so a
+    trader approving both would double it. The claim comes before the position is read: it is free again only
+    once the last card's order is placed, so the read sees that order. The approval gives it back, and report
+    whatever the run decided; an abandoned claim lapses by itself after the card's expiry."""
+    if ctx.rules is None or ctx.paper is None:
+        return "this process has no rule store or paper account configured: no order"
+    rule, execution_id = state["rule"], state["execution_id"]
+    claim = claim_proposal(ctx.engine, rule_account(rule), rule["symbol"], order_tag(rule["id"]), execution_id,
+                           ctx.paper.order_ttl, ctx.rules.clock())
+    if claim.holder == execution_id:
+        return None
+    return (f"{action}: an order proposal of this rule (execution {claim.holder}) is waiting for a trader's "
+            "approval; no new order until it is decided or expires")
+
+
+def _buy_quantity(ctx: WorkflowContext, state: RuleRunState, config: RunnableConfig,
+                  rule: dict[str, Any]) -> tuple[int, str]:
+    code = rule["symbol"]
+    if rule.get("size"):
+        return int(rule["size"]), f"buy {int(rule['size']):,} shares (the rule's size)"
+    value = Decimal(str(rule.get("value_cny") or "0"))
+    if value <= 0:
+        return 0, "the rule has no order size (size=SHARES or value=CNY): no order"
+    price = _last_close(ctx, state, config, code)
+    if price is None:
+        return 0, f"no recent close of {code} to size the order: no order"
+    last = ctx.provider.last_date() or ""
+    try:
+        lot = lot_rule(code, day(last))
+    except OrderRuleError as exc:
+        return 0, f"{exc}: no order"
+    shares = int((value / price).to_integral_value(rounding=ROUND_DOWN))
+    quantity = lot.round_down(shares)
+    if quantity <= 0:
+        return 0, f"value {value} CNY buys less than one lot of {code} at {price}: no order"
+    return quantity, f"buy {quantity:,} shares: {value} CNY at the last close {price}, in whole lots"
+
+
+def _last_close(ctx: WorkflowContext, state: RuleRunState, config: RunnableConfig, code: str) -> Decimal | None:
+    ws = workspace(ctx, config)
+    name = bars_name(state["execution_id"])
+    if name in ws:
+        return price_of(ws.get(name)["close"].iloc[-1])
+    last = ctx.provider.last_date()
+    found = closes(ctx.provider, [code], last) if last else {}
+    return found[code][0] if code in found else None
+
+
+def rule_account(rule: dict[str, Any]) -> str:
+    """The paper account a rule trades in: its own, else its channel's (named after the channel), wherever the run
+    was started, so its position and its one order card live in one account."""
+    return str(rule.get("account") or rule["channel"])
+
+
+def _intent(rule: dict[str, Any], side: str, quantity: int, decision: dict[str, Any], execution_id: str,
+            ) -> dict[str, Any]:
+    return {"ts_code": rule["symbol"], "side": side, "quantity": quantity, "price_type": "market",
+            "limit_price": None, "account": rule_account(rule), "proposed_by": rule["owner"],
+            "tag": order_tag(rule["id"]), "claim": execution_id,
+            "reason": f"rule {rule['id']}: {decision['reason']} (confidence {float(decision['confidence']):.2f})"}

@@ -1,0 +1,57 @@
+"""Load: the rule a run executes (`rule run ID`, or a scheduled run's structured request, which carries its tick in
+its execution id), its execution id and its start time. A scheduled run does nothing when, since it was queued,
+its rule was paused (and maybe resumed: resuming moves the rule's `scheduled_since` past every tick queued before)
+or its schedule was changed or taken off; a manual `rule run ID` runs a paused rule all the same."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from graphs.common import new_human_text
+from graphs.context import WorkflowContext
+from graphs.progress import report_progress
+from graphs.rule.state import RuleRunState
+from tools.rules.schedule import scheduled_tick, stale_tick
+
+RUN = re.compile(r"^\s*/?rule\s+run\s+(\d+)\s*$", re.IGNORECASE)
+USAGE = "rule run ID"  # the IDs: `rule list`
+
+
+def load_node(state: RuleRunState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+    messages = state.get("messages", [])
+    text = new_human_text(messages, state.get("consumed", 0))
+    fresh: dict[str, Any] = {"consumed": len(messages), "result": None, "final_reply": None, "history": [],
+                             "action": None, "malformed": 0, "feedback": None, "decision": None,
+                             "order_intent": {}, "order_outcome": {}}
+    request = state.get("background_request") or {}
+    match = RUN.match(text)
+    if not (request or match):
+        return {**fresh, "final_reply": f"Usage: `{USAGE}` (the IDs: `rule list`); `rule help` lists every "
+                                                "rule command."}
+    rule_id = int(request["rule_id"]) if request else int(match.group(1))  # type: ignore[union-attr]
+    store = runtime.context.rules
+    rule = store.get(rule_id) if store is not None else None
+    if rule is None:
+        return {**fresh, "final_reply": f"There is no rule {rule_id}; `rule list` shows the saved rules."}
+    given = str(request.get("execution") or "") or None
+    if given and not given.lower().startswith(f"rule{rule.id}-"):
+        return {**fresh, "final_reply": f"execution={given} does not belong to rule {rule.id}."}
+    tick = scheduled_tick(given) if given else None
+    if tick is not None and not (rule.enabled and rule.schedule):
+        why = "was paused" if not rule.enabled else "was taken off its schedule"
+        return {**fresh, "final_reply": f"Rule {rule.id} {why} after this run was queued; nothing was run."}
+    if tick is not None and stale_tick(rule, tick):
+        return {**fresh, "final_reply": f"Rule {rule.id} was paused and resumed, or its schedule was changed, after "
+                                        f"this run ({tick:%Y-%m-%d %H:%M} UTC) was queued; nothing was run."}
+    execution_id = given or f"rule{rule.id}-m{uuid.uuid4().hex[:12]}"
+    report_progress("rule", f"{rule.id} {rule.symbol}")
+    data = asdict(rule)
+    data["value_cny"] = str(rule.value_cny) if rule.value_cny is not None else None
+    data = {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in data.items()}
+    return {**fresh, "rule": data, "execution_id": execution_id, "started_at": datetime.now(UTC).isoformat()}
