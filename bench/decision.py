@@ -4,7 +4,7 @@ one after another.
 Every model call answers after the same latency L (0.5 s; 0.02 s with --quick) and reports fixed token usage. The
 agents are scripted by role marker (tests.decision_desk) on the bundled sample, with a temp SQLite database
 (migrated) and a SQLite checkpointer; the risk manager answers Hold, so no order approval interrupts a run.
-- parallel: the product's graph (`build_decision_graph`);
+- parallel: the product's graph (`build_analyze_graph`);
 - sequential: that same graph's nodes, subgraphs and edges rewired here so the analysts run one after another (a
   `share` node gives each the token share the Send would have). No product code changes.
 
@@ -42,10 +42,10 @@ from langgraph.graph.state import CompiledStateGraph
 from pydantic import Field
 from sqlalchemy import Engine
 
+from graphs.analyze.graph import SPECS, build_analyze_graph
+from graphs.analyze.routes import RESEARCH_ROUNDS, RISK_ROUNDS, research_turns, risk_turns, route_after_prepare
+from graphs.analyze.state import AnalyzeState
 from graphs.checkpointer import open_checkpointer
-from graphs.decision.graph import SPECS, build_decision_graph
-from graphs.decision.routes import RESEARCH_ROUNDS, RISK_ROUNDS, research_turns, risk_turns, route_after_prepare
-from graphs.decision.state import DecisionState
 from tests.decision_desk import ROLES, desk_context, desk_scripts, risk_answer
 from tests.fakes.chat import ScriptedChatModel, answer
 from tools.data.local import SampleProvider
@@ -100,22 +100,22 @@ def _models(depth: int, latency: float) -> tuple[TimedChatModel, TimedChatModel]
     return llm, light
 
 
-def _share_node(state: DecisionState) -> dict[str, Any]:
+def _share_node(state: AnalyzeState) -> dict[str, Any]:
     """What `route_after_prepare` hands each analyst with its Send: an equal share of the token budget."""
     request = state["request"]
     return {"budget": request["budget"] // len(request["analysts"])}
 
 
-def _route_after_prepare(state: DecisionState) -> str:
+def _route_after_prepare(state: AnalyzeState) -> str:
     """The product's route, with its fan-out of Sends replaced by the chain's first node."""
     route = route_after_prepare(state)
     return "share" if isinstance(route, list) else route
 
 
 def build_sequential_desk(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
-    """The product's desk (`build_decision_graph`, its very nodes, subgraphs and edges) rewired so the four
+    """The product's desk (`build_analyze_graph`, its very nodes, subgraphs and edges) rewired so the four
     analysts run one after another: prepare → share → market → news → sentiment → fundamentals → fusion."""
-    product = build_decision_graph().builder
+    product = build_analyze_graph().builder
     analysts = [f"{spec.name}_analyst" for spec in SPECS]
     fan_out = product.branches.get("prepare", {})
     if len(fan_out) != 1 or not all((name, "fusion") in product.edges for name in analysts):
@@ -214,7 +214,7 @@ def run(quick: bool = False) -> tuple[Stage, list[EndToEnd]]:
             engine = make_engine(url)
             upgrade(engine)
 
-            def desk(depth: int, wait: float, build: Callable[..., CompiledStateGraph] = build_decision_graph
+            def desk(depth: int, wait: float, build: Callable[..., CompiledStateGraph] = build_analyze_graph
                      ) -> dict[str, Any]:
                 return run_desk(build, url, engine, sandbox, provider, depth, wait)
 
