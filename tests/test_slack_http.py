@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from slack_sdk.models.views import View
 
+from bot.stores.decisions import DecisionStore
 from bot.stores.threads import AuditLog, ThreadRegistry, thread_id_for
 from tests.fakes.slack_server import TEAM, SlackServer
 from tests.slack_harness import (
@@ -428,3 +429,30 @@ def test_saving_a_near_duplicate_asks_for_approval(slack: SlackServer, bot: BotP
                                  and str(c.args.get("text", "")).startswith("Factor slack_rev_c v1 saved"))[0]
     assert "near duplicate of slack_rev_a v1" in json.dumps(blocks_valid(result))
     assert FactorStore(engine).latest("slack_rev_c").spec["duplicate_approved_by"] == ALICE
+
+
+def test_a_button_or_form_whose_value_is_not_the_bots_is_answered_plainly_and_decides_nothing(
+        slack: SlackServer, bot: BotProcess) -> None:
+    """Issue 28 item 21: a truncated or edited value used to raise in the listener (HTTP 500, nobody told)."""
+    channel, root = "C610", new_ts()
+    post(bot.url, event_body(mention(channel, ALICE, "signal 600519.SH,000001.SZ,600036.SH 20190101 20200601", root)),
+         "application/json")
+    question = question_call(slack, channel, root)
+    button = next(e for b in blocks_valid(question) if b["type"] == "actions" for e in b["elements"])
+    message_ts = question.response["ts"]
+    for action_id, value in ((button["action_id"], button["value"][:-7]), ("review_approve", '{"t": "x"}'),
+                             ("review_edit", "not json"), ("run_stop", "[1, 2]"), ("decision_retry", "")):
+        action = {"action_id": action_id, "block_id": "b", "value": value, "text": {"type": "plain_text", "text": "x"}}
+        status, _ = post(bot.url, action_body(ALICE, channel, message_ts, root, action),
+                         "application/x-www-form-urlencoded")
+        assert status == 200, action_id
+    told = slack.fake.wait_for("chat.postEphemeral", 5, where=lambda c: c.args.get("channel") == channel)
+    assert all("not one I wrote" in c.args["text"] for c in told)
+    status, answer = post(bot.url, view_body(ALICE, "review_reject_modal", "{cut", {"reason": {"reason": "no"}}),
+                          "application/x-www-form-urlencoded")
+    assert status == 200 and "not one I opened" in answer
+    engine = make_engine(bot.database_url)
+    thread = ThreadRegistry(engine).get(thread_id_for(TEAM, channel, root))
+    assert thread is not None and thread.status == "waiting"  # the question is still open
+    assert [d for d in DecisionStore(engine).stuck() if d.thread_id == thread.thread_id] == []  # nothing recorded
+    engine.dispose()

@@ -5,6 +5,7 @@ is answered plainly and decides nothing."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from slack_bolt import App
@@ -50,27 +51,24 @@ def register(app: App, core: Core) -> None:
     def on_approve(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
         decide(ack, body, action["value"], lambda _choice: {"type": "approve"})
 
-    @app.action("run_stop")
-    def on_stop(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+    def answer(ack: Any, body: dict[str, Any], value: str, field: str, act: Callable[[str, str], str]) -> None:
+        """A button that names one thing (`field` of its value): ack, `act` on it as the clicker, say the result."""
         ack()
         place = clicked_at(body)
         try:
-            thread_id = parse_field(action["value"], "t")
+            named = parse_field(value, field)
         except Malformed:
             core.surface.tell(place, MALFORMED)
             return
-        core.surface.tell(place, core.stop(thread_id, place.user))
+        core.surface.tell(place, act(named, place.user))
+
+    @app.action("run_stop")
+    def on_stop(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+        answer(ack, body, action["value"], "t", core.stop)
 
     @app.action("decision_retry")
     def on_retry(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
-        ack()
-        place = clicked_at(body)
-        try:
-            interrupt_id = parse_field(action["value"], "i")
-        except Malformed:
-            core.surface.tell(place, MALFORMED)
-            return
-        core.surface.tell(place, core.retry(interrupt_id, place.user))
+        answer(ack, body, action["value"], "i", core.retry)
 
     @app.action(re.compile(r"^review_(edit|reject)$"))
     def on_open_form(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
