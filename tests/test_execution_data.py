@@ -20,6 +20,7 @@ from sqlalchemy import Engine
 
 from graphs.context import WorkflowContext
 from graphs.rule.background import scheduled_request
+from graphs.rule.present import present_rule_run
 from tests.fakes.chat import ScriptedChatModel, answer
 from tests.graph_thread import GraphThread
 from tools.broker.checks import RiskLimits
@@ -81,6 +82,8 @@ def test_on_live_data_a_stale_last_bar_holds_with_the_reason_and_proposes_nothin
     decision = out["result"]["decision"]
     assert (decision["action"], decision["stale"], out["result"]["stale"]) == ("hold", stale, stale)
     assert decision["reason"].startswith(f"no order on {stale}; the decision on that data was buy (1.00)")
+    view = present_rule_run(out["result"])  # the reason is the summary, not said again as a warning (issue 28)
+    assert view.summary.startswith(f"no order on {stale}") and view.warnings == []
     logged = ctx.rules.steps(rule.id)[-1]  # type: ignore[union-attr]
     assert logged.action_type == "decision" and logged.action_data["action"]["action"] == "hold"
     assert logged.result_data["decision"]["stale"] == stale

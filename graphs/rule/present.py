@@ -74,7 +74,7 @@ def present_rule_run(result: dict[str, Any]) -> View:
     rule, decision = result["rule"], result["decision"]
     lines = [step_text(s["step"], s["type"], s, s.get("result") if s["type"] != "calculation"
                        else s.get("result", s.get("intermediate_result"))) for s in result.get("steps", [])]
-    warnings = [f"No order: {result['stale']}."] if result.get("stale") else []
+    warnings: list[str] = []  # stale data is said once, by the summary (the decision's reason), not as a warning
     if result.get("paused"):
         warnings.append(f"Rule {rule['id']} is paused after repeated failures; its owner {result['owner']} can "
                         f"`rule resume {rule['id']}` once it is fixed.")
