@@ -45,8 +45,7 @@ def present_decision(result: dict[str, Any]) -> View:
                 for gap in run.get("gaps") or []]
     warnings += [str(run["failed"]) for run in (result.get("analysts") or {}).values() if run.get("failed")]
     warnings += _audit_flags(result)
-    if result.get("stopped"):
-        warnings.insert(0, str(result["stopped"]))
+    warnings = [w for w in warnings if w not in str(summary)]  # the stop's reason, the summary, is said once
     notes = [f"{name}: {run['tool_calls']} tool call(s), {run['tokens']:,} tokens"
              for name, run in (result.get("analysts") or {}).items()]
     notes += [f"resolved: {r['text']}" for r in result.get("resolutions") or [] if r.get("text")]
@@ -89,7 +88,7 @@ def _replay(result: dict[str, Any]) -> View:
     request, equity, benchmark = result["request"], result["equity"], result["benchmark"]
     start = float(result["starting_cash"])
     rows = [[s["date"], s["rating"], f"{float(s['target']):.0%}" if s["target"] is not None else "-",
-             f"{float(s['equity']):,.2f}", str(s["order"])[:70]] for s in result["steps"]]
+             f"{float(s['equity']):,.2f}", _replay_order(s, result.get("stopped"))] for s in result["steps"]]
     facts = [("Dates", f"{len(result['steps'])} of {len(request['replay_dates'])}, every {request['every']} "
                        "trading days"),
              ("Hit rate", str(result["hit_rate"])), ("Fills", str(result["fills"])),
@@ -107,6 +106,12 @@ def _replay(result: dict[str, Any]) -> View:
                 "approval in the replay account at the date's close.",
                 facts=facts, table=Table(["date", "rating", "target", "equity", "order"], rows), warnings=warnings,
                 artifacts=list(result.get("artifacts") or []))
+
+
+def _replay_order(step: dict[str, Any], stopped: str | None) -> str:
+    """The date's order text, whole; on the date the replay stopped at, a pointer to the warning that says why."""
+    order = str(step["order"])
+    return "stopped (see the warning)" if stopped == f"stopped at {step['date']}: {order}" else order
 
 
 def _replay_data(request: dict[str, Any]) -> str:

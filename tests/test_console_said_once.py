@@ -1,0 +1,64 @@
+"""Issue 28's wording, as a user of `quantdesk chat` sees it, with the desk's agents answering from the loopback fake
+OpenAI server: a stopped desk says why once (its summary, not again as a `warning:`), a replay's table shows each
+date's order text whole, and a date error says only what helps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.decision_desk import ROLES
+from tests.fakes.chat import answer, tool_call
+from tests.fakes.openai_server import API_KEY, OpenAIServer, Step, http_error
+from tests.test_cli import _quantdesk
+
+CODE = "600519.SH"
+MAIN, LIGHT = "main-model", "light-model"
+
+
+def _chat(tmp_path: Path, server: OpenAIServer, *lines: str) -> str:
+    out = _quantdesk(["chat"], tmp_path, "\n".join(lines) + "\n", OPENAI_BASE_URL=server.url, OPENAI_API_KEY=API_KEY,
+                     QUANTDESK_MODEL=MAIN, QUANTDESK_LIGHT_MODEL=LIGHT)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    return out.stdout
+
+
+def _judge(rating: str, target: float) -> Step:
+    return answer(json.dumps({"rating": rating, "target_position": target, "bull_points": ["trend"],
+                              "bear_points": ["RSI"], "risks": ["reversal"], "confidence": 0.6,
+                              "investment_plan": "plan", "final_trade_decision": rating}))
+
+
+@pytest.mark.parametrize(("market", "reason"), [
+    ([http_error(401)], "the market analyst's model failed: The model endpoint refused the API key (HTTP 401); check "
+                        "OPENAI_API_KEY."),
+    ([answer("  ")], "stopped at fusion: no analyst wrote a report (the market analyst wrote no report: its last "
+                     "answer was empty)"),
+])
+def test_a_stopped_desk_says_why_once(market: list[Step], reason: str, tmp_path: Path,
+                                      openai_server: OpenAIServer) -> None:
+    openai_server.fake.script(ROLES["market"], *market)
+    lines = _chat(tmp_path, openai_server, f"analyze {CODE} analysts=market").splitlines()
+    assert lines[:2] == [f"贵州茅台 {CODE} · 20200824: no decision", reason]
+    assert not any(line.startswith("warning:") for line in lines)  # not again, nor the analyst's part of it
+
+
+def test_a_replay_shows_each_order_whole_and_the_stop_once(tmp_path: Path, openai_server: OpenAIServer) -> None:
+    fake = openai_server.fake
+    fake.script(ROLES["market"], *[step for _ in range(3) for step in (tool_call("get_indicators"), answer("Trend."))])
+    fake.script(LIGHT, *[answer("memory of the day")] * 3)
+    fake.script(ROLES["bull"], answer("bull speaks"), answer("bull speaks"), http_error(401))  # the third date stops
+    for role in ("bear", "risky", "safe", "neutral"):
+        fake.script(ROLES[role], *[answer(f"{role} speaks")] * 2)
+    for judge in ("research_judge", "risk_judge"):
+        fake.script(ROLES[judge], _judge("Buy", 0.2), _judge("Hold", 0.0))
+    text = _chat(tmp_path, openai_server, f"analyze {CODE} 20200728..20200730 every=1d analysts=market")
+    rows = [line.split() for line in text.splitlines() if line.lstrip().startswith("202007")]
+    assert [" ".join(row[4:]) for row in rows] == [
+        "auto-filled in the replay account: BUY 100 at 1670.00 on 20200728, fees 45.09",
+        "target 0.0% of 1,000,154.91 CNY at 1672.00 = 0 shares; held 100. Hold: no order",
+        "stopped (see the warning)"]
+    reason = "stopped in the research debate (bull): The model endpoint refused the API key (HTTP 401)"
+    assert text.count(reason) == 1 and f"warning: stopped at 20200730: {reason}" in text
