@@ -13,6 +13,7 @@ from tests.decision_desk import ROLES
 from tests.fakes.chat import answer, tool_call
 from tests.fakes.openai_server import API_KEY, OpenAIServer, Step, http_error
 from tests.test_cli import _quantdesk
+from tests.test_console import _chat as _console_chat
 
 CODE = "600519.SH"
 MAIN, LIGHT = "main-model", "light-model"
@@ -62,3 +63,18 @@ def test_a_replay_shows_each_order_whole_and_the_stop_once(tmp_path: Path, opena
         "stopped (see the warning)"]
     reason = "stopped in the research debate (bull): The model endpoint refused the API key (HTTP 401)"
     assert text.count(reason) == 1 and f"warning: stopped at 20200730: {reason}" in text
+
+
+def test_a_date_error_says_only_the_date_error(tmp_path: Path) -> None:
+    """Issue 28 item 6 (not reproduced on this code: the test pins it): no date error of a factor request, typed or
+    given as the answer to 'Which dates?', ends with the paragraph on free-form requests needing an LLM."""
+    lines = _console_chat(tmp_path, "factor momentum 20300101 20300601", "factor momentum 20200601 20200101",
+                          "factor momentum 2020-13-45 20200601", "factor momentum 20300101", "factor momentum 20200101",
+                          "20300101 20300601", "factor momentum 20100101 20120101")
+    said = [line for line in lines if line.startswith("I cannot")]
+    assert said[0].startswith("I cannot build that factor: start date 20300101 is in the future (today is ")
+    assert said[1:3] == ["I cannot build that factor: start date 20200601 is after end date 20200101",
+                         "I cannot build that factor: start date '20201345' is not a date; use YYYYMMDD, like 20230131"]
+    assert said[3].startswith("I cannot build that factor: start date 20300101 is in the future")  # the answer's
+    assert said[4].startswith("I cannot run this factor: data: no daily rows for ") and "covers 20190102" in said[4]
+    assert not any("LLM" in line for line in lines)
