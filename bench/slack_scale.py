@@ -1,4 +1,4 @@
-"""The Slack front door under load: 200 signed app_mention events, 50 at a time, at a real `quantdesk serve`
+"""`quantdesk serve` under load: 200 signed app_mention events, 50 at a time, at a real `quantdesk serve`
 process (on SQLite, then on PostgreSQL as the README documents for production; its worker starting every run
 meanwhile) and, in the same run, at a bare Bolt app with a no-op listener behind the same HTTP server
 (bot/slack/http.py), the reference. Per row: p50/p95/p99 ack latency, non-2xx answers, p99 / the bare app's, and how

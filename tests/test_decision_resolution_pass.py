@@ -1,5 +1,5 @@
 """The desk's scheduled resolution (issue 14): due decisions are resolved by a periodic pass even when nobody asks,
-once across processes, and the bot's reconciler posts each resolution into the decision's thread once."""
+once across processes, and the bot's background service posts each resolution into the decision's thread once."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A scheduled rule runs once per tick however many processes run the scheduler pass: two front doors on one
+"""A scheduled rule runs once per tick however many processes run the scheduler pass: two cores on one
 database see the same minute, one roots the run's thread in the rule's channel and queues it, and the run
 reaches that thread; a scheduler killed between the root post and the enqueue leaves one root, which the next
 pass finds and runs in. A run queued before its rule was paused (even if resumed since) does nothing; a run that

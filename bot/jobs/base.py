@@ -63,8 +63,8 @@ class JobQueue(ABC):
             return False
         try:
             self._enqueue_recorded(message)
-        except Exception:  # noqa: BLE001 - the row is durable: the reconciler's requeue_unqueued enqueues it
-            log.warning("enqueueing message %s failed; it stays in the inbox for the reconciler", message.key,
+        except Exception:  # noqa: BLE001 - the row is durable: the background service's requeue_unqueued enqueues it
+            log.warning("enqueueing message %s failed; it stays in the inbox for the background service", message.key,
                         exc_info=True)
         return True
 
@@ -88,7 +88,7 @@ class JobQueue(ABC):
     @abstractmethod
     def submit_decision(self, interrupt_id: str, thread_id: str) -> bool:
         """Enqueue applying an accepted decision (its row is the durable record). False, enqueueing nothing, when
-        a job for this decision is already waiting or running (the reconciler may call this every pass)."""
+        a job for this decision is already waiting or running (the background service may call this every pass)."""
 
     @abstractmethod
     def abort(self, thread_id: str) -> bool:

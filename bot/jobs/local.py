@@ -4,7 +4,7 @@ Jobs wait in one FIFO per thread; a thread with waiting jobs and none running is
 wait in arrival order. A worker thread only ever takes a ready thread's first job, so a thread runs one job at
 a time in arrival order, and no worker blocks behind a busy thread: a burst into one thread does not delay
 another. The queue lives in memory; the inbox and the decisions table are the durable record, so after a
-restart `start_worker` re-enqueues unfinished messages and the reconciler re-submits unapplied decisions."""
+restart `start_worker` re-enqueues unfinished messages and the background service re-submits unapplied decisions."""
 
 from __future__ import annotations
 

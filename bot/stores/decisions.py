@@ -3,7 +3,7 @@
 A decision is accepted by inserting its row (the interrupt id is the key, so the first decision wins across
 clicks, replies, processes and hosts); it is applied by resuming the graph and marked applied once the
 checkpoint no longer has the interrupt pending. A failed apply stays unapplied and is retried with back-off
-by the reconciler (infrastructure errors only, at most MAX_ATTEMPTS times); an error raised by the graph itself
+by the background service (infrastructure errors only, at most MAX_ATTEMPTS times); an error raised by the graph itself
 marks it failed."""
 
 from __future__ import annotations

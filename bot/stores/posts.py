@@ -39,7 +39,8 @@ class PostStore:
         self.claim_seconds = claim_seconds
 
     def claim(self, key: str, owner: str, now: datetime | None = None) -> bool:
-        """Take an incomplete post to re-post it: one worker at a time (the reconciler and a job may both try)."""
+        """Take an incomplete post to re-post it: one worker at a time (the background service and a job may both
+        try)."""
         return claim_row(self.engine, PostRecord, owner, self.claim_seconds, now, PostRecord.key == key,
                       PostRecord.completed_at.is_(None))
 
@@ -77,7 +78,7 @@ class PostStore:
     def mark_failed(self, key: str, error: str) -> None:
         with Session(self.engine) as session, session.begin():
             row = session.get(PostRecord, key)
-            if row is not None:  # the claim goes too: the reconciler may try again at once
+            if row is not None:  # the claim goes too: the background service may try again at once
                 row.attempts += 1
                 row.last_error = error[:2000]
                 row.claimed_by = row.claimed_until = None
