@@ -22,6 +22,9 @@ class CommandCall:
     args: list[str]
     user: str | None
     account: str  # the adapter's default paper account (one per Slack channel; `console`)
+    # the command made background work due (a clock move's rule runs): the adapter may run its background service's
+    # pass at once (the console does, and waits for the runs it starts); else it runs at the next pass
+    background_due: Callable[[], None] = field(default=lambda: None)
 
     @property
     def is_trader(self) -> bool:

@@ -116,6 +116,7 @@ class Console:
         self.keys = itertools.count(1)
         self.pending: list[dict[str, Any]] = []  # [{"id", "value"}] of the current thread, oldest first
         self.editing: list[str] | None = None  # body lines of an `edit` being typed
+        self.background: BackgroundService | None = None  # the session's (open_session sets it)
         self.commands: dict[str, DataCommand] = {
             "codes": DataCommand("codes", "codes the data provider knows", (0, 0), self.codes),
             "fields": DataCommand("fields", "fields the data provider offers", (0, 0), self.fields),
@@ -297,14 +298,21 @@ class Console:
             return
 
     def run_command(self, command: Subcommand, args: list[str]) -> None:
-        """A command that needs no run (account, orders, factor list, ...), as the console operator."""
+        """A command that needs no run (account, orders, factor list, ...), as the console operator; when it made
+        background work due, the background pass runs now and the runs it starts are waited for."""
+        due: list[bool] = []
         try:
-            view = command.run(CommandCall(self.runner.context, args, self.user, ACCOUNT))
+            view = command.run(CommandCall(self.runner.context, args, self.user, ACCOUNT,
+                                           background_due=lambda: due.append(True)))
         except (CommandError, DataError, ValueError) as exc:
             self.say(f"error: {exc}")
             return
         self.say(view_text(view))
         self.export(view.artifacts, self.ctx.settings.data_dir / "exports" / "commands")
+        if due and self.background is not None:
+            self.background.run_jobs(force=True)
+            for thread_id in list(self.surface.opened):  # the runs the pass started (a scheduled rule's)
+                self.core.queue.wait_idle(thread_id)  # type: ignore[attr-defined]
 
     def command(self, name: str, args: list[str]) -> None:
         command = self.commands[name]
@@ -450,6 +458,7 @@ def open_session(ctx: AppServices, checkpointer: BaseCheckpointSaver, out: TextI
     background = BackgroundService(core, settings.reconcile_interval_seconds, settings.rule_catch_up,
                                    serves=lambda channel: channel == CONSOLE_CHANNEL, on_notice=console.heard,
                                    **({"clock": clock} if clock else {}))
+    console.background = background
     background.start()
     return ConsoleSession(console, worker, background)
 

@@ -38,6 +38,7 @@ class BackgroundService:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._ran_at: dict[str, float] = {}
+        self._pass = threading.Lock()  # one jobs pass at a time (a surface may ask for one besides the loop's)
 
     def run_once(self, now: datetime | None = None) -> None:
         """One pass: due decisions and unqueued messages back on the queue, every post without a message posted
@@ -56,6 +57,10 @@ class BackgroundService:
     def run_jobs(self, now: datetime | None = None, force: bool = False) -> None:
         """The workflows' background jobs that are due (all of them with `force`). A job that fails is logged, and
         the others still run."""
+        with self._pass:
+            self._run_jobs(now, force)
+
+    def _run_jobs(self, now: datetime | None, force: bool) -> None:
         call = BackgroundCall(now or self.clock(), self.core.owner, self.core.start_scheduled, self.catch_up,
                               self.serves)
         moment = time.monotonic()

@@ -1,19 +1,23 @@
 """`clock`, `clock next`, `clock set DATE`: the paper accounts' session clock (no graph run). On static data it is
-simulated, one clock for the whole database, and traders move it; on live data it is the real one."""
+simulated, one clock for the whole database, and traders move it; on live data it is the real one. A move names
+the scheduled rules due on the new session: the background service's next rule schedule pass runs them (once per
+tick, as of that session; graphs/rule/background.py)."""
 
 from __future__ import annotations
 
 from graphs.order.commands import TRADERS_ONLY
 from graphs.views import View
 from graphs.workflow import CommandCall, CommandError
-from tools.broker.clock import SHANGHAI
+from tools.broker.clock import SHANGHAI, day
 from tools.broker.clock_moves import ClockError, ClockMove, ClockState, clock_state, move_clock
+from tools.broker.sim_clock import last_move
 from tools.data.schema import DataError, normalize_date
+from tools.rules.schedule import SessionTick, session_ticks
 
 USAGE = "usage: clock, clock next, or clock set YYYYMMDD"
 SHARED = "one simulated clock for every paper account in this database"
-NO_RULES = ("rule schedules do not run on the simulated clock: a rule reads the data up to its last bar, past the "
-            "simulated session")
+RULES_NOTE = ("a scheduled rule runs on each session the clock moves to (its cron times that day, each once), as of "
+              "that session: it reads no later bar")
 
 
 def clock_command(call: CommandCall) -> View:
@@ -39,7 +43,32 @@ def clock_command(call: CommandCall) -> View:
         move = move_clock(ctx.engine, ctx.provider, ctx.paper, to, call.user or "?", ctx.now().astimezone(SHANGHAI))
     except ClockError as exc:
         raise CommandError(str(exc)) from None
-    return _moved(move, call.user or "?")
+    ticks = _due(call, move.after)
+    if any(not tick.claimed for tick in ticks):
+        call.background_due()
+    return _moved(move, call.user or "?", ticks)
+
+
+def _due(call: CommandCall, session: str) -> list[SessionTick]:
+    """The scheduled rules' ticks on the session the clock just moved to (as the schedule pass will run them)."""
+    ctx = call.context
+    moved = last_move(ctx.engine, ctx.provider, ctx.paper.live_data_days, ctx.now()) if ctx.paper else None
+    if ctx.rules is None or moved is None or moved.session != session:
+        return []
+    return session_ticks(ctx.engine, ctx.rules, day(session), moved.moved_at)
+
+
+def _rule_lines(ticks: list[SessionTick], session: str) -> list[str]:
+    if not ticks:
+        return [f"No scheduled rule is due on {session}."]
+    lines = []
+    for tick in ticks:
+        rule, at = tick.rule, tick.tick.astimezone(SHANGHAI)
+        what = f"Rule {rule.id} ({rule.symbol}, schedule `{rule.schedule}` {rule.timezone})"
+        lines.append(f"{what} ran for {session} at {at:%H:%M} already (each tick runs once)." if tick.claimed else
+                     f"{what} runs for {session} at {at:%H:%M} Asia/Shanghai, on bars up to {session}, in a new "
+                     "thread of its channel.")
+    return lines
 
 
 def _show(state: ClockState) -> View:
@@ -61,10 +90,11 @@ def _show(state: ClockState) -> View:
                 users=[state.moved_by] if state.moved_by else [])
 
 
-def _moved(move: ClockMove, user: str) -> View:
+def _moved(move: ClockMove, user: str, ticks: list[SessionTick]) -> View:
     direction = "back " if move.after < move.before else ""
     lines = [order.summary() for order in move.changed]
     lines.append(f"Marked {len(move.marked)} account(s) at the closes of {move.after}; shares bought before "
                  f"{move.after} are sellable (T+1).")
+    lines += _rule_lines(ticks, move.after)
     return View("Clock moved", f"The simulated clock moved {direction}from {move.before} to {move.after} (by {user}; "
-                               f"{SHARED}).", lines=lines, notes=[NO_RULES], users=[user])
+                               f"{SHARED}).", lines=lines, notes=[RULES_NOTE], users=[user])

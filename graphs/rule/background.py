@@ -1,4 +1,5 @@
-"""The rule workflow's background work: the scheduler pass, and counting a scheduled run that crashed."""
+"""The rule workflow's background work: the scheduler pass (the wall clock's ticks, and on static data the ticks of
+the simulated session a trader moved the clock to), and counting a scheduled run that crashed."""
 
 from __future__ import annotations
 
@@ -7,21 +8,28 @@ from typing import Any
 
 from graphs.background import BackgroundCall, Notice, ScheduledRun
 from graphs.context import WorkflowContext
+from tools.broker.clock import day
 from tools.broker.proposal_claims import release_proposals
-from tools.rules.schedule import run_due, trading_day_checker
+from tools.broker.sim_clock import SessionMove, last_move
+from tools.rules.schedule import run_due, run_session, trading_day_checker
 from tools.rules.store import Rule, RuleError
 
 WORKFLOW = "rule"
 
 
-def scheduled_request(rule_id: int, execution_id: str) -> dict[str, Any]:
-    """What a scheduled run of a rule asks for: the workflow reads it from its state (nobody can type it)."""
-    return {"workflow": WORKFLOW, "rule_id": rule_id, "execution": execution_id}
+def scheduled_request(rule_id: int, execution_id: str, move: SessionMove | None = None) -> dict[str, Any]:
+    """What a scheduled run of a rule asks for: the workflow reads it from its state (nobody can type it). A run
+    of a simulated session carries it (`move`): the run does nothing once the clock has moved on."""
+    request: dict[str, Any] = {"workflow": WORKFLOW, "rule_id": rule_id, "execution": execution_id}
+    if move is not None:
+        request |= {"session": move.session, "moved_at": move.moved_at.isoformat()}
+    return request
 
 
 def rule_schedule_job(ctx: WorkflowContext, call: BackgroundCall) -> list[Notice]:
     """The scheduler pass: each enabled rule whose cron matched (in its timezone, on a trading day) runs once per
-    tick across every process, in a new thread of its channel whose root names the rule."""
+    tick across every process, in a new thread of its channel whose root names the rule; on static data also the
+    rules due on the simulated session the clock was last moved to."""
     if ctx.rules is None:
         return []
 
@@ -32,6 +40,16 @@ def rule_schedule_job(ctx: WorkflowContext, call: BackgroundCall) -> list[Notice
 
     run_due(ctx.engine, ctx.rules, call.now, start, call.owner, is_trading_day=trading_day_checker(ctx.provider),
             catch_up=call.catch_up, serves=call.serves)  # type: ignore[arg-type]
+    move = last_move(ctx.engine, ctx.provider, ctx.paper.live_data_days, call.now) if ctx.paper else None
+    if move is not None:
+        def start_session(rule: Rule, tick: datetime, execution_id: str, again: bool) -> None:
+            title = (f"Rule {rule.id} ({rule.symbol}): scheduled run for the simulated session {move.session} "
+                     f"({tick:%Y-%m-%d %H:%M} UTC), owner {rule.owner}")
+            call.start(ScheduledRun(rule.channel, rule.owner, execution_id, title,
+                                    scheduled_request(rule.id, execution_id, move), move.moved_at.timestamp()), again)
+
+        run_session(ctx.engine, ctx.rules, day(move.session), move.moved_at, call.now, start_session, call.owner,
+                    catch_up=call.catch_up, serves=call.serves)  # type: ignore[arg-type]
     return []
 
 

@@ -79,6 +79,9 @@ def present_rule_run(result: dict[str, Any]) -> View:
         warnings.append(f"Rule {rule['id']} is paused after repeated failures; its owner {result['owner']} can "
                         f"`rule resume {rule['id']}` once it is fixed.")
     facts = [("Execution", result["execution_id"]), ("Position", f"{int(result.get('position') or 0):,}")]
+    if as_of := result.get("as_of"):
+        facts.insert(0, ("As of", f"{as_of['date']} (the simulated session; `clock` shows and moves it)"
+                         if as_of["simulated"] else f"{as_of['date']} (the data's last bar)"))
     order = result.get("order") or {}
     if order.get("status"):
         facts.append(("Order", str(order.get("message") or order["status"])))

@@ -17,6 +17,7 @@ class RuleRunState(TypedDict, total=False):
     rule: dict[str, Any]  # the saved rule as it was when the run started
     execution_id: str
     started_at: str  # ISO: the run's timeout counts from here
+    as_of: dict[str, Any] | None  # {"date", "simulated"}: the session it decides as of (load.run_as_of)
     history: list[dict[str, Any]]  # the seed's execution history: each action with its result, in step order
     action: dict[str, Any] | None  # the model's latest action, waiting to be carried out
     malformed: int  # malformed model answers so far (one is sent back; the next ends in hold)

@@ -5,8 +5,8 @@ from, to)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
@@ -41,6 +41,28 @@ def paper_clock(engine: Engine, provider: MarketDataProvider, live_days: int, no
     with Session(engine) as session:
         today = simulated_today(session, clock.data_end)
     return replace(clock, today=today, data_end=today)
+
+
+@dataclass(frozen=True)
+class SessionMove:
+    """The session a trader last moved the simulated clock to, and when (aware UTC)."""
+
+    session: str
+    moved_at: datetime
+
+
+def last_move(engine: Engine, provider: MarketDataProvider, live_days: int, now: datetime | None = None,
+              ) -> SessionMove | None:
+    """Where the clock of this data was last moved to; None on live data or before its first move on this data."""
+    clock = clock_for(provider, live_days, now)
+    if not clock.simulated:
+        return None
+    with Session(engine) as session:
+        row = stored_session(session)
+        if row is None or row.data_end != clock.data_end:
+            return None
+        moved_at = row.moved_at if row.moved_at.tzinfo else row.moved_at.replace(tzinfo=UTC)  # SQLite: naive UTC
+        return SessionMove(row.session_date, moved_at.astimezone(UTC))
 
 
 def set_session(session: Session, before: str, after: str, data_end: str, by: str) -> None:

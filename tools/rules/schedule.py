@@ -14,7 +14,11 @@ Starting a run (`Enqueue`) roots its thread in Slack, then queues it: two steps 
 has no idempotency key. A tick whose start failed ("failed") or whose worker died mid-start (still "claimed"
 after LOST_CLAIM) is unfinished: a later pass takes it over and starts it again with `again` set, so the starter
 looks for the root an earlier attempt may have posted before posting one. Unfinished ticks follow the same
-rules as missed ones: started again while on time, later under the catch-up policy ("once": the rule's latest)."""
+rules as missed ones: started again while on time, later under the catch-up policy ("once": the rule's latest).
+
+On static data a trader moves a simulated session clock (tools/broker/sim_clock.py): `run_session` runs each
+rule's ticks on the session the clock was moved to (its cron in its timezone that day), claimed once in the same
+tick table, for rules scheduled before the move; a move older than ON_TIME is caught up by the same policy."""
 
 from __future__ import annotations
 
@@ -147,6 +151,61 @@ def last_ticks(engine: Engine) -> dict[int, datetime]:
     query = select(RuleTick.rule_id, func.max(RuleTick.tick)).group_by(RuleTick.rule_id)
     with Session(engine) as session:
         return {rule_id: aware(tick) for rule_id, tick in session.execute(query)}
+
+
+@dataclass(frozen=True)
+class SessionTick:
+    """A rule's tick on a simulated session; `claimed`: it ran (or was skipped) already."""
+
+    rule: Rule
+    tick: datetime
+    claimed: bool
+
+
+def session_ticks(engine: Engine, store: RuleStore, session: date, moved_at: datetime,
+                  serves: Callable[[str], bool] = lambda channel: True) -> list[SessionTick]:
+    """The ticks on exchange day `session` of each enabled rule scheduled before the clock moved there at
+    `moved_at` (and whose channel this worker `serves`), oldest first per rule."""
+    start = datetime.combine(session, time(0), SHANGHAI) - MINUTE
+    found: list[SessionTick] = []
+    for rule in store.scheduled():
+        since = rule.scheduled_since or rule.created_at
+        if not serves(rule.channel) or since > _utc(moved_at):
+            continue
+        try:
+            ticks = due_ticks(rule, start + timedelta(days=1), start, is_trading_day=lambda day: True)
+        except Exception:  # noqa: BLE001 - one rule's bad schedule must not stop every other rule's
+            log.exception("rule %d: its schedule %r cannot be evaluated", rule.id, rule.schedule)
+            continue
+        if not ticks:
+            continue
+        with Session(engine) as db:
+            claimed = {aware(t) for t in db.scalars(select(RuleTick.tick).where(RuleTick.rule_id == rule.id,
+                                                                               RuleTick.tick.in_(ticks)))}
+        found += [SessionTick(rule, tick, tick in claimed) for tick in ticks]
+    return found
+
+
+def run_session(engine: Engine, store: RuleStore, session: date, moved_at: datetime, now_utc: datetime,
+                enqueue: Enqueue, owner: str, *, catch_up: CatchUp = "once",
+                serves: Callable[[str], bool] = lambda channel: True) -> list[ScheduledRun]:
+    """The scheduler pass of a simulated session: claim and start each unclaimed tick of `session_ticks` once.
+    A move older than ON_TIME was missed: "once" runs each rule's latest tick of the session, "skip" none (the
+    rest are recorded "skipped")."""
+    late = _utc(now_utc) - _utc(moved_at) >= ON_TIME
+    due: dict[int, list[SessionTick]] = {}
+    for found in session_ticks(engine, store, session, moved_at, serves):
+        if not found.claimed:
+            due.setdefault(found.rule.id, []).append(found)
+    runs: list[ScheduledRun] = []
+    for ticks in due.values():
+        chosen = ticks if not late else ticks[-1:] if catch_up == "once" else []
+        for found in ticks:
+            if found not in chosen:
+                _insert_tick(engine, found.rule.id, found.tick, owner, "skipped", now_utc)
+            elif claim_tick(engine, found.rule.id, found.tick, owner, now_utc):
+                runs += _start(engine, found.rule, found.tick, enqueue, owner, again=False, catch_up=late)
+    return runs
 
 
 def run_due(engine: Engine, store: RuleStore, now_utc: datetime, enqueue: Enqueue, owner: str, *,

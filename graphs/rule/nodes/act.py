@@ -1,5 +1,6 @@
 """Act: carry out the model's tool call or calculation in code and log the step with its result. The bars a tool
-call fetched are kept in the thread's workspace and injected into calculations: the model never passes data."""
+call fetched are kept in the thread's workspace and injected into calculations: the model never passes data. A-share
+bars end at the run's as-of session (load.py)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,16 @@ from graphs.context import WorkflowContext, workspace
 from graphs.progress import report_progress
 from graphs.rule.logbook import log_step
 from graphs.rule.state import RuleRunState
-from tools.data.klines import KlineError
+from tools.data.klines import KlineError, symbol_kind
 from tools.rules.calculations import CalculationError, calculate
 from tools.storage.workspace import WorkspaceError
 
 TOOLS = ("get_kline_data",)
+
+
+def as_of_date(state: RuleRunState) -> str | None:
+    """The session date a run decides as of (A-share bars end there); None: the data's last bar."""
+    return (state.get("as_of") or {}).get("date")
 
 
 def bars_name(execution_id: str) -> str:
@@ -51,7 +57,8 @@ def _tool(ctx: WorkflowContext, state: RuleRunState, config: RunnableConfig, act
     limit = params.get("limit") or 100
     if isinstance(limit, bool) or not str(limit).isdigit():
         return {"error": f"limit must be a whole number of bars, not {limit!r}"}
-    bars = ctx.klines(symbol).klines(symbol, str(params.get("timeframe") or "1d"), limit=int(limit))
+    end = as_of_date(state) if symbol_kind(symbol) == "a-share" else None
+    bars = ctx.klines(symbol).klines(symbol, str(params.get("timeframe") or "1d"), limit=int(limit), end=end)
     workspace(ctx, config).put(bars_name(state["execution_id"]), bars.frame)
     last = bars.frame.iloc[-1]
     return {"symbol": bars.symbol, "timeframe": bars.timeframe, "source": bars.source, "bars": len(bars.frame),

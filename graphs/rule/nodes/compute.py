@@ -2,7 +2,7 @@
 and clause is computed in code, and each is logged as a step in the same format as the agent's. An A-share
 rule decides on its stock's whole traded history (tools.rules.backtest.rule_history), exactly what a backtest of
 the rule decides on, so a run's decision equals the backtest's decision on the same day; crypto rules (no
-backtest) read the latest warm-up + EXTRA_BARS klines."""
+backtest) read the latest warm-up + EXTRA_BARS klines. A-share bars end at the run's as-of session (load.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from langgraph.runtime import Runtime
 from graphs.context import WorkflowContext, workspace
 from graphs.progress import report_progress
 from graphs.rule.logbook import log_step
-from graphs.rule.nodes.act import bars_name
+from graphs.rule.nodes.act import as_of_date, bars_name
 from graphs.rule.state import RuleRunState
 from tools.data.klines import MAX_LIMIT, KlineError, symbol_kind
 from tools.data.schema import DataError
@@ -33,7 +33,7 @@ def compute_node(state: RuleRunState, runtime: Runtime[WorkflowContext], config:
     history: list[dict[str, Any]] = []
     try:
         parsed = parse_rule(rule["requirements"])
-        bars, params, notes = _bars(ctx, rule["symbol"], parsed)
+        bars, params, notes = _bars(ctx, rule["symbol"], parsed, as_of_date(state))
     except (RuleSyntaxError, KlineError, DataError) as exc:
         return _failed(ctx, state, str(exc))
     fetch = {"type": "tool_call", "step": 1, "reasoning": f"the rule needs {parsed.warmup} bars before its first "
@@ -57,10 +57,12 @@ def compute_node(state: RuleRunState, runtime: Runtime[WorkflowContext], config:
     return {"history": history, "decision": decision}
 
 
-def _bars(ctx: WorkflowContext, symbol: str, rule: Rule) -> tuple[pd.DataFrame, dict[str, Any], list[str]]:
-    """The bars the rule decides on, the fetch's parameters for the log, and notes on the data."""
+def _bars(ctx: WorkflowContext, symbol: str, rule: Rule, as_of: str | None,
+          ) -> tuple[pd.DataFrame, dict[str, Any], list[str]]:
+    """The bars the rule decides on (A-shares: up to and including the session `as_of`), the fetch's parameters
+    for the log, and notes on the data."""
     if symbol_kind(symbol) == "a-share":
-        end = ctx.provider.last_date()
+        end = as_of or ctx.provider.last_date()
         history = rule_history(ctx.provider, symbol, end) if end else pd.DataFrame()
         if history.empty:
             raise KlineError(f"no daily bars of {symbol} from the {ctx.provider.name} provider")

@@ -3,7 +3,8 @@ order for the paper account's approval (A-shares only; crypto rules decide and l
 On live data whose latest bar of the rule's stock is older than the last trading day, the run holds: no order on
 stale data (the decision step and the result say so). A rule has one order card at a time: the order is proposed
 only once this execution holds the rule's card claim (tools.broker.proposal_claims), which the approval gives
-back when it is over (and report, whatever the run decided)."""
+back when it is over (and report, whatever the run decided). The decision, its logged step and the order's reason
+name the session the run decided as of."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from langgraph.runtime import Runtime
 from graphs.context import WorkflowContext, workspace
 from graphs.progress import report_progress
 from graphs.rule.logbook import log_step
-from graphs.rule.nodes.act import bars_name
+from graphs.rule.nodes.act import as_of_date, bars_name
 from graphs.rule.state import RuleRunState
 from tools.broker.boards import OrderRuleError
 from tools.broker.clock import day
@@ -35,6 +36,8 @@ def decide_node(state: RuleRunState, runtime: Runtime[WorkflowContext], config: 
                 ) -> dict[str, Any]:
     ctx, rule, decision = runtime.context, state["rule"], dict(state["decision"] or {})
     history = list(state.get("history") or [])
+    if as_of_date(state):
+        decision["as_of"] = as_of_date(state)
     stale = _stale(ctx, rule)
     if stale is not None:
         decision = _held_on_stale_data(decision, stale)
@@ -119,7 +122,7 @@ def _buy_quantity(ctx: WorkflowContext, state: RuleRunState, config: RunnableCon
     price = _last_close(ctx, state, config, code)
     if price is None:
         return 0, f"no recent close of {code} to size the order: no order"
-    last = ctx.provider.last_date() or ""
+    last = as_of_date(state) or ctx.provider.last_date() or ""
     try:
         lot = lot_rule(code, day(last))
     except OrderRuleError as exc:
@@ -136,7 +139,7 @@ def _last_close(ctx: WorkflowContext, state: RuleRunState, config: RunnableConfi
     name = bars_name(state["execution_id"])
     if name in ws:
         return price_of(ws.get(name)["close"].iloc[-1])
-    last = ctx.provider.last_date()
+    last = as_of_date(state) or ctx.provider.last_date()
     found = closes(ctx.provider, [code], last) if last else {}
     return found[code][0] if code in found else None
 
@@ -149,7 +152,9 @@ def rule_account(rule: dict[str, Any]) -> str:
 
 def _intent(rule: dict[str, Any], side: str, quantity: int, decision: dict[str, Any], execution_id: str,
             ) -> dict[str, Any]:
+    as_of = f" as of {decision['as_of']}" if decision.get("as_of") else ""
     return {"ts_code": rule["symbol"], "side": side, "quantity": quantity, "price_type": "market",
             "limit_price": None, "account": rule_account(rule), "proposed_by": rule["owner"],
             "tag": order_tag(rule["id"]), "claim": execution_id,
-            "reason": f"rule {rule['id']}: {decision['reason']} (confidence {float(decision['confidence']):.2f})"}
+            "reason": f"rule {rule['id']}{as_of}: {decision['reason']} "
+                      f"(confidence {float(decision['confidence']):.2f})"}

@@ -1,7 +1,11 @@
 """Load: the rule a run executes (`rule run ID`, or a scheduled run's structured request, which carries its tick in
 its execution id), its execution id and its start time. A scheduled run does nothing when, since it was queued,
 its rule was paused (and maybe resumed: resuming moves the rule's `scheduled_since` past every tick queued before)
-or its schedule was changed or taken off; a manual `rule run ID` runs a paused rule all the same."""
+or its schedule was changed or taken off; a manual `rule run ID` runs a paused rule all the same.
+
+Every run decides as of a session: the paper account's clock (tools/broker/sim_clock.py `paper_clock`, as the
+paper broker reads it): on static data the simulated session (no later bar is read), on live data the data's last
+bar. A scheduled run of a simulated session does nothing once the clock has moved on from it."""
 
 from __future__ import annotations
 
@@ -17,7 +21,10 @@ from graphs.common import new_human_text
 from graphs.context import WorkflowContext
 from graphs.progress import report_progress
 from graphs.rule.state import RuleRunState
+from tools.broker.sim_clock import paper_clock
+from tools.data.schema import DataError
 from tools.rules.schedule import scheduled_tick, stale_tick
+from tools.rules.store import Rule
 
 RUN = re.compile(r"^\s*/?rule\s+run\s+(\d+)\s*$", re.IGNORECASE)
 USAGE = "rule run ID"  # the IDs: `rule list`
@@ -46,7 +53,11 @@ def load_node(state: RuleRunState, runtime: Runtime[WorkflowContext]) -> dict[st
     if tick is not None and not (rule.enabled and rule.schedule):
         why = "was paused" if not rule.enabled else "was taken off its schedule"
         return {**fresh, "final_reply": f"Rule {rule.id} {why} after this run was queued; nothing was run."}
-    if tick is not None and stale_tick(rule, tick):
+    as_of = run_as_of(runtime.context)
+    over = _session_over(rule, request, as_of) if request.get("session") else None
+    if over is not None:
+        return {**fresh, "final_reply": over}
+    if not request.get("session") and tick is not None and stale_tick(rule, tick):
         return {**fresh, "final_reply": f"Rule {rule.id} was paused and resumed, or its schedule was changed, after "
                                         f"this run ({tick:%Y-%m-%d %H:%M} UTC) was queued; nothing was run."}
     execution_id = given or f"rule{rule.id}-m{uuid.uuid4().hex[:12]}"
@@ -54,4 +65,31 @@ def load_node(state: RuleRunState, runtime: Runtime[WorkflowContext]) -> dict[st
     data = asdict(rule)
     data["value_cny"] = str(rule.value_cny) if rule.value_cny is not None else None
     data = {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in data.items()}
-    return {**fresh, "rule": data, "execution_id": execution_id, "started_at": datetime.now(UTC).isoformat()}
+    return {**fresh, "rule": data, "execution_id": execution_id, "started_at": datetime.now(UTC).isoformat(),
+            "as_of": as_of}
+
+
+def run_as_of(ctx: WorkflowContext) -> dict[str, Any] | None:
+    """The session a run decides as of ({"date", "simulated"}); None without a paper account or daily bars (then
+    the data's last bar, as before any clock)."""
+    if ctx.paper is None:
+        return None
+    try:
+        clock = paper_clock(ctx.engine, ctx.provider, ctx.paper.live_data_days, ctx.now())
+    except DataError:
+        return None
+    return {"date": clock.data_end, "simulated": clock.simulated}
+
+
+def _session_over(rule: Rule, request: dict[str, Any], as_of: dict[str, Any] | None) -> str | None:
+    """Why a scheduled run of a simulated session must not run any more: the clock moved on, or the rule was
+    resumed or rescheduled after the move it was queued for; None when it runs."""
+    session = str(request["session"])
+    if as_of is None or not as_of["simulated"] or as_of["date"] != session:
+        now = f"to {as_of['date']}" if as_of and as_of["simulated"] else "away (the data is live now)"
+        return (f"Rule {rule.id}'s run for the simulated session {session} was queued, and the clock has moved {now} "
+                "since; nothing was run.")
+    if rule.scheduled_since is not None and rule.scheduled_since > datetime.fromisoformat(request["moved_at"]):
+        return (f"Rule {rule.id} was paused and resumed, or its schedule was changed, after this run for the "
+                f"simulated session {session} was queued; nothing was run.")
+    return None

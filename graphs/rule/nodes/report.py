@@ -41,4 +41,5 @@ def report_node(state: RuleRunState, runtime: Runtime[WorkflowContext], config: 
     return {"result": {"kind": "rule_run", "rule": {k: rule[k] for k in ("id", "symbol", "requirements", "source")},
                        "execution_id": state["execution_id"], "decision": decision,
                        "steps": state.get("history") or [], "order": outcome, "position": status.get("position", 0),
-                       "paused": paused, "owner": rule["owner"], "stale": decision.get("stale")}}
+                       "paused": paused, "owner": rule["owner"], "stale": decision.get("stale"),
+                       "as_of": state.get("as_of")}}
