@@ -12,6 +12,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.graph import END
 from langgraph.types import interrupt
 
+from graphs.grammar import normalize
 from graphs.interrupts import answer_text, clarify_request
 from graphs.progress import report_progress
 
@@ -33,7 +34,7 @@ CANCELLED = "Cancelled; nothing was run."
 
 
 def is_cancel(text: str) -> bool:
-    return text.strip().lower() in CANCEL_WORDS
+    return normalize(text).strip().lower() in CANCEL_WORDS
 
 
 def clarify_node(state: Mapping[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,6 @@ state per thread across runs (`checkpointer=True`), and share `messages`, `consu
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
@@ -21,6 +20,7 @@ from langgraph.types import Command
 
 from graphs.common import message_text
 from graphs.context import LIGHT, WorkflowContext, model_for
+from graphs.grammar import first_word
 from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json
 from graphs.registry import WORKFLOWS, workflow_for
 
@@ -45,11 +45,6 @@ class MainState(TypedDict, total=False):
     final_reply: str | None
 
 
-def _first_word(text: str) -> str:
-    match = re.match(r"\s*/?([A-Za-z_]+)", text)
-    return match.group(1).lower() if match else ""
-
-
 def route_node(state: MainState, runtime: Runtime[WorkflowContext]) -> Command:
     messages = state.get("messages", [])
     text = message_text(messages[-1]) if messages and isinstance(messages[-1], HumanMessage) else ""
@@ -68,7 +63,7 @@ def route_node(state: MainState, runtime: Runtime[WorkflowContext]) -> Command:
 
 
 def _choose(text: str, current: str | None, ctx: WorkflowContext) -> tuple[str | None, str]:
-    first = _first_word(text)
+    first = first_word(text)  # normalised, in English: `信号 …` names signal
     if first in WORKFLOWS:  # a request that names its workflow
         return first, ""
     if current in WORKFLOWS:  # anything else continues the thread's workflow

@@ -20,6 +20,7 @@ from graphs.factor.models import MODELS as FACTOR_MODELS
 from graphs.factor.present import factor_list, factor_show, present_factor
 from graphs.factor.spec import looks_structured as factor_structured
 from graphs.factor.spec import starts_request as factor_starts
+from graphs.grammar import english, first_word, normalize
 from graphs.order.background import settlement_job
 from graphs.order.clock import clock_command
 from graphs.order.commands import account_command, cancel_command, orders_command, trading_command
@@ -92,7 +93,7 @@ RULE = Workflow(
     example="rule run 1",
     notes=('save one first: rule add 600519.SH "buy when close > ma(30) and rsi(14) < 70; sell when close < ma(30)" '
            "size=100 (the rule language runs without an LLM; plain words need one)",),
-    starts_request=lambda text: text.strip().lower().lstrip("/").split(" ", 1)[0] == "rule",
+    starts_request=lambda text: first_word(text) == "rule",
     looks_structured=lambda text: False,
     build=build_rule_graph, present=present_rule_run,
     subcommands={name: Subcommand(usage, summary, run) for name, (usage, summary, run) in RULE_SUBCOMMANDS.items()},
@@ -145,12 +146,12 @@ def command_for(words: list[str]) -> tuple[Subcommand, list[str]] | None:
     arguments, if any."""
     if not words:
         return None
-    name = words[0].lower()
+    name = english(normalize(words[0]).strip()).lower()  # `账户` is `account`; its arguments stay as typed
     command = COMMANDS.get(name)
     if command is not None and len(words) - 1 >= command.min_args:
         return command, words[1:]
     workflow = WORKFLOWS.get(name)
-    sub = workflow.subcommand(words[1:]) if workflow is not None else None
+    sub = workflow.subcommand([normalize(word).strip() for word in words[1:2]]) if workflow is not None else None
     return (sub, words[2:]) if sub is not None else None
 
 

@@ -41,7 +41,7 @@ from bot.startup import AppServices
 from bot.stores.threads import CONSOLE_CHANNEL, CONSOLE_TEAM
 from graphs.background import Notice as BackgroundNotice
 from graphs.clarify import CANCELLED, is_cancel
-from graphs.grammar import bad_code_message, tokenize
+from graphs.grammar import bad_code_message, english, normalize, tokenize, unquote_marks
 from graphs.interrupts import CLARIFY
 from graphs.registry import COMMANDS, WORKFLOWS, command_for, workflow_for
 from graphs.workflow import CommandCall, CommandError, Subcommand
@@ -160,13 +160,13 @@ class Console:
             return True
         text = line.strip()
         try:
-            words = shlex.split(text)
+            words = shlex.split(unquote_marks(text))  # “…” and 「…」 quote as "…" does
         except ValueError as exc:
             self.say(f"error: {exc}")
             return True
         if not words:
             return True
-        name, args = words[0].lower(), words[1:]
+        name, args = english(normalize(words[0]).strip()).lower(), words[1:]  # `帮助` is help
         if name in ("quit", "exit"):
             return False
         if name == "help":
@@ -345,6 +345,9 @@ class Console:
         if is_cancel(text) and kind.name != CLARIFY:  # a review or approval ends as a rejection, recorded
             self.decide({"type": "reject", "message": "cancelled in the console"})
             return
+        if kind.name != CLARIFY:  # `批准`, `拒绝 …`, `编辑 …` are approve, reject, edit; an answer stays as typed
+            word, space, rest = unquote_marks(text).strip().partition(" ")
+            text = english(normalize(word)) + space + rest
         step = kind.console_step(text, payload)
         if step.message == EDIT_BODY:
             self.editing = []

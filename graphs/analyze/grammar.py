@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from graphs.grammar import bad_code_message, split, tokenize
+from graphs.grammar import bad_code_message, did_you_mean, first_word, normalize, tokenize
 from graphs.order.grammar import OrderGrammarError, account_name
 
 KEYWORD = "analyze"
@@ -43,11 +43,11 @@ class DecisionRequest:
 
 
 def starts_request(text: str) -> bool:
-    words = split(text)
-    return bool(words) and words[0].lower() in (KEYWORD, f"/{KEYWORD}")
+    return first_word(text) == KEYWORD
 
 
 def parse_request(text: str) -> DecisionRequest:
+    text = normalize(text)
     listed = _ANALYSTS_PARAM.search(text)  # the tokeniser splits on commas, so the list is read first
     if listed:
         text = text[:listed.start()] + " " + text[listed.end():]
@@ -67,10 +67,12 @@ def parse_request(text: str) -> DecisionRequest:
                                    "every=5d`")
     unknown = [name for name in tokens.params if name not in PARAMS]
     if unknown:
-        raise DecisionGrammarError(f"unknown parameter {', '.join(unknown)}; use depth=, analysts=, account= or "
-                                   "session=")
+        named = ", ".join(name + did_you_mean(f"{name}={tokens.params[name]}", (*PARAMS, "analysts"))
+                          for name in unknown)
+        raise DecisionGrammarError(f"unknown parameter {named}; use depth=, analysts=, account= or session=")
     if tokens.words:
-        raise DecisionGrammarError(f"cannot read {' '.join(tokens.words)!r}")
+        named = ", ".join(f"`{word}`{did_you_mean(word, (*ANALYSTS, *SESSIONS))}" for word in tokens.words)
+        raise DecisionGrammarError(f"cannot read {named}; nothing was run")
     start, end = (span.group(1).replace("-", ""), span.group(2).replace("-", "")) if span else (None, None)
     if start and end and start > end:
         raise DecisionGrammarError(f"the replay starts after it ends ({start}..{end})")

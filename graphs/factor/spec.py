@@ -27,6 +27,7 @@ from graphs.grammar import starts_request as new_request
 from tools.data.schema import DataError, check_range
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+PARAMS = ("window", "n", "name")  # n: window's short form
 
 
 class SpecError(ValueError):
@@ -42,11 +43,17 @@ class FactorRequest:
     end: str | None = None
     params: dict[str, str] = field(default_factory=dict)
     bad_codes: tuple[str, ...] = ()
+    unknown_words: tuple[str, ...] = ()  # words the grammar did not use (a combo's words are its expression)
 
     def merge(self, other: FactorRequest) -> FactorRequest:
         return replace(self, kind=other.kind or self.kind, expression=other.expression or self.expression,
                        codes=other.codes or self.codes, start=other.start or self.start, end=other.end or self.end,
-                       params={**self.params, **other.params}, bad_codes=other.bad_codes)
+                       params={**self.params, **other.params}, bad_codes=other.bad_codes,
+                       unknown_words=other.unknown_words)
+
+    def unused(self) -> list[str]:
+        """What the user typed that this request would not use: unknown words and parameters."""
+        return [*self.unknown_words, *(f"{k}={v}" for k, v in self.params.items() if k not in PARAMS)]
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "expression": self.expression, "codes": list(self.codes), "start": self.start,
@@ -72,7 +79,8 @@ def parse(text: str) -> FactorRequest:
     expression = " ".join(rest) if kind == "combo" and rest else None
     dates = tokens.dates
     return FactorRequest(kind, expression, tokens.codes, dates[0] if dates else None,
-                         dates[1] if len(dates) > 1 else None, tokens.params, tokens.bad_codes)
+                         dates[1] if len(dates) > 1 else None, tokens.params, tokens.bad_codes,
+                         () if kind == "combo" else tuple(rest))
 
 
 def looks_structured(text: str) -> bool:

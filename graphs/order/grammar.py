@@ -1,4 +1,5 @@
-"""The manual order grammar: `order CODE buy|sell QTY [limit=PRICE] [account=NAME] [REASON ...]`."""
+"""The manual order grammar: `order CODE buy|sell QTY [limit=PRICE] [account=NAME] [REASON ...]`, read from the
+normalised line (`下单 600519.SH 买入 １００` is `order 600519.SH buy 100`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from graphs.grammar import CODE, PARAM, split
+from graphs.grammar import CODE, PARAM, did_you_mean, english, first_word, normalize, split
 
 KEYWORD = "order"
 USAGE = "order CODE buy|sell QTY [limit=PRICE] [account=NAME] [reason words]"
@@ -33,9 +34,11 @@ class OrderIntent:
         return dict(self.__dict__)
 
 
+PARAMS = ("limit", "account")
+
+
 def starts_request(text: str) -> bool:
-    words = split(text)
-    return bool(words) and words[0].lower() in (KEYWORD, f"/{KEYWORD}")
+    return first_word(text) == KEYWORD
 
 
 def looks_structured(text: str) -> bool:
@@ -51,13 +54,13 @@ def account_name(text: str) -> str:
 
 
 def parse_order(text: str) -> OrderIntent:
-    tokens = [t for t in re.split(r"\s+", text.strip()) if t]
-    if tokens and tokens[0].lower() in (KEYWORD, f"/{KEYWORD}"):
+    tokens = [t for t in re.split(r"\s+", normalize(text).strip()) if t]  # commas stay: a quantity may be 1,000
+    if tokens and english(tokens[0]).lower() in (KEYWORD, f"/{KEYWORD}"):
         tokens = tokens[1:]
     if len(tokens) < 3:
         raise OrderGrammarError(f"an order needs a code, a side and a quantity: `{USAGE}`, e.g. "
                                 "`order 600519.SH buy 100 limit=1700`")
-    code, side, qty, rest = tokens[0], tokens[1].lower(), tokens[2].replace(",", ""), tokens[3:]
+    code, side, qty, rest = tokens[0], english(tokens[1]).lower(), tokens[2].replace(",", ""), tokens[3:]
     if not CODE.match(code):
         raise OrderGrammarError(f"{code} is not a ts_code (like 600519.SH or 000001.SZ)")
     if side not in ("buy", "sell"):
@@ -75,9 +78,10 @@ def parse_order(text: str) -> OrderIntent:
             params[match.group(1).lower()] = match.group(2)
         else:
             words.append(token)
-    unknown = sorted(set(params) - {"limit", "account"})
+    unknown = sorted(set(params) - set(PARAMS))
     if unknown:
-        raise OrderGrammarError(f"unknown parameter {', '.join(unknown)}: an order takes limit=PRICE and account=NAME")
+        named = ", ".join(name + did_you_mean(f"{name}={params[name]}", PARAMS) for name in unknown)
+        raise OrderGrammarError(f"unknown parameter {named}: an order takes limit=PRICE and account=NAME")
     limit = _price(params["limit"]) if "limit" in params else None
     return OrderIntent(code.upper(), side, int(qty), "limit" if limit else "market", limit,
                        account_name(params["account"]) if "account" in params else None, " ".join(words))

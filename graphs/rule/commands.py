@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from graphs.grammar import did_you_mean, normalize
 from graphs.rule.present import present_backtest, present_log, present_rule, present_rules
 from graphs.views import View
 from graphs.workflow import CommandCall, CommandError
@@ -52,13 +53,16 @@ def _user(call: CommandCall) -> str:
 
 
 def _options(words: list[str], allowed: set[str]) -> tuple[list[str], dict[str, str]]:
+    """Positional words as typed (a rule's text keeps its characters) and name=value options, read normalised
+    (`size＝100` is size=100)."""
     positional, options = [], {}
     for word in words:
-        name, sep, value = word.partition("=")
+        name, sep, value = normalize(word).partition("=")
         if sep and name.lower() in allowed:
             options[name.lower()] = value
         elif sep and name.isidentifier():
-            raise CommandError(f"unknown option {name}=; options: {', '.join(sorted(allowed))}")
+            raise CommandError(f"unknown option {name}={did_you_mean(name, allowed)}; options: "
+                               f"{', '.join(sorted(allowed))}")
         else:
             positional.append(word)
     return positional, options

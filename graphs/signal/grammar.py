@@ -92,6 +92,12 @@ def strategy_names() -> list[str]:
     return list(STRATEGIES)
 
 
+def vocabulary(strategy: str | None) -> list[str]:
+    """The words an unused token may have meant: the strategies and the parameters (the strategy's, or all)."""
+    chosen = [STRATEGIES[strategy]] if strategy in STRATEGIES else list(STRATEGIES.values())
+    return [*STRATEGIES, *dict.fromkeys(name for s in chosen for name in s.params)]
+
+
 def starts_request(text: str) -> bool:
     """A new signal request rather than a follow-up or an answer (see graphs.grammar.starts_request)."""
     return new_request(text, "signal", lambda word: find_strategy(word) is not None)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from graphs.grammar import did_you_mean
+
 
 @dataclass(frozen=True)
 class Param:
@@ -30,9 +32,8 @@ class Strategy:
         """Parameters with defaults filled in; unknown names and out-of-range values are errors."""
         unknown = sorted(set(given) - set(self.params))
         if unknown:
-            raise ValueError(
-                f"{self.name} has no parameter {', '.join(unknown)}; its parameters: {self.param_help()}"
-            )
+            named = ", ".join(name + did_you_mean(f"{name}={given[name]}", self.params) for name in unknown)
+            raise ValueError(f"{self.name} has no parameter {named}; its parameters: {self.param_help()}")
         values: dict[str, float | int] = {}
         for name, spec in self.params.items():
             raw = given.get(name)

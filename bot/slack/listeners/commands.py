@@ -12,6 +12,7 @@ from slack_sdk.errors import SlackApiError
 
 from bot.core import Core, Place, channel_account, clean_text
 from bot.slack import render
+from graphs.grammar import english, normalize, unquote_marks
 from graphs.registry import COMMANDS, WORKFLOWS, command_for
 from graphs.workflow import CommandCall, CommandError, Subcommand
 from tools.data.schema import DataError
@@ -45,14 +46,14 @@ def register(app: App, core: Core) -> None:
     def on_command(ack: Any, command: dict[str, Any], respond: Any) -> None:
         ack()
         text = clean_text(command.get("text", ""))
-        sub, _, rest = text.partition(" ")
-        sub = sub.lower()
+        sub, _, rest = unquote_marks(text).partition(" ")
+        sub = english(normalize(sub).strip()).lower()  # `/quant 账户` is `/quant account`
         user, channel = command["user_id"], command["channel_id"]
         workflow = WORKFLOWS.get(sub)
         try:
-            words = shlex.split(text)  # `rule add CODE "buy when …" every="30 14 * * 1-5"`
+            words = shlex.split(unquote_marks(text))  # `rule add CODE “buy when …” every="30 14 * * 1-5"`
         except ValueError:
-            words = text.split()
+            words = unquote_marks(text).split()
         found = command_for(words)
         if sub in ("", "help"):
             respond(response_type="ephemeral", text=usage())

@@ -6,6 +6,7 @@ the same thread ("window=10") merges into the last request and runs again."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -18,7 +19,7 @@ from graphs.context import WorkflowContext, model_for
 from graphs.factor import spec as grammar
 from graphs.factor.models import MODELS
 from graphs.factor.state import FactorState
-from graphs.grammar import bad_code_message
+from graphs.grammar import bad_code_message, is_ignore, unused_question
 from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json
 from graphs.progress import report_progress
 from tools.data.schema import BAR_FIELDS, INDICATOR_FIELDS, DataError, check_range
@@ -75,10 +76,14 @@ def collect_spec_node(state: FactorState, config: RunnableConfig,
 def _library(state: FactorState, ctx: WorkflowContext, text: str, update: dict[str, Any]) -> dict[str, Any]:
     known = grammar.FactorRequest() if grammar.starts_request(text) else grammar.FactorRequest.from_dict(
         state.get("request") or {})
-    request = known.merge(grammar.parse(text))
+    request = known if is_ignore(text) else known.merge(grammar.parse(text))  # ignore: the request as it stood
     if request.bad_codes:
         return _ask(state, {**update, "mode": "library", "request": request.as_dict(), "spec": None},
                     f"{bad_code_message(request.bad_codes)} Reply with the corrected codes, or `cancel`.")
+    if unused := request.unused():  # never run without something the user typed: ask, keeping the rest
+        kept = replace(request, params={k: v for k, v in request.params.items() if k in grammar.PARAMS})
+        return _ask(state, {**update, "mode": "library", "request": kept.as_dict(), "spec": None},
+                    unused_question(unused, [*grammar.library_names(), *grammar.PARAMS]))
     update.update(mode="library", request=request.as_dict(), spec=None)
     missing = grammar.missing(request, ctx.provider.known_codes() is not None)
     if "factor" in missing:

@@ -19,6 +19,7 @@ from langgraph.runtime import Runtime
 
 from graphs.common import new_human_text
 from graphs.context import WorkflowContext
+from graphs.grammar import split
 from graphs.progress import report_progress
 from graphs.rule.state import RuleRunState
 from tools.broker.sim_clock import paper_clock
@@ -37,7 +38,7 @@ def load_node(state: RuleRunState, runtime: Runtime[WorkflowContext]) -> dict[st
                              "action": None, "malformed": 0, "feedback": None, "decision": None,
                              "order_intent": {}, "order_outcome": {}}
     request = state.get("background_request") or {}
-    match = RUN.match(text)
+    match = RUN.match(" ".join(split(text)))  # normalised: `规则 run １` is `rule run 1`
     if not (request or match):
         return {**fresh, "final_reply": f"Usage: `{USAGE}` (the IDs: `rule list`); `rule help` lists every "
                                                 "rule command."}

@@ -3,6 +3,7 @@ clarify / end, and bounds every loop (retries, clarifications, the same error tw
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from langchain.agents import create_agent
@@ -14,10 +15,17 @@ from langgraph.runtime import Runtime
 from graphs.clarify import CANCELLED, ask, is_cancel
 from graphs.common import AGENT_STEP_LIMIT, new_human_text, workspace_summary
 from graphs.context import WorkflowContext, model_for, workspace
-from graphs.grammar import bad_code_message
+from graphs.grammar import bad_code_message, is_ignore, unused_question
 from graphs.llm import AGENT_FAILURES, agent_json_answer, describe_model_failure
 from graphs.progress import report_progress
-from graphs.signal.grammar import SignalRequest, looks_structured, parse, starts_request, strategy_names
+from graphs.signal.grammar import (
+    SignalRequest,
+    looks_structured,
+    parse,
+    starts_request,
+    strategy_names,
+    vocabulary,
+)
 from graphs.signal.library import STRATEGIES, library_help
 from graphs.signal.models import MODELS
 from graphs.signal.nodes.data_fetch import missing_fields_reply, no_bars
@@ -121,10 +129,18 @@ def reflection_node(state: SignalState, config: RunnableConfig, runtime: Runtime
 
 def _reflect_structured(state: SignalState, text: str, provider: MarketDataProvider) -> dict[str, Any]:
     old = SignalRequest.from_dict(state.get("request") or {})
+    text = "" if is_ignore(text) else text  # the words it did not use are left out: the request as it stood
     request = SignalRequest().merge(parse(text)) if starts_request(text) else old.merge(parse(text)) if text else old
     if request.bad_codes:
         return {"request": request.as_dict(), "error_messages": [], **_clarify(
             state, f"{bad_code_message(request.bad_codes)} Reply with the corrected codes, or `cancel`.")}
+    strategy_params = STRATEGIES[request.strategy].params if request.strategy else None
+    stray = [name for name in request.params if strategy_params is not None and name not in strategy_params]
+    if request.unknown_words or stray:  # never run without something the user typed: ask, keeping the rest
+        kept = replace(request, params={k: v for k, v in request.params.items() if k not in stray})
+        unused = [*request.unknown_words, *(f"{name}={request.params[name]}" for name in stray)]
+        return {"request": kept.as_dict(), "error_messages": [], **_clarify(
+            state, unused_question(unused, vocabulary(request.strategy)))}
     update: dict[str, Any] = {"request": request.as_dict(), "error_messages": []}
     if request.strategy:  # a strategy whose data this provider lacks: no answer to any question would help
         fields = STRATEGIES[request.strategy].fields
