@@ -6,6 +6,7 @@ Only the standard library is imported here, at module level."""
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
@@ -13,20 +14,21 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any, TextIO
 
+log = logging.getLogger(__name__)
+
 BANNER = "QuantDesk console. Type help."
 INTERRUPTED = 130
 FIRST_PROMPT = "quant> "
 
 
 class _Warmup(threading.Thread):
-    """Builds the session in the background; `session()` waits for it (re-raising what went wrong)."""
+    """Builds the session in the background; `session()` waits for it."""
 
     def __init__(self, settings: Any, out: TextIO, failure_message: Callable[[BaseException, Any], str | None],
                  stack: ExitStack) -> None:
         super().__init__(name="quantdesk-warmup", daemon=True)
         self.settings, self.out, self.failure_message, self.stack = settings, out, failure_message, stack
         self._session: Any = None
-        self._error: BaseException | None = None
 
     def run(self) -> None:
         try:
@@ -39,24 +41,34 @@ class _Warmup(threading.Thread):
                 self.settings.database_url_value, max_connections=self.settings.checkpoint_pool_size))
             self._session = open_session(ctx, checkpointer, self.out)
             self.stack.callback(self._session.close)
-        except BaseException as exc:  # noqa: BLE001 - handed to the reader, or said at once and the process ends
+        except BaseException as exc:  # noqa: BLE001 - said at once: the person waits at a prompt for an answer
             message = self.failure_message(exc, self.settings)
             if message is None:
-                self._error = exc
-                return
+                log.exception("the console could not start")
+                message = f"the console could not start: {type(exc).__name__}: {exc}"
             print(f"quantdesk: {message}", file=sys.stderr, flush=True)
-            os._exit(2)  # nothing has started yet: the person is waiting at a prompt for an answer that cannot come
+            os._exit(2)  # nothing has started yet that an orderly exit would have to stop
 
     def session(self) -> Any:
         self.join()
-        if self._error is not None:
-            raise self._error
         return self._session
 
 
 def launch(settings: Any, stdin: TextIO, out: TextIO,
            failure_message: Callable[[BaseException, Any], str | None]) -> int:
-    """Run the console until end of input, `quit` or a second Ctrl-C in a row."""
+    """Run the console until end of input, `quit` or a second Ctrl-C in a row. A Ctrl-C the session's own loop
+    does not take (at the first prompt, during the warm-up) leaves at once, quietly: nothing durable is in flight
+    that the next start would not pick up."""
+    try:
+        return _launch(settings, stdin, out, failure_message)
+    except KeyboardInterrupt:
+        out.write("\n")
+        out.flush()
+        os._exit(INTERRUPTED)
+
+
+def _launch(settings: Any, stdin: TextIO, out: TextIO,
+            failure_message: Callable[[BaseException, Any], str | None]) -> int:
     with ExitStack() as stack:
         interactive = stdin.isatty()
         if interactive:  # before the warm-up starts: its imports hold the interpreter for seconds at a time
@@ -66,10 +78,7 @@ def launch(settings: Any, stdin: TextIO, out: TextIO,
         warmup.start()
         first = None
         if interactive:
-            try:
-                first = stdin.readline()
-            except KeyboardInterrupt:
-                return INTERRUPTED
+            first = stdin.readline()
             if not first:
                 return 0
         session = warmup.session()

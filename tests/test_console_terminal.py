@@ -1,0 +1,86 @@
+"""`quantdesk chat` on a real terminal (a pseudo-terminal): the prompt comes before the warm-up, the first line
+waits for it, Ctrl-C at that first prompt leaves quietly, and a start-up failure is said at once (issue 27's
+prompt-first start, issue 28 item 11)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pty
+import select
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Terminal:
+    """`quantdesk chat` on a pseudo-terminal: keys in, screen text out."""
+
+    def __init__(self, data_dir: Path, **env: str) -> None:
+        environ = {k: v for k, v in os.environ.items() if not k.startswith(("QUANTDESK_", "SLACK_", "OPENAI_"))}
+        environ.update(QUANTDESK_DATA_DIR=str(data_dir), QUANTDESK_LOG_LEVEL="WARNING", PYTHONPATH=str(ROOT), **env)
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: the console on the terminal
+            os.execve(sys.executable, [sys.executable, "-m", "bot.cli", "chat"], environ)
+        self.screen = ""
+
+    def _read(self, timeout: float) -> None:
+        ready, _, _ = select.select([self.fd], [], [], timeout)
+        if ready:
+            with contextlib.suppress(OSError):  # the child has gone
+                self.screen += os.read(self.fd, 65536).decode(errors="replace")
+
+    def expect(self, text: str, after: int = 0, timeout: float = 120.0) -> int:
+        """Wait until `text` shows on the screen after position `after`; returns where it ends."""
+        deadline = time.monotonic() + timeout
+        while (at := self.screen.find(text, after)) < 0:
+            if time.monotonic() > deadline:
+                pytest.fail(f"{text!r} did not show; the screen:\n{self.screen}")
+            self._read(0.1)
+        return at + len(text)
+
+    def keys(self, data: bytes) -> None:
+        os.write(self.fd, data)
+
+    def exit_status(self, timeout: float = 60.0) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                return os.waitstatus_to_exitcode(status)
+            self._read(0.1)
+        os.kill(self.pid, signal.SIGKILL)
+        pytest.fail(f"the console did not leave; the screen:\n{self.screen}")
+
+
+def test_the_first_line_typed_at_the_early_prompt_is_answered_once_warm(tmp_path: Path) -> None:
+    term = Terminal(tmp_path / "data")
+    seen = term.expect("QuantDesk console. Type help.")
+    seen = term.expect("quant> ", seen)
+    term.keys(b"fields\r")
+    seen = term.expect("daily: open, high, low, close", seen)
+    seen = term.expect("quant> ", seen)
+    term.keys(b"quit\r")
+    assert term.exit_status() == 0
+    assert "Traceback" not in term.screen
+
+
+def test_ctrl_c_at_the_first_prompt_leaves_quietly(tmp_path: Path) -> None:
+    term = Terminal(tmp_path / "data")
+    term.expect("quant> ")
+    term.keys(b"\x03")
+    assert term.exit_status() == 130
+    assert "Traceback" not in term.screen and "KeyboardInterrupt" not in term.screen
+
+
+def test_a_database_that_cannot_open_is_said_at_once_under_the_prompt(tmp_path: Path) -> None:
+    term = Terminal(tmp_path / "data", DATABASE_URL="postgresql://nobody@127.0.0.1:9/none")
+    term.expect("quant> ")
+    term.expect("quantdesk: database postgresql://nobody@127.0.0.1:9/none failed")
+    assert term.exit_status() == 2
+    assert "Traceback" not in term.screen
