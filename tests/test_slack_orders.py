@@ -681,6 +681,6 @@ def test_a_rule_saved_with_quotes_runs_from_slash_and_proposes_its_order(desk: D
         f":warning: rule {rule_id} belongs to")
     proposal = _propose(desk, channel, f"rule run {rule_id}")
     card = proposal.card
-    assert "BUY 100 600519.SH" in text_of(card) and f"rule {rule_id}:" in json.dumps(card.args["blocks"])
+    assert "BUY 100 600519.SH" in text_of(card) and f"rule {rule_id} as of 20200824:" in json.dumps(card.args["blocks"])
     timeline = _command(desk, f"rule log {rule_id}", channel, BOB)
     assert "decision: BUY (confidence 1.00)" in json.dumps(timeline.args["blocks"], ensure_ascii=False)
