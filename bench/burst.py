@@ -53,7 +53,7 @@ def _measure(slack: SlackServer, url: str, data: Path, burst: int, others: int) 
         post(listener.url, event_body(mention("CBUSY", "UBENCH", REQUEST, busy)), "application/json")
         wait_until(lambda: _first_post_at(slack, "CBUSY", busy), "the busy thread's first message")
         for i in range(burst):
-            post(listener.url, event_body(message("CBUSY", "UBENCH", f"again {i}", new_ts(), thread_ts=busy)),
+            post(listener.url, event_body(message("CBUSY", "UBENCH", f"fast={2 + i % 3}", new_ts(), thread_ts=busy)),
                  "application/json")
         sent: dict[str, float] = {}
         for i in range(others):

@@ -198,7 +198,7 @@ def test_a_burst_into_a_busy_thread_does_not_hold_up_another_thread(cluster: Clu
     # the thread is known (its registry row exists) once its first run posted its status
     wait_until(lambda: _statuses(cluster, busy_channel, busy), "the busy thread's first status")
     for i in range(BURST):
-        cluster.send(i, message(busy_channel, ALICE, f"again {i}", new_ts(), thread_ts=busy))
+        cluster.send(i, message(busy_channel, ALICE, f"fast={2 + i % 3}", new_ts(), thread_ts=busy))  # re-runs
     other_channel, other = "COTHER", new_ts()
     cluster.send(1, mention(other_channel, ALICE, ASK, other))
 
