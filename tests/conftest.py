@@ -100,21 +100,34 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return request.getfixturevalue("pg_url")
 
 
-@pytest.fixture
-def engine(db_url: str) -> Iterator[Engine]:
-    engine = make_engine(db_url)
+def _migrated(url: str) -> Iterator[Engine]:
+    engine = make_engine(url)
     upgrade(engine)
     yield engine
     engine.dispose()
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[Engine]:
+    yield from _migrated(db_url)
 
 
 @pytest.fixture
 def sqlite_engine(sqlite_url: str) -> Iterator[Engine]:
     """A migrated SQLite database of this test's own (for tests that do not need both databases)."""
-    engine = make_engine(sqlite_url)
-    upgrade(engine)
-    yield engine
-    engine.dispose()
+    yield from _migrated(sqlite_url)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def own_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
+    """A database of this test's own, on SQLite and on PostgreSQL (for state that is one per database, such as the
+    simulated clock: tests must not share it)."""
+    return sqlite_url if request.param == "sqlite" else request.getfixturevalue("fresh_pg_url")
+
+
+@pytest.fixture
+def own_engine(own_url: str) -> Iterator[Engine]:
+    yield from _migrated(own_url)
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ clock runs the rules whose schedule is due on the new session, once per tick, th
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,8 +22,6 @@ from tools.data.klines import AShareKlines
 from tools.data.local import SampleProvider
 from tools.rules.store import RuleStore
 from tools.sandbox import Sandbox
-from tools.storage.db import make_engine
-from tools.storage.migrate import upgrade
 
 CODE = "000001.SZ"
 LANGUAGE = "buy when close > ma(30); sell when close < ma(30)"
@@ -34,20 +31,6 @@ CRON = "30 9 * * 1-5"  # 09:30 Asia/Shanghai on trading days: 01:30 UTC
 @pytest.fixture(scope="module")
 def provider() -> SampleProvider:
     return SampleProvider()
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def own_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
-    """A database of this test's own: the clock is one for the whole database."""
-    return sqlite_url if request.param == "sqlite" else request.getfixturevalue("fresh_pg_url")
-
-
-@pytest.fixture
-def own_engine(own_url: str) -> Iterator[Engine]:
-    engine = make_engine(own_url)
-    upgrade(engine)
-    yield engine
-    engine.dispose()
 
 
 def _rules_ctx(engine: Engine, sandbox: Sandbox, provider: SampleProvider) -> WorkflowContext:

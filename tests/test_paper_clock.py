@@ -4,7 +4,6 @@ traders move it, never on live data; every move is recorded; a card made before 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -31,7 +30,6 @@ from tools.broker.sim_clock import paper_clock
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
 from tools.storage.artifacts import ArtifactStore
-from tools.storage.db import make_engine
 from tools.storage.migrate import current_revision, downgrade, upgrade
 from tools.storage.models import Base
 
@@ -45,20 +43,6 @@ LIVE_NOW = datetime(2020, 8, 25, 10, 0, tzinfo=SHANGHAI)  # the morning after it
 @pytest.fixture(scope="module")
 def provider() -> SampleProvider:
     return SampleProvider()
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def own_url(request: pytest.FixtureRequest, sqlite_url: str) -> str:
-    """A database of this test's own: the clock is one for the whole database, so tests must not share one."""
-    return sqlite_url if request.param == "sqlite" else request.getfixturevalue("fresh_pg_url")
-
-
-@pytest.fixture
-def own_engine(own_url: str) -> Iterator[Engine]:
-    engine = make_engine(own_url)
-    upgrade(engine)
-    yield engine
-    engine.dispose()
 
 
 def _ctx(engine: Engine, sandbox: Sandbox, provider: SampleProvider, now: datetime = SIMULATED_NOW,
