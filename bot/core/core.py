@@ -384,23 +384,6 @@ class Core:
     def notify(self, thread_id: str, key: str, text: str, users: tuple[str, ...] = ()) -> None:
         self.outbox.notify(thread_id, key, text, users)
 
-    def status_of(self, user: str) -> str:
-        """The user's open threads, and anything stuck in them with the reason: decisions not applied yet and
-        questions or results that have not reached the surface."""
-        threads = self.threads.threads_of(user, ("running", "waiting", "failed"))
-        if not threads:
-            return "You have no open QuantDesk threads."
-        mine = {t.thread_id for t in threads}
-        lines = ["Your open threads:"] + [
-            f"• <#{t.channel_id}> thread {t.thread_ts}: {t.status}"
-            + (f", {len(t.pending)} question(s) waiting for you" if t.pending else "") for t in threads]
-        stuck = [f"• decision by <@{d.decided_by}> ({d.source}) "
-                 + ("failed: " if d.outcome == "failed" else f"not applied yet (attempt {d.attempts}): ")
-                 + (d.last_error or "waiting for its turn") for d in self.decisions.stuck() if d.thread_id in mine]
-        stuck += [f"• a {p.kind} not posted yet ({p.attempts} attempt(s)): {p.last_error or 'waiting for its turn'}"
-                  for p in self.posts.unposted() if p.thread_id in mine]
-        return "\n".join(lines + (["Stuck:", *stuck] if stuck else []))
-
 
 def channel_account(channel: str) -> str:
     """The paper account a channel trades in unless a request names another: one per channel (the console's

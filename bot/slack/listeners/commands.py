@@ -39,6 +39,24 @@ def usage() -> str:
     return "\n".join(lines)
 
 
+def status_text(core: Core, user: str) -> str:
+    """`/quant status`: the user's open threads, and anything stuck in them with the reason: decisions not applied
+    yet and questions or results that have not reached Slack."""
+    threads = core.threads.threads_of(user, ("running", "waiting", "failed"))
+    if not threads:
+        return "You have no open QuantDesk threads."
+    mine = {t.thread_id for t in threads}
+    lines = ["Your open threads:"] + [
+        f"• <#{t.channel_id}> thread {t.thread_ts}: {t.status}"
+        + (f", {len(t.pending)} question(s) waiting for you" if t.pending else "") for t in threads]
+    stuck = [f"• decision by <@{d.decided_by}> ({d.source}) "
+             + ("failed: " if d.outcome == "failed" else f"not applied yet (attempt {d.attempts}): ")
+             + (d.last_error or "waiting for its turn") for d in core.decisions.stuck() if d.thread_id in mine]
+    stuck += [f"• a {p.kind} not posted yet ({p.attempts} attempt(s)): {p.last_error or 'waiting for its turn'}"
+              for p in core.posts.unposted() if p.thread_id in mine]
+    return "\n".join(lines + (["Stuck:", *stuck] if stuck else []))
+
+
 def register(app: App, core: Core) -> None:
     client = app.client
 
@@ -58,7 +76,7 @@ def register(app: App, core: Core) -> None:
         if sub in ("", "help"):
             respond(response_type="ephemeral", text=usage())
         elif sub == "status":
-            respond(response_type="ephemeral", text=core.status_of(user))
+            respond(response_type="ephemeral", text=status_text(core, user))
         elif found is not None:
             run_command(respond, command["team_id"], channel, user, *found)
         elif sub in COMMANDS:  # too few words for it, e.g. `cancel` without an order
