@@ -1,10 +1,15 @@
-"""Run-time dependencies of every workflow graph, handed in per run (never checkpointed)."""
+"""Run-time dependencies of the workflow graphs, handed in per run (never checkpointed).
+
+`WorkflowContext` is the one object the adapters build (graphs/dependencies.py). A workflow never names it: each
+declares what it reads as a `Protocol` in its own `deps.py`, built from the small protocols here, and its nodes
+are typed `Runtime[<Workflow>Deps]` (tests/test_workflow_deps.py holds every workflow to its declaration)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Protocol
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
@@ -50,10 +55,31 @@ class WorkflowContext:
     now: Callable[[], datetime] = lambda: datetime.now(UTC)  # the wall clock (the desk's pre-open sessions)
 
 
+class Models(Protocol):
+    """The chat models by role (None: not configured)."""
+
+    llm: BaseChatModel | None
+    light_llm: BaseChatModel | None
+    deep_llm: BaseChatModel | None
+
+
+class Storage(Protocol):
+    """The database and the run's stored files."""
+
+    engine: Engine
+    artifacts: ArtifactStore
+
+
+class Market(Protocol):
+    """The market data provider."""
+
+    provider: MarketDataProvider
+
+
 MAIN, LIGHT, DEEP = "main", "light", "deep"  # the model roles a workflow gives its agents (each its models.py)
 
 
-def model_for(context: WorkflowContext, role: str) -> BaseChatModel | None:
+def model_for(context: Models, role: str) -> BaseChatModel | None:
     """The model of a role: the light and deep ones fall back to the main model when not set apart."""
     if role == LIGHT:
         return context.light_llm or context.llm
@@ -66,7 +92,7 @@ def thread_id(config: RunnableConfig) -> str:
     return str(config["configurable"]["thread_id"])
 
 
-def workspace(context: WorkflowContext, config: RunnableConfig) -> Workspace:
+def workspace(context: Storage, config: RunnableConfig) -> Workspace:
     return Workspace(context.engine, thread_id(config))
 
 

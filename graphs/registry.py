@@ -5,6 +5,7 @@ plus one entry."""
 from __future__ import annotations
 
 from graphs.analyze.commands import decisions_command
+from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.grammar import USAGE as ANALYZE_USAGE
 from graphs.analyze.grammar import starts_request as analyze_starts
 from graphs.analyze.graph import build_analyze_graph
@@ -13,6 +14,7 @@ from graphs.analyze.models import MODELS as DESK_MODELS
 from graphs.analyze.present import present_decision
 from graphs.analyze.resolution import resolve_pass
 from graphs.background import BackgroundJob
+from graphs.factor.deps import FactorDeps
 from graphs.factor.graph import build_factor_graph
 from graphs.factor.library import FACTORS
 from graphs.factor.measures import measure_factor
@@ -24,6 +26,7 @@ from graphs.grammar import english, first_word, normalize
 from graphs.order.background import settlement_job
 from graphs.order.clock import clock_command
 from graphs.order.commands import account_command, cancel_command, orders_command, trading_command
+from graphs.order.deps import OrderDeps
 from graphs.order.grammar import USAGE as ORDER_USAGE
 from graphs.order.grammar import looks_structured as order_structured
 from graphs.order.grammar import starts_request as order_starts
@@ -31,11 +34,13 @@ from graphs.order.graph import build_order_graph
 from graphs.order.present import present_order
 from graphs.rule.background import rule_run_failed, rule_schedule_job
 from graphs.rule.commands import SUBCOMMANDS as RULE_SUBCOMMANDS
+from graphs.rule.deps import RuleDeps
 from graphs.rule.graph import build_rule_graph
 from graphs.rule.measures import measure_rule_run
 from graphs.rule.models import MODELS as RULE_MODELS
 from graphs.rule.nodes.load import USAGE as RULE_RUN_USAGE
 from graphs.rule.present import present_rule_run
+from graphs.signal.deps import SignalDeps
 from graphs.signal.grammar import looks_structured as signal_structured
 from graphs.signal.grammar import starts_request as signal_starts
 from graphs.signal.graph import build_signal_graph
@@ -53,7 +58,7 @@ SIGNAL = Workflow(
     notes=("strategies: " + ", ".join(STRATEGIES),
            "momentum's top/bottom are fractions of the codes (top=0.3 = the best 30%)"),
     starts_request=signal_starts, looks_structured=signal_structured, build=build_signal_graph,
-    present=present_signal, measure=measure_signal, models=SIGNAL_MODELS,
+    present=present_signal, deps=SignalDeps, measure=measure_signal, models=SIGNAL_MODELS,
 )
 
 FACTOR = Workflow(
@@ -65,7 +70,7 @@ FACTOR = Workflow(
     notes=("kinds: " + ", ".join(FACTORS) + ", combo (e.g. factor combo 0.5*momentum(20) - volatility(20) "
            "20190301 20200601)", "CODES default to the data provider's whole universe"),
     starts_request=factor_starts, looks_structured=factor_structured, build=build_factor_graph,
-    present=present_factor,
+    present=present_factor, deps=FactorDeps,
     subcommands={"list": Subcommand("factor list", "saved factors (newest version of each)",
                                     lambda call: factor_list(call.context.engine, call.args)),
                  "show": Subcommand("factor show NAME", "one factor: versions, reviewer, metrics, code",
@@ -83,6 +88,7 @@ ORDER = Workflow(
            "market orders fill at the next session's open on live data, at the simulated session's close on past "
            "data (`clock` shows and moves it)"),
     starts_request=order_starts, looks_structured=order_structured, build=build_order_graph, present=present_order,
+    deps=OrderDeps,
 )
 
 RULE = Workflow(
@@ -95,7 +101,7 @@ RULE = Workflow(
            "size=100 (the rule language runs without an LLM; plain words need one)",),
     starts_request=lambda text: first_word(text) == "rule",
     looks_structured=lambda text: False,
-    build=build_rule_graph, present=present_rule_run,
+    build=build_rule_graph, present=present_rule_run, deps=RuleDeps,
     subcommands={name: Subcommand(usage, summary, run) for name, (usage, summary, run) in RULE_SUBCOMMANDS.items()},
     measure=measure_rule_run, after_failure=rule_run_failed, models=RULE_MODELS,
 )
@@ -112,7 +118,7 @@ ANALYZE = Workflow(
            "depth 1-5 sets the debate rounds; without an LLM you get the indicator and fundamentals tables",
            "figures the agents write that no tool returned are flagged on the card"),
     starts_request=analyze_starts, looks_structured=lambda text: False, build=build_analyze_graph,
-    present=present_decision, measure=measure_decision, models=DESK_MODELS,
+    present=present_decision, deps=AnalyzeDeps, measure=measure_decision, models=DESK_MODELS,
 )
 
 WORKFLOWS: dict[str, Workflow] = {w.name: w for w in (SIGNAL, FACTOR, ORDER, RULE, ANALYZE)}

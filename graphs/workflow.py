@@ -56,6 +56,7 @@ class Workflow:
     looks_structured: Callable[[str], bool]  # the grammar rather than prose
     build: Callable[..., CompiledStateGraph]  # build(checkpointer=...) -> the compiled subgraph
     present: Callable[[dict[str, Any]], View]  # a finished run's result as a view
+    deps: type  # the Protocol of what its nodes read from the run's context: its deps.py
     subcommands: dict[str, Subcommand] = field(default_factory=dict)
     models: dict[str, str] = field(default_factory=dict)  # agent -> model role (main, light, deep): its models.py
     measure: Callable[[RunRecord], Measures] | None = None  # what `quantdesk eval` measures of a run (None: no eval)

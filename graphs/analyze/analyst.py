@@ -9,13 +9,13 @@ from __future__ import annotations
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
+from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.nodes.analyst_agent import make_agent_node
 from graphs.analyze.nodes.analyst_save import make_save_node
 from graphs.analyze.nodes.analyst_start import make_start_node
 from graphs.analyze.nodes.analyst_tools import make_tools_node
 from graphs.analyze.nodes.audit import make_analyst_audit_node
 from graphs.analyze.state import AnalystInput, AnalystOutput, AnalystSpec, AnalystState
-from graphs.context import WorkflowContext
 
 
 def route_after_agent(state: AnalystState) -> str:
@@ -27,7 +27,7 @@ def route_after_agent(state: AnalystState) -> str:
 
 def build_analyst(spec: AnalystSpec) -> CompiledStateGraph:
     graph = StateGraph(AnalystState, input_schema=AnalystInput, output_schema=AnalystOutput,
-                       context_schema=WorkflowContext)
+                       context_schema=AnalyzeDeps)
     graph.add_node("start", make_start_node(spec))
     graph.add_node("agent", make_agent_node(spec))
     graph.add_node("tools", make_tools_node(spec))

@@ -12,6 +12,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
+from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.nodes.audit import judge_audit_node
 from graphs.analyze.nodes.bear import PROMPT as BEAR
 from graphs.analyze.nodes.bull import PROMPT as BULL
@@ -23,14 +24,14 @@ from graphs.analyze.nodes.safe import PROMPT as SAFE
 from graphs.analyze.routes import route_after_judge, route_research, route_risk
 from graphs.analyze.speaking import make_speaker, transcript
 from graphs.analyze.state import DebateInput, DebateState, ResearchOutput, RiskOutput
-from graphs.context import WorkflowContext, thread_id
+from graphs.context import thread_id
 
 
 def make_close(stage: str) -> Callable[..., dict[str, Any]]:
     """The debate's end: its transcript is stored as an artifact of the run (it never enters the parent state),
     and only a small record of the debate leaves with the decisions."""
 
-    def close_node(state: DebateState, runtime: Runtime[WorkflowContext], config: RunnableConfig) -> dict[str, Any]:
+    def close_node(state: DebateState, runtime: Runtime[AnalyzeDeps], config: RunnableConfig) -> dict[str, Any]:
         ref = runtime.context.artifacts.put(
             thread_id(config), state["run_id"], f"{stage}_transcript", f"{stage}_debate.md",
             f"{stage} debate on {state['company_of_interest']}", "text/markdown", transcript(state).encode())
@@ -43,7 +44,7 @@ def make_close(stage: str) -> Callable[..., dict[str, Any]]:
 
 def _debate(stage: str, speakers: dict[str, str], judge: str, judge_node: Callable[..., dict[str, Any]],
             route: Callable[[DebateState], str], output: type) -> CompiledStateGraph:
-    graph = StateGraph(DebateState, input_schema=DebateInput, output_schema=output, context_schema=WorkflowContext)
+    graph = StateGraph(DebateState, input_schema=DebateInput, output_schema=output, context_schema=AnalyzeDeps)
     for role, prompt in speakers.items():
         graph.add_node(role, make_speaker(role, prompt, stage))
     graph.add_node(judge, judge_node)

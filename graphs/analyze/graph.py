@@ -13,6 +13,7 @@ from langgraph.types import Checkpointer
 
 from graphs.analyze.analyst import build_analyst
 from graphs.analyze.debate import build_research_debate, build_risk_debate
+from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.nodes.fundamentals_analyst import SPEC as FUNDAMENTALS
 from graphs.analyze.nodes.fusion import fusion_node
 from graphs.analyze.nodes.market_analyst import SPEC as MARKET
@@ -34,7 +35,6 @@ from graphs.analyze.routes import (
     route_after_trader,
 )
 from graphs.analyze.state import AnalyzeState
-from graphs.context import WorkflowContext
 from graphs.order.graph import build_order_approval
 
 SPECS = (MARKET, NEWS, SENTIMENT, FUNDAMENTALS)
@@ -44,7 +44,7 @@ def build_analyze_graph(checkpointer: BaseCheckpointSaver | Checkpointer = None,
                          replay: bool = False) -> CompiledStateGraph:
     """The desk; `replay=True` is the desk one replay date runs (orders fill in the replay account, no approval,
     and no nested replay)."""
-    graph = StateGraph(AnalyzeState, context_schema=WorkflowContext)
+    graph = StateGraph(AnalyzeState, context_schema=AnalyzeDeps)
     graph.add_node("prepare", prepare_node)
     graph.add_node("no_llm", no_llm_node)
     if not replay:

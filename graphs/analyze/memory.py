@@ -9,10 +9,11 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from graphs.analyze.budget import prompt_tokens, tokens_of
+from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.models import MODELS
 from graphs.analyze.state import session_of
 from graphs.common import message_text
-from graphs.context import WorkflowContext, model_for
+from graphs.context import model_for
 from tools.desk.log import reflections_for
 from tools.desk.memory import DueSummary, MemoryController
 
@@ -20,7 +21,7 @@ HORIZON_DAYS = 5  # trading days after which a decision is resolved and its refl
 SUMMARY_ANSWER_TOKENS = 1_000  # a memory summary is concise: the light model's answer is capped here
 
 
-def summarizer(ctx: WorkflowContext, spent: list[int] | None = None) -> Callable[[str, list[str]], str] | None:
+def summarizer(ctx: AnalyzeDeps, spent: list[int] | None = None) -> Callable[[str, list[str]], str] | None:
     """The light model as the memory controllers' summariser, answering in at most SUMMARY_ANSWER_TOKENS and
     adding each call's tokens to `spent`; None without a model."""
     model = model_for(ctx, MODELS["memory summary"])
@@ -47,13 +48,13 @@ def summary_tokens(due: DueSummary) -> int:
     return prompt_tokens(summary_prompt(due.instruction, due.texts)) + SUMMARY_ANSWER_TOKENS
 
 
-def memory_of(ctx: WorkflowContext, analyst: str, request: dict[str, Any],
+def memory_of(ctx: AnalyzeDeps, analyst: str, request: dict[str, Any],
               spent: list[int] | None = None) -> MemoryController:
     """The analyst's memory controller; summaries it writes add their tokens to `spent`."""
     return MemoryController(ctx.engine, analyst, namespace=request["namespace"], summarize=summarizer(ctx, spent))
 
 
-def reflections(ctx: WorkflowContext, request: dict[str, Any]) -> list[str]:
+def reflections(ctx: AnalyzeDeps, request: dict[str, Any]) -> list[str]:
     """Reflections on this code's earlier decisions whose outcome was knowable in the decision's session (exit
     day before the session's day)."""
     return reflections_for(ctx.engine, request["namespace"], request["ts_code"], session_of(request)[1],

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.memory import HORIZON_DAYS
 from graphs.background import Notice
-from graphs.context import WorkflowContext
 from tools.broker.clock import day, ymd
 from tools.desk.log import reflection_text, resolve_due
 
 
-def resolve_pass(ctx: WorkflowContext) -> list[Notice]:
+def resolve_pass(ctx: AnalyzeDeps) -> list[Notice]:
     """Resolve the due decisions of the desk's namespace; one notice per decision this call resolved."""
     last = ctx.provider.last_date()
     if last is None:

@@ -6,20 +6,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from graphs.context import WorkflowContext
+from graphs.analyze.deps import AnalyzeDeps
 from tools.data.fundamentals import FundamentalsSource, SourceResult, fundamentals_source
 from tools.data.news import NO_NEWS, NO_POSTS, NewsResult, NewsSource, NoNews
 
 
-def fundamentals_of(ctx: WorkflowContext) -> FundamentalsSource:
+def fundamentals_of(ctx: AnalyzeDeps) -> FundamentalsSource:
     return ctx.fundamentals or fundamentals_source(market=ctx.provider)
 
 
-def news_of(ctx: WorkflowContext) -> NewsSource:
+def news_of(ctx: AnalyzeDeps) -> NewsSource:
     return ctx.news or NoNews(NO_NEWS)
 
 
-def posts_of(ctx: WorkflowContext) -> NewsSource:
+def posts_of(ctx: AnalyzeDeps) -> NewsSource:
     return ctx.posts or NoNews(NO_POSTS)
 
 
@@ -50,7 +50,7 @@ def as_of_time(request: dict[str, Any]) -> datetime:
     return datetime.fromisoformat(request["as_of"])
 
 
-def valuation(ctx: WorkflowContext, request: dict[str, Any]) -> dict[str, Any]:
+def valuation(ctx: AnalyzeDeps, request: dict[str, Any]) -> dict[str, Any]:
     """The latest daily_basic row on or before the decision date as (field, value) rows, with units, or a gap."""
     result = fundamentals_of(ctx).daily_basic(request["ts_code"], request["trade_date"])
     if result.gap or not result.rows:

@@ -10,12 +10,13 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from graphs.analyze.budget import answer_allowance, budget_note, cut_at_budget, prompt_tokens, tokens_of
+from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.grammar import ANALYSTS
 from graphs.analyze.models import MODELS
 from graphs.analyze.state import DebateState
 from graphs.analyze.verdict import verdict_numbers
 from graphs.common import message_text
-from graphs.context import WorkflowContext, model_for
+from graphs.context import model_for
 from graphs.llm import MODEL_FAILURES, ModelAnswerError, describe_model_failure, parse_json_answer
 from graphs.progress import report_progress
 
@@ -43,7 +44,7 @@ def transcript(state: DebateState) -> str:
     return "\n\n".join(turns) or "(nobody has spoken yet)"
 
 
-def ask(ctx: WorkflowContext, state: DebateState, system: str, stage: str,
+def ask(ctx: AnalyzeDeps, state: DebateState, system: str, stage: str,
         agent: str = "debater") -> tuple[AIMessage | None, int, str | None]:
     """One model call of a debate by `agent` (its model: models.py): (answer, tokens after it, why it stopped)."""
     used, budget = state.get("tokens", 0), state["budget"]
@@ -62,7 +63,7 @@ def ask(ctx: WorkflowContext, state: DebateState, system: str, stage: str,
 
 
 def make_speaker(role: str, prompt: str, stage: str) -> Callable[..., dict[str, Any]]:
-    def speaker_node(state: DebateState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+    def speaker_node(state: DebateState, runtime: Runtime[AnalyzeDeps]) -> dict[str, Any]:
         answer, tokens, stopped = ask(runtime.context, state, prompt, f"the {stage} debate ({role})")
         if answer is None:
             return {"stopped": stopped, "tokens": tokens}
@@ -74,7 +75,7 @@ def make_speaker(role: str, prompt: str, stage: str) -> Callable[..., dict[str, 
     return speaker_node
 
 
-def ask_judge(ctx: WorkflowContext, state: DebateState, prompt: str, who: str, what: str,
+def ask_judge(ctx: AnalyzeDeps, state: DebateState, prompt: str, who: str, what: str,
               read: Callable[[dict[str, Any]], dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """A judge's call: (its verdict read by `read`, the update), or (None, the update saying why it stopped)."""
     answer, tokens, stopped = ask(ctx, state, prompt, who, "judge")

@@ -11,6 +11,7 @@ from typing import Any
 
 from langchain_core.tools import StructuredTool
 
+from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.sources import (
     NO_DATA,
     as_of_time,
@@ -21,7 +22,6 @@ from graphs.analyze.sources import (
     no_data,
     posts_of,
 )
-from graphs.context import WorkflowContext
 from tools.desk.sentiment import score_sentiment
 from tools.desk.snapshot import market_snapshot
 
@@ -40,7 +40,7 @@ def _run(output: dict[str, Any]) -> ToolRun:
     return ToolRun(json.dumps(output, ensure_ascii=False, default=str), output, gap)
 
 
-def _market_tools(ctx: WorkflowContext, request: dict[str, Any]) -> dict[str, Callable[..., dict[str, Any]]]:
+def _market_tools(ctx: AnalyzeDeps, request: dict[str, Any]) -> dict[str, Callable[..., dict[str, Any]]]:
     code, as_of = request["ts_code"], request["trade_date"]
 
     def get_price_bars(days: int = 20) -> dict[str, Any]:
@@ -62,7 +62,7 @@ def _market_tools(ctx: WorkflowContext, request: dict[str, Any]) -> dict[str, Ca
     return {"get_price_bars": get_price_bars, "get_indicators": get_indicators}
 
 
-def _fundamentals_tools(ctx: WorkflowContext, request: dict[str, Any]) -> dict[str, Callable[..., dict[str, Any]]]:
+def _fundamentals_tools(ctx: AnalyzeDeps, request: dict[str, Any]) -> dict[str, Callable[..., dict[str, Any]]]:
     code, as_of, source = request["ts_code"], request["trade_date"], fundamentals_of(ctx)
 
     def get_daily_basic() -> dict[str, Any]:
@@ -82,7 +82,7 @@ def _fundamentals_tools(ctx: WorkflowContext, request: dict[str, Any]) -> dict[s
     return {"get_daily_basic": get_daily_basic, "get_income": get_income, "get_fina_indicator": get_fina_indicator}
 
 
-def _news_tools(ctx: WorkflowContext, request: dict[str, Any]) -> dict[str, Callable[..., dict[str, Any]]]:
+def _news_tools(ctx: AnalyzeDeps, request: dict[str, Any]) -> dict[str, Callable[..., dict[str, Any]]]:
     code, as_of = request["ts_code"], as_of_time(request)
 
     def get_news(lookback_days: int = 7) -> dict[str, Any]:
@@ -93,7 +93,7 @@ def _news_tools(ctx: WorkflowContext, request: dict[str, Any]) -> dict[str, Call
     return {"get_news": get_news}
 
 
-def _sentiment_tools(ctx: WorkflowContext, request: dict[str, Any]) -> dict[str, Callable[..., dict[str, Any]]]:
+def _sentiment_tools(ctx: AnalyzeDeps, request: dict[str, Any]) -> dict[str, Callable[..., dict[str, Any]]]:
     code, as_of = request["ts_code"], as_of_time(request)
 
     def get_sentiment(lookback_days: int = 7) -> dict[str, Any]:
@@ -118,7 +118,7 @@ def _sentiment_tools(ctx: WorkflowContext, request: dict[str, Any]) -> dict[str,
     return {"get_sentiment": get_sentiment, "get_posts": get_posts}
 
 
-TOOLSETS: dict[str, Callable[[WorkflowContext, dict[str, Any]], dict[str, Callable[..., dict[str, Any]]]]] = {
+TOOLSETS: dict[str, Callable[[AnalyzeDeps, dict[str, Any]], dict[str, Callable[..., dict[str, Any]]]]] = {
     "market": _market_tools, "fundamentals": _fundamentals_tools, "news": _news_tools,
     "sentiment": _sentiment_tools,
 }
@@ -127,7 +127,7 @@ TOOLSETS: dict[str, Callable[[WorkflowContext, dict[str, Any]], dict[str, Callab
 class Toolkit:
     """One analyst's tools for one request."""
 
-    def __init__(self, analyst: str, ctx: WorkflowContext, request: dict[str, Any]) -> None:
+    def __init__(self, analyst: str, ctx: AnalyzeDeps, request: dict[str, Any]) -> None:
         self.functions = TOOLSETS[analyst](ctx, request)
 
     def schemas(self) -> list[StructuredTool]:

@@ -11,7 +11,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from graphs.clarify import after_clarify, clarify_node
-from graphs.context import WorkflowContext
+from graphs.factor.deps import FactorDeps
 from graphs.factor.nodes.backfill import backfill_node
 from graphs.factor.nodes.codegen import codegen_node
 from graphs.factor.nodes.collect_spec import collect_spec_node
@@ -35,7 +35,7 @@ from graphs.factor.state import FactorState
 
 
 def build_factor_graph(checkpointer: BaseCheckpointSaver | Checkpointer = None) -> CompiledStateGraph:
-    graph = StateGraph(FactorState, context_schema=WorkflowContext)
+    graph = StateGraph(FactorState, context_schema=FactorDeps)
     graph.add_node("collect_spec", collect_spec_node)
     graph.add_node("clarify", clarify_node)
     graph.add_node("codegen", codegen_node)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from graphs.background import BackgroundCall, Notice
-from graphs.context import WorkflowContext
+from graphs.order.deps import OrderDeps
 from tools.broker.clock import SHANGHAI
 from tools.broker.paper import settle_all
 
 
-def settlement_job(ctx: WorkflowContext, call: BackgroundCall) -> list[Notice]:
+def settlement_job(ctx: OrderDeps, call: BackgroundCall) -> list[Notice]:
     """Every account's due open orders, filled (or said why not): one notice per order into its thread."""
     if ctx.paper is None:
         return []

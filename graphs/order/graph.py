@@ -8,7 +8,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
-from graphs.context import WorkflowContext
+from graphs.order.deps import OrderDeps
 from graphs.order.nodes.approve import approve_node
 from graphs.order.nodes.authorize import authorize_node
 from graphs.order.nodes.parse import parse_node
@@ -23,7 +23,7 @@ from graphs.order.state import OrderApprovalInput, OrderApprovalOutput, OrderApp
 def build_order_approval() -> CompiledStateGraph:
     """Input `order_intent`, output `order_outcome`; its own state stays private."""
     graph = StateGraph(OrderApprovalState, input_schema=OrderApprovalInput, output_schema=OrderApprovalOutput,
-                       context_schema=WorkflowContext)
+                       context_schema=OrderDeps)
     graph.add_node("propose", propose_node)
     graph.add_node("approve", approve_node)
     graph.add_node("authorize", authorize_node)
@@ -39,7 +39,7 @@ def build_order_approval() -> CompiledStateGraph:
 
 
 def build_order_graph(checkpointer: BaseCheckpointSaver | Checkpointer = None) -> CompiledStateGraph:
-    graph = StateGraph(OrderState, context_schema=WorkflowContext)
+    graph = StateGraph(OrderState, context_schema=OrderDeps)
     graph.add_node("parse", parse_node)
     graph.add_node("order_approval", build_order_approval())
     graph.add_node("report", report_node)

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from graphs.background import BackgroundCall, Notice, ScheduledRun
-from graphs.context import WorkflowContext
+from graphs.rule.deps import RuleDeps
 from tools.broker.clock import day
 from tools.broker.proposal_claims import release_proposals
 from tools.broker.sim_clock import SessionMove, last_move
@@ -26,7 +26,7 @@ def scheduled_request(rule_id: int, execution_id: str, move: SessionMove | None 
     return request
 
 
-def rule_schedule_job(ctx: WorkflowContext, call: BackgroundCall) -> list[Notice]:
+def rule_schedule_job(ctx: RuleDeps, call: BackgroundCall) -> list[Notice]:
     """The scheduler pass: each enabled rule whose cron matched (in its timezone, on a trading day) runs once per
     tick across every process, in a new thread of its channel whose root names the rule; on static data also the
     rules due on the simulated session the clock was last moved to."""
@@ -53,7 +53,7 @@ def rule_schedule_job(ctx: WorkflowContext, call: BackgroundCall) -> list[Notice
     return []
 
 
-def rule_run_failed(ctx: WorkflowContext, thread_id: str, request: dict[str, Any], error: str) -> list[Notice]:
+def rule_run_failed(ctx: RuleDeps, thread_id: str, request: dict[str, Any], error: str) -> list[Notice]:
     """A scheduled run whose graph crashed never reached its report node, which counts failed runs and gives back
     the rule's order proposal claim: count it toward the rule's auto-pause (QUANTDESK_RULE_MAX_FAILURES), release
     the claim (the run ended before any card was shown), and tell the owner when the rule was paused."""

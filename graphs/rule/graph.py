@@ -9,8 +9,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
-from graphs.context import WorkflowContext
 from graphs.order.graph import build_order_approval
+from graphs.rule.deps import RuleDeps
 from graphs.rule.nodes.act import act_node
 from graphs.rule.nodes.compute import compute_node
 from graphs.rule.nodes.decide import decide_node
@@ -22,7 +22,7 @@ from graphs.rule.state import RuleRunState
 
 
 def build_rule_graph(checkpointer: BaseCheckpointSaver | Checkpointer = None) -> CompiledStateGraph:
-    graph = StateGraph(RuleRunState, context_schema=WorkflowContext)
+    graph = StateGraph(RuleRunState, context_schema=RuleDeps)
     graph.add_node("load", load_node)
     graph.add_node("plan", plan_node)
     graph.add_node("act", act_node)

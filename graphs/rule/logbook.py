@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphs.context import WorkflowContext
+from graphs.rule.deps import RuleDeps
 from graphs.rule.state import RuleRunState
 
 
-def log_step(ctx: WorkflowContext, state: RuleRunState, action: dict[str, Any], result: Any) -> None:
+def log_step(ctx: RuleDeps, state: RuleRunState, action: dict[str, Any], result: Any) -> None:
     rule = state["rule"]
     if ctx.rules is not None:
         ctx.rules.log_step(rule["id"], rule["symbol"], state["execution_id"], int(action["step"]), action["type"],

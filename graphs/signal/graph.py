@@ -9,7 +9,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from graphs.clarify import after_clarify, clarify_node
-from graphs.context import WorkflowContext
+from graphs.signal.deps import SignalDeps
 from graphs.signal.nodes.data_fetch import data_fetch_node
 from graphs.signal.nodes.reflection import reflection_node
 from graphs.signal.nodes.report import report_node
@@ -25,7 +25,7 @@ from graphs.signal.state import SignalState
 
 
 def build_signal_graph(checkpointer: BaseCheckpointSaver | Checkpointer = None) -> CompiledStateGraph:
-    graph = StateGraph(SignalState, context_schema=WorkflowContext)
+    graph = StateGraph(SignalState, context_schema=SignalDeps)
     graph.add_node("reflection", reflection_node)
     graph.add_node("data_fetch", data_fetch_node)
     graph.add_node("signal_generate", signal_generate_node)

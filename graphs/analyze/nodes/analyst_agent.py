@@ -10,10 +10,11 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from graphs.analyze.budget import answer_allowance, budget_note, cut_at_budget, prompt_tokens, tokens_of
+from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.models import MODELS
 from graphs.analyze.state import AnalystSpec, AnalystState
 from graphs.analyze.toolkit import Toolkit
-from graphs.context import WorkflowContext, model_for
+from graphs.context import model_for
 from graphs.llm import MODEL_FAILURES, describe_model_failure
 
 WRITE_NOW = ("You have used all {limit} tool calls you may make. Write your report now from the tool results "
@@ -21,7 +22,7 @@ WRITE_NOW = ("You have used all {limit} tool calls you may make. Write your repo
 
 
 def make_agent_node(spec: AnalystSpec) -> Callable[..., dict[str, Any]]:
-    def agent_node(state: AnalystState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+    def agent_node(state: AnalystState, runtime: Runtime[AnalyzeDeps]) -> dict[str, Any]:
         ctx, used, budget = runtime.context, state.get("tokens", 0), state["budget"]
         messages = list(state["messages"])
         tripped = state.get("tool_calls", 0) >= spec.tool_limit

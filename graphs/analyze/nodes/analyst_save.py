@@ -13,9 +13,9 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.memory import memory_of
 from graphs.analyze.state import AnalystSpec, AnalystState, session_of
-from graphs.context import WorkflowContext
 from graphs.progress import report_progress
 from tools.desk.number_audit import tool_numbers
 
@@ -40,7 +40,7 @@ def report_id_of(request: dict[str, Any], analyst: str) -> str | None:
 
 
 def make_save_node(spec: AnalystSpec) -> Callable[..., dict[str, Any]]:
-    def save_node(state: AnalystState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+    def save_node(state: AnalystState, runtime: Runtime[AnalyzeDeps]) -> dict[str, Any]:
         ctx, request = runtime.context, state["request"]
         code, (session, date) = request["ts_code"], session_of(request)
         text = full_report(state)

@@ -15,9 +15,9 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
+from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.memory import memory_of, reflections
 from graphs.analyze.state import AnalystSpec, AnalystState, session_of
-from graphs.context import WorkflowContext
 from graphs.llm import MODEL_FAILURES, describe_model_failure
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ def moment(request: dict[str, Any]) -> str:
 
 
 def make_start_node(spec: AnalystSpec) -> Callable[..., dict[str, Any]]:
-    def start_node(state: AnalystState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+    def start_node(state: AnalystState, runtime: Runtime[AnalyzeDeps]) -> dict[str, Any]:
         ctx, request = runtime.context, state["request"]
         code, (session, date) = request["ts_code"], session_of(request)
         spent: list[int] = []  # the light model's tokens for a pre-open summary

@@ -10,15 +10,15 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.runtime import Runtime
 
+from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.state import AnalystSpec, AnalystState
 from graphs.analyze.toolkit import Toolkit
-from graphs.context import WorkflowContext
 
 LIMIT_REACHED = '{"error": "tool-call limit reached; write your report from what you have"}'
 
 
 def make_tools_node(spec: AnalystSpec) -> Callable[..., dict[str, Any]]:
-    def tools_node(state: AnalystState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+    def tools_node(state: AnalystState, runtime: Runtime[AnalyzeDeps]) -> dict[str, Any]:
         last = state["messages"][-1]
         assert isinstance(last, AIMessage)
         toolkit = Toolkit(spec.name, runtime.context, state["request"])

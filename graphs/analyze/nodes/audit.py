@@ -13,10 +13,10 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
+from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.state import AnalystSpec, AnalystState, DebateState
 from graphs.analyze.toolkit import Toolkit
 from graphs.common import message_text
-from graphs.context import WorkflowContext
 from tools.desk.number_audit import audit, flag_text
 
 REL_TOL = 0.001  # 0.1 %: at 1,715.00 a figure within ±1.7 matches; written precision also counts
@@ -32,7 +32,7 @@ def audit_text(text: str, evidence: list[Any]) -> dict[str, Any]:
 def make_analyst_audit_node(spec: AnalystSpec) -> Callable[..., dict[str, Any]]:
     """The audit of the analyst's report; an analyst whose last answer is no report has failed, and says why."""
 
-    def analyst_audit_node(state: AnalystState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+    def analyst_audit_node(state: AnalystState, runtime: Runtime[AnalyzeDeps]) -> dict[str, Any]:
         last = (state.get("messages") or [None])[-1]
         report = "" if state.get("stopped") or not isinstance(last, AIMessage) else message_text(last)
         failed = None

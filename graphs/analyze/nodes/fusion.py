@@ -12,12 +12,12 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.grammar import ANALYSTS
 from graphs.analyze.memory import memory_of, summary_tokens
 from graphs.analyze.routes import stopped_stage
 from graphs.analyze.state import AnalystMemorySummary, AnalyzeState, session_of
 from graphs.analyze.usage import tokens_used
-from graphs.context import WorkflowContext
 from graphs.progress import report_progress
 from tools.broker.money import price_of
 from tools.broker.reports import account_report
@@ -28,7 +28,7 @@ NOT_RUN = AnalystMemorySummary(today_report="(this analyst was not asked)", memo
 NO_REPORT = "(this analyst stopped before writing a report)"
 
 
-def _summary(ctx: WorkflowContext, name: str, request: dict[str, Any], runs: dict[str, Any], session: str,
+def _summary(ctx: AnalyzeDeps, name: str, request: dict[str, Any], runs: dict[str, Any], session: str,
              day: str) -> AnalystMemorySummary:
     """The analyst's memory summary with the report this run wrote; an analyst not asked, one that stopped before
     writing a report, or one that failed to write one (said as missing, with why) has none (never another run's
@@ -44,7 +44,7 @@ def _summary(ctx: WorkflowContext, name: str, request: dict[str, Any], runs: dic
                                    else NO_REPORT})
 
 
-def fusion_node(state: AnalyzeState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+def fusion_node(state: AnalyzeState, runtime: Runtime[AnalyzeDeps]) -> dict[str, Any]:
     ctx, request = runtime.context, state["request"]
     code, date = request["ts_code"], request["trade_date"]
     report_progress("fusion", "reports, account and prices")
@@ -74,7 +74,7 @@ def fusion_node(state: AnalyzeState, runtime: Runtime[WorkflowContext]) -> dict[
     return update
 
 
-def _memory_due(ctx: WorkflowContext, request: dict[str, Any], runs: dict[str, Any], session: str,
+def _memory_due(ctx: AnalyzeDeps, request: dict[str, Any], runs: dict[str, Any], session: str,
                 day: str) -> dict[str, int]:
     """The analysts whose report made a memory summary due, with the tokens set aside for it (read now, so the
     debates' budget leaves room for the summaries written beside them)."""
@@ -87,7 +87,7 @@ def _memory_due(ctx: WorkflowContext, request: dict[str, Any], runs: dict[str, A
     return due
 
 
-def _account(ctx: WorkflowContext, request: dict[str, Any], requester: str | None) -> dict[str, Any]:
+def _account(ctx: AnalyzeDeps, request: dict[str, Any], requester: str | None) -> dict[str, Any]:
     broker = ctx.broker(request["account"], requester)
     account = broker.account()
     report = account_report(account, broker.realised(), [equity for *_, equity in broker.marks()])

@@ -11,15 +11,15 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.memory import memory_of, summary_tokens
 from graphs.analyze.state import MemoryInput, session_of
-from graphs.context import WorkflowContext
 from graphs.llm import MODEL_FAILURES, describe_model_failure
 
 log = logging.getLogger(__name__)
 
 
-def memory_summary_node(state: MemoryInput, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+def memory_summary_node(state: MemoryInput, runtime: Runtime[AnalyzeDeps]) -> dict[str, Any]:
     request, name = state["request"], state["analyst"]
     code, (session, date) = request["ts_code"], session_of(request)
     spent: list[int] = []

@@ -7,9 +7,9 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.sources import valuation
 from graphs.analyze.state import AnalyzeState
-from graphs.context import WorkflowContext
 from tools.desk.snapshot import market_snapshot
 
 NEEDS_LLM = ("Analyst narratives, the research and risk debates and the trader need an LLM: set OPENAI_API_KEY "
@@ -17,7 +17,7 @@ NEEDS_LLM = ("Analyst narratives, the research and risk debates and the trader n
              "QUANTDESK_LIGHT_MODEL for the models), then ask again.")
 
 
-def no_llm_node(state: AnalyzeState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+def no_llm_node(state: AnalyzeState, runtime: Runtime[AnalyzeDeps]) -> dict[str, Any]:
     ctx, request = runtime.context, state["request"]
     snap = market_snapshot(ctx.provider, request["ts_code"], request["trade_date"], window=5)
     fundamentals = valuation(ctx, request)

@@ -23,6 +23,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from graphs.analyze.budget import tokens_of
+from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.grammar import (
     MAX_REPLAY_DATES,
     USAGE,
@@ -35,7 +36,7 @@ from graphs.analyze.models import MODELS
 from graphs.analyze.state import AnalyzeState
 from graphs.clarify import CANCELLED, is_cancel
 from graphs.common import message_text, new_human_text
-from graphs.context import WorkflowContext, default_account, model_for, thread_id
+from graphs.context import default_account, model_for, thread_id
 from graphs.llm import MODEL_FAILURES, describe_model_failure, parse_json_answer
 from tools.broker.clock import clock_for, day, trading_days, ymd
 from tools.data.schema import DataError
@@ -53,7 +54,7 @@ object: {"command": "analyze CODE [YYYYMMDD] [depth=1..5] [analysts=market,news,
 full ts_code such as 600519.SH, or {"command": null, "reply": "what is missing"} when no stock is named."""
 
 
-def prepare_node(state: AnalyzeState, runtime: Runtime[WorkflowContext], config: RunnableConfig) -> dict[str, Any]:
+def prepare_node(state: AnalyzeState, runtime: Runtime[AnalyzeDeps], config: RunnableConfig) -> dict[str, Any]:
     ctx, messages = runtime.context, state.get("messages", [])
     text = new_human_text(messages, state.get("consumed", 0))
     # a thread keeps its state between requests: everything of the previous decision is cleared, the merged
@@ -94,7 +95,7 @@ def prepare_node(state: AnalyzeState, runtime: Runtime[WorkflowContext], config:
             "trade_date": trade_date, "trade_timestamp": as_of.isoformat(), "resolutions": resolutions}
 
 
-def _request(ctx: WorkflowContext, text: str) -> tuple[DecisionRequest, int]:
+def _request(ctx: AnalyzeDeps, text: str) -> tuple[DecisionRequest, int]:
     """The request, and the tokens the light model spent reading it from free text (0 for the grammar)."""
     try:
         return parse_request(text), 0
@@ -113,12 +114,12 @@ def _request(ctx: WorkflowContext, text: str) -> tuple[DecisionRequest, int]:
     return parse_request(str(answer["command"])), tokens_of(prompt, reply)
 
 
-def is_replay(ctx: WorkflowContext) -> bool:
+def is_replay(ctx: AnalyzeDeps) -> bool:
     """Whether this run is one date of a replay (its memory and account are the replay's own)."""
     return ctx.desk_namespace.startswith(REPLAY_PREFIX)
 
 
-def _replay_dates(ctx: WorkflowContext, request: DecisionRequest) -> list[str]:
+def _replay_dates(ctx: AnalyzeDeps, request: DecisionRequest) -> list[str]:
     """Every `every`-th day the stock traded within the range (up to the data's last day): suspended days are left
     out, so no date fills at a stale close."""
     if ctx.llm is None:
@@ -136,7 +137,7 @@ def _replay_dates(ctx: WorkflowContext, request: DecisionRequest) -> list[str]:
     return dates
 
 
-def _decision_date(ctx: WorkflowContext, request: DecisionRequest) -> tuple[str, str | None]:
+def _decision_date(ctx: AnalyzeDeps, request: DecisionRequest) -> tuple[str, str | None]:
     """The trading day to decide on, and a note when it is not the day asked for."""
     last = ctx.provider.last_date()
     if last is None:
@@ -154,7 +155,7 @@ def _decision_date(ctx: WorkflowContext, request: DecisionRequest) -> tuple[str,
     return days[-1], None
 
 
-def _session_dates(ctx: WorkflowContext, request: DecisionRequest,
+def _session_dates(ctx: AnalyzeDeps, request: DecisionRequest,
                    replay_dates: list[str]) -> tuple[str, str, str, str | None]:
     """(the session, its day, the day whose close the data reaches, a note when that is not the day asked for)."""
     if replay_dates:  # each date is decided by a desk of its own, in the session asked for
@@ -165,7 +166,7 @@ def _session_dates(ctx: WorkflowContext, request: DecisionRequest,
     return "post_close", trade_date, trade_date, note
 
 
-def _live_session(ctx: WorkflowContext, request: DecisionRequest) -> str:
+def _live_session(ctx: AnalyzeDeps, request: DecisionRequest) -> str:
     """pre_open when a request for today (no DATE, or today's) comes before 09:30 Asia/Shanghai on a trading day
     whose data is live (the paper account's clock) and ends at the close of the trading day before; else
     post_close."""
@@ -181,12 +182,12 @@ def _live_session(ctx: WorkflowContext, request: DecisionRequest) -> str:
     return "pre_open" if _next_trading_day(ctx, last) == today else "post_close"
 
 
-def _next_trading_day(ctx: WorkflowContext, last: str) -> str:
+def _next_trading_day(ctx: AnalyzeDeps, last: str) -> str:
     """The first trading day after `last` (the data's last day): the next session the data can decide before."""
     return trading_days(ctx.provider, ymd(day(last) + timedelta(days=1)), 1)[0][0]
 
 
-def _pre_open_dates(ctx: WorkflowContext, request: DecisionRequest) -> tuple[str, str, str]:
+def _pre_open_dates(ctx: AnalyzeDeps, request: DecisionRequest) -> tuple[str, str, str]:
     """(the session's day D, the trading day before it whose close the data reaches, a note). D is the DATE asked
     for, else the next trading day after the data's last day (today, before a live open)."""
     last = ctx.provider.last_date()

@@ -11,12 +11,13 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
+from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.state import AnalyzeState, session_of
-from graphs.context import WorkflowContext, thread_id
+from graphs.context import thread_id
 from tools.desk.log import record_decision
 
 
-def record_node(state: AnalyzeState, runtime: Runtime[WorkflowContext], config: RunnableConfig) -> dict[str, Any]:
+def record_node(state: AnalyzeState, runtime: Runtime[AnalyzeDeps], config: RunnableConfig) -> dict[str, Any]:
     ctx, request, risk = runtime.context, state["request"], state["risk_summary"] or {}
     known = ctx.provider.known_codes()
     universe = sorted(known) if known else []  # no universe (tushare): resolved without a benchmark, unscored

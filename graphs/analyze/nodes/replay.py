@@ -24,10 +24,11 @@ from langgraph.func import task
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
+from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.memory import HORIZON_DAYS
 from graphs.analyze.nodes.prepare import REPLAY_PREFIX
 from graphs.analyze.state import AnalyzeState
-from graphs.context import WorkflowContext, thread_id
+from graphs.context import thread_id
 from graphs.progress import report_progress
 from tools.broker.boards import OrderRuleError
 from tools.broker.clock import day
@@ -45,7 +46,7 @@ from tools.research.charts import account_equity
 class _Replay:
     """What every date of one replay shares (a task's input is not checkpointed: only its answer is)."""
 
-    ctx: WorkflowContext
+    ctx: AnalyzeDeps
     desk: CompiledStateGraph
     request: dict[str, Any]
     requester: str | None
@@ -58,14 +59,14 @@ class _Replay:
 def make_replay_node(desk: CompiledStateGraph) -> Callable[..., dict[str, Any]]:
     """The replay node, deciding each date with `desk` (the desk compiled once, for replay dates)."""
 
-    def replay_node(state: AnalyzeState, runtime: Runtime[WorkflowContext],
+    def replay_node(state: AnalyzeState, runtime: Runtime[AnalyzeDeps],
                     config: RunnableConfig) -> dict[str, Any]:
         return _replay(desk, state, runtime.context, config)
 
     return replay_node
 
 
-def _replay(desk: CompiledStateGraph, state: AnalyzeState, ctx: WorkflowContext,
+def _replay(desk: CompiledStateGraph, state: AnalyzeState, ctx: AnalyzeDeps,
             config: RunnableConfig) -> dict[str, Any]:
     request = state["request"]
     code, dates, run = request["ts_code"], request["replay_dates"], state["run_id"]
@@ -147,7 +148,7 @@ def _step(date: str, result: dict[str, Any], equity: Decimal, reply: str | None)
             "tokens": int(result.get("tokens") or 0)}
 
 
-def _buy_and_hold(ctx: WorkflowContext, code: str, closes: dict[str, Decimal]) -> list[tuple[str, Decimal]]:
+def _buy_and_hold(ctx: AnalyzeDeps, code: str, closes: dict[str, Decimal]) -> list[tuple[str, Decimal]]:
     """Buying as many whole lots as the starting cash allows at the first date's close (fees paid), then holding,
     marked at the `closes` of the dates decided."""
     if not closes:

@@ -8,12 +8,13 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
+from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.state import AnalyzeState
-from graphs.context import WorkflowContext, thread_id
+from graphs.context import thread_id
 from tools.broker.orders import OrderRejected, OrderRequest
 
 
-def replay_fill_node(state: AnalyzeState, runtime: Runtime[WorkflowContext], config: RunnableConfig,
+def replay_fill_node(state: AnalyzeState, runtime: Runtime[AnalyzeDeps], config: RunnableConfig,
                      ) -> dict[str, Any]:
     request, intent = state["request"], state["order_intent"]
     assert request.get("replay"), "only a replay fills without a trader's approval"

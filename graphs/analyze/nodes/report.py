@@ -9,10 +9,11 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
+from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.routes import stopped_stage
 from graphs.analyze.state import AnalyzeState, session_of
 from graphs.analyze.usage import tokens_used
-from graphs.context import WorkflowContext, thread_id
+from graphs.context import thread_id
 from tools.desk.snapshot import indicator_lines, price_bars
 from tools.research.charts import price_with_indicators
 from tools.storage.artifacts import ArtifactRef
@@ -22,7 +23,7 @@ FUSION_KEYS = ("account_cash", "account_total_value", "current_price", "previous
                "portfolio_positions")
 
 
-def report_node(state: AnalyzeState, runtime: Runtime[WorkflowContext], config: RunnableConfig) -> dict[str, Any]:
+def report_node(state: AnalyzeState, runtime: Runtime[AnalyzeDeps], config: RunnableConfig) -> dict[str, Any]:
     ctx, request = runtime.context, state["request"]
     runs, memory = state.get("analyst_runs") or {}, state.get("memory_runs") or {}
     result = {
@@ -46,7 +47,7 @@ def _analyst(run: dict[str, Any], memory: dict[str, Any]) -> dict[str, Any]:
             "tokens": int(run.get("tokens") or 0) + int(memory.get("tokens") or 0)}
 
 
-def _artifacts(ctx: WorkflowContext, config: RunnableConfig, state: AnalyzeState,
+def _artifacts(ctx: AnalyzeDeps, config: RunnableConfig, state: AnalyzeState,
                result: dict[str, Any]) -> list[ArtifactRef]:
     request, thread, key = state["request"], thread_id(config), state["run_id"]
     code, date = request["ts_code"], request["trade_date"]
@@ -60,7 +61,7 @@ def _artifacts(ctx: WorkflowContext, config: RunnableConfig, state: AnalyzeState
     return [chart, notes]
 
 
-def markdown(ctx: WorkflowContext, state: AnalyzeState, result: dict[str, Any]) -> str:
+def markdown(ctx: AnalyzeDeps, state: AnalyzeState, result: dict[str, Any]) -> str:
     """Every analyst report, both debates' transcripts and the decisions, as one document."""
     request = state["request"]
     session, day = session_of(request)

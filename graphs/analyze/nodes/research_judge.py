@@ -6,10 +6,10 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.speaking import ask_judge
 from graphs.analyze.state import DebateState
 from graphs.analyze.verdict import research_verdict
-from graphs.context import WorkflowContext
 
 PROMPT = """[role: research manager]
 You judge a bull/bear research debate about one stock and decide. Weigh the strongest points of each side against
@@ -21,7 +21,7 @@ Answer with ONE JSON object and nothing else:
  "investment_plan": "the plan in a few sentences"}"""
 
 
-def research_judge_node(state: DebateState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+def research_judge_node(state: DebateState, runtime: Runtime[AnalyzeDeps]) -> dict[str, Any]:
     verdict, update = ask_judge(runtime.context, state, PROMPT, "the research manager", "research decision",
                                 research_verdict)
     if verdict is None:

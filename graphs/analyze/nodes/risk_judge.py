@@ -7,10 +7,10 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.speaking import ask_judge
 from graphs.analyze.state import DebateState
 from graphs.analyze.verdict import risk_verdict
-from graphs.context import WorkflowContext
 
 PROMPT = """[role: risk manager]
 You judge the risk review of the research manager's plan (aggressive, conservative and neutral voices) and make the
@@ -23,7 +23,7 @@ Answer with ONE JSON object and nothing else:
  "final_trade_decision": "the decision and its conditions in a few sentences"}"""
 
 
-def risk_judge_node(state: DebateState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+def risk_judge_node(state: DebateState, runtime: Runtime[AnalyzeDeps]) -> dict[str, Any]:
     verdict, update = ask_judge(runtime.context, state, PROMPT, "the risk manager", "trade decision", risk_verdict)
     if verdict is None:
         return update

@@ -14,8 +14,9 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
+from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.state import AnalyzeState
-from graphs.context import WorkflowContext, thread_id
+from graphs.context import thread_id
 from graphs.progress import report_progress
 from tools.broker.boards import OrderRuleError
 from tools.broker.clock import day
@@ -27,7 +28,7 @@ from tools.broker.sizing import size_order
 DESK_TAG = "desk"
 
 
-def trader_node(state: AnalyzeState, runtime: Runtime[WorkflowContext], config: RunnableConfig) -> dict[str, Any]:
+def trader_node(state: AnalyzeState, runtime: Runtime[AnalyzeDeps], config: RunnableConfig) -> dict[str, Any]:
     ctx, request, risk = runtime.context, state["request"], state["risk_summary"] or {}
     code = request["ts_code"]
     latest = ctx.provider.last_date()
@@ -61,7 +62,7 @@ def trader_node(state: AnalyzeState, runtime: Runtime[WorkflowContext], config: 
     return {"trader_investment_plan": sizing.explanation, "order_intent": intent}
 
 
-def _claim(ctx: WorkflowContext, account: str, code: str, holder: str) -> str | None:
+def _claim(ctx: AnalyzeDeps, account: str, code: str, holder: str) -> str | None:
     """Claim the desk's card slot on `code` in `account` for this thread; None when it holds it, else why the
     desk must not propose: another card of the desk's waits for a trader, or a desk order on `code` is open. A
     second card sized on the same position would double it if both were approved. The claim comes before the

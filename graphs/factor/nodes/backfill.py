@@ -10,7 +10,8 @@ import pandas as pd
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graphs.context import WorkflowContext, workspace
+from graphs.context import workspace
+from graphs.factor.deps import FactorDeps
 from graphs.factor.run import BACKFILL_LIMITS, execute, load_inputs, universe, warmup_rows
 from graphs.factor.state import FactorState
 from graphs.progress import report_progress
@@ -20,7 +21,7 @@ from tools.factors.checks import check_factor
 FORWARD_BUFFER_DAYS = 45  # calendar days of prices after `end` for the 20-day forward returns
 
 
-def backfill_node(state: FactorState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+def backfill_node(state: FactorState, config: RunnableConfig, runtime: Runtime[FactorDeps]) -> dict[str, Any]:
     ctx, spec = runtime.context, state["spec"]
     report_progress("backfill", f"{spec['start']}–{spec['end']}")
     ws = workspace(ctx, config)
@@ -49,7 +50,7 @@ def backfill_node(state: FactorState, config: RunnableConfig, runtime: Runtime[W
         "last_date": info.last_date, "warnings": warnings}}
 
 
-def _price_fields(ctx: WorkflowContext) -> list[str]:
+def _price_fields(ctx: FactorDeps) -> list[str]:
     """close for returns; vol too when the provider has it, to mask suspended days (no volume)."""
     have = ctx.provider.available_fields("daily")
     return ["close", "vol"] if "vol" in have else ["close"]

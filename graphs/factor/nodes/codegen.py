@@ -13,7 +13,8 @@ from langchain_core.tools import tool
 from langgraph.runtime import Runtime
 
 from graphs.common import AGENT_STEP_LIMIT
-from graphs.context import WorkflowContext, model_for
+from graphs.context import model_for
+from graphs.factor.deps import FactorDeps
 from graphs.factor.models import MODELS
 from graphs.factor.run import dry_run, load_dry_run_inputs
 from graphs.factor.state import FactorState, failure_of
@@ -54,7 +55,7 @@ Problem:
 """
 
 
-def codegen_node(state: FactorState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+def codegen_node(state: FactorState, config: RunnableConfig, runtime: Runtime[FactorDeps]) -> dict[str, Any]:
     spec = state["spec"]
     report_progress("code", None if spec.get("body") else f"attempt {len(state.get('attempts', [])) + 1}")
     if spec.get("body"):  # library factor: the body comes from the library
@@ -63,7 +64,7 @@ def codegen_node(state: FactorState, config: RunnableConfig, runtime: Runtime[Wo
     return _generate(state, runtime.context)
 
 
-def _generate(state: FactorState, ctx: WorkflowContext) -> dict[str, Any]:
+def _generate(state: FactorState, ctx: FactorDeps) -> dict[str, Any]:
     spec = state["spec"]
     inputs = load_dry_run_inputs(ctx.provider, spec)
     tried: list[str] = []

@@ -15,8 +15,9 @@ from langgraph.runtime import Runtime
 
 from graphs.clarify import ask
 from graphs.common import new_human_text
-from graphs.context import WorkflowContext, model_for
+from graphs.context import model_for
 from graphs.factor import spec as grammar
+from graphs.factor.deps import FactorDeps
 from graphs.factor.models import MODELS
 from graphs.factor.state import FactorState
 from graphs.grammar import bad_code_message, is_ignore, unused_question
@@ -57,7 +58,7 @@ def _ask(state: FactorState, update: dict[str, Any], question: str, choices: lis
 
 
 def collect_spec_node(state: FactorState, config: RunnableConfig,
-                      runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+                      runtime: Runtime[FactorDeps]) -> dict[str, Any]:
     messages = state.get("messages", [])
     report_progress("reading the request")
     text = new_human_text(messages, state.get("consumed", 0))
@@ -73,7 +74,7 @@ def collect_spec_node(state: FactorState, config: RunnableConfig,
     return _llm(state, runtime.context, update)
 
 
-def _library(state: FactorState, ctx: WorkflowContext, text: str, update: dict[str, Any]) -> dict[str, Any]:
+def _library(state: FactorState, ctx: FactorDeps, text: str, update: dict[str, Any]) -> dict[str, Any]:
     known = grammar.FactorRequest() if grammar.starts_request(text) else grammar.FactorRequest.from_dict(
         state.get("request") or {})
     request = known if is_ignore(text) else known.merge(grammar.parse(text))  # ignore: the request as it stood
@@ -100,7 +101,7 @@ def _library(state: FactorState, ctx: WorkflowContext, text: str, update: dict[s
     return {**update, "spec": spec, "run_no": state.get("run_no", 0) + 1, "clarification_count": 0}
 
 
-def _llm(state: FactorState, ctx: WorkflowContext, update: dict[str, Any]) -> dict[str, Any]:
+def _llm(state: FactorState, ctx: FactorDeps, update: dict[str, Any]) -> dict[str, Any]:
     known = ctx.provider.known_codes()
     universe = (f"serves a universe of {len(known)} codes (used when none are named)" if known
                 else "has no fixed universe: codes must be named")

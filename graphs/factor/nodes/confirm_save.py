@@ -13,7 +13,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from graphs.context import WorkflowContext, decider
+from graphs.context import decider
+from graphs.factor.deps import FactorDeps
 from graphs.factor.state import FactorState, duplicates_of_others
 from graphs.interrupts import approval_request, decision_of
 from graphs.progress import report_progress
@@ -26,7 +27,7 @@ def _rank_ic(metrics: dict[str, dict[str, float | None]]) -> str:
                      for period, m in metrics.items())
 
 
-def confirm_save_node(state: FactorState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+def confirm_save_node(state: FactorState, config: RunnableConfig, runtime: Runtime[FactorDeps]) -> dict[str, Any]:
     name = state["spec"]["name"]
     report_progress("save approval")
     evaluation = state.get("evaluation") or {}

@@ -8,14 +8,14 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graphs.context import WorkflowContext
+from graphs.factor.deps import FactorDeps
 from graphs.factor.run import dry_run, load_dry_run_inputs
 from graphs.factor.state import FactorState
 from graphs.progress import report_progress
 from tools.data.schema import DataError
 
 
-def dry_run_node(state: FactorState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+def dry_run_node(state: FactorState, config: RunnableConfig, runtime: Runtime[FactorDeps]) -> dict[str, Any]:
     ctx, spec = runtime.context, state["spec"]
     attempts = state.get("attempts", [])
     report_progress("dry run", f"attempt {len(attempts) + 1}")

@@ -11,8 +11,9 @@ import pandas as pd
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graphs.context import WorkflowContext, thread_id, workspace
+from graphs.context import thread_id, workspace
 from graphs.factor.breadth import QUANTILES, too_few_codes
+from graphs.factor.deps import FactorDeps
 from graphs.factor.state import FactorState
 from graphs.progress import report_progress
 from tools.factors.ic import EvaluationError, FactorEvaluation, evaluate_factor
@@ -24,7 +25,7 @@ from tools.storage.workspace import WorkspaceError
 PERIODS = (1, 5, 20)
 
 
-def evaluate_node(state: FactorState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+def evaluate_node(state: FactorState, config: RunnableConfig, runtime: Runtime[FactorDeps]) -> dict[str, Any]:
     ctx, spec = runtime.context, state["spec"]
     report_progress("evaluation")
     ws = workspace(ctx, config)

@@ -16,8 +16,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from graphs.context import WorkflowContext, decider
+from graphs.context import decider
 from graphs.factor.breadth import too_few_codes
+from graphs.factor.deps import FactorDeps
 from graphs.factor.run import universe
 from graphs.factor.spec import check_name
 from graphs.factor.state import MAX_RETRIES, FactorState, failure_of
@@ -38,7 +39,7 @@ def _note(state: FactorState, failure: str | None) -> str | None:
 
 
 def human_review_node(state: FactorState, config: RunnableConfig,
-                      runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+                      runtime: Runtime[FactorDeps]) -> dict[str, Any]:
     spec, body = state["spec"], state.get("factor_body") or ""
     failure = failure_of(state)
     report_progress("review")

@@ -7,7 +7,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graphs.context import WorkflowContext
+from graphs.factor.deps import FactorDeps
 from graphs.factor.saving import run_key, stored_spec
 from graphs.factor.state import FactorState
 from graphs.progress import report_progress
@@ -15,7 +15,7 @@ from tools.factors.store import FactorStore
 
 
 def record_reject_node(state: FactorState, config: RunnableConfig,
-                       runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+                       runtime: Runtime[FactorDeps]) -> dict[str, Any]:
     spec, review = state["spec"], state.get("review") or {}
     report_progress("recording the rejection")
     info, _ = FactorStore(runtime.context.engine).save(

@@ -13,7 +13,8 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graphs.context import WorkflowContext, model_for
+from graphs.context import model_for
+from graphs.factor.deps import FactorDeps
 from graphs.factor.models import MODELS
 from graphs.factor.state import FactorState
 from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json
@@ -34,7 +35,7 @@ Answer with one JSON object: {{"ok": true|false, "diffs": ["what differs", ...],
 
 
 def semantic_check_node(state: FactorState, config: RunnableConfig,
-                        runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+                        runtime: Runtime[FactorDeps]) -> dict[str, Any]:
     if not (state.get("dry_run") or {}).get("ok"):
         return {"semantic_check": None}
     spec, body = state["spec"], state.get("factor_body") or ""

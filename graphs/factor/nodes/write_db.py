@@ -8,14 +8,15 @@ import pandas as pd
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graphs.context import WorkflowContext, workspace
+from graphs.context import workspace
+from graphs.factor.deps import FactorDeps
 from graphs.factor.saving import run_key, stored_spec
 from graphs.factor.state import FactorState
 from graphs.progress import report_progress
 from tools.factors.store import FactorStore
 
 
-def write_db_node(state: FactorState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+def write_db_node(state: FactorState, config: RunnableConfig, runtime: Runtime[FactorDeps]) -> dict[str, Any]:
     spec, review = state["spec"], state.get("review") or {}
     report_progress("saving")
     values = workspace(runtime.context, config).get(state["backfill"]["name"])  # type: ignore[index]

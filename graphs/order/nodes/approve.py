@@ -10,13 +10,14 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from graphs.context import WorkflowContext, decided_at, decider
+from graphs.context import decided_at, decider
 from graphs.interrupts import decision_of
 from graphs.order.card import order_card
+from graphs.order.deps import OrderDeps
 from graphs.order.state import OrderApprovalState
 
 
-def approve_node(state: OrderApprovalState, runtime: Runtime[WorkflowContext], config: RunnableConfig,
+def approve_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], config: RunnableConfig,
                  ) -> dict[str, Any]:
     payload = order_card(state["proposal"], state["account"], bool(runtime.context.traders),
                          state.get("refusals") or [], state.get("edited_by"))

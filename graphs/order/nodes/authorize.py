@@ -12,9 +12,10 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graphs.context import AUTH_USER, WorkflowContext, decider, thread_id
+from graphs.context import AUTH_USER, decider, thread_id
 from graphs.interrupts import validate_args
 from graphs.order.card import edit_schema, expiry_text, order_card
+from graphs.order.deps import OrderDeps
 from graphs.order.payload import preview_json, request_of
 from graphs.order.state import OrderApprovalState
 from tools.broker.proposal_claims import fit_claims_to_card
@@ -22,7 +23,7 @@ from tools.broker.store import log_event
 from tools.data.schema import DataError
 
 
-def authorize_node(state: OrderApprovalState, runtime: Runtime[WorkflowContext], config: RunnableConfig,
+def authorize_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], config: RunnableConfig,
                    ) -> dict[str, Any]:
     ctx = runtime.context
     decision, who = state["decision"], state.get("decided_by")
@@ -88,7 +89,7 @@ def authorize_node(state: OrderApprovalState, runtime: Runtime[WorkflowContext],
     return update
 
 
-def _clock_moved(ctx: WorkflowContext, account: str, proposal: dict[str, Any]) -> str | None:
+def _clock_moved(ctx: OrderDeps, account: str, proposal: dict[str, Any]) -> str | None:
     """The simulated session date when the simulated clock has left the session the card was made for, else None
     (a card lapses with its simulated session as a live one does at its auction)."""
     clock = ctx.broker(account, None).clock()  # type: ignore[misc]

@@ -9,7 +9,8 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graphs.context import WorkflowContext, default_account, thread_id
+from graphs.context import default_account, thread_id
+from graphs.order.deps import OrderDeps
 from graphs.order.payload import preview_json, request_of
 from graphs.order.state import OrderApprovalState
 from graphs.progress import report_progress
@@ -18,7 +19,7 @@ from tools.broker.store import log_event
 from tools.data.schema import DataError
 
 
-def propose_node(state: OrderApprovalState, runtime: Runtime[WorkflowContext], config: RunnableConfig,
+def propose_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], config: RunnableConfig,
                  ) -> dict[str, Any]:
     ctx = runtime.context
     intent = state["order_intent"]

@@ -8,12 +8,12 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from graphs.context import WorkflowContext
+from graphs.order.deps import OrderDeps
 from graphs.order.state import OrderApprovalState
 from tools.broker.proposal_claims import release_proposals
 
 
-def release_node(state: OrderApprovalState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+def release_node(state: OrderApprovalState, runtime: Runtime[OrderDeps]) -> dict[str, Any]:
     holder = state["order_intent"].get("claim")
     if holder:
         release_proposals(runtime.context.engine, str(holder))

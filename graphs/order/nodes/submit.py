@@ -8,7 +8,8 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graphs.context import WorkflowContext, thread_id
+from graphs.context import thread_id
+from graphs.order.deps import OrderDeps
 from graphs.order.payload import order_json, request_of
 from graphs.order.state import OrderApprovalState
 from graphs.progress import report_progress
@@ -16,7 +17,7 @@ from tools.broker.orders import OrderRejected
 from tools.data.schema import DataError
 
 
-def submit_node(state: OrderApprovalState, runtime: Runtime[WorkflowContext], config: RunnableConfig,
+def submit_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], config: RunnableConfig,
                 ) -> dict[str, Any]:
     ctx = runtime.context
     account, who = state["account"], state.get("decided_by")

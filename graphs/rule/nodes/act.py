@@ -9,8 +9,9 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graphs.context import WorkflowContext, workspace
+from graphs.context import workspace
 from graphs.progress import report_progress
+from graphs.rule.deps import RuleDeps
 from graphs.rule.logbook import log_step
 from graphs.rule.state import RuleRunState
 from tools.data.klines import KlineError, symbol_kind
@@ -30,7 +31,7 @@ def bars_name(execution_id: str) -> str:
     return f"ohlcv/bars-{execution_id}"
 
 
-def act_node(state: RuleRunState, runtime: Runtime[WorkflowContext], config: RunnableConfig) -> dict[str, Any]:
+def act_node(state: RuleRunState, runtime: Runtime[RuleDeps], config: RunnableConfig) -> dict[str, Any]:
     ctx, action = runtime.context, dict(state["action"] or {})
     try:
         result = _tool(ctx, state, config, action) if action["type"] == "tool_call" else \
@@ -42,7 +43,7 @@ def act_node(state: RuleRunState, runtime: Runtime[WorkflowContext], config: Run
     return {"history": [*(state.get("history") or []), {**action, "result": result}], "action": None}
 
 
-def _tool(ctx: WorkflowContext, state: RuleRunState, config: RunnableConfig, action: dict[str, Any],
+def _tool(ctx: RuleDeps, state: RuleRunState, config: RunnableConfig, action: dict[str, Any],
           ) -> dict[str, Any]:
     body = action["action"]
     name = body.get("tool_name")
@@ -67,7 +68,7 @@ def _tool(ctx: WorkflowContext, state: RuleRunState, config: RunnableConfig, act
             "notes": list(bars.notes)}
 
 
-def _calculation(ctx: WorkflowContext, state: RuleRunState, config: RunnableConfig, action: dict[str, Any],
+def _calculation(ctx: RuleDeps, state: RuleRunState, config: RunnableConfig, action: dict[str, Any],
                  ) -> dict[str, Any]:
     body = action["action"]
     name = bars_name(state["execution_id"])

@@ -12,8 +12,9 @@ import pandas as pd
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graphs.context import WorkflowContext, workspace
+from graphs.context import workspace
 from graphs.progress import report_progress
+from graphs.rule.deps import RuleDeps
 from graphs.rule.logbook import log_step
 from graphs.rule.nodes.act import as_of_date, bars_name
 from graphs.rule.state import RuleRunState
@@ -27,7 +28,7 @@ from tools.rules.syntax import Rule, RuleSyntaxError
 EXTRA_BARS = 250  # crypto: beyond the warm-up, so recursive indicators (EMA, RSI, MACD) have mostly converged
 
 
-def compute_node(state: RuleRunState, runtime: Runtime[WorkflowContext], config: RunnableConfig,
+def compute_node(state: RuleRunState, runtime: Runtime[RuleDeps], config: RunnableConfig,
                   ) -> dict[str, Any]:
     ctx, rule = runtime.context, state["rule"]
     history: list[dict[str, Any]] = []
@@ -57,7 +58,7 @@ def compute_node(state: RuleRunState, runtime: Runtime[WorkflowContext], config:
     return {"history": history, "decision": decision}
 
 
-def _bars(ctx: WorkflowContext, symbol: str, rule: Rule, as_of: str | None,
+def _bars(ctx: RuleDeps, symbol: str, rule: Rule, as_of: str | None,
           ) -> tuple[pd.DataFrame, dict[str, Any], list[str]]:
     """The bars the rule decides on (A-shares: up to and including the session `as_of`), the fetch's parameters
     for the log, and notes on the data."""
@@ -77,7 +78,7 @@ def _bars(ctx: WorkflowContext, symbol: str, rule: Rule, as_of: str | None,
     return bars.frame, {"symbol": symbol, "timeframe": "1d", "limit": limit}, list(bars.notes)
 
 
-def _failed(ctx: WorkflowContext, state: RuleRunState, why: str) -> dict[str, Any]:
+def _failed(ctx: RuleDeps, state: RuleRunState, why: str) -> dict[str, Any]:
     action = {"type": "decision", "step": 1, "reasoning": why,
               "action": {"action": "hold", "reason": why, "confidence": 0.0}, "next_step": "stop"}
     return {"history": [{**action, "result": {"failure": why}}],

@@ -15,8 +15,9 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graphs.context import WorkflowContext, workspace
+from graphs.context import workspace
 from graphs.progress import report_progress
+from graphs.rule.deps import RuleDeps
 from graphs.rule.logbook import log_step
 from graphs.rule.nodes.act import as_of_date, bars_name
 from graphs.rule.state import RuleRunState
@@ -32,7 +33,7 @@ from tools.data.klines import symbol_kind
 from tools.rules.store import order_tag
 
 
-def decide_node(state: RuleRunState, runtime: Runtime[WorkflowContext], config: RunnableConfig,
+def decide_node(state: RuleRunState, runtime: Runtime[RuleDeps], config: RunnableConfig,
                 ) -> dict[str, Any]:
     ctx, rule, decision = runtime.context, state["rule"], dict(state["decision"] or {})
     history = list(state.get("history") or [])
@@ -50,7 +51,7 @@ def decide_node(state: RuleRunState, runtime: Runtime[WorkflowContext], config: 
     return {"decision": {**decision, "note": note}, "order_intent": intent or {}, "history": history}
 
 
-def _stale(ctx: WorkflowContext, rule: dict[str, Any]) -> str | None:
+def _stale(ctx: RuleDeps, rule: dict[str, Any]) -> str | None:
     """Why the rule's data is stale (A-shares on live data, at the rule store's clock), or None."""
     if ctx.paper is None or symbol_kind(rule["symbol"]) != "a-share":
         return None
@@ -66,7 +67,7 @@ def _held_on_stale_data(decision: dict[str, Any], stale: str) -> dict[str, Any]:
             "reason": f"no order on {stale}; the decision on that data was {made}"}
 
 
-def _order(ctx: WorkflowContext, state: RuleRunState, config: RunnableConfig, rule: dict[str, Any],
+def _order(ctx: RuleDeps, state: RuleRunState, config: RunnableConfig, rule: dict[str, Any],
            decision: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
     action, confidence = decision["action"], float(decision["confidence"])
     if action == "hold":
@@ -94,7 +95,7 @@ def _order(ctx: WorkflowContext, state: RuleRunState, config: RunnableConfig, ru
     return _intent(rule, "buy", quantity, decision, state["execution_id"]), why
 
 
-def _claim(ctx: WorkflowContext, state: RuleRunState, action: str) -> str | None:
+def _claim(ctx: RuleDeps, state: RuleRunState, action: str) -> str | None:
     """Claim the rule's one order card for this execution; None when it holds it, else why not. Two order cards
     of one rule (two schedule ticks, a tick and a manual run) would each be sized on the same position, so a
     trader approving both would double it. The claim comes before the position is read: it is free again only
@@ -111,7 +112,7 @@ def _claim(ctx: WorkflowContext, state: RuleRunState, action: str) -> str | None
             "approval; no new order until it is decided or expires")
 
 
-def _buy_quantity(ctx: WorkflowContext, state: RuleRunState, config: RunnableConfig,
+def _buy_quantity(ctx: RuleDeps, state: RuleRunState, config: RunnableConfig,
                   rule: dict[str, Any]) -> tuple[int, str]:
     code = rule["symbol"]
     if rule.get("size"):
@@ -134,7 +135,7 @@ def _buy_quantity(ctx: WorkflowContext, state: RuleRunState, config: RunnableCon
     return quantity, f"buy {quantity:,} shares: {value} CNY at the last close {price}, in whole lots"
 
 
-def _last_close(ctx: WorkflowContext, state: RuleRunState, config: RunnableConfig, code: str) -> Decimal | None:
+def _last_close(ctx: RuleDeps, state: RuleRunState, config: RunnableConfig, code: str) -> Decimal | None:
     ws = workspace(ctx, config)
     name = bars_name(state["execution_id"])
     if name in ws:

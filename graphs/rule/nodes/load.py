@@ -18,9 +18,9 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from graphs.common import new_human_text
-from graphs.context import WorkflowContext
 from graphs.grammar import split
 from graphs.progress import report_progress
+from graphs.rule.deps import RuleDeps
 from graphs.rule.state import RuleRunState
 from tools.broker.sim_clock import paper_clock
 from tools.data.schema import DataError
@@ -31,7 +31,7 @@ RUN = re.compile(r"^\s*/?rule\s+run\s+(\d+)\s*$", re.IGNORECASE)
 USAGE = "rule run ID"  # the IDs: `rule list`
 
 
-def load_node(state: RuleRunState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+def load_node(state: RuleRunState, runtime: Runtime[RuleDeps]) -> dict[str, Any]:
     messages = state.get("messages", [])
     text = new_human_text(messages, state.get("consumed", 0))
     fresh: dict[str, Any] = {"consumed": len(messages), "result": None, "final_reply": None, "history": [],
@@ -70,7 +70,7 @@ def load_node(state: RuleRunState, runtime: Runtime[WorkflowContext]) -> dict[st
             "as_of": as_of}
 
 
-def run_as_of(ctx: WorkflowContext) -> dict[str, Any] | None:
+def run_as_of(ctx: RuleDeps) -> dict[str, Any] | None:
     """The session a run decides as of ({"date", "simulated"}); None without a paper account or daily bars (then
     the data's last bar, as before any clock)."""
     if ctx.paper is None:

@@ -13,9 +13,10 @@ import openai
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from graphs.context import WorkflowContext, model_for
+from graphs.context import model_for
 from graphs.llm import MODEL_FAILURES, bounded, describe_model_failure, parse_json_answer
 from graphs.progress import report_progress
+from graphs.rule.deps import RuleDeps
 from graphs.rule.models import MODELS
 from graphs.rule.routes import MALFORMED_RETRIES, MAX_ROUNDS, RUN_TIMEOUT_SECONDS
 from graphs.rule.state import RuleRunState
@@ -46,7 +47,7 @@ where action is
 Decide as soon as the rule can be judged; at most {rounds} steps."""
 
 
-def plan_node(state: RuleRunState, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+def plan_node(state: RuleRunState, runtime: Runtime[RuleDeps]) -> dict[str, Any]:
     ctx, rule, history = runtime.context, state["rule"], state.get("history") or []
     step = len(history) + 1
     elapsed = (datetime.now(UTC) - datetime.fromisoformat(state["started_at"])).total_seconds()
@@ -127,14 +128,14 @@ def _timed_out(exc: openai.APITimeoutError, left: float, own: Any) -> str:
     return describe_model_failure(exc)
 
 
-def _malformed(ctx: WorkflowContext, state: RuleRunState, step: int, problem: str) -> dict[str, Any]:
+def _malformed(ctx: RuleDeps, state: RuleRunState, step: int, problem: str) -> dict[str, Any]:
     count = (state.get("malformed") or 0) + 1
     if count <= MALFORMED_RETRIES:
         return {"malformed": count, "feedback": problem, "action": None}
     return {**_hold(ctx, state, step, f"the model's answer could not be used twice: {problem}"), "malformed": count}
 
 
-def _hold(ctx: WorkflowContext, state: RuleRunState, step: int, why: str) -> dict[str, Any]:
+def _hold(ctx: RuleDeps, state: RuleRunState, step: int, why: str) -> dict[str, Any]:
     """End in hold; the decide node logs it as the decision step."""
     action = {"type": "decision", "step": step, "reasoning": why,
               "action": {"action": "hold", "reason": why, "confidence": 0.0}, "next_step": "stop"}

@@ -13,7 +13,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graphs.context import WorkflowContext
+from graphs.rule.deps import RuleDeps
 from graphs.rule.nodes.decide import rule_account
 from graphs.rule.state import RuleRunState
 from tools.broker.paper import tagged_position
@@ -21,7 +21,7 @@ from tools.broker.proposal_claims import release_proposals
 from tools.rules.store import order_tag
 
 
-def report_node(state: RuleRunState, runtime: Runtime[WorkflowContext], config: RunnableConfig) -> dict[str, Any]:
+def report_node(state: RuleRunState, runtime: Runtime[RuleDeps], config: RunnableConfig) -> dict[str, Any]:
     ctx, rule = runtime.context, state["rule"]
     decision = dict(state.get("decision") or {})
     outcome = state.get("order_outcome") or {}

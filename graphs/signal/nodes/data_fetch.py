@@ -14,9 +14,10 @@ from langchain_core.tools import tool
 from langgraph.runtime import Runtime
 
 from graphs.common import AGENT_STEP_LIMIT
-from graphs.context import WorkflowContext, model_for, workspace
+from graphs.context import model_for, workspace
 from graphs.llm import AGENT_FAILURES, describe_model_failure
 from graphs.progress import report_progress
+from graphs.signal.deps import SignalDeps
 from graphs.signal.models import MODELS
 from graphs.signal.state import SignalState
 from tools.data.cache import CachingProvider
@@ -91,7 +92,7 @@ def store_fields(provider: MarketDataProvider, ws: Workspace, fields: list[str],
     return infos
 
 
-def data_fetch_node(state: SignalState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+def data_fetch_node(state: SignalState, config: RunnableConfig, runtime: Runtime[SignalDeps]) -> dict[str, Any]:
     report_progress("data")
     ws = workspace(runtime.context, config)
     params = (state.get("user_intent") or {}).get("params") or {}
@@ -100,7 +101,7 @@ def data_fetch_node(state: SignalState, config: RunnableConfig, runtime: Runtime
     return _fetch_llm(state, runtime.context, ws, params)
 
 
-def _fetch_structured(state: SignalState, ctx: WorkflowContext, ws: Workspace, params: dict) -> dict[str, Any]:
+def _fetch_structured(state: SignalState, ctx: SignalDeps, ws: Workspace, params: dict) -> dict[str, Any]:
     fields = list(params["fields"])
     if "open" in ctx.provider.available_fields(DAILY) and "open" not in fields:
         fields.append("open")
@@ -126,7 +127,7 @@ def _fetched(state: SignalState, infos: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _fetch_llm(state: SignalState, ctx: WorkflowContext, ws: Workspace, params: dict) -> dict[str, Any]:
+def _fetch_llm(state: SignalState, ctx: SignalDeps, ws: Workspace, params: dict) -> dict[str, Any]:
     stored: list[dict[str, Any]] = []
     errors: list[str] = []
 

@@ -14,10 +14,11 @@ from langgraph.runtime import Runtime
 
 from graphs.clarify import CANCELLED, ask, is_cancel
 from graphs.common import AGENT_STEP_LIMIT, new_human_text, workspace_summary
-from graphs.context import WorkflowContext, model_for, workspace
+from graphs.context import model_for, workspace
 from graphs.grammar import bad_code_message, is_ignore, unused_question
 from graphs.llm import AGENT_FAILURES, agent_json_answer, describe_model_failure
 from graphs.progress import report_progress
+from graphs.signal.deps import SignalDeps
 from graphs.signal.grammar import (
     SignalRequest,
     looks_structured,
@@ -105,7 +106,7 @@ def _repeated_error(state: SignalState) -> str | None:
     return next((e for e in state.get("error_messages", []) if log.count(e) >= 2), None)
 
 
-def reflection_node(state: SignalState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+def reflection_node(state: SignalState, config: RunnableConfig, runtime: Runtime[SignalDeps]) -> dict[str, Any]:
     report_progress("planning")
     messages = state.get("messages", [])
     text = new_human_text(messages, state.get("consumed", 0))
@@ -190,7 +191,7 @@ def _reflect_structured(state: SignalState, text: str, provider: MarketDataProvi
 
 
 def _reflect_llm(state: SignalState, text: str, config: RunnableConfig,
-                 runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+                 runtime: Runtime[SignalDeps]) -> dict[str, Any]:
     retries = state.get("retry_count", 0) + (1 if state.get("error_messages") else 0)
     update: dict[str, Any] = {"retry_count": retries}
     repeated = _repeated_error(state)

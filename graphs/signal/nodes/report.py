@@ -11,8 +11,9 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
-from graphs.context import WorkflowContext, thread_id, workspace
+from graphs.context import thread_id, workspace
 from graphs.progress import report_progress
+from graphs.signal.deps import SignalDeps
 from graphs.signal.state import SignalState
 from tools.data.schema import normalize_date
 from tools.research.backtest import BacktestResult, degeneracy_warnings, run_backtest
@@ -34,7 +35,7 @@ def signal_counts(signal: pd.DataFrame) -> dict[str, int]:
             "hold": int((signal == 0).sum().sum()), "missing": int(signal.isna().sum().sum())}
 
 
-def report_node(state: SignalState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+def report_node(state: SignalState, config: RunnableConfig, runtime: Runtime[SignalDeps]) -> dict[str, Any]:
     ctx = runtime.context
     report_progress("backtest and chart")
     ws = workspace(ctx, config)

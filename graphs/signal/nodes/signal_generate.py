@@ -14,9 +14,10 @@ from langchain_core.tools import tool
 from langgraph.runtime import Runtime
 
 from graphs.common import AGENT_STEP_LIMIT, frame_inputs
-from graphs.context import WorkflowContext, model_for, workspace
+from graphs.context import model_for, workspace
 from graphs.llm import AGENT_FAILURES, describe_model_failure
 from graphs.progress import report_progress
+from graphs.signal.deps import SignalDeps
 from graphs.signal.library import STRATEGIES
 from graphs.signal.models import MODELS
 from graphs.signal.state import SignalState
@@ -70,7 +71,7 @@ def run_signal(sandbox: Sandbox, ws: Workspace, code: str, name: str) -> tuple[d
 
 
 def signal_generate_node(state: SignalState, config: RunnableConfig,
-                         runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+                         runtime: Runtime[SignalDeps]) -> dict[str, Any]:
     report_progress("signal")
     ws = workspace(runtime.context, config)
     params = (state.get("user_intent") or {}).get("params") or {}
@@ -92,7 +93,7 @@ def _outcome(state: SignalState, info: dict[str, Any] | None, message: str, code
             "execution_history": [*state.get("execution_history", []), f"signal generation: {message}"]}
 
 
-def _generate_llm(state: SignalState, ctx: WorkflowContext, ws: Workspace, params: dict) -> dict[str, Any]:
+def _generate_llm(state: SignalState, ctx: SignalDeps, ws: Workspace, params: dict) -> dict[str, Any]:
     attempts: list[tuple[str, dict[str, Any] | None, str]] = []
 
     @tool

@@ -15,8 +15,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from graphs.common import frame_inputs
-from graphs.context import WorkflowContext, workspace
+from graphs.context import workspace
 from graphs.progress import report_progress
+from graphs.signal.deps import SignalDeps
 from graphs.signal.nodes.data_fetch import data_end
 from graphs.signal.state import SignalState
 from tools.data.provider import MarketDataProvider
@@ -93,7 +94,7 @@ def short_range(provider: MarketDataProvider, params: dict[str, Any], bars: int)
     return f"the data ends on {last}, so your range {start}–{end} has only {bars} bar(s)"
 
 
-def validate_node(state: SignalState, config: RunnableConfig, runtime: Runtime[WorkflowContext]) -> dict[str, Any]:
+def validate_node(state: SignalState, config: RunnableConfig, runtime: Runtime[SignalDeps]) -> dict[str, Any]:
     report_progress("checks")
     ws = workspace(runtime.context, config)
     errors, warnings = _validate(ws, runtime.context.sandbox, state.get("signal_name"), state.get("signal_code"))

@@ -1,0 +1,12 @@
+"""What the factor workflow reads from the run's context, and nothing more."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from graphs.context import Market, Models, Storage
+from tools.sandbox import Sandbox
+
+
+class FactorDeps(Market, Models, Storage, Protocol):
+    sandbox: Sandbox  # dry-runs and backfills the reviewed factor code
