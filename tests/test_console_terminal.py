@@ -84,3 +84,30 @@ def test_a_database_that_cannot_open_is_said_at_once_under_the_prompt(tmp_path: 
     term.expect("quantdesk: database postgresql://nobody@127.0.0.1:9/none failed")
     assert term.exit_status() == 2
     assert "Traceback" not in term.screen
+
+
+def test_ctrl_c_cancels_the_line_being_typed_and_leaves_at_an_empty_prompt(tmp_path: Path) -> None:
+    """Issue 28, item 11, as a shell does it: Ctrl-C on a half-typed line cancels only that line (at the early
+    prompt during the warm-up too); Ctrl-C at an empty prompt leaves with 130 and no traceback."""
+    term = Terminal(tmp_path / "data")
+    seen = term.expect("quant> ")
+    term.keys(b"fiel")
+    seen = term.expect("fiel", seen)
+    term.keys(b"\x03")  # during the warm-up
+    seen = term.expect("(the line you were typing was cancelled)", seen)
+    seen = term.expect("quant> ", seen)
+    term.keys(b"fields\r")
+    seen = term.expect("daily: open, high, low, close", seen)
+    seen = term.expect("quant> ", seen)
+    term.keys(b"hel")
+    seen = term.expect("hel", seen)
+    term.keys(b"\x03")  # in the session
+    seen = term.expect("(the line you were typing was cancelled)", seen)
+    seen = term.expect("quant> ", seen)
+    term.keys(b"fields\r")
+    seen = term.expect("daily: open, high, low, close", seen)
+    seen = term.expect("quant> ", seen)
+    term.keys(b"\x03")
+    assert term.exit_status() == 130
+    assert "Traceback" not in term.screen and "KeyboardInterrupt" not in term.screen
+    assert "help" not in term.screen[seen:]  # the cancelled line never ran

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any, TextIO
 
+from bot.console.prompt import LineReader
+
 log = logging.getLogger(__name__)
 
 BANNER = "QuantDesk console. Type help."
@@ -56,9 +58,9 @@ class _Warmup(threading.Thread):
 
 def launch(settings: Any, stdin: TextIO, out: TextIO,
            failure_message: Callable[[BaseException, Any], str | None]) -> int:
-    """Run the console until end of input, `quit` or a second Ctrl-C in a row. A Ctrl-C the session's own loop
-    does not take (at the first prompt, during the warm-up) leaves at once, quietly: nothing durable is in flight
-    that the next start would not pick up."""
+    """Run the console until end of input, `quit`, Ctrl-C at an empty prompt or a second Ctrl-C in a row. A Ctrl-C
+    the session's own loop does not take (at the first prompt, during the warm-up) leaves at once, quietly: nothing
+    durable is in flight that the next start would not pick up."""
     try:
         return _launch(settings, stdin, out, failure_message)
     except KeyboardInterrupt:
@@ -67,18 +69,32 @@ def launch(settings: Any, stdin: TextIO, out: TextIO,
         os._exit(INTERRUPTED)
 
 
+def _first_line(reader: LineReader, out: TextIO) -> str:
+    """The line typed at the prompt shown during the warm-up. Ctrl-C on a line being typed cancels it; at an
+    empty prompt, or twice, it leaves (KeyboardInterrupt)."""
+    try:
+        return reader.read(FIRST_PROMPT)
+    except KeyboardInterrupt:
+        if not reader.typed():
+            raise
+    out.write("\n(the line you were typing was cancelled)\n")
+    out.flush()
+    return reader.read(FIRST_PROMPT)
+
+
 def _launch(settings: Any, stdin: TextIO, out: TextIO,
             failure_message: Callable[[BaseException, Any], str | None]) -> int:
     with ExitStack() as stack:
+        reader = LineReader(stdin, out)
         interactive = stdin.isatty()
         if interactive:  # before the warm-up starts: its imports hold the interpreter for seconds at a time
-            out.write(f"{BANNER}\n{FIRST_PROMPT}")
+            out.write(f"{BANNER}\n")
             out.flush()
         warmup = _Warmup(settings, out, failure_message, stack)
         warmup.start()
         first = None
         if interactive:
-            first = stdin.readline()
+            first = _first_line(reader, out)
             if not first:
                 return 0
         session = warmup.session()

@@ -28,6 +28,7 @@ from typing import Any, TextIO
 import pandas as pd
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from bot.console.prompt import LineReader
 from bot.console.surface import ConsoleSurface, console_place
 from bot.console.text import view_text
 from bot.core import ALREADY_HANDLED, Core
@@ -208,32 +209,38 @@ class Console:
             self.say(f"(background: {notice.text})")
 
     def loop(self, stdin: TextIO, out: TextIO, first: str | None = None) -> int:
-        """Read and run lines until end of input, `quit` or a second Ctrl-C in a row (exit code 130). `first`: a
-        line read already, at the prompt shown while the session warmed up (bot/console/launch.py)."""
-        interactive = stdin.isatty()
+        """Read and run lines until end of input, `quit`, Ctrl-C at an empty prompt or a second Ctrl-C in a row
+        (exit code 130). `first`: a line read already, at the prompt shown while the session warmed up
+        (bot/console/launch.py)."""
+        reader = LineReader(stdin, out)
         interrupted = False
         while True:
+            at_prompt = False
             try:
                 self.adopt_waiting_thread()
                 if first is not None:
                     line, first = first, None
                 else:
-                    if interactive:
-                        out.write(self.prompt)
-                        out.flush()
-                    line = stdin.readline()
+                    at_prompt = True
+                    line = reader.read(self.prompt)
+                    at_prompt = False
                 interrupted = False
                 if not line or not self.handle(line):
                     return self.leave(0)
             except KeyboardInterrupt:
-                if interrupted:
+                typed = reader.typed() if at_prompt else None
+                if typed is not None:
+                    out.write("\n")  # readline leaves the cursor on the prompt's line
+                if interrupted or (typed is False and self.editing is None):
                     return self.leave(INTERRUPTED)
                 interrupted = True
-                self.interrupt()
+                self.interrupt(cancelled_line=bool(typed))
 
-    def interrupt(self) -> None:
-        """Ctrl-C: the line being typed is gone (the terminal dropped it), an `edit` being typed too; a run the
-        line started is stopped at its next step."""
+    def interrupt(self, cancelled_line: bool = False) -> None:
+        """Ctrl-C: the line being typed is gone, an `edit` being typed too; a run the line started is stopped at
+        its next step."""
+        if cancelled_line:
+            self.say("(the line you were typing was cancelled)")
         if self.editing is not None:
             self.editing = None
             self.say(EDIT_DROPPED)
