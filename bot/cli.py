@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from datetime import date
 from importlib.metadata import version
 from pathlib import Path
 
@@ -20,6 +21,13 @@ def _positive(value: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {number}")
     return number
+
+
+def _day(value: str) -> date:
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a date like 2026-03-02") from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,6 +56,15 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--out", type=Path, help="where the JSON and CSV go (default QUANTDESK_DATA_DIR/evals)")
     evaluate.add_argument("--compare", nargs=2, type=Path, metavar=("A.json", "B.json"),
                           help="print two reports side by side instead of running")
+    audit = sub.add_parser("audit", help="the tamper-evident audit trail")
+    audit_sub = audit.add_subparsers(dest="audit_command", required=True)
+    check = audit_sub.add_parser("verify", help="walk the audit chains; exit 1 at an edited, deleted or inserted entry")
+    check.add_argument("--account", help="only this paper account's chain")
+    export = audit_sub.add_parser("export", help="one account's audit entries and signed head as CSV")
+    export.add_argument("--account", required=True, help="the paper account")
+    export.add_argument("--from", dest="start", type=_day, required=True, help="first day, YYYY-MM-DD (Shanghai)")
+    export.add_argument("--to", dest="end", type=_day, required=True, help="last day, YYYY-MM-DD (Shanghai)")
+    export.add_argument("--out", type=Path, help="the CSV file (default: standard output)")
     db = sub.add_parser("db", help="database maintenance")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     db_sub.add_parser("upgrade", help="apply migrations to DATABASE_URL")
@@ -118,6 +135,12 @@ def _command(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.command == "eval":
         return _eval(args, settings)
+    if args.command == "audit":
+        from bot.audit import run_export, run_verify
+
+        if args.audit_command == "verify":
+            return run_verify(settings, args.account)
+        return run_export(settings, args.account, args.start, args.end, args.out)
     if args.command == "db":
         url = settings.database_url_value
         revision = upgrade(make_engine(url))

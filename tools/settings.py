@@ -54,6 +54,8 @@ class Settings(BaseSettings):
     approvers: Annotated[frozenset[str], NoDecode] = Field(default=frozenset(), alias="QUANTDESK_APPROVERS")
     # LangGraph Studio / Agent Server callers (bot/studio_auth.py): "SLACK_USER_ID:SHA256_HEX,..." (token hashes)
     studio_tokens: SecretStr | None = Field(default=None, alias="QUANTDESK_STUDIO_TOKENS")
+    # the audit chains' head signatures (HMAC-SHA256, tools/audit): never stored in the database
+    audit_key: SecretStr | None = Field(default=None, alias="QUANTDESK_AUDIT_KEY")
 
     # sandbox
     sandbox_require_full: bool = Field(default=False, alias="QUANTDESK_SANDBOX_REQUIRE_FULL")

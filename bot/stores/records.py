@@ -33,6 +33,7 @@ class AuditEntry(Base):
     """Every human decision (approve, edit, reject, respond, clarify answer)."""
 
     __tablename__ = "audit_log"
+    __table_args__ = {"info": {"audit_chain": True}}  # every row is in the global chain (tools/audit/chain.py)
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
                                     autoincrement=True)

@@ -17,6 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from bot.stores.records import AuditEntry, ThreadRecord
+from tools.audit.chain import append
 from tools.storage.models import utcnow
 
 STATUSES = ("running", "waiting", "done", "failed")
@@ -134,7 +135,7 @@ def dedupe_key(key: str, limit: int = MAX_KEY) -> str:
 
 
 class AuditLog:
-    """Every human decision, append-only."""
+    """Every human decision, append-only, each in the global audit chain."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -142,8 +143,10 @@ class AuditLog:
     def record(self, thread_id: str, user_id: str, action: str, interrupt_id: str | None = None,
                detail: dict[str, Any] | None = None) -> None:
         with Session(self.engine) as session, session.begin():
-            session.add(AuditEntry(thread_id=thread_id, interrupt_id=interrupt_id, user_id=user_id, action=action,
-                                   detail=detail or {}))
+            row = AuditEntry(thread_id=thread_id, interrupt_id=interrupt_id, user_id=user_id, action=action,
+                             detail=detail or {})
+            session.add(row)
+            append(session, row)
 
     def entries(self, thread_id: str) -> list[dict[str, Any]]:
         with Session(self.engine) as session:

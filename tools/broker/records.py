@@ -129,6 +129,7 @@ class OrderEvent(Base):
     cancelled, and the account and switch changes, with who and when."""
 
     __tablename__ = "order_events"
+    __table_args__ = {"info": {"audit_chain": True}}  # every row is in its account's chain (tools/audit/chain.py)
 
     id: Mapped[int] = mapped_column(_id, primary_key=True, autoincrement=True)
     client_order_id: Mapped[str | None] = mapped_column(String(128), index=True)

@@ -12,6 +12,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from tools.audit.chain import append
 from tools.broker.money import to_fen
 from tools.broker.records import CashEntry, OrderEvent, PaperAccount, TradingSwitch
 from tools.storage.models import utcnow
@@ -83,8 +84,11 @@ def switch_state(engine: Engine) -> tuple[bool, str | None, Any]:
 
 def record_event(session: Session, client_order_id: str | None, account: str | None, event: str,
                  actor: str | None, detail: dict[str, Any]) -> None:
-    session.add(OrderEvent(client_order_id=client_order_id, account=account, event=event, actor=actor,
-                           detail=detail, at=utcnow()))
+    """Add one entry to the order audit trail and append it to its chain (tools/audit/chain.py)."""
+    row = OrderEvent(client_order_id=client_order_id, account=account, event=event, actor=actor, detail=detail,
+                     at=utcnow())
+    session.add(row)
+    append(session, row)
 
 
 def log_event(engine: Engine, client_order_id: str | None, account: str | None, event: str, actor: str | None,

@@ -1,0 +1,28 @@
+"""A writer process for the audit concurrency test: waits for the start file, then appends `count` order events to
+one account's chain (and every tenth a human decision to the global chain), each in its own transaction."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from bot.stores.threads import AuditLog
+from tools.broker.store import log_event
+from tools.storage.db import make_engine
+
+
+def main(url: str, account: str, writer: str, count: int, start: Path) -> None:
+    engine = make_engine(url)
+    audit = AuditLog(engine)
+    while not start.exists():
+        time.sleep(0.01)
+    for i in range(count):
+        log_event(engine, f"{writer}-{i}", account, "proposed", writer, {"n": i})
+        if i % 10 == 0:
+            audit.record(f"console-{writer}", writer, "approve", f"{writer}-{i}")
+    engine.dispose()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), Path(sys.argv[5]))

@@ -1,0 +1,237 @@
+"""The tamper-evident audit trail (tools/audit): every order event and human decision is an entry of its chain (one
+per paper account, one global), hashed over canonical JSON and linked to the entry before it; the head is signed
+with QUANTDESK_AUDIT_KEY. `quantdesk audit verify` names an entry edited, deleted or inserted with SQL, and a chain
+rewritten whole with correct hashes fails against the signed head. On SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import hmac
+import io
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import date, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+from sqlalchemy import Engine, select, text, update
+from sqlalchemy.orm import Session
+
+from bot.stores.threads import AuditLog
+from tools.audit.canonical import entry_hash, row_hash
+from tools.audit.chain import row_fields
+from tools.audit.export import export_csv
+from tools.audit.records import ChainEntry, ChainHead
+from tools.broker.records import OrderEvent
+from tools.broker.store import log_event, set_trading
+from tools.settings import get_settings
+from tools.storage.migrate import downgrade, upgrade
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY = "compliance-test-key"
+
+
+@pytest.fixture
+def keyed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """QUANTDESK_AUDIT_KEY set for this process's writers."""
+    monkeypatch.setenv("QUANTDESK_AUDIT_KEY", KEY)
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+def quantdesk(url: str, *args: str, key: str = KEY) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("QUANTDESK_", "DATABASE_"))}
+    env.update({"DATABASE_URL": url, "QUANTDESK_AUDIT_KEY": key, "PYTHONPATH": str(ROOT)})
+    return subprocess.run([sys.executable, "-m", "bot.cli", "audit", *args], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=120)
+
+
+def desk_day(engine: Engine) -> None:
+    """A short day: an order proposed, approved and submitted on g1, one on g2, the switch off and on, and a
+    human decision the bot logs (no account)."""
+    log_event(engine, "t1:1", "g1", "proposed", "U_RULE", {"code": "600000.SH", "quantity": 100})
+    log_event(engine, "t1:1", "g1", "approved", "U_ANNA", {})
+    log_event(engine, "t1:1", "g1", "submitted", "U_ANNA", {"order_id": 1})
+    log_event(engine, "t2:1", "g2", "proposed", "U_BO", {"code": "000001.SZ", "quantity": 200})
+    set_trading(engine, False, "U_ADMIN")
+    set_trading(engine, True, "U_ADMIN")
+    AuditLog(engine).record("console-1", "U_ANNA", "approve", "i-1", {"note": "好"})
+
+
+def event_id(engine: Engine, account: str, event: str) -> int:
+    with Session(engine) as session:
+        return session.scalars(select(OrderEvent.id).where(OrderEvent.account == account,
+                                                           OrderEvent.event == event)).one()
+
+
+def test_an_untouched_trail_verifies_with_its_signed_heads(own_engine: Engine, own_url: str, keyed: None) -> None:
+    desk_day(own_engine)
+    result = quantdesk(own_url, "verify")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines() == [
+        "global: 3 entries intact, head signature valid",
+        "account:g1: 3 entries intact, head signature valid",
+        "account:g2: 1 entries intact, head signature valid",
+    ]
+    only = quantdesk(own_url, "verify", "--account", "g1")
+    assert only.returncode == 0 and only.stdout.splitlines() == ["account:g1: 3 entries intact, head signature valid"]
+
+
+def test_an_entry_edited_with_sql_is_named(own_engine: Engine, own_url: str, keyed: None) -> None:
+    desk_day(own_engine)
+    approved = event_id(own_engine, "g1", "approved")
+    with own_engine.begin() as connection:
+        connection.execute(update(OrderEvent).where(OrderEvent.id == approved).values(actor="U_MALLORY"))
+    result = quantdesk(own_url, "verify")
+    assert result.returncode == 1
+    assert (f"account:g1: BROKEN after 1 good entries: entry #2 (order_events {approved}: approved by U_MALLORY at "
+            in result.stdout)
+    assert "the audited row was edited" in result.stdout
+    assert "account:g2: 1 entries intact" in result.stdout  # the other chains still hold
+
+
+def test_an_entry_deleted_with_sql_is_named(own_engine: Engine, own_url: str, keyed: None) -> None:
+    desk_day(own_engine)
+    approved = event_id(own_engine, "g1", "approved")
+    with own_engine.begin() as connection:
+        connection.execute(text("DELETE FROM order_events WHERE id = :id"), {"id": approved})
+    result = quantdesk(own_url, "verify", "--account", "g1")
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[0] == (f"account:g1: BROKEN after 1 good entries: entry #2 (order_events "
+                                             f"{approved}): the audited row was deleted")
+    with own_engine.begin() as connection:  # the chain entry too: the gap is named
+        connection.execute(text("DELETE FROM audit_chain WHERE chain = 'account:g1' AND seq = 2"))
+    result = quantdesk(own_url, "verify", "--account", "g1")
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[0] == ("account:g1: BROKEN after 1 good entries: entry #2 is missing "
+                                             "(deleted): #1 is followed by #3")
+
+
+def test_an_entry_inserted_with_sql_is_named(own_engine: Engine, own_url: str, keyed: None) -> None:
+    desk_day(own_engine)
+    with own_engine.begin() as connection:
+        connection.execute(text("INSERT INTO order_events (client_order_id, account, event, actor, detail, at) "
+                                "VALUES ('t9:1', 'g1', 'approved', 'U_MALLORY', '{}', '2026-03-02 01:00:00')"))
+    with Session(own_engine) as session:
+        inserted = session.scalar(select(OrderEvent.id).where(OrderEvent.actor == "U_MALLORY"))
+    result = quantdesk(own_url, "verify", "--account", "g1")
+    assert result.returncode == 1
+    assert "account:g1: 3 entries intact, head signature valid" in result.stdout
+    stray = [line for line in result.stdout.splitlines() if line.startswith("INSERTED: ")]
+    assert stray == [f"INSERTED: order_events {inserted}: approved by U_MALLORY at 2026-03-02 01:00:00 is in no "
+                     "chain: it was inserted outside the audit trail"]
+
+
+def test_an_entry_inserted_into_the_chain_after_its_head_is_named(own_engine: Engine, own_url: str,
+                                                                  keyed: None) -> None:
+    desk_day(own_engine)
+    with Session(own_engine) as session:  # a row and a well-formed fourth entry, but the head is left alone
+        row = OrderEvent(client_order_id="t9:1", account="g1", event="approved", actor="U_MALLORY", detail={})
+        session.add(row)
+        session.flush()
+        last = session.scalars(select(ChainEntry).where(ChainEntry.chain == "account:g1", ChainEntry.seq == 3)).one()
+        digest = row_hash("order_events", row_fields(row))
+        session.add(ChainEntry(chain="account:g1", seq=4, source="order_events", source_id=row.id, row_hash=digest,
+                               prev_hash=last.hash, at=last.at,
+                               hash=entry_hash("account:g1", 4, "order_events", row.id, digest, last.hash, last.at)))
+        session.commit()
+    result = quantdesk(own_url, "verify", "--account", "g1")
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[0] == ("account:g1: BROKEN after 4 good entries: the chain ends at entry #4 but "
+                                             "its head is #3: entries after the head were inserted, or entries up to "
+                                             "it deleted")
+
+
+def test_a_chain_rewritten_whole_with_correct_hashes_fails_against_the_signed_head(
+        own_engine: Engine, own_url: str, keyed: None) -> None:
+    desk_day(own_engine)
+    approved = event_id(own_engine, "g1", "approved")
+    with Session(own_engine) as session:  # the forger knows the hashing, not the key
+        session.get(OrderEvent, approved).actor = "U_MALLORY"
+        session.flush()
+        prev = "0" * 64
+        for entry in session.scalars(select(ChainEntry).where(ChainEntry.chain == "account:g1")
+                                     .order_by(ChainEntry.seq)).all():
+            entry.row_hash = row_hash("order_events", row_fields(session.get(OrderEvent, entry.source_id)))
+            entry.prev_hash = prev
+            entry.hash = prev = entry_hash(entry.chain, entry.seq, entry.source, entry.source_id, entry.row_hash,
+                                           entry.prev_hash, entry.at)
+        session.get(ChainHead, "account:g1").hash = prev
+        session.commit()
+    result = quantdesk(own_url, "verify", "--account", "g1")
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[0] == ("account:g1: BROKEN after 3 good entries: the head (#3) is not signed "
+                                             "with QUANTDESK_AUDIT_KEY: the chain was rewritten, or the key differs "
+                                             "from the one it was written with")
+    unkeyed = quantdesk(own_url, "verify", "--account", "g1", key="")  # without the key it cannot be told
+    assert unkeyed.returncode == 0
+    assert "cannot be told apart" in unkeyed.stdout
+
+
+def test_export_is_a_readable_csv_carrying_the_signed_head(own_engine: Engine, own_url: str, keyed: None,
+                                                           tmp_path: Path) -> None:
+    desk_day(own_engine)
+    today = datetime.now(ZoneInfo("Asia/Shanghai")).date()
+    out = tmp_path / "g1.csv"
+    result = quantdesk(own_url, "export", "--account", "g1", "--from", f"{today:%Y-%m-%d}", "--to",
+                       f"{today:%Y-%m-%d}", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    assert [(r["seq"], r["event"], r["order"], r["by"]) for r in rows] == [
+        ("1", "proposed", "t1:1", "U_RULE"), ("2", "approved", "t1:1", "U_ANNA"), ("3", "submitted", "t1:1", "U_ANNA"),
+        ("3", "signed head", "", "")]
+    assert json.loads(rows[0]["detail"]) == {"code": "600000.SH", "quantity": 100}
+    assert [r["prev_hash"] for r in rows[1:3]] == [r["hash"] for r in rows[:2]]
+    head = rows[-1]
+    assert head["hash"] == rows[2]["hash"]
+    assert head["detail"] == hmac.new(KEY.encode(), f"account:g1\n3\n{head['hash']}".encode(),
+                                      hashlib.sha256).hexdigest()
+    buffer = io.StringIO()  # another day holds none of them
+    assert export_csv(own_engine, "account:g1", date(2020, 1, 1), date(2020, 1, 2), buffer) == 0
+
+
+def test_rows_written_before_the_chains_are_chained_by_the_migration(own_engine: Engine, own_url: str,
+                                                                     keyed: None) -> None:
+    downgrade(own_engine, "0014")
+    with own_engine.begin() as connection:
+        connection.execute(text("INSERT INTO order_events (client_order_id, account, event, actor, detail, at) VALUES "
+                                "('old:1', 'g1', 'proposed', 'U_OLD', '{\"quantity\": 100}', "
+                                "'2026-03-02 01:30:00+00:00'), "
+                                "(NULL, NULL, 'trading off', 'U_OLD', '{}', '2026-03-02 01:31:00+00:00')"))
+        connection.execute(text("INSERT INTO audit_log (thread_id, interrupt_id, user_id, action, detail, created_at) "
+                                "VALUES ('console-0', 'i-0', 'U_OLD', 'approve', '{}', '2026-03-02 01:32:00+00:00')"))
+    upgrade(own_engine)
+    log_event(own_engine, "new:1", "g1", "proposed", "U_NEW", {})
+    result = quantdesk(own_url, "verify")
+    assert result.returncode == 0, result.stdout
+    assert result.stdout.splitlines() == ["global: 2 entries intact, head signature valid",
+                                          "account:g1: 2 entries intact, head signature valid"]
+
+
+def test_a_thousand_appends_from_two_processes_make_one_unbroken_chain(own_engine: Engine, own_url: str,
+                                                                       tmp_path: Path) -> None:
+    start = tmp_path / "go"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "QUANTDESK_AUDIT_KEY": KEY}
+    children = [subprocess.Popen([sys.executable, "-m", "tests.audit_append_child", own_url, "shared", writer, "500",
+                                  str(start)], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+                for writer in ("P1", "P2")]
+    start.touch()
+    for child in children:
+        _, err = child.communicate(timeout=600)
+        assert child.returncode == 0, err
+    with Session(own_engine) as session:
+        actors = session.scalars(select(OrderEvent.actor).join(
+            ChainEntry, (ChainEntry.source == "order_events") & (ChainEntry.source_id == OrderEvent.id))
+            .where(ChainEntry.chain == "account:shared").order_by(ChainEntry.seq)).all()
+    assert len(actors) == 1000 and actors.count("P1") == actors.count("P2") == 500
+    assert sum(a != b for a, b in zip(actors, actors[1:], strict=False)) >= 2  # the two really interleaved
+    result = quantdesk(own_url, "verify")
+    assert result.returncode == 0, result.stdout
+    assert result.stdout.splitlines() == ["global: 100 entries intact, head signature valid",
+                                          "account:shared: 1000 entries intact, head signature valid"]
