@@ -6,7 +6,7 @@ import importlib
 import sys
 
 BENCHES = ("data_workspace", "sandbox", "signal_workflow", "slack_ack", "slack_scale", "factor_eval", "queue",
-           "broker", "indicators", "decision", "console_start")
+           "broker", "indicators", "decision", "console_start", "home")
 
 
 def main(args: list[str]) -> int:

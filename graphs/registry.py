@@ -23,6 +23,8 @@ from graphs.factor.present import factor_list, factor_show, present_factor
 from graphs.factor.spec import looks_structured as factor_structured
 from graphs.factor.spec import starts_request as factor_starts
 from graphs.grammar import english, first_word, normalize
+from graphs.home import HomeSection
+from graphs.home_panels import account_panels, desk_panels, factor_panels, rule_panels
 from graphs.order.background import settlement_job
 from graphs.order.clock import clock_command
 from graphs.order.commands import account_command, cancel_command, orders_command, trading_command
@@ -144,6 +146,15 @@ BACKGROUND: dict[str, BackgroundJob] = {
     "rule schedules": BackgroundJob(5.0, rule_schedule_job),
     "order settlement": BackgroundJob(60.0, settlement_job),
     "decision outcomes": BackgroundJob(60.0, lambda ctx, call: resolve_pass(ctx)),
+}
+
+
+# what a person's home shows besides the questions waiting for them, in this order (graphs/home.py)
+HOME: dict[str, HomeSection] = {
+    "account": account_panels,
+    "rules": rule_panels,
+    "desk": desk_panels,
+    "factors": factor_panels,
 }
 
 

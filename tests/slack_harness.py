@@ -228,6 +228,26 @@ def action_body(user: str, channel: str, message_ts: str, thread_ts: str, action
     return urlencode({"payload": json.dumps(action_payload(user, channel, message_ts, thread_ts, action))})
 
 
+def home_opened(user: str) -> dict[str, Any]:
+    """The `app_home_opened` event of a person opening the app's Home tab."""
+    return {"type": "app_home_opened", "user": user, "channel": f"D{user}", "tab": "home",
+            "event_ts": str(time.time())}
+
+
+def home_action_payload(user: str, action: dict[str, Any]) -> dict[str, Any]:
+    """A button click on the App Home: the payload has the view, and no channel or message."""
+    view_id = f"VH{user}"
+    return {"type": "block_actions", "team": {"id": TEAM}, "user": {"id": user}, "api_app_id": "A1", "token": "x",
+            "trigger_id": f"trig{next(_ids)}", "container": {"type": "view", "view_id": view_id},
+            "view": {"id": view_id, "type": "home", "team_id": TEAM, "blocks": [], "private_metadata": "",
+                     "callback_id": "", "state": {"values": {}}, "hash": "h"},
+            "actions": [{**action, "type": "button", "action_ts": str(time.time())}]}
+
+
+def home_action_body(user: str, action: dict[str, Any]) -> str:
+    return urlencode({"payload": json.dumps(home_action_payload(user, action))})
+
+
 def view_body(user: str, callback_id: str, private_metadata: str, values: dict[str, Any]) -> str:
     """A view_submission of a modal: values as {block_id: {action_id: value}} for plain-text inputs."""
     state = {block: {action: {"type": "plain_text_input", "value": value} for action, value in inputs.items()}

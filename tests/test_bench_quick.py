@@ -158,6 +158,18 @@ def test_console_start_quick(capsys: pytest.CaptureFixture[str]) -> None:
     assert f"goal: prompt <= {console_start.GOAL_S:.1f} s" in out and "not judged (quick)" in rows[0]
 
 
+def test_home_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import home
+
+    rounds = home.run(quick=True)  # raises when an approval from the Home never shows there
+    assert len(rounds) == home.QUICK_ROUNDS
+    assert all(0 < r.fill_to_home < r.click_to_home for r in rounds)
+    out = capsys.readouterr().out
+    rows = _rows(out, "fill → Home", "click → Home")
+    assert all(len(_finite_figures(row)) >= 2 for row in rows)
+    assert f"goal: fill → Home <= {home.GOAL_S:.0f} s" in out and "not judged (quick)" in rows[0]
+
+
 def test_every_bench_has_a_quick_mode() -> None:
     import importlib
     import inspect

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -13,7 +14,15 @@ from sqlalchemy import Engine, select
 
 from tools.data.local import LocalProvider
 from tools.rules.records import RuleTick
-from tools.rules.schedule import TickPlan, claim_tick, due_ticks, plan_ticks, run_due, trading_day_checker
+from tools.rules.schedule import (
+    TickPlan,
+    claim_tick,
+    due_ticks,
+    next_tick,
+    plan_ticks,
+    run_due,
+    trading_day_checker,
+)
 from tools.rules.store import Rule, RuleStore
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
@@ -327,3 +336,18 @@ def test_a_lost_tick_of_a_rule_paused_and_resumed_since_is_not_started(iso_engin
     enqueued = _Enqueued()
     assert run_due(iso_engine, store, tick + timedelta(minutes=3), enqueued, "w1", is_trading_day=weekdays) == []
     assert enqueued.calls == [] and _ticks(iso_engine, rule.id) == [(tick, "skipped")]
+
+
+def test_next_tick_skips_to_the_next_trading_day_in_shanghai_time() -> None:
+    rule = _rule("30 14 * * 1-5")
+    # Friday 2023-12-29 15:00 Shanghai: past Friday's 14:30; the weekend and New Year's Day (Monday) are closed
+    assert next_tick(rule, _utc(2023, 12, 29, 7, 0), is_trading_day=open_but_new_year) == _utc(2024, 1, 2, 6, 30)
+    # before the day's tick it is that day's: 14:30 Shanghai is 06:30 UTC
+    assert next_tick(rule, _utc(2024, 1, 3, 1, 0), is_trading_day=weekdays) == _utc(2024, 1, 3, 6, 30)
+    assert next_tick(_rule("30 14 * * 1-5", timezone="America/New_York"), _utc(2024, 1, 3, 1, 0),
+                     is_trading_day=weekdays) == _utc(2024, 1, 3, 19, 30)  # 14:30 New York (EST)
+
+
+def test_next_tick_is_none_without_a_schedule_or_a_trading_day() -> None:
+    assert next_tick(replace(_rule("30 14 * * 1-5"), schedule=None), _utc(2024, 1, 3), is_trading_day=weekdays) is None
+    assert next_tick(_rule("30 14 * * 1-5"), _utc(2024, 1, 3), is_trading_day=lambda day: False) is None

@@ -3,8 +3,9 @@
 Each pass queues again accepted decisions that were never applied (a crash, a database or network error) and
 messages recorded but never queued, posts again what the surface refused, then runs the background jobs the
 workflows declare (the registry's BACKGROUND: rule schedules, order settlement, the desk's resolution), each at
-its own interval, posting their notices once. Decisions and posts are claimed row by row, so several processes
-can run one without doing anything twice; each takes only its own surface's threads (the core's scope)."""
+its own interval, posting their notices once, and last publishes the homes still due (a refused publish).
+Decisions, posts and homes are claimed row by row, so several processes can run one without doing anything twice;
+each takes only its own surface's threads (the core's scope)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,8 @@ class BackgroundService:
             except Exception:  # noqa: BLE001 - the surface or the database is down: the post stays for the next pass
                 log.warning("re-posting %s failed; will try again", post.key, exc_info=True)
         self.run_jobs(now)
+        if core.homes is not None:
+            core.homes.publish_due()
 
     def run_jobs(self, now: datetime | None = None, force: bool = False) -> None:
         """The workflows' background jobs that are due (all of them with `force`). A job that fails is logged, and

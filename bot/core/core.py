@@ -16,22 +16,37 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from bot.core.home import Homes
 from bot.core.kinds import kind_of
 from bot.core.outbox import Outbox, pending_entry, place_of
 from bot.core.policy import ALREADY_HANDLED, Policy
-from bot.core.surface import Answered, Decided, Place, Refused, RetryOffer, Status, Surface, ThreadStart
+from bot.core.surface import (
+    Answered,
+    Decided,
+    HomeSurface,
+    Place,
+    Refused,
+    RetryOffer,
+    Status,
+    Surface,
+    ThreadStart,
+)
 from bot.jobs import JobQueue, Message
 from bot.runner import INFRASTRUCTURE_ERRORS, Outcome, Runner
 from bot.stores.decisions import CLAIM_SECONDS, MAX_ATTEMPTS, DecisionStore
+from bot.stores.homes import HomeStore
 from bot.stores.posts import PostStore
 from bot.stores.threads import AuditLog, ThreadInfo, ThreadRegistry, dedupe_key
 from graphs.background import ScheduledRun
 from graphs.clarify import is_cancel
-from graphs.registry import WORKFLOWS, workflow_for
+from graphs.home import HomeAction
+from graphs.registry import WORKFLOWS, command_for, workflow_for
+from graphs.workflow import CommandCall, CommandError
 
 log = logging.getLogger(__name__)
 
 MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
+NOT_OFFERED = "That button is not on your home any more (or never was), so nothing was done."
 NOT_APPLIED_YET = (":warning: Your decision is recorded but could not be applied yet: {error}. I will try again "
                    "automatically; nothing is lost.")
 
@@ -69,6 +84,8 @@ class Core:
         self.posts = PostStore(engine, claim_seconds)
         self.owner = f"{socket.gethostname()}:{os.getpid()}"  # who claims decisions and posts to work on them
         self.outbox = Outbox(surface, self.posts, self.threads, runner.context.artifacts, self.owner, scope)
+        self.homes = (Homes(runner, self.threads, self.decisions, policy, surface, HomeStore(engine, claim_seconds),
+                            scope, self.owner) if isinstance(surface, HomeSurface) else None)
 
     # --- intake -------------------------------------------------------------------------------------------------
 
@@ -141,6 +158,7 @@ class Core:
         try:
             self._show_decision(info, interrupt_id, user, decision, source, message_ref)
             self.queue.submit_decision(interrupt_id, info.thread_id)
+            self.home_changed(info, user)
         except INFRASTRUCTURE_ERRORS as exc:
             log.warning("decision %s recorded, not queued yet (%s): the background service will queue it",
                         interrupt_id, type(exc).__name__)
@@ -305,6 +323,31 @@ class Core:
         except Refused as exc:
             log.warning("could not offer a retry: %s", exc.reason)
 
+    def home_action(self, user: str, panel: str, action: HomeAction) -> str:
+        """A button on a person's home: honoured only if their panel, built again now, offers it (a rule's owner or
+        an admin); a command is run as them, a request starts in a new thread of its channel. Returns what to say."""
+        if self.homes is None or not self.homes.offers(user, panel, action):
+            return NOT_OFFERED
+        text = " ".join(action.words)
+        if action.channel:
+            try:
+                root = self.surface.open_thread(ThreadStart(action.channel, f"{user} asked: `{text}`", "",
+                                                            users=[user]), again=False)
+            except Refused as exc:
+                return f"I could not start `{text}` in its channel ({exc.reason})."
+            self.queue.submit_text(Message(f"home:{root.channel}:{root.thread_ts}", root.team, root.channel,
+                                           root.thread_ts, user, text))
+            return f"Started `{text}` in a new thread of its channel."
+        found = command_for(list(action.words))
+        if found is None:
+            return NOT_OFFERED
+        command, args = found
+        try:
+            view = command.run(CommandCall(self.runner.context, args, user, channel_account(action.channel)))
+        except (CommandError, ValueError) as exc:
+            return str(exc)
+        return view.summary
+
     def _start_elsewhere(self, place: Place, text: str) -> None:
         """A complete new request typed into a thread that waits on a question: it starts in a new thread, and
         the old thread is told so; its question stays open."""
@@ -361,16 +404,25 @@ class Core:
                 pending[interrupt["id"]]["ts"] = self.outbox.question(place, shown, interrupt, (index + 1, total),
                                                                       self.runner.pending)
             self.threads.update(info.thread_id, pending=pending)
+            self.home_changed(info, place.user)
             return
         if outcome.status == "failed":
             self._finish_status(place, status_ref, ":x: stopped")
             self.outbox.say(place, outcome.text, failure=True)
             self.threads.update(info.thread_id, status="failed", pending={})
+            self.home_changed(info, place.user)
             return
         self._finish_status(place, status_ref, ":white_check_mark: done")
         body = {"workflow": outcome.workflow, "result": outcome.result, "text": outcome.text}
         self.outbox.result(place, f"result:{info.thread_id}:{outcome.checkpoint}", body)
         self.threads.update(info.thread_id, status="done", pending={})
+        self.home_changed(info, place.user)
+
+    def home_changed(self, info: ThreadInfo | None, *users: str | None) -> None:
+        """A thread changed (a card waits, was decided or went, a result or a fill came): the homes it concerns
+        are published again (on a surface that has homes)."""
+        if self.homes is not None:
+            self.homes.changed(self.homes.concerned(info, *users))
 
     # --- what the background service calls -----------------------------------------------------------------------
 
@@ -383,6 +435,8 @@ class Core:
 
     def notify(self, thread_id: str, key: str, text: str, users: tuple[str, ...] = ()) -> None:
         self.outbox.notify(thread_id, key, text, users)
+        if self.homes is not None:
+            self.home_changed(self.threads.get(thread_id), *users)
 
 
 def channel_account(channel: str) -> str:

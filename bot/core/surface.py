@@ -8,9 +8,10 @@ the background service to post again."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from bot.stores.threads import thread_id_for
+from graphs.home import HomePanel
 from graphs.views import View
 
 
@@ -146,3 +147,37 @@ class Surface(Protocol):
 
     def open_thread(self, start: ThreadStart, again: bool) -> Place:
         """Root a new thread; `again`: look for a root an earlier attempt posted first. Raises Refused."""
+
+
+@dataclass(frozen=True)
+class HomeCard:
+    """A question on a person's home: its card, its thread, and why they may not decide it (then it is shown
+    read-only)."""
+
+    question: Question
+    place: Place
+    refusal: str = ""
+
+    @property
+    def actionable(self) -> bool:
+        return not self.refusal
+
+
+@dataclass(frozen=True)
+class Home:
+    """A person's home as it is now: what waits for them, the workflows' panels, where the panels' threads are,
+    and a line about what they just did there (`notice`)."""
+
+    user: str
+    cards: tuple[HomeCard, ...] = ()
+    panels: tuple[HomePanel, ...] = ()
+    places: dict[str, Place] = field(default_factory=dict)  # thread id -> where it is, for the panels' links
+    notice: str = ""
+
+
+@runtime_checkable
+class HomeSurface(Protocol):
+    """A surface with a home per person (Slack's App Home)."""
+
+    def publish_home(self, user: str, home: Home) -> None:
+        """Show `home` as the person's home. Raises Refused."""

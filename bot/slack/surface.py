@@ -17,6 +17,7 @@ from bot.core.surface import (
     Answered,
     Content,
     Decided,
+    Home,
     Notice,
     Place,
     Question,
@@ -28,6 +29,7 @@ from bot.core.surface import (
     ThreadStart,
 )
 from bot.slack import render
+from bot.slack.home import home_view
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +81,7 @@ class SlackSurface:
     def __init__(self, client: WebClient) -> None:
         self.client = client
         self._team: str | None = None  # the workspace's team id, for threads the bot roots itself
+        self._url: str | None = None  # the workspace's address (auth.test), for links to threads
 
     def post(self, place: Place, content: Content, key: str | None = None) -> str:
         message = message_for(content)
@@ -178,6 +181,25 @@ class SlackSurface:
             cursor = (page.get("response_metadata") or {}).get("next_cursor")
             if not (page.get("has_more") and cursor and messages) or float(messages[-1]["ts"]) < start.since:
                 return None
+
+    def publish_home(self, user: str, home: Home) -> None:
+        try:
+            self.client.views_publish(user_id=user, view=home_view(home, self.permalink))
+        except (SlackApiError, OSError) as exc:
+            raise Refused(_reason(exc)) from exc
+
+    def permalink(self, place: Place) -> str | None:
+        """A thread's address in the workspace (Slack's permalink form), or None when auth.test cannot say."""
+        if self._url is None:
+            try:
+                self._url = str(self.client.auth_test().get("url") or "")
+            except (SlackApiError, OSError) as exc:
+                log.warning("could not read the workspace's address: %s", _reason(exc))
+                return None
+        if not self._url:
+            return None
+        return (f"{self._url.rstrip('/')}/archives/{place.channel}/p{place.thread_ts.replace('.', '')}"
+                f"?thread_ts={place.thread_ts}&cid={place.channel}")
 
     @staticmethod
     def _safe(method: Any, **kwargs: Any) -> None:

@@ -16,7 +16,7 @@ from sqlalchemy import Engine, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from bot.stores.records import DecisionRecord, PostRecord
+from bot.stores.records import DecisionRecord, HomeRecord, PostRecord
 from tools.storage.models import utcnow
 
 MAX_ATTEMPTS = 5
@@ -25,8 +25,8 @@ CLAIM_SECONDS = 30  # default: a claimed decision is its worker's for this long 
 SOURCES = ("button", "modal", "thread reply", "console", "api")
 
 
-def claim_row(engine: Engine, record: type[DecisionRecord] | type[PostRecord], owner: str, seconds: float,
-           now: datetime | None, *match: Any) -> bool:
+def claim_row(engine: Engine, record: type[DecisionRecord] | type[PostRecord] | type[HomeRecord], owner: str,
+              seconds: float, now: datetime | None, *match: Any) -> bool:
     """Claim the row `match` selects for `seconds`: True for one claimant at a time, until the claim lapses."""
     now = now or utcnow()
     with Session(engine) as session, session.begin():

@@ -84,3 +84,20 @@ class PostRecord(Base):
     completed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     claimed_by: Mapped[str | None] = mapped_column(String(64))  # a worker re-posting it now
     claimed_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class HomeRecord(Base):
+    """A person's home (Slack's App Home): `version` counts the changes that concern them, `published_version`
+    the latest one a publish showed; a claim keeps two processes from publishing one person's home at once."""
+
+    __tablename__ = "homes"
+
+    user_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    published_version: Mapped[int] = mapped_column(Integer, default=0)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)  # failed publishes since the last that worked
+    last_error: Mapped[str | None] = mapped_column(Text)
+    changed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    claimed_by: Mapped[str | None] = mapped_column(String(64))
+    claimed_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

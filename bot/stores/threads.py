@@ -114,6 +114,14 @@ class ThreadRegistry:
                                    .order_by(ThreadRecord.updated_at)).all()
             return [_info(r) for r in rows]
 
+    def waiting(self, scope: str = "") -> list[ThreadInfo]:
+        """Threads that wait on a person (of thread ids starting with `scope`), oldest first."""
+        with Session(self.engine) as session:
+            rows = session.scalars(select(ThreadRecord).where(ThreadRecord.status == "waiting",
+                                                              ThreadRecord.thread_id.startswith(scope))
+                                   .order_by(ThreadRecord.updated_at)).all()
+            return [_info(r) for r in rows]
+
     def threads_of(self, user_id: str, statuses: tuple[str, ...] = ("running", "waiting")) -> list[ThreadInfo]:
         with Session(self.engine) as session:
             rows = session.scalars(select(ThreadRecord).where(ThreadRecord.user_id == user_id,

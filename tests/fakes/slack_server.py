@@ -1,5 +1,6 @@
 """A fake Slack Web API on loopback: answers the methods QuantDesk calls and records every call, including the
-three steps of files_upload_v2 (getUploadURLExternal, the upload POST, completeUploadExternal).
+three steps of files_upload_v2 (getUploadURLExternal, the upload POST, completeUploadExternal), and keeps each
+person's last published Home (views.publish).
 
 Faults are injected per method: `fake.inject("chat.update", Fault.server_error(), Fault.ratelimited())` makes
 the next matching calls fail in that order (an HTTP status with Slack's error body or a non-JSON page, a 429 with
@@ -23,6 +24,7 @@ from tests.fakes.loopback import LoopbackServer
 BOT_USER = "UBOT"
 BOT_ID = "BBOT"
 TEAM = "T0001"
+WORKSPACE_URL = "https://quantdesk-test.slack.com/"
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,7 @@ class FakeSlack:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _faults: dict[str, list[Fault]] = field(default_factory=dict)
     _messages: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)  # channel -> ts -> message
+    _homes: dict[str, dict[str, Any]] = field(default_factory=dict)  # user -> the Home view last published
     port: int = 0
 
     def record(self, method: str, args: dict[str, Any], body: bytes = b"",
@@ -126,6 +129,11 @@ class FakeSlack:
             time.sleep(0.05)
         raise AssertionError(f"expected {n} {method} call(s); got {[c.method for c in self.calls]}")
 
+    def home(self, user: str) -> dict[str, Any] | None:
+        """The Home view last published for `user` (views.publish), as Slack would show it."""
+        with self._lock:
+            return self._homes.get(user)
+
     def _remember(self, channel: str, ts: str, args: dict[str, Any]) -> None:
         """Keep a bot post, so conversations.replies can show the thread as Slack would."""
         metadata = args.get("metadata")
@@ -168,7 +176,8 @@ class FakeSlack:
                 return {"ok": False, "error": "not_allowed_token_type"}
             return {"ok": True, "url": self.socket_url}
         if method == "auth.test":
-            return {"ok": True, "user_id": BOT_USER, "bot_id": BOT_ID, "team_id": TEAM, "user": "quantdesk"}
+            return {"ok": True, "user_id": BOT_USER, "bot_id": BOT_ID, "team_id": TEAM, "user": "quantdesk",
+                    "url": WORKSPACE_URL}
         if method in ("chat.postMessage", "chat.postEphemeral"):
             channel = args.get("channel")
             if channel in self.not_in_channels:
@@ -199,6 +208,13 @@ class FakeSlack:
             files = args.get("files")
             files = json.loads(files) if isinstance(files, str) else files
             return {"ok": True, "files": [{"id": f["id"], "title": f.get("title")} for f in files]}
+        if method == "views.publish":
+            view = args.get("view")
+            view = json.loads(view) if isinstance(view, str) else view
+            with self._lock:
+                self._homes[str(args.get("user_id"))] = view
+                number = next(self._ts)
+            return {"ok": True, "view": {**(view or {}), "id": f"VH{number:06d}", "hash": f"h{number}"}}
         if method in ("views.open", "views.update", "reactions.add", "conversations.info", "files.info"):
             return {"ok": True}
         return {"ok": False, "error": "unknown_method"}

@@ -337,3 +337,23 @@ def _utc(moment: datetime) -> datetime:
 
 def _minute(moment: datetime) -> datetime:
     return _utc(moment).replace(second=0, microsecond=0)
+
+
+def next_tick(rule: Rule, now_utc: datetime, *, is_trading_day: IsTradingDay,
+              horizon_days: int = 31) -> datetime | None:
+    """The rule's next cron minute after `now_utc` on a trading day (aware UTC), or None: no schedule, or none
+    within `horizon_days`."""
+    if rule.schedule is None:
+        return None
+    every_day = symbol_kind(rule.symbol) == "crypto"
+    zone = ZoneInfo(rule.timezone)
+    cursor = _minute(now_utc).astimezone(zone)
+    limit = _utc(now_utc) + timedelta(days=horizon_days)
+    while True:
+        tick = croniter(rule.schedule, cursor).get_next(datetime).astimezone(UTC)
+        if tick > limit:
+            return None
+        exchange_day = tick.astimezone(SHANGHAI).date()
+        if every_day or is_trading_day(exchange_day):
+            return tick
+        cursor = datetime.combine(exchange_day + timedelta(days=1), time(0), SHANGHAI).astimezone(zone) - MINUTE

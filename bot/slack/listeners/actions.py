@@ -1,6 +1,7 @@
 """Buttons: a clarify choice, Approve, Edit / Reject (which open a form), Stop and Retry. A decision click is acked
 once its decision row is written, so an acked click is never lost; a button whose value is not what the bot wrote
-is answered plainly and decides nothing."""
+is answered plainly and decides nothing. The decision buttons are the same on the App Home (their value carries
+the thread); a click there is answered on the Home."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from bot.slack import render
 from bot.slack.render import Malformed, parse_button_value, parse_field
 from graphs.interrupts import APPROVAL
 
+NO_CARD = "This question's card has not reached its thread yet; try again in a moment."
 MALFORMED = "This button's value is not one I wrote (it may have been cut or edited), so nothing was decided."
 
 
@@ -25,23 +27,37 @@ def clicked_at(body: dict[str, Any]) -> Place:
                  message.get("thread_ts") or message.get("ts") or "", body["user"]["id"])
 
 
+def on_home(body: dict[str, Any]) -> bool:
+    """A click on the App Home (its payload has a view, not a channel or a message)."""
+    return (body.get("container") or {}).get("type") == "view"
+
+
 def register(app: App, core: Core) -> None:
+    def say(body: dict[str, Any], place: Place, text: str) -> None:
+        """Answer the clicker: on their Home when they clicked there, else privately in the thread."""
+        if on_home(body) and core.homes is not None:
+            core.homes.changed([place.user], notice=text)
+        else:
+            core.surface.tell(place, text)
+
     def decide(ack: Any, body: dict[str, Any], value: str, decision_of: Any) -> None:
-        """A decision button: record the row, then ack (an acked click is never lost), then show and queue it."""
+        """A decision button, in its thread or on the Home (its value carries the thread): record the row, then
+        ack (an acked click is never lost), then show and queue it."""
         place = clicked_at(body)
         try:
             thread_id, interrupt_id, choice = parse_button_value(value)
         except Malformed:
             ack()
-            core.surface.tell(place, MALFORMED)
+            say(body, place, MALFORMED)
             return
         decision = decision_of(choice)
         verdict = core.decide(thread_id, interrupt_id, place.user, decision, "button")
         ack()
         if not verdict.allowed:
-            core.surface.tell(place, verdict.reason)
+            say(body, place, verdict.reason)
             return
-        core.confirm(verdict, interrupt_id, place.user, decision, "button", body["message"]["ts"])
+        card = None if on_home(body) else body["message"]["ts"]  # from the Home: the card in the thread
+        core.confirm(verdict, interrupt_id, place.user, decision, "button", card)
 
     @app.action(re.compile(r"^clarify_choice_\d+$"))
     def on_choice(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
@@ -77,14 +93,18 @@ def register(app: App, core: Core) -> None:
         try:
             thread_id, interrupt_id, decision = parse_button_value(action["value"])
         except Malformed:
-            core.surface.tell(place, MALFORMED)
+            say(body, place, MALFORMED)
             return
         verdict = core.may_decide(thread_id, interrupt_id, place.user, decision)
         value = verdict.payload
-        if not verdict.allowed or value is None:
-            core.surface.tell(place, verdict.reason or ALREADY_HANDLED)
+        if not verdict.allowed or value is None or verdict.thread is None:
+            say(body, place, verdict.reason or ALREADY_HANDLED)
             return
-        message_ts = body["message"]["ts"]
+        shown = verdict.thread.pending.get(interrupt_id) or {}
+        message_ts = str(shown.get("ts") or "") if on_home(body) else body["message"]["ts"]
+        if not message_ts:
+            say(body, place, NO_CARD)
+            return
         name = str(value.get("title") or value.get("name") or "code")
         if decision == "reject":
             view = render.reject_modal(thread_id, interrupt_id, message_ts, name,

@@ -1,0 +1,193 @@
+"""The App Home as Block Kit (every text of the Home is here): what waits for the person, with the same buttons as
+in the thread (read-only when they may not decide), then the workflows' panels, within Slack's limits (100 blocks
+a view, 3,000 characters a section): a long list shows its first rows and a "More" button that opens a modal."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from bot.core.surface import Home, HomeCard, Place
+from bot.slack.render import BUTTON_TEXT_MAX, SECTION_TEXT_MAX, _clip, _section, question_message
+from graphs.home import HomeAction, HomePanel, HomeRow
+
+VIEW_BLOCKS_MAX = 100
+MODAL_TITLE_MAX = 24
+HOME_CARDS = 5  # cards shown on the Home; the rest in the "More" modal
+PANEL_ROWS = 10  # rows of a panel shown on the Home
+ACTION_ROWS = 6  # rows with buttons shown on the Home (each is two blocks)
+ROW_TEXT_MAX = 600
+WAITING = "waiting"  # the "More" of the waiting cards (panel names come from the registry)
+
+TITLE = "QuantDesk"
+WAITING_TITLE = "Waiting for you"
+NOTHING = "Nothing waits for you, and there is nothing to show yet. Start with `/quant help`."
+READ_ONLY = "Read-only here: {reason}"
+MORE = "More"
+OPEN_THREAD = "thread"
+NOT_SHOWN = "…and {n} more; `/quant` shows everything."
+MORE_CARDS = "{n} more waiting for you"
+NOT_MINE = "That button's value is not one I wrote, so nothing was done."
+
+Link = Callable[[Place], str | None]  # a thread's permalink, when the surface knows it
+
+
+def home_view(home: Home, link: Link) -> dict[str, Any]:
+    """The Home tab's view (`link`: a thread's permalink)."""
+    blocks: list[dict[str, Any]] = [_header(TITLE)]
+    if home.notice:
+        blocks.append(_section(f":information_source: {home.notice}"))
+    sections: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
+    if home.cards:
+        sections.append((_waiting(home.cards, link), _compact(WAITING_TITLE, MORE_CARDS.format(
+            n=len(home.cards)), WAITING)))
+    for panel in home.panels:
+        sections.append((_panel(panel, home.places, link), _compact(panel.title, panel.summary, panel.name)))
+    for full, compact in sections:
+        room = VIEW_BLOCKS_MAX - len(blocks) - 2  # a divider, and a last line saying what did not fit
+        if len(full) + 1 <= room:
+            blocks += [{"type": "divider"}, *full]
+        elif len(compact) + 1 <= room:
+            blocks += [{"type": "divider"}, *compact]
+        else:
+            blocks.append(_context(NOT_SHOWN.format(n=len(sections))))
+            break
+    if len(blocks) == 1 + bool(home.notice):
+        blocks.append(_section(NOTHING))
+    return {"type": "home", "blocks": blocks}
+
+
+def _waiting(cards: tuple[HomeCard, ...], link: Link) -> list[dict[str, Any]]:
+    blocks = [_header(WAITING_TITLE)]
+    for card in cards[:HOME_CARDS]:
+        blocks += card_blocks(card, link)
+    if len(cards) > HOME_CARDS:
+        blocks.append(_more_button(MORE_CARDS.format(n=len(cards) - HOME_CARDS), WAITING))
+    return blocks
+
+
+def card_blocks(card: HomeCard, link: Link) -> list[dict[str, Any]]:
+    """A question's card as in its thread (its buttons carry the thread), without block ids (a view holds many
+    cards), read-only when the person may not decide it, and a link to its thread."""
+    q = card.question
+    blocks = [{k: v for k, v in b.items() if k != "block_id"}
+              for b in question_message(q.thread_id, q.interrupt_id, q.payload, q.requester)["blocks"]]
+    if not card.actionable:
+        blocks = [b for b in blocks if b["type"] != "actions"]
+        blocks.append(_context(READ_ONLY.format(reason=card.refusal)))
+    url = link(card.place)
+    if url:
+        blocks.append(_context(f"<{url}|{OPEN_THREAD}>"))
+    return blocks
+
+
+def _panel(panel: HomePanel, places: dict[str, Place], link: Link) -> list[dict[str, Any]]:
+    blocks = [_header(panel.title), _section(panel.summary)]
+    plain = [row for row in panel.rows if not row.actions][:PANEL_ROWS]
+    acting = [row for row in panel.rows if row.actions][:ACTION_ROWS]
+    blocks += _row_sections(plain, places, link)
+    for index, row in enumerate(acting):
+        blocks += [_section(_row_text(row, places, link)), _actions(panel.name, row.actions, index)]
+    shown = len(plain) + len(acting)
+    if shown < len(panel.rows):
+        blocks.append(_more_button(f"{len(panel.rows) - shown} more", panel.name))
+    if panel.notes:
+        blocks.append(_context("; ".join(panel.notes)))
+    return blocks
+
+
+def more_modal(title: str, panel: HomePanel | None, cards: list[HomeCard], link: Link) -> dict[str, Any]:
+    """The whole panel (or every waiting card) in a modal, as much as its 100 blocks hold."""
+    blocks: list[dict[str, Any]] = []
+    rest = 0
+    if panel is not None:
+        blocks.append(_section(panel.summary))
+        plain = [row for row in panel.rows if not row.actions]
+        acting = [row for row in panel.rows if row.actions]
+        for section in _row_sections(plain, {}, link):
+            if len(blocks) < VIEW_BLOCKS_MAX - 1:
+                blocks.append(section)
+            else:
+                rest += 1
+        for index, row in enumerate(acting):
+            if len(blocks) + 2 <= VIEW_BLOCKS_MAX - 1:
+                blocks += [_section(_row_text(row, {}, link)), _actions(panel.name, row.actions, index)]
+            else:
+                rest += 1
+    for card in cards:
+        more = card_blocks(card, link)
+        if len(blocks) + len(more) <= VIEW_BLOCKS_MAX - 1:
+            blocks += more
+        else:
+            rest += 1
+    if rest:
+        blocks.append(_context(NOT_SHOWN.format(n=rest)))
+    return {"type": "modal", "callback_id": "home_more_modal",
+            "title": {"type": "plain_text", "text": _clip(title, MODAL_TITLE_MAX)},
+            "close": {"type": "plain_text", "text": "Close"}, "blocks": blocks or [_section(NOTHING)]}
+
+
+def _row_text(row: HomeRow, places: dict[str, Place], link: Link) -> str:
+    text = _clip(row.text, ROW_TEXT_MAX)
+    place = places.get(row.thread_id or "")
+    url = link(place) if place else None
+    return f"• {text}" + (f" · <{url}|{OPEN_THREAD}>" if url else "")
+
+
+def _row_sections(rows: list[HomeRow], places: dict[str, Place], link: Link) -> list[dict[str, Any]]:
+    """Rows as few sections as 3,000 characters a section allow."""
+    sections, lines = [], []
+    for row in rows:
+        line = _row_text(row, places, link)
+        if lines and len("\n".join([*lines, line])) > SECTION_TEXT_MAX:
+            sections.append(_section("\n".join(lines)))
+            lines = []
+        lines.append(line)
+    if lines:
+        sections.append(_section("\n".join(lines)))
+    return sections
+
+
+def action_value(panel: str, action: HomeAction) -> str:
+    return json.dumps({"p": panel, "w": list(action.words), "c": action.channel}, separators=(",", ":"))
+
+
+def parse_action(value: str) -> tuple[str, HomeAction]:
+    """(panel, action) of a Home button; ValueError when the value is not the bot's."""
+    data = json.loads(value)
+    panel, words, channel = data["p"], data["w"], data["c"]
+    if not (isinstance(panel, str) and isinstance(channel, str) and isinstance(words, list)
+            and words and all(isinstance(w, str) for w in words)):
+        raise ValueError(value[:80])
+    return panel, HomeAction("", tuple(words), channel)
+
+
+def _actions(panel: str, actions: tuple[HomeAction, ...], index: int) -> dict[str, Any]:
+    elements = []
+    for n, action in enumerate(actions):
+        button: dict[str, Any] = {"type": "button", "action_id": f"home_action_{n}",
+                                  "text": {"type": "plain_text", "text": _clip(action.label, BUTTON_TEXT_MAX)},
+                                  "value": action_value(panel, action)}
+        if action.style:
+            button["style"] = action.style
+        elements.append(button)
+    return {"type": "actions", "block_id": f"{panel}_{index}", "elements": elements}
+
+
+def _more_button(text: str, name: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": _clip(text, SECTION_TEXT_MAX)},
+            "accessory": {"type": "button", "action_id": "home_more", "text": {"type": "plain_text", "text": MORE},
+                          "value": json.dumps({"p": name}, separators=(",", ":"))}}
+
+
+def _compact(title: str, summary: str, name: str) -> list[dict[str, Any]]:
+    return [_more_button(f"*{_clip(title, 200)}*: {summary}", name)]
+
+
+def _header(text: str) -> dict[str, Any]:
+    return {"type": "header", "text": {"type": "plain_text", "text": _clip(text, 150)}}
+
+
+def _context(text: str) -> dict[str, Any]:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(text, SECTION_TEXT_MAX)}]}

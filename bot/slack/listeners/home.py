@@ -1,0 +1,51 @@
+"""The App Home: published when a person opens it; its "More" buttons open the whole list in a modal, and its
+panels' buttons (a rule's pause, resume, run now) are done as the person, answered on their Home."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from slack_bolt import App
+
+from bot.core import Core
+from bot.slack.home import NOT_MINE, WAITING, WAITING_TITLE, more_modal, parse_action
+
+
+def register(app: App, core: Core) -> None:
+    homes = core.homes
+    if homes is None:
+        return
+    link = getattr(core.surface, "permalink", lambda place: None)
+
+    @app.event("app_home_opened")
+    def on_home_opened(event: dict[str, Any]) -> None:
+        if event.get("tab", "home") == "home":
+            homes.opened(event["user"])
+
+    @app.action("home_more")
+    def on_more(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+        ack()  # first: the trigger_id expires 3 s after the click
+        user = body["user"]["id"]
+        try:
+            name = str(json.loads(action["value"])["p"])
+        except (ValueError, TypeError, KeyError):
+            return
+        if name == WAITING:
+            view = more_modal(WAITING_TITLE, None, homes.cards(user), link)
+        else:
+            panel = homes.panel(user, name)
+            view = more_modal(panel.title if panel else name, panel, [], link)
+        app.client.views_open(trigger_id=body["trigger_id"], view=view)
+
+    @app.action(re.compile(r"^home_action_\d+$"))
+    def on_action(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+        ack()
+        user = body["user"]["id"]
+        try:
+            panel, home_action = parse_action(action["value"])
+        except (ValueError, TypeError, KeyError):
+            homes.changed([user], notice=NOT_MINE)
+            return
+        homes.changed([user], notice=core.home_action(user, panel, home_action))

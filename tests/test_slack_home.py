@@ -1,0 +1,229 @@
+"""The App Home (issue 26, item 1) against `quantdesk serve` as a real process (Bolt over signed HTTP) and the fake
+Slack Web API, on the bundled sample data (an approved order fills at once at the last close): a trader approves an
+order from their Home (one fill, the thread's card updated, the Home republished without it); the requester, not
+a trader, sees the card read-only and a forged click decides nothing; a Home whose publish Slack refused (500)
+is published by the background service; Home views validate and stay within 100 blocks."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from slack_sdk.models.views import View
+from sqlalchemy import Engine, func, select
+from sqlalchemy.orm import Session
+
+from bot.slack.render import button_value
+from bot.stores.homes import HomeStore
+from bot.stores.records import DecisionRecord
+from bot.stores.threads import thread_id_for
+from tests.fakes.slack_server import TEAM, WORKSPACE_URL, Call, Fault, SlackServer
+from tests.slack_harness import (
+    BotProcess,
+    button_of,
+    command_body,
+    event_body,
+    home_action_body,
+    home_opened,
+    in_thread,
+    post,
+    text_of,
+    wait_until,
+)
+from tools.broker.records import PaperFill, PaperOrder
+from tools.storage.db import make_engine
+
+TRADER, TRADER2 = "UTRADER", "UTRADER2"
+ALICE = "UALICE"  # asks for the order; not a trader
+BOB = "UBOB"  # neither
+ORDER = "order 600519.SH buy 100"
+FORM = "application/x-www-form-urlencoded"
+NOT_A_TRADER = "Only traders (QUANTDESK_TRADERS) can approve or edit orders; you can reject it."
+ENV = {"QUANTDESK_RECONCILE_INTERVAL": "0.5", "QUANTDESK_TRADERS": f"{TRADER},{TRADER2}"}
+
+
+@dataclass
+class Desk:
+    slack: SlackServer
+    bot: BotProcess
+    engine: Engine
+
+
+@pytest.fixture(scope="module")
+def desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desk]:
+    data = tmp_path_factory.mktemp("home")
+    url = f"sqlite:///{data / 'q.db'}"
+    with SlackServer() as slack:
+        process = BotProcess(slack.url, url, data, **ENV)
+        engine = make_engine(url)
+        try:
+            yield Desk(slack, process, engine)
+        finally:
+            process.stop()
+            engine.dispose()
+
+
+@dataclass(frozen=True)
+class Card:
+    channel: str
+    root: str
+    call: Call
+
+    @property
+    def ts(self) -> str:
+        return str(self.call.response["ts"])
+
+    @property
+    def interrupt_id(self) -> str:
+        return str(json.loads(button_of(self.call, "review_approve")["value"])["i"])
+
+    @property
+    def thread(self) -> str:
+        return thread_id_for(TEAM, self.channel, self.root)
+
+
+def _propose(desk: Desk, channel: str) -> Card:
+    status, _ = post(desk.bot.url, command_body(ORDER, channel, ALICE, desk.slack.url.replace("/api/", "/respond/x")),
+                     FORM)
+    assert status == 200
+    (root,) = desk.slack.fake.wait_for("chat.postMessage", where=lambda c: c.args.get("channel") == channel
+                                       and not c.args.get("thread_ts"))
+    ts = str(root.response["ts"])
+    card = desk.slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, ts)(c) and c.ok
+                                    and text_of(c).startswith("Approval needed: "))[0]
+    return Card(channel, ts, card)
+
+
+def _open_home(desk: Desk, user: str) -> None:
+    status, _ = post(desk.bot.url, event_body(home_opened(user)), "application/json")
+    assert status == 200
+
+
+def _publishes(desk: Desk, user: str) -> list[Call]:
+    return [c for c in desk.slack.fake.of("views.publish") if c.args.get("user_id") == user]
+
+
+def _view(call: Call) -> dict[str, Any]:
+    view = call.args["view"]
+    return json.loads(view) if isinstance(view, str) else view
+
+
+def _home_where(desk: Desk, user: str, check: Any, what: str) -> dict[str, Any]:
+    """Wait for a Home published for `user` that passes `check`; validated by slack_sdk."""
+    def found() -> dict[str, Any] | None:
+        view = desk.slack.fake.home(user)
+        return view if view is not None and check(view) else None
+    view = wait_until(found, what, timeout=30)
+    View(**view).validate_json()
+    assert len(view["blocks"]) <= 100
+    return view
+
+
+def _buttons(view: dict[str, Any]) -> list[dict[str, Any]]:
+    return [e for b in view["blocks"] if b["type"] == "actions" for e in b["elements"]]
+
+
+def _waiting(view: dict[str, Any]) -> list[dict[str, Any]]:
+    """The blocks of the Home's "Waiting for you" section."""
+    blocks = view["blocks"]
+    start = next((i for i, b in enumerate(blocks) if b["type"] == "header"
+                  and b["text"]["text"] == "Waiting for you"), None)
+    if start is None:
+        return []
+    end = next((i for i in range(start, len(blocks)) if blocks[i]["type"] == "divider"), len(blocks))
+    return blocks[start:end]
+
+
+def _shows(view: dict[str, Any], card: Card) -> bool:
+    """Whether the card is among what waits (its link to the thread)."""
+    return f"p{card.root.replace('.', '')}?" in json.dumps(_waiting(view))
+
+
+def _click(desk: Desk, user: str, action: dict[str, Any]) -> None:
+    status, _ = post(desk.bot.url, home_action_body(user, action), FORM)
+    assert status == 200
+
+
+def _notice(view: dict[str, Any]) -> str:
+    first = view["blocks"][1]
+    return str(first.get("text", {}).get("text", "")) if first["type"] == "section" else ""
+
+
+def _fills(engine: Engine, thread: str) -> int:
+    with Session(engine) as session:
+        return session.scalar(select(func.count()).select_from(PaperFill).join(
+            PaperOrder, PaperFill.order_id == PaperOrder.id).where(PaperOrder.thread_id == thread)) or 0
+
+
+def test_a_trader_approves_an_order_from_home(desk: Desk) -> None:
+    card = _propose(desk, "CHOME1")
+    for user in (TRADER, TRADER2):
+        _open_home(desk, user)
+    view = _home_where(desk, TRADER, lambda v: _shows(v, card), "the card on the trader's Home")
+    approve = next(b for b in _buttons(view) if b["action_id"] == "review_approve"
+                   and json.loads(b["value"])["i"] == card.interrupt_id)
+    assert json.loads(approve["value"])["t"] == card.thread  # a Home button carries its thread
+    links = json.dumps(view)
+    assert f"{WORKSPACE_URL}archives/{card.channel}/p{card.root.replace('.', '')}" in links
+
+    _click(desk, TRADER, approve)
+    updated = desk.slack.fake.wait_for("chat.update", where=lambda c: c.args.get("ts") == card.ts
+                                       and "approve by UTRADER" in text_of(c))
+    assert updated[0].args["channel"] == card.channel
+    wait_until(lambda: _fills(desk.engine, card.thread) == 1, "the order's fill")
+    after = _home_where(desk, TRADER, lambda v: not _shows(v, card) and "600519.SH" in json.dumps(v),
+                        "the trader's Home without the card, with the position")
+    assert "Account CHOME1" in json.dumps(after)
+    _home_where(desk, TRADER2, lambda v: not _shows(v, card), "the other trader's Home without it")
+
+    _click(desk, TRADER, approve)  # a second click by the same person, from the Home
+    _home_where(desk, TRADER, lambda v: "Already handled." in _notice(v), "already handled, said on the Home")
+    assert _fills(desk.engine, card.thread) == 1
+    with Session(desk.engine) as session:
+        assert session.scalar(select(func.count()).select_from(DecisionRecord).where(
+            DecisionRecord.interrupt_id == card.interrupt_id)) == 1
+
+
+def test_the_requester_sees_the_card_read_only_and_a_forged_click_is_refused(desk: Desk) -> None:
+    card = _propose(desk, "CHOME2")
+    _open_home(desk, ALICE)
+    _open_home(desk, BOB)
+    view = _home_where(desk, ALICE, lambda v: _shows(v, card), "the card on the requester's Home")
+    assert not [b for b in _buttons(view) if b["action_id"].startswith("review_")]
+    assert f"Read-only here: {NOT_A_TRADER}" in json.dumps(_waiting(view))
+    bob = _home_where(desk, BOB, lambda v: True, "Bob's Home")
+    assert not _shows(bob, card)  # neither asked it nor may decide it
+
+    forged = {"action_id": "review_approve", "value": button_value(card.thread, card.interrupt_id, "approve")}
+    _click(desk, ALICE, forged)
+    _home_where(desk, ALICE, lambda v: NOT_A_TRADER in _notice(v), "the refusal on the Home")
+    with Session(desk.engine) as session:
+        assert session.get(DecisionRecord, card.interrupt_id) is None
+    assert _fills(desk.engine, card.thread) == 0
+
+
+def test_a_refused_publish_is_published_by_the_background_service(desk: Desk) -> None:
+    user = "UFAIL"
+    desk.slack.fake.inject("views.publish", Fault.server_error(where=lambda args: args.get("user_id") == user))
+    _open_home(desk, user)
+    calls = wait_until(lambda: len(found := _publishes(desk, user)) >= 2 and found, "a second views.publish")
+    assert calls[0].fault is not None and calls[0].response["error"] == "internal_error"
+    assert calls[1].ok and calls[1].at > calls[0].at
+    View(**_view(calls[1])).validate_json()
+    state = wait_until(lambda: (s := HomeStore(desk.engine).get(user)) and s.published_version == s.version and s,
+                       "the home marked published")
+    assert state.attempts == 0 and state.last_error is None
+
+
+def test_a_home_click_whose_value_is_not_the_bots_does_nothing(desk: Desk) -> None:
+    user = "UODD"
+    _open_home(desk, user)
+    _home_where(desk, user, lambda v: True, "the Home")
+    _click(desk, user, {"action_id": "home_action_0", "value": json.dumps({"p": "rules", "w": ["rule", "delete", "1"],
+                                                                           "c": ""})})
+    view = _home_where(desk, user, lambda v: "not on your home" in _notice(v), "the refusal")
+    assert "Rule 1 deleted" not in json.dumps(view)
+
