@@ -24,12 +24,13 @@ from bot.startup import AppServices
 from graphs.dependencies import workflow_context
 from graphs.main import build_main_graph
 from graphs.progress import PROGRESS
+from tools.i18n import N_, _, using
 from tools.sandbox import SandboxUnavailable, default_sandbox
 
 log = logging.getLogger(__name__)
 
-STOPPED = ("Stopped at your request after the last finished step; nothing after it ran. Send a new request, or "
-           "repeat this one to start it again.")
+STOPPED = N_("Stopped at your request after the last finished step; nothing after it ran. Send a new request, "
+             "or repeat this one to start it again.")
 
 # Errors of the infrastructure under a run (database, pool, network), as opposed to errors of the graph itself.
 INFRASTRUCTURE_ERRORS: tuple[type[BaseException], ...] = (
@@ -76,7 +77,7 @@ class Runner:
 
     def start(self, thread_id: str, text: str, progress: Progress | None = None, user: str | None = None,
               account: str | None = None, request: dict[str, Any] | None = None,
-              message_id: str | None = None) -> Outcome:
+              message_id: str | None = None, language: str | None = None) -> Outcome:
         """A new message in the thread: a new request or a follow-up to the work already there. `account` is the
         thread's default paper account (the channel's); `request` is a structured request a workflow's background
         work made (a scheduled run), which names its workflow; `text` then only says what it is.
@@ -84,7 +85,7 @@ class Runner:
         `message_id` (the adapter's stable id of the message) makes a repeat idempotent: a job retried after a
         crash finds its message already in the thread and goes on from the last checkpoint of the run it started
         (or reports where that run stands), instead of adding the message twice and starting over."""
-        config = _config(thread_id, user, account=account)
+        config = _config(thread_id, user, account=account, language=language)
         state = self.graph.get_state(config) if message_id else None
         if state is not None and _holds(state, message_id):
             if state.next and not state.interrupts:  # its run was cut short between two steps
@@ -102,11 +103,12 @@ class Runner:
         return _holds(self.graph.get_state(_config(thread_id)), message_id)
 
     def resume(self, thread_id: str, interrupt_id: str, decision: dict[str, Any], user: str | None,
-               progress: Progress | None = None, decided_at: datetime | None = None) -> Outcome:
-        """Answer one pending interrupt with a HITL decision; `user` (the decider) and when the decision was made
-        travel in the config. A decision is what releases side effects (saves, orders), so its run checkpoints
-        synchronously: each step is durable before the next one starts."""
-        config = _config(thread_id, user, decided_at=decided_at)
+               progress: Progress | None = None, decided_at: datetime | None = None,
+               language: str | None = None) -> Outcome:
+        """Answer one pending interrupt with a HITL decision; `user` (the decider), when the decision was made and
+        the thread's language travel in the config. A decision is what releases side effects (saves, orders), so
+        its run checkpoints synchronously: each step is durable before the next one starts."""
+        config = _config(thread_id, user, decided_at=decided_at, language=language)
         return self._run(thread_id, Command(resume={interrupt_id: decision}), progress, config, "sync")
 
     def pending(self, thread_id: str) -> list[dict[str, Any]]:
@@ -114,27 +116,32 @@ class Runner:
 
     def _run(self, thread_id: str, value: Any, progress: Progress | None, config: dict[str, Any],
              durability: Durability) -> Outcome:
+        with using(config["configurable"].get("language")):  # the graph's nodes read it too (a context variable)
+            return self._stream(thread_id, value, progress, config, durability)
+
+    def _stream(self, thread_id: str, value: Any, progress: Progress | None, config: dict[str, Any],
+                durability: Durability) -> Outcome:
         try:
             for namespace, mode, event in self.graph.stream(value, config, context=self.context,
                                                              stream_mode=["custom", "updates"], subgraphs=True,
                                                              durability=durability):
                 if mode == "updates" and self._at_node_boundary(namespace, event) and should_stop():
                     stopped = _outcome(thread_id, self.graph.get_state(config))
-                    return Outcome(thread_id, "done", STOPPED, workflow=stopped.workflow,
+                    return Outcome(thread_id, "done", _(STOPPED), workflow=stopped.workflow,
                                    checkpoint=f"stopped:{stopped.checkpoint}")
                 if mode == "custom" and progress is not None and isinstance(event, dict) and PROGRESS in event:
                     progress(str(event[PROGRESS]), event.get("detail"))
             state = self.graph.get_state(config)
         except SandboxUnavailable as exc:
-            return Outcome(thread_id, "failed", f"Generated code cannot run here: {exc}")
+            return Outcome(thread_id, "failed", _("Generated code cannot run here: {error}").format(error=exc))
         except INFRASTRUCTURE_ERRORS as exc:
             log.warning("run on thread %s hit an infrastructure error: %s", thread_id, type(exc).__name__)
-            return Outcome(thread_id, "failed", f"the database or network failed ({type(exc).__name__})",
-                           retryable=True)
+            failed = _("the database or network failed ({error})").format(error=type(exc).__name__)
+            return Outcome(thread_id, "failed", failed, retryable=True)
         except Exception:
             log.exception("run failed on thread %s", thread_id)
-            return Outcome(thread_id, "failed", "Something went wrong in this run; it was logged. "
-                                                "You can try again or start a new request.")
+            return Outcome(thread_id, "failed", _("Something went wrong in this run; it was logged. You can try "
+                                                  "again or start a new request."))
         return _outcome(thread_id, state)
 
     def current(self, thread_id: str) -> Outcome:
@@ -150,7 +157,8 @@ def _outcome(thread_id: str, state: StateSnapshot) -> Outcome:
         return Outcome(thread_id, "waiting", interrupts=_interrupts(state), workflow=workflow, checkpoint=checkpoint)
     if values.get("result"):
         return Outcome(thread_id, "done", result=values["result"], workflow=workflow, checkpoint=checkpoint)
-    return Outcome(thread_id, "done", values.get("final_reply") or "Done.", workflow=workflow, checkpoint=checkpoint)
+    reply = _(values["final_reply"]) if values.get("final_reply") else _("Done.")  # a constant reply is a message id
+    return Outcome(thread_id, "done", reply, workflow=workflow, checkpoint=checkpoint)
 
 
 def _holds(state: StateSnapshot, message_id: str | None) -> bool:
@@ -162,8 +170,10 @@ def _interrupts(state: StateSnapshot) -> list[dict[str, Any]]:
 
 
 def _config(thread_id: str, user: str | None = None, *, account: str | None = None,
-            decided_at: datetime | None = None) -> dict[str, Any]:
+            decided_at: datetime | None = None, language: str | None = None) -> dict[str, Any]:
     configurable: dict[str, Any] = {"thread_id": thread_id}
+    if language:  # the thread's language: questions, cards, results and prompts are written in it
+        configurable["language"] = language
     if user:
         configurable["user"] = user
     if account:

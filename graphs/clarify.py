@@ -15,6 +15,7 @@ from langgraph.types import interrupt
 from graphs.grammar import normalize
 from graphs.interrupts import answer_text, clarify_request
 from graphs.progress import report_progress
+from tools.i18n import N_, _
 
 MAX_CLARIFICATIONS = 3  # questions a request may ask before it stops and asks for a complete request
 
@@ -24,13 +25,14 @@ def ask(state: Mapping[str, Any], question: str, restart_hint: str,
     """The update that asks `question` (for the clarify node), or ends the request once the cap is reached."""
     if state.get("clarification_count", 0) >= MAX_CLARIFICATIONS:
         return {"clarification_needed": None, "clarify_choices": [],
-                "final_reply": f"Stopping after {MAX_CLARIFICATIONS} questions without what I need: {question}\n"
-                               f"Start again with a complete request: {restart_hint}"}
+                "final_reply": _("Stopping after {n} questions without what I need: {question}\nStart again with a "
+                                 "complete request: {hint}").format(n=MAX_CLARIFICATIONS, question=question,
+                                                                    hint=restart_hint)}
     return {"clarification_needed": question, "clarify_choices": list(choices or [])}
 
 
 CANCEL_WORDS = frozenset({"cancel", "stop", "abort", "取消"})
-CANCELLED = "Cancelled; nothing was run."
+CANCELLED = N_("Cancelled; nothing was run.")  # kept as is in the state (routes compare it); shown translated
 
 
 def is_cancel(text: str) -> bool:
@@ -38,7 +40,7 @@ def is_cancel(text: str) -> bool:
 
 
 def clarify_node(state: Mapping[str, Any]) -> dict[str, Any]:
-    question = state.get("clarification_needed") or "Could you say more about what you need?"
+    question = state.get("clarification_needed") or _("Could you say more about what you need?")
     report_progress("question")
     answer = answer_text(interrupt(clarify_request(question, state.get("clarify_choices") or [])))
     if is_cancel(answer):  # ends the request in every workflow; the word never joins the conversation

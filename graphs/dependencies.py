@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from graphs import names
 from graphs.context import WorkflowContext
 from graphs.llm import get_deep_llm, get_light_llm, get_llm
 from tools.broker.paper import PaperBroker, PaperConfig
@@ -24,6 +25,7 @@ def workflow_context(settings: Settings, engine: Engine, provider: MarketDataPro
                      **adapter: Any) -> WorkflowContext:
     """Everything the settings decide; `adapter` adds what only the adapter knows (its stop check, say)."""
     paper = PaperConfig.from_settings(settings)
+    names.use(provider)  # stock names in requests (贵州茅台) read as codes
     fundamentals, news, posts = desk_sources(settings, provider)
     return WorkflowContext(
         provider=provider, engine=engine, sandbox=sandbox,

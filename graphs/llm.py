@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.errors import GraphRecursionError
 
 from graphs.common import last_ai_text, message_text, parse_json_object
+from tools.i18n import current
 from tools.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -175,3 +176,18 @@ def _server_message(exc: openai.APIStatusError) -> str:
     body = exc.body.get("error", exc.body) if isinstance(exc.body, dict) else None
     message = body.get("message") if isinstance(body, dict) else None
     return f" ({' '.join(str(message).split())[:160]})" if message else ""
+
+
+LANGUAGE_INSTRUCTIONS = {
+    "zh-CN": ("\n\n## Language\nWrite everything a person reads (questions, reports, arguments, reasoning, "
+              "summaries) in Simplified Chinese, as Chinese A-share quants write: 均线, 金叉/死叉, 夏普比率, 最大回撤, "
+              "换手率, 涨停/跌停, T+1, 印花税, 过户费, 佣金. Keep JSON keys, enum values, tool names and arguments, "
+              "ts_codes, dates and numbers exactly as specified, and copy every number from the tool results "
+              "unchanged."),
+    "en": "\n\n## Language\nWrite everything a person reads in English.",
+}
+
+
+def language_instruction() -> str:
+    """What a prompt appends so the agent writes its prose in the thread's language (in effect: tools.i18n)."""
+    return LANGUAGE_INSTRUCTIONS[current()]

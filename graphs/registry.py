@@ -22,7 +22,7 @@ from graphs.factor.models import MODELS as FACTOR_MODELS
 from graphs.factor.present import factor_list, factor_show, present_factor
 from graphs.factor.spec import looks_structured as factor_structured
 from graphs.factor.spec import starts_request as factor_starts
-from graphs.grammar import english, first_word, normalize
+from graphs.grammar import argument, english, first_word, normalize
 from graphs.home import HomeSection
 from graphs.home_panels import account_panels, desk_panels, factor_panels, rule_panels
 from graphs.order.background import settlement_job
@@ -51,56 +51,60 @@ from graphs.signal.measures import measure_signal
 from graphs.signal.models import MODELS as SIGNAL_MODELS
 from graphs.signal.present import present_signal
 from graphs.workflow import Subcommand, Workflow
+from tools.i18n import N_
 
 SIGNAL = Workflow(
     name="signal",
-    summary="turn a trading idea into a daily buy/sell signal on some stocks and backtest it against buy-and-hold",
+    summary=N_("turn a trading idea into a daily buy/sell signal on some stocks and backtest it against buy-and-hold"),
     usage="signal STRATEGY CODES START END [name=value ...]",
     example="signal ma_cross 000001.SZ,600000.SH 20200101 20200630 fast=5 slow=20",
-    notes=("strategies: " + ", ".join(STRATEGIES),
-           "momentum's top/bottom are fractions of the codes (top=0.3 = the best 30%)"),
+    notes=(N_("strategies: {strategies}"),
+           N_("momentum's top/bottom are fractions of the codes (top=0.3 = the best 30%)")),
+    note_values={"strategies": ", ".join(STRATEGIES)},
     starts_request=signal_starts, looks_structured=signal_structured, build=build_signal_graph,
     present=present_signal, deps=SignalDeps, measure=measure_signal, models=SIGNAL_MODELS,
 )
 
 FACTOR = Workflow(
     name="factor",
-    summary="write, check and evaluate a cross-sectional stock-selection factor (IC, quantile returns), with your "
-            "code review before anything is saved",
+    summary=N_("write, check and evaluate a cross-sectional stock-selection factor (IC, quantile returns), with "
+               "your code review before anything is saved"),
     usage="factor KIND [CODES] START END [window=N] [name=NAME]",
     example="factor momentum 20190301 20200601 window=20",
-    notes=("kinds: " + ", ".join(FACTORS) + ", combo (e.g. factor combo 0.5*momentum(20) - volatility(20) "
-           "20190301 20200601)", "CODES default to the data provider's whole universe"),
+    notes=(N_("kinds: {kinds}, combo (e.g. factor combo 0.5*momentum(20) - volatility(20) 20190301 20200601)"),
+           N_("CODES default to the data provider's whole universe")),
+    note_values={"kinds": ", ".join(FACTORS)},
     starts_request=factor_starts, looks_structured=factor_structured, build=build_factor_graph,
     present=present_factor, deps=FactorDeps,
-    subcommands={"list": Subcommand("factor list", "saved factors (newest version of each)",
+    subcommands={"list": Subcommand("factor list", N_("saved factors (newest version of each)"),
                                     lambda call: factor_list(call.context.engine, call.args)),
-                 "show": Subcommand("factor show NAME", "one factor: versions, reviewer, metrics, code",
+                 "show": Subcommand("factor show NAME", N_("one factor: versions, reviewer, metrics, code"),
                                     lambda call: factor_show(call.context.engine, call.args))},
     measure=measure_factor, models=FACTOR_MODELS,
 )
 
 ORDER = Workflow(
     name="order",
-    summary="a manual order on the paper account: every A-share rule and risk limit checked, then a trader's "
-            "approval before it is placed",
+    summary=N_("a manual order on the paper account: every A-share rule and risk limit checked, then a trader's "
+               "approval before it is placed"),
     usage=ORDER_USAGE,
     example="order 600519.SH buy 100 limit=1700",
-    notes=("the account defaults to the channel's (the console's own in `quantdesk chat`)",
-           "market orders fill at the next session's open on live data, at the simulated session's close on past "
-           "data (`clock` shows and moves it)"),
+    notes=(N_("the account defaults to the channel's (the console's own in `quantdesk chat`)"),
+           N_("market orders fill at the next session's open on live data, at the simulated session's close on past "
+              "data (`clock` shows and moves it)")),
     starts_request=order_starts, looks_structured=order_structured, build=build_order_graph, present=present_order,
     deps=OrderDeps,
 )
 
 RULE = Workflow(
     name="rule",
-    summary="check a saved trading rule now: step by step with indicator tools (every step logged), buy/sell/hold "
-            "with a confidence, and an order for a trader's approval when it clears the rule's threshold",
+    summary=N_("check a saved trading rule now: step by step with indicator tools (every step logged), "
+               "buy/sell/hold with a confidence, and an order for a trader's approval when it clears the rule's "
+               "threshold"),
     usage=RULE_RUN_USAGE,
     example="rule run 1",
-    notes=('save one first: rule add 600519.SH "buy when close > ma(30) and rsi(14) < 70; sell when close < ma(30)" '
-           "size=100 (the rule language runs without an LLM; plain words need one)",),
+    notes=(N_('save one first: rule add 600519.SH "buy when close > ma(30) and rsi(14) < 70; sell when close < '
+              'ma(30)" size=100 (the rule language runs without an LLM; plain words need one)'),),
     starts_request=lambda text: first_word(text) == "rule",
     looks_structured=lambda text: False,
     build=build_rule_graph, present=present_rule_run, deps=RuleDeps,
@@ -110,15 +114,16 @@ RULE = Workflow(
 
 ANALYZE = Workflow(
     name="analyze",
-    summary="a trading decision on one stock: market, news, sentiment and fundamentals analysts in parallel, a "
-            "bull/bear debate, a risk review, then an order for a trader's approval",
+    summary=N_("a trading decision on one stock: market, news, sentiment and fundamentals analysts in parallel, a "
+               "bull/bear debate, a risk review, then an order for a trader's approval"),
     usage=ANALYZE_USAGE,
     example="analyze 600519.SH depth=2",
-    notes=("DATE defaults to the latest trading day in the data; every tool sees data up to that day's close only",
-           "session=pre_open decides before DATE's open on data up to the previous close (the default before 09:30 "
-           "Asia/Shanghai on a live trading day); session=post_close after its close",
-           "depth 1-5 sets the debate rounds; without an LLM you get the indicator and fundamentals tables",
-           "figures the agents write that no tool returned are flagged on the card"),
+    notes=(N_("DATE defaults to the latest trading day in the data; every tool sees data up to that day's close "
+              "only"),
+           N_("session=pre_open decides before DATE's open on data up to the previous close (the default before "
+              "09:30 Asia/Shanghai on a live trading day); session=post_close after its close"),
+           N_("depth 1-5 sets the debate rounds; without an LLM you get the indicator and fundamentals tables"),
+           N_("figures the agents write that no tool returned are flagged on the card")),
     starts_request=analyze_starts, looks_structured=lambda text: False, build=build_analyze_graph,
     present=present_decision, deps=AnalyzeDeps, measure=measure_decision, models=DESK_MODELS,
 )
@@ -126,18 +131,18 @@ ANALYZE = Workflow(
 WORKFLOWS: dict[str, Workflow] = {w.name: w for w in (SIGNAL, FACTOR, ORDER, RULE, ANALYZE)}
 
 COMMANDS: dict[str, Subcommand] = {
-    "account": Subcommand("account [NAME] | account reset NAME", "a paper account: cash, positions with marks and "
-                          "P&L, an equity chart; reset is for traders and asks for confirmation", account_command),
-    "orders": Subcommand("orders [open|today|all] [NAME]", "orders of a paper account", orders_command),
-    "trading": Subcommand("trading [on|off]", "the kill switch: while off nothing is submitted or filled "
-                          "(traders switch it)", trading_command),
-    "decisions": Subcommand("decisions [CODE]", "the decision desk's past decisions and how they turned out",
+    "account": Subcommand("account [NAME] | account reset NAME", N_("a paper account: cash, positions with marks "
+                          "and P&L, an equity chart; reset is for traders and asks for confirmation"), account_command),
+    "orders": Subcommand("orders [open|today|all] [NAME]", N_("orders of a paper account"), orders_command),
+    "trading": Subcommand("trading [on|off]", N_("the kill switch: while off nothing is submitted or "
+                          "filled (traders switch it)"), trading_command),
+    "decisions": Subcommand("decisions [CODE]", N_("the decision desk's past decisions and how they turned out"),
                             decisions_command),
-    "cancel": Subcommand("cancel ORDER", "cancel an order that has not filled yet (traders)", cancel_command,
+    "cancel": Subcommand("cancel ORDER", N_("cancel an order that has not filled yet (traders)"), cancel_command,
                          min_args=1),
-    "clock": Subcommand("clock [next | set DATE]", "the paper accounts' session clock: live on live data; on static "
-                        "data one simulated clock a trader moves to the next (or a given) trading day, settling "
-                        "orders, marking accounts and letting T+1 pass", clock_command),
+    "clock": Subcommand("clock [next | set DATE]", N_("the paper accounts' session clock: live on live data; on "
+                        "static data one simulated clock a trader moves to the next (or a given) trading day, "
+                        "settling orders, marking accounts and letting T+1 pass"), clock_command),
 }
 
 
@@ -166,10 +171,10 @@ def command_for(words: list[str]) -> tuple[Subcommand, list[str]] | None:
     name = english(normalize(words[0]).strip()).lower()  # `账户` is `account`; its arguments stay as typed
     command = COMMANDS.get(name)
     if command is not None and len(words) - 1 >= command.min_args:
-        return command, words[1:]
+        return command, [argument(word) for word in words[1:]]
     workflow = WORKFLOWS.get(name)
-    sub = workflow.subcommand([normalize(word).strip() for word in words[1:2]]) if workflow is not None else None
-    return (sub, words[2:]) if sub is not None else None
+    sub = workflow.subcommand([english(normalize(word).strip()) for word in words[1:2]]) if workflow else None
+    return (sub, [argument(word) for word in words[2:]]) if sub is not None else None
 
 
 def workflow_for(text: str) -> Workflow | None:

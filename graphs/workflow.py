@@ -12,6 +12,7 @@ from graphs.background import Notice
 from graphs.context import WorkflowContext
 from graphs.measures import Measures, RunRecord
 from graphs.views import View
+from tools.i18n import _
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class Workflow:
     summary: str  # one line: what it does (help and the LLM router's prompt)
     usage: str  # the grammar
     example: str
-    notes: tuple[str, ...]  # more help lines (strategies, kinds, what parameters mean)
+    notes: tuple[str, ...]  # more help lines (strategies, kinds, what parameters mean): message ids (N_)
     starts_request: Callable[[str], bool]  # a new request of this workflow (first word is its keyword or a kind)
     looks_structured: Callable[[str], bool]  # the grammar rather than prose
     build: Callable[..., CompiledStateGraph]  # build(checkpointer=...) -> the compiled subgraph
@@ -63,6 +64,11 @@ class Workflow:
     # a run its background work started (a structured request) that crashed: (context, thread id, request, error) ->
     # notices; what the run's own bookkeeping would have done (a rule counts toward its auto-pause)
     after_failure: Callable[[WorkflowContext, str, dict[str, Any], str], list[Notice]] | None = None
+    note_values: dict[str, str] = field(default_factory=dict)  # what the notes' {placeholders} stand for
+
+    def help_notes(self) -> list[str]:
+        """The notes in the language in effect, placeholders filled."""
+        return [_(note).format(**self.note_values) for note in self.notes]
 
     def subcommand(self, words: list[str]) -> Subcommand | None:
         """The subcommand `words` call (`factor list` → list), if any."""

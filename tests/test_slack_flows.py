@@ -231,7 +231,7 @@ def test_help_lists_every_workflow_in_the_registry(slack: SlackServer, bot: BotP
     for command in COMMANDS.values():
         assert f"`/quant {command.usage}`" in text
     commands = set(re.findall(r"`/quant (\w+)", text))
-    assert commands == set(WORKFLOWS) | set(COMMANDS) | {"status", "help"}  # nothing planned offered as if it worked
+    assert commands == set(WORKFLOWS) | set(COMMANDS) | {"status", "lang", "help"}  # nothing offered as if it worked
 
 
 # --- what results show ------------------------------------------------------------------------------------------

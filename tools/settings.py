@@ -119,6 +119,9 @@ class Settings(BaseSettings):
     tushare_news: bool = Field(default=False, alias="QUANTDESK_TUSHARE_NEWS")
     tushare_news_src: str = Field(default="sina", alias="QUANTDESK_TUSHARE_NEWS_SRC")
 
+    # the workspace's language: a person's own choice (`lang zh|en`) or mapped locale wins (tools/i18n)
+    language: Literal["zh-CN", "en"] = Field(default="en", alias="QUANTDESK_LANGUAGE")
+
     log_level: str = Field(default="INFO", alias="QUANTDESK_LOG_LEVEL")
 
     @field_validator("approvers", "traders", "admins", mode="before")

@@ -31,7 +31,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from bot.console.prompt import LineReader
 from bot.console.surface import ConsoleSurface, console_place
 from bot.console.text import view_text
-from bot.core import ALREADY_HANDLED, Core
+from bot.core import Core
 from bot.core.background import BackgroundService
 from bot.core.kinds import EDIT_BODY, code_edit, kind_of
 from bot.core.surface import Place, Question, Result
@@ -47,6 +47,7 @@ from graphs.interrupts import CLARIFY
 from graphs.registry import COMMANDS, WORKFLOWS, command_for, workflow_for
 from graphs.workflow import CommandCall, CommandError, Subcommand
 from tools.data.schema import DATASET_FIELDS, DataError, dataset_of
+from tools.i18n import N_, _, using
 from tools.storage.workspace import Workspace, WorkspaceError
 
 HOME = "console"  # the session's own workspace: what `load` stores, kept across console runs
@@ -54,7 +55,7 @@ ACCOUNT = CONSOLE_CHANNEL  # the console's paper account unless a request names 
 CONSOLE_SCOPE = "console-"  # the thread-id prefix of console threads (bot/stores/threads.py)
 MAX_SETTLE_STEPS = 10  # rejections a new request makes to close the old thread's pending reviews and approvals
 INTERRUPTED = 130  # the exit code of a session left with Ctrl-C (a shell's, for SIGINT)
-EDIT_DROPPED = "(the edit you were typing was dropped; nothing was decided and the review is still open)"
+EDIT_DROPPED = N_("(the edit you were typing was dropped; nothing was decided and the review is still open)")
 
 
 @dataclass(frozen=True)
@@ -75,31 +76,32 @@ def _entry(usage: str, summary: str) -> str:
 
 
 def _help_text(commands: dict[str, DataCommand]) -> str:
-    lines = ["workflow requests (a new request starts a new thread; anything else continues the current one):"]
+    lines = [_("workflow requests (a new request starts a new thread; anything else continues the current one):")]
     for workflow in WORKFLOWS.values():
-        lines += [f"  {workflow.usage}", f"      {workflow.summary}", f"      e.g. {workflow.example}"]
-        lines += [f"      {note}" for note in workflow.notes]
-        lines += [_entry(sub.usage, sub.summary) for sub in workflow.subcommands.values()]
-    lines += ["paper account (you count as a trader here: it is your own machine):"]
-    lines += [_entry(c.usage, c.summary) for c in COMMANDS.values()]
+        lines += [f"  {workflow.usage}", f"      {_(workflow.summary)}",
+                  "      " + _("e.g. {example}").format(example=workflow.example)]
+        lines += [f"      {note}" for note in workflow.help_notes()]
+        lines += [_entry(sub.usage, _(sub.summary)) for sub in workflow.subcommands.values()]
+    lines += [_("paper account (you count as a trader here: it is your own machine):")]
+    lines += [_entry(c.usage, _(c.summary)) for c in COMMANDS.values()]
     lines += [
-        "  free text (needs an LLM: OPENAI_API_KEY / OPENAI_BASE_URL); follow-ups such as `fast=10 slow=30` or",
-        "  `window=10` re-run the current request with those changes",
-        "while a question is pending, the next line is the answer; `cancel` ends the request",
-        "while code is up for review:",
-        "  approve                     accept the code as shown",
-        "  edit                        replace the body: type it on the following lines, end with a line `.`",
-        "  edit FILE                   replace the body with the contents of FILE",
-        "  reject REASON               stop; the rejection and its reason are recorded (a reason is required)",
-        "while an action waits for approval (an order, or saving a near duplicate of another factor):",
-        "  approve | reject REASON     (and edit name=value ..., e.g. edit quantity=200 limit_price=9.80)",
-        "  pending                     every open question, review and order card of the console (any session)",
-        "  pending N                   make the N-th the current thread: the next line answers it",
-        "data commands:",
+        _("  free text (needs an LLM: OPENAI_API_KEY / OPENAI_BASE_URL); follow-ups such as `fast=10 slow=30` or\n"
+          "  `window=10` re-run the current request with those changes"),
+        _("while a question is pending, the next line is the answer; `cancel` ends the request"),
+        _("while code is up for review:"),
+        _entry("approve", _("accept the code as shown")),
+        _entry("edit", _("replace the body: type it on the following lines, end with a line `.`")),
+        _entry("edit FILE", _("replace the body with the contents of FILE")),
+        _entry("reject REASON", _("stop; the rejection and its reason are recorded (a reason is required)")),
+        _("while an action waits for approval (an order, or saving a near duplicate of another factor):"),
+        _entry("approve | reject REASON", _("(and edit name=value ..., e.g. edit quantity=200 limit_price=9.80)")),
+        _entry("pending", _("every open question, review and order card of the console (any session)")),
+        _entry("pending N", _("make the N-th the current thread: the next line answers it")),
+        _("data commands:"),
     ]
-    lines += [_entry(c.usage, c.summary) for c in commands.values()]
-    lines += ["  help                              this text", "  quit                              leave (end of "
-                                                                  "input does too)"]
+    lines += [_entry(c.usage, _(c.summary)) for c in commands.values()]
+    lines += [_entry("lang zh|en", _("answer me in Chinese or English (中文 / English)")),
+              _entry("help", _("this text")), _entry("quit", _("leave (end of input does too)"))]
     return "\n".join(lines)
 
 
@@ -119,15 +121,15 @@ class Console:
         self.editing: list[str] | None = None  # body lines of an `edit` being typed
         self.background: BackgroundService | None = None  # the session's (open_session sets it)
         self.commands: dict[str, DataCommand] = {
-            "codes": DataCommand("codes", "codes the data provider knows", (0, 0), self.codes),
-            "fields": DataCommand("fields", "fields the data provider offers", (0, 0), self.fields),
-            "bars": DataCommand("bars CODES START END [FIELD ...]", "daily bars (long), e.g. bars 000001.SZ "
-                                "20200101 20200331", (3, None), self.bars),
-            "load": DataCommand("load FIELD CODES START END", "a wide date x code frame into the workspace",
+            "codes": DataCommand("codes", N_("codes the data provider knows"), (0, 0), self.codes),
+            "fields": DataCommand("fields", N_("fields the data provider offers"), (0, 0), self.fields),
+            "bars": DataCommand("bars CODES START END [FIELD ...]", N_("daily bars (long), e.g. bars 000001.SZ "
+                                                                       "20200101 20200331"), (3, None), self.bars),
+            "load": DataCommand("load FIELD CODES START END", N_("a wide date x code frame into the workspace"),
                                 (4, 4), self.load),
-            "ws": DataCommand("ws", "frames in the current thread's workspace (inputs and outputs)", (0, 0),
+            "ws": DataCommand("ws", N_("frames in the current thread's workspace (inputs and outputs)"), (0, 0),
                               self.ws),
-            "show": DataCommand("show NAME", "head and tail of a workspace frame", (1, 1), self.show),
+            "show": DataCommand("show NAME", N_("head and tail of a workspace frame"), (1, 1), self.show),
         }
 
     @property
@@ -139,7 +141,7 @@ class Console:
         """The session's own workspace (what `load` stores; kept between console runs), then the current
         request's (what the workflow produced)."""
         return [("session", Workspace(self.ctx.engine, HOME)),
-                ("current request", Workspace(self.ctx.engine, self.thread))]
+                (N_("current request"), Workspace(self.ctx.engine, self.thread))]
 
     @property
     def prompt(self) -> str:
@@ -151,7 +153,11 @@ class Console:
         self.surface.say(text)
 
     def handle(self, line: str) -> bool:
-        """Run one input line; False means the session is over."""
+        """Run one input line, answering in the operator's language; False means the session is over."""
+        with using(self.core.language_of(self.user)):
+            return self._handle(line)
+
+    def _handle(self, line: str) -> bool:
         if self.editing is not None:
             if line.rstrip("\n") == ".":
                 body, self.editing = "\n".join(self.editing), None
@@ -163,7 +169,7 @@ class Console:
         try:
             words = shlex.split(unquote_marks(text))  # “…” and 「…」 quote as "…" does
         except ValueError as exc:
-            self.say(f"error: {exc}")
+            self.say(_("error: {error}").format(error=exc))
             return True
         if not words:
             return True
@@ -172,6 +178,8 @@ class Console:
             return False
         if name == "help":
             self.say(_help_text(self.commands))
+        elif name == "lang":
+            self.say(self.core.choose_language(self.user, " ".join(args)))
         elif name == "pending":
             self.choose_pending(args)
         elif name in self.commands:
@@ -197,7 +205,7 @@ class Console:
         self.core.queue.wait_idle(self.thread)  # type: ignore[attr-defined]
         self.pending = self.runner.pending(self.thread)
         last = self.surface.last.get(self.thread)
-        if not self.pending and isinstance(last, Result) and last.text == CANCELLED:
+        if not self.pending and isinstance(last, Result) and last.text == _(CANCELLED):
             self.place = console_place(self.user)
         elif self.pending and not (isinstance(last, Question) and last.interrupt_id == self.pending[-1]["id"]):
             value = self.pending[0]["value"]  # one of several answered: the next is still open (shown before)
@@ -206,7 +214,7 @@ class Console:
     def heard(self, notice: BackgroundNotice) -> None:
         """A background job's notice: shown in its thread already when the thread is the console's."""
         if not notice.thread_id.startswith(CONSOLE_SCOPE):
-            self.say(f"(background: {notice.text})")
+            self.say(_("(background: {text})").format(text=notice.text))
 
     def loop(self, stdin: TextIO, out: TextIO, first: str | None = None) -> int:
         """Read and run lines until end of input, `quit`, Ctrl-C at an empty prompt or a second Ctrl-C in a row
@@ -243,20 +251,20 @@ class Console:
             self.say("(the line you were typing was cancelled)")
         if self.editing is not None:
             self.editing = None
-            self.say(EDIT_DROPPED)
+            self.say(_(EDIT_DROPPED))
         elif self.core.queue.abort(self.thread):
-            self.say("(stopping the current request at its next step)")
+            self.say(_("(stopping the current request at its next step)"))
         self.pending = self.runner.pending(self.thread)
-        self.say("(Ctrl-C again, `quit` or end of input leaves)")
+        self.say(_("(Ctrl-C again, `quit` or end of input leaves)"))
 
     def leave(self, code: int) -> int:
         """The session ends: an `edit` being typed is dropped (said so), and what is still open is named."""
         if self.editing is not None:
             self.editing = None
-            self.say(EDIT_DROPPED)
+            self.say(_(EDIT_DROPPED))
         if waiting := self.open_threads():
-            self.say(f"{len(waiting)} question(s), review(s) or order card(s) are still open; they stay open: in "
-                     "`quantdesk chat`, `pending` lists them and `pending N` answers one")
+            self.say(_("{n} question(s), review(s) or order card(s) are still open; they stay open: in "
+                       "`quantdesk chat`, `pending` lists them and `pending N` answers one").format(n=len(waiting)))
         return code
 
     def open_threads(self) -> list[tuple[Place, list[dict[str, Any]]]]:
@@ -271,19 +279,20 @@ class Console:
         """`pending`: the open threads, numbered; `pending N`: the N-th becomes the current thread."""
         waiting = self.open_threads()
         if not waiting:
-            self.say("nothing is waiting for an answer")
+            self.say(_("nothing is waiting for an answer"))
             return
         if not args:
-            lines = [f"{len(waiting)} waiting (`pending N` makes one current: the next line answers it):"]
+            lines = [_("{n} waiting (`pending N` makes one current: the next line answers it):").format(
+                n=len(waiting))]
             for number, (place, pending) in enumerate(waiting, 1):
                 value = pending[0]["value"]
-                more = f" (and {len(pending) - 1} more in that thread)" if len(pending) > 1 else ""
-                current = " (current)" if place.thread_id == self.thread else ""
+                more = _(" (and {n} more in that thread)").format(n=len(pending) - 1) if len(pending) > 1 else ""
+                current = _(" (current)") if place.thread_id == self.thread else ""
                 lines.append(f"  {number}. {kind_of(value).title(value)}{more}{current}")
             self.say("\n".join(lines))
             return
         if len(args) > 1 or not args[0].isdigit() or not 1 <= int(args[0]) <= len(waiting):
-            self.say(f"usage: pending [N], N from 1 to {len(waiting)}")
+            self.say(_("usage: pending [N], N from 1 to {n}").format(n=len(waiting)))
             return
         self.place, self.pending = waiting[int(args[0]) - 1]
         value = self.pending[0]["value"]
@@ -301,7 +310,8 @@ class Console:
                 continue
             self.place, self.pending = Place(place.team, place.channel, place.thread_ts, self.user), pending
             del self.surface.asked[thread_id]
-            self.say(f"(now answering: {kind_of(pending[0]['value']).title(pending[0]['value'])})")
+            value = pending[0]["value"]
+            self.say(_("(now answering: {title})").format(title=kind_of(value).title(value)))
             return
 
     def run_command(self, command: Subcommand, args: list[str]) -> None:
@@ -312,7 +322,7 @@ class Console:
             view = command.run(CommandCall(self.runner.context, args, self.user, ACCOUNT,
                                            background_due=lambda: due.append(True)))
         except (CommandError, DataError, ValueError) as exc:
-            self.say(f"error: {exc}")
+            self.say(_("error: {error}").format(error=exc))
             return
         self.say(view_text(view))
         self.export(view.artifacts, self.ctx.settings.data_dir / "exports" / "commands")
@@ -325,23 +335,23 @@ class Console:
         command = self.commands[name]
         low, high = command.arity
         if len(args) < low or (high is not None and len(args) > high):
-            self.say(f"usage: {command.usage}")
+            self.say(_("usage: {usage}").format(usage=command.usage))
             return
         try:
             command.run(args)
         except (DataError, WorkspaceError, ValueError) as exc:
-            self.say(f"error: {exc}")
+            self.say(_("error: {error}").format(error=exc))
 
     def new_request(self, text: str) -> None:
         """Start a new thread. A review or approval still pending in the old one is rejected (recorded), so its
         card does not block the rule or stock it was for; a pending clarify question is simply dropped."""
-        for _ in range(MAX_SETTLE_STEPS):
+        for _step in range(MAX_SETTLE_STEPS):
             if not self.pending or kind_of(self.pending[0]["value"]).name == CLARIFY:
                 break
-            self.say("(the previous request's pending review or approval is rejected first)")
-            self.decide({"type": "reject", "message": "superseded by a new request in the console"})
+            self.say(_("(the previous request's pending review or approval is rejected first)"))
+            self.decide({"type": "reject", "message": _("superseded by a new request in the console")})
         if self.pending:
-            self.say("(the previous request's pending question was cancelled; starting the new request)")
+            self.say(_("(the previous request's pending question was cancelled; starting the new request)"))
         self.place, self.pending = console_place(self.user), []
         self.submit(text)
 
@@ -350,7 +360,7 @@ class Console:
         payload = self.pending[0]["value"]
         kind = kind_of(payload)
         if is_cancel(text) and kind.name != CLARIFY:  # a review or approval ends as a rejection, recorded
-            self.decide({"type": "reject", "message": "cancelled in the console"})
+            self.decide({"type": "reject", "message": _("cancelled in the console")})
             return
         if kind.name != CLARIFY:  # `批准`, `拒绝 …`, `编辑 …` are approve, reject, edit; an answer stays as typed
             word, space, rest = unquote_marks(text).strip().partition(" ")
@@ -358,7 +368,7 @@ class Console:
         step = kind.console_step(text, payload)
         if step.message == EDIT_BODY:
             self.editing = []
-            self.say("type the new body of compute_factor; end with a line holding only `.`")
+            self.say(_("type the new body of compute_factor; end with a line holding only `.`"))
         elif step.message:
             self.say(step.message)
         else:
@@ -370,7 +380,7 @@ class Console:
         interrupt_id = self.pending[0]["id"]
         verdict = self.core.decide(self.thread, interrupt_id, self.user, decision, "console")
         if not verdict.allowed:
-            self.say("already handled" if verdict.reason == ALREADY_HANDLED else f"error: {verdict.reason}")
+            self.say(_("already handled") if verdict.already else _("error: {error}").format(error=verdict.reason))
             self.settled()
             return
         self.core.confirm(verdict, interrupt_id, self.user, decision, "console")
@@ -380,25 +390,26 @@ class Console:
         """This machine's copies of stored charts and files, and where they went."""
         for artifact in artifacts:
             path = self.runner.context.artifacts.export(artifact["id"], folder)
-            self.say(f"  saved {artifact['kind']}: {path}" if path else
-                     f"  {artifact['kind']} is no longer stored (older than the retention period)")
+            self.say(_("  saved {kind}: {path}").format(kind=artifact["kind"], path=path) if path else
+                     _("  {kind} is no longer stored (older than the retention period)").format(kind=artifact["kind"]))
 
     def say_warnings(self, notes: list[str]) -> None:
         """The data provider's warnings (e.g. codes without rows), shown here rather than only in the log."""
         for note in notes:
-            self.say(f"warning: {note}")
+            self.say(_("warning: {note}").format(note=note))
 
     def codes(self, _args: list[str]) -> None:
         known = self.ctx.provider.known_codes()
         if known is None:
-            self.say(f"the {self.ctx.provider.name} provider serves any listed A-share code")
+            name = self.ctx.provider.name
+            self.say(_("the {provider} provider serves any listed A-share code").format(provider=name))
         else:
-            self.say(f"{len(known)} codes: {' '.join(sorted(known))}")
+            self.say(_("{n} codes: {codes}").format(n=len(known), codes=" ".join(sorted(known))))
 
     def fields(self, _args: list[str]) -> None:
         for dataset in DATASET_FIELDS:
             have = self.ctx.provider.available_fields(dataset)
-            self.say(f"{dataset}: {', '.join(have) or 'none'}")
+            self.say(f"{dataset}: {', '.join(have) or _('none')}")
 
     def bars(self, args: list[str]) -> None:
         """Up to 10 rows (the first and last 5 of a longer frame) in one table: one number format per column."""
@@ -412,7 +423,7 @@ class Console:
                                max_cols=12).splitlines()
         if len(frame) > 10:
             rows.insert(6, "...")
-        self.say("\n".join([f"{len(frame)} rows", *rows]))
+        self.say("\n".join([_("{n} rows").format(n=len(frame)), *rows]))
         self.say_warnings(notes)
 
     def load(self, args: list[str]) -> None:
@@ -423,7 +434,7 @@ class Console:
         notes: list[str] = []
         frame = self.ctx.provider.wide(field, codes, start, end, warnings=notes)
         info = Workspace(self.ctx.engine, HOME).put(f"{namespace}/{field}", frame)
-        self.say(f"stored {info.describe()}")
+        self.say(_("stored {frame}").format(frame=info.describe()))
         self.say_warnings(notes)
 
     def ws(self, _args: list[str]) -> None:
@@ -431,13 +442,13 @@ class Console:
         for label, workspace in self.workspaces:
             items = workspace.list()
             if items and label != "session":
-                lines.append(f"{label}:")
+                lines.append(f"{_(label)}:")
             lines += [item.describe() for item in items]
-        self.say("\n".join(lines) if lines else "workspace is empty")
+        self.say("\n".join(lines) if lines else _("workspace is empty"))
 
     def show(self, args: list[str]) -> None:
         """The frame from the current request's workspace, else from the session's."""
-        found = [w for _, w in reversed(self.workspaces) if any(i.name == args[0] for i in w.list())]
+        found = [w for _label, w in reversed(self.workspaces) if any(i.name == args[0] for i in w.list())]
         frame = (found[0] if found else Workspace(self.ctx.engine, HOME)).get(args[0])
         with pd.option_context("display.width", 160, "display.max_columns", 8):
             self.say(f"{frame.head(5)}\n...\n{frame.tail(5)}")

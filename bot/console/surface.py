@@ -79,3 +79,7 @@ class ConsoleSurface:
         place = console_place("")
         self.opened.add(place.thread_id)
         return place
+
+    def locale(self, user: str) -> str | None:
+        """The console knows no locale: `lang zh|en` or the workspace's language applies."""
+        return None

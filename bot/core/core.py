@@ -26,6 +26,7 @@ from bot.core.surface import (
     HomeSurface,
     Place,
     Refused,
+    Result,
     RetryOffer,
     Status,
     Surface,
@@ -35,20 +36,25 @@ from bot.jobs import JobQueue, Message
 from bot.runner import INFRASTRUCTURE_ERRORS, Outcome, Runner
 from bot.stores.decisions import CLAIM_SECONDS, MAX_ATTEMPTS, DecisionStore
 from bot.stores.homes import HomeStore
+from bot.stores.languages import LanguageStore
 from bot.stores.posts import PostStore
 from bot.stores.threads import AuditLog, ThreadInfo, ThreadRegistry, dedupe_key
 from graphs.background import ScheduledRun
 from graphs.clarify import is_cancel
+from graphs.grammar import first_word, unquote_marks
 from graphs.home import HomeAction
 from graphs.registry import WORKFLOWS, command_for, workflow_for
 from graphs.workflow import CommandCall, CommandError
+from tools.data.schema import DataError
+from tools.i18n import DEFAULT_LANGUAGE, N_, _, choice_of, language_for_locale, using
+from tools.i18n.languages import Language
 
 log = logging.getLogger(__name__)
 
 MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
-NOT_OFFERED = "That button is not on your home any more (or never was), so nothing was done."
-NOT_APPLIED_YET = (":warning: Your decision is recorded but could not be applied yet: {error}. I will try again "
-                   "automatically; nothing is lost.")
+NOT_OFFERED = N_("That button is not on your home any more (or never was), so nothing was done.")
+NOT_APPLIED_YET = N_(":warning: Your decision is recorded but could not be applied yet: {error}. I will try again "
+                     "automatically; nothing is lost.")
 
 
 def clean_text(text: str) -> str:
@@ -58,8 +64,8 @@ def clean_text(text: str) -> str:
 
 def unrecorded(exc: BaseException) -> str:
     """What a person is told when their decision could not be checked or recorded (the database failed)."""
-    return (f"I could not record your decision: the database did not answer ({type(exc).__name__}). Nothing was "
-            "decided and the buttons are still there; please try again in a moment.")
+    return _("I could not record your decision: the database did not answer ({error}). Nothing was decided and the "
+             "buttons are still there; please try again in a moment.").format(error=type(exc).__name__)
 
 
 @dataclass(frozen=True)
@@ -70,22 +76,52 @@ class Verdict:
     reason: str = ""
     thread: ThreadInfo | None = None
     payload: dict[str, Any] | None = None
+    already: bool = False  # refused because the pause was decided before (a click raced it): often said nothing
 
 
 class Core:
     def __init__(self, runner: Runner, surface: Surface, queue: JobQueue, policy: Policy, scope: str,
-                 claim_seconds: float = CLAIM_SECONDS) -> None:
-        """`scope`: the thread-id prefix of the surface's threads (`slack-`, `console-`)."""
+                 claim_seconds: float = CLAIM_SECONDS, language: Language = DEFAULT_LANGUAGE) -> None:
+        """`scope`: the thread-id prefix of the surface's threads (`slack-`, `console-`); `language`: the
+        workspace's (QUANTDESK_LANGUAGE)."""
         engine = queue.engine
         self.runner, self.surface, self.queue, self.policy, self.scope = runner, surface, queue, policy, scope
         self.threads = ThreadRegistry(engine)
         self.audit = AuditLog(engine)
+        self.languages = LanguageStore(engine)
+        self.language: Language = language
         self.decisions = DecisionStore(engine, claim_seconds)
         self.posts = PostStore(engine, claim_seconds)
         self.owner = f"{socket.gethostname()}:{os.getpid()}"  # who claims decisions and posts to work on them
         self.outbox = Outbox(surface, self.posts, self.threads, runner.context.artifacts, self.owner, scope)
         self.homes = (Homes(runner, self.threads, self.decisions, policy, surface, HomeStore(engine, claim_seconds),
                             scope, self.owner) if isinstance(surface, HomeSurface) else None)
+
+    # --- languages ---------------------------------------------------------------------------------------------
+
+    def language_of(self, user: str) -> Language:
+        """The language `user` is answered in: their own choice, else their locale where the table maps it
+        (tools/i18n/languages.py LOCALES), else the workspace's."""
+        chosen = self.languages.chosen(user) if user else None
+        if chosen is not None:
+            return chosen
+        return language_for_locale(self.surface.locale(user) if user else None, self.language)
+
+    def choose_language(self, user: str, word: str) -> str:
+        """`lang zh|en`: store `user`'s choice; the answer, in the chosen language (or the usage, in theirs)."""
+        language = choice_of(word)
+        if language is None:
+            with using(self.language_of(user)):
+                return _("Usage: `lang zh` (中文) or `lang en` (English). You speak {language} here now.").format(
+                    language=self.language_of(user))
+        self.languages.choose(user, language)
+        with using(language):
+            return _("From now on I answer you in English. A thread keeps the language of the person who started "
+                     "it.")
+
+    def thread_language(self, thread_id: str) -> Language | None:
+        info = self.threads.get(thread_id)
+        return info.language if info is not None else None  # type: ignore[return-value]
 
     # --- intake -------------------------------------------------------------------------------------------------
 
@@ -121,15 +157,15 @@ class Core:
         try:
             info = self.threads.get(thread_id)
             if info is None:
-                return Verdict(False, "This thread is not one of mine any more.")
+                return Verdict(False, _("This thread is not one of mine any more."))
             if self.decisions.get(interrupt_id) is not None:
-                return Verdict(False, ALREADY_HANDLED, info)
+                return Verdict(False, _(ALREADY_HANDLED), info, already=True)
             payload = self.pending_value(thread_id, interrupt_id)  # the checkpoint is the truth
         except INFRASTRUCTURE_ERRORS as exc:
             log.warning("could not check a decision on %s: %s", thread_id, type(exc).__name__)
             return Verdict(False, unrecorded(exc))
         if payload is None:
-            return Verdict(False, "This question is no longer open: the run has moved on.", info)
+            return Verdict(False, _("This question is no longer open: the run has moved on."), info)
         refusal = self.policy.refusal(info, payload, user, decision_type)
         return Verdict(refusal is None, refusal or "", info, payload)
 
@@ -142,7 +178,7 @@ class Core:
             return verdict
         try:
             if not self.decisions.accept(interrupt_id, thread_id, decision, user, source, message_key):
-                return Verdict(False, ALREADY_HANDLED, verdict.thread)
+                return Verdict(False, _(ALREADY_HANDLED), verdict.thread, already=True)
         except INFRASTRUCTURE_ERRORS as exc:
             log.warning("could not record a decision on %s: %s", thread_id, type(exc).__name__)
             return Verdict(False, unrecorded(exc))
@@ -156,7 +192,8 @@ class Core:
         if info is None:
             return
         try:
-            self._show_decision(info, interrupt_id, user, decision, source, message_ref)
+            with using(info.language):  # the card is the thread's
+                self._show_decision(info, interrupt_id, user, decision, source, message_ref)
             self.queue.submit_decision(interrupt_id, info.thread_id)
             self.home_changed(info, user)
         except INFRASTRUCTURE_ERRORS as exc:
@@ -176,7 +213,7 @@ class Core:
                 detail["choice"] = answer
             self.audit.record(info.thread_id, user, "respond", interrupt_id, detail)
             if ref:
-                self.surface.update(place, ref, Answered(shown.get("question", "Question"), user, answer))
+                self.surface.update(place, ref, Answered(shown.get("question", _("Question")), user, answer))
             return
         if kind == "reject":
             detail["reason"] = decision.get("message", "")
@@ -187,9 +224,9 @@ class Core:
         if ref:
             note = detail.get("reason", "") if kind == "reject" else ""
             if kind == "edit":
-                note = ("the edited code is being dry-run and checked" if "code" in edited else
-                        "the edited values are being checked again")
-            self.surface.update(place, ref, Decided(shown.get("question") or "Code review", user, kind, note))
+                note = (_("the edited code is being dry-run and checked") if "code" in edited else
+                        _("the edited values are being checked again"))
+            self.surface.update(place, ref, Decided(shown.get("question") or _("Code review"), user, kind, note))
 
     def pending_value(self, thread_id: str, interrupt_id: str) -> dict[str, Any] | None:
         return next((p["value"] for p in self.runner.pending(thread_id) if p["id"] == interrupt_id), None)
@@ -199,20 +236,20 @@ class Core:
         record = self.decisions.get(interrupt_id)
         info = self.threads.get(record.thread_id) if record else None
         if record is None or info is None or not self.policy.authorised(info, user):
-            return "Only the person who started this request or a configured approver can retry it."
+            return _("Only the person who started this request or a configured approver can retry it.")
         if not self.decisions.retry(interrupt_id):
-            return ALREADY_HANDLED
+            return _(ALREADY_HANDLED)
         self.queue.submit_decision(interrupt_id, record.thread_id)
-        return "Retrying the decision."
+        return _("Retrying the decision.")
 
     def stop(self, thread_id: str, user: str) -> str:
         """A human asked to stop the thread's run: it stops at its next step."""
         info = self.threads.get(thread_id)
         if info is None or not self.policy.authorised(info, user):
-            return "Only the person who started this request or a configured approver can stop it."
+            return _("Only the person who started this request or a configured approver can stop it.")
         if self.queue.abort(thread_id):
-            return "Stopping after the current step."
-        return "Nothing is running in this thread any more."
+            return _("Stopping after the current step.")
+        return _("Nothing is running in this thread any more.")
 
     # --- jobs (JobHandler: the queue's workers call these, one job of a thread at a time) ------------------------
 
@@ -225,14 +262,20 @@ class Core:
         if taken is not None:  # a reply recorded as a decision before a crash: its apply job does the rest
             self.queue.submit_decision(taken.interrupt_id, taken.thread_id)
             return
-        info, _created = self.threads.open(place.team, place.channel, place.thread_ts, place.user)
+        known = self.threads.get(place.thread_id)
+        language = known.language if known is not None else self.language_of(place.user)  # a new thread: its starter's
+        info, _created = self.threads.open(place.team, place.channel, place.thread_ts, place.user, language=language)
+        with using(info.language):
+            self._take_text(message, place, info)
+
+    def _take_text(self, message: Message, place: Place, info: ThreadInfo) -> None:
         message_id = f"{self.scope.rstrip('-')}:{message.key}"  # its id in the thread's state
         pending = self.runner.pending(info.thread_id)
         if message.request is not None or not pending or self.runner.took_in(info.thread_id, message_id):
             status = self._status(place)
             outcome = self.runner.start(info.thread_id, message.text, self._progress(place, status),
                                         user=place.user, account=channel_account(place.channel),
-                                        request=message.request, message_id=message_id)
+                                        request=message.request, message_id=message_id, language=info.language)
             self._show(place, info, outcome, status)
             if message.request is not None:
                 self._after_background_run(info.thread_id, message.request, outcome)
@@ -240,16 +283,46 @@ class Core:
         if workflow_for(message.text) is not None:  # a new request, not an answer: it gets its own thread
             self._start_elsewhere(place, message.text)
             return
-        interrupt = next((p for p in pending if kind_of(p["value"]).thread_reply_decides), None)
-        if interrupt is None:
-            self.surface.tell(place, kind_of(pending[0]["value"]).reply_hint)
+        if self._command_aside(place, message.text):  # `账户`, `orders`, `help`: never taken as the answer
             return
-        decision = {"type": "respond", "message": message.text}
-        verdict = self.decide(info.thread_id, interrupt["id"], place.user, decision, "thread reply", message.key)
+        interrupt = next((p for p in pending if kind_of(p["value"]).thread_reply_decides), None)
+        with using(self.language_of(place.user)):  # what only they see is in their own language
+            if interrupt is None:
+                self.surface.tell(place, _(kind_of(pending[0]["value"]).reply_hint))
+                return
+            decision = {"type": "respond", "message": message.text}
+            verdict = self.decide(info.thread_id, interrupt["id"], place.user, decision, "thread reply", message.key)
+            if not (verdict.allowed or verdict.already):  # a button click answered it first: nothing to say
+                self.surface.tell(place, verdict.reason)
         if verdict.allowed:
             self.confirm(verdict, interrupt["id"], place.user, decision, "thread reply")
-        elif verdict.reason != ALREADY_HANDLED:  # a button click answered it first: nothing to say
-            self.surface.tell(place, verdict.reason)
+
+    def _command_aside(self, place: Place, text: str) -> bool:
+        """A command or `help` typed into a thread whose question is still open: it runs (its view in the thread),
+        and the question stays open. False when the text is not one."""
+        words = unquote_marks(text).split()
+        if first_word(text) == "help":
+            with using(self.language_of(place.user)):
+                self.surface.tell(place, _("`/quant help` lists what I can do. The question here is still open: "
+                                           "reply to it, or `cancel`."))
+            return True
+        found = command_for(words)
+        if found is None:
+            return False
+        command, args = found
+        try:
+            view = command.run(CommandCall(self.runner.context, args, place.user, channel_account(place.channel)))
+        except (CommandError, DataError, ValueError) as exc:
+            with using(self.language_of(place.user)):
+                self.surface.tell(place, _("error: {error}").format(error=exc))
+            return True
+        try:
+            self.surface.post(place, Result(view))
+        except Refused as exc:
+            log.warning("a command's view was not accepted: %s", exc.reason)
+            return True
+        self.outbox.upload(place, view.artifacts)
+        return True
 
     def _after_background_run(self, thread_id: str, request: dict[str, Any], outcome: Outcome) -> None:
         """A background run whose graph crashed never reached its own bookkeeping: its workflow's `after_failure`
@@ -261,20 +334,25 @@ class Core:
             self.outbox.notify(notice.thread_id, notice.key, notice.text, notice.users)
 
     def apply_decision(self, interrupt_id: str, thread_id: str) -> None:
-        """Apply an accepted decision: resume the graph once. The checkpoint is the truth: when the interrupt is
-        no longer pending the decision was applied before (a crash came after), so it is only marked applied and
-        the thread shown where it stands. Infrastructure errors are retried later; graph errors are final."""
+        """Apply an accepted decision: resume the graph once, in the thread's language. The checkpoint is the
+        truth: when the interrupt is no longer pending the decision was applied before (a crash came after), so it
+        is only marked applied and the thread shown where it stands. Infrastructure errors are retried later; graph
+        errors are final."""
+        with using(self.thread_language(thread_id)):
+            self._apply_decision(interrupt_id, thread_id)
+
+    def _apply_decision(self, interrupt_id: str, thread_id: str) -> None:
         try:
             self._apply(interrupt_id)
         except INFRASTRUCTURE_ERRORS as exc:
-            error = f"the database or network failed ({type(exc).__name__})"
+            error = _("the database or network failed ({error})").format(error=type(exc).__name__)
             log.warning("decision %s not applied: %s", interrupt_id, error)
             with contextlib.suppress(*INFRASTRUCTURE_ERRORS):  # else the row stays due for the background service
                 self.decisions.mark_retry(interrupt_id, error)
             with contextlib.suppress(*INFRASTRUCTURE_ERRORS):
                 info = self.threads.get(thread_id)
                 if info is not None:
-                    self.outbox.say(place_of(info), NOT_APPLIED_YET.format(error=error))
+                    self.outbox.say(place_of(info), _(NOT_APPLIED_YET).format(error=error))
 
     def _apply(self, interrupt_id: str) -> None:
         record = self.decisions.get(interrupt_id)
@@ -288,7 +366,7 @@ class Core:
         try:
             still_pending = interrupt_id in {p["id"] for p in self.runner.pending(record.thread_id)}
         except INFRASTRUCTURE_ERRORS as exc:
-            self._retry_later(place, interrupt_id, f"the database failed ({type(exc).__name__})")
+            self._retry_later(place, interrupt_id, _("the database failed ({error})").format(error=type(exc).__name__))
             return
         if not still_pending:
             self._show(place, info, self.runner.current(record.thread_id), None)
@@ -296,14 +374,15 @@ class Core:
             return
         status = self._status(place)
         outcome = self.runner.resume(record.thread_id, interrupt_id, record.decision, record.decided_by,
-                                     self._progress(place, status), decided_at=record.decided_at)
+                                     self._progress(place, status), decided_at=record.decided_at,
+                                     language=info.language)
         if outcome.status == "failed" and outcome.retryable:
-            self._finish_status(place, status, ":warning: not applied yet")
+            self._finish_status(place, status, _(":warning: not applied yet"))
             self._retry_later(place, interrupt_id, outcome.text)
             return
         if outcome.status == "failed":
             self.decisions.mark_failed(interrupt_id, outcome.text)
-            self._finish_status(place, status, ":x: stopped")
+            self._finish_status(place, status, _(":x: stopped"))
             self._post_retry_offer(place, interrupt_id, outcome.text)
             self.threads.update(info.thread_id, status="failed")
             return
@@ -313,9 +392,10 @@ class Core:
     def _retry_later(self, place: Place, interrupt_id: str, error: str) -> None:
         attempts = self.decisions.mark_retry(interrupt_id, error)
         if attempts >= MAX_ATTEMPTS:
-            self._post_retry_offer(place, interrupt_id, f"{error}; gave up after {attempts} attempts")
+            self._post_retry_offer(place, interrupt_id, _("{error}; gave up after {attempts} attempts").format(
+                error=error, attempts=attempts))
             return
-        self.outbox.say(place, NOT_APPLIED_YET.format(error=error))
+        self.outbox.say(place, _(NOT_APPLIED_YET).format(error=error))
 
     def _post_retry_offer(self, place: Place, interrupt_id: str, error: str) -> None:
         try:
@@ -325,22 +405,27 @@ class Core:
 
     def home_action(self, user: str, panel: str, action: HomeAction) -> str:
         """A button on a person's home: honoured only if their panel, built again now, offers it (a rule's owner or
-        an admin); a command is run as them, a request starts in a new thread of its channel. Returns what to say."""
+        an admin); a command is run as them, a request starts in a new thread of its channel. Returns what to say, in
+        their language."""
+        with using(self.language_of(user)):
+            return self._home_action(user, panel, action)
+
+    def _home_action(self, user: str, panel: str, action: HomeAction) -> str:
         if self.homes is None or not self.homes.offers(user, panel, action):
-            return NOT_OFFERED
+            return _(NOT_OFFERED)
         text = " ".join(action.words)
         if action.channel:
             try:
-                root = self.surface.open_thread(ThreadStart(action.channel, f"{user} asked: `{text}`", "",
-                                                            users=[user]), again=False)
+                root = self.surface.open_thread(ThreadStart(action.channel, _("{user} asked: `{text}`").format(
+                    user=user, text=text), "", users=[user]), again=False)
             except Refused as exc:
-                return f"I could not start `{text}` in its channel ({exc.reason})."
+                return _("I could not start `{text}` in its channel ({reason}).").format(text=text, reason=exc.reason)
             self.queue.submit_text(Message(f"home:{root.channel}:{root.thread_ts}", root.team, root.channel,
                                            root.thread_ts, user, text))
-            return f"Started `{text}` in a new thread of its channel."
+            return _("Started `{text}` in a new thread of its channel.").format(text=text)
         found = command_for(list(action.words))
         if found is None:
-            return NOT_OFFERED
+            return _(NOT_OFFERED)
         command, args = found
         try:
             view = command.run(CommandCall(self.runner.context, args, user, channel_account(action.channel)))
@@ -352,13 +437,13 @@ class Core:
         """A complete new request typed into a thread that waits on a question: it starts in a new thread, and
         the old thread is told so; its question stays open."""
         try:
-            root = self.surface.open_thread(ThreadStart(place.channel, f"{place.user} asked: `{text}`", "",
-                                                        users=[place.user]), again=False)
+            root = self.surface.open_thread(ThreadStart(place.channel, _("{user} asked: `{text}`").format(
+                user=place.user, text=text), "", users=[place.user]), again=False)
         except Refused as exc:
             log.warning("could not start a new thread: %s", exc.reason)
             return
-        self.outbox.say(place, "That looks like a new request, so I started it in its own thread. The question here "
-                               "is still open (reply `cancel` to drop it).")
+        self.outbox.say(place, _("That looks like a new request, so I started it in its own thread. The question "
+                                 "here is still open (reply `cancel` to drop it)."))
         self.queue.submit_text(Message(f"new:{root.channel}:{root.thread_ts}", root.team, root.channel,
                                        root.thread_ts, place.user, text))
 
@@ -366,7 +451,7 @@ class Core:
 
     def _status(self, place: Place) -> str | None:
         try:
-            return self.surface.post(place, Status(place.thread_id, ":hourglass_flowing_sand: working…"))
+            return self.surface.post(place, Status(place.thread_id, _(":hourglass_flowing_sand: working…")))
         except Refused as exc:
             log.warning("could not post a status message: %s", exc.reason)
             return None
@@ -395,7 +480,7 @@ class Core:
         if outcome.workflow and outcome.workflow != info.workflow:
             self.threads.update(info.thread_id, workflow=outcome.workflow)
         if outcome.status == "waiting":
-            self._finish_status(place, status_ref, ":speech_balloon: waiting for your answer")
+            self._finish_status(place, status_ref, _(":speech_balloon: waiting for your answer"))
             pending: dict[str, Any] = {i["id"]: pending_entry(i["value"]) for i in outcome.interrupts}
             self.threads.update(info.thread_id, status="waiting", pending=pending)
             shown = self.threads.get(info.thread_id) or info
@@ -407,12 +492,12 @@ class Core:
             self.home_changed(info, place.user)
             return
         if outcome.status == "failed":
-            self._finish_status(place, status_ref, ":x: stopped")
+            self._finish_status(place, status_ref, _(":x: stopped"))
             self.outbox.say(place, outcome.text, failure=True)
             self.threads.update(info.thread_id, status="failed", pending={})
             self.home_changed(info, place.user)
             return
-        self._finish_status(place, status_ref, ":white_check_mark: done")
+        self._finish_status(place, status_ref, _(":white_check_mark: done"))
         body = {"workflow": outcome.workflow, "result": outcome.result, "text": outcome.text}
         self.outbox.result(place, f"result:{info.thread_id}:{outcome.checkpoint}", body)
         self.threads.update(info.thread_id, status="done", pending={})
@@ -431,7 +516,7 @@ class Core:
         self.queue.submit_decision(interrupt_id, thread_id)
 
     def repost(self, key: str) -> None:
-        self.outbox.repost(key, self.runner.pending)
+        self.outbox.repost(key, self.runner.pending)  # in the thread's language (the outbox reads it)
 
     def notify(self, thread_id: str, key: str, text: str, users: tuple[str, ...] = ()) -> None:
         self.outbox.notify(thread_id, key, text, users)

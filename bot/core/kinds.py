@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from graphs.interrupts import APPROVAL, CLARIFY, CODE_REVIEW, validate_args
+from tools.i18n import N_, _
 
 EDIT_BODY = "edit-body"  # console: the body follows on the next lines, ended by a line `.`
 
@@ -30,13 +31,13 @@ class Clarify:
 
     @staticmethod
     def title(payload: dict[str, Any]) -> str:
-        return str(payload.get("question") or "Question")
+        return str(payload.get("question") or _("Question"))
 
     @staticmethod
     def console_text(payload: dict[str, Any]) -> str:
         text = f"? {payload.get('question', '')}"
         if payload.get("choices"):
-            text += "\n  choices: " + " | ".join(payload["choices"])
+            text += "\n  " + _("choices: {choices}").format(choices=" | ".join(payload["choices"]))
         return text
 
     @staticmethod
@@ -46,7 +47,7 @@ class Clarify:
 
 def _reject(rest: str, what: str) -> ConsoleStep:
     if not rest:
-        return ConsoleStep(message=f"reject needs a reason: reject REASON ({what})")
+        return ConsoleStep(message=_("reject needs a reason: reject REASON ({what})").format(what=what))
     return ConsoleStep({"type": "reject", "message": rest})
 
 
@@ -54,39 +55,43 @@ class CodeReview:
     name = CODE_REVIEW
     prompt = "review> "
     thread_reply_decides = False
-    reply_hint = ("This code is waiting for review: use Approve, Edit or Reject on the review message above "
-                  "(a thread reply does not decide it).")
+    reply_hint = N_("This code is waiting for review: use Approve, Edit or Reject on the review message above "
+                    "(a thread reply does not decide it).")
 
     @staticmethod
     def title(payload: dict[str, Any]) -> str:
-        return f"Code review: {payload.get('name', 'code')}"
+        return _("Code review: {name}").format(name=payload.get("name", "code"))
 
     @staticmethod
     def console_text(payload: dict[str, Any]) -> str:
-        verdict = f"checks FAILED: {payload['failure']}" if payload.get("failure") else "checks passed"
+        verdict = (_("checks FAILED: {failure}").format(failure=payload["failure"]) if payload.get("failure") else
+                   _("checks passed"))
         return "\n".join([
-            f"--- code review: factor {payload.get('name')} ({verdict}; sandbox isolation: "
-            f"{payload.get('isolation', 'unknown')}) ---",
-            str(payload.get("summary", "")), "--- body of compute_factor ---", str(payload.get("code", "")).rstrip(),
-            f"--- review> {' | '.join(payload.get('allowed', []))} (edit [FILE]; reject REASON) ---"])
+            _("--- code review: factor {name} ({verdict}; sandbox isolation: {isolation}) ---").format(
+                name=payload.get("name"), verdict=verdict, isolation=payload.get("isolation", "unknown")),
+            str(payload.get("summary", "")), _("--- body of compute_factor ---"),
+            str(payload.get("code", "")).rstrip(),
+            _("--- review> {allowed} (edit [FILE]; reject REASON) ---").format(
+                allowed=" | ".join(payload.get("allowed", [])))])
 
     @staticmethod
     def console_step(line: str, payload: dict[str, Any]) -> ConsoleStep:
-        word, _, rest = line.strip().partition(" ")
+        word, _sep, rest = line.strip().partition(" ")
         word, rest = word.lower(), rest.strip()
         if word == "approve":
             return ConsoleStep({"type": "approve"})
         if word == "reject":
-            return _reject(rest, "the rejection is recorded")
+            return _reject(rest, _("the rejection is recorded"))
         if word == "edit" and rest:
             try:
                 body = Path(rest).expanduser().read_text()
             except OSError as exc:
-                return ConsoleStep(message=f"error: cannot read {rest}: {exc.strerror}")
+                problem = _("error: cannot read {path}: {error}").format(path=rest, error=exc.strerror)
+                return ConsoleStep(message=problem)
             return ConsoleStep(code_edit(body))
         if word == "edit":
             return ConsoleStep(message=EDIT_BODY)
-        return ConsoleStep(message="the code is waiting for review: approve, edit [FILE], or reject REASON")
+        return ConsoleStep(message=_("the code is waiting for review: approve, edit [FILE], or reject REASON"))
 
 
 def code_edit(body: str) -> dict[str, Any]:
@@ -97,12 +102,12 @@ class Approval:
     name = APPROVAL
     prompt = "approve> "
     thread_reply_decides = False
-    reply_hint = ("This is waiting for approval: use the buttons on the approval message above (a thread reply "
-                  "does not decide it).")
+    reply_hint = N_("This is waiting for approval: use the buttons on the approval message above (a thread "
+                    "reply does not decide it).")
 
     @staticmethod
     def title(payload: dict[str, Any]) -> str:
-        return f"Approval: {payload.get('title') or payload.get('action')}"
+        return _("Approval: {title}").format(title=payload.get("title") or payload.get("action"))
 
     @staticmethod
     def console_text(payload: dict[str, Any]) -> str:
@@ -110,25 +115,28 @@ class Approval:
         if "edit" in payload.get("allowed", []):
             forms.insert(1, "edit " + " ".join(f"{k}=…" for k in payload.get("args_schema") or {}))
         details = "\n".join(f"  {k}: {v}" for k, v in (payload.get("args") or {}).items())
-        return (f"--- approval: {payload.get('title')} ---\n{payload.get('description', '')}\n{details}\n"
-                f"--- {' | '.join(forms)} (reject: {payload.get('on_reject') or 'the action is not taken'}) ---")
+        return (_("--- approval: {title} ---").format(title=payload.get("title")) + "\n"
+                + f"{payload.get('description', '')}\n{details}\n"
+                + _("--- {forms} (reject: {consequence}) ---").format(
+                    forms=" | ".join(forms), consequence=payload.get("on_reject") or _("the action is not taken")))
 
     @staticmethod
     def console_step(line: str, payload: dict[str, Any]) -> ConsoleStep:
-        word, _, rest = line.strip().partition(" ")
+        word, _sep, rest = line.strip().partition(" ")
         word, rest = word.lower(), rest.strip()
         if word == "approve":
             return ConsoleStep({"type": "approve"})
         if word == "reject":
-            return _reject(rest, str(payload.get("on_reject") or "the action is not taken"))
+            return _reject(rest, str(payload.get("on_reject") or _("the action is not taken")))
         if word == "edit" and "edit" in payload.get("allowed", []):
             raw = dict(part.split("=", 1) for part in rest.split() if "=" in part)
             args, errors = validate_args(payload.get("args_schema") or {}, payload.get("args") or {}, raw)
             if errors:
-                return ConsoleStep(message="error: " + "; ".join(errors))
+                return ConsoleStep(message=_("error: {error}").format(error="; ".join(errors)))
             return ConsoleStep({"type": "edit", "edited_action": {"name": payload.get("action"), "args": args}})
         allowed = " | ".join(payload.get("allowed", []))
-        return ConsoleStep(message=f"this waits for approval: {allowed} (reject needs a REASON)")
+        return ConsoleStep(message=_("this waits for approval: {allowed} (reject needs a REASON)").format(
+            allowed=allowed))
 
 
 KINDS: dict[str, Any] = {k.name: k for k in (Clarify, CodeReview, Approval)}

@@ -13,6 +13,7 @@ from bot.core.surface import Notice, Place, Question, Refused, Result, StoredFil
 from bot.stores.posts import PostStore
 from bot.stores.threads import ThreadInfo, ThreadRegistry
 from graphs.registry import WORKFLOWS
+from tools.i18n import _, using
 from tools.storage.artifacts import ArtifactStore
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,8 @@ class Outbox:
             return
         info = self.threads.get(thread_id)
         if info is not None and self.posts.claim(key, self.owner):
-            self._post_result(place_of(info), key, body)
+            with using(info.language):
+                self._post_result(place_of(info), key, body)
 
     def _post(self, place: Place, key: str, content: Any) -> str | None:
         try:
@@ -96,7 +98,7 @@ class Outbox:
         elif result and workflow in WORKFLOWS:
             content = Result(WORKFLOWS[workflow].present(result))
         else:
-            content = Result(text=str(body.get("text") or "Done."))
+            content = Result(text=str(body.get("text") or _("Done.")))
         if not (ref or self._post(place, key, content)):
             return
         if result:
@@ -106,11 +108,15 @@ class Outbox:
     def repost(self, key: str, pending: Any = None) -> None:
         """Post a question or result the surface refused before, unless the thread shows it already (a crash can
         come after the surface took a post and before its reference was saved) or the question is no longer
-        open. `pending` reads the thread's open interrupts."""
+        open. `pending` reads the thread's open interrupts. In the thread's language."""
         post = self.posts.get(key)
         info = self.threads.get(post.thread_id) if post else None
         if post is None or post.complete or info is None or not self.posts.claim(key, self.owner):
             return
+        with using(info.language):
+            self._repost(key, post, info, pending)
+
+    def _repost(self, key: str, post: Any, info: ThreadInfo, pending: Any) -> None:
         place = place_of(info)
         ref = post.ts or self.surface.find(place, key)
         if ref and not post.ts:
@@ -143,10 +149,13 @@ class Outbox:
             self.surface.upload(place, [StoredFile(s.kind, s.data, s.filename, s.title) for s in stored])
         except Refused as exc:
             log.warning("upload failed: %s", exc.reason)
-            kept = f" for {self.artifacts.retention_days} days" if self.artifacts.retention_days else ""
             titles = "\n".join(f"• {s.title} ({s.filename})" for s in stored)
-            self.say(place, f":warning: I could not upload the files ({exc.reason}). Nothing is lost: they are kept "
-                            f"with this thread in QuantDesk's database{kept} and can be posted here again:\n{titles}")
+            kept = (_(":warning: I could not upload the files ({reason}). Nothing is lost: they are kept with this "
+                      "thread in QuantDesk's database for {days} days and can be posted here again:")
+                    if self.artifacts.retention_days else
+                    _(":warning: I could not upload the files ({reason}). Nothing is lost: they are kept with this "
+                      "thread in QuantDesk's database and can be posted here again:"))
+            self.say(place, kept.format(reason=exc.reason, days=self.artifacts.retention_days) + "\n" + titles)
 
     def say(self, place: Place, text: str, failure: bool = False) -> str | None:
         """A plain message in the thread that need not survive a refusal (a warning, a hint)."""

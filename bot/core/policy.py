@@ -8,8 +8,9 @@ from typing import Any
 
 from bot.stores.threads import ThreadInfo
 from graphs.interrupts import TRADERS, approval_refusal
+from tools.i18n import N_, _
 
-ALREADY_HANDLED = "Already handled."
+ALREADY_HANDLED = N_("Already handled.")  # a message id: shown as _(ALREADY_HANDLED)
 
 
 @dataclass(frozen=True)
@@ -34,8 +35,8 @@ class Policy:
             if refused:
                 return refused
             if not (self.authorised(thread, user) or user in traders):
-                return "Only the requester, a configured approver or a trader can reject this order."
+                return _("Only the requester, a configured approver or a trader can reject this order.")
             return None
         if not self.authorised(thread, user):
-            return "Only the person who started this request or a configured approver can answer it."
+            return _("Only the person who started this request or a configured approver can answer it.")
         return None

@@ -148,6 +148,8 @@ class Surface(Protocol):
     def open_thread(self, start: ThreadStart, again: bool) -> Place:
         """Root a new thread; `again`: look for a root an earlier attempt posted first. Raises Refused."""
 
+    def locale(self, user: str) -> str | None:
+        """The person's locale as the surface knows it (Slack's `en-US`, `zh-CN` …), or None; never raises."""
 
 @dataclass(frozen=True)
 class HomeCard:

@@ -20,4 +20,4 @@ def build_core(ctx: AppServices, checkpointer: BaseCheckpointSaver, surface: Sur
     runner = Runner(ctx, checkpointer)
     policy = Policy(settings.approvers, lambda: runner.context.traders)
     return Core(runner, surface, queue or make_job_queue(ctx.engine, settings, scope), policy, scope,
-                claim_seconds=settings.decision_claim_seconds)
+                claim_seconds=settings.decision_claim_seconds, language=settings.language)

@@ -9,6 +9,7 @@ from typing import Any
 
 from graphs.interrupts import APPROVAL, CLARIFY, CODE_REVIEW
 from graphs.views import View
+from tools.i18n import N_, _
 
 SECTION_TEXT_MAX = 3000
 BUTTON_TEXT_MAX = 75
@@ -35,7 +36,7 @@ def button_value(thread_id: str, interrupt_id: str, decision: str) -> str:
 
 def clarify_message(thread_id: str, interrupt_id: str, payload: dict[str, Any]) -> dict[str, Any]:
     """A clarify question; choices become buttons, any thread reply answers too."""
-    question = str(payload.get("question") or "Could you say more?")
+    question = str(payload.get("question") or _("Could you say more?"))
     blocks: list[dict[str, Any]] = [_section(f":question: {question}")]
     choices = list(payload.get("choices") or [])[:CHOICE_BUTTONS_MAX]
     for start in range(0, len(choices), 5):  # an actions block holds at most 25 elements; 5 a row reads better
@@ -48,14 +49,16 @@ def clarify_message(thread_id: str, interrupt_id: str, payload: dict[str, Any]) 
                          for i, choice in enumerate(choices[start:start + 5])],
         })
     blocks.append({"type": "context", "elements": [
-        {"type": "mrkdwn", "text": "Reply in this thread" + (" or press a button." if choices else ".")}]})
+        {"type": "mrkdwn", "text": _("Reply in this thread or press a button.") if choices else
+         _("Reply in this thread.")}]})
     return {"text": question, "blocks": blocks[:MAX_BLOCKS]}
 
 
 def answered_message(question: str, user_id: str, answer: str) -> dict[str, Any]:
     """What a clarify message becomes once answered: no buttons, who said what."""
     text = f"{question}\n*<@{user_id}>:* {answer}"
-    return {"text": f"{question} — answered by {user_id}", "blocks": [_section(text)]}
+    return {"text": _("{question} — answered by {user}").format(question=question, user=user_id),
+            "blocks": [_section(text)]}
 
 
 def reply_message(text: str) -> dict[str, Any]:
@@ -64,7 +67,7 @@ def reply_message(text: str) -> dict[str, Any]:
 
 CODE_INLINE_MAX = 2800  # a section's 3,000 characters minus the fence and the heading
 MODAL_INPUT_MAX = 3000
-DECISION_LABELS = {"approve": "Approve", "edit": "Edit", "reject": "Reject"}
+DECISION_LABELS = {"approve": N_("Approve"), "edit": N_("Edit"), "reject": N_("Reject")}
 
 
 def code_review_message(thread_id: str, interrupt_id: str, payload: dict[str, Any], requester: str | None,
@@ -72,50 +75,54 @@ def code_review_message(thread_id: str, interrupt_id: str, payload: dict[str, An
     """Code for review: verdict, dry-run and check summary, the code (inline when it fits), the decisions."""
     name, code = payload.get("name", "code"), str(payload.get("code") or "")
     failure = payload.get("failure")
-    verdict = (f":x: *Checks failed:* {failure}" if failure else ":white_check_mark: *Checks passed*") + (
-        f" · sandbox isolation: {payload.get('isolation', 'unknown')}")
+    verdict = (_(":x: *Checks failed:* {failure}").format(failure=failure) if failure else
+               _(":white_check_mark: *Checks passed*")) + _(" · sandbox isolation: {isolation}").format(
+        isolation=payload.get("isolation", "unknown"))
     blocks: list[dict[str, Any]] = [
-        {"type": "header", "text": {"type": "plain_text", "text": _clip(f"Code review: {name}", 150)}},
+        {"type": "header", "text": {"type": "plain_text", "text": _clip(_("Code review: {name}").format(name=name),
+                                                                        150)}},
         _section(verdict),
         {"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(str(payload.get("summary") or "-"),
                                                                            SECTION_TEXT_MAX)}]},
     ]
     if len(code) <= CODE_INLINE_MAX:
-        blocks.append(_section(f"*Body of `compute_factor`*\n```{code.rstrip()}```"))
+        blocks.append(_section(_("*Body of `compute_factor`*") + f"\n```{code.rstrip()}```"))
     else:
-        blocks.append(_section(f"*Body of `compute_factor`* is {len(code):,} characters, too long to show here: it "
-                               "is attached below as a file."))
+        blocks.append(_section(_("*Body of `compute_factor`* is {n} characters, too long to show here: it is attached "
+                                 "below as a file.").format(n=f"{len(code):,}")))
     blocks.append(_decision_buttons(thread_id, interrupt_id, payload.get("allowed") or []))
-    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"{_who(requester)} can decide. Edit "
-                                                    "opens the code in a form; edited code is dry-run and checked "
-                                                    "again."}]})
-    text = f"Code review for factor {name}: " + (f"checks failed ({failure})" if failure else "checks passed")
+    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _(
+        "{who} can decide. Edit opens the code in a form; edited code is dry-run and checked again.").format(
+        who=_who(requester))}]})
+    text = (_("Code review for factor {name}: checks failed ({failure})").format(name=name, failure=failure)
+            if failure else _("Code review for factor {name}: checks passed").format(name=name))
     return {"text": _clip(text, 3000), "blocks": blocks}
 
 
 def approval_message(thread_id: str, interrupt_id: str, payload: dict[str, Any], requester: str | None,
                      ) -> dict[str, Any]:
     """An action waiting for approval: what it is, its details, Approve / Reject and what a rejection means."""
-    title = str(payload.get("title") or payload.get("action") or "action")
+    title = str(payload.get("title") or payload.get("action") or _("action"))
     details = [{"type": "mrkdwn", "text": _clip(f"*{key.replace('_', ' ').capitalize()}*\n{_detail(value)}", 2000)}
                for key, value in (payload.get("args") or {}).items()][:10]
     blocks: list[dict[str, Any]] = [
-        {"type": "header", "text": {"type": "plain_text", "text": _clip(f"Approval: {title}", 150)}},
+        {"type": "header", "text": {"type": "plain_text", "text": _clip(_("Approval: {title}").format(title=title),
+                                                                        150)}},
         _section(str(payload.get("description") or title)),
     ]
     if details:
         blocks.append({"type": "section", "fields": details})
     allowed = [d for d in payload.get("allowed") or [] if d in DECISION_LABELS]
     blocks.append(_decision_buttons(thread_id, interrupt_id, allowed))
-    on_reject = f" Reject: {payload['on_reject']}" if payload.get("on_reject") else ""
-    who = str(payload.get("who_decides") or f"{_who(requester)} can decide.")
+    on_reject = _(" Reject: {consequence}").format(consequence=payload["on_reject"]) if payload.get("on_reject") else ""
+    who = str(payload.get("who_decides") or _("{who} can decide.").format(who=_who(requester)))
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(
         f"{who}{on_reject}", SECTION_TEXT_MAX)}]})
-    return {"text": _clip(f"Approval needed: {title}", 3000), "blocks": blocks}
+    return {"text": _clip(_("Approval needed: {title}").format(title=title), 3000), "blocks": blocks}
 
 
-COMPACT_NOTE = ("Slack refused the full message (too long or malformed), so its details are attached below as a "
-                "file; `quantdesk chat` shows them too.")
+COMPACT_NOTE = N_("Slack refused the full message (too long or malformed), so its details are attached below as a "
+                  "file; `quantdesk chat` shows them too.")
 
 
 def compact_message(message: dict[str, Any]) -> dict[str, Any] | None:
@@ -127,7 +134,7 @@ def compact_message(message: dict[str, Any]) -> dict[str, Any] | None:
         return None
     header = [b for b in blocks if b.get("type") == "header"][:1]
     return {"text": _clip(str(message.get("text") or ""), SECTION_TEXT_MAX),
-            "blocks": [*header, _section(COMPACT_NOTE), *actions]}
+            "blocks": [*header, _section(_(COMPACT_NOTE)), *actions]}
 
 
 def question_message(thread_id: str, interrupt_id: str, payload: dict[str, Any], requester: str | None,
@@ -150,7 +157,8 @@ def _detail(value: Any) -> str:
 
 
 def _who(requester: str | None) -> str:
-    return f"<@{requester}> or a configured approver" if requester else "The requester or a configured approver"
+    return (_("<@{user}> or a configured approver").format(user=requester) if requester else
+            _("The requester or a configured approver"))
 
 
 def _decision_buttons(thread_id: str, interrupt_id: str, allowed: list[str]) -> dict[str, Any]:
@@ -158,7 +166,7 @@ def _decision_buttons(thread_id: str, interrupt_id: str, allowed: list[str]) -> 
     elements = []
     for decision in allowed:
         button: dict[str, Any] = {"type": "button", "action_id": f"review_{decision}",
-                                  "text": {"type": "plain_text", "text": DECISION_LABELS[decision]},
+                                  "text": {"type": "plain_text", "text": _(DECISION_LABELS[decision])},
                                   "value": button_value(thread_id, interrupt_id, decision)}
         if decision == "approve":
             button["style"] = "primary"
@@ -173,26 +181,29 @@ def status_message(thread_id: str, text: str, running: bool = True) -> dict[str,
     blocks: list[dict[str, Any]] = [_section(text)]
     if running:
         blocks.append({"type": "actions", "block_id": "run", "elements": [
-            {"type": "button", "action_id": "run_stop", "text": {"type": "plain_text", "text": "Stop"},
+            {"type": "button", "action_id": "run_stop", "text": {"type": "plain_text", "text": _("Stop")},
              "value": json.dumps({"t": thread_id}, separators=(",", ":"))}]})
     return {"text": text, "blocks": blocks}
 
 
 def retry_message(interrupt_id: str, error: str) -> dict[str, Any]:
     """A decision that could not be applied: what went wrong, and a Retry button."""
-    text = f":x: Your decision is recorded but was not applied: {error}"
+    text = _(":x: Your decision is recorded but was not applied: {error}").format(error=error)
     return {"text": _clip(text, 3000), "blocks": [
         _section(text),
         {"type": "actions", "block_id": "retry", "elements": [
-            {"type": "button", "action_id": "decision_retry", "text": {"type": "plain_text", "text": "Retry"},
+            {"type": "button", "action_id": "decision_retry", "text": {"type": "plain_text", "text": _("Retry")},
              "value": json.dumps({"i": interrupt_id}, separators=(",", ":"))}]}]}
 
 
 def decided_message(title: str, user_id: str, decision: str, detail: str = "") -> dict[str, Any]:
     """What a review message becomes after the decision: who decided what, no buttons."""
-    verbs = {"approve": ":white_check_mark: approved", "edit": ":pencil2: edited", "reject": ":no_entry: rejected"}
-    text = f"*{title}* — {verbs.get(decision, decision)} by <@{user_id}>" + (f"\n>{detail}" if detail else "")
-    return {"text": f"{title}: {decision} by {user_id}", "blocks": [_section(text)]}
+    verbs = {"approve": _(":white_check_mark: approved"), "edit": _(":pencil2: edited"),
+             "reject": _(":no_entry: rejected")}
+    text = _("*{title}* — {verb} by <@{user}>").format(title=title, verb=verbs.get(decision, decision),
+                                                        user=user_id) + (f"\n>{detail}" if detail else "")
+    return {"text": _("{title}: {decision} by {user}").format(title=title, decision=decision, user=user_id),
+            "blocks": [_section(text)]}
 
 
 def _modal(callback_id: str, title: str, submit: str, metadata: tuple[str, str, str],
@@ -203,7 +214,7 @@ def _modal(callback_id: str, title: str, submit: str, metadata: tuple[str, str, 
         "type": "modal", "callback_id": callback_id,
         "title": {"type": "plain_text", "text": title},
         "submit": {"type": "plain_text", "text": submit},
-        "close": {"type": "plain_text", "text": "Cancel"},
+        "close": {"type": "plain_text", "text": _("Cancel")},
         "private_metadata": json.dumps({"t": thread_id, "i": interrupt_id, "m": message_ts}, separators=(",", ":")),
         "blocks": blocks,
     }
@@ -216,20 +227,23 @@ def edit_modal(thread_id: str, interrupt_id: str, message_ts: str, name: str, co
                                "max_length": MODAL_INPUT_MAX}
     if fits:
         element["initial_value"] = code
-    intro = ("Edit the body of `compute_factor`. It is dry-run and checked again before it is accepted."
-             if fits else f"The current body is {len(code):,} characters, more than a form can hold (3,000). It is "
-                          "attached in the thread; write a shorter body here to replace it.")
-    return _modal("review_edit_modal", "Edit factor code", "Dry-run & submit", (thread_id, interrupt_id, message_ts),
+    intro = (_("Edit the body of `compute_factor`. It is dry-run and checked again before it is accepted.")
+             if fits else _("The current body is {n} characters, more than a form can hold (3,000). It is attached "
+                            "in the thread; write a shorter body here to replace it.").format(n=f"{len(code):,}"))
+    return _modal("review_edit_modal", _("Edit factor code"), _("Dry-run & submit"),
+                  (thread_id, interrupt_id, message_ts),
                   [_section(_clip(f"*{name}*: {intro}", SECTION_TEXT_MAX)),
-                   {"type": "input", "block_id": "code", "label": {"type": "plain_text", "text": "Code"},
+                   {"type": "input", "block_id": "code", "label": {"type": "plain_text", "text": _("Code")},
                     "element": element}])
 
 
 def reject_modal(thread_id: str, interrupt_id: str, message_ts: str, name: str, consequence: str) -> dict[str, Any]:
     """A form for a rejection's reason; `consequence` says what rejecting does."""
-    return _modal("review_reject_modal", "Reject", "Reject", (thread_id, interrupt_id, message_ts),
-                  [_section(_clip(f"Reject *{_clip(name, 200)}*? {consequence}", SECTION_TEXT_MAX)),
-                   {"type": "input", "block_id": "reason", "label": {"type": "plain_text", "text": "Reason"},
+    return _modal("review_reject_modal", _("Reject"), _("Reject"), (thread_id, interrupt_id, message_ts),
+                  [_section(_clip(_("Reject *{name}*? {consequence}").format(name=_clip(name, 200),
+                                                                            consequence=consequence),
+                                  SECTION_TEXT_MAX)),
+                   {"type": "input", "block_id": "reason", "label": {"type": "plain_text", "text": _("Reason")},
                     "element": {"type": "plain_text_input", "action_id": "reason", "multiline": True,
                                 "max_length": 1000}}])
 
@@ -238,9 +252,9 @@ def approval_edit_modal(thread_id: str, interrupt_id: str, message_ts: str, payl
     """A form with one input per editable argument of an approval (its `args_schema`), prefilled with the
     current values; the submission is validated against the same schema."""
     args = payload.get("args") or {}
-    blocks: list[dict[str, Any]] = [_section(_clip(f"Edit *{payload.get('title') or payload.get('action')}*. The "
-                                                   "edited values are checked again before anything is done.",
-                                                   SECTION_TEXT_MAX))]
+    blocks: list[dict[str, Any]] = [_section(_clip(_("Edit *{title}*. The edited values are checked again before "
+                                                     "anything is done.").format(
+        title=payload.get("title") or payload.get("action")), SECTION_TEXT_MAX))]
     for name, rule in list((payload.get("args_schema") or {}).items())[:MAX_BLOCKS - 1]:
         element: dict[str, Any] = {"type": "plain_text_input", "action_id": name, "max_length": 200}
         if args.get(name) is not None:
@@ -249,11 +263,11 @@ def approval_edit_modal(thread_id: str, interrupt_id: str, message_ts: str, payl
         block: dict[str, Any] = {"type": "input", "block_id": name, "element": element,
                                  "label": {"type": "plain_text", "text": _clip(str(rule.get("title") or name), 2000)}}
         if hint or rule.get("enum"):
-            block["hint"] = {"type": "plain_text", "text": _clip(hint or "one of " + ", ".join(map(str, rule["enum"])),
-                                                                 2000)}
+            block["hint"] = {"type": "plain_text", "text": _clip(
+                hint or _("one of {values}").format(values=", ".join(map(str, rule["enum"]))), 2000)}
         blocks.append(block)
-    return _modal("approval_edit_modal", "Edit before approving", "Submit", (thread_id, interrupt_id, message_ts),
-                  blocks)
+    return _modal("approval_edit_modal", _("Edit before approving"), _("Submit"),
+                  (thread_id, interrupt_id, message_ts), blocks)
 
 
 class Malformed(ValueError):

@@ -30,13 +30,15 @@ from bot.core.surface import (
 )
 from bot.slack import render
 from bot.slack.home import home_view
+from tools.i18n import N_, _
 
 log = logging.getLogger(__name__)
 
 POST_EVENT = "quantdesk_post"  # message metadata event type: {"key": interrupt id or result key}
 THREAD_EVENT = "quantdesk_rule_run"  # a background run's root message: {"execution": its marker}
 BLOCKS_REFUSED = ("invalid_blocks", "invalid_blocks_format", "msg_too_long", "too_many_blocks")
-PLAIN_TEXT_NOTE = "\n(Shown as plain text: Slack refused the formatted message. Reply here, or use `quantdesk chat`.)"
+PLAIN_TEXT_NOTE = N_("(Shown as plain text: Slack refused the formatted message. Reply here, or use `quantdesk "
+                     "chat`.)")
 PLAIN_TEXT_MAX = 39_000
 
 
@@ -55,7 +57,7 @@ def message_for(content: Content) -> dict[str, Any]:
     if isinstance(content, Status):
         return render.status_message(content.thread_id, content.text, content.running)
     if isinstance(content, Result):
-        return render.view_message(content.view) if content.view else render.reply_message(content.text or "Done.")
+        return render.view_message(content.view) if content.view else render.reply_message(content.text or _("Done."))
     if isinstance(content, Notice):
         return render.reply_message(mention(content.text, content.users))
     if isinstance(content, Decided):
@@ -82,13 +84,14 @@ class SlackSurface:
         self.client = client
         self._team: str | None = None  # the workspace's team id, for threads the bot roots itself
         self._url: str | None = None  # the workspace's address (auth.test), for links to threads
+        self._locales: dict[str, str | None] = {}  # user id -> locale, read once per process (users.info)
 
     def post(self, place: Place, content: Content, key: str | None = None) -> str:
         message = message_for(content)
         extra: dict[str, Any] = {"metadata": {"event_type": POST_EVENT, "event_payload": {"key": key}}} if key else {}
         compact = render.compact_message(message)
         forms = [("full", message), *([("compact", compact)] if compact else [])]
-        plain = {"text": (message["text"] + PLAIN_TEXT_NOTE)[:PLAIN_TEXT_MAX]}
+        plain = {"text": (message["text"] + "\n" + _(PLAIN_TEXT_NOTE))[:PLAIN_TEXT_MAX]}
         try:
             for form, attempt in forms:
                 try:
@@ -112,20 +115,21 @@ class SlackSurface:
         value, kind = question.payload, kind_of(question.payload)
         if form != "full":
             self._safe(self.client.files_upload_v2, content=kind.console_text(value), filename="details.txt",
-                       title=f"{kind.title(value)} (details)", channel=place.channel, thread_ts=place.thread_ts)
+                       title=_("{title} (details)").format(title=kind.title(value)), channel=place.channel,
+                       thread_ts=place.thread_ts)
             return
         code = str(value.get("code") or "")
         if len(code) <= render.CODE_INLINE_MAX:
             return
         try:
             self.client.files_upload_v2(content=value.get("program") or code, filename=f"{value['name']}.py",
-                                        title=f"{value['name']}.py (code under review)",
+                                        title=_("{name}.py (code under review)").format(name=value["name"]),
                                         channel=place.channel, thread_ts=place.thread_ts)
         except (SlackApiError, OSError) as exc:
             log.warning("code snippet upload failed: %s", _reason(exc))
             self._safe(self.client.chat_postMessage, channel=place.channel, thread_ts=place.thread_ts,
-                       text=":warning: I could not attach the code under review; review it with "
-                            "`quantdesk chat` or ask an admin to check the bot's file permissions.")
+                       text=_(":warning: I could not attach the code under review; review it with `quantdesk chat` or "
+                              "ask an admin to check the bot's file permissions."))
 
     def update(self, place: Place, ref: str, content: Content) -> None:
         self._safe(self.client.chat_update, channel=place.channel, ts=ref, **message_for(content))
@@ -145,6 +149,20 @@ class SlackSurface:
             log.warning("could not read the thread to check a re-post: %s", _reason(exc))
             raise Refused(_reason(exc)) from exc
         return next((str(m["ts"]) for m in replies.get("messages", []) if carries(m, POST_EVENT, "key", key)), None)
+
+    def locale(self, user: str) -> str | None:
+        """The user's Slack locale (users.info with include_locale; needs users:read), read once per process; a
+        failed read is logged and not kept, so the next message asks again."""
+        if user in self._locales:
+            return self._locales[user]
+        try:
+            found = self.client.users_info(user=user, include_locale=True)
+        except (SlackApiError, OSError) as exc:
+            log.warning("could not read a user's locale: %s", _reason(exc))
+            return None
+        locale = (found.get("user") or {}).get("locale")
+        self._locales[user] = str(locale) if locale else None
+        return self._locales[user]
 
     def tell(self, place: Place, text: str) -> None:
         self._safe(self.client.chat_postEphemeral, channel=place.channel, user=place.user, text=text,

@@ -1,5 +1,5 @@
-"""The bot's own tables: threads, the audit log of human decisions, decisions and posts (the inbox is in
-bot/jobs/inbox.py). On the one metadata of tools.storage.models; the one Alembic history creates them."""
+"""The bot's own tables: threads, people's languages, the audit log of human decisions, decisions and posts (the
+inbox is in bot/jobs/inbox.py). On the one metadata of tools.storage.models; the one Alembic history creates them."""
 
 from __future__ import annotations
 
@@ -25,8 +25,19 @@ class ThreadRecord(Base):
     user_id: Mapped[str | None] = mapped_column(String(32))
     status: Mapped[str] = mapped_column(String(16), default="running")
     pending: Mapped[dict] = mapped_column(JSON, default=dict)  # interrupt id -> {"ts": message ts, "kind": ...}
+    language: Mapped[str | None] = mapped_column(String(8))  # its starter's, kept for the thread's life (0017)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+
+
+class PersonLanguage(Base):
+    """The language a person chose (`lang zh|en`); without a row their locale or the workspace default applies."""
+
+    __tablename__ = "person_languages"
+
+    user_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    language: Mapped[str] = mapped_column(String(8))
+    chosen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
 
 
 class AuditEntry(Base):

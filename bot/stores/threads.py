@@ -37,6 +37,7 @@ class ThreadInfo:
     user_id: str | None
     status: str
     pending: dict[str, Any]
+    language: str | None = None  # its starter's language, fixed when the thread was opened
 
 
 CONSOLE_TEAM = "console"  # the console's threads: team and channel "console", a root of its own
@@ -52,7 +53,7 @@ def thread_id_for(team_id: str, channel_id: str, thread_ts: str) -> str:
 
 def _info(row: ThreadRecord) -> ThreadInfo:
     return ThreadInfo(row.thread_id, row.team_id, row.channel_id, row.thread_ts, row.workflow, row.user_id,
-                      row.status, dict(row.pending or {}))
+                      row.status, dict(row.pending or {}), row.language)
 
 
 class ThreadRegistry:
@@ -60,8 +61,9 @@ class ThreadRegistry:
         self.engine = engine
 
     def open(self, team_id: str, channel_id: str, thread_ts: str, user_id: str | None,
-             workflow: str | None = None) -> tuple[ThreadInfo, bool]:
-        """The thread's record, created when new; returns (info, created)."""
+             workflow: str | None = None, language: str | None = None) -> tuple[ThreadInfo, bool]:
+        """The thread's record, created when new (speaking `language`, its starter's, for good); returns (info,
+        created)."""
         thread_id = thread_id_for(team_id, channel_id, thread_ts)
         with Session(self.engine) as session:
             row = session.get(ThreadRecord, thread_id)
@@ -70,7 +72,8 @@ class ThreadRegistry:
                     raise RegistryError(f"thread id {thread_id} is already mapped to another Slack thread")
                 return _info(row), False
             row = ThreadRecord(thread_id=thread_id, team_id=team_id, channel_id=channel_id, thread_ts=thread_ts,
-                               workflow=workflow, user_id=user_id, status="running", pending={})
+                               workflow=workflow, user_id=user_id, status="running", pending={},
+                               language=language)
             session.add(row)
             try:
                 session.commit()

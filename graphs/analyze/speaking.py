@@ -17,7 +17,7 @@ from graphs.analyze.state import DebateState
 from graphs.analyze.verdict import verdict_numbers
 from graphs.common import message_text
 from graphs.context import model_for
-from graphs.llm import MODEL_FAILURES, ModelAnswerError, describe_model_failure, parse_json_answer
+from graphs.llm import MODEL_FAILURES, ModelAnswerError, describe_model_failure, language_instruction, parse_json_answer
 from graphs.progress import report_progress
 
 
@@ -48,7 +48,8 @@ def ask(ctx: AnalyzeDeps, state: DebateState, system: str, stage: str,
         agent: str = "debater") -> tuple[AIMessage | None, int, str | None]:
     """One model call of a debate by `agent` (its model: models.py): (answer, tokens after it, why it stopped)."""
     used, budget = state.get("tokens", 0), state["budget"]
-    messages = [SystemMessage(system), HumanMessage(f"{briefing(state)}\n\n## debate so far\n{transcript(state)}")]
+    messages = [SystemMessage(system + language_instruction()),
+                HumanMessage(f"{briefing(state)}\n\n## debate so far\n{transcript(state)}")]
     cap = answer_allowance(prompt_tokens(messages), used, budget, ctx.max_answer_tokens)
     if cap is None:
         return None, used, budget_note(stage, used, budget)

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
+from graphs import names
 from graphs.grammar import CODE, PARAM, did_you_mean, english, first_word, normalize, split
 
 KEYWORD = "order"
@@ -61,6 +62,11 @@ def parse_order(text: str) -> OrderIntent:
         raise OrderGrammarError(f"an order needs a code, a side and a quantity: `{USAGE}`, e.g. "
                                 "`order 600519.SH buy 100 limit=1700`")
     code, side, qty, rest = tokens[0], english(tokens[1]).lower(), tokens[2].replace(",", ""), tokens[3:]
+    qty = qty.removesuffix("股")  # 100股
+    named = names.table().codes_for(code) if not CODE.match(code) else ()
+    if len(named) > 1:
+        raise OrderGrammarError(f"{code} is not one stock{did_you_mean(code, ())}: give its ts_code")
+    code = named[0] if named else code
     if not CODE.match(code):
         raise OrderGrammarError(f"{code} is not a ts_code (like 600519.SH or 000001.SZ)")
     if side not in ("buy", "sell"):

@@ -21,6 +21,7 @@ from tools.broker.proposal_claims import live_claims
 from tools.broker.rules import buy_quantity_problem
 from tools.data.klines import symbol_kind
 from tools.data.schema import DataError, check_range
+from tools.i18n import N_, _
 from tools.rules.backtest import RuleBacktest, backtest_rule
 from tools.rules.parser import parse_rule
 from tools.rules.store import Rule, RuleError, RuleStore, order_tag
@@ -247,26 +248,26 @@ def _decimal(text: str | None, what: str) -> Decimal | None:
 
 
 def help_command(call: CommandCall) -> View:
-    lines = [f"{usage} — {summary}" for usage, summary, _run in SUBCOMMANDS.values()]
-    lines.insert(0, "rule run ID — check a rule now: every step is logged; a buy or sell at or above its threshold "
-                    "proposes an order for a trader's approval")
-    return View("Rule commands", "Save trading rules and check them on demand or on a schedule.", lines=lines,
-                notes=["the rule language: buy when close > ma(30) and rsi(14) < 70; sell when close < ma(30) "
-                       "(fields open high low close volume; ma ema rsi atr macd boll kdj; close[1]; and or not; "
-                       "crosses above|below)"])
+    lines = [f"{usage} — {_(summary)}" for usage, summary, _run in SUBCOMMANDS.values()]
+    lines.insert(0, "rule run ID — " + _("check a rule now: every step is logged; a buy or sell at or above its "
+                                         "threshold proposes an order for a trader's approval"))
+    return View(_("Rule commands"), _("Save trading rules and check them on demand or on a schedule."), lines=lines,
+                notes=[_("the rule language: buy when close > ma(30) and rsi(14) < 70; sell when close < ma(30) "
+                         "(fields open high low close volume; ma ema rsi atr macd boll kdj; close[1]; and or not; "
+                         "crosses above|below)")])
 
 
 SUBCOMMANDS: dict[str, Any] = {
-    "add": (ADD_USAGE, "save a trading rule (words for the model, or the rule language)", add_command),
-    "list": ("rule list [channel|mine|all]", "saved rules", list_command),
-    "show": ("rule show ID", "one rule and its latest runs", show_command),
-    "log": ("rule log ID [EXECUTION]", "a run's steps as a timeline (the latest run by default)", log_command),
-    "schedule": ('rule schedule ID "CRON"|off [tz=ZONE]', "run on trading days at cron times (Asia/Shanghai)",
+    "add": (ADD_USAGE, N_("save a trading rule (words for the model, or the rule language)"), add_command),
+    "list": ("rule list [channel|mine|all]", N_("saved rules"), list_command),
+    "show": ("rule show ID", N_("one rule and its latest runs"), show_command),
+    "log": ("rule log ID [EXECUTION]", N_("a run's steps as a timeline (the latest run by default)"), log_command),
+    "schedule": ('rule schedule ID "CRON"|off [tz=ZONE]', N_("run on trading days at cron times (Asia/Shanghai)"),
                  schedule_command),
-    "pause": ("rule pause ID [REASON]", "stop its schedule (owner or admin)", pause_command),
-    "resume": ("rule resume ID", "start its schedule again (owner or admin)", resume_command),
-    "delete": ("rule delete ID", "delete it and its logs (owner or admin)", delete_command),
-    "backtest": ("rule backtest ID START END", "backtest a rule-language rule with the paper account's costs, "
-                 "beside buy-and-hold", backtest_command),
-    "help": ("rule help", "these commands", help_command),
+    "pause": ("rule pause ID [REASON]", N_("stop its schedule (owner or admin)"), pause_command),
+    "resume": ("rule resume ID", N_("start its schedule again (owner or admin)"), resume_command),
+    "delete": ("rule delete ID", N_("delete it and its logs (owner or admin)"), delete_command),
+    "backtest": ("rule backtest ID START END", N_("backtest a rule-language rule with the paper account's costs, "
+                    "beside buy-and-hold"), backtest_command),
+    "help": ("rule help", N_("these commands"), help_command),
 }

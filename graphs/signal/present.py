@@ -6,11 +6,13 @@ from typing import Any
 
 from graphs.backtest_view import Base, comparison_facts, comparison_summary
 from graphs.views import View
+from tools.i18n import N_, _
 from tools.research.performance import Figures
 
 CODES_SHOWN = 12
-BASE = Base("equal sleeves of the capital", "each of the N codes trades its own 1/N of the starting capital; weights "
-            "drift with prices between trades and are never rebalanced (the buy-and-hold holds the same sleeves)")
+BASE = Base(N_("equal sleeves of the capital"), N_("each of the N codes trades its own 1/N of the starting capital; "
+                                                  "weights drift with prices between trades and are never rebalanced "
+                                                  "(the buy-and-hold holds the same sleeves)"))
 
 
 def _figures(m: dict[str, Any], prefix: str = "") -> Figures:
@@ -22,19 +24,22 @@ def _figures(m: dict[str, Any], prefix: str = "") -> Figures:
 def present_signal(result: dict[str, Any]) -> View:
     m, counts = result["metrics"], result["counts"]
     codes = result["codes"]
-    shown = ", ".join(codes[:CODES_SHOWN]) + (f" and {len(codes) - CODES_SHOWN} more" if len(codes) > CODES_SHOWN
-                                               else "")
+    shown = ", ".join(codes[:CODES_SHOWN]) + (_(" and {n} more").format(n=len(codes) - CODES_SHOWN)
+                                               if len(codes) > CODES_SHOWN else "")
     strategy, benchmark = _figures(m), _figures(m, "benchmark_")
     facts = [
         *comparison_facts(strategy, benchmark, BASE, (f"{m['fees']:.2%}", f"{m['benchmark_fees']:.2%}")),
-        ("Signal days buy / sell", f"{counts['buy']} / {counts['sell']}"),
-        ("Trades: buys / sells", f"{m['buys']} / {m['sells']} ({m['round_trips']} round trips)"),
-        ("Hit rate", f"{m['hit_rate']:.1%}"),
-        ("Daily turnover, fee a side", f"{m['turnover']:.2%}, {m['fee_rate']:.2%}"),
+        (_("Signal days buy / sell"), f"{counts['buy']} / {counts['sell']}"),
+        (_("Trades: buys / sells"), _("{buys} / {sells} ({n} round trips)").format(
+            buys=m["buys"], sells=m["sells"], n=m["round_trips"])),
+        (_("Hit rate"), f"{m['hit_rate']:.1%}"),
+        (_("Daily turnover, fee a side"), f"{m['turnover']:.2%}, {m['fee_rate']:.2%}"),
     ]
-    return View(title=f"Signal: {result['title']}",
-                summary=comparison_summary(f"Signal {result['title']}", strategy, benchmark, BASE),
-                lines=[shown, f"{result['first_date']} – {result['last_date']} · {result['shape'][0]} dates × "
-                              f"{result['shape'][1]} codes"],
+    return View(title=_("Signal: {title}").format(title=result["title"]),
+                summary=comparison_summary(_("Signal {title}").format(title=result["title"]), strategy, benchmark,
+                                           BASE),
+                lines=[shown, _("{first} – {last} · {dates} dates × {codes} codes").format(
+                    first=result["first_date"], last=result["last_date"], dates=result["shape"][0],
+                    codes=result["shape"][1])],
                 facts=facts, notes=[*result.get("notes", []), result["conventions"]],
                 warnings=list(result.get("warnings", [])))

@@ -78,6 +78,7 @@ class Call:
 class FakeSlack:
     calls: list[Call] = field(default_factory=list)
     not_in_channels: set[str] = field(default_factory=set)
+    locales: dict[str, str] = field(default_factory=dict)  # user id -> the locale users.info reports
     fail_uploads: bool = False
     socket_url: str | None = None  # apps.connections.open hands this WebSocket URL out (Socket Mode)
     _ts: count = field(default_factory=lambda: count(1))
@@ -215,6 +216,12 @@ class FakeSlack:
                 self._homes[str(args.get("user_id"))] = view
                 number = next(self._ts)
             return {"ok": True, "view": {**(view or {}), "id": f"VH{number:06d}", "hash": f"h{number}"}}
+        if method == "users.info":
+            user = args.get("user")
+            found: dict[str, Any] = {"id": user}
+            if _truthy(args.get("include_locale")) and user in self.locales:
+                found["locale"] = self.locales[user]
+            return {"ok": True, "user": found}
         if method in ("views.open", "views.update", "reactions.add", "conversations.info", "files.info"):
             return {"ok": True}
         return {"ok": False, "error": "unknown_method"}

@@ -18,7 +18,11 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from tools.factors.ic import FactorEvaluation  # noqa: E402
+from tools.i18n import _  # noqa: E402
+from tools.research import cjk_font  # noqa: E402
 from tools.research.backtest import executed_changes  # noqa: E402
+
+cjk_font.install()  # titles and labels may be Chinese (the catalogs', a stock's name)
 
 ROLLING = 20  # dates in the rolling means of IC and turnover
 HORIZON_COLOURS = ("#2c3e50", "#c0392b", "#27ae60", "#8e44ad", "#d35400", "#2980b9")
@@ -43,9 +47,10 @@ def note_chart(title: str, note: str) -> bytes:
 def nothing_to_plot(data: pd.Series | pd.DataFrame, what: str) -> str | None:
     """Why `data` gives nothing to plot (no rows, no columns, every value missing), or None when it does."""
     if data.empty:
-        return f"no {what} to plot: no dates" if len(data.index) == 0 else f"no {what} to plot: no codes"
+        return (_("no {what} to plot: no dates") if len(data.index) == 0 else _("no {what} to plot: no codes")).format(
+            what=what)
     if not data.notna().to_numpy().any():
-        return f"no {what} to plot: every value is missing"
+        return _("no {what} to plot: every value is missing").format(what=what)
     return None
 
 
@@ -54,24 +59,25 @@ def price_with_trades(close: pd.Series, positions: pd.Series, title: str, *, equ
     """One code's close with markers where the backtest buys (position up) and sells (position down), counted as
     the backtest's metrics count them; with `equity` and `benchmark`, a second panel compares the strategy's
     equity with buying and holding the code."""
-    note = nothing_to_plot(close, "prices")
+    note = nothing_to_plot(close, _("prices"))
     if note:
         return note_chart(title, note)
     compare = equity is not None and not equity.empty
     fig, axes = plt.subplots(2 if compare else 1, 1, figsize=(10, 7 if compare else 4.5), sharex=True, squeeze=False,
                              gridspec_kw={"height_ratios": [3, 2] if compare else [1]})
     ax = axes[0, 0]
-    ax.plot(close.index, close.to_numpy(), color="#34495e", linewidth=1.2, label="close")
+    ax.plot(close.index, close.to_numpy(), color="#34495e", linewidth=1.2, label=_("close"))
     change = executed_changes(positions)
     buys, sells = change[change > 0].index, change[change < 0].index
-    ax.scatter(buys, close.reindex(buys), marker="^", color="#27ae60", s=60, label=f"buy ({len(buys)})", zorder=3)
-    ax.scatter(sells, close.reindex(sells), marker="v", color="#c0392b", s=60, label=f"sell ({len(sells)})",
-               zorder=3)
+    ax.scatter(buys, close.reindex(buys), marker="^", color="#27ae60", s=60,
+               label=_("buy ({n})").format(n=len(buys)), zorder=3)
+    ax.scatter(sells, close.reindex(sells), marker="v", color="#c0392b", s=60,
+               label=_("sell ({n})").format(n=len(sells)), zorder=3)
     ax.set_title(title)
     ax.legend(loc="best")
     ax.grid(alpha=0.3)
     if equity is not None and compare:
-        _equity_panel(axes[1, 0], equity, benchmark, "buy-and-hold")
+        _equity_panel(axes[1, 0], equity, benchmark, _("buy-and-hold"))
     return _png(fig)
 
 
@@ -79,26 +85,27 @@ def equity_and_signal_counts(equity: pd.Series, signal: pd.DataFrame, title: str
                              benchmark: pd.Series | None = None, exposure: pd.Series | None = None) -> bytes:
     """Portfolio equity (with the equal-weight buy-and-hold `benchmark` when given), the fraction of capital
     invested (`exposure`, when given), and the daily number of codes signalling 1 and -1."""
-    note = nothing_to_plot(signal, "signal") or nothing_to_plot(equity, "backtest bars")
+    note = nothing_to_plot(signal, _("signal")) or nothing_to_plot(equity, _("backtest bars"))
     if note:
         return note_chart(title, note)
     panels = 3 if exposure is not None else 2
     fig, axes = plt.subplots(panels, 1, figsize=(10, 2.5 + 2 * panels), sharex=True,
                              gridspec_kw={"height_ratios": [2] + [1] * (panels - 1)})
     top, bottom = axes[0], axes[-1]
-    _equity_panel(top, equity, benchmark, "buy-and-hold, equal weight")
+    _equity_panel(top, equity, benchmark, _("buy-and-hold, equal weight"))
     top.set_title(title)
     if exposure is not None:
         middle = axes[1]
         middle.fill_between(exposure.index, exposure.to_numpy(), step="mid", color="#2980b9", alpha=0.6, linewidth=0)
         middle.set_ylim(0, max(1.0, float(exposure.max())))
-        middle.set_ylabel(f"invested\n(mean {exposure.mean():.0%})")
+        middle.set_ylabel(_("invested\n(mean {share})").format(share=f"{exposure.mean():.0%}"))
         middle.grid(alpha=0.3)
     buys, sells = (signal == 1).sum(axis=1).to_numpy(), (signal == -1).sum(axis=1).to_numpy()
-    bottom.fill_between(signal.index, buys, step="mid", color="#27ae60", alpha=0.8, linewidth=0, label="codes at 1")
+    bottom.fill_between(signal.index, buys, step="mid", color="#27ae60", alpha=0.8, linewidth=0,
+                        label=_("codes at 1"))
     bottom.fill_between(signal.index, -sells, step="mid", color="#c0392b", alpha=0.8, linewidth=0,
-                        label="codes at -1")
-    bottom.set_ylabel("signals")
+                        label=_("codes at -1"))
+    bottom.set_ylabel(_("signals"))
     bottom.legend(loc="upper left")
     bottom.grid(alpha=0.3)
     return _png(fig)
@@ -106,12 +113,12 @@ def equity_and_signal_counts(equity: pd.Series, signal: pd.DataFrame, title: str
 
 def _equity_panel(ax: Axes, equity: pd.Series, benchmark: pd.Series | None, label: str) -> None:
     ax.plot(equity.index, equity.to_numpy(), color="#2c3e50", linewidth=1.3,
-            label=f"strategy ({equity.iloc[-1] - 1:+.1%})")
+            label=_("strategy ({change})").format(change=f"{equity.iloc[-1] - 1:+.1%}"))
     if benchmark is not None and not benchmark.empty:
         ax.plot(benchmark.index, benchmark.to_numpy(), color="#e67e22", linewidth=1.1,
                 label=f"{label} ({benchmark.iloc[-1] - 1:+.1%})")
     ax.axhline(1.0, color="#95a5a6", linewidth=0.8)
-    ax.set_ylabel("equity")
+    ax.set_ylabel(_("equity"))
     ax.legend(loc="upper left", fontsize=8)
     ax.grid(alpha=0.3)
 
@@ -133,8 +140,9 @@ def factor_chart_plan(evaluation: FactorEvaluation) -> FactorChartPlan:
         if h.rank_ic_dates:
             horizons.append(p)
         else:
-            skipped[p] = h.reason or "no date with a Rank IC"
-    note = None if horizons else "no evaluable dates for any horizon: " + "; ".join(evaluation.reasons())
+            skipped[p] = h.reason or _("no date with a Rank IC")
+    note = None if horizons else _("no evaluable dates for any horizon: {reasons}").format(
+        reasons="; ".join(evaluation.reasons()))
     return FactorChartPlan(tuple(horizons), skipped, note)
 
 
@@ -153,7 +161,7 @@ def factor_chart(evaluation: FactorEvaluation, title: str) -> bytes:
         colour = HORIZON_COLOURS[i % len(HORIZON_COLOURS)]
         rank_ic = evaluation.rank_ic[p].dropna()
         ic_ax.plot(rank_ic.index, rank_ic.cumsum().to_numpy(), color=colour,
-                   label=f"{p}d (mean {rank_ic.mean():.3f}, {len(rank_ic)} dates)")
+                   label=_("{p}d (mean {mean}, {n} dates)").format(p=p, mean=f"{rank_ic.mean():.3f}", n=len(rank_ic)))
         daily_rate = (1 + evaluation.quantile_mean[p]) ** (1 / p) - 1
         bar_ax.bar(quantiles + (i - (len(plan.horizons) - 1) / 2) * width, daily_rate.to_numpy() * 1e4, width,
                    color=colour, label=f"{p}d")
@@ -162,18 +170,21 @@ def factor_chart(evaluation: FactorEvaluation, title: str) -> bytes:
         for q, style in ((top, "-"), (bottom, "--")):
             turnover = evaluation.turnover[p][q].dropna().rolling(ROLLING, min_periods=1).mean()
             turn_ax.plot(turnover.index, turnover.to_numpy(), color=colour, linestyle=style, label=f"{p}d Q{q}")
-    ic_ax.set_title("Cumulative Rank IC per horizon")
+    ic_ax.set_title(_("Cumulative Rank IC per horizon"))
     bar_ax.set_xticks(quantiles, [f"Q{q}" for q in quantiles])
-    bar_ax.set_title("Mean demeaned return by quantile (bps a day, (1 + r)^(1/p) - 1)")
-    spread_ax.set_title(f"Cumulative Q{top} - Q{bottom} spread (each date's p-day spread / p)")
-    turn_ax.set_title(f"Quantile turnover, {ROLLING}-date mean (solid Q{top}, dashed Q{bottom})")
+    bar_ax.set_title(_("Mean demeaned return by quantile (bps a day, (1 + r)^(1/p) - 1)"))
+    spread_ax.set_title(_("Cumulative Q{top} - Q{bottom} spread (each date's p-day spread / p)").format(
+        top=top, bottom=bottom))
+    turn_ax.set_title(_("Quantile turnover, {n}-date mean (solid Q{top}, dashed Q{bottom})").format(
+        n=ROLLING, top=top, bottom=bottom))
     for ax in axes.ravel():
         ax.axhline(0, color="black", linewidth=0.6)
         ax.legend(loc="best", fontsize=8)
         ax.grid(alpha=0.3)
     if plan.skipped:
-        fig.supxlabel("not plotted: " + "; ".join(f"{p}d: {r}" for p, r in plan.skipped.items()), fontsize=8,
-                      wrap=True)
+        fig.supxlabel(_("not plotted: {reasons}").format(reasons="; ".join(f"{p}d: {r}" for p, r in
+                                                                          plan.skipped.items())),
+                      fontsize=8, wrap=True)
     for ax in (ic_ax, spread_ax, turn_ax):
         ax.tick_params(axis="x", labelrotation=30)
     fig.suptitle(title)
@@ -183,13 +194,13 @@ def factor_chart(evaluation: FactorEvaluation, title: str) -> bytes:
 def account_equity(dates: list[str], equity: list[float], starting_cash: float, title: str) -> bytes:
     """A paper account's equity at each mark, against its starting cash."""
     series = pd.Series(equity, index=pd.to_datetime(dates, format="%Y%m%d"), dtype="float64")
-    note = nothing_to_plot(series, "marks (the account has not traded yet)")
+    note = nothing_to_plot(series, _("marks (the account has not traded yet)"))
     if note:
         return note_chart(title, note)
     fig, ax = plt.subplots(figsize=(10, 4))
     ax.plot(series.index, series.to_numpy(), color="#2c3e50", linewidth=1.3, marker="o" if len(series) < 30 else None,
-            label=f"equity ({series.iloc[-1] / starting_cash - 1:+.2%})")
-    ax.axhline(starting_cash, color="#95a5a6", linewidth=0.8, label="starting cash")
+            label=_("equity ({change})").format(change=f"{series.iloc[-1] / starting_cash - 1:+.2%}"))
+    ax.axhline(starting_cash, color="#95a5a6", linewidth=0.8, label=_("starting cash"))
     ax.set_title(title)
     ax.set_ylabel("CNY")
     ax.legend(loc="upper left", fontsize=8)
@@ -200,11 +211,11 @@ def account_equity(dates: list[str], equity: list[float], starting_cash: float, 
 def price_with_indicators(lines: pd.DataFrame, title: str) -> bytes:
     """A stock's close with MA(20), MA(60) and the Bollinger bands, and MACD below: `lines` has a DatetimeIndex and
     columns close, MA(20), MA(60), BOLL upper, BOLL lower, MACD DIF, MACD DEA, MACD hist (NaN in warm-ups)."""
-    note = nothing_to_plot(lines["close"], "prices")
+    note = nothing_to_plot(lines["close"], _("prices"))
     if note:
         return note_chart(title, note)
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 1.3]})
-    top.plot(lines.index, lines["close"].to_numpy(), color="#34495e", linewidth=1.3, label="close")
+    top.plot(lines.index, lines["close"].to_numpy(), color="#34495e", linewidth=1.3, label=_("close"))
     for name, color in (("MA(20)", "#2980b9"), ("MA(60)", "#8e44ad")):
         top.plot(lines.index, lines[name].to_numpy(), color=color, linewidth=1, label=name)
     top.fill_between(lines.index, lines["BOLL lower"].to_numpy(), lines["BOLL upper"].to_numpy(), color="#95a5a6",

@@ -15,9 +15,10 @@ from bot.core import ALREADY_HANDLED, Core, Place
 from bot.slack import render
 from bot.slack.render import Malformed, parse_button_value, parse_field
 from graphs.interrupts import APPROVAL
+from tools.i18n import N_, _, using
 
-NO_CARD = "This question's card has not reached its thread yet; try again in a moment."
-MALFORMED = "This button's value is not one I wrote (it may have been cut or edited), so nothing was decided."
+NO_CARD = N_("This question's card has not reached its thread yet; try again in a moment.")
+MALFORMED = N_("This button's value is not one I wrote (it may have been cut or edited), so nothing was decided.")
 
 
 def clicked_at(body: dict[str, Any]) -> Place:
@@ -42,20 +43,22 @@ def register(app: App, core: Core) -> None:
 
     def decide(ack: Any, body: dict[str, Any], value: str, decision_of: Any) -> None:
         """A decision button, in its thread or on the Home (its value carries the thread): record the row, then
-        ack (an acked click is never lost), then show and queue it."""
+        ack (an acked click is never lost), then show and queue it. What only the clicker sees is in their
+        language; the card, in the thread's."""
         place = clicked_at(body)
-        try:
-            thread_id, interrupt_id, choice = parse_button_value(value)
-        except Malformed:
+        with using(core.language_of(place.user)):
+            try:
+                thread_id, interrupt_id, choice = parse_button_value(value)
+            except Malformed:
+                ack()
+                say(body, place, _(MALFORMED))
+                return
+            decision = decision_of(choice)
+            verdict = core.decide(thread_id, interrupt_id, place.user, decision, "button")
             ack()
-            say(body, place, MALFORMED)
-            return
-        decision = decision_of(choice)
-        verdict = core.decide(thread_id, interrupt_id, place.user, decision, "button")
-        ack()
-        if not verdict.allowed:
-            say(body, place, verdict.reason)
-            return
+            if not verdict.allowed:
+                say(body, place, verdict.reason)
+                return
         card = None if on_home(body) else body["message"]["ts"]  # from the Home: the card in the thread
         core.confirm(verdict, interrupt_id, place.user, decision, "button", card)
 
@@ -71,12 +74,13 @@ def register(app: App, core: Core) -> None:
         """A button that names one thing (`field` of its value): ack, `act` on it as the clicker, say the result."""
         ack()
         place = clicked_at(body)
-        try:
-            named = parse_field(value, field)
-        except Malformed:
-            core.surface.tell(place, MALFORMED)
-            return
-        core.surface.tell(place, act(named, place.user))
+        with using(core.language_of(place.user)):
+            try:
+                named = parse_field(value, field)
+            except Malformed:
+                core.surface.tell(place, _(MALFORMED))
+                return
+            core.surface.tell(place, act(named, place.user))
 
     @app.action("run_stop")
     def on_stop(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
@@ -90,25 +94,29 @@ def register(app: App, core: Core) -> None:
     def on_open_form(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
         ack()  # first: the trigger_id expires 3 s after the click
         place = clicked_at(body)
+        with using(core.language_of(place.user)):  # the form is the clicker's
+            open_form(place, body, action)
+
+    def open_form(place: Place, body: dict[str, Any], action: dict[str, Any]) -> None:
         try:
             thread_id, interrupt_id, decision = parse_button_value(action["value"])
         except Malformed:
-            say(body, place, MALFORMED)
+            say(body, place, _(MALFORMED))
             return
         verdict = core.may_decide(thread_id, interrupt_id, place.user, decision)
         value = verdict.payload
         if not verdict.allowed or value is None or verdict.thread is None:
-            say(body, place, verdict.reason or ALREADY_HANDLED)
+            say(body, place, verdict.reason or _(ALREADY_HANDLED))
             return
         shown = verdict.thread.pending.get(interrupt_id) or {}
         message_ts = str(shown.get("ts") or "") if on_home(body) else body["message"]["ts"]
         if not message_ts:
-            say(body, place, NO_CARD)
+            say(body, place, _(NO_CARD))
             return
-        name = str(value.get("title") or value.get("name") or "code")
+        name = str(value.get("title") or value.get("name") or _("code"))
         if decision == "reject":
             view = render.reject_modal(thread_id, interrupt_id, message_ts, name,
-                                       str(value.get("on_reject") or "The action is not taken."))
+                                       str(value.get("on_reject") or _("The action is not taken.")))
         elif value.get("type") == APPROVAL:
             view = render.approval_edit_modal(thread_id, interrupt_id, message_ts, value)
         else:

@@ -11,11 +11,18 @@ from bot.core import ALREADY_HANDLED, Core
 from bot.slack.render import Malformed, parse_metadata
 from graphs.factor.template import edit_problems
 from graphs.interrupts import validate_args
+from tools.i18n import N_, _, using
+
+NOT_MY_FORM = N_("This form is not one I opened; nothing was decided.")
 
 
 def register(app: App, core: Core) -> None:
     @app.view("review_edit_modal")
     def on_edit_submitted(ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
+        with using(core.language_of(body["user"]["id"])):  # what the form says is the submitter's
+            edit_submitted(ack, body, view)
+
+    def edit_submitted(ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
         code = (view["state"]["values"]["code"]["code"].get("value") or "").strip("\n")
         problems = edit_problems(code)
         if problems:  # errors the sandbox's static check would raise, shown in the form before anything runs
@@ -26,15 +33,19 @@ def register(app: App, core: Core) -> None:
 
     @app.view("approval_edit_modal")
     def on_approval_edit_submitted(ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
+        with using(core.language_of(body["user"]["id"])):
+            approval_edit_submitted(ack, body, view)
+
+    def approval_edit_submitted(ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
         first = next(iter(view["state"]["values"]), "x")
         try:
-            thread_id, interrupt_id, _ = parse_metadata(view["private_metadata"])
+            thread_id, interrupt_id, _message_ts = parse_metadata(view["private_metadata"])
         except Malformed:
-            ack(response_action="errors", errors={first: "This form is not one I opened; nothing was decided."})
+            ack(response_action="errors", errors={first: _(NOT_MY_FORM)})
             return
         value = core.pending_value(thread_id, interrupt_id)
         if value is None:
-            ack(response_action="errors", errors={first: ALREADY_HANDLED})
+            ack(response_action="errors", errors={first: _(ALREADY_HANDLED)})
             return
         edits = {name: (block.get(name) or {}).get("value") for name, block in view["state"]["values"].items()}
         args, problems = validate_args(value.get("args_schema") or {}, value.get("args") or {}, edits)
@@ -47,14 +58,15 @@ def register(app: App, core: Core) -> None:
     @app.view("review_reject_modal")
     def on_reject_submitted(ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
         reason = (view["state"]["values"]["reason"]["reason"].get("value") or "").strip()
-        decided_in_form(ack, body, view, {"type": "reject", "message": reason}, "reason")
+        with using(core.language_of(body["user"]["id"])):
+            decided_in_form(ack, body, view, {"type": "reject", "message": reason}, "reason")
 
     def decided_in_form(ack: Any, body: dict[str, Any], view: dict[str, Any], decision: dict[str, Any],
                         block: str) -> None:
         try:
             thread_id, interrupt_id, message_ts = parse_metadata(view["private_metadata"])
         except Malformed:
-            ack(response_action="errors", errors={block: "This form is not one I opened; nothing was decided."})
+            ack(response_action="errors", errors={block: _(NOT_MY_FORM)})
             return
         user = body["user"]["id"]
         verdict = core.decide(thread_id, interrupt_id, user, decision, "modal")

@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.memory import memory_of, reflections
 from graphs.analyze.state import AnalystSpec, AnalystState, session_of
-from graphs.llm import MODEL_FAILURES, describe_model_failure
+from graphs.llm import MODEL_FAILURES, describe_model_failure, language_instruction
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,8 @@ def make_start_node(spec: AnalystSpec) -> Callable[..., dict[str, Any]]:
                                     tool_limit=spec.tool_limit)
         task = f"Write your {spec.name} report on {code} {moment(request)}."
         return {"company_of_interest": code, "trade_date": request["trade_date"],
-                "trade_timestamp": request.get("as_of"), "messages": [SystemMessage(system), HumanMessage(task)],
+                "trade_timestamp": request.get("as_of"),
+                "messages": [SystemMessage(system + language_instruction()), HumanMessage(task)],
                 "tool_calls": 0, "tokens": sum(spent), "evidence": [], "gaps": [], "stopped": None}
 
     return start_node

@@ -21,7 +21,7 @@ from graphs.factor.deps import FactorDeps
 from graphs.factor.models import MODELS
 from graphs.factor.state import FactorState
 from graphs.grammar import bad_code_message, is_ignore, unused_question
-from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json
+from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json, language_instruction
 from graphs.progress import report_progress
 from tools.data.schema import BAR_FIELDS, INDICATOR_FIELDS, DataError, check_range
 
@@ -107,7 +107,8 @@ def _llm(state: FactorState, ctx: FactorDeps, update: dict[str, Any]) -> dict[st
                 else "has no fixed universe: codes must be named")
     fields = ", ".join(BAR_FIELDS + INDICATOR_FIELDS)
     conversation = [m for m in state.get("messages", []) if isinstance(m, HumanMessage)][-12:]
-    prompt = [SystemMessage(SPEC_PROMPT.format(fields=fields, universe=universe)), *conversation]
+    prompt = [SystemMessage(SPEC_PROMPT.format(fields=fields, universe=universe) + language_instruction()),
+              *conversation]
     try:
         raw = invoke_json(model_for(ctx, MODELS["spec reader"]), prompt, "factor spec")  # type: ignore[arg-type]
     except MODEL_FAILURES as exc:

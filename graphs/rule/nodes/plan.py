@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph.runtime import Runtime
 
 from graphs.context import model_for
-from graphs.llm import MODEL_FAILURES, bounded, describe_model_failure, parse_json_answer
+from graphs.llm import MODEL_FAILURES, bounded, describe_model_failure, language_instruction, parse_json_answer
 from graphs.progress import report_progress
 from graphs.rule.deps import RuleDeps
 from graphs.rule.models import MODELS
@@ -84,7 +84,7 @@ def _messages(rule: dict[str, Any], history: list[dict[str, Any]], step: int, fe
                                   runtime_status=json.dumps(rule.get("runtime_status") or {}),
                                   requirements=rule["requirements"], calculations=calculations_catalogue(),
                                   step=step, rounds=MAX_ROUNDS)
-    messages: list[BaseMessage] = [SystemMessage(system)]
+    messages: list[BaseMessage] = [SystemMessage(system + language_instruction())]
     for item in history:
         shown = {k: v for k, v in item.items() if k != "result"}
         messages += [AIMessage(json.dumps(shown, ensure_ascii=False)),

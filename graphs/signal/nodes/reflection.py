@@ -16,7 +16,7 @@ from graphs.clarify import CANCELLED, ask, is_cancel
 from graphs.common import AGENT_STEP_LIMIT, new_human_text, workspace_summary
 from graphs.context import model_for, workspace
 from graphs.grammar import bad_code_message, is_ignore, unused_question
-from graphs.llm import AGENT_FAILURES, agent_json_answer, describe_model_failure
+from graphs.llm import AGENT_FAILURES, agent_json_answer, describe_model_failure, language_instruction
 from graphs.progress import report_progress
 from graphs.signal.deps import SignalDeps
 from graphs.signal.grammar import (
@@ -33,6 +33,7 @@ from graphs.signal.nodes.data_fetch import missing_fields_reply, no_bars
 from graphs.signal.state import MAX_RETRIES, SignalState
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import BAR_FIELDS, DataError, check_range, normalize_codes
+from tools.i18n import _
 
 GRAMMAR_HINT = "signal STRATEGY CODES START END [name=value ...], e.g. `signal ma_cross 000001.SZ,600000.SH " \
                "20200101 20200630 fast=5 slow=20`"
@@ -134,7 +135,8 @@ def _reflect_structured(state: SignalState, text: str, provider: MarketDataProvi
     request = SignalRequest().merge(parse(text)) if starts_request(text) else old.merge(parse(text)) if text else old
     if request.bad_codes:
         return {"request": request.as_dict(), "error_messages": [], **_clarify(
-            state, f"{bad_code_message(request.bad_codes)} Reply with the corrected codes, or `cancel`.")}
+            state, _("{problem} Reply with the corrected codes, or `cancel`.").format(
+                problem=bad_code_message(request.bad_codes)))}
     strategy_params = STRATEGIES[request.strategy].params if request.strategy else None
     stray = [name for name in request.params if strategy_params is not None and name not in strategy_params]
     if request.unknown_words or stray:  # never run without something the user typed: ask, keeping the rest
@@ -154,30 +156,32 @@ def _reflect_structured(state: SignalState, text: str, provider: MarketDataProvi
         update.update(data_ready=False, signal_ready=False, validated=False, indicators_ready=False)
     errors = state.get("error_messages", [])
     if errors and not text:
-        return {**update, **_clarify(state, f"{errors[0]}\nReply with other codes, dates or parameters, "
-                                            "or `cancel`.")}
+        return {**update, **_clarify(state, _("{error}\nReply with other codes, dates or parameters, or "
+                                              "`cancel`.").format(error=errors[0]))}
     missing = request.missing()
     if "codes" in missing:
-        return {**update, **_clarify(state, "Which stocks? Give ts_codes with the exchange suffix, e.g. "
-                                            "000001.SZ (Ping An Bank) or 600000.SH (SPDB), comma-separated.")}
+        return {**update, **_clarify(state, _("Which stocks? Give ts_codes with the exchange suffix, e.g. "
+                                              "000001.SZ (Ping An Bank) or 600000.SH (SPDB), comma-separated."))}
     if "dates" in missing:
-        return {**update, **_clarify(state, "Which date range? Give a start and an end date as YYYYMMDD, "
-                                            "e.g. 20200101 20200630.")}
+        return {**update, **_clarify(state, _("Which date range? Give a start and an end date as YYYYMMDD, "
+                                              "e.g. 20200101 20200630."))}
     if "strategy" in missing:
-        return {**update, **_clarify(state, f"Which strategy?\n{library_help()}", strategy_names())}
+        return {**update, **_clarify(state, _("Which strategy?") + f"\n{library_help()}", strategy_names())}
     strategy = STRATEGIES[request.strategy]  # type: ignore[index]
     try:
         params = strategy.resolve(request.params)
         codes = normalize_codes(request.codes)
         start, end = check_range(request.start, request.end)  # type: ignore[arg-type]
     except (ValueError, DataError) as exc:
-        return {**update, **_clarify(state, f"{exc}. Reply with a corrected value, or `cancel`.")}
+        return {**update, **_clarify(state, _("{error}. Reply with a corrected value, or `cancel`.").format(
+            error=exc))}
     empty = no_bars(provider, start, end)
     if empty:
-        return {**update, **_clarify(state, f"{empty}. Reply with other dates, or `cancel`.")}
+        return {**update, **_clarify(state, _("{error}. Reply with other dates, or `cancel`.").format(error=empty))}
     if len(codes) < strategy.min_codes:
         return {**update, **_clarify(
-            state, f"{strategy.title} ranks stocks against each other; give at least {strategy.min_codes} codes.")}
+            state, _("{strategy} ranks stocks against each other; give at least {n} codes.").format(
+                strategy=strategy.title, n=strategy.min_codes))}
     update["user_intent"] = {
         "type": "mixed",
         "params": {"ts_code": ",".join(codes), "start_date": start, "end_date": end,
@@ -221,7 +225,8 @@ def _reflect_llm(state: SignalState, text: str, config: RunnableConfig,
         errors="\n".join(state.get("error_messages", [])) or "(none)", retry_count=retries,
         max_retries=MAX_RETRIES, conversation=conversation or text,
     )
-    agent = create_agent(model_for(runtime.context, MODELS["planner"]), tools=[workspace_status], system_prompt=prompt)
+    agent = create_agent(model_for(runtime.context, MODELS["planner"]), tools=[workspace_status],
+                         system_prompt=prompt + language_instruction())
     try:
         run = agent.invoke({"messages": [HumanMessage(text or "Decide the next step.")]},
                            {"recursion_limit": AGENT_STEP_LIMIT})

@@ -11,11 +11,13 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
+from graphs import names
 from graphs.context import thread_id, workspace
 from graphs.progress import report_progress
 from graphs.signal.deps import SignalDeps
 from graphs.signal.state import SignalState
 from tools.data.schema import normalize_date
+from tools.i18n import _
 from tools.research.backtest import BacktestResult, degeneracy_warnings, run_backtest
 from tools.research.charts import equity_and_signal_counts, price_with_trades
 from tools.research.date_span import span_note
@@ -99,10 +101,12 @@ def _store_artifacts(store: ArtifactStore, thread: str, run_key: str, name: str,
                      close: pd.DataFrame, backtest: BacktestResult) -> list[ArtifactRef]:
     if signal.shape[1] == 1:
         code = signal.columns[0]
-        png = price_with_trades(close[code], backtest.positions[code], f"{title} — {code}", equity=backtest.equity,
+        named = f"{code} {names.table().names.get(code, '')}".strip()  # 600519.SH 贵州茅台
+        png = price_with_trades(close[code], backtest.positions[code], f"{title} — {named}", equity=backtest.equity,
                                 benchmark=backtest.benchmark_equity)
     else:
-        png = equity_and_signal_counts(backtest.equity, signal, f"{title} — equity of {signal.shape[1]} codes",
+        png = equity_and_signal_counts(backtest.equity, signal,
+                                       _("{title} — equity of {n} codes").format(title=title, n=signal.shape[1]),
                                        benchmark=backtest.benchmark_equity, exposure=backtest.exposure)
     metrics = pd.Series(backtest.metrics.as_dict()).rename("value").to_csv(index_label="metric")
     files = {

@@ -1,0 +1,122 @@
+"""Issue 25, item 2: the gettext catalogs. The compiled catalogs are what `pybabel compile` makes of the .po files,
+the .po files are up to date with the code (`pybabel update --check`), both languages translate every message id
+with the same placeholders, and `_` speaks the language in effect."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from babel.messages.pofile import read_po, write_po
+
+from tools.i18n import LOCALES, _, choice_of, current, language_for_locale, translate, using
+from tools.i18n.catalog import LOCALE_DIR
+
+ROOT = Path(__file__).resolve().parent.parent
+PYBABEL = str(Path(sys.executable).parent / "pybabel")
+
+
+def _check(locale_dir: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "scripts/i18n.py", "check", "--locale-dir", str(locale_dir)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _copy(tmp_path: Path) -> Path:
+    copy = tmp_path / "locale"
+    shutil.copytree(LOCALE_DIR, copy)
+    return copy
+
+
+def _edit(po: Path, change) -> None:  # type: ignore[no-untyped-def]
+    with po.open("rb") as file:
+        catalog = read_po(file)
+    change(catalog)
+    with po.open("wb") as file:
+        write_po(file, catalog)
+
+
+def test_the_committed_mo_files_are_what_pybabel_compile_makes(tmp_path: Path) -> None:
+    copy = _copy(tmp_path)
+    for mo in copy.glob("*/LC_MESSAGES/*.mo"):
+        mo.unlink()
+    done = subprocess.run([PYBABEL, "compile", "-d", str(copy), "-D", "quantdesk"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    for language in ("zh_CN", "en"):
+        shipped = LOCALE_DIR / language / "LC_MESSAGES" / "quantdesk.mo"
+        assert (copy / language / "LC_MESSAGES" / "quantdesk.mo").read_bytes() == shipped.read_bytes(), language
+
+
+def test_the_catalogs_are_complete_and_up_to_date_with_the_code() -> None:
+    done = _check(LOCALE_DIR)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_check_fails_on_a_message_without_a_translation(tmp_path: Path) -> None:
+    copy = _copy(tmp_path)
+
+    def untranslate(catalog) -> None:  # type: ignore[no-untyped-def]
+        catalog["Already handled."].string = ""
+
+    _edit(copy / "zh_CN" / "LC_MESSAGES" / "quantdesk.po", untranslate)
+    done = _check(copy)
+    assert done.returncode == 1
+    assert "zh_CN: no translation for 'Already handled.'" in done.stdout
+
+
+def test_the_check_fails_when_a_catalog_is_out_of_date_with_the_code(tmp_path: Path) -> None:
+    copy = _copy(tmp_path)
+    _edit(copy / "en" / "LC_MESSAGES" / "quantdesk.po", lambda catalog: catalog.delete("Already handled."))
+    done = _check(copy)
+    assert done.returncode == 1
+    assert "out of date with the code" in done.stdout
+
+
+def test_the_check_fails_when_a_translation_drops_a_placeholder(tmp_path: Path) -> None:
+    copy = _copy(tmp_path)
+
+    def drop(catalog) -> None:  # type: ignore[no-untyped-def]
+        catalog["error: {error}"].string = "错误"
+
+    _edit(copy / "zh_CN" / "LC_MESSAGES" / "quantdesk.po", drop)
+    done = _check(copy)
+    assert done.returncode == 1
+    assert "zh_CN: the placeholders of 'error: {error}' differ in its translation" in done.stdout
+
+
+def test_underscore_speaks_the_language_in_effect() -> None:
+    with using("zh-CN"):
+        assert _("Already handled.") == "已处理。"
+        assert current() == "zh-CN"
+        with using("en"):
+            assert _("Already handled.") == "Already handled."
+        assert _("Already handled.") == "已处理。"
+    assert translate("zh-CN", "Stuck:") == "卡住的："
+    assert translate("en", "Stuck:") == "Stuck:"
+
+
+def test_a_thread_started_inside_a_language_does_not_inherit_it_but_the_default() -> None:
+    seen: list[str] = []
+    with using("zh-CN"):
+        worker = threading.Thread(target=lambda: seen.append(_("Already handled.")))
+        worker.start()
+        worker.join()
+    assert seen == ["Already handled."]  # the workspace default (en in tests): a listener sets its own
+
+
+@pytest.mark.parametrize(("locale", "language"), [("zh-CN", "zh-CN"), ("en-US", "en"), ("en-GB", "en"),
+                                                  ("zh-TW", "zh-CN"), ("zh-HK", "zh-CN"), ("ja-JP", "zh-CN"),
+                                                  (None, "zh-CN"), ("", "zh-CN")])
+def test_locales_outside_the_table_fall_back_to_the_workspace_default(locale: str | None, language: str) -> None:
+    assert language_for_locale(locale, "zh-CN") == language
+    assert language_for_locale("ja-JP", "en") == "en"
+    assert "zh-TW" not in LOCALES and "zh-HK" not in LOCALES and "ja-JP" not in LOCALES
+
+
+@pytest.mark.parametrize(("word", "language"), [("zh", "zh-CN"), ("ZH", "zh-CN"), ("中文", "zh-CN"), ("en", "en"),
+                                                ("English", "en"), ("fr", None), ("", None)])
+def test_a_typed_choice_names_a_language(word: str, language: str | None) -> None:
+    assert choice_of(word) == language

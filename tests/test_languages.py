@@ -1,0 +1,180 @@
+"""Issue 25, item 1: the language setting. A person's choice is stored in the bot's own table and survives restarts;
+a Slack user's locale counts where the table maps it; a thread keeps its starter's language while each person's
+ephemerals and refusals are in their own."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect
+
+from bot.stores.languages import LanguageStore
+from bot.stores.threads import ThreadRegistry
+from tests.fakes.slack_server import SlackServer
+from tests.slack_harness import (
+    BotProcess,
+    blocks_valid,
+    command_body,
+    event_body,
+    mention,
+    message,
+    new_ts,
+    post,
+    question_call,
+    text_of,
+)
+from tests.test_cli import _quantdesk
+from tools.storage.db import make_engine
+from tools.storage.migrate import current_revision, downgrade, upgrade
+from tools.storage.models import Base
+
+ZHANG, ALICE, LIN = "UZHANG", "UALICE", "ULINTW"  # zh-CN, en-US and zh-TW locales in Slack
+
+
+def test_migration_0017_up_and_down_and_the_models_agree(own_url: str) -> None:
+    engine = make_engine(own_url)
+    upgrade(engine)
+    with engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        differences = [d for d in compare_metadata(context, Base.metadata)
+                       if "person_languages" in repr(d) or "'language'" in repr(d)]
+    assert differences == []
+    downgrade(engine, "0016")
+    assert current_revision(engine) == "0016"
+    assert "person_languages" not in inspect(engine).get_table_names()
+    assert "language" not in {c["name"] for c in inspect(engine).get_columns("threads")}
+    upgrade(engine)
+    assert "language" in {c["name"] for c in inspect(engine).get_columns("threads")}
+    engine.dispose()
+
+
+def test_a_choice_survives_a_restart_and_a_thread_keeps_its_language(own_url: str) -> None:
+    engine = make_engine(own_url)
+    upgrade(engine)
+    store = LanguageStore(engine)
+    assert store.chosen("U1") is None
+    store.choose("U1", "zh-CN")
+    store.choose("U1", "en")
+    store.choose("U1", "zh-CN")
+    threads = ThreadRegistry(engine)
+    info, created = threads.open("T", "C", "1.1", "U1", language="zh-CN")
+    assert created and info.language == "zh-CN"
+    assert threads.open("T", "C", "1.1", "U2", language="en")[0].language == "zh-CN"  # the starter's, for good
+    engine.dispose()
+    again = make_engine(own_url)
+    assert LanguageStore(again).chosen("U1") == "zh-CN"
+    assert LanguageStore(again).chosen("U2") is None
+    assert ThreadRegistry(again).find("T", "C", "1.1").language == "zh-CN"  # type: ignore[union-attr]
+    again.dispose()
+
+
+def test_console_lang_is_kept_across_sessions(tmp_path: Path) -> None:
+    first = _quantdesk(["chat"], tmp_path, "bars\nlang zh\nbars\nlang fr\n")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines() == [
+        "usage: bars CODES START END [FIELD ...]",
+        "今后我用中文回复你。每个线程沿用发起人的语言。",
+        "用法：bars CODES START END [FIELD ...]",
+        "用法：`lang zh`（中文）或 `lang en`（English）。你现在使用的语言是 zh-CN。"]
+    second = _quantdesk(["chat"], tmp_path, "bars\n语言 en\nbars\n")  # a new process: the choice was stored
+    assert second.stdout.splitlines() == [
+        "用法：bars CODES START END [FIELD ...]",
+        "From now on I answer you in English. A thread keeps the language of the person who started it.",
+        "usage: bars CODES START END [FIELD ...]"]
+
+
+def test_the_workspace_default_speaks_to_those_who_never_chose(tmp_path: Path) -> None:
+    out = _quantdesk(["chat"], tmp_path, "bars\n", QUANTDESK_LANGUAGE="zh-CN")
+    assert out.stdout.splitlines() == ["用法：bars CODES START END [FIELD ...]"]
+
+
+# --- Slack ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def slack() -> Iterator[SlackServer]:
+    with SlackServer() as server:
+        server.fake.locales.update({ZHANG: "zh-CN", ALICE: "en-US", LIN: "zh-TW"})
+        yield server
+
+
+@pytest.fixture(scope="module")
+def bot(slack: SlackServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BotProcess]:
+    data = tmp_path_factory.mktemp("languages")
+    process = BotProcess(slack.url, f"sqlite:///{data / 'q.db'}", data)
+    yield process
+    process.stop()
+
+
+def _command(slack: SlackServer, bot: BotProcess, text: str, user: str, channel: str = "CLANG") -> str:
+    hook = f"cmd{new_ts()}"
+    status, _body = post(bot.url, command_body(text, channel, user, slack.url.replace("/api/", f"/respond/{hook}")),
+                         "application/x-www-form-urlencoded")
+    assert status == 200
+    (reply,) = slack.fake.wait_for("respond", where=lambda c: c.args.get("_hook") == hook)
+    return text_of(reply)
+
+
+def test_slack_answers_each_person_in_their_locale_or_their_choice(slack: SlackServer, bot: BotProcess) -> None:
+    assert _command(slack, bot, "bogus", ZHANG).startswith("未知子命令 `bogus`。\n*QuantDesk*")
+    assert _command(slack, bot, "help", ZHANG).splitlines()[-1].startswith("也可以在频道里 @我")
+    assert _command(slack, bot, "help", ALICE).splitlines()[-1].startswith("Or mention me in a channel")
+    assert _command(slack, bot, "help", LIN).splitlines()[-1].startswith("Or mention me")  # zh-TW: the default
+    assert _command(slack, bot, "lang zh", LIN) == "今后我用中文回复你。每个线程沿用发起人的语言。"
+    assert _command(slack, bot, "帮助", LIN).splitlines()[-1].startswith("也可以在频道里 @我")
+    assert _command(slack, bot, "lang en", ZHANG).startswith("From now on I answer you in English")
+    assert _command(slack, bot, "help", ZHANG).splitlines()[-1].startswith("Or mention me in a channel")
+    assert _command(slack, bot, "lang zh", ZHANG).startswith("今后")
+    asked = [c for c in slack.fake.of("users.info") if c.args.get("user") == ZHANG]
+    assert len(asked) == 1 and asked[0].args.get("include_locale") in (True, "true", "1", 1)  # read once
+
+
+def test_a_thread_speaks_its_starters_language_and_others_are_refused_in_theirs(slack: SlackServer,
+                                                                                 bot: BotProcess) -> None:
+    root = new_ts()
+    status, _body = post(bot.url, event_body(mention("CLANG", ZHANG, "信号 均线交叉 600519.SH", root)),
+                         "application/json")
+    assert status == 200
+    question = question_call(slack, "CLANG", root)
+    blocks = blocks_valid(question)
+    assert text_of(question) == ("哪个日期区间？请给出开始和结束日期，格式 YYYYMMDD 或 2020年1月1日，例如 20200101 "
+                                 "20200630。")
+    assert blocks[-1]["elements"][0]["text"] == "在此线程中回复。"
+    status, _body = post(bot.url, event_body(message("CLANG", ALICE, "20190102 20191231", new_ts(), root)),
+                         "application/json")
+    (refusal,) = slack.fake.wait_for("chat.postEphemeral", where=lambda c: c.args.get("user") == ALICE)
+    assert text_of(refusal) == "Only the person who started this request or a configured approver can answer it."
+    post(bot.url, event_body(message("CLANG", ZHANG, "20190102 20191231", new_ts(), root)), "application/json")
+    answered = slack.fake.wait_for("chat.update", where=lambda c: c.args.get("ts") == question.response["ts"]
+                                   and "已回答" in text_of(c))[0]
+    assert json.dumps(answered.args.get("blocks"), ensure_ascii=False).count("20190102 20191231") == 1
+    done = slack.fake.wait_for("chat.update", where=lambda c: c.args.get("channel") == "CLANG"
+                               and text_of(c) == ":white_check_mark: 完成")
+    assert done
+
+
+def test_a_command_typed_while_a_question_waits_runs_and_is_never_the_answer(slack: SlackServer,
+                                                                             bot: BotProcess) -> None:
+    root = new_ts()
+    post(bot.url, event_body(mention("CACCT", ZHANG, "帮我生成一个均线交叉信号 贵州茅台", root)), "application/json")
+    question = question_call(slack, "CACCT", root)
+    post(bot.url, event_body(message("CACCT", ZHANG, "账户", new_ts(), root)), "application/json")
+    account = slack.fake.wait_for("chat.postMessage", where=lambda c: c.args.get("thread_ts") == root
+                                  and text_of(c).startswith("Equity 1,000,000.00 CNY"))
+    assert account
+    post(bot.url, event_body(message("CACCT", ZHANG, "帮助", new_ts(), root)), "application/json")
+    (hint,) = slack.fake.wait_for("chat.postEphemeral", where=lambda c: c.args.get("channel") == "CACCT")
+    assert text_of(hint) == "`/quant help` 会列出我能做的事。这里的问题仍待回答：请回复它，或回复 `取消`。"
+    post(bot.url, event_body(message("CACCT", ZHANG, "2019年1月2日 至 2019年12月31日", new_ts(), root)),
+         "application/json")
+    answers = slack.fake.wait_for("chat.update", where=lambda c: c.args.get("ts") == question.response["ts"]
+                                  and "已回答" in text_of(c))
+    assert len(answers) == 1 and "2019年1月2日 至 2019年12月31日" in json.dumps(answers[0].args.get("blocks"),
+                                                                          ensure_ascii=False)
+    assert slack.fake.wait_for("chat.update", where=lambda c: c.args.get("channel") == "CACCT"
+                               and text_of(c) == ":white_check_mark: 完成")
