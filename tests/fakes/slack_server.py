@@ -215,6 +215,9 @@ class FakeSlack:
                 self._homes[str(args.get("user_id"))] = view
                 number = next(self._ts)
             return {"ok": True, "view": {**(view or {}), "id": f"VH{number:06d}", "hash": f"h{number}"}}
+        if method in ("assistant.threads.setStatus", "assistant.threads.setSuggestedPrompts",
+                      "assistant.threads.setTitle"):
+            return {"ok": True}
         if method in ("views.open", "views.update", "reactions.add", "conversations.info", "files.info"):
             return {"ok": True}
         return {"ok": False, "error": "unknown_method"}
