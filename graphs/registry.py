@@ -14,6 +14,7 @@ from graphs.analyze.models import MODELS as DESK_MODELS
 from graphs.analyze.present import present_decision
 from graphs.analyze.resolution import resolve_pass
 from graphs.background import BackgroundJob
+from graphs.context import WorkflowContext
 from graphs.factor.deps import FactorDeps
 from graphs.factor.graph import build_factor_graph
 from graphs.factor.library import FACTORS
@@ -51,7 +52,11 @@ from graphs.signal.measures import measure_signal
 from graphs.signal.models import MODELS as SIGNAL_MODELS
 from graphs.signal.present import present_signal
 from graphs.workflow import Subcommand, Workflow
+<<<<<<< HEAD
 from tools.i18n import N_
+=======
+from tools.broker.paper import account_names
+>>>>>>> h2/h2-home
 
 SIGNAL = Workflow(
     name="signal",
@@ -161,6 +166,14 @@ HOME: dict[str, HomeSection] = {
     "desk": desk_panels,
     "factors": factor_panels,
 }
+
+
+def suggested_prompts(ctx: WorkflowContext, channel: str | None, room: int) -> list[tuple[str, str]]:
+    """At most `room` (title, request) prompts that work as typed: a signal, an analysis and, when the channel in
+    view has a paper account, that account; else a factor."""
+    has_account = channel is not None and channel in account_names(ctx.engine)
+    account = [("My account", f"account {channel}")] if has_account else [("A factor", FACTOR.example)]
+    return [("A signal", SIGNAL.example), ("An analysis", ANALYZE.example), *account][:room]
 
 
 def command_for(words: list[str]) -> tuple[Subcommand, list[str]] | None:

@@ -52,6 +52,9 @@ class Settings(BaseSettings):
     slack_signing_secret: SecretStr | None = Field(default=None, alias="SLACK_SIGNING_SECRET")
     slack_api_url: str = Field(default="https://slack.com/api/", alias="SLACK_API_URL")
     approvers: Annotated[frozenset[str], NoDecode] = Field(default=frozenset(), alias="QUANTDESK_APPROVERS")
+    # an assistant thread's status (assistant.threads.setStatus) is set again this often: Slack drops it after ~2 min
+    assistant_status_refresh_seconds: float = Field(default=90.0, gt=0, le=110,
+                                                    alias="QUANTDESK_ASSISTANT_STATUS_REFRESH")
     # LangGraph Studio / Agent Server callers (bot/studio_auth.py): "SLACK_USER_ID:SHA256_HEX,..." (token hashes)
     studio_tokens: SecretStr | None = Field(default=None, alias="QUANTDESK_STUDIO_TOKENS")
     # the audit chains' head signatures (HMAC-SHA256, tools/audit): never stored in the database

@@ -134,6 +134,15 @@ class Core:
             log.info("stop requested for thread %s", message.thread_id)
         return self.queue.submit_text(message)
 
+    def answered_once(self, place: Place, text: str, key: str) -> bool:
+        """Record a message the surface answers at once (a command): True the first time its key is seen, so a
+        redelivered event is not answered twice."""
+        message = Message(dedupe_key(key), place.team, place.channel, place.thread_ts, place.user, clean_text(text))
+        if not self.queue.inbox.record(message.key, message.thread_id, message.payload()):
+            return False
+        self.queue.inbox.mark_done(message.key)
+        return True
+
     def is_known_thread(self, place: Place) -> bool:
         return self.threads.get(place.thread_id) is not None
 
@@ -467,7 +476,7 @@ class Core:
                 done.append(step)
             if status_ref:
                 self.surface.update(place, status_ref, Status(place.thread_id, ":hourglass_flowing_sand: "
-                                                              + " → ".join(done) + " …"))
+                                                              + " → ".join(done) + " …", step=step))
 
         return update
 

@@ -40,11 +40,12 @@ class Refused(Exception):
 
 @dataclass(frozen=True)
 class Status:
-    """A run's progress line; `running` offers a way to stop it."""
+    """A run's progress line; `running` offers a way to stop it; `step`: the step it is at (a short label)."""
 
     thread_id: str
     text: str
     running: bool = True
+    step: str = ""
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,8 @@ def slack_core(ctx: AppServices, checkpointer: BaseCheckpointSaver) -> Core:
     """The core on the Slack surface (a bare WebClient: a worker needs no Bolt app and calls nothing at start)."""
     if ctx.settings.slack_bot_token is None:
         raise StartupError("SLACK_BOT_TOKEN is not set; see README, 'Slack app in five steps'")
-    return build_core(ctx, checkpointer, SlackSurface(make_client(ctx.settings)), SLACK_SCOPE)
+    surface = SlackSurface(make_client(ctx.settings), ctx.settings.assistant_status_refresh_seconds)
+    return build_core(ctx, checkpointer, surface, SLACK_SCOPE)
 
 
 def background_service(core: Core, ctx: AppServices) -> BackgroundService:

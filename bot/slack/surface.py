@@ -29,6 +29,7 @@ from bot.core.surface import (
     ThreadStart,
 )
 from bot.slack import render
+from bot.slack.assistant_status import AssistantStatuses
 from bot.slack.home import home_view
 from tools.i18n import N_, _
 
@@ -40,6 +41,7 @@ BLOCKS_REFUSED = ("invalid_blocks", "invalid_blocks_format", "msg_too_long", "to
 PLAIN_TEXT_NOTE = N_("(Shown as plain text: Slack refused the formatted message. Reply here, or use `quantdesk "
                      "chat`.)")
 PLAIN_TEXT_MAX = 39_000
+ASSISTANT_STATUS = "assistant-status:"  # the reference of a status shown in the assistant pane, not as a message
 
 
 def mention(text: str, users: tuple[str, ...] | list[str]) -> str:
@@ -69,6 +71,16 @@ def message_for(content: Content) -> dict[str, Any]:
     raise TypeError(f"no Slack message for {type(content).__name__}")
 
 
+def in_direct_messages(place: Place) -> bool:
+    """A thread in a direct message with the app, where Slack's assistant pane lives (channel ids start with D)."""
+    return place.channel.startswith("D")
+
+
+def assistant_status(content: Status) -> str:
+    """A run's status as the assistant pane shows it after the app's name ("QuantDesk is working: …")."""
+    return f"is working: {content.step}" if content.step else "is working…"
+
+
 def carries(message: dict[str, Any], event_type: str, field: str, value: str) -> bool:
     """Whether a Slack message's metadata is of `event_type` with `field` = `value` (how a post finds itself)."""
     metadata = message.get("metadata") or {}
@@ -80,13 +92,18 @@ def _reason(exc: Exception) -> str:
 
 
 class SlackSurface:
-    def __init__(self, client: WebClient) -> None:
+    def __init__(self, client: WebClient, status_refresh_seconds: float = 90.0) -> None:
+        """`status_refresh_seconds`: how often a run's status in the assistant pane is set again."""
         self.client = client
+        self.statuses = AssistantStatuses(client, status_refresh_seconds)
         self._team: str | None = None  # the workspace's team id, for threads the bot roots itself
         self._url: str | None = None  # the workspace's address (auth.test), for links to threads
         self._locales: dict[str, str | None] = {}  # user id -> locale, read once per process (users.info)
 
     def post(self, place: Place, content: Content, key: str | None = None) -> str:
+        if isinstance(content, Status) and in_direct_messages(place) and self.statuses.set(
+                place.channel, place.thread_ts, assistant_status(content)):
+            return f"{ASSISTANT_STATUS}{place.channel}:{place.thread_ts}"  # the pane shows it: no status message
         message = message_for(content)
         extra: dict[str, Any] = {"metadata": {"event_type": POST_EVENT, "event_payload": {"key": key}}} if key else {}
         compact = render.compact_message(message)
@@ -132,6 +149,12 @@ class SlackSurface:
                               "ask an admin to check the bot's file permissions."))
 
     def update(self, place: Place, ref: str, content: Content) -> None:
+        if ref.startswith(ASSISTANT_STATUS) and isinstance(content, Status):
+            if content.running:
+                self.statuses.set(place.channel, place.thread_ts, assistant_status(content))
+            else:
+                self.statuses.clear(place.channel, place.thread_ts)
+            return
         self._safe(self.client.chat_update, channel=place.channel, ts=ref, **message_for(content))
 
     def upload(self, place: Place, files: list[StoredFile]) -> None:

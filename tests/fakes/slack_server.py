@@ -222,6 +222,9 @@ class FakeSlack:
             if _truthy(args.get("include_locale")) and user in self.locales:
                 found["locale"] = self.locales[user]
             return {"ok": True, "user": found}
+        if method in ("assistant.threads.setStatus", "assistant.threads.setSuggestedPrompts",
+                      "assistant.threads.setTitle"):
+            return {"ok": True}
         if method in ("views.open", "views.update", "reactions.add", "conversations.info", "files.info"):
             return {"ok": True}
         return {"ok": False, "error": "unknown_method"}

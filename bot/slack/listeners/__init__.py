@@ -6,7 +6,7 @@ from __future__ import annotations
 from slack_bolt import App
 
 from bot.core import Core
-from bot.slack.listeners import actions, commands, events, home, views
+from bot.slack.listeners import actions, assistant, commands, events, home, views
 
 
 def register(app: App, core: Core, bot_user: str) -> None:
@@ -15,3 +15,4 @@ def register(app: App, core: Core, bot_user: str) -> None:
     actions.register(app, core)
     views.register(app, core)
     home.register(app, core)
+    assistant.register(app, core)

@@ -14,6 +14,7 @@ from bot.core import Core, Place, channel_account, clean_text
 from bot.slack import render
 from graphs.grammar import english, normalize, unquote_marks
 from graphs.registry import COMMANDS, WORKFLOWS, command_for
+from graphs.views import View
 from graphs.workflow import CommandCall, CommandError, Subcommand
 from tools.data.schema import DataError
 from tools.i18n import N_, _, ngettext, using
@@ -64,6 +65,26 @@ def status_text(core: Core, user: str) -> str:
                                                                               error=p.last_error or waiting)
               for p in core.posts.unposted() if p.thread_id in mine]
     return "\n".join(lines + ([_("Stuck:"), *stuck] if stuck else []))
+
+
+def command_reply(core: Core, user: str, channel: str, text: str) -> View | str | None:
+    """What a command typed as a message is answered with (a command's view, `status`, or what went wrong); None
+    when the text is not a command (a request, an answer)."""
+    text = unquote_marks(clean_text(text))
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        words = text.split()
+    if [english(normalize(w).strip()).lower() for w in words] == ["status"]:
+        return status_text(core, user)
+    found = command_for(words)
+    if found is None:
+        return None
+    command, args = found
+    try:
+        return command.run(CommandCall(core.runner.context, args, user, channel_account(channel)))
+    except (CommandError, DataError, ValueError) as exc:
+        return f":warning: {exc}"
 
 
 def register(app: App, core: Core) -> None:
