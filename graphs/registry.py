@@ -52,11 +52,8 @@ from graphs.signal.measures import measure_signal
 from graphs.signal.models import MODELS as SIGNAL_MODELS
 from graphs.signal.present import present_signal
 from graphs.workflow import Subcommand, Workflow
-<<<<<<< HEAD
-from tools.i18n import N_
-=======
 from tools.broker.paper import account_names
->>>>>>> h2/h2-home
+from tools.i18n import N_
 
 SIGNAL = Workflow(
     name="signal",
