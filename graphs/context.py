@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Protocol
 
 from langchain_core.language_models import BaseChatModel
@@ -40,7 +41,13 @@ class WorkflowContext:
     long_only: bool = True
     paper: PaperConfig | None = None  # the paper account's rates, limits and clock settings
     broker: Callable[[str, str | None], Broker] | None = None  # (account name, opened by) -> its broker
-    traders: frozenset[str] = field(default_factory=frozenset)  # who may approve or edit orders
+    traders: frozenset[str] = field(default_factory=frozenset)  # who may approve or edit orders (the default)
+    admins: frozenset[str] = field(default_factory=frozenset)  # who administers accounts (the default)
+    account_traders: dict[str, frozenset[str]] = field(default_factory=dict)  # an account's own, instead
+    account_admins: dict[str, frozenset[str]] = field(default_factory=dict)
+    stale_move: Decimal = Decimal("0.02")  # an approval on a price basis moved more than this re-checks the card
+    second_approval_above: Decimal | None = None  # orders above this notional need two traders (None: off)
+    console_operator: str | None = None  # the console's identity: with no trader configured anywhere, it trades
     rules: RuleStore | None = None  # saved execution rules and their step logs
     klines: Callable[[str], KlineProvider] | None = None  # symbol -> the kline source that serves it
     fundamentals: FundamentalsSource | None = None  # the decision desk's sources (None: not configured)
@@ -74,6 +81,43 @@ class Market(Protocol):
     """The market data provider."""
 
     provider: MarketDataProvider
+
+
+class Roles(Protocol):
+    """Who may do what on which paper account: each account's own traders and admins, else the global ones."""
+
+    traders: frozenset[str]
+    admins: frozenset[str]
+    account_traders: dict[str, frozenset[str]]
+    account_admins: dict[str, frozenset[str]]
+    console_operator: str | None
+
+
+def traders_of(roles: Roles, account: str) -> frozenset[str]:
+    """Who may approve or edit `account`'s orders: its own traders, else the global ones; on a desk with no trader
+    configured anywhere, the console's operator (a one-person desk on its own machine)."""
+    if roles.console_operator and not roles.traders and not any(roles.account_traders.values()):
+        return frozenset({roles.console_operator})
+    return roles.account_traders.get(account, roles.traders)
+
+
+def admins_of(roles: Roles, account: str) -> frozenset[str]:
+    return roles.account_admins.get(account, roles.admins)
+
+
+def has_role(roles: Roles, user: str | None, account: str) -> bool:
+    """Whether `user` trades or administers `account` (naming an account needs this)."""
+    return user is not None and (user in traders_of(roles, account) or user in admins_of(roles, account))
+
+
+def all_traders(roles: Roles) -> frozenset[str]:
+    """Every trader of some account."""
+    return traders_of(roles, "").union(*roles.account_traders.values())
+
+
+def trades_anywhere(roles: Roles, user: str | None) -> bool:
+    """Whether `user` is a trader of some account (global actions: the switch, the simulated clock)."""
+    return user is not None and user in all_traders(roles)
 
 
 MAIN, LIGHT, DEEP = "main", "light", "deep"  # the model roles a workflow gives its agents (each its models.py)

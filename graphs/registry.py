@@ -34,6 +34,7 @@ from graphs.order.grammar import USAGE as ORDER_USAGE
 from graphs.order.grammar import looks_structured as order_structured
 from graphs.order.grammar import starts_request as order_starts
 from graphs.order.graph import build_order_graph
+from graphs.order.mandate_command import mandate_command
 from graphs.order.present import present_order
 from graphs.rule.background import rule_run_failed, rule_schedule_job
 from graphs.rule.commands import SUBCOMMANDS as RULE_SUBCOMMANDS
@@ -140,6 +141,9 @@ COMMANDS: dict[str, Subcommand] = {
                           "filled (traders switch it)"), trading_command),
     "decisions": Subcommand("decisions [CODE]", N_("the decision desk's past decisions and how they turned out"),
                             decisions_command),
+    "mandate": Subcommand("mandate [NAME] | mandate NAME set|clear ...", N_("a paper account's mandate: allowed or "
+                          "blocked codes, boards and ST, orders a day, gross exposure, turnover a day (its admins "
+                          "change it)"), mandate_command),
     "cancel": Subcommand("cancel ORDER", N_("cancel an order that has not filled yet (traders)"), cancel_command,
                          min_args=1),
     "clock": Subcommand("clock [next | set DATE]", N_("the paper accounts' session clock: live on live data; on "

@@ -9,7 +9,7 @@ from typing import Any
 from langgraph.graph.state import CompiledStateGraph
 
 from graphs.background import Notice
-from graphs.context import WorkflowContext
+from graphs.context import WorkflowContext, traders_of, trades_anywhere
 from graphs.measures import Measures, RunRecord
 from graphs.views import View
 from tools.i18n import _
@@ -29,7 +29,11 @@ class CommandCall:
 
     @property
     def is_trader(self) -> bool:
-        return self.user is not None and self.user in self.context.traders
+        """A trader of some account: global actions (the switch, the simulated clock)."""
+        return trades_anywhere(self.context, self.user)
+
+    def is_trader_of(self, account: str) -> bool:
+        return self.user is not None and self.user in traders_of(self.context, account)
 
 
 class CommandError(ValueError):

@@ -72,6 +72,7 @@ def desk_context(engine: Engine, sandbox: Sandbox, provider: MarketDataProvider,
                  light: ScriptedChatModel | None = None, **extra: Any) -> WorkflowContext:
     return WorkflowContext(provider=provider, engine=engine, sandbox=sandbox, artifacts=ArtifactStore(engine),
                            llm=llm, light_llm=light, paper=CONFIG, traders=frozenset({TRADER}),
+                           admins=frozenset({"UALICE"}),  # the requester names accounts (`analyze ... account=`)
                            broker=lambda name, by: PaperBroker(engine, provider, name, CONFIG, opened_by=by),
                            **{"desk_namespace": f"test-{uuid.uuid4().hex[:8]}", **extra})
 

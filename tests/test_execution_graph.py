@@ -55,6 +55,7 @@ def closes() -> list[float]:
 def _ctx(engine: Engine, sandbox: Sandbox, provider: SampleProvider, llm: Any = None) -> WorkflowContext:
     return WorkflowContext(provider=provider, engine=engine, sandbox=sandbox, artifacts=ArtifactStore(engine),
                            llm=llm, paper=CONFIG, traders=frozenset({TRADER}),
+                           admins=frozenset({OWNER}),  # rule owners name their accounts (account=)
                            broker=lambda name, by: PaperBroker(engine, provider, name, CONFIG, opened_by=by),
                            rules=RuleStore(engine, frozenset()), klines=lambda symbol: AShareKlines(provider))
 

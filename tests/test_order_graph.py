@@ -38,7 +38,7 @@ def provider() -> SampleProvider:
 
 def _ctx(engine: Engine, sandbox: Sandbox, provider: SampleProvider, traders: frozenset[str]) -> WorkflowContext:
     return WorkflowContext(provider=provider, engine=engine, sandbox=sandbox, artifacts=ArtifactStore(engine),
-                           paper=CONFIG, traders=traders,
+                           paper=CONFIG, traders=traders, admins=frozenset({OTHER}),  # the requester may name accounts
                            broker=lambda name, by: PaperBroker(engine, provider, name, CONFIG, opened_by=by))
 
 

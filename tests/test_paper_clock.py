@@ -48,7 +48,7 @@ def provider() -> SampleProvider:
 def _ctx(engine: Engine, sandbox: Sandbox, provider: SampleProvider, now: datetime = SIMULATED_NOW,
          ) -> WorkflowContext:
     return WorkflowContext(provider=provider, engine=engine, sandbox=sandbox, artifacts=ArtifactStore(engine),
-                           paper=CONFIG, traders=frozenset({TRADER}), now=lambda: now,
+                           paper=CONFIG, traders=frozenset({TRADER}), admins=frozenset({OTHER}), now=lambda: now,
                            broker=lambda name, by: PaperBroker(engine, provider, name, CONFIG, opened_by=by,
                                                                now=lambda: now))
 

@@ -95,7 +95,8 @@ def _desk(slack: SlackServer, data: Path, **env: str) -> Iterator[Desk]:
 @pytest.fixture(scope="module")
 def desk(slack: SlackServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desk]:
     """Two traders configured."""
-    yield from _desk(slack, tmp_path_factory.mktemp("orders"), QUANTDESK_TRADERS=f"{TRADER},{TRADER2}")
+    yield from _desk(slack, tmp_path_factory.mktemp("orders"), QUANTDESK_TRADERS=f"{TRADER},{TRADER2}",
+                     QUANTDESK_ACCOUNT_ADMINS=f"desk-b={ALICE}")  # Alice may name desk-b
 
 
 @pytest.fixture(scope="module")
@@ -619,8 +620,10 @@ def test_cancel_without_an_order_answers_its_usage(desk: Desk) -> None:
 
 
 def test_reading_an_account_nobody_opened_opens_nothing(desk: Desk) -> None:
-    text = _reply_text(_command(desk, "orders all typo-desk", "C7730", BOB))
+    text = _reply_text(_command(desk, "orders all typo-desk", "C7730", TRADER))  # a trader has a role on any
     assert text.startswith(":warning: there is no paper account named typo-desk")
+    refused = _reply_text(_command(desk, "orders all typo-desk", "C7730", BOB))  # naming one needs a role on it
+    assert refused.startswith(":warning: UBOB has no role on account typo-desk")
     with Session(desk.engine) as session:
         assert session.get(PaperAccount, "typo-desk") is None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
@@ -82,7 +83,19 @@ class Settings(BaseSettings):
     # paper account (tools/broker): money in CNY, rates as fractions; a schedule is "YYYYMMDD:rate,..." (each
     # rate applies from its date; dates before the first are refused)
     traders: Annotated[frozenset[str], NoDecode] = Field(default=frozenset(), alias="QUANTDESK_TRADERS")
+    # roles per paper account, "ACCOUNT=ID ID;ACCOUNT=ID": an account listed here has these instead of the global
+    # QUANTDESK_TRADERS / QUANTDESK_ADMINS
+    account_traders: Annotated[dict[str, frozenset[str]], NoDecode] = Field(
+        default_factory=dict, alias="QUANTDESK_ACCOUNT_TRADERS")
+    account_admins: Annotated[dict[str, frozenset[str]], NoDecode] = Field(
+        default_factory=dict, alias="QUANTDESK_ACCOUNT_ADMINS")
+    # who the console acts as: "LOGIN=SLACK_USER_ID,..." (an unmapped login acts as itself)
+    console_users: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict, alias="QUANTDESK_CONSOLE_USERS")
     paper_cash: Decimal = Field(default=Decimal("1000000"), gt=0, alias="QUANTDESK_PAPER_CASH")
+    # orders above this notional (CNY) need two different traders; empty: one suffices
+    second_approval_above: Decimal | None = Field(default=None, gt=0, alias="QUANTDESK_SECOND_APPROVAL_ABOVE")
+    # an approval re-checks the order: a price basis moved more than this fraction shows the card again instead
+    stale_move: Decimal = Field(default=Decimal("0.02"), gt=0, le=1, alias="QUANTDESK_STALE_MOVE")
     order_ttl_minutes: int = Field(default=120, ge=1, le=10080, alias="QUANTDESK_ORDER_TTL_MINUTES")
     live_fill_at: Literal["open", "close"] = Field(default="open", alias="QUANTDESK_LIVE_FILL_AT")
     live_data_days: int = Field(default=7, ge=1, le=60, alias="QUANTDESK_LIVE_DATA_DAYS")
@@ -133,6 +146,37 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return frozenset(part.strip() for part in value.split(",") if part.strip())
         return value
+
+    @field_validator("second_approval_above", mode="before")
+    @classmethod
+    def _empty_is_none(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("account_traders", "account_admins", mode="before")
+    @classmethod
+    def _account_roles(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        roles: dict[str, frozenset[str]] = {}
+        for entry in filter(None, (part.strip() for part in value.split(";"))):
+            account, sep, ids = entry.partition("=")
+            if not sep or not account.strip():
+                raise ValueError(f"{entry!r} is not ACCOUNT=ID ID ... (entries separated by ';')")
+            roles[account.strip()] = frozenset(re.split(r"[\s,]+", ids.strip())) - {""}
+        return roles
+
+    @field_validator("console_users", mode="before")
+    @classmethod
+    def _console_users(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        users: dict[str, str] = {}
+        for entry in filter(None, (part.strip() for part in value.split(","))):
+            login, sep, user = entry.partition("=")
+            if not sep or not login.strip() or not user.strip():
+                raise ValueError(f"{entry!r} is not LOGIN=SLACK_USER_ID")
+            users[login.strip()] = user.strip()
+        return users
 
     @field_validator("model_prices", mode="before")
     @classmethod

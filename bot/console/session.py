@@ -82,7 +82,8 @@ def _help_text(commands: dict[str, DataCommand]) -> str:
                   "      " + _("e.g. {example}").format(example=workflow.example)]
         lines += [f"      {note}" for note in workflow.help_notes()]
         lines += [_entry(sub.usage, _(sub.summary)) for sub in workflow.subcommands.values()]
-    lines += [_("paper account (you count as a trader here: it is your own machine):")]
+    lines += [_("paper account (with no trader configured anywhere you trade every account; else the accounts whose "
+                "traders include who QUANTDESK_CONSOLE_USERS maps you to):")]
     lines += [_entry(c.usage, _(c.summary)) for c in COMMANDS.values()]
     lines += [
         _("  free text (needs an LLM: OPENAI_API_KEY / OPENAI_BASE_URL); follow-ups such as `fast=10 slow=30` or\n"
@@ -113,8 +114,9 @@ class Console:
         self.core = core
         self.runner = core.runner
         self.surface = surface
-        self.user = getpass.getuser()
-        self.runner.context.traders = self.runner.context.traders | {self.user}  # the operator trades here
+        login = getpass.getuser()
+        self.user = ctx.settings.console_users.get(login, login)  # who the console acts as (its decisions' name)
+        self.runner.context.console_operator = self.user  # trades on a desk with no trader configured anywhere
         self.place = console_place(self.user)
         self.keys = itertools.count(1)
         self.pending: list[dict[str, Any]] = []  # [{"id", "value"}] of the current thread, oldest first

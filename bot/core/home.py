@@ -88,7 +88,7 @@ class Homes:
         people = {u for u in users if u}
         if info is not None and info.user_id:
             people.add(info.user_id)
-        return sorted(people | set(self.policy.approvers) | set(self.policy.traders()))
+        return sorted(people | set(self.policy.approvers) | set(self.policy.all_traders()))
 
     def changed(self, users: Iterable[str], notice: str = "") -> None:
         """A change concerns `users`: publish the homes of those who have one (never raises: the background

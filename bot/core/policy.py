@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -15,11 +16,12 @@ ALREADY_HANDLED = N_("Already handled.")  # a message id: shown as _(ALREADY_HAN
 
 @dataclass(frozen=True)
 class Policy:
-    """Approvers answer any thread; traders decide orders. `traders` is read each time (the console adds its
-    operator)."""
+    """Approvers answer any thread; an account's traders decide its orders. `traders` is asked each time, with
+    the card's account (roles are per account; the console's operator may trade on a desk with none configured)."""
 
     approvers: frozenset[str]
-    traders: Any  # a callable returning the current traders
+    traders: Callable[[str], frozenset[str]]  # account -> who may approve or edit its orders
+    all_traders: Callable[[], frozenset[str]]  # every trader of some account (whose App Home a card concerns)
 
     def authorised(self, thread: ThreadInfo, user: str) -> bool:
         """Whether `user` may answer or stop the thread: its requester or a configured approver."""
@@ -29,7 +31,7 @@ class Policy:
         """Why `user` may not take `decision_type` on this pause, or None. Approvals for traders (orders) are
         approved or edited by traders only, and not after expiry; anyone who may answer the thread, or a trader,
         may reject them."""
-        traders = self.traders()
+        traders = self.traders(str((payload.get("args") or {}).get("account") or ""))
         if payload.get("deciders") == TRADERS:
             refused = approval_refusal(payload, user, decision_type, traders, datetime.now(UTC))
             if refused:

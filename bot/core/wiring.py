@@ -10,6 +10,7 @@ from bot.core.surface import Surface
 from bot.jobs import JobQueue, make_job_queue
 from bot.runner import Runner
 from bot.startup import AppServices
+from graphs.context import all_traders, traders_of
 
 
 def build_core(ctx: AppServices, checkpointer: BaseCheckpointSaver, surface: Surface, scope: str,
@@ -18,6 +19,7 @@ def build_core(ctx: AppServices, checkpointer: BaseCheckpointSaver, surface: Sur
     SQLite)."""
     settings = ctx.settings
     runner = Runner(ctx, checkpointer)
-    policy = Policy(settings.approvers, lambda: runner.context.traders)
+    policy = Policy(settings.approvers, lambda account: traders_of(runner.context, account),
+                    lambda: all_traders(runner.context))
     return Core(runner, surface, queue or make_job_queue(ctx.engine, settings, scope), policy, scope,
                 claim_seconds=settings.decision_claim_seconds, language=settings.language)

@@ -36,8 +36,9 @@ def checks_text(proposal: dict[str, Any]) -> list[str]:
 
 
 def order_card(proposal: dict[str, Any], account: str, traders_configured: bool,
-               refusals: list[str], edited_by: str | None = None) -> dict[str, Any]:
-    """The card; `edited_by`: the order is an edit of an earlier card (by that trader), its checks run again."""
+               refusals: list[str], edited_by: str | None = None, approvals: str | None = None) -> dict[str, Any]:
+    """The card; `edited_by`: the order is an edit of an earlier card (by that trader), its checks run again;
+    `approvals`: who approved so far, when the order needs two traders."""
     request = proposal["request"]
     value, fees = Decimal(proposal["estimated_value"]), Decimal(proposal["estimated_fees"])
     args: dict[str, Any] = {"order": order_line(proposal), "quantity": int(request["quantity"])}
@@ -52,7 +53,10 @@ def order_card(proposal: dict[str, Any], account: str, traders_configured: bool,
         "fills": proposal["fill_label"],
         "expires": expiry_text(proposal["expires_at"]),
         "why": request.get("reason") or "-",
+        "mandate": "; ".join(proposal.get("mandate") or ()) or "none",
     })
+    if approvals:
+        args["approvals"] = approvals
     passed = bool(proposal["passed"])
     verdict = "All checks pass." if passed else "Some checks FAIL: approving is not offered; edit or reject."
     lines = [f"Edited by {edited_by}: every check ran again on the edited order; decide it again."] if edited_by else []

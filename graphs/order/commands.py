@@ -5,16 +5,22 @@ from __future__ import annotations
 
 from graphs.order.grammar import OrderGrammarError, account_name
 from graphs.order.present import present_account, present_orders
+from graphs.order.roles import (
+    ACCOUNT_TRADERS_ONLY,
+    SWITCHED_OFF,
+    SWITCHED_ON,
+    TRADERS_ONLY,
+    naming_refusal,
+)
 from graphs.views import View
 from graphs.workflow import CommandCall, CommandError
 from tools.broker.money import money_text
 from tools.broker.paper import PaperBroker, account_names, order_account, reset_account
 from tools.broker.reports import account_report
-from tools.broker.store import AccountError, set_trading, switch_state
+from tools.broker.store import AccountError, last_switch, set_trading, switch_state
 from tools.research.charts import account_equity
 
 SCOPES = ("open", "today", "all")
-TRADERS_ONLY = "Only traders (QUANTDESK_TRADERS) can {what}."
 
 
 def _broker(call: CommandCall, name: str) -> PaperBroker:
@@ -30,12 +36,17 @@ def _broker(call: CommandCall, name: str) -> PaperBroker:
     return PaperBroker(ctx.engine, ctx.provider, name, ctx.paper, opened_by=call.user)
 
 
-def _name(call: CommandCall, words: list[str]) -> str:
+def account_arg(call: CommandCall, words: list[str]) -> str:
+    """The account the words name (the caller's default without one); naming another needs a role on it."""
     named = [w.split("=", 1)[1] if w.lower().startswith("account=") else w for w in words]
     try:
-        return account_name(named[0]) if named else call.account
+        name = account_name(named[0]) if named else call.account
     except OrderGrammarError as exc:
         raise CommandError(str(exc)) from None
+    refused = naming_refusal(call.context, call.user, name, call.account)
+    if refused:
+        raise CommandError(refused)
+    return name
 
 
 def account_command(call: CommandCall) -> View:
@@ -44,7 +55,7 @@ def account_command(call: CommandCall) -> View:
         return _reset(call, call.args[1:])
     if len(call.args) > 1:
         raise CommandError("usage: account [NAME], or account reset NAME")
-    name = _name(call, call.args)
+    name = account_arg(call, call.args)
     broker = _broker(call, name)
     broker.settle()  # orders whose bar arrived since the last settle pass fill before the account is shown
     account = broker.account()
@@ -68,7 +79,9 @@ def _reset(call: CommandCall, words: list[str]) -> View:
     names = words[:-1] if confirmed else words
     if len(names) != 1:
         raise CommandError("usage: account reset NAME (then account reset NAME confirm)")
-    name = _name(call, names)
+    name = account_arg(call, names)
+    if not call.is_trader_of(name):
+        raise CommandError(ACCOUNT_TRADERS_ONLY.format(account=name, what="reset it"))
     paper = call.context.paper
     assert paper is not None
     if not confirmed:
@@ -95,7 +108,7 @@ def orders_command(call: CommandCall) -> View:
             names.append(word)
     if len(names) > 1:
         raise CommandError("usage: orders [open|today|all] [NAME]")
-    name = _name(call, names)
+    name = account_arg(call, names)
     broker = _broker(call, name)
     broker.settle()
     return present_orders(name, scope, broker.orders(scope))  # type: ignore[arg-type]
@@ -106,16 +119,18 @@ def trading_command(call: CommandCall) -> View:
     engine = call.context.engine
     if not call.args:
         enabled, by, at = switch_state(engine)
-        since = f" (set by {by} at {at:%Y-%m-%d %H:%M} UTC)" if by and at else ""
+        last = last_switch(engine)
+        why = f": {last[3]}" if last else ""
+        since = f" (set by {by} at {at:%Y-%m-%d %H:%M} UTC{why})" if by and at else ""
         return View("Trading", f"Trading is {'on' if enabled else 'OFF'}{since}.", users=[by] if by else [])
     word = call.args[0].lower()
-    if word not in ("on", "off") or len(call.args) > 1:
-        raise CommandError("usage: trading on|off")
-    if not call.is_trader:
+    if word not in ("on", "off"):
+        raise CommandError("usage: trading on|off [REASON]")
+    if not (call.is_trader or (call.user is not None and call.user in call.context.admins)):
         raise CommandError(TRADERS_ONLY.format(what="switch trading on or off"))
-    set_trading(engine, word == "on", call.user or "?")
-    text = ("Trading is on: approved orders are submitted and filled again." if word == "on" else
-            "Trading is OFF: nothing is submitted or filled until a trader sends `trading on`; proposals say why.")
+    reason = " ".join(call.args[1:])
+    set_trading(engine, word == "on", call.user or "?", reason)
+    text = (SWITCHED_ON if word == "on" else SWITCHED_OFF).format(why=reason or "no reason given")
     return View("Trading", f"{text} (by {call.user})", users=[call.user or ""])
 
 
@@ -129,6 +144,8 @@ def cancel_command(call: CommandCall) -> View:
     name = order_account(call.context.engine, order_id)
     if name is None:
         raise CommandError(f"there is no order {order_id}; see `orders all`")
+    if not call.is_trader_of(name):
+        raise CommandError(ACCOUNT_TRADERS_ONLY.format(account=name, what="cancel its orders"))
     try:
         order = _broker(call, name).cancel(order_id, call.user)
     except AccountError as exc:

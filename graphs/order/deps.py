@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from decimal import Decimal
 from typing import Protocol
 
-from graphs.context import Market, Storage
+from graphs.context import Market, Roles, Storage
 from tools.broker.paper import PaperConfig
 from tools.broker.protocol import Broker
 from tools.rules.store import RuleStore
 
 
-class OrderDeps(Market, Storage, Protocol):
+class OrderDeps(Market, Storage, Roles, Protocol):
     paper: PaperConfig | None  # the paper account's rates, limits and clock settings
     broker: Callable[[str, str | None], Broker] | None  # (account name, opened by) -> its broker
-    traders: frozenset[str]  # who may approve or edit orders
+    second_approval_above: Decimal | None  # orders above this notional need two traders (None: off)
+    stale_move: Decimal  # an approval on a price basis moved more than this re-checks the card
     rules: RuleStore | None  # a rule's proposal claim is released when its card ends
     now: Callable[[], datetime]  # the wall clock

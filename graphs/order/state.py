@@ -24,8 +24,10 @@ class OrderApprovalState(OrderApprovalInput, OrderApprovalOutput, total=False):
     account: str
     client_order_id: str
     proposal: dict[str, Any]  # the broker's preview (tools.broker.orders.Preview) as JSON
+    proposed_at: str  # ISO: a trading switch-off after it expires the card
     refusals: list[str]  # decisions refused by the trader policy, shown on the next card
     edited_by: str | None  # who edited the order last: the card it produced says so
+    approvals: list[str]  # traders who approved this card so far (four-eyes: the first of two)
     decision: dict[str, Any]
     decided_by: str | None
     decided_at: str  # ISO

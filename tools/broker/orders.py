@@ -167,6 +167,7 @@ class Preview:
     checks: tuple[Check, ...]
     notes: tuple[str, ...]  # price basis, approximations
     expires_at: str  # ISO time after which the proposal cannot be approved
+    mandate: tuple[str, ...] = ()  # the account's mandate, one line each (empty: none)
 
     @property
     def passed(self) -> bool:

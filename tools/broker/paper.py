@@ -17,6 +17,7 @@ from tools.broker.checks import AccountState, RiskLimits, estimate, pre_trade_ch
 from tools.broker.clock import SHANGHAI, SIMULATED_LABEL, Clock, day, expiry, session_for, trading_days, ymd
 from tools.broker.fees import FeeRates, fill_fees
 from tools.broker.fills import fill_price
+from tools.broker.mandate import load_mandate, mandate_check
 from tools.broker.market import Prices, Quote
 from tools.broker.money import to_fen, yuan
 from tools.broker.orders import Account, Fill, Order, OrderRejected, OrderRequest, Position, Preview
@@ -216,6 +217,12 @@ class PaperBroker:
             held_value=(q.last_close or Decimal(0)) * held)
         checks = pre_trade_checks(request, on=sess.date, trading_on=trading_enabled(session), limits=limits,
                                   quote_ok=problem, est=est, state=state, risk=self.config.risk)
+        mandate = load_mandate(session, self.name)
+        if mandate is not None:
+            orders_today, turnover_today = self._session_activity(session, sess.date)
+            checks += (mandate_check(mandate, request.ts_code, q.is_st, request.side, est.value,
+                                     orders_today=orders_today, exposure=equity - yuan(account.cash_fen),
+                                     turnover_today=turnover_today),)
         sign = -1 if request.side == "buy" else 1
         cash_after = yuan(account.cash_fen) + sign * est.value - est.fees
         position_after = held + (request.quantity if request.side == "buy" else -request.quantity)
@@ -223,7 +230,18 @@ class PaperBroker:
         notes = tuple(n for n in (limits.note, q.prev_close_note, sess.calendar_note, moves, *self.notes()) if n)
         return Preview(request, q.name, sess.date, sess.fill_at, sess.label, est.reference_price, est.value, est.fees,
                        cash_after, position_after, limits.up, limits.down, checks, notes,
-                       expiry(clock, sess, self.config.order_ttl).isoformat())
+                       expiry(clock, sess, self.config.order_ttl).isoformat(),
+                       tuple(mandate.lines()) if mandate else ())
+
+    def _session_activity(self, session: Session, session_date: str) -> tuple[int, Decimal]:
+        """(orders, turnover) of the account in a session, for its mandate: every order placed for it, and the
+        value of its fills plus what its open orders hold back."""
+        rows = session.execute(select(PaperOrder.id, PaperOrder.status, PaperOrder.reserved_fen).where(
+            PaperOrder.account == self.name, PaperOrder.session_date == session_date)).all()
+        filled = session.scalar(select(func.coalesce(func.sum(PaperFill.value_fen), 0)).where(
+            PaperFill.account == self.name, PaperFill.trade_date == session_date)) or 0
+        held = sum(reserved for _, status, reserved in rows if status == "open")
+        return len(rows), yuan(int(filled) + held)
 
     def _place(self, session: Session, request: OrderRequest, preview: Preview) -> PaperOrder:
         reserve = 0

@@ -163,3 +163,19 @@ class SimulatedClock(Base):
     data_end: Mapped[str] = mapped_column(String(8))  # the data's last day when it was moved
     moved_by: Mapped[str | None] = mapped_column(String(64))
     moved_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class PaperMandate(Base):
+    """An account's mandate, set by its admins (tools/broker/mandate.py): what may ever be proposed or placed.
+    Absent: no mandate. Its changes are order events (`mandate set`), in the account's audit chain."""
+
+    __tablename__ = "paper_mandates"
+
+    account: Mapped[str] = mapped_column(String(64), primary_key=True)
+    allow: Mapped[list] = mapped_column(JSON, default=list)  # codes, boards, "ST": only these (empty: any)
+    block: Mapped[list] = mapped_column(JSON, default=list)  # codes, boards, "ST": never these
+    max_orders_per_day: Mapped[int | None] = mapped_column(Integer)
+    max_exposure_fen: Mapped[int | None] = mapped_column(BigInteger)  # gross: positions at their marks
+    max_turnover_fen: Mapped[int | None] = mapped_column(BigInteger)  # per session: the value of its orders
+    changed_by: Mapped[str | None] = mapped_column(String(64))
+    changed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

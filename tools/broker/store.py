@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -64,15 +65,16 @@ def trading_enabled(session: Session) -> bool:
     return True if row is None else bool(row.enabled)
 
 
-def set_trading(engine: Engine, enabled: bool, by: str) -> None:
-    """Switch trading on or off for every account; recorded in the audit trail."""
+def set_trading(engine: Engine, enabled: bool, by: str, reason: str = "") -> None:
+    """Switch trading on or off for every account; recorded in the audit trail with who and why."""
     with write_lock(engine) as session:
         row = session.get(TradingSwitch, SWITCH_ROW, with_for_update=not _sqlite(session))
         if row is None:
             session.add(TradingSwitch(id=SWITCH_ROW, enabled=enabled, changed_by=by, changed_at=utcnow()))
         else:
             row.enabled, row.changed_by, row.changed_at = enabled, by, utcnow()
-        record_event(session, None, None, "trading on" if enabled else "trading off", by, {})
+        record_event(session, None, None, "trading on" if enabled else "trading off", by,
+                     {"reason": reason.strip() or "no reason given"})
 
 
 def switch_state(engine: Engine) -> tuple[bool, str | None, Any]:
@@ -80,6 +82,22 @@ def switch_state(engine: Engine) -> tuple[bool, str | None, Any]:
     with Session(engine) as session:
         row = session.get(TradingSwitch, SWITCH_ROW)
         return (True, None, None) if row is None else (row.enabled, row.changed_by, row.changed_at)
+
+
+def last_switch(engine: Engine, event: str = "", since: datetime | None = None) -> tuple[str, str | None,
+                                                                                    datetime, str] | None:
+    """The latest switch change (`event`: only "trading off" or "trading on"; `since`: only after that time) as
+    (event, who, when, why), or None."""
+    events = (event,) if event else ("trading on", "trading off")
+    query = select(OrderEvent).where(OrderEvent.event.in_(events), OrderEvent.account.is_(None))
+    if since is not None:
+        query = query.where(OrderEvent.at > since)
+    with Session(engine) as session:
+        row = session.scalars(query.order_by(OrderEvent.id.desc()).limit(1)).first()
+        if row is None:
+            return None
+        at = row.at if row.at.tzinfo else row.at.replace(tzinfo=UTC)  # SQLite gives naive UTC back
+        return row.event, row.actor, at, str((row.detail or {}).get("reason") or "no reason given")
 
 
 def record_event(session: Session, client_order_id: str | None, account: str | None, event: str,

@@ -10,17 +10,22 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from graphs.context import decided_at, decider
+from graphs.context import decided_at, decider, traders_of
 from graphs.interrupts import decision_of
 from graphs.order.card import order_card
 from graphs.order.deps import OrderDeps
+from graphs.order.four_eyes import approvals_text, needs_two
 from graphs.order.state import OrderApprovalState
 
 
 def approve_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], config: RunnableConfig,
                  ) -> dict[str, Any]:
-    payload = order_card(state["proposal"], state["account"], bool(runtime.context.traders),
-                         state.get("refusals") or [], state.get("edited_by"))
+    ctx = runtime.context
+    payload = order_card(state["proposal"], state["account"], bool(traders_of(ctx, state["account"])),
+                         state.get("refusals") or [], state.get("edited_by"),
+                         approvals_text(ctx.second_approval_above, list(state.get("approvals") or []))
+                         if needs_two(ctx.second_approval_above, state["proposal"]) and ctx.second_approval_above
+                         else None)
     decision = decision_of(interrupt(payload))
     when = decided_at(config) or datetime.now(UTC)
     return {"decision": decision, "decided_by": decider(config), "decided_at": when.isoformat()}

@@ -16,10 +16,13 @@ from graphs.context import AUTH_USER, decider, thread_id
 from graphs.interrupts import validate_args
 from graphs.order.card import edit_schema, expiry_text, order_card
 from graphs.order.deps import OrderDeps
+from graphs.order.four_eyes import needs_two, second_refusal
 from graphs.order.payload import preview_json, request_of
+from graphs.order.roles import CARD_SWITCHED_OFF, trader_refusal
+from graphs.order.staleness import RECHECKED, stale_changes
 from graphs.order.state import OrderApprovalState
 from tools.broker.proposal_claims import fit_claims_to_card
-from tools.broker.store import log_event
+from tools.broker.store import last_switch, log_event
 from tools.data.schema import DataError
 
 
@@ -38,14 +41,20 @@ def authorize_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], confi
                      state)
     if kind not in ("approve", "edit"):
         return _again(refusals, f"a {kind} decision does not decide an order: approve, edit or reject it")
-    if who is None or who not in ctx.traders:
+    refused = trader_refusal(ctx, who, account, kind)
+    if refused:
         log_event(ctx.engine, cid, account, "refused", who, {"decision": kind, "reason": "not a trader"})
-        name = who or "a caller who named no user"
-        return _again(refusals, f"{name} is not a trader (QUANTDESK_TRADERS) and cannot {kind} orders")
+        return _again(refusals, refused)
     if datetime.fromisoformat(state["decided_at"]) > datetime.fromisoformat(proposal["expires_at"]):
         log_event(ctx.engine, cid, account, "expired", who, {"decision": kind, "decided_at": state["decided_at"]})
         return _done("expired", f"This order proposal expired at {expiry_text(proposal['expires_at'])}, before "
                                 f"{who}'s {kind}; nothing was placed. Propose it again for a fresh check.", state)
+    off = last_switch(ctx.engine, "trading off", datetime.fromisoformat(state["proposed_at"])) \
+        if state.get("proposed_at") else None
+    if off is not None:
+        _event, by, at, why = off
+        log_event(ctx.engine, cid, account, "expired", who, {"decision": kind, "trading_off": by, "reason": why})
+        return _done("expired", CARD_SWITCHED_OFF.format(who=by, at=at, why=why, decider=who, kind=kind), state)
     moved = _clock_moved(ctx, account, proposal)
     if moved is not None:
         log_event(ctx.engine, cid, account, "expired", who, {"decision": kind, "session": proposal["session_date"],
@@ -56,8 +65,11 @@ def authorize_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], confi
     if kind == "approve":
         if not proposal["passed"]:
             return _again(refusals, "approve is not possible while checks fail: edit or reject the order")
-        log_event(ctx.engine, cid, account, "approved", who, {})
-        return {"verdict": "submit"}
+        try:
+            stale = _recheck(ctx, state, who, config, refusals)
+        except (DataError, ValueError) as exc:
+            return _again(refusals, f"the order cannot be checked again before placing it: {exc}")
+        return stale or _approve(ctx, state, who, refusals)
     edits = (decision.get("edited_action") or {}).get("args") or {}
     request = proposal["request"]
     original = {"quantity": request["quantity"], "limit_price": request.get("limit_price")}
@@ -82,11 +94,46 @@ def authorize_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], confi
                                                        "limit_price": intent.get("limit_price"),
                                                        "passed": edited["passed"]})
     update = {"order_intent": intent, "proposal": edited, "verdict": "ask_again",
-              "edited_by": who, "refusals": refusals}
+              "edited_by": who, "refusals": refusals, "approvals": []}  # approvals were of the old numbers
     if not edited["passed"]:
         failed = "; ".join(f"{c['name']}: {c['detail']}" for c in edited["checks"] if not c["passed"])
         update["refusals"] = [*refusals, f"the edited order fails its checks ({failed})"]
     return update
+
+
+def _recheck(ctx: OrderDeps, state: OrderApprovalState, who: str, config: RunnableConfig,
+             refusals: list[str]) -> dict[str, Any] | None:
+    """The order previewed again on the current account and market: None when the card still holds, else the
+    re-checked card to decide again (approvals so far were of the old numbers)."""
+    cid, account, intent = state["client_order_id"], state["account"], state["order_intent"]
+    fresh = preview_json(ctx.broker(account, None).preview(request_of(intent, cid, thread_id(config))))  # type: ignore[misc]
+    changes = stale_changes(state["proposal"], fresh, ctx.stale_move)
+    if not changes:
+        return None
+    if intent.get("claim"):
+        fit_claims_to_card(ctx.engine, intent["claim"], datetime.fromisoformat(fresh["expires_at"]))
+    log_event(ctx.engine, cid, account, "stale", who, {"changes": changes, "passed": fresh["passed"]})
+    return {"verdict": "ask_again", "proposal": fresh, "approvals": [],
+            "refusals": [*refusals, RECHECKED.format(who=who, changes="; ".join(changes))]}
+
+
+def _approve(ctx: OrderDeps, state: OrderApprovalState, who: str, refusals: list[str]) -> dict[str, Any]:
+    """One trader's approval: it submits, unless the order needs two traders and this is the first (ask again)
+    or cannot count as the second (refused: the same trader again, or the proposer)."""
+    cid, account = state["client_order_id"], state["account"]
+    if not needs_two(ctx.second_approval_above, state["proposal"]):
+        log_event(ctx.engine, cid, account, "approved", who, {})
+        return {"verdict": "submit"}
+    approvals = list(state.get("approvals") or [])
+    if not approvals:
+        log_event(ctx.engine, cid, account, "approved", who, {"approval": 1, "of": 2})
+        return {"verdict": "ask_again", "approvals": [who], "refusals": refusals}
+    refused = second_refusal(approvals, state["order_intent"].get("proposed_by"), who)
+    if refused:
+        log_event(ctx.engine, cid, account, "refused", who, {"decision": "approve", "reason": refused})
+        return _again(refusals, refused)
+    log_event(ctx.engine, cid, account, "approved", who, {"approval": 2, "of": 2, "first": approvals[0]})
+    return {"verdict": "submit", "approvals": [*approvals, who]}
 
 
 def _clock_moved(ctx: OrderDeps, account: str, proposal: dict[str, Any]) -> str | None:

@@ -10,6 +10,7 @@ from langgraph.runtime import Runtime
 
 from graphs.context import thread_id
 from graphs.order.deps import OrderDeps
+from graphs.order.four_eyes import approvers
 from graphs.order.payload import order_json, request_of
 from graphs.order.state import OrderApprovalState
 from graphs.progress import report_progress
@@ -22,8 +23,9 @@ def submit_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], config: 
     ctx = runtime.context
     account, who = state["account"], state.get("decided_by")
     report_progress("placing the order", account)
-    request = request_of(state["order_intent"], state["client_order_id"], thread_id(config), approved_by=who)
-    base = {"account": account, "proposal": state["proposal"], "decided_by": who}
+    approved_by = approvers(list(state.get("approvals") or []), who)
+    request = request_of(state["order_intent"], state["client_order_id"], thread_id(config), approved_by=approved_by)
+    base = {"account": account, "proposal": state["proposal"], "decided_by": approved_by}
     try:
         order = ctx.broker(account, None).submit(request)  # type: ignore[misc]
     except OrderRejected as exc:

@@ -1,0 +1,130 @@
+"""Four-eyes approval (issue 29, item 1): an order above QUANTDESK_SECOND_APPROVAL_ABOVE needs two different
+traders, each decision a separate interrupt of the order graph; the same trader twice counts once, the proposer is
+never the second, a reject by either ends it, an edit starts the approvals again. Sample data: 600519.SH closes at
+1,696.35 on 20200824 (100 shares: 169,635.00 CNY, above the 100,000 threshold), 000001.SZ at 14.46 (1,446.00)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
+
+from bot.stores.records import DecisionRecord
+from graphs.context import WorkflowContext
+from tests.graph_thread import GraphThread
+from tests.test_order_graph import CONFIG, _card, _events, _orders
+from tools.broker.paper import PaperBroker
+from tools.data.local import SampleProvider
+from tools.sandbox import Sandbox
+from tools.storage.artifacts import ArtifactStore
+
+ANNA, BO, CY, REQ = "UANNA", "UBO", "UCY", "UREQ"
+ROOT = Path(__file__).resolve().parents[1]
+FIRST_OF_TWO = "none yet (0 of 2: two traders above 100,000.00 CNY)"
+
+
+@pytest.fixture(scope="module")
+def provider() -> SampleProvider:
+    return SampleProvider()
+
+
+@pytest.fixture
+def account() -> str:
+    return f"fe-{uuid.uuid4().hex[:8]}"
+
+
+def thread(db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, requester: str = REQ,
+           ) -> GraphThread:
+    ctx = WorkflowContext(provider=provider, engine=engine, sandbox=sandbox, artifacts=ArtifactStore(engine),
+                          paper=CONFIG, traders=frozenset({ANNA, BO, CY}), admins=frozenset({REQ}),
+                          second_approval_above=Decimal("100000"),
+                          broker=lambda name, by: PaperBroker(engine, provider, name, CONFIG, opened_by=by))
+    return GraphThread(db_url, ctx, requester=requester)
+
+
+def test_below_the_threshold_one_trader_suffices(db_url: str, engine: Engine, sandbox: Sandbox,
+                                                 provider: SampleProvider, account: str) -> None:
+    run = thread(db_url, engine, sandbox, provider)
+    out = run.say(f"order 000001.SZ buy 100 account={account}")
+    assert "approvals" not in _card(out)["args"]
+    done = run.decide(out, {"type": "approve"}, user=ANNA)
+    assert done["result"]["status"] == "filled"
+    assert [o.approved_by for o in _orders(engine, account)] == [ANNA]
+
+
+def test_two_different_traders_place_it_once_with_both_names(db_url: str, engine: Engine, sandbox: Sandbox,
+                                                             provider: SampleProvider, account: str) -> None:
+    run = thread(db_url, engine, sandbox, provider, requester=ANNA)  # Anna proposes (the maker)
+    first = run.say(f"order 600519.SH buy 100 account={account}")
+    assert _card(first)["args"]["approvals"] == FIRST_OF_TWO
+    second = run.decide(first, {"type": "approve"}, user=BO)
+    (pending,) = second["__interrupt__"]
+    assert pending.id != first["__interrupt__"][0].id  # a second interrupt: its own decision row
+    assert _card(second)["args"]["approvals"] == ("UBO (1 of 2: two traders above 100,000.00 CNY); waits for a "
+                                                  "second, different trader")
+    assert _orders(engine, account) == []
+    again = run.decide(second, {"type": "approve"}, user=BO)  # the same trader twice counts once
+    assert "Refused: UBO already approved this order; a second, different trader must approve it" in \
+        _card(again)["description"]
+    maker = run.decide(again, {"type": "approve"}, user=ANNA)  # the proposer is never the second
+    assert ("Refused: UANNA proposed this order and cannot be its second approver (maker-checker): another trader "
+            "must approve it") in _card(maker)["description"]
+    assert _orders(engine, account) == []
+    done = run.decide(maker, {"type": "approve"}, user=CY)
+    assert done["result"]["status"] == "filled"
+    assert [o.approved_by for o in _orders(engine, account)] == ["UBO,UCY"]
+    assert _events(engine, account)[1:] == [("proposed", ANNA), ("approved", BO), ("refused", BO),
+                                            ("refused", ANNA), ("approved", CY), ("submitted", "UBO,UCY"),
+                                            ("filled", None)]
+
+
+def test_a_reject_by_the_second_trader_ends_it(db_url: str, engine: Engine, sandbox: Sandbox,
+                                               provider: SampleProvider, account: str) -> None:
+    run = thread(db_url, engine, sandbox, provider)
+    first = run.say(f"order 600519.SH buy 100 account={account}")
+    second = run.decide(first, {"type": "approve"}, user=BO)
+    done = run.decide(second, {"type": "reject", "message": "too large today"}, user=CY)
+    assert done["result"]["status"] == "rejected" and _orders(engine, account) == []
+
+
+def test_an_edit_after_the_first_approval_starts_the_approvals_again(db_url: str, engine: Engine, sandbox: Sandbox,
+                                                                     provider: SampleProvider, account: str) -> None:
+    run = thread(db_url, engine, sandbox, provider)
+    first = run.say(f"order 600519.SH buy 100 account={account}")
+    second = run.decide(first, {"type": "approve"}, user=BO)
+    edited = run.decide(second, {"type": "edit", "edited_action": {"name": "place_order", "args": {"quantity": 200}}},
+                        user=CY)
+    assert _card(edited)["args"]["approvals"] == FIRST_OF_TWO  # Bo approved other numbers
+    small = run.decide(edited, {"type": "edit", "edited_action": {"name": "place_order", "args": {"quantity": 50}}},
+                       user=CY)  # 600519.SH buys in lots of 100: refused, the card stays
+    assert "Refused: the edit was refused" in _card(small)["description"]
+
+
+def test_two_traders_approving_at_once_from_two_processes_give_one_order_with_both_names(
+        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, account: str,
+        tmp_path: Path) -> None:
+    run = thread(db_url, engine, sandbox, provider)
+    run.say(f"order 600519.SH buy 100 account={account}")
+    start = tmp_path / "go"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    children = [subprocess.Popen([sys.executable, "-m", "tests.four_eyes_child", db_url, run.thread, trader,
+                                  f"{ANNA},{BO}", str(start)], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+                for trader in (ANNA, BO)]
+    start.touch()
+    for child in children:
+        _, err = child.communicate(timeout=300)
+        assert child.returncode == 0, err
+    (order,) = _orders(engine, account)
+    assert order.status == "filled" and sorted(order.approved_by.split(",")) == [ANNA, BO]
+    with Session(engine) as session:
+        rows = session.scalars(select(DecisionRecord).where(DecisionRecord.thread_id == run.thread)).all()
+    assert sorted(r.decided_by for r in rows) == [ANNA, BO]  # both decisions are rows, one per interrupt
+    approvals = [who for event, who in _events(engine, account) if event == "approved"]
+    assert sorted(approvals) == [ANNA, BO]

@@ -1,0 +1,157 @@
+"""An account's mandate: which symbols may be traded (an allowlist or blocklist of codes, boards and ST), at most
+how many orders a day, the most gross exposure and the most turnover a day. Set by the account's admins; every
+change is an order event in the account's audit chain; the broker's checks enforce it (one `mandate` check naming
+the line an order breaks)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from tools.broker.boards import Board, board_of
+from tools.broker.money import money_text, to_fen, yuan
+from tools.broker.orders import Check
+from tools.broker.records import PaperMandate
+from tools.broker.store import record_event, write_lock
+from tools.storage.models import utcnow
+
+BOARDS = {"main": Board.MAIN, "chinext": Board.CHINEXT, "star": Board.STAR, "bse": Board.BSE}
+KEYS = ("allow", "block", "max_orders", "max_exposure", "max_turnover")
+
+
+class MandateError(ValueError):
+    """A mandate setting that cannot be used; the message says what to type."""
+
+
+@dataclass(frozen=True)
+class Mandate:
+    allow: tuple[str, ...] = ()  # codes (600519.SH), boards (main, chinext, star, bse) or ST
+    block: tuple[str, ...] = ()
+    max_orders_per_day: int | None = None
+    max_exposure: Decimal | None = None
+    max_turnover: Decimal | None = None
+
+    def lines(self) -> list[str]:
+        """The mandate as a trader reads it on the card, one line each."""
+        lines = [f"allow only {', '.join(self.allow)}"] if self.allow else []
+        lines += [f"block {', '.join(self.block)}"] if self.block else []
+        if self.max_orders_per_day is not None:
+            lines.append(f"at most {self.max_orders_per_day} orders a day")
+        if self.max_exposure is not None:
+            lines.append(f"gross exposure at most {money_text(self.max_exposure)} CNY")
+        if self.max_turnover is not None:
+            lines.append(f"turnover at most {money_text(self.max_turnover)} CNY a day")
+        return lines
+
+
+def load_mandate(session: Session, account: str) -> Mandate | None:
+    row = session.get(PaperMandate, account)
+    if row is None:
+        return None
+    return Mandate(tuple(row.allow), tuple(row.block), row.max_orders_per_day,
+                   None if row.max_exposure_fen is None else yuan(row.max_exposure_fen),
+                   None if row.max_turnover_fen is None else yuan(row.max_turnover_fen))
+
+
+def parse_settings(words: list[str]) -> dict[str, Any]:
+    """`allow=600519.SH,star block=ST max_orders=5 max_exposure=500000 max_turnover=200000` (a value `none`
+    clears its line) into the changes to make."""
+    changes: dict[str, Any] = {}
+    for word in words:
+        key, sep, value = word.partition("=")
+        key = key.lower()
+        if not sep or key not in KEYS:
+            raise MandateError(f"{word!r} is not a mandate setting: use {', '.join(k + '=…' for k in KEYS)}")
+        if value.lower() == "none":
+            changes[key] = None
+        elif key in ("allow", "block"):
+            changes[key] = tuple(_symbol(part) for part in value.split(",") if part)
+        elif key == "max_orders":
+            if not value.isdigit():
+                raise MandateError(f"max_orders must be a whole number of orders, not {value!r}")
+            changes[key] = int(value)
+        else:
+            try:
+                changes[key] = Decimal(value.replace(",", ""))
+            except ArithmeticError:
+                raise MandateError(f"{key} must be an amount in CNY, not {value!r}") from None
+    return changes
+
+
+def _symbol(part: str) -> str:
+    word = part.strip()
+    if word.upper() == "ST":
+        return "ST"
+    if word.lower() in BOARDS:
+        return word.lower()
+    code = word.upper()
+    if len(code) != 9 or code[6] != "." or not code[:6].isdigit():
+        raise MandateError(f"{word!r} is not a code (600519.SH), a board ({', '.join(BOARDS)}) or ST")
+    return code
+
+
+def set_mandate(engine: Engine, account: str, changes: dict[str, Any], by: str) -> Mandate:
+    """Apply `changes` to the account's mandate (clear it with `changes` {"clear": True}); recorded as an order
+    event with the mandate before and after."""
+    with write_lock(engine, account) as session:
+        before = load_mandate(session, account)
+        row = session.get(PaperMandate, account)
+        if changes.get("clear"):
+            if row is not None:
+                session.delete(row)
+            after = None
+        else:
+            if row is None:
+                row = PaperMandate(account=account, allow=[], block=[])
+                session.add(row)
+            for key, value in changes.items():
+                if key in ("allow", "block"):
+                    setattr(row, key, list(value or ()))
+                elif key == "max_orders":
+                    row.max_orders_per_day = value
+                else:
+                    setattr(row, f"{key}_fen", None if value is None else to_fen(value))
+            row.changed_by, row.changed_at = by, utcnow()
+            session.flush()
+            after = load_mandate(session, account)
+        record_event(session, None, account, "mandate set", by,
+                     {"before": before.lines() if before else [], "after": after.lines() if after else []})
+    return after or Mandate()
+
+
+def symbol_refusal(mandate: Mandate, ts_code: str, is_st: bool | None) -> str | None:
+    """The mandate line a symbol breaks, or None."""
+    tags = {ts_code, _board_word(ts_code), *(["ST"] if is_st else [])}
+    blocked = [entry for entry in mandate.block if entry in tags]
+    if blocked:
+        return f"{ts_code} is blocked (mandate: block {', '.join(blocked)})"
+    if mandate.allow and not tags & set(mandate.allow):
+        return f"{ts_code} is not allowed (mandate: allow only {', '.join(mandate.allow)})"
+    return None
+
+
+def _board_word(ts_code: str) -> str:
+    board = board_of(ts_code)
+    return next(word for word, b in BOARDS.items() if b == board)
+
+
+def mandate_check(mandate: Mandate, ts_code: str, is_st: bool | None, side: str, value: Decimal,
+                  orders_today: int, exposure: Decimal, turnover_today: Decimal) -> Check:
+    """The order against every line of the mandate: the first line it breaks, or that it is within it.
+    `exposure`: the positions at their marks before the order; `turnover_today`: the value of today's orders."""
+    problem = symbol_refusal(mandate, ts_code, is_st)
+    if problem is None and mandate.max_orders_per_day is not None and orders_today >= mandate.max_orders_per_day:
+        problem = (f"{orders_today} orders already this session (mandate: at most {mandate.max_orders_per_day} "
+                   "orders a day)")
+    after = exposure + value if side == "buy" else exposure
+    if problem is None and mandate.max_exposure is not None and after > mandate.max_exposure:
+        problem = (f"gross exposure would be {money_text(after)} CNY (mandate: gross exposure at most "
+                   f"{money_text(mandate.max_exposure)} CNY)")
+    if problem is None and mandate.max_turnover is not None and turnover_today + value > mandate.max_turnover:
+        problem = (f"turnover would be {money_text(turnover_today + value)} CNY this session (mandate: turnover at "
+                   f"most {money_text(mandate.max_turnover)} CNY a day)")
+    return Check("mandate", problem is None, problem or "within the account's mandate: " + "; ".join(mandate.lines()))
