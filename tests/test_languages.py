@@ -165,7 +165,7 @@ def test_a_command_typed_while_a_question_waits_runs_and_is_never_the_answer(sla
     question = question_call(slack, "CACCT", root)
     post(bot.url, event_body(message("CACCT", ZHANG, "账户", new_ts(), root)), "application/json")
     account = slack.fake.wait_for("chat.postMessage", where=lambda c: c.args.get("thread_ts") == root
-                                  and text_of(c).startswith("Equity 1,000,000.00 CNY"))
+                                  and text_of(c).startswith("总资产 1,000,000.00 元（开户以来 +0.00）"))
     assert account
     post(bot.url, event_body(message("CACCT", ZHANG, "帮助", new_ts(), root)), "application/json")
     (hint,) = slack.fake.wait_for("chat.postEphemeral", where=lambda c: c.args.get("channel") == "CACCT")
@@ -178,3 +178,23 @@ def test_a_command_typed_while_a_question_waits_runs_and_is_never_the_answer(sla
                                                                           ensure_ascii=False)
     assert slack.fake.wait_for("chat.update", where=lambda c: c.args.get("channel") == "CACCT"
                                and text_of(c) == ":white_check_mark: 完成")
+
+
+def test_a_chinese_users_review_and_order_cards_are_chinese_and_valid(slack: SlackServer, bot: BotProcess) -> None:
+    root = new_ts()
+    post(bot.url, event_body(mention("CCARD", ZHANG, "因子 动量 2019年3月1日 2020年6月1日 window＝20", root)),
+         "application/json")
+    (review,) = slack.fake.wait_for("chat.postMessage", where=lambda c: c.args.get("thread_ts") == root
+                                    and text_of(c).startswith("因子 momentum_20 代码审核"))
+    blocks = blocks_valid(review)
+    assert text_of(review) == "因子 momentum_20 代码审核：检查通过"
+    assert blocks[0]["text"]["text"] == "代码审核：momentum_20"
+    assert [e["text"]["text"] for e in blocks[-2]["elements"]] == ["批准", "编辑", "拒绝"]
+    order_root = new_ts()
+    post(bot.url, event_body(mention("CCARD", ZHANG, "下单 贵州茅台 买入 100股", order_root)), "application/json")
+    (card,) = slack.fake.wait_for("chat.postMessage", where=lambda c: c.args.get("thread_ts") == order_root
+                                  and text_of(c).startswith("需要审批"))
+    blocks = blocks_valid(card)
+    assert text_of(card) == "需要审批：买入 100 股 600519.SH 贵州茅台，市价"
+    shown = json.dumps(blocks, ensure_ascii=False)
+    assert "通过 交易开关：交易开关已打开" in shown and "*预计金额*" in shown and "尚未配置交易员" in shown

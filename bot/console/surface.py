@@ -13,6 +13,7 @@ from bot.console.text import view_text
 from bot.core.kinds import kind_of
 from bot.core.surface import Content, Notice, Place, Question, Result, RetryOffer, StoredFile, ThreadStart
 from bot.stores.threads import CONSOLE_CHANNEL, CONSOLE_TEAM
+from tools.i18n import _
 
 
 def console_place(user: str, root: str | None = None) -> Place:
@@ -52,9 +53,9 @@ class ConsoleSurface:
         if isinstance(content, Result):
             return view_text(content.view) if content.view else content.text
         if isinstance(content, Notice):
-            return f"error: {content.text}" if content.failure else content.text
+            return _("error: {error}").format(error=content.text) if content.failure else content.text
         if isinstance(content, RetryOffer):
-            return f"error: your decision is recorded but was not applied: {content.error}"
+            return _("error: your decision is recorded but was not applied: {error}").format(error=content.error)
         return None
 
     def update(self, place: Place, ref: str, content: Content) -> None:
@@ -66,7 +67,7 @@ class ConsoleSurface:
         for file in files:
             path = folder / file.filename
             path.write_bytes(file.data)
-            self.say(f"  saved {file.kind}: {path}")
+            self.say(_("  saved {kind}: {path}").format(kind=file.kind, path=path))
 
     def find(self, place: Place, key: str) -> str | None:
         return None

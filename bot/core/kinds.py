@@ -114,7 +114,7 @@ class Approval:
         forms = ["approve", "reject REASON"]
         if "edit" in payload.get("allowed", []):
             forms.insert(1, "edit " + " ".join(f"{k}=…" for k in payload.get("args_schema") or {}))
-        details = "\n".join(f"  {k}: {v}" for k, v in (payload.get("args") or {}).items())
+        details = "\n".join(f"  {_label(k)}: {v}" for k, v in (payload.get("args") or {}).items())
         return (_("--- approval: {title} ---").format(title=payload.get("title")) + "\n"
                 + f"{payload.get('description', '')}\n{details}\n"
                 + _("--- {forms} (reject: {consequence}) ---").format(
@@ -137,6 +137,12 @@ class Approval:
         allowed = " | ".join(payload.get("allowed", []))
         return ConsoleStep(message=_("this waits for approval: {allowed} (reject needs a REASON)").format(
             allowed=allowed))
+
+
+def _label(key: str) -> str:
+    """An approval field's key as the console shows it: as it is in English, its translated label otherwise."""
+    label = key.replace("_", " ").capitalize()
+    return _(label) if _(label) != label else key
 
 
 KINDS: dict[str, Any] = {k.name: k for k in (Clarify, CodeReview, Approval)}

@@ -103,7 +103,7 @@ def approval_message(thread_id: str, interrupt_id: str, payload: dict[str, Any],
                      ) -> dict[str, Any]:
     """An action waiting for approval: what it is, its details, Approve / Reject and what a rejection means."""
     title = str(payload.get("title") or payload.get("action") or _("action"))
-    details = [{"type": "mrkdwn", "text": _clip(f"*{key.replace('_', ' ').capitalize()}*\n{_detail(value)}", 2000)}
+    details = [{"type": "mrkdwn", "text": _clip(f"*{_(key.replace('_', ' ').capitalize())}*\n{_detail(value)}", 2000)}
                for key, value in (payload.get("args") or {}).items()][:10]
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": _clip(_("Approval: {title}").format(title=title),

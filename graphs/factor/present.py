@@ -8,9 +8,13 @@ from sqlalchemy import Engine
 
 from graphs.views import Table, View
 from tools.factors.store import FactorStore
+from tools.i18n import N_, _
 
 SHOWN_METRICS = (("rank_ic_mean", "Rank IC", "{:.4f}"), ("rank_icir", "ICIR", "{:.2f}"), ("ic_mean", "IC", "{:.4f}"),
                  ("spread_mean", "top−bottom", "{:.4%}"), ("turnover_top", "top turnover", "{:.1%}"))
+
+
+DECISIONS = {"approve": N_("approve"), "edit": N_("edit"), "reject": N_("reject")}  # the reviewer's, as shown
 
 
 def _num(value: float | None, spec: str, scale: float = 1.0, unit: str = "") -> str:
@@ -25,19 +29,24 @@ def present_factor(result: dict[str, Any]) -> View:
              _num(m["rank_ic_t"], ".1f"), _num(m["spread_mean"], ".1f", 1e4, "bp"),
              _num(m["long_short_mean"], ".1f", 1e4, "bp"), _num(m["turnover_top"], ".0%")]
             for period, m in result["metrics"].items()]
-    table = Table(["period", "dates", "IC", "RankIC", "ICIR", "t", "top-bot", "L/S", "turn"], rows)
-    decided = f"{result['decision']} by {result['reviewer']}" if result.get("reviewer") else result["decision"]
-    warnings = [f"near duplicate of {d['name']} v{d['version']} (correlation {d['correlation']:.3f} over "
-                f"{d['overlap']:,} values)" for d in result.get("duplicates", [])]
+    table = Table([_("period"), _("dates"), "IC", "RankIC", "ICIR", "t", _("top-bot"), _("L/S"), _("turn")], rows)
+    decision = _(DECISIONS.get(result["decision"], result["decision"]))
+    decided = _("{decision} by {user}").format(decision=decision, user=result["reviewer"]) \
+        if result.get("reviewer") else decision
+    warnings = [_("near duplicate of {name} v{version} (correlation {correlation} over {n} values)").format(
+        name=d["name"], version=d["version"], correlation=f"{d['correlation']:.3f}", n=f"{d['overlap']:,}")
+        for d in result.get("duplicates", [])]
     why_missing = sorted({f"{period}d: {reason}" for period, reasons in result.get("missing", {}).items()
                           for reason in reasons.values()})
     first = next(iter(result["metrics"].values()), {})
-    summary = (f"Factor {result['title']} saved: Rank IC {_num(first.get('rank_ic_mean'), '.4f')} (first period), "
-               f"{len(result.get('duplicates', []))} near duplicate(s)")
-    return View(title=f"Factor {result['title']} saved", summary=summary,
-                lines=[result["description"], f"{result['shape'][0]} dates × {result['shape'][1]} codes, "
-                                              f"{result['first_date']}–{result['last_date']} · {decided}"],
-                table=table, notes=[result["conventions"], *(f"n/a because {w}" for w in why_missing)],
+    summary = _("Factor {name} saved: Rank IC {ic} (first period), {n} near duplicate(s)").format(
+        name=result["title"], ic=_num(first.get("rank_ic_mean"), ".4f"), n=len(result.get("duplicates", [])))
+    return View(title=_("Factor {name} saved").format(name=result["title"]), summary=summary,
+                lines=[result["description"], _("{dates} dates × {codes} codes, {first}–{last} · {decided}").format(
+                    dates=result["shape"][0], codes=result["shape"][1], first=result["first_date"],
+                    last=result["last_date"], decided=decided)],
+                table=table,
+                notes=[result["conventions"], *(_("n/a because {why}").format(why=w) for w in why_missing)],
                 warnings=warnings + list(result.get("warnings", [])),
                 users=[result["reviewer"]] if result.get("reviewer") else [])
 

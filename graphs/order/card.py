@@ -12,19 +12,26 @@ from tools.broker.boards import OrderRuleError
 from tools.broker.clock import SHANGHAI, day
 from tools.broker.money import money_text
 from tools.broker.rules import lot_rule
+from tools.i18n import N_, _
 
 ACTION = "place_order"
-NO_TRADERS = ("No traders are configured, so nobody can approve this order: set QUANTDESK_TRADERS to the Slack "
-              "user ids allowed to trade (comma-separated) and restart. It can still be rejected.")
-WHO = "Only traders (QUANTDESK_TRADERS) can approve or edit this order; the requester or a trader can reject it."
+NO_TRADERS = N_("No traders are configured, so nobody can approve this order: set QUANTDESK_TRADERS to the Slack "
+                "user ids allowed to trade (comma-separated) and restart. It can still be rejected.")
+WHO = N_("Only traders (QUANTDESK_TRADERS) can approve or edit this order; the requester or a trader can reject it.")
+# the card's fields, as its keys read (the surfaces show a key's label translated)
+FIELDS = (N_("Order"), N_("Quantity"), N_("Limit price"), N_("Account"), N_("Estimated cost"), N_("Cash after"),
+          N_("Position after"), N_("Fills"), N_("Expires"), N_("Why"))
 
 
 def order_line(proposal: dict[str, Any]) -> str:
     """BUY 1,000 600519.SH 贵州茅台 at market."""
     request = proposal["request"]
     name = f" {proposal['name']}" if proposal.get("name") else ""
-    price = f"limit {request['limit_price']}" if request["price_type"] == "limit" else "market"
-    return f"{request['side'].upper()} {int(request['quantity']):,} {request['ts_code']}{name} at {price}"
+    price = (_("limit {price}").format(price=request["limit_price"]) if request["price_type"] == "limit" else
+             _("market"))
+    side = _("BUY") if request["side"] == "buy" else _("SELL")
+    return _("{side} {quantity} {code}{name} at {price}").format(side=side, quantity=f"{int(request['quantity']):,}",
+                                                                 code=request["ts_code"], name=name, price=price)
 
 
 def expiry_text(iso: str) -> str:
@@ -32,7 +39,9 @@ def expiry_text(iso: str) -> str:
 
 
 def checks_text(proposal: dict[str, Any]) -> list[str]:
-    return [f"{'PASS' if c['passed'] else 'FAIL'} {c['name']}: {c['detail']}" for c in proposal["checks"]]
+    marks = {True: _("PASS"), False: _("FAIL")}
+    return [_("{mark} {check}: {detail}").format(mark=marks[bool(c["passed"])], check=_(c["name"]), detail=c["detail"])
+            for c in proposal["checks"]]
 
 
 def order_card(proposal: dict[str, Any], account: str, traders_configured: bool,
@@ -46,10 +55,11 @@ def order_card(proposal: dict[str, Any], account: str, traders_configured: bool,
         args["limit_price"] = request["limit_price"]
     args.update({
         "account": account,
-        "estimated_cost": f"{money_text(value)} + fees {money_text(fees)}"
-                          + (f" at {proposal['reference_price']}" if proposal.get("reference_price") else ""),
+        "estimated_cost": _("{value} + fees {fees}").format(value=money_text(value), fees=money_text(fees))
+                          + (_(" at {price}").format(price=proposal["reference_price"])
+                             if proposal.get("reference_price") else ""),
         "cash_after": money_text(Decimal(proposal["cash_after"])),
-        "position_after": f"{int(proposal['position_after']):,} shares",
+        "position_after": _("{n} shares").format(n=f"{int(proposal['position_after']):,}"),
         "fills": proposal["fill_label"],
         "expires": expiry_text(proposal["expires_at"]),
         "why": request.get("reason") or "-",
@@ -58,17 +68,18 @@ def order_card(proposal: dict[str, Any], account: str, traders_configured: bool,
     if approvals:
         args["approvals"] = approvals
     passed = bool(proposal["passed"])
-    verdict = "All checks pass." if passed else "Some checks FAIL: approving is not offered; edit or reject."
-    lines = [f"Edited by {edited_by}: every check ran again on the edited order; decide it again."] if edited_by else []
-    lines += [verdict, *checks_text(proposal), *(f"Note: {n}" for n in proposal.get("notes") or [])]
-    lines += [f"Refused: {r}" for r in refusals]
+    verdict = _("All checks pass.") if passed else _("Some checks FAIL: approving is not offered; edit or reject.")
+    lines = [_("Edited by {user}: every check ran again on the edited order; decide it again.").format(
+        user=edited_by)] if edited_by else []
+    lines += [verdict, *checks_text(proposal), *(_("Note: {note}").format(note=n) for n in proposal.get("notes") or [])]
+    lines += [_("Refused: {reason}").format(reason=r) for r in refusals]
     allowed: tuple[str, ...] = ("reject",)
     if traders_configured:
         allowed = (("approve",) if passed else ()) + ("edit", "reject")
     payload = approval_request(ACTION, order_line(proposal), args, "\n".join(lines),
-                               "The order is not placed; the rejection and its reason are recorded.", allowed,
+                               _("The order is not placed; the rejection and its reason are recorded."), allowed,
                                args_schema=edit_schema(proposal) if "edit" in allowed else None)
-    payload.update(deciders=TRADERS, who_decides=WHO if traders_configured else NO_TRADERS,
+    payload.update(deciders=TRADERS, who_decides=_(WHO) if traders_configured else _(NO_TRADERS),
                    expires_at=proposal["expires_at"])
     return payload
 
@@ -77,7 +88,7 @@ def edit_schema(proposal: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """What a trader may change: the quantity (in the board's lots for buys) and a limit order's price (within
     the day's price limits)."""
     request = proposal["request"]
-    quantity: dict[str, Any] = {"type": "integer", "title": "Quantity (shares)", "minimum": 1}
+    quantity: dict[str, Any] = {"type": "integer", "title": _("Quantity (shares)"), "minimum": 1}
     if request["side"] == "buy":
         try:
             rule = lot_rule(request["ts_code"], day(proposal["session_date"]))
@@ -88,7 +99,7 @@ def edit_schema(proposal: dict[str, Any]) -> dict[str, dict[str, Any]]:
             pass
     schema = {"quantity": quantity}
     if request["price_type"] == "limit":
-        price: dict[str, Any] = {"type": "number", "title": "Limit price (CNY)", "minimum": 0.01, "decimals": 2}
+        price: dict[str, Any] = {"type": "number", "title": _("Limit price (CNY)"), "minimum": 0.01, "decimals": 2}
         if proposal.get("limit_down"):
             price["minimum"] = float(proposal["limit_down"])
         if proposal.get("limit_up"):

@@ -18,6 +18,7 @@ from tools.broker.money import money_text
 from tools.broker.paper import PaperBroker, account_names, order_account, reset_account
 from tools.broker.reports import account_report
 from tools.broker.store import AccountError, last_switch, set_trading, switch_state
+from tools.i18n import N_
 from tools.research.charts import account_equity
 
 SCOPES = ("open", "today", "all")
@@ -69,7 +70,7 @@ def account_command(call: CommandCall) -> View:
         chart = dict(call.context.artifacts.put(f"account:{name}", key, "chart", f"{_file(name)}_equity.png",
                                                 f"Paper account {name}: equity", "image/png", data))
     enabled, _by, _at = switch_state(call.context.engine)
-    return present_account(account, report, broker.notes(), "on" if enabled else "OFF", chart)
+    return present_account(account, report, broker.notes(), N_("on") if enabled else N_("OFF"), chart)
 
 
 def _reset(call: CommandCall, words: list[str]) -> View:

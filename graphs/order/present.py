@@ -10,9 +10,10 @@ from graphs.views import Table, View
 from tools.broker.money import money_text
 from tools.broker.orders import Account, Order
 from tools.broker.reports import AccountReport
+from tools.i18n import N_, _
 
-TITLES = {"filled": "Order filled", "open": "Order submitted", "expired": "Order not filled",
-          "cancelled": "Order cancelled", "rejected": "Order rejected", "refused": "Order refused"}
+TITLES = {"filled": N_("Order filled"), "open": N_("Order submitted"), "expired": N_("Order not filled"),
+          "cancelled": N_("Order cancelled"), "rejected": N_("Order rejected"), "refused": N_("Order refused")}
 
 
 def present_order(result: dict[str, Any]) -> View:
@@ -20,19 +21,22 @@ def present_order(result: dict[str, Any]) -> View:
     status = str(result.get("status") or "refused")
     proposal = result.get("proposal")
     order = result.get("order")
-    facts: list[tuple[str, str]] = [("Account", str(result.get("account") or "-"))]
+    facts: list[tuple[str, str]] = [(_("Account"), str(result.get("account") or "-"))]
     if result.get("decided_by"):
-        facts.append(("Decided by", str(result["decided_by"])))
+        facts.append((_("Decided by"), str(result["decided_by"])))
     if order:
-        facts += [("Order", f"{order['id']} ({order['status']})"), ("Session", order["session_date"])]
+        facts += [(_("Order"), f"{order['id']} ({order['status']})"), (_("Session"), order["session_date"])]
         for fill in order.get("fills") or []:
-            facts += [("Fill", f"{int(fill['quantity']):,} at {fill['price']} on {fill['trade_date']}"),
-                      ("Value", money_text_of(fill["value"])), ("Fees", fee_text(fill))]
+            facts += [(_("Fill"), _("{n} at {price} on {day}").format(n=f"{int(fill['quantity']):,}",
+                                                                       price=fill["price"], day=fill["trade_date"])),
+                      (_("Value"), money_text_of(fill["value"])), (_("Fees"), fee_text(fill))]
     lines = [order_line(proposal)] if proposal else []
     notes = list(proposal.get("notes") or []) if proposal else []
-    warnings = [line for line in checks_text(proposal) if line.startswith("FAIL")] if proposal else []
+    warnings = [line for check, line in zip(proposal["checks"], checks_text(proposal), strict=True)
+                if not check["passed"]] if proposal else []
     users = [str(result["decided_by"])] if result.get("decided_by") else []
-    return View(title=TITLES.get(status, f"Order {status}"), summary=str(result.get("message") or status),
+    title = _(TITLES[status]) if status in TITLES else _("Order {status}").format(status=status)
+    return View(title=title, summary=str(result.get("message") or status),
                 lines=lines, facts=facts, notes=notes, warnings=warnings, users=users)
 
 
@@ -41,9 +45,9 @@ def money_text_of(text: str) -> str:
 
 
 def fee_text(fill: dict[str, Any]) -> str:
-    parts = [("commission", fill["commission"]), ("stamp duty", fill["stamp_duty"]),
-             ("transfer", fill["transfer_fee"]), ("handling", fill["handling_fee"]),
-             ("regulator", fill["regulator_fee"])]
+    parts = [(_("commission"), fill["commission"]), (_("stamp duty"), fill["stamp_duty"]),
+             (_("transfer"), fill["transfer_fee"]), (_("handling"), fill["handling_fee"]),
+             (_("regulator"), fill["regulator_fee"])]
     return ", ".join(f"{name} {value}" for name, value in parts if value not in ("0", "0.00"))
 
 
@@ -52,20 +56,25 @@ def present_account(account: Account, report: AccountReport, notes: tuple[str, .
     rows = [[p.ts_code, p.name or "", f"{p.quantity:,}", f"{p.sellable:,}", str(p.price or "-"),
              money_text(p.value) if p.value is not None else "-", money_text(p.cost),
              money_text(p.unrealised) if p.unrealised is not None else "-"] for p in account.positions]
-    clock = ("the simulated session; `clock` shows and moves it" if account.clock == "simulated"
-             else "live clock (Asia/Shanghai)")
+    clock = (_("the simulated session; `clock` shows and moves it") if account.clock == "simulated"
+             else _("live clock (Asia/Shanghai)"))
     return View(
-        title=f"Paper account {account.name}",
-        summary=f"Equity {money_text(report.equity)} CNY ({report.total_pnl:+,.2f} since the start), cash "
-                f"{money_text(account.cash)} of which {money_text(account.reserved)} held for open buys.",
-        lines=[f"As of {account.today} ({clock}); trading is {trading}."],
-        facts=[("Starting cash", money_text(account.starting_cash)), ("Market value", money_text(account.market_value)),
-               ("Total P&L", f"{report.total_pnl:+,.2f}"), ("Realised P&L", f"{report.realised:+,.2f}"),
-               ("Unrealised P&L", f"{report.unrealised:+,.2f}"), ("Max drawdown", f"{report.max_drawdown:.2%}"),
-               ("Exposure", f"{report.exposure:.1%} of equity"), ("Marks", str(report.marks))],
-        table=Table(["code", "name", "qty", "sellable", "price", "value", "cost", "unrealised"], rows)
+        title=_("Paper account {name}").format(name=account.name),
+        summary=_("Equity {equity} CNY ({pnl} since the start), cash {cash} of which {reserved} held for open "
+                  "buys.").format(equity=money_text(report.equity), pnl=f"{report.total_pnl:+,.2f}",
+                                  cash=money_text(account.cash), reserved=money_text(account.reserved)),
+        lines=[_("As of {day} ({clock}); trading is {trading}.").format(day=account.today, clock=clock,
+                                                                        trading=_(trading))],
+        facts=[(_("Starting cash"), money_text(account.starting_cash)),
+               (_("Market value"), money_text(account.market_value)),
+               (_("Total P&L"), f"{report.total_pnl:+,.2f}"), (_("Realised P&L"), f"{report.realised:+,.2f}"),
+               (_("Unrealised P&L"), f"{report.unrealised:+,.2f}"), (_("Max drawdown"), f"{report.max_drawdown:.2%}"),
+               (_("Exposure"), _("{share} of equity").format(share=f"{report.exposure:.1%}")),
+               (_("Marks"), str(report.marks))],
+        table=Table([_("code"), _("name"), _("qty"), _("sellable"), _("price"), _("value"), _("cost"),
+                     _("unrealised")], rows)
         if rows else None,
-        notes=[*notes, "cost includes buy fees; sells reduce it pro rata; marks use the latest close"],
+        notes=[*notes, _("cost includes buy fees; sells reduce it pro rata; marks use the latest close")],
         artifacts=[chart] if chart else [])
 
 

@@ -12,6 +12,9 @@ from tools.broker.fees import FeeRates, estimate_fees
 from tools.broker.money import money_text
 from tools.broker.orders import Check, OrderRequest
 from tools.broker.rules import PriceLimits, buy_quantity_problem, sell_quantity_problem
+from tools.i18n import N_, _
+
+PRICE_LIMIT = N_("price limit")  # a check's name is an English id; the card shows it translated
 
 
 @dataclass(frozen=True)
@@ -59,9 +62,9 @@ def estimate(request: OrderRequest, limits: PriceLimits, last_close: Decimal | N
 def pre_trade_checks(request: OrderRequest, *, on: str, trading_on: bool, limits: PriceLimits,
                      quote_ok: str | None, est: Estimate, state: AccountState, risk: RiskLimits) -> tuple[Check, ...]:
     """Every rule, in the order a trader reads them. `quote_ok` is a problem with the price data, if any."""
-    checks = [Check("trading switch", trading_on,
-                    "trading is on" if trading_on else "trading is switched off (`trading on` turns it back on)")]
-    checks.append(Check("price data", quote_ok is None, quote_ok or "the code has a recent close"))
+    checks = [Check(N_("trading switch"), trading_on,
+                    _("trading is on") if trading_on else _("trading is switched off (`trading on` turns it back on)"))]
+    checks.append(Check(N_("price data"), quote_ok is None, quote_ok or _("the code has a recent close")))
     try:
         if request.side == "buy":
             problem = buy_quantity_problem(request.ts_code, request.quantity, day(on))
@@ -71,49 +74,58 @@ def pre_trade_checks(request: OrderRequest, *, on: str, trading_on: bool, limits
             problem = None
     except OrderRuleError as exc:
         problem = str(exc)
-    checks.append(Check("lot size", problem is None,
-                        problem or f"{request.quantity:,} shares is a valid {request.side}"))
+    checks.append(Check(N_("lot size"), problem is None,
+                        problem or (_("{n} shares is a valid buy") if request.side == "buy" else
+                                    _("{n} shares is a valid sell")).format(n=f"{request.quantity:,}")))
     checks.append(_price_band(request, limits))
     if request.side == "sell":
-        checks.append(Check("no short selling", state.held > 0,
-                            f"{state.held:,} shares held" if state.held else "the account holds none of it"))
-        checks.append(Check("sellable (T+1)", request.quantity <= state.sellable,
-                            f"{state.sellable:,} of {state.held:,} shares sellable today (shares bought today and "
-                            "shares in open sell orders are not)"))
+        checks.append(Check(N_("no short selling"), state.held > 0,
+                            _("{n} shares held").format(n=f"{state.held:,}") if state.held else
+                            _("the account holds none of it")))
+        checks.append(Check(N_("sellable (T+1)"), request.quantity <= state.sellable,
+                            _("{sellable} of {held} shares sellable today (shares bought today and shares in open "
+                              "sell orders are not)").format(sellable=f"{state.sellable:,}", held=f"{state.held:,}")))
     else:
-        checks.append(Check("cash", est.reserve <= state.available,
-                            f"holds back {money_text(est.reserve)} of {money_text(state.available)} available"))
-    checks.append(Check("order value limit", est.value <= risk.max_order_value,
-                        f"{money_text(est.value)} against a limit of {money_text(risk.max_order_value)}"))
+        checks.append(Check(N_("cash"), est.reserve <= state.available,
+                            _("holds back {reserve} of {available} available").format(
+                                reserve=money_text(est.reserve), available=money_text(state.available))))
+    checks.append(Check(N_("order value limit"), est.value <= risk.max_order_value,
+                        _("{value} against a limit of {limit}").format(value=money_text(est.value),
+                                                                       limit=money_text(risk.max_order_value))))
     if request.side == "buy":
         weight = (state.held_value + est.value) / state.equity if state.equity > 0 else Decimal(1)
-        checks.append(Check("position weight limit", weight <= risk.max_position_weight,
-                            f"{weight:.1%} of equity after the order, limit {risk.max_position_weight:.0%}"))
+        checks.append(Check(N_("position weight limit"), weight <= risk.max_position_weight,
+                            _("{weight} of equity after the order, limit {limit}").format(
+                                weight=f"{weight:.1%}", limit=f"{risk.max_position_weight:.0%}")))
         loss = (state.day_start_equity - state.equity) / state.day_start_equity \
             if state.day_start_equity > 0 else Decimal(0)
-        checks.append(Check("daily loss limit", loss < risk.daily_loss_limit,
-                            f"today's loss {max(loss, Decimal(0)):.2%}, buys stop at {risk.daily_loss_limit:.0%}"))
+        checks.append(Check(N_("daily loss limit"), loss < risk.daily_loss_limit,
+                            _("today's loss {loss}, buys stop at {limit}").format(
+                                loss=f"{max(loss, Decimal(0)):.2%}", limit=f"{risk.daily_loss_limit:.0%}")))
     return tuple(checks)
 
 
 def _price_band(request: OrderRequest, limits: PriceLimits) -> Check:
     if request.price_type == "market":
         if request.side == "buy" and limits.up is None:
-            return Check("price limit", False, "no daily price limit that day (a new listing): use a limit order")
-        return Check("price limit", True, _band(limits))
+            return Check(PRICE_LIMIT, False, _("no daily price limit that day (a new listing): use a limit order"))
+        return Check(PRICE_LIMIT, True, _band(limits))
     price = request.limit_price
     if price is None or price <= 0:
-        return Check("price limit", False, "a limit order needs a positive limit price")
+        return Check(PRICE_LIMIT, False, _("a limit order needs a positive limit price"))
     if price != price.quantize(Decimal("0.01")):
-        return Check("price limit", False, f"{price} has more than two decimals: A-share prices tick by 0.01")
+        return Check(PRICE_LIMIT, False, _("{price} has more than two decimals: A-share prices tick by 0.01").format(
+            price=price))
     if limits.up is not None and price > limits.up:
-        return Check("price limit", False, f"{price} is above the limit-up price ({_band(limits)})")
+        return Check(PRICE_LIMIT, False, _("{price} is above the limit-up price ({band})").format(
+            price=price, band=_band(limits)))
     if limits.down is not None and price < limits.down:
-        return Check("price limit", False, f"{price} is below the limit-down price ({_band(limits)})")
-    return Check("price limit", True, _band(limits))
+        return Check(PRICE_LIMIT, False, _("{price} is below the limit-down price ({band})").format(
+            price=price, band=_band(limits)))
+    return Check(PRICE_LIMIT, True, _band(limits))
 
 
 def _band(limits: PriceLimits) -> str:
     if limits.up is None:
-        return "no daily price limit that day"
-    return f"limit-down {limits.down}, limit-up {limits.up}"
+        return _("no daily price limit that day")
+    return _("limit-down {down}, limit-up {up}").format(down=limits.down, up=limits.up)
