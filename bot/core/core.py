@@ -97,7 +97,7 @@ class Core:
         self.owner = f"{socket.gethostname()}:{os.getpid()}"  # who claims decisions and posts to work on them
         self.outbox = Outbox(surface, self.posts, self.threads, runner.context.artifacts, self.owner, scope)
         self.homes = (Homes(runner, self.threads, self.decisions, policy, surface, HomeStore(engine, claim_seconds),
-                            scope, self.owner) if isinstance(surface, HomeSurface) else None)
+                            scope, self.owner, self.language_of) if isinstance(surface, HomeSurface) else None)
 
     # --- languages ---------------------------------------------------------------------------------------------
 

@@ -81,7 +81,7 @@ def in_direct_messages(place: Place) -> bool:
 
 def assistant_status(content: Status) -> str:
     """A run's status as the assistant pane shows it after the app's name ("QuantDesk is working: …")."""
-    return f"is working: {content.step}" if content.step else "is working…"
+    return _("is working: {step}").format(step=content.step) if content.step else _("is working…")
 
 
 def prose_text(prose: Prose) -> str:

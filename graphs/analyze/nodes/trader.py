@@ -24,6 +24,7 @@ from tools.broker.paper import tagged_position
 from tools.broker.proposal_claims import claim_proposal, release_proposals
 from tools.broker.rules import lot_rule
 from tools.broker.sizing import size_order
+from tools.i18n import _
 
 DESK_TAG = "desk"
 
@@ -48,7 +49,7 @@ def trader_node(state: AnalyzeState, runtime: Runtime[AnalyzeDeps], config: Runn
                         Decimal(state["account_cash"]), lot)
     report_progress("trader", sizing.explanation.rsplit(". ", 1)[-1])
     if not request.get("replay"):
-        report_prose("trader", "The trader's reasoning", sizing.explanation)
+        report_prose("trader", _("The trader's reasoning"), sizing.explanation)
     if sizing.side is None:
         return {"trader_investment_plan": sizing.explanation, "order_intent": {}}
     reason = (f"decision desk: {risk['rating']} {code} as of {request['trade_date']}, target "
