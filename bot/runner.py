@@ -23,7 +23,7 @@ from bot.jobs import should_stop, stop_honoured
 from bot.startup import AppServices
 from graphs.dependencies import workflow_context
 from graphs.main import build_main_graph
-from graphs.progress import PROGRESS
+from graphs.progress import PROGRESS, PROSE
 from tools.i18n import N_, _, using
 from tools.sandbox import SandboxUnavailable, default_sandbox
 
@@ -38,6 +38,7 @@ INFRASTRUCTURE_ERRORS: tuple[type[BaseException], ...] = (
     psycopg.OperationalError, psycopg.InterfaceError, psycopg_pool.PoolTimeout, ConnectionError, TimeoutError)
 
 Progress = Callable[[str, str | None], None]  # called with each step's label and detail, as nodes report them
+ProseSink = Callable[[str, str, str], None]  # called with each piece of long prose a node finishes: (key, title, text)
 
 
 @dataclass
@@ -77,7 +78,8 @@ class Runner:
 
     def start(self, thread_id: str, text: str, progress: Progress | None = None, user: str | None = None,
               account: str | None = None, request: dict[str, Any] | None = None,
-              message_id: str | None = None, language: str | None = None) -> Outcome:
+              message_id: str | None = None, language: str | None = None,
+              prose: ProseSink | None = None) -> Outcome:
         """A new message in the thread: a new request or a follow-up to the work already there. `account` is the
         thread's default paper account (the channel's); `request` is a structured request a workflow's background
         work made (a scheduled run), which names its workflow; `text` then only says what it is.
@@ -90,13 +92,13 @@ class Runner:
         if state is not None and _holds(state, message_id):
             if state.next and not state.interrupts:  # its run was cut short between two steps
                 log.info("thread %s: message %s was taken in before; continuing its run", thread_id, message_id)
-                return self._run(thread_id, None, progress, config, "async")
+                return self._run(thread_id, None, progress, config, "async", prose)
             return _outcome(thread_id, state)
         update: dict[str, Any] = {"messages": [HumanMessage(text, id=message_id)],
                                   "background_request": request}
         if user:
             update["requester"] = user
-        return self._run(thread_id, update, progress, config, "async")
+        return self._run(thread_id, update, progress, config, "async", prose)
 
     def took_in(self, thread_id: str, message_id: str) -> bool:
         """Whether the thread's state already holds the message with this id."""
@@ -104,23 +106,23 @@ class Runner:
 
     def resume(self, thread_id: str, interrupt_id: str, decision: dict[str, Any], user: str | None,
                progress: Progress | None = None, decided_at: datetime | None = None,
-               language: str | None = None) -> Outcome:
+               language: str | None = None, prose: ProseSink | None = None) -> Outcome:
         """Answer one pending interrupt with a HITL decision; `user` (the decider), when the decision was made and
         the thread's language travel in the config. A decision is what releases side effects (saves, orders), so
         its run checkpoints synchronously: each step is durable before the next one starts."""
         config = _config(thread_id, user, decided_at=decided_at, language=language)
-        return self._run(thread_id, Command(resume={interrupt_id: decision}), progress, config, "sync")
+        return self._run(thread_id, Command(resume={interrupt_id: decision}), progress, config, "sync", prose)
 
     def pending(self, thread_id: str) -> list[dict[str, Any]]:
         return _interrupts(self.graph.get_state(_config(thread_id)))
 
     def _run(self, thread_id: str, value: Any, progress: Progress | None, config: dict[str, Any],
-             durability: Durability) -> Outcome:
+             durability: Durability, prose: ProseSink | None = None) -> Outcome:
         with using(config["configurable"].get("language")):  # the graph's nodes read it too (a context variable)
-            return self._stream(thread_id, value, progress, config, durability)
+            return self._stream(thread_id, value, progress, config, durability, prose)
 
     def _stream(self, thread_id: str, value: Any, progress: Progress | None, config: dict[str, Any],
-                durability: Durability) -> Outcome:
+                durability: Durability, prose: ProseSink | None = None) -> Outcome:
         try:
             for namespace, mode, event in self.graph.stream(value, config, context=self.context,
                                                              stream_mode=["custom", "updates"], subgraphs=True,
@@ -131,6 +133,8 @@ class Runner:
                                    checkpoint=f"stopped:{stopped.checkpoint}")
                 if mode == "custom" and progress is not None and isinstance(event, dict) and PROGRESS in event:
                     progress(str(event[PROGRESS]), event.get("detail"))
+                if mode == "custom" and prose is not None and isinstance(event, dict) and PROSE in event:
+                    prose(str(event[PROSE]), str(event.get("title") or ""), str(event.get("text") or ""))
             state = self.graph.get_state(config)
         except SandboxUnavailable as exc:
             return Outcome(thread_id, "failed", _("Generated code cannot run here: {error}").format(error=exc))

@@ -16,6 +16,7 @@ from tools.broker.sim_clock import paper_clock
 from tools.broker.store import switch_state
 from tools.desk.log import Decision, list_decisions
 from tools.factors.store import FactorInfo, FactorStore
+from tools.i18n import _
 from tools.rules.schedule import IsTradingDay, next_tick, trading_day_checker
 from tools.rules.store import Rule
 
@@ -30,37 +31,43 @@ def account_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
     if paper is None:
         return []
     enabled, _by, _at = switch_state(ctx.engine)
-    limits = (f"limits: order value ≤ {money_text(paper.risk.max_order_value)} CNY, a position ≤ "
-              f"{paper.risk.max_position_weight:.0%} of equity, daily loss ≤ {paper.risk.daily_loss_limit:.0%}")
+    limits = _("limits: order value ≤ {value} CNY, a position ≤ {weight} of equity, daily loss ≤ {loss}").format(
+        value=money_text(paper.risk.max_order_value), weight=f"{paper.risk.max_position_weight:.0%}",
+        loss=f"{paper.risk.daily_loss_limit:.0%}")
     panels = []
     for name in account_names(ctx.engine):
         broker = PaperBroker(ctx.engine, ctx.provider, name, paper)
         account = broker.account()
         report = account_report(account, broker.realised(), [])
-        summary = (f"Cash {money_text(account.cash)} CNY ({money_text(account.reserved)} held for open buys), "
-                   f"equity {money_text(report.equity)} CNY ({report.total_pnl:+,.2f} since the start), as of "
-                   f"{account.today} ({account.clock} clock, {account.price_basis} prices). Trading is "
-                   f"{'on' if enabled else 'OFF'}; {limits}.")
+        summary = _("Cash {cash} CNY ({reserved} held for open buys), equity {equity} CNY ({pnl} since the start), "
+                    "as of {today} ({clock} clock, {basis} prices). Trading is {switch}; {limits}.").format(
+            cash=money_text(account.cash), reserved=money_text(account.reserved), equity=money_text(report.equity),
+            pnl=f"{report.total_pnl:+,.2f}", today=account.today, clock=account.clock, basis=account.price_basis,
+            switch=_("on") if enabled else _("OFF"), limits=limits)
         rows = [HomeRow(position_text(p)) for p in account.positions]
         rows += [HomeRow(order_text(o), thread_id=o.thread_id) for o in broker.orders("today")]
-        panels.append(HomePanel(f"account:{name}", f"Account {name}", summary, tuple(rows), broker.notes()))
+        panels.append(HomePanel(f"account:{name}", _("Account {name}").format(name=name), summary, tuple(rows),
+                                broker.notes()))
     return panels
 
 
 def position_text(position: Position) -> str:
-    price = (f"last {position.price} (close of {position.price_date})" if position.price is not None
-             else "no price yet")
-    pnl = f"P&L {position.unrealised:+,.2f}" if position.unrealised is not None else "P&L -"
+    price = (_("last {price} (close of {date})").format(price=position.price, date=position.price_date)
+             if position.price is not None else _("no price yet"))
+    pnl = _("P&L {pnl}").format(pnl=f"{position.unrealised:+,.2f}" if position.unrealised is not None else "-")
     name = f" {position.name}" if position.name else ""
-    return (f"{position.ts_code}{name}: {position.quantity:,} shares, {position.sellable:,} sellable today (T+1) · "
-            f"cost {money_text(position.cost)} · {price} · {pnl}")
+    return _("{code}: {quantity} shares, {sellable} sellable today (T+1) · cost {cost} · {price} · {pnl}").format(
+        code=f"{position.ts_code}{name}", quantity=f"{position.quantity:,}", sellable=f"{position.sellable:,}",
+        cost=money_text(position.cost), price=price, pnl=pnl)
 
 
 def order_text(order: Order) -> str:
-    price = f"limit {order.limit_price}" if order.limit_price is not None else "market"
-    fills = "; ".join(f"filled {f.quantity:,} at {f.price} ({f.basis})" for f in order.fills)
-    return (f"Order {order.id}: {order.side} {order.quantity:,} {order.ts_code} {price}, {order.status}"
-            + (f"; {fills}" if fills else "") + f" · session {order.session_date}")
+    price = _("limit {price}").format(price=order.limit_price) if order.limit_price is not None else _("market")
+    fills = "; ".join(_("filled {quantity} at {price} ({basis})").format(quantity=f"{f.quantity:,}", price=f.price,
+                                                                          basis=f.basis) for f in order.fills)
+    return _("Order {id}: {side} {quantity} {code} {price}, {status}{fills} · session {session}").format(
+        id=order.id, side=order.side, quantity=f"{order.quantity:,}", code=order.ts_code, price=price,
+        status=order.status, fills=f"; {fills}" if fills else "", session=order.session_date)
 
 
 def rule_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
@@ -83,36 +90,39 @@ def rule_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
         rows.append(HomeRow(rule_text(rule, last, _next_run(rule, now, simulated, trading_day)),
                             rule_actions(rule)))
     active = sum(1 for r in rules if r.enabled)
-    return [HomePanel("rules", "Your rules", f"{len(rules)} rule(s), {active} active.", tuple(rows))]
+    return [HomePanel("rules", _("Your rules"), _("{count} rule(s), {active} active.").format(
+        count=len(rules), active=active), tuple(rows))]
 
 
 def _next_run(rule: Rule, now: datetime, simulated: bool, trading_day: IsTradingDay) -> str:
     if rule.schedule is None:
-        return "not scheduled"
+        return _("not scheduled")
     if not rule.enabled:
-        return "paused"
+        return _("paused")
     if simulated:
-        return "when the simulated clock moves to a session its schedule matches"
+        return _("when the simulated clock moves to a session its schedule matches")
     tick = next_tick(rule, now, is_trading_day=trading_day)
-    return f"{tick.astimezone(SHANGHAI):%Y-%m-%d %H:%M} Shanghai" if tick else "none in the next month"
+    return (_("{time} Shanghai").format(time=f"{tick.astimezone(SHANGHAI):%Y-%m-%d %H:%M}") if tick
+            else _("none in the next month"))
 
 
 def rule_text(rule: Rule, last: dict | None, next_run: str) -> str:
-    state = "active" if rule.enabled else "paused" + (f" ({rule.paused_reason})" if rule.paused_reason else "")
-    schedule = f"{rule.schedule} ({rule.timezone})" if rule.schedule else "no schedule"
+    state = _("active") if rule.enabled else _("paused") + (f" ({rule.paused_reason})" if rule.paused_reason else "")
+    schedule = f"{rule.schedule} ({rule.timezone})" if rule.schedule else _("no schedule")
     decided = (last or {}).get("action")
-    action = "not run yet"
+    action = _("not run yet")
     if isinstance(decided, dict):
-        confidence = float(decided.get("confidence") or 0)
-        action = f"last: {str(decided.get('action', '?')).upper()} (confidence {confidence:.2f})"
-    return (f"Rule {rule.id} · {rule.symbol} · {state} · {schedule} · next: {next_run} · {action} · "
-            f"{rule.consecutive_failures} failure(s) in a row")
+        action = _("last: {action} (confidence {confidence})").format(
+            action=str(decided.get("action", "?")).upper(), confidence=f"{float(decided.get('confidence') or 0):.2f}")
+    return _("Rule {id} · {symbol} · {state} · {schedule} · next: {next} · {action} · {failures} failure(s) in a "
+             "row").format(id=rule.id, symbol=rule.symbol, state=state, schedule=schedule, next=next_run,
+                           action=action, failures=rule.consecutive_failures)
 
 
 def rule_actions(rule: Rule) -> tuple[HomeAction, ...]:
-    toggle = (HomeAction("Pause", ("rule", "pause", str(rule.id))) if rule.enabled else
-              HomeAction("Resume", ("rule", "resume", str(rule.id)), style="primary"))
-    return toggle, HomeAction("Run now", ("rule", "run", str(rule.id)), channel=rule.channel)
+    toggle = (HomeAction(_("Pause"), ("rule", "pause", str(rule.id))) if rule.enabled else
+              HomeAction(_("Resume"), ("rule", "resume", str(rule.id)), style="primary"))
+    return toggle, HomeAction(_("Run now"), ("rule", "run", str(rule.id)), channel=rule.channel)
 
 
 def desk_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
@@ -120,19 +130,22 @@ def desk_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
     decisions = list_decisions(ctx.engine, limit=DESK_ROWS)
     if not decisions:
         return []
-    return [HomePanel("desk", "Desk", f"The latest {len(decisions)} decision(s) of the analysis desk.",
+    return [HomePanel("desk", _("Desk"), _("The latest {count} decision(s) of the analysis desk.").format(
+        count=len(decisions)),
                       tuple(HomeRow(decision_text(d), thread_id=d.thread_id or None) for d in decisions))]
 
 
 def decision_text(decision: Decision) -> str:
-    outcome = "not resolved yet"
+    outcome = _("not resolved yet")
     if decision.resolutions:
         last = decision.resolutions[-1]
-        hit = {True: "hit", False: "miss", None: "no verdict"}[last.hit]
-        excess = f", excess {last.excess_return:+.2%}" if last.excess_return is not None else ""
+        hit = {True: _("hit"), False: _("miss"), None: _("no verdict")}[last.hit]
+        excess = (_(", excess {excess}").format(excess=f"{last.excess_return:+.2%}")
+                  if last.excess_return is not None else "")
         outcome = f"{last.horizon}d: {last.realised_return:+.2%}{excess} ({hit})"
-    return (f"{decision.ts_code} on {decision.trade_date}: {decision.rating} (confidence {decision.confidence:.2f}, "
-            f"target {decision.target_position:.0%}) · {outcome}")
+    return _("{code} on {date}: {rating} (confidence {confidence}, target {target}) · {outcome}").format(
+        code=decision.ts_code, date=decision.trade_date, rating=decision.rating,
+        confidence=f"{decision.confidence:.2f}", target=f"{decision.target_position:.0%}", outcome=outcome)
 
 
 def factor_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
@@ -143,8 +156,9 @@ def factor_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
     if not ranked:
         return []
     shown = ranked[:FACTOR_ROWS]
-    return [HomePanel("factors", "Factor library",
-                      f"{len(ranked)} factor(s); the top {len(shown)} by |rank IC| (mean, shortest horizon).",
+    return [HomePanel("factors", _("Factor library"),
+                      _("{count} factor(s); the top {shown} by |rank IC| (mean, shortest horizon).").format(
+                          count=len(ranked), shown=len(shown)),
                       tuple(HomeRow(factor_text(f, ic)) for f, ic in shown))]
 
 
@@ -157,7 +171,9 @@ def _rank_ic(store: FactorStore, factor: FactorInfo) -> tuple[str, float] | None
 
 
 def factor_text(factor: FactorInfo, rank_ic: tuple[str, float] | None) -> str:
-    ic = f"rank IC {rank_ic[1]:+.4f} ({rank_ic[0]})" if rank_ic else "no rank IC yet"
-    return (f"{factor.name} v{factor.version} · {ic} · {factor.status} · reviewed by {factor.reviewer or 'nobody'}"
-            f" · by {factor.author or '?'}")
+    ic = (_("rank IC {ic} ({horizon})").format(ic=f"{rank_ic[1]:+.4f}", horizon=rank_ic[0]) if rank_ic
+          else _("no rank IC yet"))
+    return _("{name} v{version} · {ic} · {status} · reviewed by {reviewer} · by {author}").format(
+        name=factor.name, version=factor.version, ic=ic, status=factor.status,
+        reviewer=factor.reviewer or _("nobody"), author=factor.author or "?")
 

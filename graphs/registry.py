@@ -54,7 +54,7 @@ from graphs.signal.models import MODELS as SIGNAL_MODELS
 from graphs.signal.present import present_signal
 from graphs.workflow import Subcommand, Workflow
 from tools.broker.paper import account_names
-from tools.i18n import N_
+from tools.i18n import N_, _
 
 SIGNAL = Workflow(
     name="signal",
@@ -173,8 +173,8 @@ def suggested_prompts(ctx: WorkflowContext, channel: str | None, room: int) -> l
     """At most `room` (title, request) prompts that work as typed: a signal, an analysis and, when the channel in
     view has a paper account, that account; else a factor."""
     has_account = channel is not None and channel in account_names(ctx.engine)
-    account = [("My account", f"account {channel}")] if has_account else [("A factor", FACTOR.example)]
-    return [("A signal", SIGNAL.example), ("An analysis", ANALYZE.example), *account][:room]
+    account = [(_("My account"), f"account {channel}")] if has_account else [(_("A factor"), FACTOR.example)]
+    return [(_("A signal"), SIGNAL.example), (_("An analysis"), ANALYZE.example), *account][:room]
 
 
 def command_for(words: list[str]) -> tuple[Subcommand, list[str]] | None:

@@ -21,7 +21,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from bot.stores.threads import thread_id_for
-from tests.decision_desk import ROLES, TRADER, desk_scripts
+from tests.decision_desk import MARKET_REPORT, ROLES, TRADER, desk_scripts
 from tests.fakes.chat import answer
 from tests.fakes.openai_server import API_KEY, OpenAIServer
 from tests.fakes.slack_server import TEAM, Call, SlackServer
@@ -266,6 +266,24 @@ def test_the_status_message_shows_each_analyst_finishing(desk: Desk, decided: De
     assert [s for s in last if s in rest] == rest, last
     assert all(last.index(analyst) < last.index("fusion") for analyst in ANALYSTS), last
     assert "research manager (Buy)" in text_of(updates[-2]) and "risk manager (Buy)" in text_of(updates[-2])
+
+
+def test_the_reports_the_debate_and_the_traders_reasoning_stream_into_the_thread(desk: Desk, decided: Decided) -> None:
+    fake = desk.slack.fake
+    streams = [c for c in fake.of("chat.startStream") if in_thread(decided.channel, decided.root)(c) and c.ok]
+    assert streams and all(c.args["recipient_user_id"] == ALICE and c.args["recipient_team_id"] == TEAM
+                           for c in streams)  # to the human who asked, with their team in a channel
+    messages = {m["ts"]: m for m in fake.replies(decided.channel, decided.root, with_metadata=True)}
+    shown = [messages[str(c.response["ts"])] for c in streams]
+    titles = [m["text"].split("\n", 1)[0] for m in shown]
+    assert "*Market analyst's report*" in titles and "*The trader's reasoning*" in titles
+    assert any(t.startswith("*Research debate, turn 1") for t in titles), titles
+    market = next(m for m in shown if m["text"].startswith("*Market analyst's report*"))
+    assert MARKET_REPORT in market["text"]
+    stopped = {str(c.args["ts"]) for c in fake.of("chat.stopStream") if c.ok}
+    assert stopped == {str(c.response["ts"]) for c in streams}  # each stopped, its post key in the metadata
+    assert all(m["metadata"]["event_type"] == "quantdesk_post" for m in shown)
+    assert fake.calls.index(streams[-1]) < fake.calls.index(decided.card)  # before the approval was asked
 
 
 def test_every_agent_was_asked_what_its_script_answers(models: OpenAIServer, decided: Decided) -> None:

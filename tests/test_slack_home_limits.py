@@ -20,6 +20,7 @@ from tools.broker.paper import PaperConfig
 from tools.broker.records import PaperPosition
 from tools.broker.store import ensure_account
 from tools.data.local import SampleProvider
+from tools.i18n import using
 from tools.rules.store import RuleStore
 from tools.sandbox import Sandbox
 from tools.settings import Settings
@@ -103,3 +104,13 @@ def test_position_figures_are_the_brokers(sqlite_engine: Engine, sandbox: Sandbo
     big = next(p for p in account_panels(ctx, OWNER) if p.name == "account:CBIG")
     first = big.rows[0].text
     assert "100 shares, 100 sellable today (T+1)" in first and f"cost {Decimal('10000.00'):,.2f}" in first
+
+
+def test_a_home_speaks_the_language_in_effect(sqlite_engine: Engine, sandbox: Sandbox) -> None:
+    ctx = _context(sqlite_engine, sandbox)
+    with using("zh-CN"):
+        home = Home(OWNER, _cards(1), (*account_panels(ctx, OWNER), *rule_panels(ctx, OWNER)))
+        view = _valid(home_view(home, _link))
+    text = json.dumps(view, ensure_ascii=False)
+    assert "等待你处理" in text and "账户 CBIG" in text and "你的规则" in text and "今日可卖" in text
+    assert "Waiting for you" not in text

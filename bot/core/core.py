@@ -8,6 +8,7 @@ queues the apply job, and `apply_decision` (that job) resumes the run once."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import re
@@ -29,11 +30,12 @@ from bot.core.surface import (
     Result,
     RetryOffer,
     Status,
+    StreamSurface,
     Surface,
     ThreadStart,
 )
 from bot.jobs import JobQueue, Message
-from bot.runner import INFRASTRUCTURE_ERRORS, Outcome, Runner
+from bot.runner import INFRASTRUCTURE_ERRORS, Outcome, ProseSink, Runner
 from bot.stores.decisions import CLAIM_SECONDS, MAX_ATTEMPTS, DecisionStore
 from bot.stores.homes import HomeStore
 from bot.stores.languages import LanguageStore
@@ -95,7 +97,7 @@ class Core:
         self.owner = f"{socket.gethostname()}:{os.getpid()}"  # who claims decisions and posts to work on them
         self.outbox = Outbox(surface, self.posts, self.threads, runner.context.artifacts, self.owner, scope)
         self.homes = (Homes(runner, self.threads, self.decisions, policy, surface, HomeStore(engine, claim_seconds),
-                            scope, self.owner) if isinstance(surface, HomeSurface) else None)
+                            scope, self.owner, self.language_of) if isinstance(surface, HomeSurface) else None)
 
     # --- languages ---------------------------------------------------------------------------------------------
 
@@ -284,7 +286,8 @@ class Core:
             status = self._status(place)
             outcome = self.runner.start(info.thread_id, message.text, self._progress(place, status),
                                         user=place.user, account=channel_account(place.channel),
-                                        request=message.request, message_id=message_id, language=info.language)
+                                        request=message.request, message_id=message_id, language=info.language,
+                                        prose=self._prose(place, message_id))
             self._show(place, info, outcome, status)
             if message.request is not None:
                 self._after_background_run(info.thread_id, message.request, outcome)
@@ -384,7 +387,7 @@ class Core:
         status = self._status(place)
         outcome = self.runner.resume(record.thread_id, interrupt_id, record.decision, record.decided_by,
                                      self._progress(place, status), decided_at=record.decided_at,
-                                     language=info.language)
+                                     language=info.language, prose=self._prose(place, interrupt_id))
         if outcome.status == "failed" and outcome.retryable:
             self._finish_status(place, status, _(":warning: not applied yet"))
             self._retry_later(place, interrupt_id, outcome.text)
@@ -479,6 +482,18 @@ class Core:
                                                               + " → ".join(done) + " …", step=step))
 
         return update
+
+    def _prose(self, place: Place, run: str) -> ProseSink | None:
+        """On a surface that streams, each piece of long prose a run finishes is streamed into its thread once
+        (keyed by the run, the message or decision that started it, and the prose's own key)."""
+        if not isinstance(self.surface, StreamSurface):
+            return None
+
+        def stream(key: str, title: str, text: str) -> None:
+            digest = hashlib.sha256(f"{run}:{key}".encode()).hexdigest()[:24]
+            self.outbox.stream(place, f"prose:{place.thread_id}:{digest}", title, text)
+
+        return stream
 
     def _finish_status(self, place: Place, status_ref: str | None, text: str) -> None:
         if status_ref:  # the Stop button goes with the run

@@ -7,7 +7,7 @@ version and publishes it at once; the background service publishes what is still
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from bot.core.outbox import place_of
 from bot.core.policy import Policy
@@ -18,6 +18,7 @@ from bot.stores.homes import HomeStore
 from bot.stores.threads import ThreadInfo, ThreadRegistry
 from graphs.home import HomeAction, HomePanel
 from graphs.registry import HOME
+from tools.i18n import using
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +32,12 @@ def primary_decision(payload: dict) -> str:
 
 class Homes:
     def __init__(self, runner: Runner, threads: ThreadRegistry, decisions: DecisionStore, policy: Policy,
-                 surface: HomeSurface, store: HomeStore, scope: str, owner: str) -> None:
+                 surface: HomeSurface, store: HomeStore, scope: str, owner: str,
+                 language_of: Callable[[str], str]) -> None:
+        """`language_of(user)`: the language a person's home speaks."""
         self.runner, self.threads, self.decisions, self.policy = runner, threads, decisions, policy
         self.surface, self.store, self.scope, self.owner = surface, store, scope, owner
+        self.language_of = language_of
 
     # --- what a home shows -------------------------------------------------------------------------------------
 
@@ -116,7 +120,8 @@ class Homes:
             if state is None:
                 return
             try:
-                self.surface.publish_home(user, self.build(user, notice))
+                with using(self.language_of(user)):
+                    self.surface.publish_home(user, self.build(user, notice))
             except Refused as exc:
                 log.warning("a home was not published: %s", exc.reason)
                 self.store.refused(user, exc.reason)

@@ -9,7 +9,7 @@ import logging
 from typing import Any
 
 from bot.core.kinds import kind_of
-from bot.core.surface import Notice, Place, Question, Refused, Result, StoredFile, Surface
+from bot.core.surface import Notice, Place, Prose, Question, Refused, Result, StoredFile, StreamSurface, Surface
 from bot.stores.posts import PostStore
 from bot.stores.threads import ThreadInfo, ThreadRegistry
 from graphs.registry import WORKFLOWS
@@ -68,6 +68,29 @@ class Outbox:
         else:
             self.repost(key)
 
+    def stream(self, place: Place, key: str, title: str, text: str) -> None:
+        """Long prose streamed into the thread once (on a surface that streams): its row first, its message's
+        reference recorded as soon as the stream starts, so a stream a crash cut short is replaced whole."""
+        _post, created = self.posts.record(key, place.thread_id, "stream", {"title": title, "text": text})
+        if created and self.posts.claim(key, self.owner):
+            self._stream(place, key, Prose(title, text), None)
+        else:
+            self.repost(key)
+
+    def _stream(self, place: Place, key: str, prose: Prose, half: str | None) -> None:
+        """Stream the prose, or replace the message `half` an earlier attempt left with the complete prose."""
+        surface = self.surface
+        assert isinstance(surface, StreamSurface)
+        try:
+            ref = (surface.replace(place, half, prose, key) if half else
+                   surface.stream(place, prose, key, lambda started: self.posts.mark_posted(key, started)))
+        except Refused as exc:
+            log.warning("stream %s not completed: %s", key, exc.reason)
+            self.posts.mark_failed(key, exc.reason)
+            return
+        self.posts.mark_posted(key, ref)
+        self.posts.mark_complete(key)
+
     def notify(self, thread_id: str, key: str, text: str, users: tuple[str, ...] = ()) -> None:
         """A notice into a thread, once (a fill, a resolved decision, a paused rule); `users`: ids named in it."""
         body = {"text": text, "notice": True, "users": list(users)}
@@ -118,6 +141,10 @@ class Outbox:
 
     def _repost(self, key: str, post: Any, info: ThreadInfo, pending: Any) -> None:
         place = place_of(info)
+        if post.kind == "stream":
+            self._stream(place, key, Prose(str(post.body.get("title") or ""), str(post.body.get("text") or "")),
+                         post.ts or self.surface.find(place, key))
+            return
         ref = post.ts or self.surface.find(place, key)
         if ref and not post.ts:
             self.posts.mark_posted(key, ref)

@@ -7,6 +7,7 @@ the background service to post again."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -184,3 +185,25 @@ class HomeSurface(Protocol):
 
     def publish_home(self, user: str, home: Home) -> None:
         """Show `home` as the person's home. Raises Refused."""
+
+
+@dataclass(frozen=True)
+class Prose:
+    """Long prose shown as it is written (an analyst's report, a debate turn, the trader's reasoning)."""
+
+    title: str
+    text: str
+
+
+@runtime_checkable
+class StreamSurface(Protocol):
+    """A surface that streams long prose into a thread as one message (Slack's chat.startStream)."""
+
+    def stream(self, place: Place, prose: Prose, key: str, started: Callable[[str], None]) -> str:
+        """Stream `prose` to `place.user` in the thread; `started(ref)` as soon as the message exists, before any
+        more is sent. Returns its reference. Raises Refused (after `started`, the message may be half)."""
+
+    def replace(self, place: Place, ref: str, prose: Prose, key: str) -> str:
+        """Make the message `ref` (a stream a dead process left half) the complete prose: updated, or deleted and
+        posted again, never leaving the half as the only copy. Returns the complete one's reference. Raises
+        Refused."""

@@ -11,6 +11,7 @@ from typing import Any
 from bot.core.surface import Home, HomeCard, Place
 from bot.slack.render import BUTTON_TEXT_MAX, SECTION_TEXT_MAX, _clip, _section, question_message
 from graphs.home import HomeAction, HomePanel, HomeRow
+from tools.i18n import N_, _
 
 VIEW_BLOCKS_MAX = 100
 MODAL_TITLE_MAX = 24
@@ -21,26 +22,28 @@ ROW_TEXT_MAX = 600
 WAITING = "waiting"  # the "More" of the waiting cards (panel names come from the registry)
 
 TITLE = "QuantDesk"
-WAITING_TITLE = "Waiting for you"
-NOTHING = "Nothing waits for you, and there is nothing to show yet. Start with `/quant help`."
-READ_ONLY = "Read-only here: {reason}"
-MORE = "More"
-OPEN_THREAD = "thread"
-NOT_SHOWN = "…and {n} more; `/quant` shows everything."
-MORE_CARDS = "{n} more waiting for you"
-NOT_MINE = "That button's value is not one I wrote, so nothing was done."
+WAITING_TITLE = N_("Waiting for you")
+NOTHING = N_("Nothing waits for you, and there is nothing to show yet. Start with `/quant help`.")
+READ_ONLY = N_("Read-only here: {reason}")
+MORE = N_("More")
+OPEN_THREAD = N_("thread")
+NOT_SHOWN = N_("…and {n} more; `/quant` shows everything.")
+MORE_CARDS = N_("{n} more waiting for you")
+MORE_ROWS = N_("{n} more")
+CLOSE = N_("Close")
+NOT_MINE = N_("That button's value is not one I wrote, so nothing was done.")
 
 Link = Callable[[Place], str | None]  # a thread's permalink, when the surface knows it
 
 
 def home_view(home: Home, link: Link) -> dict[str, Any]:
-    """The Home tab's view (`link`: a thread's permalink)."""
+    """The Home tab's view (`link`: a thread's permalink), in the language in effect."""
     blocks: list[dict[str, Any]] = [_header(TITLE)]
     if home.notice:
         blocks.append(_section(f":information_source: {home.notice}"))
     sections: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
     if home.cards:
-        sections.append((_waiting(home.cards, link), _compact(WAITING_TITLE, MORE_CARDS.format(
+        sections.append((_waiting(home.cards, link), _compact(_(WAITING_TITLE), _(MORE_CARDS).format(
             n=len(home.cards)), WAITING)))
     for panel in home.panels:
         sections.append((_panel(panel, home.places, link), _compact(panel.title, panel.summary, panel.name)))
@@ -51,19 +54,19 @@ def home_view(home: Home, link: Link) -> dict[str, Any]:
         elif len(compact) + 1 <= room:
             blocks += [{"type": "divider"}, *compact]
         else:
-            blocks.append(_context(NOT_SHOWN.format(n=len(sections))))
+            blocks.append(_context(_(NOT_SHOWN).format(n=len(sections))))
             break
     if len(blocks) == 1 + bool(home.notice):
-        blocks.append(_section(NOTHING))
+        blocks.append(_section(_(NOTHING)))
     return {"type": "home", "blocks": blocks}
 
 
 def _waiting(cards: tuple[HomeCard, ...], link: Link) -> list[dict[str, Any]]:
-    blocks = [_header(WAITING_TITLE)]
+    blocks = [_header(_(WAITING_TITLE))]
     for card in cards[:HOME_CARDS]:
         blocks += card_blocks(card, link)
     if len(cards) > HOME_CARDS:
-        blocks.append(_more_button(MORE_CARDS.format(n=len(cards) - HOME_CARDS), WAITING))
+        blocks.append(_more_button(_(MORE_CARDS).format(n=len(cards) - HOME_CARDS), WAITING))
     return blocks
 
 
@@ -75,10 +78,10 @@ def card_blocks(card: HomeCard, link: Link) -> list[dict[str, Any]]:
               for b in question_message(q.thread_id, q.interrupt_id, q.payload, q.requester)["blocks"]]
     if not card.actionable:
         blocks = [b for b in blocks if b["type"] != "actions"]
-        blocks.append(_context(READ_ONLY.format(reason=card.refusal)))
+        blocks.append(_context(_(READ_ONLY).format(reason=card.refusal)))
     url = link(card.place)
     if url:
-        blocks.append(_context(f"<{url}|{OPEN_THREAD}>"))
+        blocks.append(_context(f"<{url}|{_(OPEN_THREAD)}>"))
     return blocks
 
 
@@ -91,7 +94,7 @@ def _panel(panel: HomePanel, places: dict[str, Place], link: Link) -> list[dict[
         blocks += [_section(_row_text(row, places, link)), _actions(panel.name, row.actions, index)]
     shown = len(plain) + len(acting)
     if shown < len(panel.rows):
-        blocks.append(_more_button(f"{len(panel.rows) - shown} more", panel.name))
+        blocks.append(_more_button(_(MORE_ROWS).format(n=len(panel.rows) - shown), panel.name))
     if panel.notes:
         blocks.append(_context("; ".join(panel.notes)))
     return blocks
@@ -122,17 +125,17 @@ def more_modal(title: str, panel: HomePanel | None, cards: list[HomeCard], link:
         else:
             rest += 1
     if rest:
-        blocks.append(_context(NOT_SHOWN.format(n=rest)))
+        blocks.append(_context(_(NOT_SHOWN).format(n=rest)))
     return {"type": "modal", "callback_id": "home_more_modal",
             "title": {"type": "plain_text", "text": _clip(title, MODAL_TITLE_MAX)},
-            "close": {"type": "plain_text", "text": "Close"}, "blocks": blocks or [_section(NOTHING)]}
+            "close": {"type": "plain_text", "text": _(CLOSE)}, "blocks": blocks or [_section(_(NOTHING))]}
 
 
 def _row_text(row: HomeRow, places: dict[str, Place], link: Link) -> str:
     text = _clip(row.text, ROW_TEXT_MAX)
     place = places.get(row.thread_id or "")
     url = link(place) if place else None
-    return f"• {text}" + (f" · <{url}|{OPEN_THREAD}>" if url else "")
+    return f"• {text}" + (f" · <{url}|{_(OPEN_THREAD)}>" if url else "")
 
 
 def _row_sections(rows: list[HomeRow], places: dict[str, Place], link: Link) -> list[dict[str, Any]]:
@@ -177,7 +180,7 @@ def _actions(panel: str, actions: tuple[HomeAction, ...], index: int) -> dict[st
 
 def _more_button(text: str, name: str) -> dict[str, Any]:
     return {"type": "section", "text": {"type": "mrkdwn", "text": _clip(text, SECTION_TEXT_MAX)},
-            "accessory": {"type": "button", "action_id": "home_more", "text": {"type": "plain_text", "text": MORE},
+            "accessory": {"type": "button", "action_id": "home_more", "text": {"type": "plain_text", "text": _(MORE)},
                           "value": json.dumps({"p": name}, separators=(",", ":"))}}
 
 

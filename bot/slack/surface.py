@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from typing import Any
 
 from slack_sdk import WebClient
@@ -20,6 +21,7 @@ from bot.core.surface import (
     Home,
     Notice,
     Place,
+    Prose,
     Question,
     Refused,
     Result,
@@ -41,6 +43,7 @@ BLOCKS_REFUSED = ("invalid_blocks", "invalid_blocks_format", "msg_too_long", "to
 PLAIN_TEXT_NOTE = N_("(Shown as plain text: Slack refused the formatted message. Reply here, or use `quantdesk "
                      "chat`.)")
 PLAIN_TEXT_MAX = 39_000
+STREAM_CHUNK = 1000  # characters a chat.appendStream carries
 ASSISTANT_STATUS = "assistant-status:"  # the reference of a status shown in the assistant pane, not as a message
 
 
@@ -78,7 +81,11 @@ def in_direct_messages(place: Place) -> bool:
 
 def assistant_status(content: Status) -> str:
     """A run's status as the assistant pane shows it after the app's name ("QuantDesk is working: …")."""
-    return f"is working: {content.step}" if content.step else "is working…"
+    return _("is working: {step}").format(step=content.step) if content.step else _("is working…")
+
+
+def prose_text(prose: Prose) -> str:
+    return f"*{prose.title}*\n{prose.text}" if prose.title else prose.text
 
 
 def carries(message: dict[str, Any], event_type: str, field: str, value: str) -> bool:
@@ -222,6 +229,62 @@ class SlackSurface:
             cursor = (page.get("response_metadata") or {}).get("next_cursor")
             if not (page.get("has_more") and cursor and messages) or float(messages[-1]["ts"]) < start.since:
                 return None
+
+    def stream(self, place: Place, prose: Prose, key: str, started: Callable[[str], None]) -> str:
+        """chat.startStream to the human (`place.user`; in a channel with their team), appendStream in chunks,
+        stopStream with the post's key as metadata (startStream takes none). Where Slack refuses to stream, the
+        prose is a keyed message updated chunk by chunk instead."""
+        text = prose_text(prose)
+        chunks = [text[i:i + STREAM_CHUNK] for i in range(0, len(text), STREAM_CHUNK)] or [""]
+        recipient = {"recipient_user_id": place.user} | ({} if in_direct_messages(place) else
+                                                          {"recipient_team_id": place.team})
+        try:
+            ts = str(self.client.chat_startStream(channel=place.channel, thread_ts=place.thread_ts,
+                                                  markdown_text=chunks[0], **recipient)["ts"])
+        except SlackApiError as exc:
+            log.info("streaming refused (%s): the prose is a message updated as it goes", _reason(exc))
+            return self._updated_message(place, chunks, key, started)
+        except OSError as exc:
+            raise Refused(_reason(exc)) from exc
+        started(ts)
+        try:
+            for chunk in chunks[1:]:
+                self.client.chat_appendStream(channel=place.channel, ts=ts, markdown_text=chunk)
+            self.client.chat_stopStream(channel=place.channel, ts=ts,
+                                        metadata={"event_type": POST_EVENT, "event_payload": {"key": key}})
+        except (SlackApiError, OSError) as exc:
+            raise Refused(_reason(exc)) from exc
+        return ts
+
+    def _updated_message(self, place: Place, chunks: list[str], key: str, started: Callable[[str], None]) -> str:
+        metadata = {"event_type": POST_EVENT, "event_payload": {"key": key}}
+        try:
+            ts = str(self.client.chat_postMessage(channel=place.channel, thread_ts=place.thread_ts, text=chunks[0],
+                                                  metadata=metadata)["ts"])
+            started(ts)
+            for end in range(2, len(chunks) + 1):
+                self.client.chat_update(channel=place.channel, ts=ts, text="".join(chunks[:end]))
+        except (SlackApiError, OSError) as exc:
+            raise Refused(_reason(exc)) from exc
+        return ts
+
+    def replace(self, place: Place, ref: str, prose: Prose, key: str) -> str:
+        """The complete prose over a half stream: chat.update (a stream its dead process never stopped may refuse
+        it), else the half is deleted and the whole posted again."""
+        text = prose_text(prose)
+        metadata = {"event_type": POST_EVENT, "event_payload": {"key": key}}
+        try:
+            self.client.chat_update(channel=place.channel, ts=ref, text=text, metadata=metadata)
+            return ref
+        except (SlackApiError, OSError) as exc:
+            log.info("the half stream %s was not updated (%s): posting it whole", ref, _reason(exc))
+        try:
+            ts = str(self.client.chat_postMessage(channel=place.channel, thread_ts=place.thread_ts, text=text,
+                                                  metadata=metadata)["ts"])
+        except (SlackApiError, OSError) as exc:
+            raise Refused(_reason(exc)) from exc
+        self._safe(self.client.chat_delete, channel=place.channel, ts=ref)
+        return ts
 
     def publish_home(self, user: str, home: Home) -> None:
         try:

@@ -18,7 +18,8 @@ from graphs.analyze.verdict import verdict_numbers
 from graphs.common import message_text
 from graphs.context import model_for
 from graphs.llm import MODEL_FAILURES, ModelAnswerError, describe_model_failure, language_instruction, parse_json_answer
-from graphs.progress import report_progress
+from graphs.progress import report_progress, report_prose
+from tools.i18n import _
 
 
 def briefing(state: DebateState) -> str:
@@ -70,6 +71,9 @@ def make_speaker(role: str, prompt: str, stage: str) -> Callable[..., dict[str, 
             return {"stopped": stopped, "tokens": tokens}
         count = state.get("count", 0) + 1
         report_progress(f"{stage} debate", f"turn {count}: {role}")
+        if not (state.get("request") or {}).get("replay"):  # a replay's dates are not told turn by turn
+            report_prose(f"{stage} debate {count}", _("{stage} debate, turn {count}: {role}").format(
+                stage=stage.capitalize(), count=count, role=role), message_text(answer))
         return {"messages": [AIMessage(message_text(answer), name=role)], "latest_speaker": role, "count": count,
                 "tokens": tokens}
 

@@ -73,6 +73,7 @@ class DebateInput(TypedDict, total=False):
     """What a debate subgraph receives from FusionState."""
 
     run_id: str  # the decision run (artifact keys)
+    request: dict[str, Any]  # the run's request (a replay's turns are not streamed)
     company_of_interest: str
     trade_date: str
     market_analyst_summary: AnalystMemorySummary

@@ -1,6 +1,6 @@
 """A fake Slack Web API on loopback: answers the methods QuantDesk calls and records every call, including the
-three steps of files_upload_v2 (getUploadURLExternal, the upload POST, completeUploadExternal), and keeps each
-person's last published Home (views.publish).
+three steps of files_upload_v2 (getUploadURLExternal, the upload POST, completeUploadExternal), keeps each
+person's last published Home (views.publish), and keeps streamed messages as Slack shows them (chat.*Stream).
 
 Faults are injected per method: `fake.inject("chat.update", Fault.server_error(), Fault.ratelimited())` makes
 the next matching calls fail in that order (an HTTP status with Slack's error body or a non-JSON page, a 429 with
@@ -193,6 +193,24 @@ class FakeSlack:
                 kept = self._messages.get(args.get("channel"), {}).get(args.get("ts"))
                 if kept is not None:
                     kept["text"] = args.get("text")
+                    if args.get("metadata"):
+                        kept["metadata"] = _json(args["metadata"])
+            return {"ok": True, "channel": args.get("channel"), "ts": args.get("ts")}
+        if method == "chat.startStream":
+            ts = f"{1700000000 + next(self._ts)}.000100"
+            self._remember(args.get("channel"), ts, {**args, "text": args.get("markdown_text") or ""})
+            return {"ok": True, "channel": args.get("channel"), "ts": ts}
+        if method in ("chat.appendStream", "chat.stopStream", "chat.delete"):
+            with self._lock:
+                messages = self._messages.get(args.get("channel"), {})
+                kept = messages.get(args.get("ts"))
+                if kept is None:
+                    return {"ok": False, "error": "message_not_found"}
+                if method == "chat.delete":
+                    del messages[args["ts"]]
+                else:
+                    kept["text"] = (kept["text"] or "") + (args.get("markdown_text") or "")
+                    kept["metadata"] = _json(args["metadata"]) if args.get("metadata") else kept["metadata"]
             return {"ok": True, "channel": args.get("channel"), "ts": args.get("ts")}
         if method == "conversations.replies":
             return {"ok": True, "messages": self.replies(args.get("channel"), args.get("ts"),
@@ -228,6 +246,10 @@ class FakeSlack:
         if method in ("views.open", "views.update", "reactions.add", "conversations.info", "files.info"):
             return {"ok": True}
         return {"ok": False, "error": "unknown_method"}
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
 
 
 def _truthy(value: Any) -> bool:

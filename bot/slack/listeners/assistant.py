@@ -13,17 +13,19 @@ from slack_sdk.errors import SlackApiError
 
 from bot.core import Core
 from graphs.registry import suggested_prompts
+from tools.i18n import N_, _, using
 
 log = logging.getLogger(__name__)
 
 PROMPTS_MAX = 4  # Slack shows at most four suggested prompts
-PROMPTS_TITLE = "Try one of these"
-WAITING_PROMPT = ("What waits for me", "status")  # answered in the thread, as `/quant status` answers
+PROMPTS_TITLE = N_("Try one of these")
+WAITING_PROMPT = (N_("What waits for me"), "status")  # answered in the thread, as `/quant status` answers
 
 
 def prompts_for(core: Core, channel: str | None) -> list[dict[str, str]]:
     """The suggested prompts: the workflows' (a channel in view brings its account), and what waits for me."""
-    chosen = [*suggested_prompts(core.runner.context, channel, PROMPTS_MAX - 1), WAITING_PROMPT]
+    chosen = [*suggested_prompts(core.runner.context, channel, PROMPTS_MAX - 1),
+              (_(WAITING_PROMPT[0]), WAITING_PROMPT[1])]
     return [{"title": title, "message": message} for title, message in chosen]
 
 
@@ -32,9 +34,10 @@ def register(app: App, core: Core) -> None:
         thread = event.get("assistant_thread") or {}
         context = thread.get("context") or {}
         try:
-            app.client.assistant_threads_setSuggestedPrompts(
-                channel_id=thread["channel_id"], thread_ts=thread["thread_ts"], title=PROMPTS_TITLE,
-                prompts=prompts_for(core, context.get("channel_id")))
+            with using(core.language_of(str(thread.get("user_id") or ""))):
+                app.client.assistant_threads_setSuggestedPrompts(
+                    channel_id=thread["channel_id"], thread_ts=thread["thread_ts"], title=_(PROMPTS_TITLE),
+                    prompts=prompts_for(core, context.get("channel_id")))
         except (SlackApiError, OSError, KeyError) as exc:
             log.warning("suggested prompts not set: %s", type(exc).__name__)
 

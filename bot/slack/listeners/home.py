@@ -11,6 +11,7 @@ from slack_bolt import App
 
 from bot.core import Core
 from bot.slack.home import NOT_MINE, WAITING, WAITING_TITLE, more_modal, parse_action
+from tools.i18n import _, using
 
 
 def register(app: App, core: Core) -> None:
@@ -18,6 +19,9 @@ def register(app: App, core: Core) -> None:
     if homes is None:
         return
     link = getattr(core.surface, "permalink", lambda place: None)
+
+    def speak(user: str) -> Any:
+        return using(core.language_of(user))
 
     @app.event("app_home_opened")
     def on_home_opened(event: dict[str, Any]) -> None:
@@ -32,11 +36,12 @@ def register(app: App, core: Core) -> None:
             name = str(json.loads(action["value"])["p"])
         except (ValueError, TypeError, KeyError):
             return
-        if name == WAITING:
-            view = more_modal(WAITING_TITLE, None, homes.cards(user), link)
-        else:
-            panel = homes.panel(user, name)
-            view = more_modal(panel.title if panel else name, panel, [], link)
+        with speak(user):
+            if name == WAITING:
+                view = more_modal(_(WAITING_TITLE), None, homes.cards(user), link)
+            else:
+                panel = homes.panel(user, name)
+                view = more_modal(panel.title if panel else name, panel, [], link)
         app.client.views_open(trigger_id=body["trigger_id"], view=view)
 
     @app.action(re.compile(r"^home_action_\d+$"))
@@ -46,6 +51,8 @@ def register(app: App, core: Core) -> None:
         try:
             panel, home_action = parse_action(action["value"])
         except (ValueError, TypeError, KeyError):
-            homes.changed([user], notice=NOT_MINE)
+            with speak(user):
+                homes.changed([user], notice=_(NOT_MINE))
             return
-        homes.changed([user], notice=core.home_action(user, panel, home_action))
+        with speak(user):
+            homes.changed([user], notice=core.home_action(user, panel, home_action))

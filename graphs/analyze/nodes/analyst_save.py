@@ -16,8 +16,9 @@ from langgraph.runtime import Runtime
 from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.memory import memory_of
 from graphs.analyze.state import AnalystSpec, AnalystState, session_of
-from graphs.progress import report_progress
+from graphs.progress import report_progress, report_prose
 from tools.desk.number_audit import tool_numbers
+from tools.i18n import _
 
 
 def full_report(state: AnalystState) -> str:
@@ -50,6 +51,9 @@ def make_save_node(spec: AnalystSpec) -> Callable[..., dict[str, Any]]:
                 code, date, text, session=session, written_at=datetime.fromisoformat(request["as_of"]),
                 report_id=report_id_of(request, spec.name))
         calls, tokens = state.get("tool_calls", 0), state.get("tokens", 0)
+        if report_id is not None and not request.get("replay"):
+            report_prose(f"{spec.name} report", _("{analyst} analyst's report").format(
+                analyst=spec.name.capitalize()), text)
         report_progress(f"{spec.name} analyst", f"{calls} tool call(s), {tokens:,} tokens"
                         + (", stopped" if state.get("stopped") else ", no report" if state.get("failed") else ""))
         run = {"report": text, "report_id": report_id, "tool_calls": calls, "tokens": tokens,

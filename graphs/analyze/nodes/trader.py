@@ -17,13 +17,14 @@ from langgraph.runtime import Runtime
 from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.state import AnalyzeState
 from graphs.context import thread_id
-from graphs.progress import report_progress
+from graphs.progress import report_progress, report_prose
 from tools.broker.boards import OrderRuleError
 from tools.broker.clock import day
 from tools.broker.paper import tagged_position
 from tools.broker.proposal_claims import claim_proposal, release_proposals
 from tools.broker.rules import lot_rule
 from tools.broker.sizing import size_order
+from tools.i18n import _
 
 DESK_TAG = "desk"
 
@@ -47,6 +48,8 @@ def trader_node(state: AnalyzeState, runtime: Runtime[AnalyzeDeps], config: Runn
                         int(position.get("quantity") or 0), int(position.get("sellable") or 0),
                         Decimal(state["account_cash"]), lot)
     report_progress("trader", sizing.explanation.rsplit(". ", 1)[-1])
+    if not request.get("replay"):
+        report_prose("trader", _("The trader's reasoning"), sizing.explanation)
     if sizing.side is None:
         return {"trader_investment_plan": sizing.explanation, "order_intent": {}}
     reason = (f"decision desk: {risk['rating']} {code} as of {request['trade_date']}, target "
