@@ -137,7 +137,7 @@ COMMANDS: dict[str, Subcommand] = {
     "account": Subcommand("account [NAME] | account reset NAME", N_("a paper account: cash, positions with marks "
                           "and P&L, an equity chart; reset is for traders and asks for confirmation"), account_command),
     "orders": Subcommand("orders [open|today|all] [NAME]", N_("orders of a paper account"), orders_command),
-    "trading": Subcommand("trading [on|off]", N_("the kill switch: while off nothing is submitted or "
+    "trading": Subcommand("trading [on|off] [REASON]", N_("the kill switch: while off nothing is submitted or "
                           "filled (traders switch it)"), trading_command),
     "decisions": Subcommand("decisions [CODE]", N_("the decision desk's past decisions and how they turned out"),
                             decisions_command),

@@ -7,6 +7,7 @@ from graphs.order.grammar import OrderGrammarError, account_name
 from graphs.order.present import present_account, present_orders
 from graphs.order.roles import (
     ACCOUNT_TRADERS_ONLY,
+    NO_REASON,
     SWITCHED_OFF,
     SWITCHED_ON,
     TRADERS_ONLY,
@@ -18,7 +19,7 @@ from tools.broker.money import money_text
 from tools.broker.paper import PaperBroker, account_names, order_account, reset_account
 from tools.broker.reports import account_report
 from tools.broker.store import AccountError, last_switch, set_trading, switch_state
-from tools.i18n import N_
+from tools.i18n import N_, _
 from tools.research.charts import account_equity
 
 SCOPES = ("open", "today", "all")
@@ -131,7 +132,8 @@ def trading_command(call: CommandCall) -> View:
         raise CommandError(TRADERS_ONLY.format(what="switch trading on or off"))
     reason = " ".join(call.args[1:])
     set_trading(engine, word == "on", call.user or "?", reason)
-    text = (SWITCHED_ON if word == "on" else SWITCHED_OFF).format(why=reason or "no reason given")
+    message = SWITCHED_ON if word == "on" else SWITCHED_OFF
+    text = _(message).format(why=reason or _(NO_REASON))
     return View("Trading", f"{text} (by {call.user})", users=[call.user or ""])
 
 

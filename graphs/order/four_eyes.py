@@ -9,10 +9,13 @@ from decimal import Decimal
 from typing import Any
 
 from tools.broker.money import money_text
+from tools.i18n import N_, _
 
-SAME_TRADER = "{who} already approved this order; a second, different trader must approve it"
-PROPOSER = ("{who} proposed this order and cannot be its second approver (maker-checker): another trader must "
-            "approve it")
+SAME_TRADER = N_("{who} already approved this order; a second, different trader must approve it")
+PROPOSER = N_("{who} proposed this order and cannot be its second approver (maker-checker): another trader must "
+              "approve it")
+NONE_YET = N_("none yet (0 of 2: two traders above {threshold} CNY)")
+FIRST = N_("{approvers} (1 of 2: two traders above {threshold} CNY); waits for a second, different trader")
 
 
 def needs_two(threshold: Decimal | None, proposal: dict[str, Any]) -> bool:
@@ -23,18 +26,17 @@ def needs_two(threshold: Decimal | None, proposal: dict[str, Any]) -> bool:
 def second_refusal(approvals: list[str], proposer: str | None, who: str) -> str | None:
     """Why `who` cannot give the second approval (None: they can)."""
     if who in approvals:
-        return SAME_TRADER.format(who=who)
+        return _(SAME_TRADER).format(who=who)
     if proposer is not None and who == proposer:
-        return PROPOSER.format(who=who)
+        return _(PROPOSER).format(who=who)
     return None
 
 
 def approvals_text(threshold: Decimal, approvals: list[str]) -> str:
     """The card's line: who approved so far, out of two."""
-    above = f"two traders above {money_text(threshold)} CNY"
     if not approvals:
-        return f"none yet (0 of 2: {above})"
-    return f"{', '.join(approvals)} ({len(approvals)} of 2: {above}); waits for a second, different trader"
+        return _(NONE_YET).format(threshold=money_text(threshold))
+    return _(FIRST).format(approvers=", ".join(approvals), threshold=money_text(threshold))
 
 
 def approvers(approvals: list[str], who: str | None) -> str | None:

@@ -10,9 +10,17 @@ from graphs.order.commands import account_arg
 from graphs.views import View
 from graphs.workflow import CommandCall, CommandError
 from tools.broker.mandate import KEYS, MandateError, load_mandate, parse_settings, set_mandate
+from tools.i18n import N_, _
 
-USAGE = f"usage: mandate [NAME], mandate NAME set {' '.join(k + '=…' for k in KEYS)}, or mandate NAME clear"
-ADMINS_ONLY = "Only admins of account {account} (QUANTDESK_ADMINS, QUANTDESK_ACCOUNT_ADMINS) can change its mandate."
+USAGE = N_("usage: mandate [NAME], mandate NAME set {settings}, or mandate NAME clear")
+ADMINS_ONLY = N_("Only admins of account {account} (QUANTDESK_ADMINS, QUANTDESK_ACCOUNT_ADMINS) can change its "
+                 "mandate.")
+TITLE = N_("Mandate of account {account}")
+CHANGED = N_("Mandate of account {account} changed")
+NONE = N_("Account {account} has no mandate: any symbol, no daily order, exposure or turnover cap.")
+WITHIN = N_("Account {account} may trade only within:")
+SET_BY = N_("Account {account} may trade only within (set by {user}):")
+CLEARED = N_("Account {account} has no mandate now (cleared by {user}).")
 
 
 def mandate_command(call: CommandCall) -> View:
@@ -22,21 +30,20 @@ def mandate_command(call: CommandCall) -> View:
         with Session(call.context.engine) as session:
             mandate = load_mandate(session, name)
         lines = mandate.lines() if mandate else []
+        title = _(TITLE).format(account=name)
         if not lines:
-            return View(f"Mandate of account {name}", f"Account {name} has no mandate: any symbol, no daily order, "
-                                                       "exposure or turnover cap.")
-        return View(f"Mandate of account {name}", f"Account {name} may trade only within:", lines=lines)
+            return View(title, _(NONE).format(account=name))
+        return View(title, _(WITHIN).format(account=name), lines=lines)
     action = words[1].lower()
     if action not in ("set", "clear") or (action == "clear") != (len(words) == 2):
-        raise CommandError(USAGE)
+        raise CommandError(_(USAGE).format(settings=" ".join(k + "=…" for k in KEYS)))
     name = account_arg(call, words[:1])
     if call.user is None or call.user not in admins_of(call.context, name):
-        raise CommandError(ADMINS_ONLY.format(account=name))
+        raise CommandError(_(ADMINS_ONLY).format(account=name))
     try:
         changes = {"clear": True} if action == "clear" else parse_settings(words[2:])
     except MandateError as exc:
         raise CommandError(str(exc)) from None
     lines = set_mandate(call.context.engine, name, changes, call.user).lines()
-    summary = (f"Account {name} may trade only within (set by {call.user}):" if lines else
-               f"Account {name} has no mandate now (cleared by {call.user}).")
-    return View(f"Mandate of account {name} changed", summary, lines=lines, users=[call.user])
+    summary = _(SET_BY if lines else CLEARED).format(account=name, user=call.user)
+    return View(_(CHANGED).format(account=name), summary, lines=lines, users=[call.user])

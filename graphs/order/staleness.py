@@ -8,8 +8,14 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-RECHECKED = ("re-checked at {who}'s approval, nothing was placed: {changes}; the card shows the new numbers, decide "
-             "again")
+from tools.i18n import N_, _
+
+RECHECKED = N_("re-checked at {who}'s approval, nothing was placed: {changes}; the card shows the new numbers, "
+               "decide again")
+MOVED = N_("the price basis moved {moved} ({before} → {after}), more than {limit}")
+SESSION = N_("the session changed ({before} → {after})")
+PASSES = N_("{check} now PASSES ({detail})")
+FAILS = N_("{check} now FAILS ({detail})")
 
 
 def stale_changes(seen: dict[str, Any], now: dict[str, Any], move: Decimal) -> list[str]:
@@ -20,11 +26,11 @@ def stale_changes(seen: dict[str, Any], now: dict[str, Any], move: Decimal) -> l
     if before and after and Decimal(before) > 0:
         moved = (Decimal(after) - Decimal(before)) / Decimal(before)
         if abs(moved) > move:
-            changes.append(f"the price basis moved {moved:+.1%} ({before} → {after}), more than {move:.0%}")
+            changes.append(_(MOVED).format(moved=f"{moved:+.1%}", before=before, after=after, limit=f"{move:.0%}"))
     if seen["session_date"] != now["session_date"]:
-        changes.append(f"the session changed ({seen['session_date']} → {now['session_date']})")
+        changes.append(_(SESSION).format(before=seen["session_date"], after=now["session_date"]))
     shown = {check["name"]: check["passed"] for check in seen["checks"]}
     for check in now["checks"]:
         if check["name"] in shown and shown[check["name"]] != check["passed"]:
-            changes.append(f"{check['name']} now {'PASSES' if check['passed'] else 'FAILS'} ({check['detail']})")
+            changes.append(_(PASSES if check["passed"] else FAILS).format(check=check["name"], detail=check["detail"]))
     return changes

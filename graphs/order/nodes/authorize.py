@@ -24,6 +24,7 @@ from graphs.order.state import OrderApprovalState
 from tools.broker.proposal_claims import fit_claims_to_card
 from tools.broker.store import last_switch, log_event
 from tools.data.schema import DataError
+from tools.i18n import _
 
 
 def authorize_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], config: RunnableConfig,
@@ -54,7 +55,7 @@ def authorize_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], confi
     if off is not None:
         _event, by, at, why = off
         log_event(ctx.engine, cid, account, "expired", who, {"decision": kind, "trading_off": by, "reason": why})
-        return _done("expired", CARD_SWITCHED_OFF.format(who=by, at=at, why=why, decider=who, kind=kind), state)
+        return _done("expired", _(CARD_SWITCHED_OFF).format(who=by, at=at, why=why, decider=who, kind=kind), state)
     moved = _clock_moved(ctx, account, proposal)
     if moved is not None:
         log_event(ctx.engine, cid, account, "expired", who, {"decision": kind, "session": proposal["session_date"],
@@ -114,7 +115,7 @@ def _recheck(ctx: OrderDeps, state: OrderApprovalState, who: str, config: Runnab
         fit_claims_to_card(ctx.engine, intent["claim"], datetime.fromisoformat(fresh["expires_at"]))
     log_event(ctx.engine, cid, account, "stale", who, {"changes": changes, "passed": fresh["passed"]})
     return {"verdict": "ask_again", "proposal": fresh, "approvals": [],
-            "refusals": [*refusals, RECHECKED.format(who=who, changes="; ".join(changes))]}
+            "refusals": [*refusals, _(RECHECKED).format(who=who, changes="; ".join(changes))]}
 
 
 def _approve(ctx: OrderDeps, state: OrderApprovalState, who: str, refusals: list[str]) -> dict[str, Any]:

@@ -18,8 +18,9 @@ from graphs.progress import report_progress
 from tools.broker.proposal_claims import fit_claims_to_card
 from tools.broker.store import log_event
 from tools.data.schema import DataError
+from tools.i18n import N_, _
 
-OUTSIDE_MANDATE = "The order is outside account {account}'s mandate and is not proposed: {line}."
+OUTSIDE_MANDATE = N_("The order is outside account {account}'s mandate and is not proposed: {line}.")
 
 
 def propose_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], config: RunnableConfig,
@@ -46,7 +47,7 @@ def propose_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], config:
     if outside is not None:  # never proposed: no card, whoever asked
         log_event(ctx.engine, client_order_id, account, "refused", intent.get("proposed_by"),
                   {"request": proposal["request"], "reason": "mandate", "mandate": outside["detail"]})
-        return {"order_outcome": _outcome("refused", OUTSIDE_MANDATE.format(account=account,
+        return {"order_outcome": _outcome("refused", _(OUTSIDE_MANDATE).format(account=account,
                                                                              line=outside["detail"]), account)}
     if intent.get("claim"):  # an automated proposer's card slot lapses with the card, not hours later
         fit_claims_to_card(ctx.engine, intent["claim"], datetime.fromisoformat(proposal["expires_at"]))

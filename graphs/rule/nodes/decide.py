@@ -16,7 +16,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from graphs.context import workspace
-from graphs.order.roles import RULES_SWITCHED_OFF
+from graphs.order.roles import NO_REASON, RULES_SWITCHED_OFF
 from graphs.progress import report_progress
 from graphs.rule.deps import RuleDeps
 from graphs.rule.logbook import log_step
@@ -32,6 +32,7 @@ from tools.broker.proposal_claims import claim_proposal
 from tools.broker.rules import lot_rule
 from tools.broker.store import last_switch, switch_state
 from tools.data.klines import symbol_kind
+from tools.i18n import _
 from tools.rules.store import order_tag
 
 
@@ -81,7 +82,7 @@ def _order(ctx: RuleDeps, state: RuleRunState, config: RunnableConfig, rule: dic
         return None, "crypto rules produce decisions and logs, not orders (the paper account trades A-shares)"
     if not switch_state(ctx.engine)[0]:  # the kill switch: no proposal until trading is on again
         last = last_switch(ctx.engine, "trading off")
-        return None, RULES_SWITCHED_OFF.format(why=last[3] if last else "no reason given")
+        return None, _(RULES_SWITCHED_OFF).format(why=last[3] if last else _(NO_REASON))
     blocked = _claim(ctx, state, action)
     if blocked:
         return None, blocked

@@ -1,7 +1,7 @@
 """Paper account mandates (tools/broker/mandate.py): one row per account that has one.
 
-Revision ID: 0017
-Revises: 0016
+Revision ID: 0018
+Revises: 0017
 """
 
 from __future__ import annotations
