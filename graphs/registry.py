@@ -14,7 +14,7 @@ from graphs.analyze.models import MODELS as DESK_MODELS
 from graphs.analyze.present import present_decision
 from graphs.analyze.resolution import resolve_pass
 from graphs.background import BackgroundJob
-from graphs.context import WorkflowContext
+from graphs.context import WorkflowContext, has_role
 from graphs.factor.deps import FactorDeps
 from graphs.factor.graph import build_factor_graph
 from graphs.factor.library import FACTORS
@@ -169,10 +169,12 @@ HOME: dict[str, HomeSection] = {
 }
 
 
-def suggested_prompts(ctx: WorkflowContext, channel: str | None, room: int) -> list[tuple[str, str]]:
+def suggested_prompts(ctx: WorkflowContext, channel: str | None, room: int,
+                      user: str | None = None) -> list[tuple[str, str]]:
     """At most `room` (title, request) prompts that work as typed: a signal, an analysis and, when the channel in
-    view has a paper account, that account; else a factor."""
-    has_account = channel is not None and channel in account_names(ctx.engine)
+    view has a paper account `user` may name (a role on it), that account; else a factor."""
+    has_account = (channel is not None and channel in account_names(ctx.engine)
+                   and has_role(ctx, user, channel))
     account = [(_("My account"), f"account {channel}")] if has_account else [(_("A factor"), FACTOR.example)]
     return [(_("A signal"), SIGNAL.example), (_("An analysis"), ANALYZE.example), *account][:room]
 

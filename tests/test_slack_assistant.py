@@ -40,15 +40,17 @@ def slack() -> Iterator[SlackServer]:
 @pytest.fixture(scope="module")
 def bot(slack: SlackServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BotProcess]:
     data = tmp_path_factory.mktemp("assistant")
-    process = BotProcess(slack.url, f"sqlite:///{data / 'q.db'}", data, QUANTDESK_ASSISTANT_STATUS_REFRESH="0.2")
+    process = BotProcess(slack.url, f"sqlite:///{data / 'q.db'}", data, QUANTDESK_ASSISTANT_STATUS_REFRESH="0.2",
+                         QUANTDESK_ACCOUNT_ADMINS=f"CVIEW={ALICE}")  # naming an account needs a role on it
     yield process
     process.stop()
 
 
-def _thread_event(kind: str, thread_ts: str, channel_in_view: str | None = None) -> dict[str, Any]:
+def _thread_event(kind: str, thread_ts: str, channel_in_view: str | None = None,
+                  user: str = ALICE) -> dict[str, Any]:
     context = {"team_id": TEAM, **({"channel_id": channel_in_view} if channel_in_view else {})}
     return {"type": kind, "event_ts": thread_ts,
-            "assistant_thread": {"user_id": ALICE, "context": context, "channel_id": DM, "thread_ts": thread_ts}}
+            "assistant_thread": {"user_id": user, "context": context, "channel_id": DM, "thread_ts": thread_ts}}
 
 
 def _prompts(slack: SlackServer, thread_ts: str, n: int = 1) -> list[dict[str, str]]:
@@ -86,7 +88,7 @@ def test_a_new_thread_gets_prompts_that_work(slack: SlackServer, bot: BotProcess
     reply = slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(DM, thread_ts)(c))[0]
     assert text_of(reply) == "You have no open QuantDesk threads."
 
-    # looking at a channel that has a paper account: its account is offered instead of a factor, and works
+    # looking at a channel that has a paper account: its account is offered, to one with a role on it, and works
     hook = slack.url.replace("/api/", "/respond/acct")
     post(bot.url, command_body("account", "CVIEW", ALICE, hook), FORM)
     slack.fake.wait_for("respond", where=lambda c: c.args.get("_hook") == "acct")
@@ -98,6 +100,13 @@ def test_a_new_thread_gets_prompts_that_work(slack: SlackServer, bot: BotProcess
     account = wait_until(lambda: [c for c in slack.fake.of("chat.postMessage") if in_thread(DM, thread_ts)(c)
                                   and text_of(c).startswith("Equity ")], "the account in the thread")
     assert "1,000,000.00" in text_of(account[0])
+
+    # someone with no role on that account is offered a factor instead (naming it would be refused)
+    other = new_ts()
+    post(bot.url, event_body(_thread_event("assistant_thread_context_changed", other, "CVIEW", "UBOB")),
+         "application/json")
+    assert [p["title"] for p in _prompts(slack, other)] == ["A signal", "An analysis", "A factor",
+                                                             "What waits for me"]
 
 
 def test_a_request_runs_once_with_its_status_set_refreshed_and_cleared(slack: SlackServer, bot: BotProcess) -> None:

@@ -22,9 +22,10 @@ PROMPTS_TITLE = N_("Try one of these")
 WAITING_PROMPT = (N_("What waits for me"), "status")  # answered in the thread, as `/quant status` answers
 
 
-def prompts_for(core: Core, channel: str | None) -> list[dict[str, str]]:
-    """The suggested prompts: the workflows' (a channel in view brings its account), and what waits for me."""
-    chosen = [*suggested_prompts(core.runner.context, channel, PROMPTS_MAX - 1),
+def prompts_for(core: Core, channel: str | None, user: str | None) -> list[dict[str, str]]:
+    """The suggested prompts: the workflows' (a channel in view brings its account, to those with a role on it),
+    and what waits for me."""
+    chosen = [*suggested_prompts(core.runner.context, channel, PROMPTS_MAX - 1, user),
               (_(WAITING_PROMPT[0]), WAITING_PROMPT[1])]
     return [{"title": title, "message": message} for title, message in chosen]
 
@@ -37,7 +38,7 @@ def register(app: App, core: Core) -> None:
             with using(core.language_of(str(thread.get("user_id") or ""))):
                 app.client.assistant_threads_setSuggestedPrompts(
                     channel_id=thread["channel_id"], thread_ts=thread["thread_ts"], title=_(PROMPTS_TITLE),
-                    prompts=prompts_for(core, context.get("channel_id")))
+                    prompts=prompts_for(core, context.get("channel_id"), thread.get("user_id")))
         except (SlackApiError, OSError, KeyError) as exc:
             log.warning("suggested prompts not set: %s", type(exc).__name__)
 
