@@ -301,8 +301,10 @@ def test_an_order_is_proposed_as_an_approval_card_in_a_new_thread(desk: Desk, pr
     assert facts["Position after"] == "100 shares"
     assert facts["Fills"] == "simulated fill at the last available close (20200824)"
     assert facts["Why"] == f"manual order by {ALICE}"
-    expires = datetime.strptime(facts["Expires"], "%Y-%m-%d %H:%M Asia/Shanghai").replace(tzinfo=SHANGHAI)
-    assert abs(expires - (datetime.now(SHANGHAI) + TTL)) < timedelta(minutes=3)  # only the TTL on a simulated clock
+    at, session = facts["Expires"].split(", or when the simulated clock moves on from ")
+    expires = datetime.strptime(at, "%Y-%m-%d %H:%M Asia/Shanghai").replace(tzinfo=SHANGHAI)
+    assert abs(expires - (datetime.now(SHANGHAI) + TTL)) < timedelta(minutes=3)  # the TTL, and the session:
+    assert session == "20200824"  # a simulated session ends when the clock moves (`clock next`)
     assert _buttons(card) == ["review_approve", "review_edit", "review_reject"]
     assert "Only traders (QUANTDESK_TRADERS) can approve or edit this order" in _context(card)
     # the thread was opened by the command; nothing was placed by proposing

@@ -38,6 +38,14 @@ def expiry_text(iso: str) -> str:
     return datetime.fromisoformat(iso).astimezone(SHANGHAI).strftime("%Y-%m-%d %H:%M Asia/Shanghai")
 
 
+def card_expiry_text(proposal: dict[str, Any]) -> str:
+    """When the card lapses: its time and, on the simulated clock, the session it cannot outlive."""
+    at = expiry_text(proposal["expires_at"])
+    session = proposal.get("lapses_after_session")
+    return _("{at}, or when the simulated clock moves on from {session}").format(at=at, session=session) \
+        if session else at
+
+
 def checks_text(proposal: dict[str, Any]) -> list[str]:
     marks = {True: _("PASS"), False: _("FAIL")}
     return [_("{mark} {check}: {detail}").format(mark=marks[bool(c["passed"])], check=_(c["name"]), detail=c["detail"])
@@ -61,7 +69,7 @@ def order_card(proposal: dict[str, Any], account: str, traders_configured: bool,
         "cash_after": money_text(Decimal(proposal["cash_after"])),
         "position_after": _("{n} shares").format(n=f"{int(proposal['position_after']):,}"),
         "fills": proposal["fill_label"],
-        "expires": expiry_text(proposal["expires_at"]),
+        "expires": card_expiry_text(proposal),
         "why": request.get("reason") or "-",
         "mandate": "; ".join(proposal.get("mandate") or ()) or "none",
     })

@@ -168,6 +168,7 @@ class Preview:
     notes: tuple[str, ...]  # price basis, approximations
     expires_at: str  # ISO time after which the proposal cannot be approved
     mandate: tuple[str, ...] = ()  # the account's mandate, one line each (empty: none)
+    lapses_after_session: str | None = None  # on the simulated clock: the session (YYYYMMDD) it cannot outlive
 
     @property
     def passed(self) -> bool:

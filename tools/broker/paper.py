@@ -231,7 +231,7 @@ class PaperBroker:
         return Preview(request, q.name, sess.date, sess.fill_at, sess.label, est.reference_price, est.value, est.fees,
                        cash_after, position_after, limits.up, limits.down, checks, notes,
                        expiry(clock, sess, self.config.order_ttl).isoformat(),
-                       tuple(mandate.lines()) if mandate else ())
+                       tuple(mandate.lines()) if mandate else (), clock.today if clock.simulated else None)
 
     def _session_activity(self, session: Session, session_date: str) -> tuple[int, Decimal]:
         """(orders, turnover) of the account in a session, for its mandate: every order placed for it, and the
