@@ -19,22 +19,24 @@ ACTIONS = {"buy": N_("BUY"), "sell": N_("SELL"), "hold": N_("HOLD")}  # a run's 
 
 def _size(rule: Rule) -> str:
     if rule.size:
-        return f"{rule.size:,} shares"
-    return f"{rule.value_cny:,.2f} CNY" if rule.value_cny else "not set (no orders)"
+        return _("{n} shares").format(n=f"{rule.size:,}")
+    return _("{amount} CNY").format(amount=f"{rule.value_cny:,.2f}") if rule.value_cny else _("not set (no orders)")
 
 
 def present_rule(rule: Rule, summary: str, executions: list[Execution] | None = None,
                  proposal: ProposalClaim | None = None) -> View:
-    facts = [("Symbol", rule.symbol), ("Kind", "rule language" if rule.source == "language" else "words (LLM)"),
-             ("Schedule", f"{rule.schedule} ({rule.timezone})" if rule.schedule else "none"),
-             ("State", "enabled" if rule.enabled else f"paused: {rule.paused_reason or 'by its owner'}"),
-             ("Order size", _size(rule)), ("Threshold", f"{rule.threshold:.2f}"),
-             ("Account", rule.account or "the channel's"), ("Position", str((rule.runtime_status or {}).get(
-                 "position", 0)))]
+    facts = [(_("Symbol"), rule.symbol),
+             (_("Kind"), _("rule language") if rule.source == "language" else _("words (LLM)")),
+             (_("Schedule"), f"{rule.schedule} ({rule.timezone})" if rule.schedule else _("none")),
+             (_("State"), _("enabled") if rule.enabled else _("paused: {why}").format(
+                 why=rule.paused_reason or _("by its owner"))),
+             (_("Order size"), _size(rule)), (_("Threshold"), f"{rule.threshold:.2f}"),
+             (_("Account"), rule.account or _("the channel's")),
+             (_("Position"), str((rule.runtime_status or {}).get("position", 0)))]
     if proposal is not None:
         facts.append(("Order proposal", f"waiting for a trader's approval (execution {proposal.holder}; no "
                                         f"new order until it is decided or {proposal.expires_at:%Y-%m-%d %H:%M} UTC)"))
-    lines = [f"Requirements: {rule.requirements}"]
+    lines = [_("Requirements: {requirements}").format(requirements=rule.requirements)]
     lines += [f"run {e.execution_id} at {e.started_at:%Y-%m-%d %H:%M} UTC: {e.steps} steps, "
               f"{_decided(e.decision)}" for e in executions or []]
     return View(f"Rule {rule.id}", summary, lines=lines, facts=facts, users=[rule.owner])
