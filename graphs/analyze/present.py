@@ -7,6 +7,7 @@ from typing import Any
 from graphs.analyze.state import session_of
 from graphs.views import Table, View
 from tools.desk.log import Decision
+from tools.i18n import _, pgettext
 
 
 def present_decision(result: dict[str, Any]) -> View:
@@ -77,10 +78,11 @@ def _no_llm(result: dict[str, Any]) -> View:
     rows = [[label, value] for label, value in result["indicators"]]
     facts = [(label, value) for label, value in result.get("fundamentals") or []]
     notes = [f"{k}: {v}" for k, v in (result.get("conventions") or {}).items()]
-    notes += [f"units: {v}" for v in (result.get("fundamentals_units") or {}).values()]
+    notes += [_("units: {units}").format(units=v) for v in (result.get("fundamentals_units") or {}).values()]
     notes += list(request.get("notes") or [])
-    return View(f"{code} · {date}: indicators (no LLM configured)", result["needs_llm"],
-                facts=facts, table=Table(["indicator", "value"], rows), notes=notes,
+    return View(_("{code} · {date}: indicators (no LLM configured)").format(code=code, date=date),
+                _(result["needs_llm"]), facts=facts,
+                table=Table([_("indicator"), pgettext("indicator table", "value")], rows), notes=notes,
                 warnings=list(result.get("data_gaps") or []))
 
 

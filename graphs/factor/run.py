@@ -13,6 +13,7 @@ from graphs.factor.template import render
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError, check_range
 from tools.factors.checks import check_factor
+from tools.i18n import _
 from tools.research.lookahead import CutRunError, lookahead_problem
 from tools.sandbox import Limits, Sandbox
 
@@ -91,7 +92,7 @@ def dry_run(sandbox: Sandbox, spec: dict[str, Any], body: str,
     run without its problems (for a reviewer who sees the problems apart); `summary` has both (for the model)."""
     sample = dry_run_slice(inputs, spec.get("lookback", 0))
     reference = next(iter(sample.values()))
-    figures = f"dry run on {reference.shape[0]} dates × {reference.shape[1]} codes"
+    figures = _("dry run on {dates} dates × {codes} codes").format(dates=reference.shape[0], codes=reference.shape[1])
     factor, error = execute(sandbox, spec, body, sample, DRY_RUN_LIMITS)
     if factor is None:
         return {"ok": False, "error": error, "checks": None, "figures": figures,
@@ -110,7 +111,7 @@ def dry_run(sandbox: Sandbox, spec: dict[str, Any], body: str,
         if problem:
             problems.append(problem)
     if report.figures():
-        figures = f"dry run: {report.figures()}"
+        figures = _("dry run: {figures}").format(figures=report.figures())
     ok = not problems
     summary = figures if ok else f"{figures}\nProblems: " + "; ".join(problems)
     return {"ok": ok, "error": None if ok else "; ".join(problems), "checks": report.as_dict(), "figures": figures,

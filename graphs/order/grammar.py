@@ -9,6 +9,7 @@ from decimal import Decimal, InvalidOperation
 
 from graphs import names
 from graphs.grammar import CODE, PARAM, did_you_mean, english, first_word, normalize, split
+from tools.i18n import _
 
 KEYWORD = "order"
 USAGE = "order CODE buy|sell QTY [limit=PRICE] [account=NAME] [reason words]"
@@ -50,7 +51,8 @@ def looks_structured(text: str) -> bool:
 def account_name(text: str) -> str:
     """A valid account name, or OrderGrammarError."""
     if not ACCOUNT_NAME.match(text):
-        raise OrderGrammarError(f"account name {text!r} must be letters, digits, '.', '_' or '-' (at most 64)")
+        raise OrderGrammarError(_("account name {name} must be letters, digits, '.', '_' or '-' (at most 64)").format(
+            name=repr(text)))
     return text
 
 
@@ -59,23 +61,26 @@ def parse_order(text: str) -> OrderIntent:
     if tokens and english(tokens[0]).lower() in (KEYWORD, f"/{KEYWORD}"):
         tokens = tokens[1:]
     if len(tokens) < 3:
-        raise OrderGrammarError(f"an order needs a code, a side and a quantity: `{USAGE}`, e.g. "
-                                "`order 600519.SH buy 100 limit=1700`")
+        raise OrderGrammarError(_("an order needs a code, a side and a quantity: `{usage}`, e.g. `order 600519.SH buy "
+                                  "100 limit=1700`").format(usage=USAGE))
     code, side, qty, rest = tokens[0], english(tokens[1]).lower(), tokens[2].replace(",", ""), tokens[3:]
     qty = qty.removesuffix("股")  # 100股
     named = names.table().codes_for(code) if not CODE.match(code) else ()
     if len(named) > 1:
-        raise OrderGrammarError(f"{code} is not one stock{did_you_mean(code, ())}: give its ts_code")
+        raise OrderGrammarError(_("{name} is not one stock{which}: give its ts_code").format(
+            name=code, which=did_you_mean(code, ())))
     code = named[0] if named else code
     if not CODE.match(code):
-        raise OrderGrammarError(f"{code} is not a ts_code (like 600519.SH or 000001.SZ)")
+        raise OrderGrammarError(_("{code} is not a ts_code (like 600519.SH or 000001.SZ)").format(code=code))
     if side not in ("buy", "sell"):
-        raise OrderGrammarError(f"the side must be buy or sell, not {tokens[1]!r}")
+        raise OrderGrammarError(_("the side must be buy or sell, not {word}").format(word=repr(tokens[1])))
     if not qty.lstrip("-").isdigit():
-        raise OrderGrammarError(f"the quantity must be a whole number of shares, not {tokens[2]!r}")
+        raise OrderGrammarError(_("the quantity must be a whole number of shares, not {word}").format(
+            word=repr(tokens[2])))
     if int(qty) <= 0:  # a buy's lot rule is the broker's check (100 shares on most boards, 200 on the STAR board)
-        least = "one lot (100 shares on most boards)" if side == "buy" else "1"
-        raise OrderGrammarError(f"the quantity must be a whole number of shares of at least {least}, not {tokens[2]}")
+        least = _("one lot (100 shares on most boards)") if side == "buy" else "1"
+        raise OrderGrammarError(_("the quantity must be a whole number of shares of at least {least}, not {word}")
+                                .format(least=least, word=tokens[2]))
     params: dict[str, str] = {}
     words: list[str] = []
     for token in rest:
@@ -87,7 +92,8 @@ def parse_order(text: str) -> OrderIntent:
     unknown = sorted(set(params) - set(PARAMS))
     if unknown:
         named = ", ".join(name + did_you_mean(f"{name}={params[name]}", PARAMS) for name in unknown)
-        raise OrderGrammarError(f"unknown parameter {named}: an order takes limit=PRICE and account=NAME")
+        raise OrderGrammarError(_("unknown parameter {names}: an order takes limit=PRICE and account=NAME").format(
+            names=named))
     limit = _price(params["limit"]) if "limit" in params else None
     return OrderIntent(code.upper(), side, int(qty), "limit" if limit else "market", limit,
                        account_name(params["account"]) if "account" in params else None, " ".join(words))
@@ -97,9 +103,9 @@ def _price(text: str) -> str:
     try:
         price = Decimal(text)
     except InvalidOperation:
-        raise OrderGrammarError(f"limit={text} is not a price") from None
+        raise OrderGrammarError(_("limit={text} is not a price").format(text=text)) from None
     if not price.is_finite() or price <= 0:
-        raise OrderGrammarError(f"limit={text} must be a positive price")
+        raise OrderGrammarError(_("limit={text} must be a positive price").format(text=text))
     if price != price.quantize(Decimal("0.01")):
-        raise OrderGrammarError(f"limit={text}: A-share prices tick by 0.01 (two decimals at most)")
+        raise OrderGrammarError(_("limit={text}: A-share prices tick by 0.01 (two decimals at most)").format(text=text))
     return str(price.quantize(Decimal("0.01")))

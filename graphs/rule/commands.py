@@ -97,9 +97,11 @@ def add_command(call: CommandCall) -> View:
             account=opts.get("account"))
     except RuleError as exc:
         raise CommandError(str(exc)) from None
-    how = ("in the rule language: it runs and backtests without an LLM" if source == "language" else
-           "in words: each run asks the model, step by step (needs an LLM)")
-    return present_rule(rule, f"Rule {rule.id} saved, {how}. `rule run {rule.id}` checks it now.")
+    saved = (_("Rule {id} saved, in the rule language: it runs and backtests without an LLM. `rule run {id}` checks "
+               "it now.") if source == "language" else
+             _("Rule {id} saved, in words: each run asks the model, step by step (needs an LLM). `rule run {id}` "
+               "checks it now."))
+    return present_rule(rule, saved.format(id=rule.id))
 
 
 def _check_symbol(call: CommandCall, symbol: str, size: int | None) -> None:
@@ -134,7 +136,8 @@ def show_command(call: CommandCall) -> View:
     rule = _rule(call, call.args, "rule show ID")
     store = _store(call)
     claims = live_claims(call.context.engine, order_tag(rule.id), store.clock())
-    return present_rule(rule, f"Rule {rule.id}, owned by {rule.owner}.", store.executions(rule.id, limit=5),
+    return present_rule(rule, _("Rule {id}, owned by {owner}.").format(id=rule.id, owner=rule.owner),
+                        store.executions(rule.id, limit=5),
                         claims[0] if claims else None)
 
 

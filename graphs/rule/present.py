@@ -9,29 +9,34 @@ from graphs.backtest_view import TRADES_SHOWN, Base, comparison_facts, compariso
 from graphs.order.present import present_order
 from graphs.views import Table, View
 from tools.broker.proposal_claims import ProposalClaim
+from tools.i18n import N_, _
 from tools.rules.backtest import RuleBacktest
 from tools.rules.store import Execution, Rule, Step
 from tools.storage.artifacts import ArtifactRef
 
+ACTIONS = {"buy": N_("BUY"), "sell": N_("SELL"), "hold": N_("HOLD")}  # a run's decision, as its title says it
+
 
 def _size(rule: Rule) -> str:
     if rule.size:
-        return f"{rule.size:,} shares"
-    return f"{rule.value_cny:,.2f} CNY" if rule.value_cny else "not set (no orders)"
+        return _("{n} shares").format(n=f"{rule.size:,}")
+    return _("{amount} CNY").format(amount=f"{rule.value_cny:,.2f}") if rule.value_cny else _("not set (no orders)")
 
 
 def present_rule(rule: Rule, summary: str, executions: list[Execution] | None = None,
                  proposal: ProposalClaim | None = None) -> View:
-    facts = [("Symbol", rule.symbol), ("Kind", "rule language" if rule.source == "language" else "words (LLM)"),
-             ("Schedule", f"{rule.schedule} ({rule.timezone})" if rule.schedule else "none"),
-             ("State", "enabled" if rule.enabled else f"paused: {rule.paused_reason or 'by its owner'}"),
-             ("Order size", _size(rule)), ("Threshold", f"{rule.threshold:.2f}"),
-             ("Account", rule.account or "the channel's"), ("Position", str((rule.runtime_status or {}).get(
-                 "position", 0)))]
+    facts = [(_("Symbol"), rule.symbol),
+             (_("Kind"), _("rule language") if rule.source == "language" else _("words (LLM)")),
+             (_("Schedule"), f"{rule.schedule} ({rule.timezone})" if rule.schedule else _("none")),
+             (_("State"), _("enabled") if rule.enabled else _("paused: {why}").format(
+                 why=rule.paused_reason or _("by its owner"))),
+             (_("Order size"), _size(rule)), (_("Threshold"), f"{rule.threshold:.2f}"),
+             (_("Account"), rule.account or _("the channel's")),
+             (_("Position"), str((rule.runtime_status or {}).get("position", 0)))]
     if proposal is not None:
         facts.append(("Order proposal", f"waiting for a trader's approval (execution {proposal.holder}; no "
                                         f"new order until it is decided or {proposal.expires_at:%Y-%m-%d %H:%M} UTC)"))
-    lines = [f"Requirements: {rule.requirements}"]
+    lines = [_("Requirements: {requirements}").format(requirements=rule.requirements)]
     lines += [f"run {e.execution_id} at {e.started_at:%Y-%m-%d %H:%M} UTC: {e.steps} steps, "
               f"{_decided(e.decision)}" for e in executions or []]
     return View(f"Rule {rule.id}", summary, lines=lines, facts=facts, users=[rule.owner])
@@ -76,19 +81,22 @@ def present_rule_run(result: dict[str, Any]) -> View:
                        else s.get("result", s.get("intermediate_result"))) for s in result.get("steps", [])]
     warnings: list[str] = []  # stale data is said once, by the summary (the decision's reason), not as a warning
     if result.get("paused"):
-        warnings.append(f"Rule {rule['id']} is paused after repeated failures; its owner {result['owner']} can "
-                        f"`rule resume {rule['id']}` once it is fixed.")
-    facts = [("Execution", result["execution_id"]), ("Position", f"{int(result.get('position') or 0):,}")]
+        warnings.append(_("Rule {id} is paused after repeated failures; its owner {owner} can `rule resume {id}` once "
+                          "it is fixed.").format(id=rule["id"], owner=result["owner"]))
+    facts = [(_("Execution"), result["execution_id"]), (_("Position"), f"{int(result.get('position') or 0):,}")]
     if as_of := result.get("as_of"):
-        facts.insert(0, ("As of", f"{as_of['date']} (the simulated session; `clock` shows and moves it)"
-                         if as_of["simulated"] else f"{as_of['date']} (the data's last bar)"))
+        facts.insert(0, (_("As of"), _("{day} (the simulated session; `clock` shows and moves it)").format(
+            day=as_of["date"]) if as_of["simulated"] else _("{day} (the data's last bar)").format(day=as_of["date"])))
     order = result.get("order") or {}
     if order.get("status"):
-        facts.append(("Order", str(order.get("message") or order["status"])))
-    view = View(title=f"Rule {rule['id']} ({rule['symbol']}): {str(decision.get('action', 'hold')).upper()}",
+        facts.append((_("Order"), str(order.get("message") or order["status"])))
+    action = str(decision.get("action", "hold"))
+    view = View(title=_("Rule {id} ({symbol}): {action}").format(id=rule["id"], symbol=rule["symbol"],
+                                                                 action=_(ACTIONS.get(action, action.upper()))),
                 summary=f"{decision.get('reason', '')} · {decision.get('note', '')}".strip(" ·"),
                 lines=lines, facts=facts, warnings=warnings,
-                notes=[f"`rule log {rule['id']} {result['execution_id']}` shows this trace again"],
+                notes=[_("`rule log {id} {execution}` shows this trace again").format(
+                    id=rule["id"], execution=result["execution_id"])],
                 users=[result["owner"]] if result.get("paused") else [])
     if order.get("status"):
         view.notes.extend(present_order(order).notes)
@@ -98,19 +106,26 @@ def present_rule_run(result: dict[str, Any]) -> View:
 def present_backtest(rule: Rule, result: RuleBacktest, trades_csv: ArtifactRef | None = None) -> View:
     """The rule beside buy-and-hold in the report shape both backtests share; `trades_csv` holds every trade."""
     s, b = result.strategy, result.benchmark
-    cash = f"{s.starting_cash:,.2f} CNY"
-    sized = (f"{rule.size:,} shares" if rule.size else f"{rule.value_cny:,.2f} CNY" if rule.value_cny else
-             "as many whole lots as the cash pays for")
-    base = Base(f"the {cash} account", f"returns are on the whole account, position-sized: each buy is {sized}, fees "
-                "included (not the signal backtest's equal weight); buy-and-hold buys the same way once")
+    cash = _("{amount} CNY").format(amount=f"{s.starting_cash:,.2f}")
+    sized = (_("{n} shares").format(n=f"{rule.size:,}") if rule.size else
+             _("{amount} CNY").format(amount=f"{rule.value_cny:,.2f}") if rule.value_cny else
+             _("as many whole lots as the cash pays for"))
+    base = Base(_("the {cash} account").format(cash=cash),
+                _("returns are on the whole account, position-sized: each buy is {sized}, fees included (not the "
+                  "signal backtest's equal weight); buy-and-hold buys the same way once").format(sized=sized))
     strategy, benchmark = s.figures, b.figures
-    facts = comparison_facts(strategy, benchmark, base, (f"{s.fees_paid:,.2f} CNY", f"{b.fees_paid:,.2f} CNY"))
-    facts.append(("Final equity (buy-and-hold)", f"{s.final_equity:,.2f} ({b.final_equity:,.2f}) CNY"))
-    lines = [f"{t.trade_date} {t.side} {t.quantity:,} at {t.price} (fees {t.fees.total})"
-             for t in s.trades[:TRADES_SHOWN]]
-    cut = cut_note(len(lines), s.trade_count, "trades")
-    return View(f"Rule {rule.id} backtest: {rule.symbol} {result.start}–{result.end}",
-                comparison_summary(f"Rule {rule.id}", strategy, benchmark, base),
+    facts = comparison_facts(strategy, benchmark, base, (_("{amount} CNY").format(amount=f"{s.fees_paid:,.2f}"),
+                                                         _("{amount} CNY").format(amount=f"{b.fees_paid:,.2f}")))
+    facts.append((_("Final equity (buy-and-hold)"), _("{mine} ({theirs}) CNY").format(
+        mine=f"{s.final_equity:,.2f}", theirs=f"{b.final_equity:,.2f}")))
+    sides = {"buy": _("buy"), "sell": _("sell")}
+    lines = [_("{day} {side} {n} at {price} (fees {fees})").format(
+        day=t.trade_date, side=sides.get(t.side, t.side), n=f"{t.quantity:,}", price=t.price, fees=t.fees.total)
+        for t in s.trades[:TRADES_SHOWN]]
+    cut = cut_note(len(lines), s.trade_count, _("trades"))
+    return View(_("Rule {id} backtest: {symbol} {start}–{end}").format(id=rule.id, symbol=rule.symbol,
+                                                                        start=result.start, end=result.end),
+                comparison_summary(_("Rule {id}").format(id=rule.id), strategy, benchmark, base),
                 lines=[*lines, cut] if cut else lines, facts=facts,
                 notes=[*([result.span] if result.span else []),
                        f"decisions on a bar's close fill at the next bar's open; {result.warmup} warm-up bar(s) "

@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tools.i18n import _
+
 MAX_NAN_RATIO = 0.5  # after the warm-up rows
 MIN_DATE_COVERAGE = 0.5  # share of codes with a value, per date
 MAX_THIN_DATES = 0.1  # share of dates allowed below MIN_DATE_COVERAGE
@@ -29,9 +31,10 @@ class CheckReport:
         s = self.stats
         if "shape" not in s:
             return ""
-        return (f"{s['shape'][0]} dates × {s['shape'][1]} codes, NaN {s['nan_ratio']:.1%} after {s['warmup']} "
-                f"warm-up rows, coverage per date min {s['min_coverage']:.0%} / mean {s['mean_coverage']:.0%}, "
-                f"constant dates {s['constant_dates']}")
+        return _("{dates} dates × {codes} codes, NaN {nan} after {warmup} warm-up rows, coverage per date min "
+                 "{least} / mean {mean}, constant dates {constant}").format(
+            dates=s["shape"][0], codes=s["shape"][1], nan=f"{s['nan_ratio']:.1%}", warmup=s["warmup"],
+            least=f"{s['min_coverage']:.0%}", mean=f"{s['mean_coverage']:.0%}", constant=s["constant_dates"])
 
 
 def check_factor(value: Any, reference: pd.DataFrame, warmup: int) -> CheckReport:

@@ -1,8 +1,8 @@
 """Translations: the gettext catalogs (`catalog`) and the languages a person can have (`languages`). Every layer
 may import this package: user-facing text is `_("English text")`, read in the language in effect (`using`)."""
 
-from tools.i18n.catalog import N_, _, current, ngettext, translate, using
+from tools.i18n.catalog import N_, _, current, ngettext, pgettext, translate, using
 from tools.i18n.languages import DEFAULT_LANGUAGE, LANGUAGES, LOCALES, choice_of, language_for_locale
 
 __all__ = ["DEFAULT_LANGUAGE", "LANGUAGES", "LOCALES", "N_", "_", "choice_of", "current", "language_for_locale",
-           "ngettext", "translate", "using"]
+           "ngettext", "pgettext", "translate", "using"]

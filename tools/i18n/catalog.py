@@ -60,6 +60,11 @@ def ngettext(singular: str, plural: str, count: int) -> str:
     return translation(current()).ngettext(singular, plural, count)
 
 
+def pgettext(context: str, message: str) -> str:
+    """`message` in the language in effect, where the same English word needs another translation in `context`."""
+    return translation(current()).pgettext(context, message)
+
+
 def translate(language: str | None, message: str) -> str:
     """`message` in `language`, whatever is in effect."""
     with using(language):

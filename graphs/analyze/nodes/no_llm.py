@@ -11,10 +11,11 @@ from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.sources import valuation
 from graphs.analyze.state import AnalyzeState
 from tools.desk.snapshot import market_snapshot
+from tools.i18n import N_
 
-NEEDS_LLM = ("Analyst narratives, the research and risk debates and the trader need an LLM: set OPENAI_API_KEY "
-             "(and OPENAI_BASE_URL for another OpenAI-compatible endpoint, QUANTDESK_MODEL and "
-             "QUANTDESK_LIGHT_MODEL for the models), then ask again.")
+NEEDS_LLM = N_("Analyst narratives, the research and risk debates and the trader need an LLM: set OPENAI_API_KEY "
+               "(and OPENAI_BASE_URL for another OpenAI-compatible endpoint, QUANTDESK_MODEL and "
+               "QUANTDESK_LIGHT_MODEL for the models), then ask again.")  # English in the result, shown translated
 
 
 def no_llm_node(state: AnalyzeState, runtime: Runtime[AnalyzeDeps]) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from graphs.factor.state import MAX_RETRIES, FactorState, failure_of
 from graphs.factor.template import TemplateError, body_of, render
 from graphs.interrupts import code_review_request, decision_of, edited_code
 from graphs.progress import report_progress
+from tools.i18n import _
 
 
 def _note(state: FactorState, failure: str | None) -> str | None:
@@ -46,9 +47,11 @@ def human_review_node(state: FactorState, config: RunnableConfig,
     summary = (state.get("dry_run") or {}).get("figures") or ""
     semantic = state.get("semantic_check") or {}
     if semantic.get("ok"):
-        summary += f"\nSemantic check ({semantic.get('by')}): {semantic.get('reason')}"
+        summary += "\n" + _("Semantic check ({by}): {reason}").format(by=semantic.get("by"),
+                                                                      reason=semantic.get("reason"))
     elif semantic and semantic.get("ok") is None:
-        summary += f"\nSemantic check: {semantic.get('reason')}; check yourself that the code does what was asked."
+        summary += "\n" + _("Semantic check: {reason}; check yourself that the code does what was asked.").format(
+            reason=semantic.get("reason"))
     thin = too_few_codes(len(universe(runtime.context.provider, spec)))
     note = "\n".join(filter(None, [thin and f"Warning: {thin}.", _note(state, failure)]))
     if note:
