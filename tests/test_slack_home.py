@@ -122,6 +122,10 @@ def _home_where(desk: Desk, user: str, check: Any, what: str) -> dict[str, Any]:
     return view
 
 
+def _text(view: dict[str, Any]) -> str:
+    return json.dumps(view, ensure_ascii=False)
+
+
 def _buttons(view: dict[str, Any]) -> list[dict[str, Any]]:
     return [e for b in view["blocks"] if b["type"] == "actions" for e in b["elements"]]
 
@@ -227,3 +231,37 @@ def test_a_home_click_whose_value_is_not_the_bots_does_nothing(desk: Desk) -> No
     view = _home_where(desk, user, lambda v: "not on your home" in _notice(v), "the refusal")
     assert "Rule 1 deleted" not in json.dumps(view)
 
+
+
+def test_a_rule_is_paused_resumed_and_run_from_its_owners_home(desk: Desk) -> None:
+    owner, channel = "URULES", "CHOME3"
+    hook = desk.slack.url.replace("/api/", "/respond/ruleadd")
+    post(desk.bot.url, command_body('rule add 600519.SH "buy when close > ma(30); sell when close < ma(30)" size=100',
+                                    channel, owner, hook), FORM)
+    saved = desk.slack.fake.wait_for("respond", where=lambda c: c.args.get("_hook") == "ruleadd")[0]
+    rule_id = text_of(saved).split()[1]
+    _open_home(desk, owner)
+    view = _home_where(desk, owner, lambda v: f"Rule {rule_id} · 600519.SH · active" in _text(v),
+                       "the rule on its owner's Home")
+    pause = next(b for b in _buttons(view) if b["text"]["text"] == "Pause")
+    assert json.loads(pause["value"])["w"] == ["rule", "pause", rule_id]
+
+    _click(desk, BOB, pause)  # not his rule: the button is not on his Home
+    _home_where(desk, BOB, lambda v: "not on your home" in _notice(v), "the refusal on Bob's Home")
+    _click(desk, owner, pause)
+    paused = _home_where(desk, owner, lambda v: f"Rule {rule_id} is paused" in _notice(v), "the pause, said")
+    assert f"Rule {rule_id} · 600519.SH · paused" in _text(paused)
+    resume = next(b for b in _buttons(paused) if b["text"]["text"] == "Resume")
+    _click(desk, owner, resume)
+    _home_where(desk, owner, lambda v: f"Rule {rule_id} · 600519.SH · active" in _text(v), "the rule resumed")
+
+    run_now = next(b for b in _buttons(desk.slack.fake.home(owner) or {}) if b["text"]["text"] == "Run now")
+    _click(desk, owner, run_now)
+    root = desk.slack.fake.wait_for("chat.postMessage", where=lambda c: c.args.get("channel") == channel
+                                    and not c.args.get("thread_ts") and f"rule run {rule_id}" in text_of(c))[0]
+    assert text_of(root) == f"<@{owner}> asked: `rule run {rule_id}`"
+    thread = str(root.response["ts"])
+    status = desk.slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, thread)(c)
+                                      and "working" in text_of(c))[0]
+    desk.slack.fake.wait_for("chat.update", where=lambda c: c.args.get("ts") == status.response["ts"]
+                             and text_of(c) in (":white_check_mark: done", ":speech_balloon: waiting for your answer"))

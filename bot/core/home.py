@@ -105,10 +105,10 @@ class Homes:
         for user in due:
             self.publish(user, notice)
 
-    def opened(self, user: str) -> None:
-        """The person opened their home: publish it now."""
+    def opened(self, user: str, notice: str = "") -> None:
+        """The person opened their home, or clicked on it (`notice`: what is said about the click): publish it now."""
         self.store.opened(user)
-        self.publish(user)
+        self.publish(user, notice)
 
     def publish(self, user: str, notice: str = "") -> None:
         """Publish the person's latest home, unless another process is publishing it (that one publishes again

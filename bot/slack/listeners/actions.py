@@ -37,7 +37,7 @@ def register(app: App, core: Core) -> None:
     def say(body: dict[str, Any], place: Place, text: str) -> None:
         """Answer the clicker: on their Home when they clicked there, else privately in the thread."""
         if on_home(body) and core.homes is not None:
-            core.homes.changed([place.user], notice=text)
+            core.homes.opened(place.user, notice=text)
         else:
             core.surface.tell(place, text)
 

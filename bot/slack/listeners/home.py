@@ -52,7 +52,7 @@ def register(app: App, core: Core) -> None:
             panel, home_action = parse_action(action["value"])
         except (ValueError, TypeError, KeyError):
             with speak(user):
-                homes.changed([user], notice=_(NOT_MINE))
+                homes.opened(user, notice=_(NOT_MINE))
             return
         with speak(user):
-            homes.changed([user], notice=core.home_action(user, panel, home_action))
+            homes.opened(user, notice=core.home_action(user, panel, home_action))

@@ -1,0 +1,67 @@
+"""Two processes publishing one person's Home at once (issue 26): process A's views.publish reached Slack but its
+answer is held; meanwhile a change lands and process B, asked to publish, finds A's claim and leaves it to A; once A
+hears back it publishes again, so the last Home Slack shows is the newer one, and B never laid a view over it."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from slack_sdk import WebClient
+
+from bot.core.wiring import build_core
+from bot.slack.app import SLACK_SCOPE
+from bot.slack.surface import SlackSurface
+from bot.startup import build_context
+from bot.stores.homes import HomeStore
+from graphs.checkpointer import open_checkpointer
+from tests.fakes.slack_faults import FaultySlack
+from tests.fakes.slack_server import SlackServer
+from tests.slack_harness import wait_until
+from tools.broker.paper import PaperConfig
+from tools.broker.store import ensure_account
+from tools.settings import Settings
+
+USER = "URACE"
+
+
+@pytest.fixture
+def slack() -> Iterator[SlackServer]:
+    fake = FaultySlack(hold_method="views.publish")
+    with SlackServer(fake) as server:
+        yield server
+        fake.release.set()
+
+
+def test_a_publish_under_way_is_not_overtaken_by_an_older_view(slack: SlackServer, tmp_path: Path) -> None:
+    settings = Settings(_env_file=None, DATABASE_URL=f"sqlite:///{tmp_path / 'q.db'}", QUANTDESK_DATA_DIR=str(tmp_path),
+                        QUANTDESK_DATA_PROVIDER="sample", OPENAI_API_KEY=None, OPENAI_BASE_URL=None,
+                        SLACK_BOT_TOKEN="xoxb-test", SLACK_API_URL=slack.url)
+    ctx = build_context(settings)
+    fake = slack.fake
+    assert isinstance(fake, FaultySlack)
+    with open_checkpointer(settings.database_url_value) as saver_a, \
+            open_checkpointer(settings.database_url_value) as saver_b:
+        a, b = (build_core(ctx, saver, SlackSurface(WebClient(token="xoxb-test", base_url=slack.url)), SLACK_SCOPE)
+                for saver in (saver_a, saver_b))
+        assert a.homes is not None and b.homes is not None
+        HomeStore(ctx.engine).opened(USER)
+        fake.hold_when = lambda args: args.get("user_id") == USER  # A's first publish: taken, its answer held
+        opened = threading.Thread(target=a.homes.publish, args=(USER,))
+        opened.start()
+        wait_until(fake.held.is_set, "A's publish held")
+        ensure_account(ctx.engine, "CNEWER", PaperConfig.from_settings(settings).starting_cash, USER)  # a change
+        b.homes.changed([USER])  # B is asked to publish it: A holds the claim
+        assert len(fake.of("views.publish")) == 1
+        fake.release.set()
+        opened.join(timeout=60)
+        assert not opened.is_alive()
+    views = [json.dumps(c.args["view"]) if not isinstance(c.args["view"], str) else c.args["view"]
+             for c in fake.of("views.publish")]
+    assert len(views) == 2 and "Account CNEWER" not in views[0] and "Account CNEWER" in views[1]
+    assert "Account CNEWER" in json.dumps(fake.home(USER))  # the newer view is the one shown
+    state = HomeStore(ctx.engine).get(USER)
+    assert state is not None and state.published_version == state.version
