@@ -26,6 +26,9 @@ class CommandCall:
     # the command made background work due (a clock move's rule runs): the adapter may run its background service's
     # pass at once (the console does, and waits for the runs it starts); else it runs at the next pass
     background_due: Callable[[], None] = field(default=lambda: None)
+    # (card action, reason) -> how many open cards of that action the adapter rejected as this caller, each through
+    # its one decision path (a trading switch-off ends every open order card at once); 0 where it cannot
+    close_cards: Callable[[str, str], int] = field(default=lambda action, reason: 0)
 
     @property
     def is_trader(self) -> bool:

@@ -205,3 +205,14 @@ def test_help_and_order_wording(tmp_path: Path) -> None:
 def test_a_view_whose_summary_begins_with_its_title_prints_it_once(tmp_path: Path) -> None:
     lines = _chat(tmp_path, 'rule add 600519.SH "buy when close > ma(30); sell when close < ma(30)" size=100')
     assert lines[0].startswith("Rule 1 saved, in the rule language")  # no bare "Rule 1" line before it
+
+
+def test_trading_off_closes_the_open_order_card_before_the_next_prompt(tmp_path: Path) -> None:
+    """Issue 29, item 5, in the console: the switch-off rejects the open card on record (who and why), its run
+    ends before the next line, and nothing is left waiting or placed."""
+    lines = _chat(tmp_path, "order 600519.SH buy 100", "trading off exchange outage", "pending", "orders all")
+    after = lines[next(i for i, line in enumerate(lines) if line.startswith("Trading is OFF")):]
+    assert after[1] == "1 open order card was closed."
+    assert re.fullmatch(r"Order rejected by (\S+): trading was switched off by \1: exchange outage\. Nothing was "
+                        r"placed\.", after[2])
+    assert after[-2:] == ["nothing is waiting for an answer", "No orders in account console."]

@@ -510,6 +510,24 @@ def test_a_rejection_places_nothing_and_records_its_reason(desk: Desk) -> None:
     assert _orders(desk, proposal.channel) == [] and _fills(desk, proposal.channel) == []
 
 
+def test_trading_off_closes_every_open_card_at_once(slack: SlackServer, tmp_path: Path) -> None:
+    """Issue 29, item 5: a switch-off ends every open order card there and then, each a rejection on record by
+    whoever switched it off and why, each card saying so; nothing is placed. Its own database: the switch is one."""
+    for desk in _desk(slack, tmp_path, QUANTDESK_TRADERS=TRADER):
+        cards = [_propose(desk, "C7400"), _propose(desk, "C7401")]
+        reply = _reply_text(_command(desk, "trading off exchange outage", "C7400", TRADER))
+        assert reply.endswith("2 open order cards were closed.")
+        for proposal in cards:
+            result = result_call(desk.slack, proposal.channel, proposal.root, "Order ")
+            assert text_of(result) == (f"Order rejected by {TRADER}: trading was switched off by {TRADER}: exchange "
+                                       "outage. Nothing was placed.")
+            update = wait_until(lambda d=desk, p=proposal: _card_updates(d, p), "the card's update")[-1]
+            assert f"rejected by <@{TRADER}>" in json.dumps(update.args)
+            assert [e.event for e in _events(desk, proposal)] == ["proposed", "rejected"]
+            assert [d.source for d in _decisions(desk, proposal)] == ["trading switch"]
+            assert _orders(desk, proposal.channel) == []
+
+
 # --- a retried or duplicated approval ---------------------------------------------------------------------------
 
 

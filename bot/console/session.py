@@ -45,7 +45,7 @@ from graphs.clarify import CANCELLED, is_cancel
 from graphs.grammar import bad_code_message, english, normalize, tokenize, unquote_marks
 from graphs.interrupts import CLARIFY
 from graphs.registry import COMMANDS, WORKFLOWS, command_for, workflow_for
-from graphs.workflow import CommandCall, CommandError, Subcommand
+from graphs.workflow import CommandError, Subcommand
 from tools.data.schema import DATASET_FIELDS, DataError, dataset_of
 from tools.i18n import N_, _, using
 from tools.storage.workspace import Workspace, WorkspaceError
@@ -320,14 +320,24 @@ class Console:
         """A command that needs no run (account, orders, factor list, ...), as the console operator; when it made
         background work due, the background pass runs now and the runs it starts are waited for."""
         due: list[bool] = []
+        closed: list[str] = []
+
+        def close_cards(action: str, reason: str) -> int:
+            closed.extend(self.core.close_cards(action, reason, self.user))
+            return len(closed)
+
         try:
-            view = command.run(CommandCall(self.runner.context, args, self.user, ACCOUNT,
-                                           background_due=lambda: due.append(True)))
+            view = command.run(self.core.command_call(args, self.user, ACCOUNT, close_cards=close_cards,
+                                                      background_due=lambda: due.append(True)))
         except (CommandError, DataError, ValueError) as exc:
             self.say(_("error: {error}").format(error=exc))
             return
         self.say(view_text(view))
         self.export(view.artifacts, self.ctx.settings.data_dir / "exports" / "commands")
+        for thread_id in closed:  # the cards it closed: their runs end before the next prompt
+            self.core.queue.wait_idle(thread_id)  # type: ignore[attr-defined]
+        if closed:
+            self.pending = self.runner.pending(self.thread)
         if due and self.background is not None:
             self.background.run_jobs(force=True)
             for thread_id in list(self.surface.opened):  # the runs the pass started (a scheduled rule's)

@@ -323,7 +323,7 @@ class Core:
             return False
         command, args = found
         try:
-            view = command.run(CommandCall(self.runner.context, args, place.user, channel_account(place.channel)))
+            view = command.run(self.command_call(args, place.user, channel_account(place.channel)))
         except (CommandError, DataError, ValueError) as exc:
             with using(self.language_of(place.user)):
                 self.surface.tell(place, _("error: {error}").format(error=exc))
@@ -440,7 +440,7 @@ class Core:
             return _(NOT_OFFERED)
         command, args = found
         try:
-            view = command.run(CommandCall(self.runner.context, args, user, channel_account(action.channel)))
+            view = command.run(self.command_call(args, user, channel_account(action.channel)))
         except (CommandError, ValueError) as exc:
             return str(exc)
         return view.summary
@@ -526,6 +526,28 @@ class Core:
         self.outbox.result(place, f"result:{info.thread_id}:{outcome.checkpoint}", body)
         self.threads.update(info.thread_id, status="done", pending={})
         self.home_changed(info, place.user)
+
+    def command_call(self, args: list[str], user: str | None, account: str, **hooks: Any) -> CommandCall:
+        """A command as this core hands it over: with the hook that closes open cards through the decision path."""
+        hooks.setdefault("close_cards", lambda action, reason: len(self.close_cards(action, reason, user)))
+        return CommandCall(self.runner.context, args, user, account, **hooks)
+
+    def close_cards(self, action: str, reason: str, user: str | None) -> list[str]:
+        """Reject, as `user` and with `reason`, every open card of `action` in this surface's threads: each one a
+        decision row, then its apply, like a click (its card says who and why). Returns the threads closed."""
+        if not user:
+            return []
+        closed: list[str] = []
+        decision = {"type": "reject", "message": reason}
+        for info in self.threads.waiting(self.scope):
+            for pending in self.runner.pending(info.thread_id):
+                if pending["value"].get("action") != action:
+                    continue
+                verdict = self.decide(info.thread_id, pending["id"], user, decision, "trading switch")
+                if verdict.allowed:
+                    self.confirm(verdict, pending["id"], user, decision, "trading switch")
+                    closed.append(info.thread_id)
+        return closed
 
     def home_changed(self, info: ThreadInfo | None, *users: str | None) -> None:
         """A thread changed (a card waits, was decided or went, a result or a fill came): the homes it concerns

@@ -22,7 +22,7 @@ from tools.storage.models import utcnow
 MAX_ATTEMPTS = 5
 BACKOFF_SECONDS = (2, 5, 15, 60, 300)
 CLAIM_SECONDS = 30  # default: a claimed decision is its worker's for this long (then the worker is presumed dead)
-SOURCES = ("button", "modal", "thread reply", "console", "api")
+SOURCES = ("button", "modal", "thread reply", "console", "api", "trading switch")  # the last: a switch-off
 
 
 def claim_row(engine: Engine, record: type[DecisionRecord] | type[PostRecord] | type[HomeRecord], owner: str,

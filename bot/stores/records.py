@@ -65,7 +65,7 @@ class DecisionRecord(Base):
     thread_id: Mapped[str] = mapped_column(String(64), index=True)
     decision: Mapped[dict] = mapped_column(JSON)  # LangChain HITL shape: {"type": "approve" | ...}
     decided_by: Mapped[str | None] = mapped_column(String(64))
-    source: Mapped[str] = mapped_column(String(16))  # button, modal, thread reply, console, api
+    source: Mapped[str] = mapped_column(String(16))  # button, modal, thread reply, console, api, trading switch
     decided_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     applied_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     outcome: Mapped[str | None] = mapped_column(String(16))  # None (pending), applied, failed

@@ -3,6 +3,7 @@ Changing anything (reset, the switch, cancelling) is for traders only."""
 
 from __future__ import annotations
 
+from graphs.order.card import ACTION
 from graphs.order.grammar import OrderGrammarError, account_name
 from graphs.order.present import present_account, present_orders
 from graphs.order.roles import (
@@ -19,7 +20,7 @@ from tools.broker.money import money_text
 from tools.broker.paper import PaperBroker, account_names, order_account, reset_account
 from tools.broker.reports import account_report
 from tools.broker.store import AccountError, last_switch, set_trading, switch_state
-from tools.i18n import N_, _
+from tools.i18n import N_, _, ngettext
 from tools.research.charts import account_equity
 
 SCOPES = ("open", "today", "all")
@@ -116,6 +117,9 @@ def orders_command(call: CommandCall) -> View:
     return present_orders(name, scope, broker.orders(scope))  # type: ignore[arg-type]
 
 
+CARD_CLOSED = N_("trading was switched off by {user}: {why}")
+
+
 def trading_command(call: CommandCall) -> View:
     """`trading on|off` (traders), `trading` shows the switch."""
     engine = call.context.engine
@@ -133,8 +137,12 @@ def trading_command(call: CommandCall) -> View:
     reason = " ".join(call.args[1:])
     set_trading(engine, word == "on", call.user or "?", reason)
     message = SWITCHED_ON if word == "on" else SWITCHED_OFF
-    text = _(message).format(why=reason or _(NO_REASON))
-    return View("Trading", f"{text} (by {call.user})", users=[call.user or ""])
+    text = f"{_(message).format(why=reason or _(NO_REASON))} (by {call.user})"
+    if word == "off":  # every open order card ends now, each a rejection on record with who and why
+        closed = call.close_cards(ACTION, _(CARD_CLOSED).format(user=call.user, why=reason or _(NO_REASON)))
+        text += "\n" + ngettext("{n} open order card was closed.", "{n} open order cards were closed.",
+                                 closed).format(n=closed)
+    return View("Trading", text, users=[call.user or ""])
 
 
 def cancel_command(call: CommandCall) -> View:

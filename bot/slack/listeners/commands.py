@@ -15,7 +15,7 @@ from bot.slack import render
 from graphs.grammar import english, normalize, unquote_marks
 from graphs.registry import COMMANDS, WORKFLOWS, command_for
 from graphs.views import View
-from graphs.workflow import CommandCall, CommandError, Subcommand
+from graphs.workflow import CommandError, Subcommand
 from tools.data.schema import DataError
 from tools.i18n import N_, _, ngettext, using
 
@@ -82,7 +82,7 @@ def command_reply(core: Core, user: str, channel: str, text: str) -> View | str 
         return None
     command, args = found
     try:
-        return command.run(CommandCall(core.runner.context, args, user, channel_account(channel)))
+        return command.run(core.command_call(args, user, channel_account(channel)))
     except (CommandError, DataError, ValueError) as exc:
         return f":warning: {exc}"
 
@@ -141,7 +141,7 @@ def register(app: App, core: Core) -> None:
         """A command that needs no run: its view to the user alone; one with a chart goes to the channel, with
         the chart uploaded beside it."""
         try:
-            view = command.run(CommandCall(core.runner.context, args, user, channel_account(channel)))
+            view = command.run(core.command_call(args, user, channel_account(channel)))
         except (CommandError, DataError, ValueError) as exc:
             respond(response_type="ephemeral", text=f":warning: {exc}")
             return
