@@ -514,8 +514,8 @@ def test_trading_off_closes_every_open_card_at_once(slack: SlackServer, tmp_path
     """Issue 29, item 5: a switch-off ends every open order card there and then, each a rejection on record by
     whoever switched it off and why, each card saying so; nothing is placed. Its own database: the switch is one."""
     for desk in _desk(slack, tmp_path, QUANTDESK_TRADERS=TRADER):
-        cards = [_propose(desk, "C7400"), _propose(desk, "C7401")]
-        reply = _reply_text(_command(desk, "trading off exchange outage", "C7400", TRADER))
+        cards = [_propose(desk, "C7990"), _propose(desk, "C7991")]
+        reply = _reply_text(_command(desk, "trading off exchange outage", "C7990", TRADER))
         assert reply.endswith("2 open order cards were closed.")
         for proposal in cards:
             result = result_call(desk.slack, proposal.channel, proposal.root, "Order ")
