@@ -52,6 +52,7 @@ def _ctx(engine: Engine, sandbox: Sandbox, provider: MarketDataProvider, now: da
          llm: Any = None) -> WorkflowContext:
     return WorkflowContext(provider=provider, engine=engine, sandbox=sandbox, artifacts=ArtifactStore(engine),
                            llm=llm, paper=CONFIG, traders=frozenset({TRADER}),
+                           admins=frozenset({OWNER}),  # rule owners name their accounts (account=)
                            broker=lambda name, by: PaperBroker(engine, provider, name, CONFIG, opened_by=by),
                            rules=RuleStore(engine, frozenset(), clock=lambda: now.astimezone(UTC)),
                            klines=lambda symbol: AShareKlines(provider))
