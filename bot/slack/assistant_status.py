@@ -50,7 +50,8 @@ class AssistantStatuses:
         return True
 
     def _refresh(self) -> None:
-        """Set each live status again once it is `refresh_seconds` old."""
+        """Set each live status again once it is `refresh_seconds` old; one Slack refuses (or cannot be reached
+        for) is dropped, not retried for ever."""
         while True:
             time.sleep(min(1.0, self.refresh_seconds / 4))
             now = time.monotonic()
@@ -61,4 +62,7 @@ class AssistantStatuses:
                     if self._live.get((channel, thread_ts), ("", 0.0))[0] != status:
                         continue  # cleared or changed meanwhile
                     self._live[(channel, thread_ts)] = (status, now)
-                self._call(channel, thread_ts, status)
+                if not self._call(channel, thread_ts, status):  # refused or unreachable: stop refreshing it
+                    with self._lock:
+                        if self._live.get((channel, thread_ts), ("", 0.0))[0] == status:
+                            del self._live[(channel, thread_ts)]
