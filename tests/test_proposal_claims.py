@@ -186,6 +186,7 @@ def test_the_approval_gives_the_claim_back_however_it_ends(db_url: str, engine: 
     provider = SampleProvider()
     ctx = WorkflowContext(provider=provider, engine=engine, sandbox=sandbox, artifacts=ArtifactStore(engine),
                           paper=CONFIG, traders=frozenset({TRADER}),
+                          admins=frozenset({"UOWNER"}),  # the proposer names the account: a role on it
                           broker=lambda name, by: PaperBroker(engine, provider, name, CONFIG, opened_by=by))
     account, holder = _account(), f"holder-{uuid.uuid4().hex[:8]}"
     now = datetime.now(UTC)
@@ -194,7 +195,7 @@ def test_the_approval_gives_the_claim_back_however_it_ends(db_url: str, engine: 
     quantity = 0 if ending == "refused" else 100  # the broker cannot even preview no shares: no card
     intent = {"ts_code": CODE, "side": "buy", "quantity": quantity, "price_type": "market", "limit_price": None,
               "account": account, "proposed_by": "UOWNER", "tag": "desk", "reason": "test", "claim": holder}
-    out = _approve(db_url, ctx, thread, {"order_intent": intent})
+    out = _approve(db_url, ctx, thread, {"order_intent": intent}, user="UOWNER")
     if ending != "refused":
         (card,) = out["__interrupt__"]
         assert [c.holder for c in live_claims(engine, "desk", now) if c.account == account] == [holder]  # shown
