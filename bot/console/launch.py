@@ -14,7 +14,8 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any, TextIO
 
-from bot.console.prompt import LineReader
+from bot.console.prompt import LINE_CANCELLED, LineReader
+from tools.i18n import _
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ def _first_line(reader: LineReader, out: TextIO) -> str:
     except KeyboardInterrupt:
         if not reader.typed():
             raise
-    out.write("\n(the line you were typing was cancelled)\n")
+    out.write(f"\n{_(LINE_CANCELLED)}\n")
     out.flush()
     return reader.read(FIRST_PROMPT)
 

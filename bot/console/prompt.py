@@ -2,7 +2,8 @@
 which also knows whether anything was typed when Ctrl-C came: at an empty prompt Ctrl-C leaves, on a line being
 typed it only cancels that line, as a shell does.
 
-Only the standard library is imported here (the first prompt is shown before anything heavy is imported)."""
+Only the standard library and tools.i18n (which needs no more) are imported here: the first prompt is shown
+before anything heavy is imported."""
 
 from __future__ import annotations
 
@@ -13,6 +14,10 @@ import threading
 import time
 from types import FrameType
 from typing import TextIO
+
+from tools.i18n import N_
+
+LINE_CANCELLED = N_("(the line you were typing was cancelled)")  # Ctrl-C on a half-typed line
 
 
 class _InterruptRelay:

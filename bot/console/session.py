@@ -28,7 +28,7 @@ from typing import Any, TextIO
 import pandas as pd
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from bot.console.prompt import LineReader
+from bot.console.prompt import LINE_CANCELLED, LineReader
 from bot.console.surface import ConsoleSurface, console_place
 from bot.console.text import view_text
 from bot.core import Core
@@ -250,7 +250,7 @@ class Console:
         """Ctrl-C: the line being typed is gone, an `edit` being typed too; a run the line started is stopped at
         its next step."""
         if cancelled_line:
-            self.say("(the line you were typing was cancelled)")
+            self.say(_(LINE_CANCELLED))
         if self.editing is not None:
             self.editing = None
             self.say(_(EDIT_DROPPED))
