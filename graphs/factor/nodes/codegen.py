@@ -19,7 +19,7 @@ from graphs.factor.models import MODELS
 from graphs.factor.run import dry_run, load_dry_run_inputs
 from graphs.factor.state import FactorState, failure_of
 from graphs.factor.template import render
-from graphs.llm import AGENT_FAILURES, describe_model_failure
+from graphs.llm import AGENT_FAILURES, describe_model_failure, language_instruction
 from graphs.progress import report_progress
 
 CODEGEN_PROMPT = """You are CodeGen, a quant developer. Write the body of `compute_factor` for this factor:
@@ -83,7 +83,7 @@ def _generate(state: FactorState, ctx: FactorDeps) -> dict[str, Any]:
     request = "\n".join(m.content for m in state.get("messages", []) if isinstance(m, HumanMessage))[-2000:]
     values = {"name": spec["name"], "description": spec["description"], "request": request, "template": template}
     prompt = (ERRORFIX_PROMPT.format(**values, previous=previous, problem=problem) if previous and problem
-              else CODEGEN_PROMPT.format(**values))
+              else CODEGEN_PROMPT.format(**values)) + language_instruction()
     agent = create_agent(model_for(ctx, MODELS["factor coder"]), tools=[try_factor_body], system_prompt=prompt)
     note = None
     try:

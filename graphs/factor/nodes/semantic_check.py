@@ -17,7 +17,7 @@ from graphs.context import model_for
 from graphs.factor.deps import FactorDeps
 from graphs.factor.models import MODELS
 from graphs.factor.state import FactorState
-from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json
+from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json, language_instruction
 from graphs.progress import report_progress
 
 JUDGE_PROMPT = """You review a stock-selection factor's code against its specification.
@@ -50,7 +50,7 @@ def semantic_check_node(state: FactorState, config: RunnableConfig,
     prompt = JUDGE_PROMPT.format(description=spec["description"], fields=", ".join(spec["fields"]),
                                  lookback=spec.get("lookback", 0), body=body)
     try:
-        verdict = invoke_json(judge, [SystemMessage(prompt), HumanMessage("Judge the code.")],  # type: ignore[arg-type]
+        verdict = invoke_json(judge, [SystemMessage(prompt + language_instruction()), HumanMessage("Judge the code.")],  # type: ignore[arg-type]
                               "verdict")
     except MODEL_FAILURES as exc:  # no verdict is not a verdict against the code: the reviewer judges it
         return {"semantic_check": {"ok": None, "diffs": [], "by": "llm",
