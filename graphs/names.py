@@ -1,11 +1,13 @@
 """Stock names as people type them (贵州茅台, or a part such as 茅台) read as ts_codes, from the data provider's
 reference data. One table per process, loaded on first use from the provider `use` names (the workflow context
-does, graphs/dependencies.py); a provider that cannot list its codes up front (tushare) resolves no names."""
+does, graphs/dependencies.py): the local files' stock_basic, or tushare's (three calls, whatever the number of
+stocks)."""
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 import unicodedata
 from collections.abc import Callable
 
@@ -42,34 +44,34 @@ class StockNames:
         return frozenset(self._codes)
 
 
+RETRY_SECONDS = 300.0  # after a failed load, names stay unresolved this long before the source is asked again
+
 _lock = threading.Lock()
-_loader: Callable[[], StockNames] | None = None
+_loader: Callable[[], dict[str, str]] | None = None
 _table: StockNames | None = None
+_failed_at: float | None = None
 
 
 def use(provider: MarketDataProvider) -> None:
     """Resolve names with `provider`'s reference data (read when first needed)."""
-    global _loader, _table
+    global _loader, _table, _failed_at
+    with _lock:
+        _loader, _table, _failed_at = provider.stock_names, None, None
 
-    def load() -> StockNames:
-        known = provider.known_codes()
-        if known is None:
+
+def table(clock: Callable[[], float] = time.monotonic) -> StockNames:
+    """The process's name table (empty until `use` named a provider). A source that fails (tushare unreachable,
+    rate-limited) leaves it empty for RETRY_SECONDS, then is asked again: one outage is not a process's loss."""
+    global _table, _failed_at
+    with _lock:
+        if _table is not None:
+            return _table
+        if _loader is None or (_failed_at is not None and clock() - _failed_at < RETRY_SECONDS):
             return StockNames({})
         try:
-            found = provider.securities(sorted(known))
-        except Exception as exc:  # noqa: BLE001 (any provider failure: names just stay unresolved)
+            _table, _failed_at = StockNames(_loader()), None
+        except Exception as exc:  # noqa: BLE001 (any provider failure: names stay unresolved for a while)
             log.warning("stock names are not available: %s", exc)
+            _failed_at = clock()
             return StockNames({})
-        return StockNames({code: security.name or "" for code, security in found.items()})
-
-    with _lock:
-        _loader, _table = load, None
-
-
-def table() -> StockNames:
-    """The process's name table (empty until `use` named a provider)."""
-    global _table
-    with _lock:
-        if _table is None:
-            _table = _loader() if _loader is not None else StockNames({})
         return _table

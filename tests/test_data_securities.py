@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from graphs import names
 from tests.fakes.tushare_server import GOOD_TOKEN, FakeTushare, TushareServer
 from tools.data.cache import CachingProvider
 from tools.data.factory import provider_from_settings
@@ -196,6 +197,32 @@ def test_tushare_securities_of_many_codes_read_namechange_once(bars: pd.DataFram
     assert found["600107.SH"] == Security("600107.SH", "股票7", "20000101", (("20190510", "20200612"),))
     assert found["600100.SH"] == Security("600100.SH", "股票0", "20000101", ())
     assert _calls(srv, "namechange") == [{}]
+
+
+def test_tushare_lists_every_stocks_name_in_three_calls(server: TushareServer) -> None:
+    """Names for requests (贵州茅台 → 600519.SH) come from stock_basic of every list status, through the cache too."""
+    expected = {"600848.SH": "上海临港", "000001.SZ": "平安银行", "600087.SH": "退市长油"}
+    assert _tushare(server).stock_names() == expected
+    assert CachingProvider(_tushare(server)).stock_names() == expected
+    assert _calls(server, "stock_basic") == [{"list_status": s} for s in "LDP"] * 2
+
+
+def test_names_on_tushare_resolve_and_an_outage_is_retried_later(server: TushareServer) -> None:
+    now = [0.0]
+    server.fake.faults.append(503)
+    names.use(TushareProvider(GOOD_TOKEN, server.url, retries=0))
+    try:
+        assert names.table(lambda: now[0]).codes_for("上海临港") == ()  # tushare failed: nothing resolves
+        posts = server.fake.posts
+        now[0] = names.RETRY_SECONDS - 1
+        assert names.table(lambda: now[0]).codes_for("上海临港") == ()
+        assert server.fake.posts == posts  # not asked again within RETRY_SECONDS
+        now[0] = names.RETRY_SECONDS + 1
+        assert names.table(lambda: now[0]).codes_for("上海临港") == ("600848.SH",)
+        assert names.table(lambda: now[0]).codes_for("临港") == ("600848.SH",)
+        assert server.fake.posts == posts + 3
+    finally:
+        names.use(SampleProvider())
 
 
 def test_tushare_calendar(server: TushareServer) -> None:

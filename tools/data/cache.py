@@ -74,6 +74,9 @@ class CachingProvider(MarketDataProvider):
     def known_codes(self) -> frozenset[str] | None:
         return self.inner.known_codes()
 
+    def stock_names(self) -> dict[str, str]:
+        return self.inner.stock_names()
+
     @property
     def trading_calendar(self) -> TradingCalendar:
         """The calendar given (tushare's while local data is read), else the inner provider's."""

@@ -71,6 +71,14 @@ class MarketDataProvider(ABC):
         """Codes this provider can serve, when it knows them up front (None: ask the source)."""
         return None
 
+    def stock_names(self) -> dict[str, str]:
+        """Every stock's current name the source can list up front (ts_code -> name, e.g. 贵州茅台); empty when it
+        cannot. Reads the reference data: call once and keep the answer."""
+        known = self.known_codes()
+        if not known:
+            return {}
+        return {code: security.name for code, security in self.securities(sorted(known)).items() if security.name}
+
     @property
     def trading_calendar(self) -> TradingCalendar:
         """The exchange's trading days, also beyond the data (tools/data/calendar.py); `calendar` has only the

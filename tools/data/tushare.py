@@ -177,9 +177,19 @@ class TushareProvider(MarketDataProvider):
             frame[field] = pd.to_numeric(frame[field], errors="coerce").astype("float64")
         return frame.drop_duplicates(subset=list(KEY_COLUMNS))
 
+    def _stock_basic(self, fields: list[str]) -> pd.DataFrame:
+        """stock_basic for every list status (listed, delisted, paused)."""
+        return pd.concat([self.query("stock_basic", {"list_status": status}, fields) for status in LIST_STATUSES],
+                         ignore_index=True)
+
+    def stock_names(self) -> dict[str, str]:
+        """Every stock's current name from stock_basic: three calls, whatever the number of stocks."""
+        basics = self._stock_basic(["ts_code", "name"]).drop_duplicates("ts_code")
+        return {str(code): name for code, raw in zip(basics["ts_code"], basics["name"], strict=True)
+                if (name := text_or_none(raw))}
+
     def _securities(self, codes: list[str]) -> dict[str, Security]:
-        basics = pd.concat([self.query("stock_basic", {"list_status": status}, ["ts_code", "name", "list_date"])
-                            for status in LIST_STATUSES], ignore_index=True)
+        basics = self._stock_basic(["ts_code", "name", "list_date"])
         basics = basics[basics["ts_code"].isin(codes)].drop_duplicates("ts_code").set_index("ts_code")
         known = [code for code in codes if code in basics.index]
         if not known:
