@@ -15,7 +15,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
 
 from graphs.analyze.graph import build_analyze_graph
 from graphs.checkpointer import open_checkpointer
@@ -25,6 +26,7 @@ from tests.fakes.chat import ScriptedModels, answer
 from tests.replay_crash_child import first_date
 from tools.data.local import SampleProvider
 from tools.desk.log import list_decisions
+from tools.desk.records import AnalystSummary
 from tools.sandbox import Sandbox
 
 CHILD = "tests.replay_crash_child"
@@ -47,15 +49,26 @@ def _saved_dates(url: str, config: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(answers, key=lambda a: a["step"]["date"])
 
 
+def _summarized(engine: Engine, day: str) -> bool:
+    """Whether the market analyst's post-close memory summary as of `day` is stored."""
+    with Session(engine) as db:
+        return db.scalar(select(AnalystSummary.as_of_date).where(
+            AnalystSummary.analyst == "market", AnalystSummary.kind == "post_close",
+            AnalystSummary.as_of_date == day)) is not None
+
+
 def test_a_sigkill_mid_replay_then_a_restart_decides_only_the_dates_left(
         db_url: str, engine: Engine, sandbox: Sandbox, models: ScriptedModels, tmp_path: Path) -> None:
     thread = f"slack-{uuid.uuid4().hex[:24]}"  # as long as the bot's thread ids (bot.stores.threads.thread_id_for)
     config: dict[str, Any] = {"configurable": {"thread_id": thread}}
     marker = tmp_path / "bear-asked-again"
     # the first date's answer is written in the background as it comes back: kill once it is saved
+    # and once the second date's memory summary, written beside the debate and off its critical path, is stored:
+    # the restart's light model answers only for the third date
     kill_child_when(CHILD, [db_url, thread, str(marker)], tmp_path,
                     [(marker.exists, "the bear's turn on the second date"),
-                     (lambda: len(_saved_dates(db_url, config)) == 1, "a saved first date")], DEADLINE)
+                     (lambda: len(_saved_dates(db_url, config)) == 1, "a saved first date"),
+                     (lambda: _summarized(engine, DATES[1]), "the second date's memory summary")], DEADLINE)
 
     with open_checkpointer(db_url) as saver:
         before = build_analyze_graph(saver).get_state(config)
