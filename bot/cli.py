@@ -12,6 +12,8 @@ from pathlib import Path
 from bot.logs import configure_logging
 from tools.settings import Settings, get_settings
 
+CONSOLE_LOG = "console.log"  # the console's log file, in QUANTDESK_DATA_DIR
+
 NO_SEPARATE_WORKER = ("the embedded SQLite default runs jobs in-process inside `quantdesk serve` and `quantdesk chat`; "
                       "`quantdesk worker` and `serve --no-worker` need DATABASE_URL=postgresql://...")
 
@@ -112,11 +114,14 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     settings = get_settings()
-    configure_logging(settings.log_level)
-    if args.command == "chat":
+    if args.command == "chat":  # the screen is for the conversation: warnings on it, everything in the log file
+        explicit = "log_level" in settings.model_fields_set
+        configure_logging(settings.log_level, terminal_level=None if explicit else "WARNING",
+                          log_file=settings.data_dir / CONSOLE_LOG)
         from bot.console.launch import launch
 
         return launch(settings, sys.stdin, sys.stdout, failure_message)
+    configure_logging(settings.log_level)
     try:
         return _command(args, settings)
     except Exception as exc:  # noqa: BLE001 - a start-up failure is said plainly; anything else is re-raised

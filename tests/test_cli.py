@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from bot.cli import CONSOLE_LOG
 from tests.fakes.slack_server import FakeSlack, SlackServer
 from tools.storage.migrate import head_revision
 
@@ -194,6 +195,17 @@ def test_first_start_says_in_one_line_that_it_created_the_database(tmp_path: Pat
     assert "Running upgrade" not in first.stderr
     again = _quantdesk(["chat"], tmp_path, "quit\n", QUANTDESK_LOG_LEVEL="INFO")
     assert "database created" not in again.stderr
+
+
+def test_the_console_keeps_info_lines_off_the_screen_and_in_its_log_file(tmp_path: Path) -> None:
+    """With no QUANTDESK_LOG_LEVEL set, the console's terminal shows warnings only; the log file has everything."""
+    env = {k: v for k, v in _env(tmp_path).items() if k != "QUANTDESK_LOG_LEVEL"}
+    out = subprocess.run([sys.executable, "-m", "bot.cli", "chat"], input="quit\n", capture_output=True, text=True,
+                         env=env, cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert " INFO " not in out.stderr
+    logged = (tmp_path / "data" / CONSOLE_LOG).read_text(encoding="utf-8")
+    assert " INFO bot.startup: database: sqlite:///" in logged and " INFO bot.jobs.local: " in logged
 
 
 def test_debug_logging_lists_the_migrations(tmp_path: Path) -> None:
