@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,11 @@ def test_secrets_never_in_repr_or_logs(clean_env: Path, monkeypatch: pytest.Monk
         assert value not in shown
     assert settings.tushare_token is not None
     assert settings.tushare_token.get_secret_value() == SECRETS["TUSHARE_TOKEN"]
+
+
+def test_every_setting_is_documented_in_env_example() -> None:
+    """.env.example names every environment variable the settings read (set, or commented out with its default)."""
+    text = (Path(__file__).parents[1] / ".env.example").read_text(encoding="utf-8")
+    names = [field.alias or name for name, field in Settings.model_fields.items()]
+    missing = [n for n in names if not re.search(rf"^#? ?{re.escape(n)}=", text, re.MULTILINE)]
+    assert not missing, f"not in .env.example: {missing}"
