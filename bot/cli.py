@@ -62,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     audit_sub = audit.add_subparsers(dest="audit_command", required=True)
     check = audit_sub.add_parser("verify", help="walk the audit chains; exit 1 at an edited, deleted or inserted entry")
     check.add_argument("--account", help="only this paper account's chain")
+    check.add_argument("--head", type=Path, help="an `audit export` CSV whose signed head the chain must still hold")
     export = audit_sub.add_parser("export", help="one account's audit entries and signed head as CSV")
     export.add_argument("--account", required=True, help="the paper account")
     export.add_argument("--from", dest="start", type=_day, required=True, help="first day, YYYY-MM-DD (Shanghai)")
@@ -144,7 +145,7 @@ def _command(args: argparse.Namespace, settings: Settings) -> int:
         from bot.audit import run_export, run_verify
 
         if args.audit_command == "verify":
-            return run_verify(settings, args.account)
+            return run_verify(settings, args.account, args.head)
         return run_export(settings, args.account, args.start, args.end, args.out)
     if args.command == "db":
         url = settings.database_url_value

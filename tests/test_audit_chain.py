@@ -174,6 +174,52 @@ def test_a_chain_rewritten_whole_with_correct_hashes_fails_against_the_signed_he
     assert "cannot be told apart" in unkeyed.stdout
 
 
+def test_a_chain_cut_back_to_an_older_signed_head_fails_against_the_exported_head(
+        own_engine: Engine, own_url: str, keyed: None, tmp_path: Path) -> None:
+    """Entries deleted from the tail with their rows, and the older head (validly signed: from an earlier export)
+    put back: the chain walks clean, only the head exported before the cut shows the gap."""
+    desk_day(own_engine)
+    today = f"{datetime.now(ZoneInfo('Asia/Shanghai')).date():%Y-%m-%d}"
+    older, newer = tmp_path / "older.csv", tmp_path / "newer.csv"
+
+    def export(path: Path) -> None:
+        assert quantdesk(own_url, "export", "--account", "g1", "--from", today, "--to", today,
+                         "--out", str(path)).returncode == 0
+
+    export(older)
+    with Session(own_engine) as session:
+        kept = session.get(ChainHead, "account:g1")
+        assert kept is not None and kept.seq == 3
+        session.expunge(kept)
+    log_event(own_engine, "t1:2", "g1", "proposed", "U_RULE", {"code": "600000.SH", "quantity": 300})
+    log_event(own_engine, "t1:2", "g1", "approved", "U_ANNA", {})
+    export(newer)
+    with own_engine.begin() as connection:  # the forger deletes the last two entries and rows, restores head #3
+        ids = connection.execute(text("SELECT source_id FROM audit_chain WHERE chain = 'account:g1' AND seq > 3")
+                                 ).scalars().all()
+        connection.execute(text("DELETE FROM audit_chain WHERE chain = 'account:g1' AND seq > 3"))
+        for row in ids:
+            connection.execute(text("DELETE FROM order_events WHERE id = :id"), {"id": row})
+        connection.execute(update(ChainHead).where(ChainHead.chain == "account:g1").values(
+            seq=kept.seq, hash=kept.hash, signature=kept.signature))
+    alone = quantdesk(own_url, "verify", "--account", "g1")
+    assert alone.returncode == 0 and alone.stdout.splitlines() == [
+        "account:g1: 3 entries intact, head signature valid"]
+    anchored = quantdesk(own_url, "verify", "--account", "g1", "--head", str(newer))
+    assert anchored.returncode == 1
+    assert anchored.stdout.splitlines()[-1] == (
+        f"account:g1: BROKEN against the recorded head in {newer}: the chain ends at entry #3 but the recorded head "
+        "is #5: entries #4 to #5 were deleted and an older head put back")
+    matching = quantdesk(own_url, "verify", "--account", "g1", "--head", str(older))
+    assert matching.returncode == 0
+    assert matching.stdout.splitlines()[-1] == f"account:g1: holds the recorded head #3 of {older}"
+    forged = tmp_path / "forged.csv"  # a head the forger signed without the key is not taken as an anchor
+    forged.write_text(older.read_text(encoding="utf-8").replace(kept.signature, "0" * 64), encoding="utf-8")
+    refused = quantdesk(own_url, "verify", "--account", "g1", "--head", str(forged))
+    assert refused.returncode == 1 and "the recorded head (#3) is not signed with QUANTDESK_AUDIT_KEY" in \
+        refused.stdout
+
+
 def test_export_is_a_readable_csv_carrying_the_signed_head(own_engine: Engine, own_url: str, keyed: None,
                                                            tmp_path: Path) -> None:
     desk_day(own_engine)

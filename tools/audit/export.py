@@ -6,26 +6,26 @@ from __future__ import annotations
 
 import csv
 import json
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import TextIO
 
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from tools.audit.canonical import as_utc
+from tools.audit.heads import HEAD_EVENT
 from tools.audit.records import ChainEntry, ChainHead
 from tools.audit.verify import audited_rows
 from tools.broker.clock import SHANGHAI
 
 COLUMNS = ["chain", "seq", "time (Asia/Shanghai)", "record", "event", "order", "by", "detail", "row_hash",
            "prev_hash", "hash"]
-
-
 def export_csv(engine: Engine, chain: str, start: date, end: date, out: TextIO) -> int:
     """Write the chain's entries from `start` to `end` (Shanghai dates, both included) and its signed head; the
     number of entries written."""
-    since = datetime.combine(start, time(), SHANGHAI)
-    until = datetime.combine(end + timedelta(days=1), time(), SHANGHAI)
+    # in UTC: SQLite keeps the UTC wall time and drops the zone, so a Shanghai midnight would compare 8 hours late
+    since = datetime.combine(start, time(), SHANGHAI).astimezone(UTC)
+    until = datetime.combine(end + timedelta(days=1), time(), SHANGHAI).astimezone(UTC)
     with Session(engine) as session:
         entries = session.scalars(select(ChainEntry).where(ChainEntry.chain == chain, ChainEntry.at >= since,
                                                            ChainEntry.at < until).order_by(ChainEntry.seq)).all()
@@ -43,6 +43,7 @@ def export_csv(engine: Engine, chain: str, start: date, end: date, out: TextIO) 
                          json.dumps(row.get("detail") or {}, ensure_ascii=False, sort_keys=True),
                          entry.row_hash, entry.prev_hash, entry.hash])
     if head is not None:
-        writer.writerow([chain, head.seq, "", "HMAC-SHA256 with QUANTDESK_AUDIT_KEY", "signed head", "", "",
+        writer.writerow([chain, head.seq, "", "HMAC-SHA256 with QUANTDESK_AUDIT_KEY", HEAD_EVENT, "", "",
                          head.signature or "(unsigned: QUANTDESK_AUDIT_KEY was not set)", "", "", head.hash])
     return len(entries)
+

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from tools.audit.canonical import GENESIS, entry_hash, row_hash, sign_head
 from tools.audit.chain import GLOBAL, audited_tables, chain_of
+from tools.audit.heads import RecordedHead
 from tools.audit.records import ChainEntry, ChainHead
 from tools.storage.models import Base
 
@@ -37,6 +38,29 @@ def verify(engine: Engine, key: str, account: str | None = None) -> tuple[list[C
         reports = [_walk(session, name, key) for name in names]
         strays = list(_unchained(session, account))
     return reports, strays
+
+
+def against_head(engine: Engine, key: str, recorded: RecordedHead) -> str | None:
+    """Why the chain in the database does not hold the head an export recorded, or None. A chain cut back to an
+    older, validly signed head (its newer entries and rows deleted) walks clean; only an anchor kept outside the
+    database shows the entries it lost."""
+    if key and not hmac.compare_digest(recorded.signature,
+                                       sign_head(key, recorded.chain, recorded.seq, recorded.hash)):
+        return (f"the recorded head (#{recorded.seq}) is not signed with QUANTDESK_AUDIT_KEY: it is not a head this "
+                "desk exported, or the key differs")
+    with Session(engine) as session:
+        head = session.get(ChainHead, recorded.chain)
+        entry = session.scalars(select(ChainEntry).where(ChainEntry.chain == recorded.chain,
+                                                         ChainEntry.seq == recorded.seq)).one_or_none()
+    ends = head.seq if head is not None else 0
+    if entry is None and ends < recorded.seq:
+        missing = f"#{ends + 1}" if ends + 1 == recorded.seq else f"#{ends + 1} to #{recorded.seq}"
+        return (f"the chain ends at entry #{ends} but the recorded head is #{recorded.seq}: entries {missing} were "
+                "deleted and an older head put back")
+    if entry is None or entry.hash != recorded.hash:
+        return (f"entry #{recorded.seq} is not the one the recorded head signed: the chain was rewritten up to "
+                "it")
+    return None
 
 
 def _chain_names(session: Session) -> list[str]:
