@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from graphs.order.four_eyes import second_refusal
+
 CLARIFY = "clarify"
 CODE_REVIEW = "code_review"
 APPROVAL = "approval"
@@ -71,13 +73,19 @@ def approval_request(action: str, title: str, args: dict[str, Any], description:
 def approval_refusal(payload: dict[str, Any], user: str | None, decision_type: str, traders: frozenset[str],
                      now: datetime) -> str | None:
     """Why `user` may not take `decision_type` on this approval now, or None: approvals marked for traders
-    are approved or edited by traders only, and none after their `expires_at`. Adapters refuse early with this;
-    the graph checks again after the decision."""
+    are approved or edited by traders only, none after their `expires_at`, and the second approval of a four-eyes
+    order (`approved_by` lists the first) never by the first approver nor the proposer (`proposed_by`). Adapters
+    refuse early with this; the graph checks again after the decision."""
     if decision_type not in ("approve", "edit") or payload.get("type") != APPROVAL:
         return None
     if payload.get("deciders") == TRADERS and user not in traders:
         return ("Only traders (QUANTDESK_TRADERS) can approve or edit orders; you can reject it." if traders else
                 "No traders are configured (QUANTDESK_TRADERS), so nobody can approve or edit this order.")
+    approved = [str(who) for who in payload.get("approved_by") or ()]
+    if decision_type == "approve" and approved and user is not None:
+        refused = second_refusal(approved, payload.get("proposed_by"), user)
+        if refused:
+            return refused
     expires = payload.get("expires_at")
     if expires and now > datetime.fromisoformat(expires):
         return (f"This proposal expired at {datetime.fromisoformat(expires):%Y-%m-%d %H:%M %Z}: it cannot be "

@@ -23,6 +23,7 @@ from bot.stores.threads import thread_id_for
 from tests.fakes.slack_server import TEAM, WORKSPACE_URL, Call, Fault, SlackServer
 from tests.slack_harness import (
     BotProcess,
+    action_body,
     button_of,
     command_body,
     event_body,
@@ -36,13 +37,17 @@ from tests.slack_harness import (
 from tools.broker.records import PaperFill, PaperOrder
 from tools.storage.db import make_engine
 
-TRADER, TRADER2 = "UTRADER", "UTRADER2"
+TRADER, TRADER2, TRADER3 = "UTRADER", "UTRADER2", "UTRADER3"
 ALICE = "UALICE"  # asks for the order; not a trader
 BOB = "UBOB"  # neither
 ORDER = "order 600519.SH buy 100"
 FORM = "application/x-www-form-urlencoded"
 NOT_A_TRADER = "Only traders (QUANTDESK_TRADERS) can approve or edit orders; you can reject it."
-ENV = {"QUANTDESK_RECONCILE_INTERVAL": "0.5", "QUANTDESK_TRADERS": f"{TRADER},{TRADER2}"}
+# four eyes above 200,000 CNY: ORDER (100 shares near 1,700) needs one trader, FOUR_EYES (200 shares) two; a
+# position of 200 shares is 34% of the starting cash, within a 50% position weight limit
+FOUR_EYES = "order 600519.SH buy 200"
+ENV = {"QUANTDESK_RECONCILE_INTERVAL": "0.5", "QUANTDESK_TRADERS": f"{TRADER},{TRADER2},{TRADER3}",
+       "QUANTDESK_SECOND_APPROVAL_ABOVE": "200000", "QUANTDESK_MAX_POSITION_WEIGHT": "0.5"}
 
 
 @dataclass
@@ -85,16 +90,20 @@ class Card:
         return thread_id_for(TEAM, self.channel, self.root)
 
 
-def _propose(desk: Desk, channel: str) -> Card:
-    status, _ = post(desk.bot.url, command_body(ORDER, channel, ALICE, desk.slack.url.replace("/api/", "/respond/x")),
+def _propose(desk: Desk, channel: str, text: str = ORDER, user: str = ALICE) -> Card:
+    status, _ = post(desk.bot.url, command_body(text, channel, user, desk.slack.url.replace("/api/", "/respond/x")),
                      FORM)
     assert status == 200
     (root,) = desk.slack.fake.wait_for("chat.postMessage", where=lambda c: c.args.get("channel") == channel
                                        and not c.args.get("thread_ts"))
     ts = str(root.response["ts"])
-    card = desk.slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, ts)(c) and c.ok
-                                    and text_of(c).startswith("Approval needed: "))[0]
-    return Card(channel, ts, card)
+    return Card(channel, ts, _nth_card(desk, channel, ts, 1))
+
+
+def _nth_card(desk: Desk, channel: str, root: str, n: int) -> Call:
+    """The n-th approval card posted in the thread."""
+    return desk.slack.fake.wait_for("chat.postMessage", n, where=lambda c: in_thread(channel, root)(c) and c.ok
+                                    and text_of(c).startswith("Approval needed: "))[n - 1]
 
 
 def _open_home(desk: Desk, user: str) -> None:
@@ -265,3 +274,44 @@ def test_a_rule_is_paused_resumed_and_run_from_its_owners_home(desk: Desk) -> No
                                       and "working" in text_of(c))[0]
     desk.slack.fake.wait_for("chat.update", where=lambda c: c.args.get("ts") == status.response["ts"]
                              and text_of(c) in (":white_check_mark: done", ":speech_balloon: waiting for your answer"))
+
+
+def test_the_second_approval_is_offered_to_neither_the_first_approver_nor_the_proposer(desk: Desk) -> None:
+    """Maker-checker in the policy (issue 29, item 1): on a four-eyes order's second card, Approve is not on the Home
+    of the trader who approved first nor of the proposer (they may still reject it), and their clicks, on the Home
+    or in the thread, are refused before anything is recorded; a third trader approves and it fills once."""
+    first = _propose(desk, "CHOME5", FOUR_EYES, user=TRADER2)  # a trader proposes it (the maker)
+    approve = button_of(first.call, "review_approve")
+    status, _ = post(desk.bot.url, action_body(TRADER, first.channel, first.ts, first.root, approve), FORM)
+    assert status == 200
+    second = Card(first.channel, first.root, _nth_card(desk, first.channel, first.root, 2))
+    assert second.interrupt_id != first.interrupt_id
+    refusals = {TRADER: f"{TRADER} already approved this order; a second, different trader must approve it",
+                TRADER2: f"{TRADER2} proposed this order and cannot be its second approver (maker-checker): another "
+                         "trader must approve it"}
+    for user, refusal in refusals.items():
+        _open_home(desk, user)
+        view = _home_where(desk, user, lambda v: _shows(v, second), f"the second card on {user}'s Home")
+        offered = [b["action_id"] for b in _buttons(view) if json.loads(b["value"]).get("i") == second.interrupt_id]
+        assert offered == ["review_edit", "review_reject"]
+        assert f"Approve is not offered to you: {refusal}" in _text(_waiting(view))
+        forged = {"action_id": "review_approve", "value": button_value(second.thread, second.interrupt_id, "approve")}
+        _click(desk, user, forged)
+        wait_until(lambda u=user, r=refusal: any(r in _notice(_view(c)) for c in _publishes(desk, u) if c.ok),
+                   "the refusal on the Home")  # a later publish (the card's thread moving) may drop the notice
+        status, _ = post(desk.bot.url, action_body(user, second.channel, second.ts, second.root,
+                                                   button_of(second.call, "review_approve")), FORM)
+        assert status == 200
+        desk.slack.fake.wait_for("chat.postEphemeral", where=lambda c, u=user, r=refusal: c.args.get("user") == u
+                                 and text_of(c) == r)
+    with Session(desk.engine) as session:
+        assert session.get(DecisionRecord, second.interrupt_id) is None
+    _open_home(desk, TRADER3)
+    view = _home_where(desk, TRADER3, lambda v: _shows(v, second), "the second card on the third trader's Home")
+    approve = next(b for b in _buttons(view) if b["action_id"] == "review_approve"
+                   and json.loads(b["value"])["i"] == second.interrupt_id)
+    _click(desk, TRADER3, approve)
+    wait_until(lambda: _fills(desk.engine, second.thread) == 1, "the order's fill")
+    with Session(desk.engine) as session:
+        assert session.scalars(select(PaperOrder.approved_by).where(PaperOrder.thread_id == second.thread)
+                               ).all() == [f"{TRADER},{TRADER3}"]

@@ -60,10 +60,14 @@ class Homes:
                 if self.decisions.get(pending["id"]) is not None:  # decided, not applied yet
                     continue
                 payload = pending["value"]
-                refusal = self.policy.refusal(info, payload, user, primary_decision(payload))
-                if refusal is None or user == info.user_id:
+                primary = primary_decision(payload)
+                refusal = self.policy.refusal(info, payload, user, primary)
+                # a trader the policy keeps from approving (maker-checker) may still edit or reject: only Approve goes
+                withheld = ((primary,) if refusal and primary == "approve" and "edit" in (payload.get("allowed") or [])
+                            and self.policy.refusal(info, payload, user, "edit") is None else ())
+                if refusal is None or withheld or user == info.user_id:
                     question = Question(info.thread_id, pending["id"], payload, info.user_id)
-                    found.append(HomeCard(question, place_of(info, user), refusal or ""))
+                    found.append(HomeCard(question, place_of(info, user), refusal or "", withheld))
         return found
 
     def panels(self, user: str) -> list[HomePanel]:

@@ -156,15 +156,16 @@ class Surface(Protocol):
 @dataclass(frozen=True)
 class HomeCard:
     """A question on a person's home: its card, its thread, and why they may not decide it (then it is shown
-    read-only)."""
+    read-only, or without the buttons `withheld` from them: a four-eyes order's Approve for its first approver)."""
 
     question: Question
     place: Place
     refusal: str = ""
+    withheld: tuple[str, ...] = ()  # decisions not offered to them (`refusal` says why); the others are
 
     @property
     def actionable(self) -> bool:
-        return not self.refusal
+        return not self.refusal or bool(self.withheld)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ TITLE = "QuantDesk"
 WAITING_TITLE = N_("Waiting for you")
 NOTHING = N_("Nothing waits for you, and there is nothing to show yet. Start with `/quant help`.")
 READ_ONLY = N_("Read-only here: {reason}")
+WITHHELD = N_("Approve is not offered to you: {reason}")
 MORE = N_("More")
 OPEN_THREAD = N_("thread")
 NOT_SHOWN = N_("…and {n} more; `/quant` shows everything.")
@@ -79,6 +80,11 @@ def card_blocks(card: HomeCard, link: Link) -> list[dict[str, Any]]:
     if not card.actionable:
         blocks = [b for b in blocks if b["type"] != "actions"]
         blocks.append(_context(_(READ_ONLY).format(reason=card.refusal)))
+    elif card.withheld:
+        dropped = {f"review_{decision}" for decision in card.withheld}
+        blocks = [{**b, "elements": [e for e in b["elements"] if e.get("action_id") not in dropped]}
+                  if b["type"] == "actions" else b for b in blocks]
+        blocks.append(_context(_(WITHHELD).format(reason=card.refusal)))
     url = link(card.place)
     if url:
         blocks.append(_context(f"<{url}|{_(OPEN_THREAD)}>"))

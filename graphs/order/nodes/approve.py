@@ -21,11 +21,13 @@ from graphs.order.state import OrderApprovalState
 def approve_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], config: RunnableConfig,
                  ) -> dict[str, Any]:
     ctx = runtime.context
+    approvals, threshold = list(state.get("approvals") or []), ctx.second_approval_above
+    shown = (approvals_text(threshold, approvals) if threshold is not None and needs_two(threshold, state["proposal"])
+             else None)
     payload = order_card(state["proposal"], state["account"], bool(traders_of(ctx, state["account"])),
-                         state.get("refusals") or [], state.get("edited_by"),
-                         approvals_text(ctx.second_approval_above, list(state.get("approvals") or []))
-                         if needs_two(ctx.second_approval_above, state["proposal"]) and ctx.second_approval_above
-                         else None)
+                         state.get("refusals") or [], state.get("edited_by"), shown)
+    if shown and approvals:  # maker-checker: the policy offers the second approval to nobody who may not give it
+        payload.update(approved_by=approvals, proposed_by=state["order_intent"].get("proposed_by"))
     decision = decision_of(interrupt(payload))
     when = decided_at(config) or datetime.now(UTC)
     return {"decision": decision, "decided_by": decider(config), "decided_at": when.isoformat()}
