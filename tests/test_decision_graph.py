@@ -17,10 +17,12 @@ from graphs.analyze.graph import build_analyze_graph
 from graphs.analyze.nodes.analyst_agent import WRITE_NOW
 from graphs.analyze.present import present_decision
 from graphs.checkpointer import open_checkpointer
+from graphs.order.mandate_command import mandate_command
+from graphs.workflow import CommandCall
 from tests.decision_desk import ROLES, TRADER, account, desk_context, desk_scripts, risk_answer
 from tests.fakes.chat import ScriptedChatModel, ScriptedModels, answer, tool_call
 from tests.graph_thread import GraphThread
-from tools.broker.records import PaperFill
+from tools.broker.records import PaperFill, PaperOrder
 from tools.data.local import SampleProvider
 from tools.desk.log import list_decisions
 from tools.sandbox import Sandbox
@@ -285,3 +287,23 @@ def test_the_judges_speak_with_the_deep_model_when_one_is_set(
     assert out["__interrupt__"][0].value["type"] == "approval"  # the desk decided on the judges' verdicts
     assert all(deep.prompts_for(key) for key in judges)
     assert not any(llm.prompts_for(key) for key in judges)
+
+
+def test_a_decision_to_buy_a_symbol_the_mandate_blocks_proposes_no_card_and_names_the_line(
+        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, models: ScriptedModels) -> None:
+    """Issue 29, item 4, on the desk's path: the desk decides Buy, but the account's mandate blocks the stock, so no
+    card is proposed, nothing is placed, and the result says which mandate line stops it."""
+    name = account()
+    mandate_command(CommandCall(desk_context(engine, sandbox, provider, None), [name, "set", f"block={CODE}"],
+                                "UALICE", name))  # UALICE administers accounts in the desk's context
+    _, out = _run(db_url, engine, sandbox, provider, models(scripts=desk_scripts()), f"analyze {CODE} account={name}",
+                  _light(models))
+    assert "__interrupt__" not in out
+    result = out["result"]
+    record = result["execution_record"]
+    assert record["order_intent"]["side"] == "buy" and record["order_intent"]["quantity"] == 100  # the desk's Buy
+    assert (record["status"], record["order"], record["decided_by"]) == ("refused", None, None)
+    assert record["message"] == (f"The order is outside account {name}'s mandate and is not proposed: {CODE} is "
+                                 f"blocked (mandate: block {CODE}).")
+    with Session(engine) as session:
+        assert list(session.scalars(select(PaperOrder).where(PaperOrder.account == name))) == []
