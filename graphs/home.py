@@ -15,12 +15,16 @@ from graphs.context import WorkflowContext
 
 @dataclass(frozen=True)
 class HomeAction:
-    """A button: a command's words (`rule pause 3`), or with `channel` a request run in a new thread there."""
+    """A button: a command's words (`rule pause 3`), or with `channel` a request run in a new thread there. `asks`:
+    the label of a line of free text the surface offers beside it, appended to the words (a reason); `confirm`: what
+    the surface asks the person to confirm before the click counts."""
 
     label: str
     words: tuple[str, ...]
     channel: str = ""
     style: str = ""  # "primary", "danger" or plain
+    asks: str = ""
+    confirm: str = ""
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,8 @@ def account_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
     paper = ctx.paper
     if paper is None:
         return []
-    enabled, _by, _at = switch_state(ctx.engine)
+    enabled, by, at = switch_state(ctx.engine)
+    switch = [_switch_row(enabled, by, at)] if user in ctx.admins else []
     limits = _("limits: order value ≤ {value} CNY, a position ≤ {weight} of equity, daily loss ≤ {loss}").format(
         value=money_text(paper.risk.max_order_value), weight=f"{paper.risk.max_position_weight:.0%}",
         loss=f"{paper.risk.daily_loss_limit:.0%}")
@@ -44,11 +45,26 @@ def account_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
             cash=money_text(account.cash), reserved=money_text(account.reserved), equity=money_text(report.equity),
             pnl=f"{report.total_pnl:+,.2f}", today=account.today, clock=account.clock, basis=account.price_basis,
             switch=_("on") if enabled else _("OFF"), limits=limits)
-        rows = [HomeRow(position_text(p)) for p in account.positions]
+        rows = [*switch, *(HomeRow(position_text(p)) for p in account.positions)]
         rows += [HomeRow(order_text(o), thread_id=o.thread_id) for o in broker.orders("today")]
         panels.append(HomePanel(f"account:{name}", _("Account {name}").format(name=name), summary, tuple(rows),
                                 broker.notes()))
     return panels
+
+
+def _switch_row(enabled: bool, by: str | None, at: datetime | None) -> HomeRow:
+    """The kill switch, for admins: one click (confirmed) switches trading off, or on, for every account, with
+    the reason typed beside it; it runs `trading off|on REASON` as them."""
+    since = _(" (set by {user} at {at} UTC)").format(user=by, at=f"{at:%Y-%m-%d %H:%M}") if by and at else ""
+    why = _("Why (recorded with your name in the audit trail)")
+    if enabled:
+        return HomeRow(_("Trading is on for every account{since}.").format(since=since), (HomeAction(
+            _("Trading off"), ("trading", "off"), style="danger", asks=why,
+            confirm=_("Switch trading off for every account? Nothing is submitted or filled, and every open order "
+                      "card on every surface closes now.")),))
+    return HomeRow(_("Trading is OFF for every account{since}.").format(since=since), (HomeAction(
+        _("Trading on"), ("trading", "on"), style="primary", asks=why,
+        confirm=_("Switch trading on for every account? Approved orders are submitted and filled again.")),))
 
 
 def position_text(position: Position) -> str:

@@ -234,18 +234,20 @@ def home_opened(user: str) -> dict[str, Any]:
             "event_ts": str(time.time())}
 
 
-def home_action_payload(user: str, action: dict[str, Any]) -> dict[str, Any]:
-    """A button click on the App Home: the payload has the view, and no channel or message."""
+def home_action_payload(user: str, action: dict[str, Any], typed: dict[str, str] | None = None) -> dict[str, Any]:
+    """A button click on the App Home: the payload has the view, and no channel or message; `typed`: what the Home's
+    plain-text inputs hold, {block_id: text} (their action id is `typed`)."""
     view_id = f"VH{user}"
+    values = {block: {"typed": {"type": "plain_text_input", "value": text}} for block, text in (typed or {}).items()}
     return {"type": "block_actions", "team": {"id": TEAM}, "user": {"id": user}, "api_app_id": "A1", "token": "x",
             "trigger_id": f"trig{next(_ids)}", "container": {"type": "view", "view_id": view_id},
             "view": {"id": view_id, "type": "home", "team_id": TEAM, "blocks": [], "private_metadata": "",
-                     "callback_id": "", "state": {"values": {}}, "hash": "h"},
+                     "callback_id": "", "state": {"values": values}, "hash": "h"},
             "actions": [{**action, "type": "button", "action_ts": str(time.time())}]}
 
 
-def home_action_body(user: str, action: dict[str, Any]) -> str:
-    return urlencode({"payload": json.dumps(home_action_payload(user, action))})
+def home_action_body(user: str, action: dict[str, Any], typed: dict[str, str] | None = None) -> str:
+    return urlencode({"payload": json.dumps(home_action_payload(user, action, typed))})
 
 
 def view_body(user: str, callback_id: str, private_metadata: str, values: dict[str, Any]) -> str:

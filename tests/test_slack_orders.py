@@ -23,8 +23,9 @@ from slack_sdk.models.views import View
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
+from bot.slack.home import typed_id
 from bot.slack.render import button_value
-from bot.stores.records import DecisionRecord
+from bot.stores.records import DecisionRecord, ThreadRecord
 from bot.stores.threads import thread_id_for
 from tests.fakes.slack_server import TEAM, Call, SlackServer
 from tests.slack_harness import (
@@ -34,6 +35,8 @@ from tests.slack_harness import (
     button_of,
     command_body,
     event_body,
+    home_action_body,
+    home_opened,
     in_thread,
     mention,
     new_ts,
@@ -43,12 +46,14 @@ from tests.slack_harness import (
     view_body,
     wait_until,
 )
+from tests.test_account_roles import chat
 from tools.broker.records import OrderEvent, PaperAccount, PaperFill, PaperOrder, TradingSwitch
 from tools.storage.db import make_engine
 
 TRADER, TRADER2 = "UTRADER", "UTRADER2"
 ALICE = "UALICE"  # asks for orders; not a trader
 BOB = "UBOB"  # neither the requester nor a trader
+ADMIN = "UADMIN"  # QUANTDESK_ADMINS where a test sets it
 ORDER = "order 600519.SH buy 100"
 FORM = "application/x-www-form-urlencoded"
 SHANGHAI = ZoneInfo("Asia/Shanghai")
@@ -526,6 +531,110 @@ def test_trading_off_closes_every_open_card_at_once(slack: SlackServer, tmp_path
             assert [e.event for e in _events(desk, proposal)] == ["proposed", "rejected"]
             assert [d.source for d in _decisions(desk, proposal)] == ["trading switch"]
             assert _orders(desk, proposal.channel) == []
+
+
+def test_a_switch_off_closes_the_open_cards_of_every_surface_sharing_the_database(slack: SlackServer,
+                                                                                  tmp_path: Path) -> None:
+    """Issue 29, item 5, across surfaces on one SQLite file: a switch-off in Slack closes the console's open order
+    card (its row by who switched it off, its run applied there and then; the console shows the closure at its next
+    prompt), and a switch-off in the console closes Slack's (the card updated and the result posted by the Slack
+    process's background service)."""
+    console = {"QUANTDESK_TRADERS": TRADER, "QUANTDESK_CONSOLE_USERS": f"tess={TRADER}",
+               "QUANTDESK_DATA_PROVIDER": "sample"}
+    url = f"sqlite:///{tmp_path / 'q.db'}"
+    for desk in _desk(slack, tmp_path, QUANTDESK_TRADERS=TRADER):
+        chat(tmp_path, url, "tess", "order 000001.SZ buy 100", **console)
+        with Session(desk.engine) as session:
+            (thread,) = session.scalars(select(ThreadRecord.thread_id).where(ThreadRecord.status == "waiting")).all()
+        assert thread.startswith("console-")
+        reply = _reply_text(_command(desk, "trading off exchange outage", "C7992", TRADER))
+        assert reply.endswith("1 open order card was closed.")
+        with Session(desk.engine) as session:
+            (decision,) = session.scalars(select(DecisionRecord).where(DecisionRecord.thread_id == thread)).all()
+            assert (decision.source, decision.decided_by, decision.applied_at is not None) == (
+                "trading switch", TRADER, True)
+            assert session.get(ThreadRecord, thread).status == "done"  # type: ignore[union-attr]
+            assert [e.event for e in session.scalars(select(OrderEvent).where(
+                OrderEvent.client_order_id.like(f"{thread}:%")).order_by(OrderEvent.id))] == ["proposed", "rejected"]
+        later = chat(tmp_path, url, "tess", "pending", **console)
+        assert later[0] == (f"Order rejected by {TRADER}: trading was switched off by {TRADER}: exchange outage. "
+                            "Nothing was placed.")  # the result the Slack process left, shown before the first prompt
+        assert later[-1] == "nothing is waiting for an answer"
+        _reply_text(_command(desk, "trading on", "C7992", TRADER))
+
+        proposal = _propose(desk, "C7993")
+        lines = chat(tmp_path, url, "tess", "trading off desk closed", **console)
+        assert "1 open order card was closed." in lines
+        result = result_call(desk.slack, proposal.channel, proposal.root, "Order ")
+        assert text_of(result) == (f"Order rejected by {TRADER}: trading was switched off by {TRADER}: desk closed. "
+                                   "Nothing was placed.")
+        update = wait_until(lambda d=desk, p=proposal: _card_updates(d, p), "the card's update")[-1]
+        assert f"rejected by <@{TRADER}>" in json.dumps(update.args) and "desk closed" in json.dumps(update.args)
+        assert [d.source for d in _decisions(desk, proposal)] == ["trading switch"]
+        assert [e.event for e in _events(desk, proposal)] == ["proposed", "rejected"]
+        assert _orders(desk, proposal.channel) == []
+
+
+def test_an_admin_switches_trading_off_and_on_from_the_app_home_with_why(slack: SlackServer, tmp_path: Path) -> None:
+    """Issue 29, item 5, one click for admins: the account panel of an admin's Home (only theirs) has "Trading off"
+    with Slack's confirm dialog and a reason typed beside it; the click takes the typed command's path (the switch
+    recorded with who and why, every open card closed); a trader's forged click of it is refused; left empty, the
+    reason names the Home. Validated with slack_sdk."""
+    for desk in _desk(slack, tmp_path, QUANTDESK_TRADERS=TRADER, QUANTDESK_ADMINS=ADMIN):
+        _switch_from_home(desk)
+
+
+def _switch_from_home(desk: Desk) -> None:
+    admin = ADMIN
+    proposal = _propose(desk, "C7995")
+
+    def home(user: str, check: Any, what: str) -> dict[str, Any]:
+        def found() -> dict[str, Any] | None:
+            view = desk.slack.fake.home(user)
+            return view if view is not None and check(view) else None
+        post(desk.bot.url, event_body(home_opened(user)), "application/json")
+        view = wait_until(found, what)
+        View(**view).validate_json()
+        return view
+
+    def switch_button(view: dict[str, Any], label: str) -> tuple[dict[str, Any], str]:
+        block = next(b for b in view["blocks"] if b["type"] == "actions"
+                     and any(e["text"]["text"] == label for e in b["elements"]))
+        button = next(e for e in block["elements"] if e["text"]["text"] == label)
+        return {**button, "block_id": block["block_id"]}, typed_id(block["block_id"], 0)
+
+    view = home(admin, lambda v: "Account C7995" in json.dumps(v), "the admin's Home with the account")
+    off, reason = switch_button(view, "Trading off")
+    assert off["style"] == "danger" and off["confirm"]["style"] == "danger"
+    assert off["confirm"]["text"]["text"].startswith("Switch trading off for every account?")
+    assert any(b["type"] == "input" and b["block_id"] == reason and b["optional"] for b in view["blocks"])
+    trader = home(TRADER, lambda v: "Account C7995" in json.dumps(v), "the trader's Home with the account")
+    assert "Trading off" not in json.dumps(trader)  # not an admin: never shown
+
+    def notices(user: str) -> str:
+        return json.dumps([c.args["view"] for c in desk.slack.fake.of("views.publish")
+                           if c.args.get("user_id") == user and c.ok])
+
+    post(desk.bot.url, home_action_body(TRADER, off, {reason: "forged"}), FORM)
+    wait_until(lambda: "That button is not on your home" in notices(TRADER), "the forged click refused")
+    assert _switch(desk) is None or _switch(desk).enabled  # type: ignore[union-attr]
+
+    post(desk.bot.url, home_action_body(admin, off, {reason: "exchange outage"}), FORM)
+    result = result_call(desk.slack, proposal.channel, proposal.root, "Order ")
+    assert text_of(result) == (f"Order rejected by {admin}: trading was switched off by {admin}: exchange outage. "
+                               "Nothing was placed.")
+    assert [d.source for d in _decisions(desk, proposal)] == ["trading switch"]
+    wait_until(lambda: "1 open order card was closed." in notices(admin), "the switch-off said on the Home")
+    on, reason = switch_button(home(admin, lambda v: "Trading on" in json.dumps(v), "the Home with Trading on"),
+                               "Trading on")
+    post(desk.bot.url, home_action_body(admin, on, {}), FORM)  # nothing typed
+    wait_until(lambda: _switch(desk) is not None and _switch(desk).enabled, "trading on")  # type: ignore[union-attr]
+    with Session(desk.engine) as session:
+        rows = session.scalars(select(OrderEvent).where(OrderEvent.event.in_(("trading off", "trading on")))
+                               .order_by(OrderEvent.id)).all()
+    assert [(r.event, r.actor, r.detail) for r in rows] == [
+        ("trading off", admin, {"reason": "exchange outage"}),
+        ("trading on", admin, {"reason": f"from {admin}'s App Home, no reason typed"})]
 
 
 # --- a retried or duplicated approval ---------------------------------------------------------------------------

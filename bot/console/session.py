@@ -227,6 +227,7 @@ class Console:
         while True:
             at_prompt = False
             try:
+                self.catch_up()
                 self.adopt_waiting_thread()
                 if first is not None:
                     line, first = first, None
@@ -299,6 +300,14 @@ class Console:
         self.place, self.pending = waiting[int(args[0]) - 1]
         value = self.pending[0]["value"]
         self.say(kind_of(value).console_text(value))
+
+    def catch_up(self) -> None:
+        """Before a prompt: what another surface's process left for the console's threads (a switch-off there closed
+        a card here) is shown now, and the current thread's open questions are read again."""
+        for post in self.core.posts.unposted(scope=self.core.scope):
+            self.core.repost(post.key)
+        if self.pending:
+            self.pending = self.runner.pending(self.thread)
 
     def adopt_waiting_thread(self) -> None:
         """With nothing pending here, a question a background run (a scheduled rule) asked elsewhere becomes the

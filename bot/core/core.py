@@ -13,13 +13,13 @@ import logging
 import os
 import re
 import socket
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bot.core.home import Homes
 from bot.core.kinds import kind_of
-from bot.core.outbox import Outbox, pending_entry, place_of
+from bot.core.outbox import DECIDED_POST, Outbox, pending_entry, place_of
 from bot.core.policy import ALREADY_HANDLED, Policy
 from bot.core.surface import (
     Answered,
@@ -55,6 +55,8 @@ log = logging.getLogger(__name__)
 
 MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
 NOT_OFFERED = N_("That button is not on your home any more (or never was), so nothing was done.")
+FROM_HOME = N_("from {user}'s App Home, no reason typed")  # what a home button that asks says when left empty
+SWITCH_SOURCE = "trading switch"  # the decision source of a card a switch-off closed
 NOT_APPLIED_YET = N_(":warning: Your decision is recorded but could not be applied yet: {error}. I will try again "
                      "automatically; nothing is lost.")
 
@@ -96,8 +98,9 @@ class Core:
         self.posts = PostStore(engine, claim_seconds)
         self.owner = f"{socket.gethostname()}:{os.getpid()}"  # who claims decisions and posts to work on them
         self.outbox = Outbox(surface, self.posts, self.threads, runner.context.artifacts, self.owner, scope)
-        self.homes = (Homes(runner, self.threads, self.decisions, policy, surface, HomeStore(engine, claim_seconds),
-                            scope, self.owner, self.language_of) if isinstance(surface, HomeSurface) else None)
+        self.homes = (Homes(runner, self.open_questions, self.decisions, policy, surface,
+                            HomeStore(engine, claim_seconds), self.threads, self.owner, self.language_of)
+                      if isinstance(surface, HomeSurface) else None)
 
     # --- languages ---------------------------------------------------------------------------------------------
 
@@ -162,9 +165,11 @@ class Core:
 
     # --- decisions ----------------------------------------------------------------------------------------------
 
-    def may_decide(self, thread_id: str, interrupt_id: str, user: str, decision_type: str) -> Verdict:
+    def may_decide(self, thread_id: str, interrupt_id: str, user: str, decision_type: str,
+                   ask_policy: bool = True) -> Verdict:
         """Whether `user` may take `decision_type` on this pause now (nothing is recorded: opening a form is not a
-        decision). When the database cannot be read, the answer is no, saying so."""
+        decision). When the database cannot be read, the answer is no, saying so. `ask_policy=False`: the caller
+        checked the person's right already (a switch-off closing cards), only whether the pause is open counts."""
         try:
             info = self.threads.get(thread_id)
             if info is None:
@@ -177,14 +182,14 @@ class Core:
             return Verdict(False, unrecorded(exc))
         if payload is None:
             return Verdict(False, _("This question is no longer open: the run has moved on."), info)
-        refusal = self.policy.refusal(info, payload, user, decision_type)
+        refusal = self.policy.refusal(info, payload, user, decision_type) if ask_policy else None
         return Verdict(refusal is None, refusal or "", info, payload)
 
     def decide(self, thread_id: str, interrupt_id: str, user: str, decision: dict[str, Any], source: str,
-               message_key: str | None = None) -> Verdict:
+               message_key: str | None = None, ask_policy: bool = True) -> Verdict:
         """Check and record a decision: its durable row is written here; the first decision wins. `message_key`:
-        the message it was typed in (a thread reply)."""
-        verdict = self.may_decide(thread_id, interrupt_id, user, str(decision.get("type")))
+        the message it was typed in (a thread reply); `ask_policy`: see `may_decide`."""
+        verdict = self.may_decide(thread_id, interrupt_id, user, str(decision.get("type")), ask_policy)
         if not verdict.allowed:
             return verdict
         try:
@@ -415,16 +420,20 @@ class Core:
         except Refused as exc:
             log.warning("could not offer a retry: %s", exc.reason)
 
-    def home_action(self, user: str, panel: str, action: HomeAction) -> str:
+    def home_action(self, user: str, panel: str, action: HomeAction, typed: str = "") -> str:
         """A button on a person's home: honoured only if their panel, built again now, offers it (a rule's owner or
-        an admin); a command is run as them, a request starts in a new thread of its channel. Returns what to say, in
-        their language."""
+        an admin); a command is run as them, a request starts in a new thread of its channel. `typed`: the text the
+        person wrote beside a button that asks for it (a reason), appended to its words; left empty, the words say
+        it came from the home. Returns what to say, in their language."""
         with using(self.language_of(user)):
-            return self._home_action(user, panel, action)
+            return self._home_action(user, panel, action, typed.strip())
 
-    def _home_action(self, user: str, panel: str, action: HomeAction) -> str:
-        if self.homes is None or not self.homes.offers(user, panel, action):
+    def _home_action(self, user: str, panel: str, action: HomeAction, typed: str) -> str:
+        offered = self.homes.offered(user, panel, action) if self.homes is not None else None
+        if offered is None:
             return _(NOT_OFFERED)
+        if offered.asks:
+            action = replace(action, words=(*action.words, *(typed or _(FROM_HOME).format(user=user)).split()))
         text = " ".join(action.words)
         if action.channel:
             try:
@@ -532,22 +541,84 @@ class Core:
         hooks.setdefault("close_cards", lambda action, reason: len(self.close_cards(action, reason, user)))
         return CommandCall(self.runner.context, args, user, account, **hooks)
 
+    def open_questions(self, everywhere: bool = False) -> Iterator[tuple[ThreadInfo, dict[str, Any]]]:
+        """The open questions ({"id", "value"}) of this surface's waiting threads, or of every surface's sharing the
+        database (`everywhere`), oldest thread first; the checkpoint is the truth."""
+        for info in self.threads.waiting("" if everywhere else self.scope):
+            for pending in self.runner.pending(info.thread_id):
+                yield info, pending
+
     def close_cards(self, action: str, reason: str, user: str | None) -> list[str]:
-        """Reject, as `user` and with `reason`, every open card of `action` in this surface's threads: each one a
-        decision row, then its apply, like a click (its card says who and why). Returns the threads closed."""
+        """Reject, as `user` and with `reason`, every open card of `action` on every surface sharing the database:
+        each one a decision row, then its apply, like a click (its card says who and why). A card of this surface's
+        is confirmed as a click is; another surface's run is applied here too, so its checkpoint ends now, and that
+        surface shows the closure when its background service posts it. Returns the threads closed."""
         if not user:
             return []
         closed: list[str] = []
         decision = {"type": "reject", "message": reason}
-        for info in self.threads.waiting(self.scope):
-            for pending in self.runner.pending(info.thread_id):
-                if pending["value"].get("action") != action:
-                    continue
-                verdict = self.decide(info.thread_id, pending["id"], user, decision, "trading switch")
-                if verdict.allowed:
-                    self.confirm(verdict, pending["id"], user, decision, "trading switch")
-                    closed.append(info.thread_id)
+        for info, pending in list(self.open_questions(everywhere=True)):
+            if pending["value"].get("action") != action:
+                continue
+            # whoever may switch trading off (the command checked: a trader or an admin) closes every card it ends
+            verdict = self.decide(info.thread_id, pending["id"], user, decision, SWITCH_SOURCE, ask_policy=False)
+            if not verdict.allowed:
+                continue
+            if info.thread_id.startswith(self.scope):
+                self.confirm(verdict, pending["id"], user, decision, SWITCH_SOURCE)
+            else:
+                self._close_elsewhere(info, pending["id"], user, reason)
+            closed.append(info.thread_id)
         return closed
+
+    def _close_elsewhere(self, info: ThreadInfo, interrupt_id: str, user: str, reason: str) -> None:
+        """Another surface's card, rejected by a switch-off here (its row written): audited, its card's change and
+        the run's outcome left as post rows for that surface, the run applied now. A run that cannot be applied
+        now stays due for that surface's background service (nothing is lost)."""
+        try:
+            with using(info.language):
+                self.audit.record(info.thread_id, user, "reject", interrupt_id, {"source": SWITCH_SOURCE,
+                                                                                 "reason": reason})
+                shown = info.pending.get(interrupt_id) or {}
+                if shown.get("ts"):
+                    self.posts.record(f"decided:{interrupt_id}", info.thread_id, DECIDED_POST, {
+                        "ref": shown["ts"], "title": shown.get("question") or _("Code review"), "user": user,
+                        "decision": "reject", "note": reason})
+                self._apply_elsewhere(interrupt_id, info)
+            self._homes_elsewhere(info, user)
+        except INFRASTRUCTURE_ERRORS as exc:
+            log.warning("decision %s recorded, not applied yet (%s): its surface applies it", interrupt_id,
+                        type(exc).__name__)
+
+    def _apply_elsewhere(self, interrupt_id: str, info: ThreadInfo) -> None:
+        record = self.decisions.get(interrupt_id)
+        if record is None or not self.decisions.claim(interrupt_id, self.owner):
+            return  # that surface is applying it already
+        outcome = self.runner.resume(info.thread_id, interrupt_id, record.decision, record.decided_by,
+                                     decided_at=record.decided_at, language=info.language)
+        if outcome.status == "failed" and outcome.retryable:
+            self.decisions.mark_retry(interrupt_id, outcome.text)
+            return
+        if outcome.status == "failed":
+            self.decisions.mark_failed(interrupt_id, outcome.text)
+            self.threads.update(info.thread_id, status="failed", pending={})
+            self.outbox.notify(info.thread_id, f"failed:{interrupt_id}", outcome.text)
+        elif outcome.status == "waiting":
+            self.threads.update(info.thread_id, status="waiting",
+                                pending={i["id"]: pending_entry(i["value"]) for i in outcome.interrupts})
+            for question in outcome.interrupts:
+                self.posts.record(question["id"], info.thread_id, "interrupt")
+        else:
+            self.posts.record(f"result:{info.thread_id}:{outcome.checkpoint}", info.thread_id, "result",
+                              {"workflow": outcome.workflow, "result": outcome.result, "text": outcome.text})
+            self.threads.update(info.thread_id, status="done", pending={})
+        self.decisions.mark_applied(interrupt_id)
+
+    def _homes_elsewhere(self, info: ThreadInfo, user: str) -> None:
+        """The homes another surface's thread concerns are due again: that surface's background service
+        publishes them."""
+        people = {user, info.user_id or ""} | set(self.policy.approvers) | set(self.policy.all_traders())
+        HomeStore(self.queue.engine).changed(sorted(p for p in people if p))
 
     def home_changed(self, info: ThreadInfo | None, *users: str | None) -> None:
         """A thread changed (a card waits, was decided or went, a result or a fill came): the homes it concerns

@@ -7,7 +7,8 @@ version and publishes it at once; the background service publishes what is still
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from bot.core.outbox import place_of
 from bot.core.policy import Policy
@@ -22,6 +23,7 @@ from tools.i18n import using
 
 log = logging.getLogger(__name__)
 
+OpenQuestions = Callable[[], Iterator[tuple[ThreadInfo, dict[str, Any]]]]  # (thread, {"id", "value"}) oldest first
 PUBLISH_ROUNDS = 3  # a change that lands during a publish is shown by the next round (else the next pass)
 
 
@@ -31,12 +33,13 @@ def primary_decision(payload: dict) -> str:
 
 
 class Homes:
-    def __init__(self, runner: Runner, threads: ThreadRegistry, decisions: DecisionStore, policy: Policy,
-                 surface: HomeSurface, store: HomeStore, scope: str, owner: str,
+    def __init__(self, runner: Runner, questions: OpenQuestions, decisions: DecisionStore, policy: Policy,
+                 surface: HomeSurface, store: HomeStore, threads: ThreadRegistry, owner: str,
                  language_of: Callable[[str], str]) -> None:
-        """`language_of(user)`: the language a person's home speaks."""
-        self.runner, self.threads, self.decisions, self.policy = runner, threads, decisions, policy
-        self.surface, self.store, self.scope, self.owner = surface, store, scope, owner
+        """`questions()`: the open questions of this surface's threads (the core's); `language_of(user)`: the
+        language a person's home speaks."""
+        self.runner, self.questions, self.decisions, self.policy = runner, questions, decisions, policy
+        self.surface, self.store, self.threads, self.owner = surface, store, threads, owner
         self.language_of = language_of
 
     # --- what a home shows -------------------------------------------------------------------------------------
@@ -55,19 +58,18 @@ class Homes:
         """The open questions of this surface's threads that `user` asked or may decide, oldest first; those
         they may not decide are shown read-only."""
         found = []
-        for info in self.threads.waiting(self.scope):
-            for pending in self.runner.pending(info.thread_id):
-                if self.decisions.get(pending["id"]) is not None:  # decided, not applied yet
-                    continue
-                payload = pending["value"]
-                primary = primary_decision(payload)
-                refusal = self.policy.refusal(info, payload, user, primary)
-                # a trader the policy keeps from approving (maker-checker) may still edit or reject: only Approve goes
-                withheld = ((primary,) if refusal and primary == "approve" and "edit" in (payload.get("allowed") or [])
-                            and self.policy.refusal(info, payload, user, "edit") is None else ())
-                if refusal is None or withheld or user == info.user_id:
-                    question = Question(info.thread_id, pending["id"], payload, info.user_id)
-                    found.append(HomeCard(question, place_of(info, user), refusal or "", withheld))
+        for info, pending in self.questions():
+            if self.decisions.get(pending["id"]) is not None:  # decided, not applied yet
+                continue
+            payload = pending["value"]
+            primary = primary_decision(payload)
+            refusal = self.policy.refusal(info, payload, user, primary)
+            # a trader the policy keeps from approving (maker-checker) may still edit or reject: only Approve goes
+            withheld = ((primary,) if refusal and primary == "approve" and "edit" in (payload.get("allowed") or [])
+                        and self.policy.refusal(info, payload, user, "edit") is None else ())
+            if refusal is None or withheld or user == info.user_id:
+                question = Question(info.thread_id, pending["id"], payload, info.user_id)
+                found.append(HomeCard(question, place_of(info, user), refusal or "", withheld))
         return found
 
     def panels(self, user: str) -> list[HomePanel]:
@@ -83,11 +85,12 @@ class Homes:
     def panel(self, user: str, name: str) -> HomePanel | None:
         return next((p for p in self.panels(user) if p.name == name), None)
 
-    def offers(self, user: str, panel: str, action: HomeAction) -> bool:
-        """Whether `action` is on the person's panel as it is now (a click is honoured only then)."""
+    def offered(self, user: str, panel: str, action: HomeAction) -> HomeAction | None:
+        """The panel's own action matching a click's `action`, if it is on the person's panel as it is now (a click
+        is honoured only then)."""
         found = self.panel(user, panel)
-        return found is not None and any((a.words, a.channel) == (action.words, action.channel)
-                                         for a in found.actions())
+        return next((a for a in found.actions() if (a.words, a.channel) == (action.words, action.channel)), None) \
+            if found is not None else None
 
     # --- publishing -------------------------------------------------------------------------------------------
 

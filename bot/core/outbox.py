@@ -9,7 +9,18 @@ import logging
 from typing import Any
 
 from bot.core.kinds import kind_of
-from bot.core.surface import Notice, Place, Prose, Question, Refused, Result, StoredFile, StreamSurface, Surface
+from bot.core.surface import (
+    Decided,
+    Notice,
+    Place,
+    Prose,
+    Question,
+    Refused,
+    Result,
+    StoredFile,
+    StreamSurface,
+    Surface,
+)
 from bot.stores.posts import PostStore
 from bot.stores.threads import ThreadInfo, ThreadRegistry
 from graphs.registry import WORKFLOWS
@@ -18,6 +29,7 @@ from tools.storage.artifacts import ArtifactStore
 
 log = logging.getLogger(__name__)
 
+DECIDED_POST = "decided"  # a card another surface decided: {"ref", "title", "user", "decision", "note"}
 UPLOADED_KINDS = ("chart", "signal_csv", "metrics_csv", "ic_csv", "reports")
 
 
@@ -141,6 +153,12 @@ class Outbox:
 
     def _repost(self, key: str, post: Any, info: ThreadInfo, pending: Any) -> None:
         place = place_of(info)
+        if post.kind == DECIDED_POST:  # its card becomes the decision another surface's process took
+            body = post.body
+            self.surface.update(place, str(body["ref"]), Decided(str(body["title"]), str(body["user"]),
+                                                                 str(body["decision"]), str(body["note"])))
+            self.posts.mark_complete(key)
+            return
         if post.kind == "stream":
             self._stream(place, key, Prose(str(post.body.get("title") or ""), str(post.body.get("text") or "")),
                          post.ts or self.surface.find(place, key))

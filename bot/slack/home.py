@@ -20,6 +20,12 @@ PANEL_ROWS = 10  # rows of a panel shown on the Home
 ACTION_ROWS = 6  # rows with buttons shown on the Home (each is two blocks)
 ROW_TEXT_MAX = 600
 WAITING = "waiting"  # the "More" of the waiting cards (panel names come from the registry)
+TYPED = "typed"  # the action id of the text input beside a button that asks for text
+TYPED_MAX = 300
+INPUT_LABEL_MAX = 2000
+CONFIRM_TITLE_MAX = 100
+CONFIRM_TEXT_MAX = 300
+CONFIRM_BUTTON_MAX = 30
 
 TITLE = "QuantDesk"
 WAITING_TITLE = N_("Waiting for you")
@@ -32,6 +38,7 @@ NOT_SHOWN = N_("…and {n} more; `/quant` shows everything.")
 MORE_CARDS = N_("{n} more waiting for you")
 MORE_ROWS = N_("{n} more")
 CLOSE = N_("Close")
+CANCEL = N_("Cancel")
 NOT_MINE = N_("That button's value is not one I wrote, so nothing was done.")
 
 Link = Callable[[Place], str | None]  # a thread's permalink, when the surface knows it
@@ -97,7 +104,8 @@ def _panel(panel: HomePanel, places: dict[str, Place], link: Link) -> list[dict[
     acting = [row for row in panel.rows if row.actions][:ACTION_ROWS]
     blocks += _row_sections(plain, places, link)
     for index, row in enumerate(acting):
-        blocks += [_section(_row_text(row, places, link)), _actions(panel.name, row.actions, index)]
+        blocks += [_section(_row_text(row, places, link)), *_asks(panel.name, row.actions, index),
+                   _actions(panel.name, row.actions, index)]
     shown = len(plain) + len(acting)
     if shown < len(panel.rows):
         blocks.append(_more_button(_(MORE_ROWS).format(n=len(panel.rows) - shown), panel.name))
@@ -180,8 +188,35 @@ def _actions(panel: str, actions: tuple[HomeAction, ...], index: int) -> dict[st
                                   "value": action_value(panel, action)}
         if action.style:
             button["style"] = action.style
+        if action.confirm:
+            button["confirm"] = _confirm(action)
         elements.append(button)
     return {"type": "actions", "block_id": f"{panel}_{index}", "elements": elements}
+
+
+def typed_id(actions_block: str, n: int) -> str:
+    """The block id of the text input beside the n-th button of an actions block (a button that asks)."""
+    return f"{actions_block}_{TYPED}_{n}"
+
+
+def _asks(panel: str, actions: tuple[HomeAction, ...], index: int) -> list[dict[str, Any]]:
+    """An optional one-line input for each button that asks for text (a reason): the click reads it from the
+    Home's state."""
+    return [{"type": "input", "block_id": typed_id(f"{panel}_{index}", n), "optional": True,
+             "label": {"type": "plain_text", "text": _clip(action.asks, INPUT_LABEL_MAX)},
+             "element": {"type": "plain_text_input", "action_id": TYPED, "max_length": TYPED_MAX}}
+            for n, action in enumerate(actions) if action.asks]
+
+
+def _confirm(action: HomeAction) -> dict[str, Any]:
+    """Slack's confirmation dialog before the click counts."""
+    dialog: dict[str, Any] = {"title": {"type": "plain_text", "text": _clip(action.label, CONFIRM_TITLE_MAX)},
+                              "text": {"type": "plain_text", "text": _clip(action.confirm, CONFIRM_TEXT_MAX)},
+                              "confirm": {"type": "plain_text", "text": _clip(action.label, CONFIRM_BUTTON_MAX)},
+                              "deny": {"type": "plain_text", "text": _clip(_(CANCEL), CONFIRM_BUTTON_MAX)}}
+    if action.style == "danger":
+        dialog["style"] = "danger"
+    return dialog
 
 
 def _more_button(text: str, name: str) -> dict[str, Any]:

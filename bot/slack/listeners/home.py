@@ -1,5 +1,6 @@
 """The App Home: published when a person opens it; its "More" buttons open the whole list in a modal, and its
-panels' buttons (a rule's pause, resume, run now) are done as the person, answered on their Home."""
+panels' buttons (a rule's pause, resume, run now, an admin's trading switch with the reason typed beside it) are done
+as the person, answered on their Home."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 from slack_bolt import App
 
 from bot.core import Core
-from bot.slack.home import NOT_MINE, WAITING, WAITING_TITLE, more_modal, parse_action
+from bot.slack.home import NOT_MINE, TYPED, WAITING, WAITING_TITLE, more_modal, parse_action, typed_id
 from tools.i18n import _, using
 
 
@@ -55,4 +56,13 @@ def register(app: App, core: Core) -> None:
                 homes.opened(user, notice=_(NOT_MINE))
             return
         with speak(user):
-            homes.opened(user, notice=core.home_action(user, panel, home_action))
+            homes.opened(user, notice=core.home_action(user, panel, home_action, typed_beside(body, action)))
+
+
+def typed_beside(body: dict[str, Any], action: dict[str, Any]) -> str:
+    """What the person typed in the input beside the clicked button (the Home's state), else empty."""
+    values = ((body.get("view") or {}).get("state") or {}).get("values") or {}
+    n = str(action.get("action_id", "")).rsplit("_", 1)[-1]
+    typed = ((values.get(typed_id(str(action.get("block_id", "")), int(n) if n.isdigit() else 0)) or {})
+             .get(TYPED) or {}).get("value")
+    return str(typed or "")
