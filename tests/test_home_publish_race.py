@@ -65,3 +65,35 @@ def test_a_publish_under_way_is_not_overtaken_by_an_older_view(slack: SlackServe
     assert "Account CNEWER" in json.dumps(fake.home(USER))  # the newer view is the one shown
     state = HomeStore(ctx.engine).get(USER)
     assert state is not None and state.published_version == state.version
+
+
+def test_a_notice_said_while_another_process_publishes_is_shown_once(slack: SlackServer, tmp_path: Path) -> None:
+    """A click's notice (a refusal, say) handled by B while A's publish is under way: A's next publish shows it, and
+    the publish after that no longer does."""
+    settings = Settings(_env_file=None, DATABASE_URL=f"sqlite:///{tmp_path / 'q.db'}", QUANTDESK_DATA_DIR=str(tmp_path),
+                        QUANTDESK_DATA_PROVIDER="sample", OPENAI_API_KEY=None, OPENAI_BASE_URL=None,
+                        SLACK_BOT_TOKEN="xoxb-test", SLACK_API_URL=slack.url)
+    ctx = build_context(settings)
+    fake = slack.fake
+    assert isinstance(fake, FaultySlack)
+    notice = "Refused: that card is no longer open."
+    with open_checkpointer(settings.database_url_value) as saver_a, \
+            open_checkpointer(settings.database_url_value) as saver_b:
+        a, b = (build_core(ctx, saver, SlackSurface(WebClient(token="xoxb-test", base_url=slack.url)), SLACK_SCOPE)
+                for saver in (saver_a, saver_b))
+        assert a.homes is not None and b.homes is not None
+        HomeStore(ctx.engine).opened(USER)
+        fake.hold_when = lambda args: args.get("user_id") == USER
+        opened = threading.Thread(target=a.homes.publish, args=(USER,))
+        opened.start()
+        wait_until(fake.held.is_set, "A's publish held")
+        b.homes.opened(USER, notice=notice)  # the click B answers: A holds the claim, so B publishes nothing
+        assert len(fake.of("views.publish")) == 1
+        fake.release.set()
+        opened.join(timeout=60)
+        assert not opened.is_alive()
+        views = [json.dumps(c.args["view"], ensure_ascii=False) for c in fake.of("views.publish")]
+        assert len(views) == 2 and notice not in views[0] and notice in views[1]
+        b.homes.opened(USER)  # the next publish: the notice was said
+        views = [json.dumps(c.args["view"], ensure_ascii=False) for c in fake.of("views.publish")]
+        assert len(views) == 3 and notice not in views[2]

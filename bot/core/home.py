@@ -101,7 +101,7 @@ class Homes:
             people.add(info.user_id)
         return sorted(people | set(self.policy.approvers) | set(self.policy.all_traders()))
 
-    def changed(self, users: Iterable[str], notice: str = "") -> None:
+    def changed(self, users: Iterable[str]) -> None:
         """A change concerns `users`: publish the homes of those who have one (never raises: the background
         service publishes what failed)."""
         try:
@@ -110,14 +110,15 @@ class Homes:
             log.warning("could not mark homes due", exc_info=True)
             return
         for user in due:
-            self.publish(user, notice)
+            self.publish(user)
 
     def opened(self, user: str, notice: str = "") -> None:
-        """The person opened their home, or clicked on it (`notice`: what is said about the click): publish it now."""
-        self.store.opened(user)
-        self.publish(user, notice)
+        """The person opened their home, or clicked on it (`notice`: what is said about the click): publish it now
+        (the notice is kept until a publish shows it, even one by another process)."""
+        self.store.opened(user, notice)
+        self.publish(user)
 
-    def publish(self, user: str, notice: str = "") -> None:
+    def publish(self, user: str) -> None:
         """Publish the person's latest home, unless another process is publishing it (that one publishes again
         if a change came meanwhile); a refused publish stays due for the background service."""
         for _ in range(PUBLISH_ROUNDS):
@@ -128,7 +129,7 @@ class Homes:
                 return
             try:
                 with using(self.language_of(user)):
-                    self.surface.publish_home(user, self.build(user, notice))
+                    self.surface.publish_home(user, self.build(user, state.notice or ""))
             except Refused as exc:
                 log.warning("a home was not published: %s", exc.reason)
                 self.store.refused(user, exc.reason)

@@ -1,7 +1,9 @@
 """Homes (Slack's App Home) to publish: a row a person, versioned. A change that concerns someone bumps their
 version; a publish claims the row, shows the version it read and records it; what is left above the published
 version (a refused publish, a change during one) is published again by the background service. The claim keeps
-two processes from publishing one person's home at once, so an older view never lands over a newer one."""
+two processes from publishing one person's home at once, so an older view never lands over a newer one. A notice
+(what is said about a click) is kept on the row until a publish of its version or a later one shows it, whichever
+process publishes."""
 
 from __future__ import annotations
 
@@ -24,10 +26,11 @@ class HomeState:
     published_version: int
     attempts: int
     last_error: str | None
+    notice: str | None
 
 
 def _state(row: HomeRecord) -> HomeState:
-    return HomeState(row.user_id, row.version, row.published_version, row.attempts, row.last_error)
+    return HomeState(row.user_id, row.version, row.published_version, row.attempts, row.last_error, row.notice)
 
 
 class HomeStore:
@@ -35,16 +38,24 @@ class HomeStore:
         self.engine = engine
         self.claim_seconds = claim_seconds
 
-    def opened(self, user: str) -> None:
-        """The person opened their home: it is theirs from now on, and due."""
+    def opened(self, user: str, notice: str = "") -> None:
+        """The person opened their home, or clicked on it (`notice`: what is said about that): it is theirs from now
+        on, and due; the notice waits for the next publish."""
         with Session(self.engine) as session:
-            session.add(HomeRecord(user_id=user, version=1, published_version=0, attempts=0, changed_at=utcnow()))
+            session.add(HomeRecord(user_id=user, version=1, published_version=0, attempts=0, changed_at=utcnow(),
+                                   notice=notice or None, notice_version=1 if notice else None))
             try:
                 session.commit()
                 return
             except IntegrityError:
                 session.rollback()
-        self.changed([user])
+        if not notice:
+            self.changed([user])
+            return
+        with Session(self.engine) as session, session.begin():
+            session.execute(update(HomeRecord).where(HomeRecord.user_id == user).values(
+                version=HomeRecord.version + 1, changed_at=utcnow(), notice=notice,
+                notice_version=HomeRecord.version + 1))
 
     def changed(self, users: Iterable[str]) -> list[str]:
         """A change concerns `users`: those who have a home are due again (returned)."""
@@ -72,6 +83,8 @@ class HomeStore:
             if row is None:
                 return True
             row.published_version = max(row.published_version, version)
+            if row.notice_version is not None and row.notice_version <= version:  # shown: said once
+                row.notice = row.notice_version = None
             row.attempts, row.last_error, row.published_at = 0, None, utcnow()
             row.claimed_by = row.claimed_until = None
             return row.version <= row.published_version

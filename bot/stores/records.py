@@ -112,3 +112,5 @@ class HomeRecord(Base):
     published_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     claimed_by: Mapped[str | None] = mapped_column(String(64))
     claimed_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    notice: Mapped[str | None] = mapped_column(Text)  # said about a click, shown by the first publish of ...
+    notice_version: Mapped[int | None] = mapped_column(Integer)  # ... this version or a later one (migration 0019)
