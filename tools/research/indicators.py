@@ -33,6 +33,12 @@ TA-Lib's MAX, MIN and EMA (its smoothing is an EMA with α = 1/m) and numpy; the
   D = ((m2−1)·D_prev + K)/m2, J = 3K − 2D, with K_prev = D_prev = 50 before the first RSV. The first value is at
   bar n − 1 (the first full window): K = (m1−1)/m1·50 + RSV/m1, i.e. 2/3·50 + 1/3·RSV for (9, 3, 3). Warm-up n − 1.
 
+Preparation. TA-Lib needs each code's series contiguous; a frame's values are laid out code by code once, with where
+each set of inputs traded, and kept for the next indicator on the same frame while the frame is alive and holds the
+same values (the last eight frames). A frame changed through pandas is prepared again: pandas' copy-on-write moves
+its values to new memory first, which is checked. Changes made behind pandas' back, through a numpy array the frame
+was built on with `copy=False`, are not seen; build such frames with a copy.
+
 TA-Lib's process-wide settings change its numbers: a non-zero unstable period (`talib.set_unstable_period`) adds
 leading NaNs and changes MACD's signal, and Metastock compatibility seeds EMAs differently. The functions here
 refuse to run unless both are at TA-Lib's defaults, rather than return numbers that contradict `warmup`.
@@ -40,9 +46,13 @@ refuse to run unless both are at TA-Lib's defaults, rather than return numbers t
 
 from __future__ import annotations
 
+import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, fields
-from typing import Generic, TypeVar
+from dataclasses import dataclass, field, fields
+from functools import partial
+from typing import Generic, Literal, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -127,13 +137,171 @@ class KDJResult(IndicatorResult[F]):
 
 # ---------------------------------------------------------------------------------------------------- inputs
 
+_BLOCK_ROWS = 128  # rows copied at a time when a date-major frame is turned code-major: about twice as fast as whole
+_KEPT_FRAMES = 8  # frames whose code-major copy is kept for the next indicator on them, least recently used dropped
+
+
+Inputs = tuple[np.ndarray, ...]  # one 1-D contiguous array per input of a TA-Lib style function
+
+
+@dataclass(frozen=True, eq=False)
+class _Layout:
+    """Where each code of a set of inputs traded (every input present), worked out once for that set.
+
+    `runs`: (code, first, end, inputs) of every code that traded on one unbroken run of rows [first, end), whole codes
+    included, with views of that run (no copies). `gapped`: the codes with interior gaps, each with its trading days
+    packed into contiguous inputs and its pieces (code, first, end, at, until): the unbroken runs of rows [first, end)
+    that take [at, until) of the code's result. `blank`: the flat positions (code × T + row) of the rows where a code
+    did not trade, NaN in every output.
+    """
+
+    runs: list[tuple[int, int, int, Inputs]]
+    gapped: list[tuple[Inputs, list[tuple[int, int, int, int, int]]]]
+    blank: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class _Codes:
+    """One input code by code: `rows[j]` is code j's values over every row ((N, T), C order, read-only) and `valid`
+    where they are present. `layouts` keeps the layouts of the input sets this input leads, keyed by the identities of
+    the other inputs (held in the value, so those identities stay theirs)."""
+
+    rows: np.ndarray
+    valid: np.ndarray
+    layouts: dict[tuple[int, ...], tuple[tuple[_Codes, ...], _Layout]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, eq=False)
+class _Kept:
+    """A frame's prepared input, valid while the frame is alive and still holds the very values it was made from.
+
+    `guard` is a shallow copy of the frame: with it alive, pandas' copy-on-write moves the frame's values to new memory
+    before any write to them, so an unchanged `values` address means unchanged values. `values` is held so that no
+    other array can take its address while the entry exists.
+    """
+
+    frame: weakref.ReferenceType[pd.DataFrame]
+    guard: pd.DataFrame
+    values: np.ndarray
+    index: pd.Index
+    columns: pd.Index
+    codes: _Codes
+
+
+_KEPT: OrderedDict[int, _Kept] = OrderedDict()  # by id(frame)
+_KEPT_LOCK = threading.Lock()
+
+
+def _address(values: np.ndarray) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
+    return values.__array_interface__["data"][0], values.shape, values.strides
+
+
+def _forget(key: int, ref: weakref.ReferenceType[pd.DataFrame]) -> None:
+    """Drop a dead frame's entry at once (a weakref callback: the id cannot be taken again before it runs)."""
+    kept = _KEPT.get(key)
+    if kept is not None and kept.frame is ref:
+        _KEPT.pop(key, None)
+
+
+def _code_major(values: np.ndarray) -> np.ndarray:
+    """(T, N) values as a read-only (N, T) C-order array: a view when already code-major, else a copy in row blocks."""
+    if values.flags.f_contiguous:
+        rows = values.T
+    else:
+        t = values.shape[0]
+        rows = np.empty(values.shape[::-1])
+        for start in range(0, t, _BLOCK_ROWS):
+            rows[:, start:start + _BLOCK_ROWS] = values[start:start + _BLOCK_ROWS].T
+    rows.flags.writeable = False
+    return rows
+
+
+def _prepared(rows: np.ndarray) -> _Codes:
+    valid = ~np.isnan(rows)
+    valid.flags.writeable = False
+    return _Codes(rows, valid)
+
+
+def _frame_codes(frame: pd.DataFrame) -> _Codes:
+    """The frame code by code, prepared once and reused while the frame and its values are unchanged."""
+    values = frame.to_numpy(dtype="float64", na_value=np.nan)
+    key = id(frame)
+    with _KEPT_LOCK:
+        kept = _KEPT.get(key)
+        if (kept is not None and kept.frame() is frame and kept.index is frame.index and kept.columns is frame.columns
+                and _address(kept.values) == _address(values)):
+            _KEPT.move_to_end(key)
+            return kept.codes
+    codes = _prepared(_code_major(values))
+    kept = _Kept(weakref.ref(frame, partial(_forget, key)), frame.copy(deep=False), values, frame.index,
+                 frame.columns, codes)
+    with _KEPT_LOCK:
+        _KEPT[key] = kept
+        _KEPT.move_to_end(key)
+        while len(_KEPT) > _KEPT_FRAMES:
+            _KEPT.popitem(last=False)
+    return codes
+
+
+def _layout(rows: Inputs, valid: np.ndarray) -> _Layout:
+    t = valid.shape[1]
+    counts = valid.view(np.uint8).sum(axis=1, dtype=np.intp)  # twice as fast as np.count_nonzero(valid, axis=1)
+    partial = np.flatnonzero(counts < t)
+    # each unbroken run of a partial code starts where its row turns True and ends where it turns False again
+    edges = np.flatnonzero(np.diff(valid[partial], axis=1, prepend=False, append=False))
+    row, at = np.divmod(edges, t + 1)
+    pieces: dict[int, list[tuple[int, int]]] = {}
+    for j, lo, hi in zip(partial[row[::2]].tolist(), at[::2].tolist(), at[1::2].tolist(), strict=True):
+        pieces.setdefault(j, []).append((lo, hi))
+    runs = [(j, 0, t, tuple(r[j] for r in rows)) for j in np.flatnonzero(counts == t).tolist()]
+    gapped_codes = []
+    for j, spans in pieces.items():
+        if len(spans) == 1:
+            ((lo, hi),) = spans
+            runs.append((j, lo, hi, tuple(r[j, lo:hi] for r in rows)))
+        else:
+            gapped_codes.append(j)
+    where = valid[gapped_codes]
+    packed = tuple(r[gapped_codes][where] for r in rows)
+    for p in packed:
+        p.flags.writeable = False
+    gapped = []
+    start = 0
+    for j in gapped_codes:
+        placed, own = [], 0
+        for lo, hi in pieces[j]:
+            placed.append((j, lo, hi, own, own + hi - lo))
+            own += hi - lo
+        gapped.append((tuple(p[start:start + own] for p in packed), placed))
+        start += own
+    return _Layout(runs, gapped, np.flatnonzero(~valid))
+
+
+def _layout_of(codes: tuple[_Codes, ...]) -> _Layout:
+    """The layout of a set of inputs, kept on its first input."""
+    lead, rest = codes[0], codes[1:]
+    key = tuple(id(c) for c in rest)
+    with _KEPT_LOCK:
+        found = lead.layouts.get(key)
+    if found is not None:
+        return found[1]
+    valid = lead.valid
+    for c in rest:
+        valid = valid & c.valid
+    layout = _layout(tuple(c.rows for c in codes), valid)
+    with _KEPT_LOCK:
+        lead.layouts[key] = (rest, layout)
+        while len(lead.layouts) > _KEPT_FRAMES:
+            del lead.layouts[next(iter(lead.layouts))]
+    return layout
+
 
 @dataclass(frozen=True)
 class _Panel:
-    """Inputs as (T, N) float64 Fortran arrays (each code's column contiguous) and where each code traded."""
+    """The inputs code by code ((N, T) rows each), their layout, and the labels to wrap the outputs in."""
 
-    arrays: tuple[np.ndarray, ...]
-    valid: np.ndarray
+    rows: tuple[np.ndarray, ...]
+    layout: _Layout
     index: pd.Index
     columns: pd.Index | None  # None: the inputs were Series
     name: Hashable
@@ -149,20 +317,18 @@ def _panel(*inputs: pd.DataFrame | pd.Series) -> _Panel:
     if isinstance(first, pd.Series):
         if not all(isinstance(x, pd.Series) and x.index.equals(first.index) for x in inputs):
             raise ValueError("the inputs must all be Series that share one index")
-        arrays = tuple(np.asfortranarray(x.to_numpy(dtype="float64", na_value=np.nan)[:, None]) for x in inputs)
+        codes = tuple(_prepared(np.ascontiguousarray(x.to_numpy(dtype="float64", na_value=np.nan)[None, :]))
+                      for x in inputs)
         columns, name = None, first.name
     elif isinstance(first, pd.DataFrame):
         if not all(isinstance(x, pd.DataFrame) and x.index.equals(first.index) and x.columns.equals(first.columns)
                    for x in inputs):
             raise ValueError("the inputs must all be frames that share one index and one set of columns, in one order")
-        arrays = tuple(np.asfortranarray(x.to_numpy(dtype="float64", na_value=np.nan)) for x in inputs)
+        codes = tuple(_frame_codes(x) for x in inputs)
         columns, name = first.columns, None
     else:
         raise TypeError(f"expected a pandas DataFrame (date × code) or Series, got {type(first).__name__}")
-    valid = ~np.isnan(arrays[0])
-    for a in arrays[1:]:
-        valid &= ~np.isnan(a)
-    return _Panel(arrays, valid, first.index, columns, name)
+    return _Panel(tuple(c.rows for c in codes), _layout_of(codes), first.index, columns, name)
 
 
 def _check_period(label: str, value: int, minimum: int) -> None:
@@ -202,67 +368,33 @@ _MIN = _unwrapped(talib.MIN)
 
 
 def _per_code(panel: _Panel, fn: Callable[..., np.ndarray | tuple[np.ndarray, ...]], params: tuple[float, ...],
-              n_out: int) -> list[np.ndarray]:
+              n_out: Literal[1, 3]) -> list[np.ndarray]:
     """Run `fn(*inputs, *params)` (TA-Lib style: 1-D arrays in, an array or a tuple of arrays out) on each code's own
-    trading days and scatter the results back as (T, N) arrays; rows where the code did not trade stay NaN."""
-    valid = panel.valid
-    t, width = valid.shape
-    out = np.empty((n_out, width, t))  # out[k, j]: output k of code j, contiguous
-    outs = list(out)
-    codes = [a.T for a in panel.arrays]  # (N, T) views: codes[i][j] is input i of code j, contiguous
-    counts = np.count_nonzero(valid, axis=0)
-    whole = np.flatnonzero(counts == t).tolist()
-    partial = np.flatnonzero(counts < t)
-    out[:, partial] = np.nan  # whole codes are overwritten entirely below
-    runs: list[tuple[int, int, int]] = []  # (code, first, end) of codes that traded on one unbroken run of days
-    gaps: list[int] = []  # codes with interior gaps
-    if len(partial):
-        sub = valid[:, partial]
-        first = sub.argmax(axis=0)
-        last = t - 1 - sub[::-1].argmax(axis=0)
-        for j, count, lo, hi in zip(partial.tolist(), counts[partial].tolist(), first.tolist(), (last + 1).tolist(),
-                                    strict=True):
-            if count == hi - lo:
-                runs.append((j, lo, hi))
-            elif count:
-                gaps.append(j)
-    if len(codes) == 1 and n_out == 1:  # the common case, kept free of per-code generators and zips
-        x, target = codes[0], outs[0]
-        for j in whole:
-            target[j] = fn(x[j], *params)
-        for j, lo, hi in runs:
-            target[j, lo:hi] = fn(x[j, lo:hi], *params)
-        for j in gaps:
-            mask = valid[:, j]
-            target[j][mask] = fn(x[j][mask], *params)
-        return [target.T]
-    if len(codes) == 1 and n_out == 3:  # MACD, BBANDS: unrolled for the same reason
-        x, (o0, o1, o2) = codes[0], outs
-        for j in whole:
-            o0[j], o1[j], o2[j] = fn(x[j], *params)
-        for j, lo, hi in runs:
-            o0[j, lo:hi], o1[j, lo:hi], o2[j, lo:hi] = fn(x[j, lo:hi], *params)
-        for j in gaps:
-            mask = valid[:, j]
-            r0, r1, r2 = fn(x[j][mask], *params)
-            o0[j][mask] = r0
-            o1[j][mask] = r1
-            o2[j][mask] = r2
-        return [o0.T, o1.T, o2.T]
-    for j in whole:
-        result = fn(*(c[j] for c in codes), *params)
-        for o, r in zip(outs, (result,) if n_out == 1 else result, strict=True):
-            o[j] = r
-    for j, lo, hi in runs:  # slices of the inputs, no copies
-        result = fn(*(c[j, lo:hi] for c in codes), *params)
-        for o, r in zip(outs, (result,) if n_out == 1 else result, strict=True):
-            o[j, lo:hi] = r
-    for j in gaps:  # compress, compute, scatter back
-        mask = valid[:, j]
-        result = fn(*(c[j][mask] for c in codes), *params)
-        for o, r in zip(outs, (result,) if n_out == 1 else result, strict=True):
-            o[j][mask] = r
-    return [o.T for o in outs]
+    trading days and return the outputs as (T, N) arrays; rows where the code did not trade stay NaN.
+
+    Codes that traded on one unbroken run of rows are computed on a view of it and written in place; the codes with
+    gaps on their packed days, and each unbroken piece of the result is copied back to its rows.
+    """
+    layout = panel.layout
+    out = np.empty((n_out, *panel.rows[0].shape))  # out[k, j]: output k of code j, contiguous
+    out.reshape(n_out, -1)[:, layout.blank] = np.nan
+    if n_out == 1:
+        target = out[0]
+        for j, lo, hi, inputs in layout.runs:
+            target[j, lo:hi] = fn(*inputs, *params)
+        for inputs, pieces in layout.gapped:
+            result = fn(*inputs, *params)
+            for j, lo, hi, at, until in pieces:
+                target[j, lo:hi] = result[at:until]
+    else:  # three outputs (MACD, BBANDS, KDJ): unrolled, a zip per code costs more than the copies
+        o0, o1, o2 = out
+        for j, lo, hi, inputs in layout.runs:
+            o0[j, lo:hi], o1[j, lo:hi], o2[j, lo:hi] = fn(*inputs, *params)
+        for inputs, pieces in layout.gapped:
+            r0, r1, r2 = fn(*inputs, *params)
+            for j, lo, hi, at, until in pieces:
+                o0[j, lo:hi], o1[j, lo:hi], o2[j, lo:hi] = r0[at:until], r1[at:until], r2[at:until]
+    return [o.T for o in out]
 
 
 def _rsv(high: np.ndarray, low: np.ndarray, close: np.ndarray, n: int) -> np.ndarray:
