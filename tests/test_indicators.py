@@ -491,6 +491,56 @@ def test_a_gap_does_not_poison_later_values(panel: dict[str, pd.DataFrame]) -> N
     _assert_close(gapped[code].to_numpy()[keep], alone.to_numpy(), "kdj gap vs compressed")
 
 
+def _talib_on_own_days(frame: pd.DataFrame, code: str, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """TA-Lib's `fn` on one code's own trading days, spread back over the frame's rows (NaN where it did not trade)."""
+    column = frame[code].to_numpy()
+    traded = ~np.isnan(column)
+    out = np.full(len(column), np.nan)
+    out[traded] = fn(column[traded])
+    return out
+
+
+def test_a_frame_changed_after_an_indicator_is_read_again(panel: dict[str, pd.DataFrame]) -> None:
+    """A frame's preparation is kept for the next indicator on it; a change made through pandas afterwards (a cell by
+    position or label, rows blanked, a column, a new index) gives the changed frame's numbers, never the kept ones."""
+    close = panel["close"].iloc[:, :12].copy()
+    code, other = close.columns[0], close.columns[5]
+    ema = lambda x: talib.EMA(x, 12)  # noqa: E731
+    assert np.array_equal(ind.ema(close, 12).value[code].to_numpy(), _talib_on_own_days(close, code, ema),
+                          equal_nan=True)
+    close.iat[700, 0] = close.iat[700, 0] * 1.5  # .iat and .at keep the frame's index and columns objects
+    assert np.array_equal(ind.ema(close, 12).value[code].to_numpy(), _talib_on_own_days(close, code, ema),
+                          equal_nan=True)
+    close.at[close.index[900], code] = np.nan
+    assert np.array_equal(ind.ema(close, 12).value[code].to_numpy(), _talib_on_own_days(close, code, ema),
+                          equal_nan=True)
+    close.loc[close.index[700], code] = close[code].iloc[700] * 1.5
+    close.iloc[100:110, 5] = np.nan  # a suspension where the code traded
+    assert np.array_equal(ind.ema(close, 12).value[code].to_numpy(), _talib_on_own_days(close, code, ema),
+                          equal_nan=True)
+    after = ind.ema(close, 12).value[other]
+    assert after.iloc[100:110].isna().all()
+    assert np.array_equal(after.to_numpy(), _talib_on_own_days(close, other, ema), equal_nan=True)
+    close[code] = close[code] + 1.0  # a whole column replaced
+    assert np.array_equal(ind.ma(close, 5).value[code].to_numpy(),
+                          _talib_on_own_days(close, code, lambda x: talib.SMA(x, 5)), equal_nan=True)
+    close.index = close.index + pd.Timedelta(days=1)
+    assert ind.ma(close, 5).value.index.equals(close.index)
+
+
+def test_a_new_frame_never_gets_a_dead_frames_numbers(panel: dict[str, pd.DataFrame]) -> None:
+    """Frames made and dropped one after another (so a new one may take a dead one's id and memory) each get their
+    own numbers."""
+    base = panel["close"].iloc[:, :6]
+    for shift in range(5):
+        frame = base + float(shift)
+        got = ind.rsi(frame, 6).value
+        for code in base.columns:
+            want = _talib_on_own_days(frame, code, lambda x: talib.RSI(x, 6))
+            assert np.array_equal(got[code].to_numpy(), want, equal_nan=True), (shift, code)
+        del frame, got
+
+
 def test_series_and_frame_agree(panel: dict[str, pd.DataFrame]) -> None:
     close = panel["close"]
     code = _gap_codes(close)[0]
