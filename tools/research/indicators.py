@@ -253,16 +253,18 @@ def _layout(rows: Inputs, valid: np.ndarray) -> _Layout:
     pieces: dict[int, list[tuple[int, int]]] = {}
     for j, lo, hi in zip(partial[row[::2]].tolist(), at[::2].tolist(), at[1::2].tolist(), strict=True):
         pieces.setdefault(j, []).append((lo, hi))
-    runs = [(j, 0, t, tuple(r[j] for r in rows)) for j in np.flatnonzero(counts == t).tolist()]
+    runs = [(j, 0, t, tuple([r[j] for r in rows])) for j in np.flatnonzero(counts == t).tolist()]
     gapped_codes = []
     for j, spans in pieces.items():
         if len(spans) == 1:
             ((lo, hi),) = spans
-            runs.append((j, lo, hi, tuple(r[j, lo:hi] for r in rows)))
+            runs.append((j, lo, hi, tuple([r[j, lo:hi] for r in rows])))
         else:
             gapped_codes.append(j)
-    where = valid[gapped_codes]
-    packed = tuple(r[gapped_codes][where] for r in rows)
+    # the flat positions (code × T + row) of the gapped codes' trading days, code after code: one take per input
+    codes = np.array(gapped_codes, dtype=np.intp)
+    flat = np.flatnonzero(valid[codes]) + np.repeat((codes - np.arange(len(codes))) * t, counts[codes])
+    packed = tuple(r.reshape(-1).take(flat) for r in rows)
     for p in packed:
         p.flags.writeable = False
     gapped = []
@@ -272,7 +274,7 @@ def _layout(rows: Inputs, valid: np.ndarray) -> _Layout:
         for lo, hi in pieces[j]:
             placed.append((j, lo, hi, own, own + hi - lo))
             own += hi - lo
-        gapped.append((tuple(p[start:start + own] for p in packed), placed))
+        gapped.append((tuple([p[start:start + own] for p in packed]), placed))
         start += own
     return _Layout(runs, gapped, np.flatnonzero(~valid))
 
