@@ -245,37 +245,36 @@ def _frame_codes(frame: pd.DataFrame) -> _Codes:
 
 def _layout(rows: Inputs, valid: np.ndarray) -> _Layout:
     t = valid.shape[1]
-    counts = valid.view(np.uint8).sum(axis=1, dtype=np.intp)  # twice as fast as np.count_nonzero(valid, axis=1)
-    partial = np.flatnonzero(counts < t)
+    whole = valid.all(axis=1)
+    partial = np.flatnonzero(~whole)
     # each unbroken run of a partial code starts where its row turns True and ends where it turns False again
     edges = np.flatnonzero(np.diff(valid[partial], axis=1, prepend=False, append=False))
     row, at = np.divmod(edges, t + 1)
     pieces: dict[int, list[tuple[int, int]]] = {}
     for j, lo, hi in zip(partial[row[::2]].tolist(), at[::2].tolist(), at[1::2].tolist(), strict=True):
         pieces.setdefault(j, []).append((lo, hi))
-    runs = [(j, 0, t, tuple([r[j] for r in rows])) for j in np.flatnonzero(counts == t).tolist()]
-    gapped_codes = []
+    runs = [(j, 0, t, tuple([r[j] for r in rows])) for j in np.flatnonzero(whole).tolist()]
+    gapped: list[tuple[Inputs, list[tuple[int, int, int, int, int]]]] = []
+    placed_all: list[list[tuple[int, int, int, int, int]]] = []
     for j, spans in pieces.items():
         if len(spans) == 1:
             ((lo, hi),) = spans
             runs.append((j, lo, hi, tuple([r[j, lo:hi] for r in rows])))
-        else:
-            gapped_codes.append(j)
-    # the flat positions (code × T + row) of the gapped codes' trading days, code after code: one take per input
-    codes = np.array(gapped_codes, dtype=np.intp)
-    flat = np.flatnonzero(valid[codes]) + np.repeat((codes - np.arange(len(codes))) * t, counts[codes])
-    packed = tuple(r.reshape(-1).take(flat) for r in rows)
-    for p in packed:
-        p.flags.writeable = False
-    gapped = []
-    start = 0
-    for j in gapped_codes:
+            continue
         placed, own = [], 0
-        for lo, hi in pieces[j]:
+        for lo, hi in spans:
             placed.append((j, lo, hi, own, own + hi - lo))
             own += hi - lo
-        gapped.append((tuple([p[start:start + own] for p in packed]), placed))
-        start += own
+        placed_all.append(placed)
+    # the gapped codes' trading days packed code after code: their flat positions (code × T + row), one take per input
+    codes = np.array([placed[0][0] for placed in placed_all], dtype=np.intp)
+    lengths = [placed[-1][4] for placed in placed_all]
+    flat = np.flatnonzero(valid[codes]) + np.repeat((codes - np.arange(len(codes))) * t, lengths)
+    packed = tuple(r.reshape(-1).take(flat) for r in rows)
+    start = 0
+    for placed, length in zip(placed_all, lengths, strict=True):
+        gapped.append((tuple([p[start:start + length] for p in packed]), placed))
+        start += length
     return _Layout(runs, gapped, np.flatnonzero(~valid))
 
 
