@@ -102,8 +102,8 @@ def _max_diff(result: ind.IndicatorResult, masks: list[np.ndarray], expected: li
 
 
 def measure(high: pd.DataFrame, low: pd.DataFrame, close: pd.DataFrame, rounds: int) -> tuple[list[Row], Row]:
-    """Median ms of ours and of TA-Lib per indicator, and for all of them together on new frames, over `rounds`
-    interleaved rounds after one warm-up round."""
+    """Median ms of ours and of TA-Lib per indicator over `rounds` interleaved rounds after one warm-up round; then the
+    same for all of them together on new frames."""
     cases = _cases(high, low, close)
     masks_c, own_c = _own_days(high, low, close, needs_all=False)
     masks_hlc, own_hlc = _own_days(high, low, close, needs_all=True)
@@ -124,6 +124,7 @@ def measure(high: pd.DataFrame, low: pd.DataFrame, close: pd.DataFrame, rounds: 
                 talib_t[name].append(middle - start)
                 ours_t[name].append(end - middle)
             last[name] = (result, expected)
+    for round_ in range(rounds + 1):  # apart, so that preparing new frames does not disturb the rows above
         fresh = _cases(*(frame.copy(deep=False) for frame in (high, low, close)))  # new frames: prepared again
         start = time.perf_counter()
         for name, case in cases.items():
