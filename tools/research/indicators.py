@@ -140,7 +140,6 @@ class KDJResult(IndicatorResult[F]):
 _BLOCK_ROWS = 128  # rows copied at a time when a date-major frame is turned code-major: about twice as fast as whole
 _KEPT_FRAMES = 8  # frames whose code-major copy is kept for the next indicator on them, least recently used dropped
 
-
 Inputs = tuple[np.ndarray, ...]  # one 1-D contiguous array per input of a TA-Lib style function
 
 
@@ -193,6 +192,7 @@ _KEPT_LOCK = threading.Lock()
 
 
 def _address(values: np.ndarray) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
+    """Where an array's values are: data pointer, shape, strides."""
     return values.__array_interface__["data"][0], values.shape, values.strides
 
 
@@ -217,6 +217,7 @@ def _code_major(values: np.ndarray) -> np.ndarray:
 
 
 def _prepared(rows: np.ndarray) -> _Codes:
+    """An input from its code-major rows: where its values are present."""
     valid = ~np.isnan(rows)
     valid.flags.writeable = False
     return _Codes(rows, valid)
@@ -244,6 +245,7 @@ def _frame_codes(frame: pd.DataFrame) -> _Codes:
 
 
 def _layout(rows: Inputs, valid: np.ndarray) -> _Layout:
+    """The layout of inputs given code-major (`rows`, one (N, T) array each) that are all present where `valid`."""
     t = valid.shape[1]
     whole = valid.all(axis=1)
     partial = np.flatnonzero(~whole)
@@ -254,7 +256,6 @@ def _layout(rows: Inputs, valid: np.ndarray) -> _Layout:
     for j, lo, hi in zip(partial[row[::2]].tolist(), at[::2].tolist(), at[1::2].tolist(), strict=True):
         pieces.setdefault(j, []).append((lo, hi))
     runs = [(j, 0, t, tuple([r[j] for r in rows])) for j in np.flatnonzero(whole).tolist()]
-    gapped: list[tuple[Inputs, list[tuple[int, int, int, int, int]]]] = []
     placed_all: list[list[tuple[int, int, int, int, int]]] = []
     for j, spans in pieces.items():
         if len(spans) == 1:
@@ -271,6 +272,7 @@ def _layout(rows: Inputs, valid: np.ndarray) -> _Layout:
     lengths = [placed[-1][4] for placed in placed_all]
     flat = np.flatnonzero(valid[codes]) + np.repeat((codes - np.arange(len(codes))) * t, lengths)
     packed = tuple(r.reshape(-1).take(flat) for r in rows)
+    gapped: list[tuple[Inputs, list[tuple[int, int, int, int, int]]]] = []
     start = 0
     for placed, length in zip(placed_all, lengths, strict=True):
         gapped.append((tuple([p[start:start + length] for p in packed]), placed))
