@@ -13,6 +13,10 @@ on the same frame, so the per-indicator rows (and "all together", their sum) run
 measured apart in each round: TA-Lib's seven loops back to back against ours on new frames (shallow copies, made
 untimed), so it includes preparing them.
 
+Times are this process's CPU time (`time.process_time`): both sides are single-threaded and CPU-bound, so on an idle
+machine it is their wall time, and on a shared one it leaves out the time the scheduler gives other processes (which
+moved wall-clock medians by 2-5x between runs on the 2-core development machine).
+
 `python -m bench indicators`; `run(quick=True)` takes a small panel and one round (tests call it).
 """
 
@@ -38,6 +42,7 @@ QUICK_CODES, QUICK_DAYS = 30, 300
 NEW_FRAMES = "new frames"
 
 Outputs = tuple[np.ndarray, ...]
+_clock = time.process_time  # see the module docstring
 
 
 @dataclass(frozen=True)
@@ -115,24 +120,24 @@ def measure(high: pd.DataFrame, low: pd.DataFrame, close: pd.DataFrame, rounds: 
     for round_ in range(rounds + 1):
         for name, case in cases.items():
             own = days[name][1]
-            start = time.perf_counter()
+            start = _clock()
             expected = [case.talib(*x) for x in own]
-            middle = time.perf_counter()
+            middle = _clock()
             result = case.ours()
-            end = time.perf_counter()
+            end = _clock()
             if round_:  # round 0 warms up
                 talib_t[name].append(middle - start)
                 ours_t[name].append(end - middle)
             last[name] = (result, expected)
     for round_ in range(rounds + 1):  # apart, so that preparing new frames does not disturb the rows above
         fresh = _cases(*(frame.copy(deep=False) for frame in (high, low, close)))  # new frames: prepared again
-        start = time.perf_counter()
+        start = _clock()
         for name, case in cases.items():
             for x in days[name][1]:
                 case.talib(*x)
-        middle = time.perf_counter()
+        middle = _clock()
         on_new = {name: case.ours() for name, case in fresh.items()}
-        end = time.perf_counter()
+        end = _clock()
         if round_:
             talib_t[NEW_FRAMES].append(middle - start)
             ours_t[NEW_FRAMES].append(end - middle)
@@ -146,9 +151,9 @@ def measure(high: pd.DataFrame, low: pd.DataFrame, close: pd.DataFrame, rounds: 
 def _kdj_ms(high: pd.DataFrame, low: pd.DataFrame, close: pd.DataFrame, rounds: int) -> float:
     times = []
     for _ in range(rounds + 1):
-        start = time.perf_counter()
+        start = _clock()
         ind.kdj(high, low, close)
-        times.append(time.perf_counter() - start)
+        times.append(_clock() - start)
     return statistics.median(times[1:]) * 1e3
 
 
@@ -170,7 +175,7 @@ def run(quick: bool = False) -> list[Row]:
                .isna().any())
     rows, new_frames = measure(high, low, close, rounds)
     print(f"CSI 300: {close.shape[1]} codes x {close.shape[0]} days, {gaps} codes with gaps; "
-          f"median of {rounds} interleaved round(s), ms; goal: ours <= {GOAL:.1f}x TA-Lib alone")
+          f"median of {rounds} interleaved round(s), CPU ms; goal: ours <= {GOAL:.1f}x TA-Lib alone")
     print(f"{'indicator':15s} {'TA-Lib':>8s} {'ours':>8s} {'ratio':>6s} {'goal':>6s}  {'max |diff|':>10s}")
     ours, reference = sum(r.ours_ms for r in rows), sum(r.talib_ms for r in rows)
     summed = Row("all together", ours, reference, max(r.max_diff for r in rows))

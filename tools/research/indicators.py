@@ -371,49 +371,42 @@ _MIN = _unwrapped(talib.MIN)
 
 
 def _per_code(panel: _Panel, fn: Callable[..., np.ndarray | tuple[np.ndarray, ...]], params: tuple[float, ...],
-              n_out: Literal[1, 2, 3], spare: int = 0) -> list[np.ndarray]:
+              n_out: Literal[1, 3], copied: Literal[2, 3] | None = None) -> list[np.ndarray]:
     """Run `fn(*inputs, *params)` (TA-Lib style: 1-D arrays in, an array or a tuple of arrays out) on each code's own
     trading days and return the outputs as (T, N) arrays; rows where the code did not trade stay NaN.
 
     Codes that traded on one unbroken run of rows are computed on a view of it and written in place; the codes with
-    gaps on their packed days, and each unbroken piece of the result is copied back to its rows. `spare` more arrays,
-    uninitialised, follow the outputs in the same allocation, for the caller to fill.
+    gaps on their packed days, and each unbroken piece of the result is copied back to its rows. Of three outputs,
+    `copied=2` fills the first two only and returns the third uninitialised, for the caller to fill.
     """
     layout = panel.layout
-    block = np.empty((n_out + spare, *panel.rows[0].shape))  # block[k, j]: output k of code j, contiguous
-    out = block[:n_out]
-    out.reshape(n_out, -1)[:, layout.blank] = np.nan
+    copied = n_out if copied is None else copied
+    block = np.empty((n_out, *panel.rows[0].shape))  # block[k, j]: output k of code j, contiguous
+    out = block[:copied]
+    out.reshape(copied, -1)[:, layout.blank] = np.nan
     if n_out == 1:
-        target = out[0]
+        (target,) = out
         for j, lo, hi, inputs in layout.runs:
             target[j, lo:hi] = fn(*inputs, *params)
         for inputs, pieces in layout.gapped:
             result = fn(*inputs, *params)
             for j, lo, hi, at, until in pieces:
                 target[j, lo:hi] = result[at:until]
-    elif n_out == 2:  # unrolled: a zip per code costs more than the copies
-        o0, o1 = out
-        for j, lo, hi, inputs in layout.runs:
-            o0[j, lo:hi], o1[j, lo:hi] = fn(*inputs, *params)
-        for inputs, pieces in layout.gapped:
-            r0, r1 = fn(*inputs, *params)
-            for j, lo, hi, at, until in pieces:
-                o0[j, lo:hi], o1[j, lo:hi] = r0[at:until], r1[at:until]
-    else:
-        o0, o1, o2 = out
+        return [target.T]
+    # three outputs (MACD, BBANDS, KDJ): unrolled, a zip per code costs more than the copies
+    o0, o1, o2 = block
+    if copied == 3:
         for j, lo, hi, inputs in layout.runs:
             o0[j, lo:hi], o1[j, lo:hi], o2[j, lo:hi] = fn(*inputs, *params)
-        for inputs, pieces in layout.gapped:
-            r0, r1, r2 = fn(*inputs, *params)
+    else:
+        for j, lo, hi, inputs in layout.runs:
+            o0[j, lo:hi], o1[j, lo:hi], _ = fn(*inputs, *params)
+    for inputs, pieces in layout.gapped:
+        results = fn(*inputs, *params)
+        for o, result in zip(out, results[:copied], strict=True):
             for j, lo, hi, at, until in pieces:
-                o0[j, lo:hi], o1[j, lo:hi], o2[j, lo:hi] = r0[at:until], r1[at:until], r2[at:until]
+                o[j, lo:hi] = result[at:until]
     return [o.T for o in block]
-
-
-def _macd_lines(close: np.ndarray, fast: int, slow: int, signal: int) -> tuple[np.ndarray, np.ndarray]:
-    """TA-Lib's MACD line (DIF) and signal line (DEA) of one code."""
-    dif, dea, _ = _MACD(close, fast, slow, signal)
-    return dif, dea
 
 
 def _rsv(high: np.ndarray, low: np.ndarray, close: np.ndarray, n: int) -> np.ndarray:
@@ -495,7 +488,7 @@ def macd(close: F, fast: int = 12, slow: int = 26, signal: int = 9, *, cn_termin
         raise ValueError(f"fast ({fast}) must be shorter than slow ({slow})")
     _check_talib("EMA")
     panel = _panel(close)
-    dif, dea, hist = _per_code(panel, _macd_lines, (fast, slow, signal), 2, spare=1)
+    dif, dea, hist = _per_code(panel, _MACD, (fast, slow, signal), 3, copied=2)
     np.subtract(dif, dea, out=hist)  # TA-Lib's histogram is this very difference: once here, not a third copy per code
     if cn_terminal:
         hist *= 2.0
