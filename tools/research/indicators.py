@@ -11,7 +11,8 @@ Warm-up. Every result carries `warmup`, counted in bars of each code's own tradi
 every code are NaN and the first value is at bar `warmup` (0-based); a code with `warmup` bars or fewer has none.
 
 Conventions. TA-Lib 0.8.2, called once per code, is the engine. KDJ, which TA-Lib lacks, is built per code from
-TA-Lib's MAX, MIN and EMA (its smoothing is an EMA with α = 1/m) and numpy; the Chinese-terminal histogram is numpy:
+TA-Lib's MAX, MIN and EMA (its smoothing is an EMA with α = 1/m) and numpy; the MACD histogram is TA-Lib's own
+subtraction, DIF − DEA, done once over the panel (the same numbers), and the Chinese-terminal histogram is numpy:
 
 - MA(n): simple mean of the last n closes. Warm-up n − 1.
 - EMA(n): α = 2/(n+1), seeded with the simple mean of the first n closes (not with the first close, as pandas
