@@ -148,15 +148,15 @@ Inputs = tuple[np.ndarray, ...]  # one 1-D contiguous array per input of a TA-Li
 class _Layout:
     """Where each code of a set of inputs traded (every input present), worked out once for that set.
 
-    `runs`: (code, first, end, inputs) of every code that traded on one unbroken run of rows [first, end), whole codes
-    included, with views of that run (no copies). `gapped`: the codes with interior gaps, each with its trading days
-    packed into contiguous inputs and its pieces (code, first, end, at, until): the unbroken runs of rows [first, end)
-    that take [at, until) of the code's result. `blank`: the flat positions (code × T + row) of the rows where a code
-    did not trade, NaN in every output.
+    Outputs are addressed flat: code j's rows [first, end) of an (N, T) output are the slice [j·T + first, j·T + end).
+    `runs`: (rows, inputs) of every code that traded on one unbroken run of rows, whole codes included, with views of
+    that run (no copies). `gapped`: the codes with interior gaps, each with its trading days packed into contiguous
+    inputs and its pieces (rows, at, until): the unbroken runs of rows that take [at, until) of the code's result.
+    `blank`: the flat positions of the rows where a code did not trade, NaN in every output.
     """
 
-    runs: list[tuple[int, int, int, Inputs]]
-    gapped: list[tuple[Inputs, list[tuple[int, int, int, int, int]]]]
+    runs: list[tuple[slice, Inputs]]
+    gapped: list[tuple[Inputs, list[tuple[slice, int, int]]]]
     blank: np.ndarray
 
 
@@ -256,26 +256,26 @@ def _layout(rows: Inputs, valid: np.ndarray) -> _Layout:
     pieces: dict[int, list[tuple[int, int]]] = {}
     for j, lo, hi in zip(partial[row[::2]].tolist(), at[::2].tolist(), at[1::2].tolist(), strict=True):
         pieces.setdefault(j, []).append((lo, hi))
-    runs = [(j, 0, t, tuple([r[j] for r in rows])) for j in np.flatnonzero(whole).tolist()]
-    placed_all: list[list[tuple[int, int, int, int, int]]] = []
+    runs = [(slice(j * t, (j + 1) * t), tuple([r[j] for r in rows])) for j in np.flatnonzero(whole).tolist()]
+    placed_all: list[tuple[int, list[tuple[slice, int, int]]]] = []
     for j, spans in pieces.items():
         if len(spans) == 1:
             ((lo, hi),) = spans
-            runs.append((j, lo, hi, tuple([r[j, lo:hi] for r in rows])))
+            runs.append((slice(j * t + lo, j * t + hi), tuple([r[j, lo:hi] for r in rows])))
             continue
         placed, own = [], 0
         for lo, hi in spans:
-            placed.append((j, lo, hi, own, own + hi - lo))
+            placed.append((slice(j * t + lo, j * t + hi), own, own + hi - lo))
             own += hi - lo
-        placed_all.append(placed)
+        placed_all.append((j, placed))
     # the gapped codes' trading days packed code after code: their flat positions (code × T + row), one take per input
-    codes = np.array([placed[0][0] for placed in placed_all], dtype=np.intp)
-    lengths = [placed[-1][4] for placed in placed_all]
+    codes = np.array([j for j, _ in placed_all], dtype=np.intp)
+    lengths = [placed[-1][2] for _, placed in placed_all]
     flat = np.flatnonzero(valid[codes]) + np.repeat((codes - np.arange(len(codes))) * t, lengths)
     packed = tuple(r.reshape(-1).take(flat) for r in rows)
-    gapped: list[tuple[Inputs, list[tuple[int, int, int, int, int]]]] = []
+    gapped: list[tuple[Inputs, list[tuple[slice, int, int]]]] = []
     start = 0
-    for placed, length in zip(placed_all, lengths, strict=True):
+    for (_, placed), length in zip(placed_all, lengths, strict=True):
         gapped.append((tuple([p[start:start + length] for p in packed]), placed))
         start += length
     return _Layout(runs, gapped, np.flatnonzero(~valid))
@@ -382,32 +382,32 @@ def _per_code(panel: _Panel, fn: Callable[..., np.ndarray | tuple[np.ndarray, ..
     """
     layout = panel.layout
     copied = n_out if copied is None else copied
-    block = np.empty((n_out, *panel.rows[0].shape))  # block[k, j]: output k of code j, contiguous
+    width, t = panel.rows[0].shape
+    block = np.empty((n_out, width * t))  # block[k]: output k, code after code (flat, see _Layout)
     out = block[:copied]
-    out.reshape(copied, -1)[:, layout.blank] = np.nan
+    out[:, layout.blank] = np.nan
     if n_out == 1:
         (target,) = out
-        for j, lo, hi, inputs in layout.runs:
-            target[j, lo:hi] = fn(*inputs, *params)
+        for rows, inputs in layout.runs:
+            target[rows] = fn(*inputs, *params)
         for inputs, pieces in layout.gapped:
             result = fn(*inputs, *params)
-            for j, lo, hi, at, until in pieces:
-                target[j, lo:hi] = result[at:until]
-        return [target.T]
-    # three outputs (MACD, BBANDS, KDJ): unrolled, a zip per code costs more than the copies
-    o0, o1, o2 = block
-    if copied == 3:
-        for j, lo, hi, inputs in layout.runs:
-            o0[j, lo:hi], o1[j, lo:hi], o2[j, lo:hi] = fn(*inputs, *params)
-    else:
-        for j, lo, hi, inputs in layout.runs:
-            o0[j, lo:hi], o1[j, lo:hi], _ = fn(*inputs, *params)
-    for inputs, pieces in layout.gapped:
-        results = fn(*inputs, *params)
-        for o, result in zip(out, results[:copied], strict=True):
-            for j, lo, hi, at, until in pieces:
-                o[j, lo:hi] = result[at:until]
-    return [o.T for o in block]
+            for rows, at, until in pieces:
+                target[rows] = result[at:until]
+    else:  # three outputs (MACD, BBANDS, KDJ): unrolled, a zip per code costs more than the copies
+        o0, o1, o2 = block
+        if copied == 3:
+            for rows, inputs in layout.runs:
+                o0[rows], o1[rows], o2[rows] = fn(*inputs, *params)
+        else:
+            for rows, inputs in layout.runs:
+                o0[rows], o1[rows], _ = fn(*inputs, *params)
+        for inputs, pieces in layout.gapped:
+            results = fn(*inputs, *params)
+            for o, result in zip(out, results[:copied], strict=True):
+                for rows, at, until in pieces:
+                    o[rows] = result[at:until]
+    return [o.reshape(width, t).T for o in block]
 
 
 def _rsv(high: np.ndarray, low: np.ndarray, close: np.ndarray, n: int) -> np.ndarray:
