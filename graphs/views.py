@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tools.i18n import display_width, pad_left
+
 
 @dataclass(frozen=True)
 class Table:
@@ -12,10 +14,10 @@ class Table:
     rows: list[list[str]]
 
     def aligned(self) -> str:
-        """The table as fixed-width text (right-aligned columns)."""
+        """The table as fixed-width text (right-aligned columns, Chinese characters two cells wide)."""
         cells = [self.columns, *self.rows]
-        widths = [max(len(row[i]) for row in cells) for i in range(len(self.columns))]
-        return "\n".join(" ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)) for row in cells)
+        widths = [max(display_width(row[i]) for row in cells) for i in range(len(self.columns))]
+        return "\n".join(" ".join(pad_left(cell, w) for cell, w in zip(row, widths, strict=True)) for row in cells)
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,9 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from tools.broker.checks import RiskLimits
-from tools.broker.clock import SHANGHAI, SIMULATED_LABEL
+from tools.broker.clock import SHANGHAI
 from tools.broker.fees import DEFAULT_RATES
+from tools.broker.notes import SIMULATED
 from tools.broker.orders import Account, OrderRejected, OrderRequest, Position
 from tools.broker.paper import PaperBroker, PaperConfig, reset_account
 from tools.broker.records import CashEntry, OrderEvent, PaperMark
@@ -131,7 +132,7 @@ def test_simulated_market_buy_fills_at_the_last_close_to_the_fen(engine: Engine,
     assert first.status == "filled" and first.reserved == D("0.00")
     (fill,) = first.fills
     assert (fill.price, fill.value, fill.trade_date) == (D("10.37"), D("10370.00"), "20240614")
-    assert fill.basis == SIMULATED_LABEL == "simulated fill at the last available close"
+    assert fill.basis == SIMULATED == "simulated fill at the last available close"
     assert (fill.commission, fill.transfer_fee, fill.stamp_duty) == (D("5.00"), D("0.10"), D("0.00"))
     assert (fill.handling_fee, fill.regulator_fee, fill.fees) == (D("0.00"), D("0.00"), D("5.10"))
 

@@ -47,7 +47,7 @@ from graphs.interrupts import CLARIFY
 from graphs.registry import COMMANDS, WORKFLOWS, command_for, workflow_for
 from graphs.workflow import CommandError, Subcommand
 from tools.data.schema import DATASET_FIELDS, DataError, dataset_of
-from tools.i18n import N_, _, using
+from tools.i18n import N_, _, display_width, pad_right, using
 from tools.storage.workspace import Workspace, WorkspaceError
 
 HOME = "console"  # the session's own workspace: what `load` stores, kept across console runs
@@ -70,8 +70,10 @@ USAGE_WIDTH = 34  # the help's usage column; a longer usage puts its summary on 
 
 
 def _entry(usage: str, summary: str) -> str:
-    if len(usage) < USAGE_WIDTH:
-        return f"  {usage:<{USAGE_WIDTH}}{summary}"
+    """One command of the help: its usage, then its summary in the second column (counted in terminal cells, so
+    a Chinese usage lines up too)."""
+    if display_width(usage) < USAGE_WIDTH:
+        return f"  {pad_right(usage, USAGE_WIDTH)}{summary}"
     return f"  {usage}\n  {'':<{USAGE_WIDTH}}{summary}"
 
 
@@ -90,19 +92,19 @@ def _help_text(commands: dict[str, DataCommand]) -> str:
           "  `window=10` re-run the current request with those changes"),
         _("while a question is pending, the next line is the answer; `cancel` ends the request"),
         _("while code is up for review:"),
-        _entry("approve", _("accept the code as shown")),
-        _entry("edit", _("replace the body: type it on the following lines, end with a line `.`")),
-        _entry("edit FILE", _("replace the body with the contents of FILE")),
-        _entry("reject REASON", _("stop; the rejection and its reason are recorded (a reason is required)")),
+        _entry(_("approve"), _("accept the code as shown")),
+        _entry(_("edit"), _("replace the body: type it on the following lines, end with a line `.`")),
+        _entry(_("edit FILE"), _("replace the body with the contents of FILE")),
+        _entry(_("reject REASON"), _("stop; the rejection and its reason are recorded (a reason is required)")),
         _("while an action waits for approval (an order, or saving a near duplicate of another factor):"),
-        _entry("approve | reject REASON", _("(and edit name=value ..., e.g. edit quantity=200 limit_price=9.80)")),
+        _entry(_("approve | reject REASON"), _("(and edit name=value ..., e.g. edit quantity=200 limit_price=9.80)")),
         _entry("pending", _("every open question, review and order card of the console (any session)")),
         _entry("pending N", _("make the N-th the current thread: the next line answers it")),
         _("data commands:"),
     ]
     lines += [_entry(c.usage, _(c.summary)) for c in commands.values()]
-    lines += [_entry("lang zh|en", _("answer me in Chinese or English (中文 / English)")),
-              _entry("help", _("this text")), _entry("quit", _("leave (end of input does too)"))]
+    lines += [_entry(_("lang zh|en"), _("answer me in Chinese or English (中文 / English)")),
+              _entry(_("help"), _("this text")), _entry("quit", _("leave (end of input does too)"))]
     return "\n".join(lines)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from graphs.views import View
+from tools.i18n import _
 
 
 def view_text(view: View) -> str:
@@ -12,6 +13,7 @@ def view_text(view: View) -> str:
     if view.table is not None:
         body += ["  " + row for row in view.table.aligned().splitlines()]
     if view.code:
-        body += ["code:", view.code]
+        body += [_("code:"), view.code]
     head = [view.title, view.summary] if body and not view.summary.startswith(view.title) else [view.summary]
-    return "\n".join(head + body + [f"  note: {n}" for n in view.notes] + [f"warning: {w}" for w in view.warnings])
+    return "\n".join(head + body + [_("  note: {note}").format(note=n) for n in view.notes]
+                     + [_("warning: {warning}").format(warning=w) for w in view.warnings])

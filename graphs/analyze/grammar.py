@@ -11,8 +11,8 @@ from graphs.order.grammar import OrderGrammarError, account_name
 
 KEYWORD = "analyze"
 USAGE = ("analyze CODE [DATE] [depth=1..5] [analysts=market,news,sentiment,fundamentals] [account=NAME] "
-         "[session=pre_open|post_close], or a replay: analyze CODE START..END [every=5d] [depth=1..5] [analysts=...] "
-         "[session=...]")
+         "[session=pre_open|post_close] | analyze CODE START..END [every=5d] [depth=1..5] [analysts=...] "
+         "[session=...]")  # the second form: a replay
 MAX_REPLAY_DATES = 60
 ANALYSTS = ("market", "news", "sentiment", "fundamentals")
 DEFAULT_DEPTH = 1

@@ -11,6 +11,7 @@ from graphs.interrupts import TRADERS, approval_request
 from tools.broker.boards import OrderRuleError
 from tools.broker.clock import SHANGHAI, day
 from tools.broker.money import money_text
+from tools.broker.notes import note_text
 from tools.broker.rules import lot_rule
 from tools.i18n import N_, _
 
@@ -20,7 +21,7 @@ NO_TRADERS = N_("No traders are configured, so nobody can approve this order: se
 WHO = N_("Only traders (QUANTDESK_TRADERS) can approve or edit this order; the requester or a trader can reject it.")
 # the card's fields, as its keys read (the surfaces show a key's label translated)
 FIELDS = (N_("Order"), N_("Quantity"), N_("Limit price"), N_("Account"), N_("Estimated cost"), N_("Cash after"),
-          N_("Position after"), N_("Fills"), N_("Expires"), N_("Why"))
+          N_("Position after"), N_("Fills"), N_("Expires"), N_("Why"), N_("Mandate"), N_("Approvals"))
 
 
 def order_line(proposal: dict[str, Any]) -> str:
@@ -68,10 +69,10 @@ def order_card(proposal: dict[str, Any], account: str, traders_configured: bool,
                              if proposal.get("reference_price") else ""),
         "cash_after": money_text(Decimal(proposal["cash_after"])),
         "position_after": _("{n} shares").format(n=f"{int(proposal['position_after']):,}"),
-        "fills": proposal["fill_label"],
+        "fills": note_text(proposal["fill_label"]),
         "expires": card_expiry_text(proposal),
         "why": request.get("reason") or "-",
-        "mandate": "; ".join(proposal.get("mandate") or ()) or "none",
+        "mandate": "; ".join(proposal.get("mandate") or ()) or _("none"),
     })
     if approvals:
         args["approvals"] = approvals

@@ -12,19 +12,20 @@ from tools.broker.clock import SHANGHAI, day
 from tools.broker.clock_moves import ClockError, ClockMove, ClockState, clock_state, move_clock
 from tools.broker.sim_clock import last_move
 from tools.data.schema import DataError, normalize_date
+from tools.i18n import N_, _, ngettext
 from tools.rules.schedule import SessionTick, session_ticks
 
-USAGE = "usage: clock, clock next, or clock set YYYYMMDD"
-SHARED = "one simulated clock for every paper account in this database"
-RULES_NOTE = ("a scheduled rule runs on each session the clock moves to (its cron times that day, each once), as of "
-              "that session: it reads no later bar")
+USAGE = N_("usage: clock, clock next, or clock set YYYYMMDD")
+SHARED = N_("one simulated clock for every paper account in this database")
+RULES_NOTE = N_("a scheduled rule runs on each session the clock moves to (its cron times that day, each once), as "
+                "of that session: it reads no later bar")
 
 
 def clock_command(call: CommandCall) -> View:
     """`clock` shows the clock (anyone); `clock next` and `clock set DATE` move the simulated one (traders)."""
     ctx = call.context
     if ctx.paper is None:
-        raise CommandError("the paper account is not configured in this process")
+        raise CommandError(_("the paper account is not configured in this process"))
     words = [w.lower() for w in call.args]
     if not words:
         return _show(clock_state(ctx.engine, ctx.provider, ctx.paper.live_data_days, ctx.now()))
@@ -34,11 +35,11 @@ def clock_command(call: CommandCall) -> View:
         try:
             to = normalize_date(words[1], "clock date")
         except DataError as exc:
-            raise CommandError(f"{exc}; {USAGE}") from None
+            raise CommandError(_("{error}; {usage}").format(error=exc, usage=_(USAGE))) from None
     else:
-        raise CommandError(USAGE)
+        raise CommandError(_(USAGE))
     if not call.is_trader:
-        raise CommandError(TRADERS_ONLY.format(what="move the clock"))
+        raise CommandError(_(TRADERS_ONLY).format(what=_("move the clock")))
     try:
         move = move_clock(ctx.engine, ctx.provider, ctx.paper, to, call.user or "?", ctx.now().astimezone(SHANGHAI))
     except ClockError as exc:
@@ -60,41 +61,48 @@ def _due(call: CommandCall, session: str) -> list[SessionTick]:
 
 def _rule_lines(ticks: list[SessionTick], session: str) -> list[str]:
     if not ticks:
-        return [f"No scheduled rule is due on {session}."]
+        return [_("No scheduled rule is due on {day}.").format(day=session)]
     lines = []
     for tick in ticks:
         rule, at = tick.rule, tick.tick.astimezone(SHANGHAI)
-        what = f"Rule {rule.id} ({rule.symbol}, schedule `{rule.schedule}` {rule.timezone})"
-        lines.append(f"{what} ran for {session} at {at:%H:%M} already (each tick runs once)." if tick.claimed else
-                     f"{what} runs for {session} at {at:%H:%M} Asia/Shanghai, on bars up to {session}, in a new "
-                     "thread of its channel.")
+        what = _("Rule {id} ({symbol}, schedule `{schedule}` {zone})").format(
+            id=rule.id, symbol=rule.symbol, schedule=rule.schedule, zone=rule.timezone)
+        text = (_("{what} ran for {day} at {time} already (each tick runs once).") if tick.claimed else
+                _("{what} runs for {day} at {time} Asia/Shanghai, on bars up to {day}, in a new thread of its "
+                  "channel."))
+        lines.append(text.format(what=what, day=session, time=f"{at:%H:%M}"))
     return lines
 
 
 def _show(state: ClockState) -> View:
     if state.mode == "live":
-        return View("Clock", f"Live clock: today is {state.today} (Asia/Shanghai) and the data has bars through "
-                             f"{state.data_end}. `clock next` and `clock set` move only the simulated clock of static "
-                             "data.")
+        return View(_("Clock"), _("Live clock: today is {today} (Asia/Shanghai) and the data has bars through "
+                                  "{end}. `clock next` and `clock set` move only the simulated clock of static "
+                                  "data.").format(today=state.today, end=state.data_end))
     if state.next_session is not None and state.next_session <= state.data_end:
-        step = (f"`clock next` moves it to {state.next_session}: due orders settle at that session's bars, every "
-                f"account is marked at its closes, and shares bought on {state.today} become sellable (T+1).")
+        step = _("`clock next` moves it to {next}: due orders settle at that session's bars, every account is marked "
+                 "at its closes, and shares bought on {today} become sellable (T+1).").format(
+            next=state.next_session, today=state.today)
     else:
-        step = (f"`clock next` cannot move it: the data ends at {state.data_end}, and the simulated clock moves only "
-                "over days the data has bars for (fills need bars); `clock set DATE` can go back to an earlier day "
-                "no order is dated after.")
-    moved = (f"Last moved by {state.moved_by} at {state.moved_at:%Y-%m-%d %H:%M} UTC." if state.moved_by and
-             state.moved_at else "Never moved: it starts at the data's last day.")
-    return View("Clock", f"Simulated clock: the session is {state.today} ({SHARED}; the data ends at "
-                         f"{state.data_end}).", lines=[step, moved, "Moving it is for traders."],
+        step = _("`clock next` cannot move it: the data ends at {end}, and the simulated clock moves only over days "
+                 "the data has bars for (fills need bars); `clock set DATE` can go back to an earlier day no order "
+                 "is dated after.").format(end=state.data_end)
+    moved = (_("Last moved by {user} at {time} UTC.").format(user=state.moved_by,
+                                                             time=f"{state.moved_at:%Y-%m-%d %H:%M}")
+             if state.moved_by and state.moved_at else _("Never moved: it starts at the data's last day."))
+    return View(_("Clock"), _("Simulated clock: the session is {today} ({shared}; the data ends at {end}).").format(
+        today=state.today, shared=_(SHARED), end=state.data_end), lines=[step, moved, _("Moving it is for traders.")],
                 users=[state.moved_by] if state.moved_by else [])
 
 
 def _moved(move: ClockMove, user: str, ticks: list[SessionTick]) -> View:
-    direction = "back " if move.after < move.before else ""
+    moved = (_("The simulated clock moved back from {before} to {after} (by {user}; {shared}).")
+             if move.after < move.before else
+             _("The simulated clock moved from {before} to {after} (by {user}; {shared})."))
     lines = [order.summary() for order in move.changed]
-    lines.append(f"Marked {len(move.marked)} account(s) at the closes of {move.after}; shares bought before "
-                 f"{move.after} are sellable (T+1).")
+    lines.append(ngettext("Marked {n} account at the closes of {day}; shares bought before {day} are sellable (T+1).",
+                          "Marked {n} accounts at the closes of {day}; shares bought before {day} are sellable "
+                          "(T+1).", len(move.marked)).format(n=len(move.marked), day=move.after))
     lines += _rule_lines(ticks, move.after)
-    return View("Clock moved", f"The simulated clock moved {direction}from {move.before} to {move.after} (by {user}; "
-                               f"{SHARED}).", lines=lines, notes=[RULES_NOTE], users=[user])
+    return View(_("Clock moved"), moved.format(before=move.before, after=move.after, user=user, shared=_(SHARED)),
+                lines=lines, notes=[_(RULES_NOTE)], users=[user])

@@ -77,14 +77,14 @@ def account_command(call: CommandCall) -> View:
 
 def _reset(call: CommandCall, words: list[str]) -> View:
     if not call.is_trader:
-        raise CommandError(TRADERS_ONLY.format(what="reset a paper account"))
+        raise CommandError(_(TRADERS_ONLY).format(what=_("reset a paper account")))
     confirmed = bool(words) and words[-1].lower() == "confirm"
     names = words[:-1] if confirmed else words
     if len(names) != 1:
         raise CommandError("usage: account reset NAME (then account reset NAME confirm)")
     name = account_arg(call, names)
     if not call.is_trader_of(name):
-        raise CommandError(ACCOUNT_TRADERS_ONLY.format(account=name, what="reset it"))
+        raise CommandError(_(ACCOUNT_TRADERS_ONLY).format(account=name, what=_("reset it")))
     paper = call.context.paper
     assert paper is not None
     if not confirmed:
@@ -133,7 +133,7 @@ def trading_command(call: CommandCall) -> View:
     if word not in ("on", "off"):
         raise CommandError("usage: trading on|off [REASON]")
     if not (call.is_trader or (call.user is not None and call.user in call.context.admins)):
-        raise CommandError(TRADERS_ONLY.format(what="switch trading on or off"))
+        raise CommandError(_(TRADERS_ONLY).format(what=_("switch trading on or off")))
     reason = " ".join(call.args[1:])
     set_trading(engine, word == "on", call.user or "?", reason)
     message = SWITCHED_ON if word == "on" else SWITCHED_OFF
@@ -150,13 +150,13 @@ def cancel_command(call: CommandCall) -> View:
     if len(call.args) != 1 or not call.args[0].isdigit():
         raise CommandError("usage: cancel ORDER (the order's number, see `orders`)")
     if not call.is_trader:
-        raise CommandError(TRADERS_ONLY.format(what="cancel orders"))
+        raise CommandError(_(TRADERS_ONLY).format(what=_("cancel orders")))
     order_id = int(call.args[0])
     name = order_account(call.context.engine, order_id)
     if name is None:
         raise CommandError(f"there is no order {order_id}; see `orders all`")
     if not call.is_trader_of(name):
-        raise CommandError(ACCOUNT_TRADERS_ONLY.format(account=name, what="cancel its orders"))
+        raise CommandError(_(ACCOUNT_TRADERS_ONLY).format(account=name, what=_("cancel its orders")))
     try:
         order = _broker(call, name).cancel(order_id, call.user)
     except AccountError as exc:

@@ -8,7 +8,7 @@ from typing import Any
 from graphs.order.card import checks_text, order_line
 from graphs.views import Table, View
 from tools.broker.money import money_text
-from tools.broker.orders import Account, Order
+from tools.broker.orders import STATUS_WORDS, Account, Order
 from tools.broker.reports import AccountReport
 from tools.i18n import N_, _
 
@@ -25,7 +25,9 @@ def present_order(result: dict[str, Any]) -> View:
     if result.get("decided_by"):
         facts.append((_("Decided by"), str(result["decided_by"])))
     if order:
-        facts += [(_("Order"), f"{order['id']} ({order['status']})"), (_("Session"), order["session_date"])]
+        status_word = STATUS_WORDS.get(order["status"])
+        facts += [(_("Order"), f"{order['id']} ({_(status_word) if status_word else order['status']})"),
+                  (_("Session"), order["session_date"])]
         for fill in order.get("fills") or []:
             facts += [(_("Fill"), _("{n} at {price} on {day}").format(n=f"{int(fill['quantity']):,}",
                                                                        price=fill["price"], day=fill["trade_date"])),

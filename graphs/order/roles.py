@@ -7,8 +7,9 @@ from graphs.context import has_role, traders_of
 from graphs.order.deps import OrderDeps
 from tools.i18n import N_, _
 
-TRADERS_ONLY = "Only traders (QUANTDESK_TRADERS) can {what}."
-ACCOUNT_TRADERS_ONLY = "Only traders of account {account} (QUANTDESK_TRADERS, QUANTDESK_ACCOUNT_TRADERS) can {what}."
+TRADERS_ONLY = N_("Only traders (QUANTDESK_TRADERS) can {what}.")
+ACCOUNT_TRADERS_ONLY = N_("Only traders of account {account} (QUANTDESK_TRADERS, QUANTDESK_ACCOUNT_TRADERS) can "
+                          "{what}.")
 NO_ROLE = N_("{user} has no role on account {account} (trader or admin: QUANTDESK_ACCOUNT_TRADERS, "
              "QUANTDESK_ACCOUNT_ADMINS), so cannot name it; leave account= out to use {default}")
 NOT_A_TRADER = N_("{user} is not a trader (QUANTDESK_TRADERS) and cannot {what} orders of account {account} (an "

@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 
+from tools.broker.notes import FILLS_AT, SIMULATED_ON
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError
 
@@ -18,7 +19,6 @@ SHANGHAI = ZoneInfo("Asia/Shanghai")
 # The last moment an order can still make a session's open (its call auction starts 09:15) or close (the
 # closing call auction starts 14:57): an approval after it goes to the next session, and a proposal expires then.
 DEADLINES = {"open": time(9, 15), "close": time(14, 57)}
-SIMULATED_LABEL = "simulated fill at the last available close"
 
 
 @dataclass(frozen=True)
@@ -73,13 +73,13 @@ def trading_days(provider: MarketDataProvider, start: str, count: int) -> tuple[
 def session_for(clock: Clock, provider: MarketDataProvider, fill_at: Literal["open", "close"]) -> Session:
     """The session an order approved now fills in."""
     if clock.simulated:
-        return Session(clock.today, "close", f"{SIMULATED_LABEL} ({clock.today})", None)
+        return Session(clock.today, "close", SIMULATED_ON.format(day=clock.today), None)
     days, note = trading_days(provider, clock.today, 2)
     if days[0] == clock.today and clock.now.time() < DEADLINES[fill_at]:
         chosen = days[0]
     else:
         chosen = next(d for d in days if d > clock.today)
-    return Session(chosen, fill_at, f"fills at the {fill_at} of {chosen} (Asia/Shanghai)", note)
+    return Session(chosen, fill_at, FILLS_AT[fill_at].format(day=chosen), note)
 
 
 def expiry(clock: Clock, session: Session, ttl: timedelta) -> datetime:

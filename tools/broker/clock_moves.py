@@ -19,6 +19,7 @@ from tools.broker.records import PaperMark, PaperOrder
 from tools.broker.sim_clock import set_session, simulated_today, stored_session
 from tools.broker.store import write_lock
 from tools.data.provider import MarketDataProvider
+from tools.i18n import _
 
 
 class ClockError(ValueError):
@@ -46,8 +47,9 @@ class ClockMove:
 
 
 def live_refusal(clock: Clock, provider: MarketDataProvider) -> str:
-    return (f"the clock is the real one on live data (the {provider.name} data has bars through {clock.data_end}; "
-            f"today is {clock.today} in Asia/Shanghai): orders fill at the real sessions, so there is no clock to move")
+    return _("the clock is the real one on live data (the {provider} data has bars through {end}; today is {today} in "
+             "Asia/Shanghai): orders fill at the real sessions, so there is no clock to move").format(
+        provider=provider.name, end=clock.data_end, today=clock.today)
 
 
 def next_session(provider: MarketDataProvider, today: str) -> str:
@@ -83,7 +85,7 @@ def move_clock(engine: Engine, provider: MarketDataProvider, config: PaperConfig
                 session.execute(delete(PaperMark).where(PaperMark.trade_date > after))
             set_session(session, before, after, base.data_end, by)
     except IntegrityError:  # another first move of the clock committed in between
-        raise ClockError("someone else moved the clock at the same moment; see `clock` and try again") from None
+        raise ClockError(_("someone else moved the clock at the same moment; see `clock` and try again")) from None
     changed = tuple(settle_all(engine, provider, config, lambda: now))
     names = tuple(account_names(engine))
     for name in names:
@@ -95,19 +97,21 @@ def _check(session: Session, provider: MarketDataProvider, before: str, after: s
            stepping: bool) -> None:
     """Why the clock cannot go from `before` to `after`, raised as a ClockError."""
     if after == before:
-        raise ClockError(f"the simulated clock is already at {after}")
+        raise ClockError(_("the simulated clock is already at {day}").format(day=after))
     if not stepping and not provider.trading_calendar.is_session(day(after)):
-        raise ClockError(f"{after} is not a trading day of the exchange calendar")
+        raise ClockError(_("{day} is not a trading day of the exchange calendar").format(day=after))
     if after > data_end:
-        raise ClockError(f"the data ends at {data_end}, so the simulated clock cannot move to {after}: it moves only "
-                         "over days the data has bars for, since fills need bars")
+        raise ClockError(_("the data ends at {end}, so the simulated clock cannot move to {day}: it moves only over "
+                           "days the data has bars for, since fills need bars").format(end=data_end, day=after))
     if after not in provider.calendar(after, after):
-        raise ClockError(f"the {provider.name} data has no bars on {after} (fills need bars): `clock set` a day it has")
+        raise ClockError(_("the {provider} data has no bars on {day} (fills need bars): `clock set` a day it "
+                           "has").format(provider=provider.name, day=after))
     if after < before:
         later = session.execute(select(PaperOrder.id, PaperOrder.account, PaperOrder.session_date)
                                 .where(PaperOrder.session_date > after).order_by(PaperOrder.session_date.desc())
                                 .limit(1)).first()
         if later is not None:
-            raise ClockError(f"the clock cannot go back to {after}: order {later.id} of account {later.account} is "
-                             f"dated {later.session_date}, and the accounts' history is not undone (`account reset "
-                             "NAME` clears an account)")
+            raise ClockError(_("the clock cannot go back to {day}: order {order} of account {account} is dated "
+                               "{dated}, and the accounts' history is not undone (`account reset NAME` clears an "
+                               "account)").format(day=after, order=later.id, account=later.account,
+                                                  dated=later.session_date))

@@ -7,6 +7,14 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from tools.broker.market import Bar
+from tools.broker.notes import (
+    BLOCKED,
+    FILLED_AT,
+    HIGH_NOT_REACHED,
+    LIMIT_FILLED,
+    LOW_NOT_REACHED,
+    SUSPENDED,
+)
 from tools.broker.rules import PriceLimits, fill_blocked_by_limit
 
 
@@ -21,19 +29,18 @@ def fill_price(side: str, price_type: str, limit_price: Decimal | None, fill_at:
     """Market orders take the bar's open (or close); a limit buy fills at min(reference, limit) when the low
     reached the limit, a limit sell at max(reference, limit) when the high did."""
     if bar is None or bar.suspended:
-        return FillPrice(None, f"not filled: the stock did not trade on {session} (suspended)")
+        return FillPrice(None, SUSPENDED.format(day=session))
     blocked = fill_blocked_by_limit(side, bar.low, bar.high, limits)
     if blocked:
-        return FillPrice(None, f"not filled on {session}: {blocked}")
+        return FillPrice(None, BLOCKED.format(day=session, why=blocked))
     reference = bar.open if fill_at == "open" else bar.close
     if price_type == "market":
-        return FillPrice(reference, f"filled at the {fill_at} of {session}")
+        return FillPrice(reference, FILLED_AT[fill_at].format(day=session))
     assert limit_price is not None
     if side == "buy":
         if bar.low > limit_price:
-            return FillPrice(None, f"not filled: the low of {session} ({bar.low}) never reached the limit "
-                                   f"{limit_price}")
-        return FillPrice(min(reference, limit_price), f"limit buy filled on {session}")
+            return FillPrice(None, LOW_NOT_REACHED.format(day=session, low=bar.low, limit=limit_price))
+        return FillPrice(min(reference, limit_price), LIMIT_FILLED["buy"].format(day=session))
     if bar.high < limit_price:
-        return FillPrice(None, f"not filled: the high of {session} ({bar.high}) never reached the limit {limit_price}")
-    return FillPrice(max(reference, limit_price), f"limit sell filled on {session}")
+        return FillPrice(None, HIGH_NOT_REACHED.format(day=session, high=bar.high, limit=limit_price))
+    return FillPrice(max(reference, limit_price), LIMIT_FILLED["sell"].format(day=session))

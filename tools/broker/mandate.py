@@ -17,6 +17,7 @@ from tools.broker.money import money_text, to_fen, yuan
 from tools.broker.orders import Check
 from tools.broker.records import PaperMandate
 from tools.broker.store import record_event, write_lock
+from tools.i18n import N_, _
 from tools.storage.models import utcnow
 
 BOARDS = {"main": Board.MAIN, "chinext": Board.CHINEXT, "star": Board.STAR, "bse": Board.BSE}
@@ -35,17 +36,25 @@ class Mandate:
     max_exposure: Decimal | None = None
     max_turnover: Decimal | None = None
 
-    def lines(self) -> list[str]:
-        """The mandate as a trader reads it on the card, one line each."""
-        lines = [f"allow only {', '.join(self.allow)}"] if self.allow else []
-        lines += [f"block {', '.join(self.block)}"] if self.block else []
+    def entries(self) -> list[tuple[str, dict[str, str]]]:
+        """Each line of the mandate: its message id and the values it names."""
+        lines = [(N_("allow only {entries}"), {"entries": ", ".join(self.allow)})] if self.allow else []
+        lines += [(N_("block {entries}"), {"entries": ", ".join(self.block)})] if self.block else []
         if self.max_orders_per_day is not None:
-            lines.append(f"at most {self.max_orders_per_day} orders a day")
+            lines.append((N_("at most {n} orders a day"), {"n": str(self.max_orders_per_day)}))
         if self.max_exposure is not None:
-            lines.append(f"gross exposure at most {money_text(self.max_exposure)} CNY")
+            lines.append((N_("gross exposure at most {amount} CNY"), {"amount": money_text(self.max_exposure)}))
         if self.max_turnover is not None:
-            lines.append(f"turnover at most {money_text(self.max_turnover)} CNY a day")
+            lines.append((N_("turnover at most {amount} CNY a day"), {"amount": money_text(self.max_turnover)}))
         return lines
+
+    def lines(self) -> list[str]:
+        """The mandate as a trader reads it on the card, one line each, in the language in effect."""
+        return [_(text).format(**values) for text, values in self.entries()]
+
+    def record(self) -> list[str]:
+        """The lines in English, as the account's audit chain keeps them."""
+        return [text.format(**values) for text, values in self.entries()]
 
 
 def load_mandate(session: Session, account: str) -> Mandate | None:
@@ -119,7 +128,7 @@ def set_mandate(engine: Engine, account: str, changes: dict[str, Any], by: str) 
             session.flush()
             after = load_mandate(session, account)
         record_event(session, None, account, "mandate set", by,
-                     {"before": before.lines() if before else [], "after": after.lines() if after else []})
+                     {"before": before.record() if before else [], "after": after.record() if after else []})
     return after or Mandate()
 
 
@@ -128,9 +137,10 @@ def symbol_refusal(mandate: Mandate, ts_code: str, is_st: bool | None) -> str | 
     tags = {ts_code, _board_word(ts_code), *(["ST"] if is_st else [])}
     blocked = [entry for entry in mandate.block if entry in tags]
     if blocked:
-        return f"{ts_code} is blocked (mandate: block {', '.join(blocked)})"
+        return _("{code} is blocked (mandate: block {entries})").format(code=ts_code, entries=", ".join(blocked))
     if mandate.allow and not tags & set(mandate.allow):
-        return f"{ts_code} is not allowed (mandate: allow only {', '.join(mandate.allow)})"
+        return _("{code} is not allowed (mandate: allow only {entries})").format(code=ts_code,
+                                                                               entries=", ".join(mandate.allow))
     return None
 
 
@@ -145,13 +155,14 @@ def mandate_check(mandate: Mandate, ts_code: str, is_st: bool | None, side: str,
     `exposure`: the positions at their marks before the order; `turnover_today`: the value of today's orders."""
     problem = symbol_refusal(mandate, ts_code, is_st)
     if problem is None and mandate.max_orders_per_day is not None and orders_today >= mandate.max_orders_per_day:
-        problem = (f"{orders_today} orders already this session (mandate: at most {mandate.max_orders_per_day} "
-                   "orders a day)")
+        problem = _("{n} orders already this session (mandate: at most {most} orders a day)").format(
+            n=orders_today, most=mandate.max_orders_per_day)
     after = exposure + value if side == "buy" else exposure
     if problem is None and mandate.max_exposure is not None and after > mandate.max_exposure:
-        problem = (f"gross exposure would be {money_text(after)} CNY (mandate: gross exposure at most "
-                   f"{money_text(mandate.max_exposure)} CNY)")
+        problem = _("gross exposure would be {amount} CNY (mandate: gross exposure at most {most} CNY)").format(
+            amount=money_text(after), most=money_text(mandate.max_exposure))
     if problem is None and mandate.max_turnover is not None and turnover_today + value > mandate.max_turnover:
-        problem = (f"turnover would be {money_text(turnover_today + value)} CNY this session (mandate: turnover at "
-                   f"most {money_text(mandate.max_turnover)} CNY a day)")
-    return Check("mandate", problem is None, problem or "within the account's mandate: " + "; ".join(mandate.lines()))
+        problem = _("turnover would be {amount} CNY this session (mandate: turnover at most {most} CNY a day)").format(
+            amount=money_text(turnover_today + value), most=money_text(mandate.max_turnover))
+    return Check("mandate", problem is None, problem or _("within the account's mandate: {lines}").format(
+        lines="; ".join(mandate.lines())))

@@ -15,6 +15,7 @@ from tools.broker.clock import day, ymd
 from tools.broker.money import price_of
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError
+from tools.i18n import _
 
 BAR_FIELDS = ("open", "high", "low", "close", "pre_close", "vol")
 LOOKBACK_DAYS = 40  # calendar days searched back for a previous or latest close
@@ -79,8 +80,9 @@ def quote(provider: MarketDataProvider, code: str, session: str, until: str) -> 
         prev_close = session_bar.pre_close
     elif before:
         prev_close = before[-1].close
-        note = (f"the previous close {before[-1].close} of {before[-1].trade_date} is the raw close, not the "
-                "exchange's reference price: on an ex-dividend day the limit check is approximate")
+        note = _("the previous close {close} of {day} is the raw close, not the exchange's reference price: on an "
+                 "ex-dividend day the limit check is approximate").format(close=before[-1].close,
+                                                                        day=before[-1].trade_date)
     traded = [b for b in history if not b.suspended]
     security = provider.securities([code]).get(code)
     return Quote(

@@ -7,10 +7,17 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Literal
 
+from tools.broker.notes import note_text
+from tools.i18n import N_, _
+
 Side = Literal["buy", "sell"]
 PriceType = Literal["market", "limit"]
 OrderStatus = Literal["open", "filled", "cancelled", "expired"]
 SIDES: tuple[str, ...] = ("buy", "sell")
+SIDE_WORDS = {"buy": N_("BUY"), "sell": N_("SELL")}
+STATUS_WORDS = {"open": N_("open"), "filled": N_("filled"), "cancelled": N_("cancelled"), "expired": N_("expired")}
+ENDED = {"filled": N_("Order {id} filled: {what}. {note}"), "cancelled": N_("Order {id} cancelled: {what}. {note}"),
+         "expired": N_("Order {id} expired: {what}. {note}")}  # what happened to an order that is no longer open
 
 
 class OrderRejected(ValueError):
@@ -93,15 +100,18 @@ class Order:
 
     def summary(self) -> str:
         """What happened to the order, in a sentence or two."""
-        what = f"{self.side.upper()} {self.quantity:,} {self.ts_code}"
+        what = _("{side} {quantity} {code}").format(side=_(SIDE_WORDS[self.side]), quantity=f"{self.quantity:,}",
+                                                    code=self.ts_code)
         if self.status == "filled" and self.fills:
             fill = self.fills[-1]
             fees = sum((f.fees for f in self.fills), Decimal("0.00"))
-            return (f"Order {self.id} filled: {what} at {fill.price} on {fill.trade_date} ({fill.basis}); value "
-                    f"{fill.value:,.2f}, fees {fees:,.2f}.")
+            return _("Order {id} filled: {what} at {price} on {day} ({basis}); value {value}, fees {fees}.").format(
+                id=self.id, what=what, price=fill.price, day=fill.trade_date, basis=note_text(fill.basis),
+                value=f"{fill.value:,.2f}", fees=f"{fees:,.2f}")
         if self.status == "open":
-            return f"Order {self.id} submitted: {what}, {self.note}. `cancel {self.id}` cancels it until then."
-        return f"Order {self.id} {self.status}: {what}. {self.note}"
+            return _("Order {id} submitted: {what}, {note}. `cancel {id}` cancels it until then.").format(
+                id=self.id, what=what, note=note_text(self.note))
+        return _(ENDED[self.status]).format(id=self.id, what=what, note=note_text(self.note))
 
 
 @dataclass(frozen=True)

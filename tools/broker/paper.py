@@ -14,12 +14,13 @@ from sqlalchemy import Engine, case, delete, func, select
 from sqlalchemy.orm import Session
 
 from tools.broker.checks import AccountState, RiskLimits, estimate, pre_trade_checks
-from tools.broker.clock import SHANGHAI, SIMULATED_LABEL, Clock, day, expiry, session_for, trading_days, ymd
+from tools.broker.clock import SHANGHAI, Clock, day, expiry, session_for, trading_days, ymd
 from tools.broker.fees import FeeRates, fill_fees
 from tools.broker.fills import fill_price
 from tools.broker.mandate import load_mandate, mandate_check
 from tools.broker.market import Prices, Quote
 from tools.broker.money import to_fen, yuan
+from tools.broker.notes import CANCELLED_BY, NO_CASH, NO_SHARES, NO_TRADING_DAY, SIMULATED
 from tools.broker.orders import Account, Fill, Order, OrderRejected, OrderRequest, Position, Preview
 from tools.broker.protocol import OrderScope
 from tools.broker.records import CashEntry, PaperAccount, PaperFill, PaperMark, PaperOrder, PaperPosition
@@ -27,14 +28,16 @@ from tools.broker.rules import PriceLimits, price_limits
 from tools.broker.sim_clock import paper_clock
 from tools.broker.store import AccountError, ensure_account, log_event, record_event, trading_enabled, write_lock
 from tools.data.provider import MarketDataProvider
+from tools.i18n import N_, _
 
-NOT_MODELLED = "dividends and bonus shares are not modelled: positions and cash ignore them"
+NOT_MODELLED = N_("dividends and bonus shares are not modelled: positions and cash ignore them")
 BASIS_NOTES = {
-    "forward-adjusted": "fills are simulated on forward-adjusted prices, not the prices that traded that day",
-    "unknown": "the data's price basis is unknown (set QUANTDESK_LOCAL_PRICE_BASIS): fills may be on adjusted prices",
+    "forward-adjusted": N_("fills are simulated on forward-adjusted prices, not the prices that traded that day"),
+    "unknown": N_("the data's price basis is unknown (set QUANTDESK_LOCAL_PRICE_BASIS): fills may be on adjusted "
+                  "prices"),
 }
-SIMULATED_MOVES = ("the simulated clock is at {today}: this proposal lapses when the clock moves (`clock next`), "
-                   "and shares bought are sellable after it moves (T+1)")
+SIMULATED_MOVES = N_("the simulated clock is at {today}: this proposal lapses when the clock moves (`clock next`), "
+                     "and shares bought are sellable after it moves (T+1)")
 ORDER_HISTORY = 200  # orders `orders all` returns, newest first
 
 
@@ -74,7 +77,7 @@ class PaperBroker:
     def notes(self) -> tuple[str, ...]:
         """What the account's numbers do and do not model."""
         basis = BASIS_NOTES.get(self.provider.price_basis)
-        return tuple(n for n in (basis, NOT_MODELLED) if n)
+        return tuple(_(n) for n in (basis, NOT_MODELLED) if n)
 
     # --- reading --------------------------------------------------------------------------------------
 
@@ -156,7 +159,7 @@ class PaperBroker:
                 raise AccountError(f"there is no order {order_id} in account {self.name}")
             if row.status != "open":
                 raise AccountError(f"order {order_id} is {row.status}: only an open order can be cancelled")
-            self._close(session, row, "cancelled", f"cancelled by {by or 'unknown'}", by)
+            self._close(session, row, "cancelled", CANCELLED_BY.format(who=by or "unknown"), by)
             return self._order(session, row)
 
     def settle(self) -> list[Order]:
@@ -226,7 +229,7 @@ class PaperBroker:
         sign = -1 if request.side == "buy" else 1
         cash_after = yuan(account.cash_fen) + sign * est.value - est.fees
         position_after = held + (request.quantity if request.side == "buy" else -request.quantity)
-        moves = SIMULATED_MOVES.format(today=clock.today) if clock.simulated else None
+        moves = _(SIMULATED_MOVES).format(today=clock.today) if clock.simulated else None
         notes = tuple(n for n in (limits.note, q.prev_close_note, sess.calendar_note, moves, *self.notes()) if n)
         return Preview(request, q.name, sess.date, sess.fill_at, sess.label, est.reference_price, est.value, est.fees,
                        cash_after, position_after, limits.up, limits.down, checks, notes,
@@ -276,7 +279,7 @@ class PaperBroker:
                 following, _ = trading_days(self.provider, _next_day(row.session_date), 1)
                 record_event(session, row.client_order_id, self.name, "rolled", None,
                              {"from": row.session_date, "to": following[0]})
-                row.note = f"{row.session_date} was no trading day; fills at the {row.fill_at} of {following[0]}"
+                row.note = NO_TRADING_DAY[row.fill_at].format(day=row.session_date, next=following[0])
                 row.session_date = following[0]
                 self._execute(session, row)  # the next session's bar may exist already
                 return True
@@ -287,7 +290,7 @@ class PaperBroker:
         if outcome.price is None:
             self._close(session, row, "expired", outcome.reason, None)
             return True
-        basis = SIMULATED_LABEL if row.note.startswith(SIMULATED_LABEL) else outcome.reason  # as placed
+        basis = SIMULATED if row.note.startswith(SIMULATED) else outcome.reason  # as placed
         self._fill(session, row, outcome.price, basis, clock.data_end)
         return True
 
@@ -299,7 +302,7 @@ class PaperBroker:
         value_fen, fees_fen = to_fen(value), to_fen(fees.total)
         if row.side == "buy":
             if account.cash_fen - (account.reserved_fen - row.reserved_fen) < value_fen + fees_fen:
-                self._close(session, row, "expired", "not filled: not enough cash at the fill price", None)
+                self._close(session, row, "expired", NO_CASH, None)
                 return
             account.cash_fen -= value_fen + fees_fen
             account.reserved_fen -= row.reserved_fen
@@ -313,7 +316,7 @@ class PaperBroker:
             cash_moves = [(-value_fen, "buy"), (-fees_fen, "fees")]
         else:
             if position is None or position.quantity < row.quantity:
-                self._close(session, row, "expired", "not filled: the position no longer holds the shares", None)
+                self._close(session, row, "expired", NO_SHARES, None)
                 return
             removed = _pro_rata(position.cost_fen, row.quantity, position.quantity)
             account.cash_fen += value_fen - fees_fen
@@ -412,7 +415,8 @@ class PaperBroker:
 
 def _limits(code: str, session_date: str, q: Quote) -> PriceLimits:
     if q.prev_close is None:
-        return PriceLimits(None, None, None, f"no previous close of {code}: the daily price limits are unknown")
+        unknown = _("no previous close of {code}: the daily price limits are unknown").format(code=code)
+        return PriceLimits(None, None, None, unknown)
     return price_limits(code, day(session_date), q.prev_close, q.is_st, q.listing_day)
 
 

@@ -8,6 +8,8 @@ from decimal import Decimal
 
 from tools.broker.boards import Board, OrderRuleError, Side, board_of, check_open, exchange_of
 from tools.broker.fees import FEN, round_fen
+from tools.broker.notes import LOCKED_DOWN, LOCKED_UP
+from tools.i18n import _
 
 
 @dataclass(frozen=True)
@@ -130,7 +132,7 @@ def limit_ratio(code: str, on: date, is_st: bool) -> Decimal:
 def _latest_listing_date(on: date, listing_day: int) -> date:
     """`listing_day - 1` weekdays before `on`: the latest possible listing date (holidays only make it earlier)."""
     day = on
-    for _ in range(listing_day - 1):
+    for _step in range(listing_day - 1):
         day -= timedelta(days=1)
         while day.weekday() >= 5:
             day -= timedelta(days=1)
@@ -142,17 +144,17 @@ def price_limits(code: str, on: date, prev_close: Decimal, is_st: bool | None, l
     ex-dividend days not the raw close); `listing_day` is the 1-based trading day since listing (None: long listed)."""
     if prev_close <= 0:
         raise ValueError(f"the previous close must be positive, not {prev_close}")
-    notes = ["ST status unknown; limits assume not ST"] if is_st is None else []
+    notes = [_("ST status unknown; limits assume not ST")] if is_st is None else []
     if listing_day is not None:
         if listing_day < 1:
             raise ValueError(f"listing_day counts from 1, not {listing_day}")
         listed_from, days = _NO_LIMIT_AFTER_LISTING[board_of(code)]
         if listing_day <= days and _latest_listing_date(on, listing_day) >= listed_from:
-            note = f"no price limit on trading day {listing_day} since listing"
+            note = _("no price limit on trading day {n} since listing").format(n=listing_day)
             return PriceLimits(None, None, None, "; ".join([note, *notes]))
         if listing_day == 1:
-            notes.append(f"the listing-day price cap of listings before {listed_from} is not modelled; "
-                         "ordinary limits shown")
+            notes.append(_("the listing-day price cap of listings before {day} is not modelled; ordinary limits "
+                           "shown").format(day=listed_from))
     ratio = limit_ratio(code, on, bool(is_st))
     up = round_fen(prev_close * (1 + ratio))
     down = round_fen(prev_close * (1 - ratio))
@@ -167,10 +169,10 @@ def fill_blocked_by_limit(side: Side, low: Decimal, high: Decimal, limits: Price
     trade above limit-down."""
     if side == "buy":
         if limits.up is not None and low >= limits.up:
-            return f"locked at limit-up {limits.up} (low {low}): no sellers below the limit, the buy cannot fill"
+            return LOCKED_UP.format(limit=limits.up, low=low)
         return None
     if side == "sell":
         if limits.down is not None and high <= limits.down:
-            return f"locked at limit-down {limits.down} (high {high}): no buyers above the limit, the sell cannot fill"
+            return LOCKED_DOWN.format(limit=limits.down, high=high)
         return None
     raise ValueError(f"side must be 'buy' or 'sell', not {side!r}")

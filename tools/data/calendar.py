@@ -14,6 +14,7 @@ from functools import cache
 from typing import Protocol
 
 from tools.data.schema import DataError
+from tools.i18n import _
 
 log = logging.getLogger(__name__)
 
@@ -173,10 +174,10 @@ class TradingCalendar:
     def _note(self, assumed: list[str]) -> str | None:
         if not assumed:
             return None
-        known = " and ".join(source.name for source in self.sources) or "no exchange calendar"
-        return (f"{known} does not cover {assumed[0]}" + (f" to {assumed[-1]}" if len(assumed) > 1 else "")
-                + ", so every weekday there is assumed to be a trading day; an order whose day turns out to be a "
-                  "holiday fills on the next session")
+        known = _(" and ").join(source.name for source in self.sources) or _("no exchange calendar")
+        days = assumed[0] if len(assumed) == 1 else _("{first} to {last}").format(first=assumed[0], last=assumed[-1])
+        return _("{calendar} does not cover {days}, so every weekday there is assumed to be a trading day; an order "
+                 "whose day turns out to be a holiday fills on the next session").format(calendar=known, days=days)
 
 
 @cache

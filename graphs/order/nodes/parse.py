@@ -10,6 +10,7 @@ from graphs.clarify import CANCELLED, is_cancel
 from graphs.common import new_human_text
 from graphs.order.grammar import USAGE, OrderGrammarError, parse_order
 from graphs.order.state import OrderState
+from tools.i18n import _
 
 
 def parse_node(state: OrderState, config: RunnableConfig) -> dict[str, Any]:
@@ -21,8 +22,9 @@ def parse_node(state: OrderState, config: RunnableConfig) -> dict[str, Any]:
     try:
         intent = parse_order(text)
     except OrderGrammarError as exc:
-        return {**fresh, "final_reply": f"{exc}.\nUsage: `{USAGE}`"}
+        return {**fresh, "final_reply": _("{error}.\nUsage: `{usage}`").format(error=exc, usage=USAGE)}
     who = state.get("requester")
-    reason = intent.reason or f"manual order by {who or 'the console operator'}"
+    reason = intent.reason or (_("manual order by {who}").format(who=who) if who else
+                               _("manual order by the console operator"))
     return {**fresh, "final_reply": None,
             "order_intent": {**intent.as_dict(), "reason": reason, "proposed_by": who}}

@@ -1,0 +1,49 @@
+"""The notes an order keeps (how it fills, how it filled, why it did not): stored in English in the order's row,
+fill and events, and shown in the reader's language by `note_text`, which reads a stored note back through the
+template that wrote it."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+from tools.i18n import N_, _
+
+SIMULATED = N_("simulated fill at the last available close")
+SIMULATED_ON = N_("simulated fill at the last available close ({day})")
+FILLS_AT = {"open": N_("fills at the open of {day} (Asia/Shanghai)"),
+            "close": N_("fills at the close of {day} (Asia/Shanghai)")}
+NO_TRADING_DAY = {"open": N_("{day} was no trading day; fills at the open of {next}"),
+                  "close": N_("{day} was no trading day; fills at the close of {next}")}
+FILLED_AT = {"open": N_("filled at the open of {day}"), "close": N_("filled at the close of {day}")}
+SUSPENDED = N_("not filled: the stock did not trade on {day} (suspended)")
+BLOCKED = N_("not filled on {day}: {why}")
+LOCKED_UP = N_("locked at limit-up {limit} (low {low}): no sellers below the limit, the buy cannot fill")
+LOCKED_DOWN = N_("locked at limit-down {limit} (high {high}): no buyers above the limit, the sell cannot fill")
+LOW_NOT_REACHED = N_("not filled: the low of {day} ({low}) never reached the limit {limit}")
+HIGH_NOT_REACHED = N_("not filled: the high of {day} ({high}) never reached the limit {limit}")
+LIMIT_FILLED = {"buy": N_("limit buy filled on {day}"), "sell": N_("limit sell filled on {day}")}
+NO_CASH = N_("not filled: not enough cash at the fill price")
+NO_SHARES = N_("not filled: the position no longer holds the shares")
+CANCELLED_BY = N_("cancelled by {who}")
+TEMPLATES = (SIMULATED, SIMULATED_ON, *FILLS_AT.values(), *NO_TRADING_DAY.values(), *FILLED_AT.values(), SUSPENDED,
+             BLOCKED, LOCKED_UP, LOCKED_DOWN, LOW_NOT_REACHED, HIGH_NOT_REACHED, *LIMIT_FILLED.values(), NO_CASH,
+             NO_SHARES, CANCELLED_BY)
+
+
+@cache
+def _pattern(template: str) -> re.Pattern[str]:
+    """A template as a regular expression whose named groups are its placeholders."""
+    parts = re.split(r"\{(\w+)\}", template)
+    return re.compile("".join(re.escape(part) if i % 2 == 0 else f"(?P<{part}>.+?)"
+                              for i, part in enumerate(parts)))
+
+
+def note_text(note: str) -> str:
+    """A stored note in the language in effect (a note no template wrote, as it is); a placeholder holding another
+    note (why a fill was blocked) is shown translated too."""
+    for template in TEMPLATES:
+        found = _pattern(template).fullmatch(note)
+        if found:
+            return _(template).format(**{k: note_text(v) for k, v in found.groupdict().items()})
+    return note
