@@ -10,6 +10,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from bot.logs import configure_logging
+from tools.i18n import _
 from tools.settings import Settings, get_settings
 
 CONSOLE_LOG = "console.log"  # the console's log file, in QUANTDESK_DATA_DIR
@@ -104,7 +105,7 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
         if args.compare:
             return run_compare(*args.compare)
         if not args.workflow:
-            raise EvalError("name a workflow (quantdesk eval factor) or give --compare A.json B.json")
+            raise EvalError(_("name a workflow (quantdesk eval factor) or give --compare A.json B.json"))
         return run_eval(settings, args.workflow, args.dataset, args.model, args.light_model, args.judge_model,
                         args.repeat, args.out)
     except EvalError as exc:

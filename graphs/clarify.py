@@ -41,7 +41,7 @@ def is_cancel(text: str) -> bool:
 
 def clarify_node(state: Mapping[str, Any]) -> dict[str, Any]:
     question = state.get("clarification_needed") or _("Could you say more about what you need?")
-    report_progress("question")
+    report_progress(_("question"))
     answer = answer_text(interrupt(clarify_request(question, state.get("clarify_choices") or [])))
     if is_cancel(answer):  # ends the request in every workflow; the word never joins the conversation
         return {"final_reply": CANCELLED, "clarification_needed": None, "clarify_choices": [],

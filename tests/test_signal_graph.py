@@ -17,7 +17,7 @@ from graphs.checkpointer import open_checkpointer
 from graphs.context import WorkflowContext
 from graphs.signal.graph import build_signal_graph
 from graphs.signal.library import STRATEGIES
-from graphs.signal.nodes.reflection import NO_LLM_REPLY
+from graphs.signal.nodes.reflection import no_llm_reply
 from graphs.signal.present import present_signal
 from tests.fakes.chat import ScriptedChatModel, answer, decision, tool_call
 from tests.fakes.tushare_server import GOOD_TOKEN, FakeTushare, TushareServer
@@ -204,8 +204,8 @@ def test_cancel(sqlite_runner_factory) -> None:
 
 def test_free_form_without_llm_says_what_to_configure(sqlite_runner_factory) -> None:
     out = sqlite_runner_factory(SampleProvider()).say("find me stocks with rising volume and falling price")
-    assert out["final_reply"] == NO_LLM_REPLY
-    assert "OPENAI_API_KEY" in NO_LLM_REPLY and "signal ma_cross" in NO_LLM_REPLY
+    assert out["final_reply"] == no_llm_reply()
+    assert "OPENAI_API_KEY" in out["final_reply"] and "signal ma_cross" in out["final_reply"]
 
 
 # --- LLM path (scripted models, real tool calls) ---------------------------------------------------

@@ -19,10 +19,11 @@ from bot.evaluation.run_case import CaseRun, run_case
 from bot.evaluation.summary import summarize
 from graphs.llm import MODEL_FAILURES, describe_model_failure, get_light_llm, get_llm
 from graphs.registry import WORKFLOWS
+from tools.i18n import N_, _
 from tools.settings import Settings
 
-NO_MODEL = ("`quantdesk eval` runs the workflows against a real model: set OPENAI_API_KEY (and OPENAI_BASE_URL for "
-            "another OpenAI-compatible endpoint)")
+NO_MODEL = N_("`quantdesk eval` runs the workflows against a real model: set OPENAI_API_KEY (and OPENAI_BASE_URL "
+              "for another OpenAI-compatible endpoint)")
 
 
 ENDPOINT_CHECK = "[quantdesk eval: endpoint check] Reply with the word OK."
@@ -40,9 +41,10 @@ def run_eval(settings: Settings, workflow_name: str, dataset_path: Path | None, 
              light_model: str | None, judge_model: str | None, repeat: int, out_dir: Path | None) -> int:
     workflow = WORKFLOWS.get(workflow_name)
     if workflow is None or workflow.measure is None:
-        raise EvalError(f"{workflow_name!r} has no evaluation; evaluable workflows: {', '.join(evaluable())}")
+        raise EvalError(_("{workflow!r} has no evaluation; evaluable workflows: {workflows}").format(
+            workflow=workflow_name, workflows=", ".join(evaluable())))
     if not settings.llm_configured:
-        raise EvalError(NO_MODEL)
+        raise EvalError(_(NO_MODEL))
     try:
         dataset = load_dataset(dataset_path or default_dataset(workflow.name), workflow.name)
     except DatasetError as exc:
@@ -68,7 +70,7 @@ def run_eval(settings: Settings, workflow_name: str, dataset_path: Path | None, 
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{workflow.name}-{settings.model}-{started:%Y%m%dT%H%M%S}")
     json_path, csv_path = output.write(body, directory, stem)
     print(output.table(body))
-    print(f"report: {json_path}\nruns:   {csv_path}")
+    print(_("report: {json}\nruns:   {csv}").format(json=json_path, csv=csv_path))
     return 0
 
 
@@ -79,7 +81,8 @@ def _writable(directory: Path) -> Path:
         with tempfile.TemporaryFile(dir=directory):
             pass
     except OSError as exc:
-        raise EvalError(f"cannot write the reports to {directory}: {exc.strerror or exc}") from None
+        raise EvalError(_("cannot write the reports to {directory}: {error}").format(
+            directory=directory, error=exc.strerror or exc)) from None
     return directory
 
 
@@ -94,14 +97,15 @@ def _redacted(url: str) -> str:
 def _check_endpoint(settings: Settings, endpoint: str) -> None:
     """One short call to the main and the light model: an endpoint that does not answer is a setup problem to
     report now, not a model behaviour to score."""
-    for role, model in (("model", get_llm(settings)), ("light model", get_light_llm(settings))):
+    for role, model in ((N_("model"), get_llm(settings)), (N_("light model"), get_light_llm(settings))):
         if model is None:
             continue
         try:
             model.invoke([SystemMessage(ENDPOINT_CHECK), HumanMessage("OK?")])
         except MODEL_FAILURES as exc:
-            raise EvalError(f"the endpoint {endpoint} does not answer for the {role} "
-                            f"{getattr(model, 'model_name', '?')}: {describe_model_failure(exc)}") from None
+            raise EvalError(_("the endpoint {endpoint} does not answer for the {role} {model}: {error}").format(
+                endpoint=endpoint, role=_(role), model=getattr(model, "model_name", "?"),
+                error=describe_model_failure(exc))) from None
 
 
 def _run_all(name: str, dataset: Dataset, settings: Settings, repeat: int, judge: object,
@@ -111,8 +115,10 @@ def _run_all(name: str, dataset: Dataset, settings: Settings, repeat: int, judge
         for case in dataset.cases:
             run = run_case(workflow, case, r, settings, judge, judge_meter)  # type: ignore[arg-type]
             runs.append(run)
-            print(f"[{len(runs)}/{total}] {case.id} (repeat {r}): {run.outcome}; {run.model_calls} model call(s), "
-                  f"{run.tokens:,} tokens, {run.seconds:.1f} s", file=sys.stderr, flush=True)
+            print(_("[{done}/{total}] {case} (repeat {repeat}): {outcome}; {calls} model call(s), {tokens} tokens, "
+                    "{seconds} s").format(done=len(runs), total=total, case=case.id, repeat=r, outcome=run.outcome,
+                                          calls=run.model_calls, tokens=f"{run.tokens:,}",
+                                          seconds=f"{run.seconds:.1f}"), file=sys.stderr, flush=True)
     return runs
 
 

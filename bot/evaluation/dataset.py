@@ -18,6 +18,7 @@ from typing import Any
 
 from bot.evaluation.files import read_json
 from graphs.registry import command_for
+from tools.i18n import _
 
 DATASETS = Path(__file__).with_name("datasets")
 KEYWORDS = ("approve", "reject")
@@ -50,39 +51,44 @@ def load_dataset(path: Path, workflow: str) -> Dataset:
     """The dataset at `path`, checked: it is for `workflow`, every case has a unique id and a request."""
     body = read_json(path, DatasetError)
     if not isinstance(body, dict) or not isinstance(body.get("cases"), list) or not body["cases"]:
-        raise DatasetError(f"{path}: expected an object with a non-empty \"cases\" list")
+        raise DatasetError(_("{path}: expected an object with a non-empty \"cases\" list").format(path=path))
     if body.get("workflow") != workflow:
-        raise DatasetError(f"{path}: a dataset for {body.get('workflow')!r}, not {workflow!r}")
+        raise DatasetError(_("{path}: a dataset for {found!r}, not {workflow!r}").format(
+            path=path, found=body.get("workflow"), workflow=workflow))
     cases = tuple(_case(path, i, raw) for i, raw in enumerate(body["cases"]))
     ids = [case.id for case in cases]
     repeated = sorted({i for i in ids if ids.count(i) > 1})
     if repeated:
-        raise DatasetError(f"{path}: case ids must be unique; repeated: {', '.join(repeated)}")
+        raise DatasetError(_("{path}: case ids must be unique; repeated: {ids}").format(path=path,
+                                                                                        ids=", ".join(repeated)))
     return Dataset(workflow, path, cases)
 
 
 def _case(path: Path, index: int, raw: Any) -> Case:
-    where = f"{path}: case {index + 1}"
+    where = _("{path}: case {n}").format(path=path, n=index + 1)
     if not isinstance(raw, dict):
-        raise DatasetError(f"{where} is not an object")
+        raise DatasetError(_("{where} is not an object").format(where=where))
     case_id, request = raw.get("id"), raw.get("request")
     if not isinstance(case_id, str) or not case_id.strip():
-        raise DatasetError(f"{where} has no \"id\"")
+        raise DatasetError(_("{where} has no \"id\"").format(where=where))
     if not isinstance(request, str) or not request.strip():
-        raise DatasetError(f"{where} ({case_id}) has no \"request\" text")
+        raise DatasetError(_("{where} ({case}) has no \"request\" text").format(where=where, case=case_id))
     setup = raw.get("setup", [])
     if not isinstance(setup, list) or not all(isinstance(c, str) and c.strip() for c in setup):
-        raise DatasetError(f"{where} ({case_id}): \"setup\" must be a list of commands")
+        raise DatasetError(_("{where} ({case}): \"setup\" must be a list of commands").format(where=where,
+                                                                                              case=case_id))
     for command in setup:
         try:
             known = command_for(shlex.split(command)) is not None
         except ValueError as exc:  # an unbalanced quote
-            raise DatasetError(f"{where} ({case_id}): set-up command {command!r} does not parse: {exc}") from None
+            raise DatasetError(_("{where} ({case}): set-up command {command!r} does not parse: {error}").format(
+                where=where, case=case_id, command=command, error=exc)) from None
         if not known:
-            raise DatasetError(f"{where} ({case_id}): set-up {command!r} is not a command (e.g. rule add ...)")
+            raise DatasetError(_("{where} ({case}): set-up {command!r} is not a command (e.g. rule add ...)").format(
+                where=where, case=case_id, command=command))
     answers = raw.get("answers", [])
     if not isinstance(answers, list):
-        raise DatasetError(f"{where} ({case_id}): \"answers\" must be a list")
+        raise DatasetError(_("{where} ({case}): \"answers\" must be a list").format(where=where, case=case_id))
     return Case(case_id, request, tuple(setup), tuple(_answer(f"{where} ({case_id})", a) for a in answers))
 
 
@@ -92,4 +98,5 @@ def _answer(where: str, raw: Any) -> dict[str, Any]:
         return {"type": raw}
     if isinstance(raw, dict) and set(raw) == {"respond"} and isinstance(raw["respond"], str):
         return {"type": "respond", "message": raw["respond"]}
-    raise DatasetError(f"{where}: an answer is \"approve\", \"reject\" or {{\"respond\": TEXT}}, not {raw!r}")
+    raise DatasetError(_("{where}: an answer is \"approve\", \"reject\" or {{\"respond\": TEXT}}, not {raw!r}").format(
+        where=where, raw=raw))

@@ -13,6 +13,7 @@ from typing import Any
 from bot.evaluation.files import read_json
 from bot.evaluation.run_case import CaseRun
 from bot.evaluation.summary import Figure
+from tools.i18n import _, display_width, pad_right
 
 FORMAT = 1  # the report format's version
 RUN_COLUMNS = ("case", "repeat", "outcome", "interrupts", "model_calls", "model_errors", "input_tokens",
@@ -58,7 +59,7 @@ def write(report_: dict[str, Any], directory: Path, stem: str) -> tuple[Path, Pa
 def load(path: Path) -> dict[str, Any]:
     body = read_json(path, ReportError)
     if not isinstance(body, dict) or body.get("format") != FORMAT or not _well_formed(body):
-        raise ReportError(f"{path}: not a `quantdesk eval` report (format {FORMAT})")
+        raise ReportError(_("{path}: not a `quantdesk eval` report (format {format})").format(path=path, format=FORMAT))
     return body
 
 
@@ -83,21 +84,25 @@ def _cell(figure: dict[str, Any] | None) -> str:
 
 
 def _columns(rows: list[list[str]]) -> str:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
+    widths = [max(display_width(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(pad_right(cell, w) for cell, w in zip(row, widths, strict=True)).rstrip()
+                     for row in rows)
 
 
 def table(report_: dict[str, Any]) -> str:
-    head = (f"quantdesk eval {report_['workflow']}: model {report_['model']} (light {report_['light_model']}, judge "
-            f"{report_['judge_model'] or 'none'}), {report_['cases']} request(s) x {report_['repeat']} repeat(s)")
-    rows = [["measure", "mean ± spread", "runs"]]
+    head = _("quantdesk eval {workflow}: model {model} (light {light}, judge {judge}), {cases} request(s) x {repeat} "
+             "repeat(s)").format(workflow=report_["workflow"], model=report_["model"], light=report_["light_model"],
+                                 judge=report_["judge_model"] or _("none"), cases=report_["cases"],
+                                 repeat=report_["repeat"])
+    rows = [[_("measure"), _("mean ± spread"), _("runs")]]
     rows += [[name, _cell(figure), str(figure["n"])] for name, figure in report_["figures"].items()]
     lines = [head, _columns(rows)]
     errors = report_["distributions"].get("outcome", {}).get("error", 0)
     if errors:
-        lines.append(f"{errors} run(s) ended in an error and are left out of the workflow's measures (see the CSV)")
+        lines.append(_("{n} run(s) ended in an error and are left out of the workflow's measures (see the "
+                       "CSV)").format(n=errors))
     if "cost" not in report_["figures"]:
-        lines.append("cost: unknown (a model used is not in QUANTDESK_MODEL_PRICES)")
+        lines.append(_("cost: unknown (a model used is not in QUANTDESK_MODEL_PRICES)"))
     for name, counts in report_["distributions"].items():
         lines.append(f"{name}: " + ", ".join(f"{value} {n}" for value, n in sorted(counts.items())))
     return "\n".join(lines)
@@ -106,8 +111,9 @@ def table(report_: dict[str, Any]) -> str:
 def compare(a: dict[str, Any], b: dict[str, Any], labels: tuple[str, str]) -> str:
     """Two reports of one workflow side by side, with B - A per measure."""
     if a["workflow"] != b["workflow"]:
-        raise ReportError(f"{labels[0]} evaluates {a['workflow']} and {labels[1]} {b['workflow']}: nothing to compare")
-    rows = [["measure", f"A: {a['model']}", f"B: {b['model']}", "B - A"]]
+        raise ReportError(_("{a} evaluates {workflow_a} and {b} {workflow_b}: nothing to compare").format(
+            a=labels[0], workflow_a=a["workflow"], b=labels[1], workflow_b=b["workflow"]))
+    rows = [[_("measure"), f"A: {a['model']}", f"B: {b['model']}", "B - A"]]
     for name in dict.fromkeys([*a["figures"], *b["figures"]]):
         fa, fb = a["figures"].get(name), b["figures"].get(name)
         delta = "-" if fa is None or fb is None else _number(_difference(fa["mean"], fb["mean"]))

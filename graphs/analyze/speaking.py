@@ -70,7 +70,7 @@ def make_speaker(role: str, prompt: str, stage: str) -> Callable[..., dict[str, 
         if answer is None:
             return {"stopped": stopped, "tokens": tokens}
         count = state.get("count", 0) + 1
-        report_progress(f"{stage} debate", f"turn {count}: {role}")
+        report_progress(_("{stage} debate").format(stage=stage), _("turn {n}: {role}").format(n=count, role=role))
         if not (state.get("request") or {}).get("replay"):  # a replay's dates are not told turn by turn
             report_prose(f"{stage} debate {count}", _("{stage} debate, turn {count}: {role}").format(
                 stage=stage.capitalize(), count=count, role=role), message_text(answer))

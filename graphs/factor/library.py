@@ -6,11 +6,13 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from tools.i18n import N_, _
+
 
 @dataclass(frozen=True)
 class LibraryFactor:
     name: str
-    description: str
+    description: str  # a message id (N_), `{w}` = the window: the spec stores it in the requester's language
     fields: tuple[str, ...]
     window: int | None  # default look-back in trading days; None when the factor has none
     expression: str  # a pandas expression over the fields, `{w}` = the window
@@ -23,22 +25,22 @@ class LibraryFactor:
 
 
 FACTORS: dict[str, LibraryFactor] = {f.name: f for f in (
-    LibraryFactor("momentum", "return over the last {w} trading days", ("close",), 20,
+    LibraryFactor("momentum", N_("return over the last {w} trading days"), ("close",), 20,
                   "close / close.shift({w}) - 1"),
-    LibraryFactor("reversal", "minus the return over the last {w} trading days (short-term reversal)",
+    LibraryFactor("reversal", N_("minus the return over the last {w} trading days (short-term reversal)"),
                   ("close",), 5, "-(close / close.shift({w}) - 1)"),
-    LibraryFactor("volatility", "standard deviation of daily returns over {w} trading days", ("close",), 20,
+    LibraryFactor("volatility", N_("standard deviation of daily returns over {w} trading days"), ("close",), 20,
                   "close.pct_change(fill_method=None).rolling({w}).std()"),
-    LibraryFactor("turnover", "mean turnover rate (%) over {w} trading days", ("turnover_rate",), 20,
+    LibraryFactor("turnover", N_("mean turnover rate (%) over {w} trading days"), ("turnover_rate",), 20,
                   "turnover_rate.rolling({w}).mean()"),
-    LibraryFactor("volume_price_corr", "correlation of daily returns and volume changes over {w} trading days",
+    LibraryFactor("volume_price_corr", N_("correlation of daily returns and volume changes over {w} trading days"),
                   ("close", "vol"), 20,
                   "close.pct_change(fill_method=None).rolling({w}).corr(vol.pct_change(fill_method=None))"),
-    LibraryFactor("value", "earnings yield 1 / PE (TTM); loss-makers (PE <= 0) are missing", ("pe_ttm",), None,
+    LibraryFactor("value", N_("earnings yield 1 / PE (TTM); loss-makers (PE <= 0) are missing"), ("pe_ttm",), None,
                   "(1.0 / pe_ttm).where(pe_ttm > 0)"),
-    LibraryFactor("book_to_price", "book-to-price 1 / PB; negative book values are missing", ("pb",), None,
+    LibraryFactor("book_to_price", N_("book-to-price 1 / PB; negative book values are missing"), ("pb",), None,
                   "(1.0 / pb).where(pb > 0)"),
-    LibraryFactor("size", "minus the log of total market value (small caps score high)", ("total_mv",), None,
+    LibraryFactor("size", N_("minus the log of total market value (small caps score high)"), ("total_mv",), None,
                   "-np.log(total_mv.where(total_mv > 0))"),
 )}
 ALIASES = {"mom": "momentum", "rev": "reversal", "vol": "volatility", "turn": "turnover", "vpc": "volume_price_corr",
@@ -88,11 +90,13 @@ def _factor_call(node: ast.AST) -> tuple[LibraryFactor, int | None]:
         if node.args:
             arg = node.args[0]
             if not (isinstance(arg, ast.Constant) and isinstance(arg.value, int) and 1 <= arg.value <= 500):
-                raise CombinationError(f"the window of {name} must be a whole number of days between 1 and 500")
+                raise CombinationError(_("the window of {name} must be a whole number of days between 1 and "
+                                         "500").format(name=name))
             window = arg.value
     factor = find_factor(name) if name else None
     if factor is None:
-        raise CombinationError(f"{ast.unparse(node)!r} is not a library factor; known: {', '.join(FACTORS)}")
+        raise CombinationError(_("{term!r} is not a library factor; known: {known}").format(
+            term=ast.unparse(node), known=", ".join(FACTORS)))
     return factor, window
 
 

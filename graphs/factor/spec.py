@@ -25,6 +25,7 @@ from graphs.factor.library import (
 from graphs.grammar import split, tokenize
 from graphs.grammar import starts_request as new_request
 from tools.data.schema import DataError, check_range
+from tools.i18n import _
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 PARAMS = ("window", "n", "name")  # n: window's short form
@@ -109,13 +110,14 @@ def build_spec(request: FactorRequest) -> dict[str, Any]:
     name = params.pop("name", None)
     window = params.pop("window", None) or params.pop("n", None)
     if params:
-        raise SpecError(f"unknown parameter {', '.join(sorted(params))}; factors take window=N and name=NAME")
+        raise SpecError(_("unknown parameter {names}; factors take window=N and name=NAME").format(
+            names=", ".join(sorted(params))))
     try:
         window_days = int(window) if window is not None else None
     except ValueError:
-        raise SpecError(f"window={window} is not a whole number of days") from None
+        raise SpecError(_("window={window} is not a whole number of days").format(window=window)) from None
     if window_days is not None and not 1 <= window_days <= 500:
-        raise SpecError("window must be between 1 and 500 trading days")
+        raise SpecError(_("window must be between 1 and 500 trading days"))
     if request.start and request.end:
         try:
             check_range(request.start, request.end)
@@ -123,18 +125,19 @@ def build_spec(request: FactorRequest) -> dict[str, Any]:
             raise SpecError(str(exc)) from None
     if request.kind == "combo":
         if not request.expression:
-            raise SpecError("say which factors to combine, e.g. `factor combo 0.5*momentum(20) - volatility(20) ...`")
+            raise SpecError(_("say which factors to combine, e.g. `factor combo 0.5*momentum(20) - volatility(20) "
+                              "...`"))
         try:
             terms = combination_parts(request.expression)
         except CombinationError as exc:
             raise SpecError(str(exc)) from None
         fields, lookback, body = combination_fields(terms), combination_lookback(terms), combination_body(terms)
-        description = f"z-scored combination: {request.expression}"
-        default_name = "combo_" + "_".join(f"{f.name}{w or f.window or ''}" for _, f, w in terms)
+        description = _("z-scored combination: {expression}").format(expression=request.expression)
+        default_name = "combo_" + "_".join(f"{f.name}{w or f.window or ''}" for _weight, f, w in terms)
     else:
         factor = FACTORS[request.kind or ""]
         fields, lookback, body = factor.fields, factor.lookback(window_days), factor.body(window_days)
-        description = factor.description.format(w=window_days or factor.window)
+        description = _(factor.description).format(w=window_days or factor.window)
         default_name = factor.name + (f"_{window_days or factor.window}" if factor.window else "")
     name = check_name((name or default_name).lower()[:64])
     return {"name": name, "description": description, "fields": list(fields), "lookback": lookback,
@@ -145,8 +148,8 @@ def build_spec(request: FactorRequest) -> dict[str, Any]:
 def check_name(name: str) -> str:
     """`name` when it can name a factor in the library, else a SpecError saying how to write one."""
     if not _NAME.match(name):
-        raise SpecError(f"factor name {name!r}: use lower-case letters, digits and _ (starting with a letter, "
-                        "at most 64 characters)")
+        raise SpecError(_("factor name {name!r}: use lower-case letters, digits and _ (starting with a letter, at "
+                          "most 64 characters)").format(name=name))
     return name
 
 

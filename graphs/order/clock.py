@@ -12,7 +12,7 @@ from tools.broker.clock import SHANGHAI, day
 from tools.broker.clock_moves import ClockError, ClockMove, ClockState, clock_state, move_clock
 from tools.broker.sim_clock import last_move
 from tools.data.schema import DataError, normalize_date
-from tools.i18n import N_, _, ngettext
+from tools.i18n import N_, _
 from tools.rules.schedule import SessionTick, session_ticks
 
 USAGE = N_("usage: clock, clock next, or clock set YYYYMMDD")
@@ -100,9 +100,8 @@ def _moved(move: ClockMove, user: str, ticks: list[SessionTick]) -> View:
              if move.after < move.before else
              _("The simulated clock moved from {before} to {after} (by {user}; {shared})."))
     lines = [order.summary() for order in move.changed]
-    lines.append(ngettext("Marked {n} account at the closes of {day}; shares bought before {day} are sellable (T+1).",
-                          "Marked {n} accounts at the closes of {day}; shares bought before {day} are sellable "
-                          "(T+1).", len(move.marked)).format(n=len(move.marked), day=move.after))
+    lines.append(_("Marked {n} account(s) at the closes of {day}; shares bought before {day} are sellable "
+                   "(T+1).").format(n=len(move.marked), day=move.after))
     lines += _rule_lines(ticks, move.after)
     return View(_("Clock moved"), moved.format(before=move.before, after=move.after, user=user, shared=_(SHARED)),
                 lines=lines, notes=[_(RULES_NOTE)], users=[user])

@@ -15,6 +15,8 @@ from tools.rules.store import Execution, Rule, Step
 from tools.storage.artifacts import ArtifactRef
 
 ACTIONS = {"buy": N_("BUY"), "sell": N_("SELL"), "hold": N_("HOLD")}  # a run's decision, as its title says it
+SCOPES = {"channel": N_("channel"), "mine": N_("mine"), "all": N_("all")}  # `rule list [channel|mine|all]`
+STEP_KINDS = {"tool_call": N_("tool call"), "calculation": N_("calculation"), "decision": N_("decision")}
 
 
 def _size(rule: Rule) -> str:
@@ -34,27 +36,33 @@ def present_rule(rule: Rule, summary: str, executions: list[Execution] | None = 
              (_("Account"), rule.account or _("the channel's")),
              (_("Position"), str((rule.runtime_status or {}).get("position", 0)))]
     if proposal is not None:
-        facts.append(("Order proposal", f"waiting for a trader's approval (execution {proposal.holder}; no "
-                                        f"new order until it is decided or {proposal.expires_at:%Y-%m-%d %H:%M} UTC)"))
+        facts.append((_("Order proposal"), _("waiting for a trader's approval (execution {execution}; no new order "
+                                             "until it is decided or {time} UTC)").format(
+            execution=proposal.holder, time=f"{proposal.expires_at:%Y-%m-%d %H:%M}")))
     lines = [_("Requirements: {requirements}").format(requirements=rule.requirements)]
-    lines += [f"run {e.execution_id} at {e.started_at:%Y-%m-%d %H:%M} UTC: {e.steps} steps, "
-              f"{_decided(e.decision)}" for e in executions or []]
-    return View(f"Rule {rule.id}", summary, lines=lines, facts=facts, users=[rule.owner])
+    lines += [_("run {execution} at {time} UTC: {n} steps, {decision}").format(
+        execution=e.execution_id, time=f"{e.started_at:%Y-%m-%d %H:%M}", n=e.steps, decision=_decided(e.decision))
+        for e in executions or []]
+    return View(_("Rule {id}").format(id=rule.id), summary, lines=lines, facts=facts, users=[rule.owner])
 
 
 def _decided(action: dict | None) -> str:
     """The decision of a logged decision step's action (`{"action": {"action": "buy", ...}}`), as a word."""
     body = (action or {}).get("action")
-    return str(body.get("action") if isinstance(body, dict) else body or "no decision")
+    word = str(body.get("action") if isinstance(body, dict) else body or "")
+    return _(ACTIONS[word]) if word in ACTIONS else word or _("no decision")
 
 
 def present_rules(rules: list[Rule], scope: str) -> View:
+    shown_scope = _(SCOPES[scope]) if scope in SCOPES else scope
     if not rules:
-        return View("Rules", f"No rules ({scope}). Save one with `rule add SYMBOL \"REQUIREMENTS\"`.")
-    rows = [[str(r.id), r.symbol, "language" if r.source == "language" else "words", r.schedule or "-",
-             "on" if r.enabled else "paused", r.owner, r.requirements[:60]] for r in rules]
-    return View("Rules", f"{len(rules)} rule(s) ({scope})",
-                table=Table(["id", "symbol", "kind", "schedule", "state", "owner", "requirements"], rows))
+        return View(_("Rules"), _("No rules ({scope}). Save one with `rule add SYMBOL \"REQUIREMENTS\"`.").format(
+            scope=shown_scope))
+    rows = [[str(r.id), r.symbol, _("language") if r.source == "language" else _("words"), r.schedule or "-",
+             _("on") if r.enabled else _("paused"), r.owner, r.requirements[:60]] for r in rules]
+    return View(_("Rules"), _("{n} rule(s) ({scope})").format(n=len(rules), scope=shown_scope),
+                table=Table([_("id"), _("symbol"), _("kind"), _("schedule"), _("state"), _("owner"),
+                             _("requirements")], rows))
 
 
 def step_text(step: int, kind: str, action: dict[str, Any], result: Any) -> str:
@@ -63,16 +71,19 @@ def step_text(step: int, kind: str, action: dict[str, Any], result: Any) -> str:
     body = action.get("action")
     if kind == "decision":
         decided = body if isinstance(body, dict) else {}
-        return (f"{step}. decision: {str(decided.get('action', '?')).upper()} (confidence "
-                f"{float(decided.get('confidence') or 0):.2f}) — {decided.get('reason') or reasoning}")
+        word = str(decided.get("action", "?"))
+        return _("{step}. decision: {action} (confidence {confidence}) — {reason}").format(
+            step=step, action=_(ACTIONS[word]) if word in ACTIONS else word.upper(),
+            confidence=f"{float(decided.get('confidence') or 0):.2f}", reason=decided.get("reason") or reasoning)
     shown = json.dumps(result, ensure_ascii=False, default=str)
-    return f"{step}. {kind}: {reasoning} → {shown[:300]}"
+    return f"{step}. {_(STEP_KINDS[kind]) if kind in STEP_KINDS else kind}: {reasoning} → {shown[:300]}"
 
 
 def present_log(rule: Rule, execution: str, steps: list[Step]) -> View:
     lines = [step_text(s.step, s.action_type, s.action_data, s.result_data) for s in steps]
-    when = f" ({steps[0].timestamp:%Y-%m-%d %H:%M:%S} UTC)" if steps else ""
-    return View(f"Rule {rule.id} · {execution}", f"{len(steps)} step(s){when}", lines=lines)
+    count = _("{n} step(s)").format(n=len(steps))
+    when = _(" ({time} UTC)").format(time=f"{steps[0].timestamp:%Y-%m-%d %H:%M:%S}") if steps else ""
+    return View(_("Rule {id} · {execution}").format(id=rule.id, execution=execution), f"{count}{when}", lines=lines)
 
 
 def present_rule_run(result: dict[str, Any]) -> View:
@@ -128,8 +139,8 @@ def present_backtest(rule: Rule, result: RuleBacktest, trades_csv: ArtifactRef |
                 comparison_summary(_("Rule {id}").format(id=rule.id), strategy, benchmark, base),
                 lines=[*lines, cut] if cut else lines, facts=facts,
                 notes=[*([result.span] if result.span else []),
-                       f"decisions on a bar's close fill at the next bar's open; {result.warmup} warm-up bar(s) "
-                       f"({result.warmup_bars} read before the start); costs as the paper account (commission "
-                       "minimum, stamp duty, transfer fee, lots); Sharpe = mean/std of daily returns x sqrt(252), "
-                       "rf = 0; exposure = mean share of equity in the stock", *s.notes],
+                       _("decisions on a bar's close fill at the next bar's open; {warmup} warm-up bar(s) ({read} read "
+                         "before the start); costs as the paper account (commission minimum, stamp duty, transfer "
+                         "fee, lots); Sharpe = mean/std of daily returns x sqrt(252), rf = 0; exposure = mean share "
+                         "of equity in the stock").format(warmup=result.warmup, read=result.warmup_bars), *s.notes],
                 artifacts=[trades_csv] if trades_csv else [])

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from graphs.grammar import did_you_mean
+from tools.i18n import N_, _
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,7 @@ class Param:
 @dataclass(frozen=True)
 class Strategy:
     name: str
-    title: str
+    title: str  # message ids (N_): shown translated
     description: str
     fields: tuple[str, ...]
     params: dict[str, Param]
@@ -33,35 +34,39 @@ class Strategy:
         unknown = sorted(set(given) - set(self.params))
         if unknown:
             named = ", ".join(name + did_you_mean(f"{name}={given[name]}", self.params) for name in unknown)
-            raise ValueError(f"{self.name} has no parameter {named}; its parameters: {self.param_help()}")
+            raise ValueError(_("{strategy} has no parameter {named}; its parameters: {params}").format(
+                strategy=self.name, named=named, params=self.param_help()))
         values: dict[str, float | int] = {}
         for name, spec in self.params.items():
             raw = given.get(name)
             try:
                 value = spec.default if raw is None else float(raw)
             except ValueError:
-                raise ValueError(f"{name}={raw} is not a number") from None
+                raise ValueError(_("{name}={value} is not a number").format(name=name, value=raw)) from None
             if spec.integer:
                 if value != int(value):
-                    raise ValueError(f"{name} must be a whole number, got {raw}")
+                    raise ValueError(_("{name} must be a whole number, got {value}").format(name=name, value=raw))
                 value = int(value)
             if not spec.low <= value <= spec.high:
-                raise ValueError(f"{name} must be between {spec.low:g} and {spec.high:g}, got {value:g}")
+                raise ValueError(_("{name} must be between {low} and {high}, got {value}").format(
+                    name=name, low=f"{spec.low:g}", high=f"{spec.high:g}", value=f"{value:g}"))
             values[name] = value
         self.check(values)
         return values
 
     def check(self, values: dict[str, float | int]) -> None:
         if self.name == "ma_cross" and values["fast"] >= values["slow"]:
-            raise ValueError(f"fast ({values['fast']}) must be shorter than slow ({values['slow']})")
+            raise ValueError(_("fast ({fast}) must be shorter than slow ({slow})").format(fast=values["fast"],
+                                                                                          slow=values["slow"]))
         if self.name == "rsi" and values["lower"] >= values["upper"]:
-            raise ValueError(f"lower ({values['lower']}) must be below upper ({values['upper']})")
+            raise ValueError(_("lower ({lower}) must be below upper ({upper})").format(lower=values["lower"],
+                                                                                       upper=values["upper"]))
 
     def code(self, values: dict[str, float | int]) -> str:
         return self.template.format(**values).strip() + "\n"
 
     def param_help(self) -> str:
-        return ", ".join(f"{n}={p.default:g}" for n, p in self.params.items()) or "none"
+        return ", ".join(f"{n}={p.default:g}" for n, p in self.params.items()) or _("none")
 
 
 STRATEGIES: dict[str, Strategy] = {}
@@ -72,8 +77,8 @@ def _add(strategy: Strategy) -> None:
 
 
 _add(Strategy(
-    "ma_cross", "Moving-average cross",
-    "long while the fast moving average of close is above the slow one, sell when it is below",
+    "ma_cross", N_("Moving-average cross"),
+    N_("long while the fast moving average of close is above the slow one, sell when it is below"),
     ("close",),
     {"fast": Param(5, 1, 250), "slow": Param(20, 2, 500)},
     """
@@ -86,8 +91,8 @@ signal = signal.where(slow_ma.notna() & fast_ma.notna())
 ))
 
 _add(Strategy(
-    "momentum", "Cross-sectional momentum",
-    "rank codes each day by their N-day return: buy the top share, sell the bottom share",
+    "momentum", N_("Cross-sectional momentum"),
+    N_("rank codes each day by their N-day return: buy the top share, sell the bottom share"),
     ("close",),
     {"window": Param(20, 1, 500), "top": Param(0.2, 0.01, 0.5, integer=False),
      "bottom": Param(0.2, 0.01, 0.5, integer=False)},
@@ -101,8 +106,8 @@ signal = signal.where(ret.notna())
 ))
 
 _add(Strategy(
-    "mean_reversion", "Mean reversion (z-score)",
-    "buy when close is more than `entry` standard deviations below its moving average, sell when above",
+    "mean_reversion", N_("Mean reversion (z-score)"),
+    N_("buy when close is more than `entry` standard deviations below its moving average, sell when above"),
     ("close",),
     {"window": Param(20, 2, 500), "entry": Param(1.5, 0.1, 5, integer=False)},
     """
@@ -116,8 +121,8 @@ signal = signal.where(z.notna())
 ))
 
 _add(Strategy(
-    "rsi", "RSI thresholds",
-    "buy when Wilder's RSI falls below `lower`, sell when it rises above `upper` (a flat price is RSI 50)",
+    "rsi", N_("RSI thresholds"),
+    N_("buy when Wilder's RSI falls below `lower`, sell when it rises above `upper` (a flat price is RSI 50)"),
     ("close",),
     {"window": Param(14, 2, 250), "lower": Param(30, 1, 99), "upper": Param(70, 1, 99)},
     """
@@ -131,8 +136,8 @@ signal = signal.where(gain.notna() & close.notna())
 ))
 
 _add(Strategy(
-    "bollinger", "Bollinger band breakout",
-    "buy when close breaks above the upper band (mean + k std), sell when it breaks below the lower band",
+    "bollinger", N_("Bollinger band breakout"),
+    N_("buy when close breaks above the upper band (mean + k std), sell when it breaks below the lower band"),
     ("close",),
     {"window": Param(20, 2, 500), "k": Param(2.0, 0.1, 5, integer=False)},
     """
@@ -145,8 +150,8 @@ signal = signal.where(mid.notna())
 ))
 
 _add(Strategy(
-    "channel", "Channel (Donchian) breakout",
-    "buy when close exceeds the highest high of the previous N bars, sell below the lowest low",
+    "channel", N_("Channel (Donchian) breakout"),
+    N_("buy when close exceeds the highest high of the previous N bars, sell below the lowest low"),
     ("close", "high", "low"),
     {"window": Param(20, 2, 500)},
     """
@@ -159,8 +164,8 @@ signal = signal.where(upper.notna() & lower.notna() & close.notna())
 ))
 
 _add(Strategy(
-    "valuation", "Valuation (PE and PB rank)",
-    "rank codes each day by PE and PB (positive values only): buy the cheapest share, sell the dearest",
+    "valuation", N_("Valuation (PE and PB rank)"),
+    N_("rank codes each day by PE and PB (positive values only): buy the cheapest share, sell the dearest"),
     ("close", "pe", "pb"),
     {"cheap": Param(0.3, 0.01, 0.5, integer=False), "dear": Param(0.3, 0.01, 0.5, integer=False)},
     """
@@ -186,4 +191,5 @@ def find_strategy(name: str) -> Strategy | None:
 
 
 def library_help() -> str:
-    return "\n".join(f"- `{s.name}` ({s.param_help()}): {s.description}" for s in STRATEGIES.values())
+    """Every built-in strategy with its parameters and what it does, in the language in effect."""
+    return "\n".join(f"- `{s.name}` ({s.param_help()}): {_(s.description)}" for s in STRATEGIES.values())

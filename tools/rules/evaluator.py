@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tools.i18n import N_, _, ngettext
 from tools.research import indicators
 from tools.rules.parser import parse_rule
 from tools.rules.syntax import (
@@ -31,6 +32,9 @@ from tools.rules.syntax import (
     comparisons,
     leaves,
 )
+
+HOLDS = {"buy": N_("the buy condition holds: {condition}"), "sell": N_("the sell condition holds: {condition}")}
+FAILS = {"buy": N_("the buy condition does not hold"), "sell": N_("the sell condition does not hold")}
 
 
 class _Evaluator:
@@ -134,7 +138,7 @@ def evaluate(rule: Rule | str, bars: pd.DataFrame) -> pd.DataFrame:
     ev = _Evaluator(bars)
     columns: dict[str, pd.Series] = {}
     missing: dict[str, pd.Series] = {}
-    for _, condition in rule.clauses():
+    for _side, condition in rule.clauses():
         for node in steps_of(condition):
             if isinstance(node, Compare | Cross):
                 columns.setdefault(node.describe(), ev.truth(node))
@@ -155,15 +159,16 @@ def evaluate(rule: Rule | str, bars: pd.DataFrame) -> pd.DataFrame:
 
 
 def _reason(rule: Rule, buy: bool, sell: bool, missing: list[str]) -> str:
+    """Why the rule decided what it did on one bar, in the language in effect."""
     if buy and sell:
-        return "conflict: both the buy and the sell conditions hold, so the rule holds"
+        return _("conflict: both the buy and the sell conditions hold, so the rule holds")
     if buy or sell:
-        side = "buy" if buy else "sell"
         condition = rule.buy if buy else rule.sell
         assert condition is not None
-        return f"the {side} condition holds: {condition.describe()}"
-    sides = [side for side, _ in rule.clauses()]
-    base = "neither condition holds" if len(sides) == 2 else f"the {sides[0]} condition does not hold"
+        return _(HOLDS["buy" if buy else "sell"]).format(condition=condition.describe())
+    sides = [side for side, _condition in rule.clauses()]
+    base = _("neither condition holds") if len(sides) == 2 else _(FAILS[sides[0]])
     if not missing:
         return base
-    return f"warming up: {', '.join(missing)} {'has' if len(missing) == 1 else 'have'} no value yet; {base}"
+    return ngettext("warming up: {terms} has no value yet; {base}", "warming up: {terms} have no value yet; {base}",
+                    len(missing)).format(terms=", ".join(missing), base=base)

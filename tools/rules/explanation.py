@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from tools.i18n import N_, _
 from tools.rules.evaluator import evaluate, steps_of
 from tools.rules.parser import parse_rule
 from tools.rules.syntax import (
@@ -21,6 +22,9 @@ from tools.rules.syntax import (
     Term,
 )
 
+TRUTH = {True: N_("true"), False: N_("false")}
+CLAUSES = {"buy": N_("buy when {condition} → {truth}"), "sell": N_("sell when {condition} → {truth}")}
+
 
 def _number(value: Any) -> float | None:
     """A JSON-ready value: a float, or None for a missing one."""
@@ -28,11 +32,12 @@ def _number(value: Any) -> float | None:
 
 
 def _shown(value: float | None) -> str:
-    return "no value" if value is None else f"{value:.4f}".rstrip("0").rstrip(".")
+    return _("no value") if value is None else f"{value:.4f}".rstrip("0").rstrip(".")
 
 
 def _truth_text(value: Any) -> str:
-    return "unknown" if pd.isna(value) else str(bool(value)).lower()
+    """Whether a comparison holds, as the trace says it: true, false or unknown (in the language in effect)."""
+    return _("unknown") if pd.isna(value) else _(TRUTH[bool(value)])
 
 
 def _tool(node: Term) -> dict[str, Any]:
@@ -92,9 +97,10 @@ def explain(rule: Rule | str, bars: pd.DataFrame, at: Any = None) -> list[dict[s
                 add(_comparison_text(node, now, before), {"name": "compare", "params": {"expression": text}}, result)
             else:
                 value = _number(now[text])
-                add(f"{text} on {when_text} = {_shown(value)}", _tool(node), {text: value})
+                add(_("{term} on {day} = {value}").format(term=text, day=when_text, value=_shown(value)), _tool(node),
+                    {text: value})
         holds = bool(now[f"{side}_condition"])
-        add(f"{side} when {condition.describe()} → {str(holds).lower()}",
+        add(_(CLAUSES[side]).format(condition=condition.describe(), truth=_truth_text(holds)),
             {"name": "condition", "params": {"clause": side, "expression": condition.describe()}},
             {f"{side}_condition": holds})
     steps.append({"step": len(steps) + 1, "type": "decision", "reasoning": rule.describe(),
@@ -112,8 +118,8 @@ def _comparison_text(test: Compare | Cross, now: pd.Series, before: pd.Series | 
         value = f"{text}={_shown(_number(now[text]))}"
         if isinstance(test, Cross):
             previous = None if before is None else _number(before[text])
-            value += f" (previous bar {_shown(previous)})"
+            value += _(" (previous bar {value})").format(value=_shown(previous))
         shown.append(value)
     truth = now[test.describe()]
-    tail = " (warming up)" if pd.isna(truth) else ""
+    tail = _(" (warming up)") if pd.isna(truth) else ""
     return f"{', '.join(shown)} → {test.describe()} {_truth_text(truth)}{tail}"

@@ -54,8 +54,10 @@ def make_save_node(spec: AnalystSpec) -> Callable[..., dict[str, Any]]:
         if report_id is not None and not request.get("replay"):
             report_prose(f"{spec.name} report", _("{analyst} analyst's report").format(
                 analyst=spec.name.capitalize()), text)
-        report_progress(f"{spec.name} analyst", f"{calls} tool call(s), {tokens:,} tokens"
-                        + (", stopped" if state.get("stopped") else ", no report" if state.get("failed") else ""))
+        done = (_("{calls} tool call(s), {tokens} tokens, stopped") if state.get("stopped") else
+                _("{calls} tool call(s), {tokens} tokens, no report") if state.get("failed") else
+                _("{calls} tool call(s), {tokens} tokens"))
+        report_progress(_("{name} analyst").format(name=spec.name), done.format(calls=calls, tokens=f"{tokens:,}"))
         run = {"report": text, "report_id": report_id, "tool_calls": calls, "tokens": tokens,
                "gaps": list(state.get("gaps") or []), "audit": state.get("audit") or {},
                "stopped": state.get("stopped"), "failed": state.get("failed"),

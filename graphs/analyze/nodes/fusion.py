@@ -22,6 +22,7 @@ from graphs.progress import report_progress
 from tools.broker.money import price_of
 from tools.broker.reports import account_report
 from tools.desk.snapshot import price_bars
+from tools.i18n import _
 
 NOT_RUN = AnalystMemorySummary(today_report="(this analyst was not asked)", memory_summary_pre_open="",
                                memory_summary_post_close="")
@@ -47,7 +48,7 @@ def _summary(ctx: AnalyzeDeps, name: str, request: dict[str, Any], runs: dict[st
 def fusion_node(state: AnalyzeState, runtime: Runtime[AnalyzeDeps]) -> dict[str, Any]:
     ctx, request = runtime.context, state["request"]
     code, date = request["ts_code"], request["trade_date"]
-    report_progress("fusion", "reports, account and prices")
+    report_progress(_("fusion"), _("reports, account and prices"))
     runs = state.get("analyst_runs") or {}
     session, day = session_of(request)
     update: dict[str, Any] = {

@@ -39,6 +39,7 @@ from tools.broker.rules import lot_rule
 from tools.broker.sizing import FEE_MARGIN
 from tools.desk.log import resolve_due
 from tools.desk.snapshot import price_bars
+from tools.i18n import _
 from tools.research.charts import account_equity
 
 
@@ -92,7 +93,7 @@ def _replay(desk: CompiledStateGraph, state: AnalyzeState, ctx: AnalyzeDeps,
         closes[date] = Decimal(done["close"])
         spent += done["tokens"]
         steps.append(done["step"])
-        report_progress("replay", f"{number}/{len(dates)} {date}: {steps[-1]['rating']}")
+        report_progress(_("replay"), f"{number}/{len(dates)} {date}: {steps[-1]['rating']}")
         if done["stopped"]:
             stopped = done["stopped"]
             break

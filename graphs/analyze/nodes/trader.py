@@ -47,7 +47,7 @@ def trader_node(state: AnalyzeState, runtime: Runtime[AnalyzeDeps], config: Runn
                         Decimal(state["account_total_value"]), Decimal(state["current_price"]),
                         int(position.get("quantity") or 0), int(position.get("sellable") or 0),
                         Decimal(state["account_cash"]), lot)
-    report_progress("trader", sizing.explanation.rsplit(". ", 1)[-1])
+    report_progress(_("trader"), sizing.explanation.rsplit(". ", 1)[-1])
     if not request.get("replay"):
         report_prose("trader", _("The trader's reasoning"), sizing.explanation)
     if sizing.side is None:

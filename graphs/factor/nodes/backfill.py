@@ -17,13 +17,14 @@ from graphs.factor.state import FactorState
 from graphs.progress import report_progress
 from tools.data.schema import DataError
 from tools.factors.checks import check_factor
+from tools.i18n import _
 
 FORWARD_BUFFER_DAYS = 45  # calendar days of prices after `end` for the 20-day forward returns
 
 
 def backfill_node(state: FactorState, config: RunnableConfig, runtime: Runtime[FactorDeps]) -> dict[str, Any]:
     ctx, spec = runtime.context, state["spec"]
-    report_progress("backfill", f"{spec['start']}–{spec['end']}")
+    report_progress(_("backfill"), f"{spec['start']}–{spec['end']}")
     ws = workspace(ctx, config)
     try:
         codes = universe(ctx.provider, spec)

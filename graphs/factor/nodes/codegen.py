@@ -21,6 +21,7 @@ from graphs.factor.state import FactorState, failure_of
 from graphs.factor.template import render
 from graphs.llm import AGENT_FAILURES, describe_model_failure, language_instruction
 from graphs.progress import report_progress
+from tools.i18n import _
 
 CODEGEN_PROMPT = """You are CodeGen, a quant developer. Write the body of `compute_factor` for this factor:
 
@@ -57,7 +58,8 @@ Problem:
 
 def codegen_node(state: FactorState, config: RunnableConfig, runtime: Runtime[FactorDeps]) -> dict[str, Any]:
     spec = state["spec"]
-    report_progress("code", None if spec.get("body") else f"attempt {len(state.get('attempts', [])) + 1}")
+    report_progress(_("code"), None if spec.get("body") else
+                    _("attempt {n}").format(n=len(state.get("attempts", [])) + 1))
     if spec.get("body"):  # library factor: the body comes from the library
         return {"factor_body": spec["body"], "factor_code": render(spec["name"], spec["description"], spec["fields"],
                                                                     spec["body"]), "editing": False}

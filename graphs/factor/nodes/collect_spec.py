@@ -24,6 +24,7 @@ from graphs.grammar import bad_code_message, is_ignore, unused_question
 from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json, language_instruction
 from graphs.progress import report_progress
 from tools.data.schema import BAR_FIELDS, INDICATOR_FIELDS, DataError, check_range
+from tools.i18n import _
 
 NEEDS_LLM = ("Free-form factor requests need an LLM (set OPENAI_API_KEY, and OPENAI_BASE_URL for a "
              "compatible server). Without one, use the grammar: `factor KIND START END [window=N] [name=NAME]` "
@@ -60,7 +61,7 @@ def _ask(state: FactorState, update: dict[str, Any], question: str, choices: lis
 def collect_spec_node(state: FactorState, config: RunnableConfig,
                       runtime: Runtime[FactorDeps]) -> dict[str, Any]:
     messages = state.get("messages", [])
-    report_progress("reading the request")
+    report_progress(_("reading the request"))
     text = new_human_text(messages, state.get("consumed", 0))
     update: dict[str, Any] = {"consumed": len(messages), **_reset(), "clarification_needed": None}
     answering = state.get("clarification_count", 0) > 0 and state.get("spec") is None

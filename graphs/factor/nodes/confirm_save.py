@@ -18,6 +18,7 @@ from graphs.factor.deps import FactorDeps
 from graphs.factor.state import FactorState, duplicates_of_others
 from graphs.interrupts import approval_request, decision_of
 from graphs.progress import report_progress
+from tools.i18n import _
 
 SAVE_FACTOR = "save_factor"
 
@@ -29,7 +30,7 @@ def _rank_ic(metrics: dict[str, dict[str, float | None]]) -> str:
 
 def confirm_save_node(state: FactorState, config: RunnableConfig, runtime: Runtime[FactorDeps]) -> dict[str, Any]:
     name = state["spec"]["name"]
-    report_progress("save approval")
+    report_progress(_("save approval"))
     evaluation = state.get("evaluation") or {}
     duplicates = duplicates_of_others(name, evaluation.get("duplicates", []))
     ic = _rank_ic(evaluation.get("metrics", {}))

@@ -13,12 +13,13 @@ from graphs.factor.run import dry_run, load_dry_run_inputs
 from graphs.factor.state import FactorState
 from graphs.progress import report_progress
 from tools.data.schema import DataError
+from tools.i18n import _
 
 
 def dry_run_node(state: FactorState, config: RunnableConfig, runtime: Runtime[FactorDeps]) -> dict[str, Any]:
     ctx, spec = runtime.context, state["spec"]
     attempts = state.get("attempts", [])
-    report_progress("dry run", f"attempt {len(attempts) + 1}")
+    report_progress(_("dry run"), _("attempt {n}").format(n=len(attempts) + 1))
     try:
         inputs = load_dry_run_inputs(ctx.provider, spec)
     except (DataError, ValueError) as exc:

@@ -18,6 +18,7 @@ from graphs.factor.state import FactorState
 from graphs.progress import report_progress
 from tools.factors.ic import EvaluationError, FactorEvaluation, evaluate_factor
 from tools.factors.store import FactorStore
+from tools.i18n import _
 from tools.research.charts import factor_chart
 from tools.storage.artifacts import ArtifactRef, ArtifactStore
 from tools.storage.workspace import WorkspaceError
@@ -27,7 +28,7 @@ PERIODS = (1, 5, 20)
 
 def evaluate_node(state: FactorState, config: RunnableConfig, runtime: Runtime[FactorDeps]) -> dict[str, Any]:
     ctx, spec = runtime.context, state["spec"]
-    report_progress("evaluation")
+    report_progress(_("evaluation"))
     ws = workspace(ctx, config)
     factor = ws.get(state["backfill"]["name"])  # type: ignore[index]
     close = ws.get("ohlcv/close")

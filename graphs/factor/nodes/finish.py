@@ -9,6 +9,7 @@ from langchain_core.messages import AIMessage
 
 from graphs.factor.state import FactorState
 from graphs.progress import report_progress
+from tools.i18n import _
 
 CONVENTIONS = ("IC = Pearson, Rank IC = Spearman per date; quantile returns demeaned per date; spread = top minus "
                "bottom quantile; long-short = factor-weighted (demeaned, gross 1); suspended days and missing "
@@ -20,7 +21,7 @@ def finish_node(state: FactorState) -> dict[str, Any]:
     if saved.get("status") != "active":
         reply = state.get("final_reply") or "Done."
         return {"result": None, "final_reply": reply, "messages": [AIMessage(reply)]}
-    report_progress("summary")
+    report_progress(_("summary"))
     spec, backfill, review = state["spec"], state["backfill"] or {}, state.get("review") or {}
     result = {
         "workflow": "factor",

@@ -43,7 +43,7 @@ def human_review_node(state: FactorState, config: RunnableConfig,
                       runtime: Runtime[FactorDeps]) -> dict[str, Any]:
     spec, body = state["spec"], state.get("factor_body") or ""
     failure = failure_of(state)
-    report_progress("review")
+    report_progress(_("review"))
     summary = (state.get("dry_run") or {}).get("figures") or ""
     semantic = state.get("semantic_check") or {}
     if semantic.get("ok"):

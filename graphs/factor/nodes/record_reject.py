@@ -18,7 +18,7 @@ from tools.i18n import _
 def record_reject_node(state: FactorState, config: RunnableConfig,
                        runtime: Runtime[FactorDeps]) -> dict[str, Any]:
     spec, review = state["spec"], state.get("review") or {}
-    report_progress("recording the rejection")
+    report_progress(_("recording the rejection"))
     info, _created = FactorStore(runtime.context.engine).save(
         name=spec["name"], description=spec["description"], code=state.get("factor_code") or "",
         spec=stored_spec(state, reject_reason=review.get("reason")),

@@ -19,6 +19,7 @@ from graphs.factor.models import MODELS
 from graphs.factor.state import FactorState
 from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json, language_instruction
 from graphs.progress import report_progress
+from tools.i18n import _
 
 JUDGE_PROMPT = """You review a stock-selection factor's code against its specification.
 
@@ -39,7 +40,7 @@ def semantic_check_node(state: FactorState, config: RunnableConfig,
     if not (state.get("dry_run") or {}).get("ok"):
         return {"semantic_check": None}
     spec, body = state["spec"], state.get("factor_body") or ""
-    report_progress("semantic check")
+    report_progress(_("semantic check"))
     if spec.get("body") and body.strip() == spec["body"].strip():
         return {"semantic_check": {"ok": True, "diffs": [], "reason": "library implementation of the spec",
                                    "by": "rules"}}

@@ -14,11 +14,12 @@ from graphs.factor.saving import run_key, stored_spec
 from graphs.factor.state import FactorState
 from graphs.progress import report_progress
 from tools.factors.store import FactorStore
+from tools.i18n import _
 
 
 def write_db_node(state: FactorState, config: RunnableConfig, runtime: Runtime[FactorDeps]) -> dict[str, Any]:
     spec, review = state["spec"], state.get("review") or {}
-    report_progress("saving")
+    report_progress(_("saving"))
     values = workspace(runtime.context, config).get(state["backfill"]["name"])  # type: ignore[index]
     metrics = pd.DataFrame.from_dict(state["evaluation"]["metrics"], orient="index")  # type: ignore[index]
     metrics.index = metrics.index.astype(int)

@@ -29,7 +29,7 @@ def propose_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], config:
     intent = state["order_intent"]
     account = state.get("account") or intent.get("account") or default_account(config)
     client_order_id = state.get("client_order_id") or f"{thread_id(config)}:{uuid.uuid4().hex[:16]}"
-    report_progress("checking the order", f"{intent['side']} {intent['quantity']} {intent['ts_code']}")
+    report_progress(_("checking the order"), f"{_(intent['side'])} {intent['quantity']} {intent['ts_code']}")
     if ctx.broker is None:
         return {"order_outcome": _outcome("refused", "No broker is configured for this run.", account)}
     refused = naming_refusal(ctx, intent.get("proposed_by"), account, default_account(config))

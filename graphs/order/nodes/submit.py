@@ -16,13 +16,14 @@ from graphs.order.state import OrderApprovalState
 from graphs.progress import report_progress
 from tools.broker.orders import OrderRejected
 from tools.data.schema import DataError
+from tools.i18n import _
 
 
 def submit_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], config: RunnableConfig,
                 ) -> dict[str, Any]:
     ctx = runtime.context
     account, who = state["account"], state.get("decided_by")
-    report_progress("placing the order", account)
+    report_progress(_("placing the order"), account)
     approved_by = approvers(list(state.get("approvals") or []), who)
     request = request_of(state["order_intent"], state["client_order_id"], thread_id(config), approved_by=approved_by)
     base = {"account": account, "proposal": state["proposal"], "decided_by": approved_by}

@@ -15,6 +15,7 @@ from graphs.rule.deps import RuleDeps
 from graphs.rule.logbook import log_step
 from graphs.rule.state import RuleRunState
 from tools.data.klines import KlineError, symbol_kind
+from tools.i18n import _
 from tools.rules.calculations import CalculationError, calculate
 from tools.storage.workspace import WorkspaceError
 
@@ -39,7 +40,7 @@ def act_node(state: RuleRunState, runtime: Runtime[RuleDeps], config: RunnableCo
     except (KlineError, CalculationError, WorkspaceError) as exc:
         result = {"error": str(exc)}
     log_step(ctx, state, action, result)
-    report_progress(f"step {action['step']}", _summary(action, result))
+    report_progress(_("step {n}").format(n=action["step"]), _summary(action, result))
     return {"history": [*(state.get("history") or []), {**action, "result": result}], "action": None}
 
 

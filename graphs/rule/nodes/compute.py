@@ -20,11 +20,14 @@ from graphs.rule.nodes.act import as_of_date, bars_name
 from graphs.rule.state import RuleRunState
 from tools.data.klines import MAX_LIMIT, KlineError, symbol_kind
 from tools.data.schema import DataError
+from tools.i18n import N_, _
 from tools.rules.backtest import rule_bars, rule_history
 from tools.rules.explanation import explain
 from tools.rules.parser import parse_rule
 from tools.rules.syntax import Rule, RuleSyntaxError
 
+PRICE_BASES = {"unadjusted": N_("unadjusted"), "forward-adjusted": N_("forward-adjusted"),
+               "unknown": N_("of unknown basis")}  # the data's price basis, as the fetch step's note says it
 EXTRA_BARS = 250  # crypto: beyond the warm-up, so recursive indicators (EMA, RSI, MACD) have mostly converged
 
 
@@ -37,8 +40,8 @@ def compute_node(state: RuleRunState, runtime: Runtime[RuleDeps], config: Runnab
         bars, params, notes = _bars(ctx, rule["symbol"], parsed, as_of_date(state))
     except (RuleSyntaxError, KlineError, DataError) as exc:
         return _failed(ctx, state, str(exc))
-    fetch = {"type": "tool_call", "step": 1, "reasoning": f"the rule needs {parsed.warmup} bars before its first "
-                                                          "decision", "next_step": "evaluate the rule",
+    needs = _("the rule needs {n} bars before its first decision").format(n=parsed.warmup)
+    fetch = {"type": "tool_call", "step": 1, "reasoning": needs, "next_step": "evaluate the rule",
              "action": {"tool_name": "get_kline_data", "params": params}}
     workspace(ctx, config).put(bars_name(state["execution_id"]), bars)
     result = {"bars": len(bars), "first": str(bars.index[0]), "last": str(bars.index[-1]), "notes": notes}
@@ -50,7 +53,7 @@ def compute_node(state: RuleRunState, runtime: Runtime[RuleDeps], config: Runnab
                 "action": raw["action"], "next_step": "", "intermediate_result": raw["intermediate_result"]}
         log_step(ctx, state, step, raw["intermediate_result"])
         history.append({**step, "result": raw["intermediate_result"]})
-        report_progress(f"step {step['step']}", raw["reasoning"])
+        report_progress(_("step {n}").format(n=step["step"]), raw["reasoning"])
     last = steps[-1]
     decision = {"action": last["action"], "reason": last["reason"], "confidence": float(last["confidence"])}
     history.append({"type": "decision", "step": last["step"] + 1, "reasoning": last["reasoning"],
@@ -66,13 +69,14 @@ def _bars(ctx: RuleDeps, symbol: str, rule: Rule, as_of: str | None,
         end = as_of or ctx.provider.last_date()
         history = rule_history(ctx.provider, symbol, end) if end else pd.DataFrame()
         if history.empty:
-            raise KlineError(f"no daily bars of {symbol} from the {ctx.provider.name} provider")
-        notes = [f"the whole traded history, as a backtest of the rule reads it; prices are "
-                 f"{ctx.provider.price_basis} ({ctx.provider.name} provider)"]
+            raise KlineError(_("no daily bars of {symbol} from the {provider} provider").format(
+                symbol=symbol, provider=ctx.provider.name))
+        notes = [_("the whole traded history, as a backtest of the rule reads it; prices are {basis} ({provider} "
+                   "provider)").format(basis=_(PRICE_BASES[ctx.provider.price_basis]), provider=ctx.provider.name)]
         return rule_bars(history), {"symbol": symbol, "timeframe": "1d", "start": str(history["trade_date"].iloc[0]),
                                     "end": end}, notes
     if ctx.klines is None:
-        raise KlineError("no market data is configured for rules")
+        raise KlineError(_("no market data is configured for rules"))
     limit = min(MAX_LIMIT, rule.warmup + EXTRA_BARS)
     bars = ctx.klines(symbol).klines(symbol, "1d", limit=limit)
     return bars.frame, {"symbol": symbol, "timeframe": "1d", "limit": limit}, list(bars.notes)

@@ -32,8 +32,10 @@ from tools.broker.proposal_claims import claim_proposal
 from tools.broker.rules import lot_rule
 from tools.broker.store import last_switch, switch_state
 from tools.data.klines import symbol_kind
-from tools.i18n import _
+from tools.i18n import N_, _
 from tools.rules.store import order_tag
+
+ACTIONS = {"buy": N_("buy"), "sell": N_("sell"), "hold": N_("hold")}  # a decision, as its notes say it
 
 
 def decide_node(state: RuleRunState, runtime: Runtime[RuleDeps], config: RunnableConfig,
@@ -49,7 +51,8 @@ def decide_node(state: RuleRunState, runtime: Runtime[RuleDeps], config: Runnabl
             history[-1] = {**history[-1], "action": {k: decision[k] for k in ("action", "reason", "confidence")}}
     if history and history[-1]["type"] == "decision":
         log_step(ctx, state, history[-1], {"decision": decision})
-    report_progress("decision", f"{decision['action']} ({decision['confidence']:.2f})")
+    report_progress(_("decision"), f"{_(ACTIONS.get(decision['action'], decision['action']))} "
+                                   f"({decision['confidence']:.2f})")
     intent, note = _order(ctx, state, config, rule, decision)
     return {"decision": {**decision, "note": note}, "order_intent": intent or {}, "history": history}
 
@@ -67,19 +70,20 @@ def _held_on_stale_data(decision: dict[str, Any], stale: str) -> dict[str, Any]:
     """Hold instead of the decision made on stale data, keeping what it was."""
     made = f"{decision['action']} ({float(decision['confidence']):.2f}): {decision['reason']}"
     return {**decision, "action": "hold", "confidence": 0.0, "stale": stale, "overruled": made,
-            "reason": f"no order on {stale}; the decision on that data was {made}"}
+            "reason": _("no order on {stale}; the decision on that data was {made}").format(stale=stale, made=made)}
 
 
 def _order(ctx: RuleDeps, state: RuleRunState, config: RunnableConfig, rule: dict[str, Any],
            decision: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
     action, confidence = decision["action"], float(decision["confidence"])
     if action == "hold":
-        return None, "hold: nothing to do"
+        return None, _("hold: nothing to do")
     if confidence < float(rule["threshold"]):
         threshold = float(rule["threshold"])
-        return None, f"confidence {confidence:.2f} is below the rule's threshold {threshold:.2f}: no order"
+        return None, _("confidence {confidence} is below the rule's threshold {threshold}: no order").format(
+            confidence=f"{confidence:.2f}", threshold=f"{threshold:.2f}")
     if symbol_kind(rule["symbol"]) != "a-share":
-        return None, "crypto rules produce decisions and logs, not orders (the paper account trades A-shares)"
+        return None, _("crypto rules produce decisions and logs, not orders (the paper account trades A-shares)")
     if not switch_state(ctx.engine)[0]:  # the kill switch: no proposal until trading is on again
         last = last_switch(ctx.engine, "trading off")
         return None, _(RULES_SWITCHED_OFF).format(why=last[3] if last else _(NO_REASON))
@@ -88,13 +92,15 @@ def _order(ctx: RuleDeps, state: RuleRunState, config: RunnableConfig, rule: dic
         return None, blocked
     held, waiting = tagged_position(ctx.engine, rule_account(rule), rule["symbol"], order_tag(rule["id"]))
     if waiting:
-        return None, f"{action}: an order of this rule is still open; no new order until it fills or expires"
+        return None, _("{action}: an order of this rule is still open; no new order until it fills or expires").format(
+            action=_(ACTIONS[action]))
     if action == "sell":
         if held <= 0:
-            return None, "sell: the rule holds no position, so there is nothing to sell"
-        return _intent(rule, "sell", held, decision, state["execution_id"]), f"sell the rule's {held:,} shares"
+            return None, _("sell: the rule holds no position, so there is nothing to sell")
+        return _intent(rule, "sell", held, decision, state["execution_id"]), _("sell the rule's {n} shares").format(
+            n=f"{held:,}")
     if held > 0:
-        return None, f"buy: the rule already holds {held:,} shares"
+        return None, _("buy: the rule already holds {n} shares").format(n=f"{held:,}")
     quantity, why = _buy_quantity(ctx, state, config, rule)
     if quantity <= 0:
         return None, why
@@ -108,37 +114,39 @@ def _claim(ctx: RuleDeps, state: RuleRunState, action: str) -> str | None:
     once the last card's order is placed, so the read sees that order. The approval gives it back, and report
     whatever the run decided; an abandoned claim lapses by itself after the card's expiry."""
     if ctx.rules is None or ctx.paper is None:
-        return "this process has no rule store or paper account configured: no order"
+        return _("this process has no rule store or paper account configured: no order")
     rule, execution_id = state["rule"], state["execution_id"]
     claim = claim_proposal(ctx.engine, rule_account(rule), rule["symbol"], order_tag(rule["id"]), execution_id,
                            ctx.paper.order_ttl, ctx.rules.clock())
     if claim.holder == execution_id:
         return None
-    return (f"{action}: an order proposal of this rule (execution {claim.holder}) is waiting for a trader's "
-            "approval; no new order until it is decided or expires")
+    return _("{action}: an order proposal of this rule (execution {execution}) is waiting for a trader's approval; no "
+             "new order until it is decided or expires").format(action=_(ACTIONS[action]), execution=claim.holder)
 
 
 def _buy_quantity(ctx: RuleDeps, state: RuleRunState, config: RunnableConfig,
                   rule: dict[str, Any]) -> tuple[int, str]:
     code = rule["symbol"]
     if rule.get("size"):
-        return int(rule["size"]), f"buy {int(rule['size']):,} shares (the rule's size)"
+        return int(rule["size"]), _("buy {n} shares (the rule's size)").format(n=f"{int(rule['size']):,}")
     value = Decimal(str(rule.get("value_cny") or "0"))
     if value <= 0:
-        return 0, "the rule has no order size (size=SHARES or value=CNY): no order"
+        return 0, _("the rule has no order size (size=SHARES or value=CNY): no order")
     price = _last_close(ctx, state, config, code)
     if price is None:
-        return 0, f"no recent close of {code} to size the order: no order"
+        return 0, _("no recent close of {code} to size the order: no order").format(code=code)
     last = as_of_date(state) or ctx.provider.last_date() or ""
     try:
         lot = lot_rule(code, day(last))
     except OrderRuleError as exc:
-        return 0, f"{exc}: no order"
+        return 0, _("{error}: no order").format(error=exc)
     shares = int((value / price).to_integral_value(rounding=ROUND_DOWN))
     quantity = lot.round_down(shares)
     if quantity <= 0:
-        return 0, f"value {value} CNY buys less than one lot of {code} at {price}: no order"
-    return quantity, f"buy {quantity:,} shares: {value} CNY at the last close {price}, in whole lots"
+        return 0, _("value {value} CNY buys less than one lot of {code} at {price}: no order").format(
+            value=value, code=code, price=price)
+    return quantity, _("buy {n} shares: {value} CNY at the last close {price}, in whole lots").format(
+        n=f"{quantity:,}", value=value, price=price)
 
 
 def _last_close(ctx: RuleDeps, state: RuleRunState, config: RunnableConfig, code: str) -> Decimal | None:
@@ -159,9 +167,10 @@ def rule_account(rule: dict[str, Any]) -> str:
 
 def _intent(rule: dict[str, Any], side: str, quantity: int, decision: dict[str, Any], execution_id: str,
             ) -> dict[str, Any]:
-    as_of = f" as of {decision['as_of']}" if decision.get("as_of") else ""
+    as_of = _(" as of {day}").format(day=decision["as_of"]) if decision.get("as_of") else ""
     return {"ts_code": rule["symbol"], "side": side, "quantity": quantity, "price_type": "market",
             "limit_price": None, "account": rule_account(rule), "proposed_by": rule["owner"],
             "tag": order_tag(rule["id"]), "claim": execution_id,
-            "reason": f"rule {rule['id']}{as_of}: {decision['reason']} "
-                      f"(confidence {float(decision['confidence']):.2f})"}
+            "reason": _("rule {id}{as_of}: {reason} (confidence {confidence})").format(
+                id=rule["id"], as_of=as_of, reason=decision["reason"],
+                confidence=f"{float(decision['confidence']):.2f}")}

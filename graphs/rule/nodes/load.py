@@ -24,6 +24,7 @@ from graphs.rule.deps import RuleDeps
 from graphs.rule.state import RuleRunState
 from tools.broker.sim_clock import paper_clock
 from tools.data.schema import DataError
+from tools.i18n import _
 from tools.rules.schedule import scheduled_tick, stale_tick
 from tools.rules.store import Rule
 
@@ -40,29 +41,33 @@ def load_node(state: RuleRunState, runtime: Runtime[RuleDeps]) -> dict[str, Any]
     request = state.get("background_request") or {}
     match = RUN.match(" ".join(split(text)))  # normalised: `规则 run １` is `rule run 1`
     if not (request or match):
-        return {**fresh, "final_reply": f"Usage: `{USAGE}` (the IDs: `rule list`); `rule help` lists every "
-                                                "rule command."}
+        return {**fresh, "final_reply": _("Usage: `{usage}` (the IDs: `rule list`); `rule help` lists every rule "
+                                          "command.").format(usage=USAGE)}
     rule_id = int(request["rule_id"]) if request else int(match.group(1))  # type: ignore[union-attr]
     store = runtime.context.rules
     rule = store.get(rule_id) if store is not None else None
     if rule is None:
-        return {**fresh, "final_reply": f"There is no rule {rule_id}; `rule list` shows the saved rules."}
+        return {**fresh,
+                "final_reply": _("There is no rule {id}; `rule list` shows the saved rules.").format(id=rule_id)}
     given = str(request.get("execution") or "") or None
     if given and not given.lower().startswith(f"rule{rule.id}-"):
-        return {**fresh, "final_reply": f"execution={given} does not belong to rule {rule.id}."}
+        return {**fresh, "final_reply": _("execution={execution} does not belong to rule {id}.").format(
+            execution=given, id=rule.id)}
     tick = scheduled_tick(given) if given else None
     if tick is not None and not (rule.enabled and rule.schedule):
-        why = "was paused" if not rule.enabled else "was taken off its schedule"
-        return {**fresh, "final_reply": f"Rule {rule.id} {why} after this run was queued; nothing was run."}
+        why = (_("Rule {id} was paused after this run was queued; nothing was run.") if not rule.enabled else
+               _("Rule {id} was taken off its schedule after this run was queued; nothing was run."))
+        return {**fresh, "final_reply": why.format(id=rule.id)}
     as_of = run_as_of(runtime.context)
     over = _session_over(rule, request, as_of) if request.get("session") else None
     if over is not None:
         return {**fresh, "final_reply": over}
     if not request.get("session") and tick is not None and stale_tick(rule, tick):
-        return {**fresh, "final_reply": f"Rule {rule.id} was paused and resumed, or its schedule was changed, after "
-                                        f"this run ({tick:%Y-%m-%d %H:%M} UTC) was queued; nothing was run."}
+        return {**fresh, "final_reply": _("Rule {id} was paused and resumed, or its schedule was changed, after this "
+                                          "run ({time} UTC) was queued; nothing was run.").format(
+            id=rule.id, time=f"{tick:%Y-%m-%d %H:%M}")}
     execution_id = given or f"rule{rule.id}-m{uuid.uuid4().hex[:12]}"
-    report_progress("rule", f"{rule.id} {rule.symbol}")
+    report_progress(_("rule"), f"{rule.id} {rule.symbol}")
     data = asdict(rule)
     data["value_cny"] = str(rule.value_cny) if rule.value_cny is not None else None
     data = {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in data.items()}
@@ -87,10 +92,12 @@ def _session_over(rule: Rule, request: dict[str, Any], as_of: dict[str, Any] | N
     resumed or rescheduled after the move it was queued for; None when it runs."""
     session = str(request["session"])
     if as_of is None or not as_of["simulated"] or as_of["date"] != session:
-        now = f"to {as_of['date']}" if as_of and as_of["simulated"] else "away (the data is live now)"
-        return (f"Rule {rule.id}'s run for the simulated session {session} was queued, and the clock has moved {now} "
-                "since; nothing was run.")
+        moved = (_("Rule {id}'s run for the simulated session {session} was queued, and the clock has moved to "
+                   "{day} since; nothing was run.") if as_of and as_of["simulated"] else
+                 _("Rule {id}'s run for the simulated session {session} was queued, and the clock has moved away "
+                   "(the data is live now) since; nothing was run."))
+        return moved.format(id=rule.id, session=session, day=as_of["date"] if as_of else "")
     if rule.scheduled_since is not None and rule.scheduled_since > datetime.fromisoformat(request["moved_at"]):
-        return (f"Rule {rule.id} was paused and resumed, or its schedule was changed, after this run for the "
-                f"simulated session {session} was queued; nothing was run.")
+        return _("Rule {id} was paused and resumed, or its schedule was changed, after this run for the simulated "
+                 "session {session} was queued; nothing was run.").format(id=rule.id, session=session)
     return None

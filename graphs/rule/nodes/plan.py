@@ -20,6 +20,7 @@ from graphs.rule.deps import RuleDeps
 from graphs.rule.models import MODELS
 from graphs.rule.routes import MALFORMED_RETRIES, MAX_ROUNDS, RUN_TIMEOUT_SECONDS
 from graphs.rule.state import RuleRunState
+from tools.i18n import _
 from tools.rules.calculations import describe as calculations_catalogue
 
 SYSTEM_PROMPT = """You are a quantitative trading execution agent. Work through the trading rule step by step: fetch
@@ -59,7 +60,7 @@ def plan_node(state: RuleRunState, runtime: Runtime[RuleDeps]) -> dict[str, Any]
     if model is None:
         return _hold(ctx, state, step, "this rule is written in words and needs an LLM (OPENAI_API_KEY or "
                                        "OPENAI_BASE_URL); rules in the rule language run without one")
-    report_progress("thinking", f"step {step}")
+    report_progress(_("thinking"), _("step {n}").format(n=step))
     left = RUN_TIMEOUT_SECONDS - elapsed
     try:
         answer = bounded(model, left).invoke(_messages(rule, history, step, state.get("feedback")))

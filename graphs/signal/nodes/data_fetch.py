@@ -24,6 +24,7 @@ from tools.data.cache import CachingProvider
 from tools.data.local import LocalProvider
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import BAR_FIELDS, DAILY, INDICATOR_FIELDS, DataError, dataset_of, normalize_date
+from tools.i18n import _
 from tools.storage.workspace import Workspace
 
 DATA_FETCH_PROMPT = """You fetch Chinese A-share data from tushare into the thread's workspace.
@@ -93,7 +94,7 @@ def store_fields(provider: MarketDataProvider, ws: Workspace, fields: list[str],
 
 
 def data_fetch_node(state: SignalState, config: RunnableConfig, runtime: Runtime[SignalDeps]) -> dict[str, Any]:
-    report_progress("data")
+    report_progress(_("data"))
     ws = workspace(runtime.context, config)
     params = (state.get("user_intent") or {}).get("params") or {}
     if state.get("mode") == "structured":

@@ -33,16 +33,18 @@ from graphs.signal.nodes.data_fetch import missing_fields_reply, no_bars
 from graphs.signal.state import MAX_RETRIES, SignalState
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import BAR_FIELDS, DataError, check_range, normalize_codes
-from tools.i18n import _
+from tools.i18n import N_, _
 
-GRAMMAR_HINT = "signal STRATEGY CODES START END [name=value ...], e.g. `signal ma_cross 000001.SZ,600000.SH " \
-               "20200101 20200630 fast=5 slow=20`"
+GRAMMAR_HINT = N_("signal STRATEGY CODES START END [name=value ...], e.g. `signal ma_cross 000001.SZ,600000.SH "
+                 "20200101 20200630 fast=5 slow=20`")
 
-NO_LLM_REPLY = (
-    "Free-form requests need an LLM, and none is configured. Set OPENAI_API_KEY (and OPENAI_BASE_URL for "
-    "DeepSeek, Qwen, vLLM or Ollama) to enable them.\n"
-    f"Without an LLM, name a built-in strategy: {GRAMMAR_HINT}.\nStrategies:\n{library_help()}"
-)
+
+def no_llm_reply() -> str:
+    """What a free-form request gets when no LLM is configured: how to enable one, and the built-in strategies."""
+    return _("Free-form requests need an LLM, and none is configured. Set OPENAI_API_KEY (and OPENAI_BASE_URL for "
+             "DeepSeek, Qwen, vLLM or Ollama) to enable them.\nWithout an LLM, name a built-in strategy: {hint}."
+             "\nStrategies:\n{strategies}").format(hint=_(GRAMMAR_HINT), strategies=library_help())
+
 
 REFLECTION_FAILED = "reflection: "  # the prefix of the reflection model's own failures in error_messages
 
@@ -88,7 +90,7 @@ If data is ready and the user asks for a signal, go straight to signal_generate.
 
 
 def _clarify(state: SignalState, question: str, choices: list[str] | None = None) -> dict[str, Any]:
-    update = ask(state, question, f"{GRAMMAR_HINT}.", choices)
+    update = ask(state, question, f"{_(GRAMMAR_HINT)}.", choices)
     return {**update, "current_task": "clarify" if update["clarification_needed"] else "end"}
 
 
@@ -108,7 +110,7 @@ def _repeated_error(state: SignalState) -> str | None:
 
 
 def reflection_node(state: SignalState, config: RunnableConfig, runtime: Runtime[SignalDeps]) -> dict[str, Any]:
-    report_progress("planning")
+    report_progress(_("planning"))
     messages = state.get("messages", [])
     text = new_human_text(messages, state.get("consumed", 0))
     base: dict[str, Any] = {"consumed": len(messages), "clarification_needed": None, "clarify_choices": [],
@@ -122,7 +124,7 @@ def reflection_node(state: SignalState, config: RunnableConfig, runtime: Runtime
         elif model_for(runtime.context, MODELS["planner"]) is not None:
             mode = "llm"
         else:
-            return {**base, "mode": "unsupported", "current_task": "end", "final_reply": NO_LLM_REPLY}
+            return {**base, "mode": "unsupported", "current_task": "end", "final_reply": no_llm_reply()}
     base["mode"] = mode
     if mode == "structured":
         return {**base, **_reflect_structured(state, text, runtime.context.provider)}
@@ -181,7 +183,7 @@ def _reflect_structured(state: SignalState, text: str, provider: MarketDataProvi
     if len(codes) < strategy.min_codes:
         return {**update, **_clarify(
             state, _("{strategy} ranks stocks against each other; give at least {n} codes.").format(
-                strategy=strategy.title, n=strategy.min_codes))}
+                strategy=_(strategy.title), n=strategy.min_codes))}
     update["user_intent"] = {
         "type": "mixed",
         "params": {"ts_code": ",".join(codes), "start_date": start, "end_date": end,
@@ -201,12 +203,13 @@ def _reflect_llm(state: SignalState, text: str, config: RunnableConfig,
     repeated = _repeated_error(state)
     if repeated and repeated.startswith(REFLECTION_FAILED):  # the model cannot plan: asking again would not help
         return {**update, "current_task": "end",
-                "final_reply": f"The same problem happened twice: {repeated}\nStopped. Without the model, name a "
-                               f"built-in strategy: {GRAMMAR_HINT}.\nStrategies:\n{library_help()}"}
+                "final_reply": _("The same problem happened twice: {problem}\nStopped. Without the model, name a "
+                                 "built-in strategy: {hint}.\nStrategies:\n{strategies}").format(
+                    problem=repeated, hint=_(GRAMMAR_HINT), strategies=library_help())}
     if repeated:
-        return {**update, **_clarify(state, f"The same problem happened twice: {repeated}\n"
-                                            "How should I proceed? You can rephrase the strategy, change codes or "
-                                            "dates, or `cancel`.")}
+        return {**update, **_clarify(state, _("The same problem happened twice: {problem}\nHow should I proceed? You "
+                                              "can rephrase the strategy, change codes or dates, or `cancel`.").format(
+            problem=repeated))}
     if retries > MAX_RETRIES:
         return {**update, **_clarify(state, f"I failed {MAX_RETRIES} times: {state['error_messages'][-1]}\n"
                                             "Please adjust the request or `cancel`.")}

@@ -39,7 +39,7 @@ def signal_counts(signal: pd.DataFrame) -> dict[str, int]:
 
 def report_node(state: SignalState, config: RunnableConfig, runtime: Runtime[SignalDeps]) -> dict[str, Any]:
     ctx = runtime.context
-    report_progress("backtest and chart")
+    report_progress(_("backtest and chart"))
     ws = workspace(ctx, config)
     signal = ws.get(state["signal_name"])  # type: ignore[arg-type]
     close = ws.get("ohlcv/close")

@@ -21,6 +21,7 @@ from graphs.signal.deps import SignalDeps
 from graphs.signal.library import STRATEGIES
 from graphs.signal.models import MODELS
 from graphs.signal.state import SignalState
+from tools.i18n import _
 from tools.sandbox import Sandbox
 from tools.storage.workspace import Workspace
 
@@ -72,7 +73,7 @@ def run_signal(sandbox: Sandbox, ws: Workspace, code: str, name: str) -> tuple[d
 
 def signal_generate_node(state: SignalState, config: RunnableConfig,
                          runtime: Runtime[SignalDeps]) -> dict[str, Any]:
-    report_progress("signal")
+    report_progress(_("signal"))
     ws = workspace(runtime.context, config)
     params = (state.get("user_intent") or {}).get("params") or {}
     if state.get("mode") == "structured":

@@ -22,6 +22,7 @@ from graphs.signal.nodes.data_fetch import data_end
 from graphs.signal.state import SignalState
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError, normalize_date
+from tools.i18n import _
 from tools.research.lookahead import CutRunError, lookahead_problem
 from tools.sandbox import Sandbox
 from tools.storage.workspace import Workspace, WorkspaceError
@@ -95,7 +96,7 @@ def short_range(provider: MarketDataProvider, params: dict[str, Any], bars: int)
 
 
 def validate_node(state: SignalState, config: RunnableConfig, runtime: Runtime[SignalDeps]) -> dict[str, Any]:
-    report_progress("checks")
+    report_progress(_("checks"))
     ws = workspace(runtime.context, config)
     errors, warnings = _validate(ws, runtime.context.sandbox, state.get("signal_name"), state.get("signal_code"))
     params = (state.get("user_intent") or {}).get("params") or {}
