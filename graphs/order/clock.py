@@ -33,7 +33,7 @@ def clock_command(call: CommandCall) -> View:
         to = None
     elif len(words) == 2 and words[0] == "set":
         try:
-            to = normalize_date(words[1], "clock date")
+            to = normalize_date(words[1], N_("clock date"))
         except DataError as exc:
             raise CommandError(_("{error}; {usage}").format(error=exc, usage=_(USAGE))) from None
     else:

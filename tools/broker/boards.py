@@ -6,6 +6,8 @@ from datetime import date
 from enum import StrEnum
 from typing import Literal
 
+from tools.i18n import N_, _
+
 Side = Literal["buy", "sell"]
 
 
@@ -14,6 +16,15 @@ class Board(StrEnum):
     CHINEXT = "ChiNext"
     STAR = "STAR Market"
     BSE = "Beijing Stock Exchange"
+
+
+BOARD_NAMES = {Board.MAIN: N_("main board"), Board.CHINEXT: N_("ChiNext"), Board.STAR: N_("STAR Market"),
+               Board.BSE: N_("Beijing Stock Exchange")}  # as the trader reads them
+
+
+def board_name(board: Board) -> str:
+    """The board's name in the language in effect."""
+    return _(BOARD_NAMES[board])
 
 
 class OrderRuleError(ValueError):
@@ -44,7 +55,8 @@ def _classify(ts_code: str) -> tuple[str, Board]:
         for prefix, board in _PREFIXES.get(exchange, ()):
             if digits.startswith(prefix):
                 return exchange, board
-    raise OrderRuleError(f"{ts_code} is not supported: only A-share stocks (SH, SZ and BJ) can be traded")
+    raise OrderRuleError(_("{code} is not supported: only A-share stocks (SH, SZ and BJ) can be traded").format(
+        code=ts_code))
 
 
 def board_of(ts_code: str) -> Board:
@@ -62,6 +74,7 @@ def check_open(ts_code: str, on: date) -> Board:
     board = board_of(ts_code)
     opened = BOARD_OPENED[board]
     if on < opened:
-        name = board if board is Board.CHINEXT else f"the {board}"
-        raise OrderRuleError(f"no trading in {ts_code} on {on}: {name} opened on {opened}")
+        opening = (_("no trading in {code} on {day}: ChiNext opened on {opened}") if board is Board.CHINEXT else
+                   _("no trading in {code} on {day}: the {board} opened on {opened}"))
+        raise OrderRuleError(opening.format(code=ts_code, day=on, board=board_name(board), opened=opened))
     return board

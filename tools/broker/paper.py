@@ -21,7 +21,16 @@ from tools.broker.mandate import load_mandate, mandate_check
 from tools.broker.market import Prices, Quote
 from tools.broker.money import to_fen, yuan
 from tools.broker.notes import CANCELLED_BY, NO_CASH, NO_SHARES, NO_TRADING_DAY, SIMULATED
-from tools.broker.orders import Account, Fill, Order, OrderRejected, OrderRequest, Position, Preview
+from tools.broker.orders import (
+    STATUS_WORDS,
+    Account,
+    Fill,
+    Order,
+    OrderRejected,
+    OrderRequest,
+    Position,
+    Preview,
+)
 from tools.broker.protocol import OrderScope
 from tools.broker.records import CashEntry, PaperAccount, PaperFill, PaperMark, PaperOrder, PaperPosition
 from tools.broker.rules import PriceLimits, price_limits
@@ -156,9 +165,11 @@ class PaperBroker:
         with write_lock(self.engine, self.name) as session:
             row = session.get(PaperOrder, order_id)
             if row is None or row.account != self.name:
-                raise AccountError(f"there is no order {order_id} in account {self.name}")
+                raise AccountError(_("there is no order {order} in account {account}").format(order=order_id,
+                                                                                              account=self.name))
             if row.status != "open":
-                raise AccountError(f"order {order_id} is {row.status}: only an open order can be cancelled")
+                raise AccountError(_("order {order} is {status}: only an open order can be cancelled").format(
+                    order=order_id, status=_(STATUS_WORDS.get(row.status, row.status))))
             self._close(session, row, "cancelled", CANCELLED_BY.format(who=by or "unknown"), by)
             return self._order(session, row)
 
@@ -190,7 +201,7 @@ class PaperBroker:
     def _row(self, session: Session) -> PaperAccount:
         row = session.get(PaperAccount, self.name)
         if row is None:
-            raise AccountError(f"there is no paper account named {self.name}")
+            raise AccountError(_("there is no paper account named {name}").format(name=self.name))
         session.info["account"] = row  # the identity map holds unchanged rows weakly: later gets reuse this one
         return row
 
@@ -207,7 +218,8 @@ class PaperBroker:
         sess = session_for(clock, self.provider, self.config.live_fill_at)  # type: ignore[arg-type]
         q = self._quote(request, clock, sess.date)
         limits = _limits(request.ts_code, sess.date, q)
-        problem = None if q.last_close is not None else f"no close of {request.ts_code} in the last weeks of data"
+        problem = None if q.last_close is not None else _("no close of {code} in the last weeks of data").format(
+            code=request.ts_code)
         est = estimate(request, limits, q.last_close, sess.date, self.config.rates)
         account = self._row(session)
         position = self._position(session, request.ts_code)
@@ -460,7 +472,7 @@ def reset_account(engine: Engine, name: str, starting_cash: Decimal, by: str) ->
     with write_lock(engine, name) as session:
         account = session.get(PaperAccount, name)
         if account is None:
-            raise AccountError(f"there is no paper account named {name}")
+            raise AccountError(_("there is no paper account named {name}").format(name=name))
         for table in (PaperFill, PaperOrder, PaperPosition, CashEntry, PaperMark):
             session.execute(delete(table).where(table.account == name))
         cash = to_fen(starting_cash)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
 
-from tools.broker.boards import Board, OrderRuleError, Side, board_of, check_open, exchange_of
+from tools.broker.boards import Board, OrderRuleError, Side, board_name, board_of, check_open, exchange_of
 from tools.broker.fees import FEN, round_fen
 from tools.broker.notes import LOCKED_DOWN, LOCKED_UP
 from tools.i18n import _
@@ -42,17 +42,20 @@ def lot_rule(code: str, on: date) -> LotRule:
 
 def _buy_rule_text(board: Board, rule: LotRule) -> str:
     if rule.step == rule.minimum:
-        return f"{board} buys come in lots of {rule.step} shares"
-    return f"{board} buys are at least {rule.minimum} shares, in steps of {rule.step}"
+        return _("{board} buys come in lots of {step} shares").format(board=board_name(board), step=rule.step)
+    return _("{board} buys are at least {minimum} shares, in steps of {step}").format(
+        board=board_name(board), minimum=rule.minimum, step=rule.step)
 
 
 def buy_quantity_problem(code: str, qty: int, on: date) -> str | None:
     """Why a buy of `qty` shares breaks the lot rule, or None when it is fine."""
     rule = lot_rule(code, on)
     if qty < rule.minimum:
-        return f"{_buy_rule_text(board_of(code), rule)}: {qty} is fewer than {rule.minimum}"
+        return _("{rule}: {qty} is fewer than {minimum}").format(rule=_buy_rule_text(board_of(code), rule), qty=qty,
+                                                                 minimum=rule.minimum)
     if (qty - rule.minimum) % rule.step:
-        return f"{_buy_rule_text(board_of(code), rule)}: {qty} is not a multiple of {rule.step}"
+        return _("{rule}: {qty} is not a multiple of {step}").format(rule=_buy_rule_text(board_of(code), rule),
+                                                                     qty=qty, step=rule.step)
     return None
 
 
@@ -62,20 +65,22 @@ def sell_quantity_problem(code: str, qty: int, held: int, on: date) -> str | Non
     rule = lot_rule(code, on)
     board = board_of(code)
     if qty <= 0:
-        return f"a sell must be for a positive number of shares, not {qty}"
+        return _("a sell must be for a positive number of shares, not {qty}").format(qty=qty)
     if qty > held:
-        return f"cannot sell {qty} shares of {code}: only {held} are held"
+        return _("cannot sell {qty} shares of {code}: only {held} are held").format(qty=qty, code=code, held=held)
     if rule.step == rule.minimum:
         odd = held % rule.step
         if qty % rule.step in (0, odd):
             return None
         if odd == 0:
-            return f"{board} sells come in lots of {rule.step} shares: {qty} is not a multiple of {rule.step}"
-        return (f"{board} sells come in lots of {rule.step} shares, and the odd {odd} shares held are sold whole in "
-                f"one order: {qty} is neither a multiple of {rule.step} nor one plus {odd}")
+            return _("{board} sells come in lots of {step} shares: {qty} is not a multiple of {step}").format(
+                board=board_name(board), step=rule.step, qty=qty)
+        return _("{board} sells come in lots of {step} shares, and the odd {odd} shares held are sold whole in one "
+                 "order: {qty} is neither a multiple of {step} nor one plus {odd}").format(
+            board=board_name(board), step=rule.step, odd=odd, qty=qty)
     if qty < rule.minimum and qty != held:
-        return (f"{board} sells are at least {rule.minimum} shares, or everything held: {qty} is fewer than "
-                f"{rule.minimum} and {held} are held")
+        return _("{board} sells are at least {minimum} shares, or everything held: {qty} is fewer than {minimum} "
+                 "and {held} are held").format(board=board_name(board), minimum=rule.minimum, qty=qty, held=held)
     return None
 
 

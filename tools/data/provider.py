@@ -24,6 +24,7 @@ from tools.data.schema import (
     normalize_date,
 )
 from tools.data.securities import Security
+from tools.i18n import _
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ class MarketDataProvider(ABC):
         source publishes them (tushare), else only days with bars."""
         start_s, end_s = normalize_date(start, "start date"), normalize_date(end, "end date")
         if start_s > end_s:
-            raise DataError(f"start date {start_s} is after end date {end_s}")
+            raise DataError(_("start date {start} is after end date {end}").format(start=start_s, end=end_s))
         return self._calendar(start_s, end_s)
 
     def daily(self, codes: str | Iterable[str], start: str | date, end: str | date,
@@ -129,7 +130,8 @@ class MarketDataProvider(ABC):
               fields: Sequence[str] | None = None, *, warnings: list[str] | None = None) -> pd.DataFrame:
         """Validated long rows of one dataset; every problem is a `DataError` naming it."""
         if dataset not in DATASET_FIELDS:
-            raise DataError(f"unknown dataset {dataset!r}; use one of: {', '.join(DATASET_FIELDS)}")
+            raise DataError(_("unknown dataset {dataset!r}; use one of: {known}").format(
+                dataset=dataset, known=", ".join(DATASET_FIELDS)))
         code_list = normalize_codes(codes)
         start_s, end_s = check_range(start, end)
         wanted = check_fields(dataset, fields, self.available_fields(dataset), self.name)
@@ -137,7 +139,8 @@ class MarketDataProvider(ABC):
         if known is not None:
             unknown = [c for c in code_list if c not in known]
             if unknown:
-                raise DataError(f"unknown ts_code {', '.join(unknown)} for the {self.name} provider")
+                raise DataError(_("unknown ts_code {codes} for the {provider} provider").format(
+                    codes=", ".join(unknown), provider=self.name))
         frame = self._fetch(dataset, code_list, start_s, end_s, wanted)
         if frame.empty:
             raise DataError(

@@ -6,6 +6,8 @@ import re
 from collections.abc import Iterable
 from datetime import date, datetime
 
+from tools.i18n import N_, _
+
 DAILY = "daily"
 DAILY_BASIC = "daily_basic"
 
@@ -37,7 +39,7 @@ def dataset_of(field: str) -> str:
         if field in fields:
             return dataset
     known = ", ".join(BAR_FIELDS + INDICATOR_FIELDS)
-    raise DataError(f"unknown field {field!r}; known fields: {known}")
+    raise DataError(_("unknown field {field!r}; known fields: {known}").format(field=field, known=known))
 
 
 def normalize_codes(codes: str | Iterable[str]) -> list[str]:
@@ -56,11 +58,11 @@ def normalize_codes(codes: str | Iterable[str]) -> list[str]:
         if code not in result:
             result.append(code)
     if not result:
-        raise DataError("no ts_code given; name at least one, like 000001.SZ")
+        raise DataError(_("no ts_code given; name at least one, like 000001.SZ"))
     return result
 
 
-def normalize_date(value: str | date, what: str = "date") -> str:
+def normalize_date(value: str | date, what: str = N_("date")) -> str:
     """Accept YYYYMMDD, YYYY-MM-DD or a date; return YYYYMMDD."""
     if isinstance(value, datetime):
         return value.strftime("%Y%m%d")
@@ -72,7 +74,7 @@ def normalize_date(value: str | date, what: str = "date") -> str:
             return datetime.strptime(text, fmt).strftime("%Y%m%d")
         except ValueError:
             continue
-    raise DataError(f"{what} {text!r} is not a date; use YYYYMMDD, like 20230131")
+    raise DataError(_("{what} {text!r} is not a date; use YYYYMMDD, like 20230131").format(what=_(what), text=text))
 
 
 def check_range(start: str | date, end: str | date, today: date | None = None) -> tuple[str, str]:
@@ -80,12 +82,14 @@ def check_range(start: str | date, end: str | date, today: date | None = None) -
     start_s = normalize_date(start, "start date")
     end_s = normalize_date(end, "end date")
     if start_s > end_s:
-        raise DataError(f"start date {start_s} is after end date {end_s}")
+        raise DataError(_("start date {start} is after end date {end}").format(start=start_s, end=end_s))
     today_s = (today or date.today()).strftime("%Y%m%d")
     if start_s > today_s:
-        raise DataError(f"start date {start_s} is in the future (today is {today_s})")
+        raise DataError(_("start date {start} is in the future (today is {today})").format(start=start_s,
+                                                                                            today=today_s))
     if end_s > today_s:
-        raise DataError(f"end date {end_s} is in the future (today is {today_s}); end at {today_s} or earlier")
+        raise DataError(_("end date {end} is in the future (today is {today}); end at {today} or earlier").format(
+            end=end_s, today=today_s))
     return start_s, end_s
 
 

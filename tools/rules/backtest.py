@@ -51,6 +51,7 @@ from tools.broker.money import price_of
 from tools.broker.rules import fill_blocked_by_limit, lot_rule, price_limits
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError, normalize_date
+from tools.i18n import N_
 from tools.research.date_span import span_note
 from tools.research.performance import Figures, figures
 from tools.rules.evaluator import evaluate
@@ -255,7 +256,7 @@ def backtest_rule(rule: Rule | str, code: str, start: str | date, end: str | dat
                   rates: FeeRates = DEFAULT_RATES) -> RuleBacktest:
     """Backtest `rule` on `code` over START..END (module docstring), with its buy-and-hold benchmark."""
     rule = parse_rule(rule) if isinstance(rule, str) else rule
-    start_s, end_s = normalize_date(start, "start date"), normalize_date(end, "end date")
+    start_s, end_s = normalize_date(start, N_("start date")), normalize_date(end, N_("end date"))
     if cash <= 0:
         raise ValueError(f"the starting cash must be positive, not {cash}")
     if size is not None and value is not None:

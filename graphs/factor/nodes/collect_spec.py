@@ -24,11 +24,13 @@ from graphs.grammar import bad_code_message, is_ignore, unused_question
 from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json, language_instruction
 from graphs.progress import report_progress
 from tools.data.schema import BAR_FIELDS, INDICATOR_FIELDS, DataError, check_range
-from tools.i18n import _
+from tools.i18n import N_, _
 
-NEEDS_LLM = ("Free-form factor requests need an LLM (set OPENAI_API_KEY, and OPENAI_BASE_URL for a "
-             "compatible server). Without one, use the grammar: `factor KIND START END [window=N] [name=NAME]` "
-             "with KIND one of {kinds}, or `factor combo 0.5*momentum(20) - volatility(20) START END`.")
+NEEDS_LLM = N_("Free-form factor requests need an LLM (set OPENAI_API_KEY, and OPENAI_BASE_URL for a "
+               "compatible server). Without one, use the grammar: `factor KIND START END [window=N] [name=NAME]` "
+               "with KIND one of {kinds}, or `factor combo 0.5*momentum(20) - volatility(20) START END`.")
+DATES = N_("Which dates? Give START END as YYYYMMDD, e.g. 20190102 20200630.")
+CODES = N_("Which codes? e.g. 000001.SZ,600000.SH,600519.SH")
 
 SPEC_PROMPT = """You turn a quant's description of a stock-selection factor into a JSON spec.
 
@@ -70,7 +72,7 @@ def collect_spec_node(state: FactorState, config: RunnableConfig,
     structured = grammar.looks_structured(text) or (answering and state.get("mode") == "library")
     if structured or model_for(runtime.context, MODELS["spec reader"]) is None:
         if not structured:
-            return {**update, "final_reply": NEEDS_LLM.format(kinds=", ".join(grammar.library_names()))}
+            return {**update, "final_reply": _(NEEDS_LLM).format(kinds=", ".join(grammar.library_names()))}
         return _library(state, runtime.context, text, update)
     return _llm(state, runtime.context, update)
 
@@ -81,7 +83,8 @@ def _library(state: FactorState, ctx: FactorDeps, text: str, update: dict[str, A
     request = known if is_ignore(text) else known.merge(grammar.parse(text))  # ignore: the request as it stood
     if request.bad_codes:
         return _ask(state, {**update, "mode": "library", "request": request.as_dict(), "spec": None},
-                    f"{bad_code_message(request.bad_codes)} Reply with the corrected codes, or `cancel`.")
+                    _("{problem} Reply with the corrected codes, or `cancel`.").format(
+                        problem=bad_code_message(request.bad_codes)))
     if unused := request.unused():  # never run without something the user typed: ask, keeping the rest
         kept = replace(request, params={k: v for k, v in request.params.items() if k in grammar.PARAMS})
         return _ask(state, {**update, "mode": "library", "request": kept.as_dict(), "spec": None},
@@ -89,16 +92,16 @@ def _library(state: FactorState, ctx: FactorDeps, text: str, update: dict[str, A
     update.update(mode="library", request=request.as_dict(), spec=None)
     missing = grammar.missing(request, ctx.provider.known_codes() is not None)
     if "factor" in missing:
-        return _ask(state, update, "Which factor? One of " + ", ".join(grammar.library_names()) + ".",
+        return _ask(state, update, _("Which factor? One of {kinds}.").format(kinds=", ".join(grammar.library_names())),
                     grammar.library_names()[:10])
     if "dates" in missing:
-        return _ask(state, update, "Which dates? Give START END as YYYYMMDD, e.g. 20190102 20200630.")
+        return _ask(state, update, _(DATES))
     if "codes" in missing:
-        return _ask(state, update, "Which codes? e.g. 000001.SZ,600000.SH,600519.SH")
+        return _ask(state, update, _(CODES))
     try:
         spec = grammar.build_spec(request)
     except grammar.SpecError as exc:
-        return {**update, "final_reply": f"I cannot build that factor: {exc}"}
+        return {**update, "final_reply": _("I cannot build that factor: {error}").format(error=exc)}
     return {**update, "spec": spec, "run_no": state.get("run_no", 0) + 1, "clarification_count": 0}
 
 
@@ -113,8 +116,9 @@ def _llm(state: FactorState, ctx: FactorDeps, update: dict[str, Any]) -> dict[st
     try:
         raw = invoke_json(model_for(ctx, MODELS["spec reader"]), prompt, "factor spec")  # type: ignore[arg-type]
     except MODEL_FAILURES as exc:
-        return {**update, "mode": "llm", "final_reply": f"{describe_model_failure(exc)} Try again or rephrase, "
-                                                         "or use the grammar (`/quant help`)."}
+        return {**update, "mode": "llm", "final_reply": _("{failure} Try again or rephrase, or use the grammar "
+                                                           "(`/quant help`).").format(
+            failure=describe_model_failure(exc))}
     update["mode"] = "llm"
     if raw.get("question"):
         return _ask(state, {**update, "spec": None}, str(raw["question"]))
@@ -133,13 +137,14 @@ def _checked_llm_spec(raw: dict[str, Any], known: frozenset[str] | None) -> tupl
             "codes": [str(c).upper() for c in raw.get("codes") or []], "start": raw.get("start"),
             "end": raw.get("end"), "library": None, "body": None}
     if unknown or not fields:
-        return spec, f"Which fields should the factor use? Known: {', '.join(BAR_FIELDS + INDICATOR_FIELDS)}."
+        return spec, _("Which fields should the factor use? Known: {fields}.").format(
+            fields=", ".join(BAR_FIELDS + INDICATOR_FIELDS))
     if not spec["start"] or not spec["end"]:
-        return spec, "Which dates? Give START END as YYYYMMDD, e.g. 20190102 20200630."
+        return spec, _(DATES)
     try:
         spec["start"], spec["end"] = check_range(str(spec["start"]), str(spec["end"]))
     except DataError as exc:
-        return spec, f"{exc}. Which dates should I use? Give START END as YYYYMMDD."
+        return spec, _("{error}. Which dates should I use? Give START END as YYYYMMDD.").format(error=exc)
     if not spec["codes"] and not known:
-        return spec, "Which codes? e.g. 000001.SZ,600000.SH,600519.SH"
+        return spec, _(CODES)
     return spec, None

@@ -24,7 +24,7 @@ from tools.data.cache import CachingProvider
 from tools.data.local import LocalProvider
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import BAR_FIELDS, DAILY, INDICATOR_FIELDS, DataError, dataset_of, normalize_date
-from tools.i18n import _
+from tools.i18n import N_, _
 from tools.storage.workspace import Workspace
 
 DATA_FETCH_PROMPT = """You fetch Chinese A-share data from tushare into the thread's workspace.
@@ -60,7 +60,7 @@ def data_end(provider: MarketDataProvider) -> str | None:
 def no_bars(provider: MarketDataProvider, start: str, end: str) -> str | None:
     """Why a range has no bars at all when it starts after the provider's data ends, else None."""
     last = data_end(provider)
-    start, end = normalize_date(start, "start date"), normalize_date(end, "end date")
+    start, end = normalize_date(start, N_("start date")), normalize_date(end, N_("end date"))
     return f"the data ends on {last}; your range {start}–{end} has no bars" if last and start > last else None
 
 

@@ -17,7 +17,7 @@ from graphs.progress import report_progress
 from graphs.signal.deps import SignalDeps
 from graphs.signal.state import SignalState
 from tools.data.schema import normalize_date
-from tools.i18n import _
+from tools.i18n import N_, _
 from tools.research.backtest import BacktestResult, degeneracy_warnings, run_backtest
 from tools.research.charts import equity_and_signal_counts, price_with_trades
 from tools.research.date_span import span_note
@@ -85,8 +85,8 @@ def _span_notes(params: dict[str, Any], dates: pd.Index) -> list[str]:
     """Which dates ran, when the data begins after the start asked for or ends before the end."""
     if not params.get("start_date") or not params.get("end_date") or dates.empty:
         return []
-    note = span_note(normalize_date(params["start_date"], "start date"), normalize_date(params["end_date"],
-                                                                                          "end date"),
+    note = span_note(normalize_date(params["start_date"], N_("start date")), normalize_date(params["end_date"],
+                                                                                          N_("end date")),
                      f"{dates.min():%Y%m%d}", f"{dates.max():%Y%m%d}")
     return [note] if note else []
 
