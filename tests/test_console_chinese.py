@@ -5,6 +5,7 @@ and account), and the same session in English gives the same numbers."""
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import Path
 
 from tests.test_cli import _quantdesk
@@ -80,3 +81,87 @@ def test_a_chinese_console_session_drives_every_workflow_with_the_numbers_of_the
     assert sum(line.startswith("  交易费用（买入持有）") for line in lines) == 3  # two signal runs, one rule backtest
     assert not [line for line in lines if line.startswith(("error", "错误"))]
     assert NUMBER.findall(chinese) == NUMBER.findall(english) and len(NUMBER.findall(english)) > 150
+
+
+ENGLISH = re.compile(r"(?<![\w./=@-])[A-Za-z]+(?: [A-Za-z]+){2,}(?![\w./=(-])")  # three plain words in a row
+
+
+def english_left(text: str, *typed: str) -> list[str]:
+    """Runs of three or more plain English words in `text`: a sentence left in English. What the user typed
+    (`typed`: a rule's words) and commands in backticks are left out; codes (600519.SH), numbers, identifiers
+    (ma_cross, QUANTDESK_TRADERS), settings (size=100) and terms such as ma(30) are not plain words."""
+    for words in typed:
+        text = text.replace(words, "")
+    return ENGLISH.findall(re.sub(r"`[^`]*`", "", text))
+
+
+def test_the_english_sentence_finder_finds_sentences_and_leaves_codes_alone() -> None:
+    assert english_left("注：ST status unknown; limits assume not ST") == ["ST status unknown", "limits assume not ST"]
+    assert english_left("委托 1 已成交：买入 100 股 600519.SH，按 ma(30) 与 close > ma(30)；`clock next` 推进") == []
+    assert english_left("规则：buy when close > ma(30)", "buy when close > ma(30)") == []
+
+
+RULE = "buy when close > ma(30); sell when close < ma(30)"
+PATHS = f"""lang zh
+clock
+规则 添加 600519.SH “{RULE}” size=100
+规则 运行 1
+批准
+规则 日志 1
+规则 列表
+下单 平安银行 买入 1000股
+批准
+clock set 20200820
+信号 均线交叉 600519.SH 2019年1月2日 2019年12月31日 fast=30 slow=10
+取消
+因子 动量 2019年3月1日 2020年6月1日 window=0
+信号 600519.SH 2019年1月2日 2019年12月31日
+取消
+下单 600000.SH 买入 150股
+"""
+
+
+def test_a_rule_run_an_order_with_a_fill_the_clock_and_refusals_read_in_chinese(tmp_path: Path) -> None:
+    out = _session(tmp_path / "zh", PATHS)
+    lines = out.splitlines()
+    for shown in (
+            "时钟", "模拟时钟：当前交易日为 20200824（本数据库所有模拟账户共用一个模拟时钟；数据截至 20200824）。",
+            "  从未推进：从数据的最后一个交易日开始。",
+            "规则 1（600519.SH）：买入", "买入条件成立：close > ma(30) · 买入 100 股（规则设定的数量）",
+            "  2. 计算: close 在 2020-08-24 = 1696.35 → {\"close\": 1696.35}",
+            "  5. 计算: 买入条件 close > ma(30) → 成立 → {\"buy_condition\": true}",
+            "  8. 决策：买入（信心 1.00）— 买入条件成立：close > ma(30)",
+            "  理由: 规则 1（截至 20200824）：买入条件成立：close > ma(30)（信心 1.00）",
+            "注：ST 状态未知；涨跌停按非 ST 计算", "注：成交按前复权价格模拟，并非当日实际成交价",
+            "  成交方式: 按最近收盘价模拟成交（20200824）", "  交易授权: 无", "  理由: root 手动下单",
+            "委托 2 已成交：买入 1,000 股 000001.SZ，20200824 成交价 14.46（按最近收盘价模拟成交）；"
+            "成交金额 14,460.00，交易费用 5.29。", "  委托: 2 (已成交)",
+            "错误：时钟不能回退到 20200820：账户 console 的委托 1 日期为 20200824，账户历史不会被撤销"
+            "（`account reset NAME` 可清空账户）",
+            "? fast（30）必须短于 slow（10）。请回复修正后的值，或回复 `取消`。",
+            "无法构建该因子：window 必须在 1 到 500 个交易日之间",
+            "- `ma_cross` (fast=5, slow=20): 收盘价快均线在慢均线之上时持有（金叉买入），跌破慢均线时卖出（死叉卖出）",
+            "未通过 交易单位：主板买入以 100 股为一手：150 不是 100 的整数倍"):
+        assert shown in lines, shown
+    execution = next(line.split(": ", 1)[1] for line in lines if line.startswith("  执行编号: "))
+    log = lines.index(f"规则 1 · {execution}")  # `规则 日志 1`: the same trace again
+    assert lines[log + 1].startswith("8 步（")
+    assert lines[log + 9] == "  8. 决策：买入（信心 1.00）— 买入条件成立：close > ma(30)"
+    assert english_left(out, RULE) == []
+
+
+def _cells(text: str) -> int:
+    """Terminal cells: East Asian wide and full-width characters take two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def test_the_chinese_help_lines_up_its_summaries_counting_wide_characters_as_two_cells(tmp_path: Path) -> None:
+    lines = _session(tmp_path / "zh", "lang zh\nhelp\n").splitlines()
+    usages = ("批准", "编辑", "编辑 文件", "拒绝 理由", "批准 | 拒绝 理由", "语言 zh|en", "帮助", "codes", "ws",
+              "pending N", "rule list [channel|mine|all]")
+    columns = {}
+    for usage in usages:
+        line = next(line for line in lines if line.startswith(f"  {usage}  "))
+        rest = line[2 + len(usage):]
+        columns[usage] = _cells(f"  {usage}") + len(rest) - len(rest.lstrip(" "))
+    assert set(columns.values()) == {36}, columns  # two spaces, the 34-cell usage column

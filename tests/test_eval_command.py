@@ -19,6 +19,7 @@ from bot.evaluation.command import ENDPOINT_CHECK
 from tests.decision_desk import MARKET_REPORT, ROLES, desk_scripts
 from tests.fakes.chat import answer, tool_call
 from tests.fakes.openai_server import API_KEY, OpenAIServer, http_error
+from tests.test_console_chinese import english_left
 from tools.settings import get_settings
 
 MAIN, LIGHT = "eval-main", "eval-light"
@@ -160,6 +161,33 @@ def test_rule_eval_measures_well_formed_actions_and_decisions_within_the_step_li
     assert body["figures"]["well_formed_actions"]["mean"] == 0.375
     assert body["figures"]["decided_within_limit"] == {"mean": 0.5, "spread": 0.0, "n": 2}
     assert body["figures"]["judge_tokens"]["mean"] == 0 and "cost" in body["figures"]
+
+
+def test_an_eval_run_in_chinese_prints_its_table_and_progress_in_chinese(
+        openai_server: OpenAIServer, env: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """QUANTDESK_LANGUAGE=zh-CN: the table's head, columns and notes, the progress lines and the report paths are
+    Chinese; the measures keep their names and the figures are the English run's."""
+    monkeypatch.setenv("QUANTDESK_LANGUAGE", "zh-CN")
+    get_settings.cache_clear()
+    endpoint_answers(openai_server)
+    openai_server.fake.script(PLAN, step("tool_call", 1, {"tool_name": "get_kline_data",
+                                                          "params": {"symbol": "600519.SH", "limit": 60}}),
+                              step("decision", 2, {"action": "hold", "reason": "flat", "confidence": 0.5}))
+    path = dataset(tmp_path, "rule", {"id": "trend", "request": "rule run 1",
+                                      "setup": ['rule add 600519.SH "buy when the price is above its 30-day average" '
+                                                "kind=words size=100"]})
+
+    code, out, err = evaluate(capsys, "rule", "--dataset", str(path), "--out", str(env))
+
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "quantdesk eval rule：模型 eval-main（轻量模型 eval-light，评审模型 eval-main），1 个请求 × 1 轮"
+    assert lines[1].split() == ["指标", "均值", "±", "离散度", "运行次数"]
+    assert any(line.split()[:3] == ["well_formed_actions", "1", "±"] for line in lines)
+    assert lines[-2].startswith("报告：") and lines[-1].startswith("运行：")
+    assert err.splitlines()[-1].startswith("[1/1] trend（第 1 轮）：finished；") and "次模型调用" in err
+    assert english_left(out, "quantdesk eval rule") == [] and english_left(err) == []  # the command, as typed
 
 
 def test_analyze_eval_measures_schema_honesty_and_ratings_with_the_model_asked_for(

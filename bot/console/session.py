@@ -263,13 +263,16 @@ class Console:
         self.say(_("(Ctrl-C again, `quit` or end of input leaves)"))
 
     def leave(self, code: int) -> int:
-        """The session ends: an `edit` being typed is dropped (said so), and what is still open is named."""
-        if self.editing is not None:
-            self.editing = None
-            self.say(_(EDIT_DROPPED))
-        if waiting := self.open_threads():
-            self.say(_("{n} question(s), review(s) or order card(s) are still open; they stay open: in "
-                       "`quantdesk chat`, `pending` lists them and `pending N` answers one").format(n=len(waiting)))
+        """The session ends: an `edit` being typed is dropped (said so), and what is still open is named, in the
+        operator's language."""
+        with using(self.core.language_of(self.user)):
+            if self.editing is not None:
+                self.editing = None
+                self.say(_(EDIT_DROPPED))
+            if waiting := self.open_threads():
+                self.say(_("{n} question(s), review(s) or order card(s) are still open; they stay open: in "
+                           "`quantdesk chat`, `pending` lists them and `pending N` answers one").format(
+                    n=len(waiting)))
         return code
 
     def open_threads(self) -> list[tuple[Place, list[dict[str, Any]]]]:

@@ -16,7 +16,7 @@ from tools.storage.artifacts import ArtifactRef
 
 ACTIONS = {"buy": N_("BUY"), "sell": N_("SELL"), "hold": N_("HOLD")}  # a run's decision, as its title says it
 SCOPES = {"channel": N_("channel"), "mine": N_("mine"), "all": N_("all")}  # `rule list [channel|mine|all]`
-STEP_KINDS = {"tool_call": N_("tool call"), "calculation": N_("calculation"), "decision": N_("decision")}
+STEP_KINDS = {"tool_call": N_("tool_call"), "calculation": N_("calculation"), "decision": N_("decision")}
 
 
 def _size(rule: Rule) -> str:

@@ -50,7 +50,7 @@ _PREFIXES: dict[str, tuple[tuple[str, Board], ...]] = {
 
 def _classify(ts_code: str) -> tuple[str, Board]:
     """(exchange, board) of an A-share stock code such as "600519.SH"; anything else is refused."""
-    digits, _, exchange = ts_code.strip().upper().partition(".")
+    digits, _dot, exchange = ts_code.strip().upper().partition(".")
     if len(digits) == 6 and digits.isdigit():
         for prefix, board in _PREFIXES.get(exchange, ()):
             if digits.startswith(prefix):

@@ -288,7 +288,7 @@ class PaperBroker:
             if clock.data_end < row.session_date:
                 return False  # the session has not happened (or its bar is not published) yet
             if row.session_date not in self.provider.calendar(row.session_date, row.session_date):
-                following, _ = trading_days(self.provider, _next_day(row.session_date), 1)
+                following, _note = trading_days(self.provider, _next_day(row.session_date), 1)
                 record_event(session, row.client_order_id, self.name, "rolled", None,
                              {"from": row.session_date, "to": following[0]})
                 row.note = NO_TRADING_DAY[row.fill_at].format(day=row.session_date, next=following[0])
