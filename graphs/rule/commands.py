@@ -34,22 +34,22 @@ ADD_USAGE = ('rule add SYMBOL "REQUIREMENTS" [every="CRON"] [tz=ZONE] [size=SHAR
 
 def _store(call: CommandCall) -> RuleStore:
     if call.context.rules is None:
-        raise CommandError("saved rules are not configured in this process")
+        raise CommandError(_("saved rules are not configured in this process"))
     return call.context.rules
 
 
 def _rule(call: CommandCall, words: list[str], usage: str) -> Rule:
     if not words or not words[0].isdigit():
-        raise CommandError(f"usage: {usage}")
+        raise CommandError(_("usage: {usage}").format(usage=usage))
     rule = _store(call).get(int(words[0]))
     if rule is None:
-        raise CommandError(f"there is no rule {words[0]}; `rule list` shows the saved rules")
+        raise CommandError(_("there is no rule {id}; `rule list` shows the saved rules").format(id=words[0]))
     return rule
 
 
 def _user(call: CommandCall) -> str:
     if not call.user:
-        raise CommandError("this command needs to know who you are")
+        raise CommandError(_("this command needs to know who you are"))
     return call.user
 
 
@@ -62,8 +62,8 @@ def _options(words: list[str], allowed: set[str]) -> tuple[list[str], dict[str, 
         if sep and name.lower() in allowed:
             options[name.lower()] = value
         elif sep and name.isidentifier():
-            raise CommandError(f"unknown option {name}={did_you_mean(name, allowed)}; options: "
-                               f"{', '.join(sorted(allowed))}")
+            raise CommandError(_("unknown option {name}={hint}; options: {options}").format(
+                name=name, hint=did_you_mean(name, allowed), options=", ".join(sorted(allowed))))
         else:
             positional.append(word)
     return positional, options
@@ -72,11 +72,12 @@ def _options(words: list[str], allowed: set[str]) -> tuple[list[str], dict[str, 
 def add_command(call: CommandCall) -> View:
     words, opts = _options(call.args, {"every", "tz", "size", "value", "threshold", "account", "kind"})
     if len(words) != 2:
-        raise CommandError(f"usage: {ADD_USAGE} (quote the requirements and the cron expression)")
+        raise CommandError(_("usage: {usage} (quote the requirements and the cron expression)").format(
+            usage=ADD_USAGE))
     symbol, requirements = words
     kind = opts.get("kind", "").lower()
     if kind not in ("", "words", "language"):
-        raise CommandError("kind= is words (for the model) or language (the rule language)")
+        raise CommandError(_("kind= is words (for the model) or language (the rule language)"))
     source = "llm" if kind == "words" else "language"
     if kind != "words":
         try:
@@ -84,8 +85,8 @@ def add_command(call: CommandCall) -> View:
         except RuleSyntaxError as exc:
             meant = kind == "language" or requirements.strip().lower().startswith(("buy when", "sell when"))
             if meant:
-                raise CommandError(f"the rule does not parse:\n```\n{exc}\n```\nTo save it as words for the "
-                                   "model instead, add kind=words.") from None
+                raise CommandError(_("the rule does not parse:\n```\n{error}\n```\nTo save it as words for the model "
+                                     "instead, add kind=words.").format(error=exc)) from None
             source = "llm"
     _check_symbol(call, symbol, _int(opts.get("size"), "size"))
     try:
@@ -111,7 +112,8 @@ def _check_symbol(call: CommandCall, symbol: str, size: int | None) -> None:
     code = symbol.strip().upper()
     known = call.context.provider.known_codes()
     if known is not None and code not in known:
-        raise CommandError(f"the {call.context.provider.name} provider has no {code}; `codes` lists what it has")
+        raise CommandError(_("the {provider} provider has no {code}; `codes` lists what it has").format(
+            provider=call.context.provider.name, code=code))
     last = call.context.provider.last_date()
     if size is not None and last:
         try:
@@ -125,7 +127,7 @@ def _check_symbol(call: CommandCall, symbol: str, size: int | None) -> None:
 def list_command(call: CommandCall) -> View:
     scope = call.args[0].lower() if call.args else "channel"
     if scope not in ("channel", "mine", "all"):
-        raise CommandError("usage: rule list [channel|mine|all]")
+        raise CommandError(_("usage: {usage}").format(usage="rule list [channel|mine|all]"))
     store = _store(call)
     rules = store.list(channel=call.account) if scope == "channel" else \
         store.list(owner=call.user) if scope == "mine" else store.list()
@@ -147,26 +149,30 @@ def log_command(call: CommandCall) -> View:
     executions = store.executions(rule.id, limit=1)
     execution = call.args[1] if len(call.args) > 1 else (executions[0].execution_id if executions else None)
     if execution is None:
-        return View(f"Rule {rule.id} log", f"Rule {rule.id} has not run yet; `rule run {rule.id}` runs it.")
+        return View(_("Rule {id} log").format(id=rule.id),
+                    _("Rule {id} has not run yet; `rule run {id}` runs it.").format(id=rule.id))
     steps = store.steps(rule.id, execution)
     if not steps:
-        raise CommandError(f"rule {rule.id} has no run {execution}; `rule show {rule.id}` lists its latest runs")
+        raise CommandError(_("rule {id} has no run {execution}; `rule show {id}` lists its latest runs").format(
+            id=rule.id, execution=execution))
     return present_log(rule, execution, steps)
 
 
 def schedule_command(call: CommandCall) -> View:
     words, opts = _options(call.args, {"tz"})
     if len(words) != 2:
-        raise CommandError('usage: rule schedule ID "CRON"|off [tz=ZONE], e.g. rule schedule 3 "30 14 * * 1-5"')
+        raise CommandError(_('usage: {usage}, e.g. {example}').format(usage='rule schedule ID "CRON"|off [tz=ZONE]',
+                                                                      example='rule schedule 3 "30 14 * * 1-5"'))
     rule = _rule(call, words, "rule schedule ID CRON|off")
     cron = None if words[1].lower() == "off" else words[1]
     try:
         updated = _store(call).update_schedule(rule.id, _user(call), cron, opts.get("tz"))
     except RuleError as exc:
         raise CommandError(str(exc)) from None
-    text = (f"Rule {rule.id} runs at `{cron}` ({updated.timezone}) on trading days." if cron else
-            f"Rule {rule.id} has no schedule now; `rule run {rule.id}` still runs it.")
-    return View(f"Rule {rule.id} schedule", text)
+    text = (_("Rule {id} runs at `{cron}` ({zone}) on trading days.").format(id=rule.id, cron=cron,
+                                                                             zone=updated.timezone) if cron else
+            _("Rule {id} has no schedule now; `rule run {id}` still runs it.").format(id=rule.id))
+    return View(_("Rule {id} schedule").format(id=rule.id), text)
 
 
 def _change(call: CommandCall, usage: str, change: Callable[[RuleStore, int, str], object]) -> Rule:
@@ -182,27 +188,29 @@ def _change(call: CommandCall, usage: str, change: Callable[[RuleStore, int, str
 def pause_command(call: CommandCall) -> View:
     reason = " ".join(call.args[1:]) or None
     rule = _change(call, "rule pause ID [REASON]", lambda store, rid, user: store.pause(rid, user, reason))
-    return View(f"Rule {rule.id} paused", f"Rule {rule.id} is paused: its schedule does not run until `rule resume "
-                                          f"{rule.id}`.")
+    return View(_("Rule {id} paused").format(id=rule.id),
+                _("Rule {id} is paused: its schedule does not run until `rule resume {id}`.").format(id=rule.id))
 
 
 def resume_command(call: CommandCall) -> View:
     rule = _change(call, "rule resume ID", lambda store, rid, user: store.resume(rid, user))
-    return View(f"Rule {rule.id} resumed", f"Rule {rule.id} runs on its schedule again (missed ticks do not run).")
+    return View(_("Rule {id} resumed").format(id=rule.id),
+                _("Rule {id} runs on its schedule again (missed ticks do not run).").format(id=rule.id))
 
 
 def delete_command(call: CommandCall) -> View:
     rule = _change(call, "rule delete ID", lambda store, rid, user: store.delete(rid, user))
-    return View(f"Rule {rule.id} deleted", f"Rule {rule.id} and its logs are deleted.")
+    return View(_("Rule {id} deleted").format(id=rule.id), _("Rule {id} and its logs are deleted.").format(id=rule.id))
 
 
 def backtest_command(call: CommandCall) -> View:
     if len(call.args) != 3:
-        raise CommandError("usage: rule backtest ID START END, e.g. rule backtest 3 20190101 20200601")
+        raise CommandError(_("usage: {usage}, e.g. {example}").format(usage="rule backtest ID START END",
+                                                                      example="rule backtest 3 20190101 20200601"))
     rule = _rule(call, call.args, "rule backtest ID START END")
     if rule.source != "language":
-        raise CommandError(f"rule {rule.id} is written in words; only rules in the rule language backtest "
-                           "(e.g. `buy when close > ma(30) and rsi(14) < 70; sell when close < ma(30)`)")
+        raise CommandError(_("rule {id} is written in words; only rules in the rule language backtest (e.g. `buy "
+                             "when close > ma(30) and rsi(14) < 70; sell when close < ma(30)`)").format(id=rule.id))
     try:
         start, end = check_range(call.args[1], call.args[2])
     except DataError as exc:
@@ -237,7 +245,7 @@ def _int(text: str | None, what: str) -> int | None:
     if text is None:
         return None
     if not text.isdigit():
-        raise CommandError(f"{what} must be a whole number of shares, not {text!r}")
+        raise CommandError(_("{what} must be a whole number of shares, not {text!r}").format(what=what, text=text))
     return int(text)
 
 
@@ -247,7 +255,7 @@ def _decimal(text: str | None, what: str) -> Decimal | None:
     try:
         return Decimal(text)
     except InvalidOperation:
-        raise CommandError(f"{what} must be a number, not {text!r}") from None
+        raise CommandError(_("{what} must be a number, not {text!r}").format(what=what, text=text)) from None
 
 
 def help_command(call: CommandCall) -> View:
