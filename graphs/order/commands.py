@@ -31,11 +31,11 @@ def _broker(call: CommandCall, name: str) -> PaperBroker:
     opened is an error, not a new account."""
     ctx = call.context
     if ctx.paper is None:
-        raise CommandError("the paper account is not configured in this process")
+        raise CommandError(_("the paper account is not configured in this process"))
     if name != call.account and name not in (known := account_names(ctx.engine)):
-        listed = ", ".join(known) if known else "none yet"
-        raise CommandError(f"there is no paper account named {name} (accounts: {listed}); an order with "
-                           f"account={name} opens it")
+        listed = ", ".join(known) if known else _("none yet")
+        raise CommandError(_("there is no paper account named {name} (accounts: {listed}); an order with "
+                             "account={name} opens it").format(name=name, listed=listed))
     return PaperBroker(ctx.engine, ctx.provider, name, ctx.paper, opened_by=call.user)
 
 
@@ -88,16 +88,17 @@ def _reset(call: CommandCall, words: list[str]) -> View:
     paper = call.context.paper
     assert paper is not None
     if not confirmed:
-        return View(f"Reset paper account {name}?",
-                    f"This cancels its open orders and deletes its orders, fills, positions, ledger and equity curve, "
-                    f"and starts it again with {money_text(paper.starting_cash)} CNY. The audit trail stays. To go "
-                    f"ahead, send: account reset {name} confirm")
+        return View(_("Reset paper account {name}?").format(name=name),
+                    _("This cancels its open orders and deletes its orders, fills, positions, ledger and equity curve, "
+                      "and starts it again with {cash} CNY. The audit trail stays. To go ahead, send: account reset "
+                      "{name} confirm").format(cash=money_text(paper.starting_cash), name=name))
     try:
         reset_account(call.context.engine, name, paper.starting_cash, call.user or "?")
     except AccountError as exc:
         raise CommandError(str(exc)) from None
-    return View(f"Paper account {name} reset", f"Account {name} starts again with {money_text(paper.starting_cash)} "
-                                               f"CNY (reset by {call.user}).", users=[call.user or ""])
+    return View(_("Paper account {name} reset").format(name=name),
+                _("Account {name} starts again with {cash} CNY (reset by {user}).").format(
+                    name=name, cash=money_text(paper.starting_cash), user=call.user), users=[call.user or ""])
 
 
 def orders_command(call: CommandCall) -> View:
@@ -110,7 +111,7 @@ def orders_command(call: CommandCall) -> View:
         else:
             names.append(word)
     if len(names) > 1:
-        raise CommandError("usage: orders [open|today|all] [NAME]")
+        raise CommandError(_("usage: {usage}").format(usage="orders [open|today|all] [NAME]"))
     name = account_arg(call, names)
     broker = _broker(call, name)
     broker.settle()
@@ -131,7 +132,7 @@ def trading_command(call: CommandCall) -> View:
         return View("Trading", f"Trading is {'on' if enabled else 'OFF'}{since}.", users=[by] if by else [])
     word = call.args[0].lower()
     if word not in ("on", "off"):
-        raise CommandError("usage: trading on|off [REASON]")
+        raise CommandError(_("usage: {usage}").format(usage="trading on|off [REASON]"))
     if not (call.is_trader or (call.user is not None and call.user in call.context.admins)):
         raise CommandError(_(TRADERS_ONLY).format(what=_("switch trading on or off")))
     reason = " ".join(call.args[1:])
@@ -148,22 +149,24 @@ def trading_command(call: CommandCall) -> View:
 def cancel_command(call: CommandCall) -> View:
     """`cancel ORDER`: an order that has not filled yet (traders)."""
     if len(call.args) != 1 or not call.args[0].isdigit():
-        raise CommandError("usage: cancel ORDER (the order's number, see `orders`)")
+        raise CommandError(_("usage: cancel ORDER (the order's number, see `orders`)"))
     if not call.is_trader:
         raise CommandError(_(TRADERS_ONLY).format(what=_("cancel orders")))
     order_id = int(call.args[0])
     name = order_account(call.context.engine, order_id)
     if name is None:
-        raise CommandError(f"there is no order {order_id}; see `orders all`")
+        raise CommandError(_("there is no order {order}; see `orders all`").format(order=order_id))
     if not call.is_trader_of(name):
         raise CommandError(_(ACCOUNT_TRADERS_ONLY).format(account=name, what=_("cancel its orders")))
     try:
         order = _broker(call, name).cancel(order_id, call.user)
     except AccountError as exc:
         raise CommandError(str(exc)) from None
-    return View("Order cancelled", f"Order {order.id} ({order.side} {order.quantity:,} {order.ts_code}) in account "
-                                   f"{name} is cancelled; the cash it held back is free again.",
-                users=[call.user or ""])
+    return View(_("Order cancelled"), _("Order {id} ({what}) in account {name} is cancelled; the cash it held back is "
+                                        "free again.").format(
+        id=order.id, what=_("{side} {quantity} {code}").format(side=_(order.side),  # buy or sell, lower case
+                                                               quantity=f"{order.quantity:,}", code=order.ts_code),
+        name=name), users=[call.user or ""])
 
 
 def _file(name: str) -> str:
