@@ -8,11 +8,14 @@ import shutil
 import subprocess
 import sys
 import threading
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from babel.messages.pofile import read_po, write_po
 
+from tools.broker.mandate import Mandate
+from tools.broker.notes import note_text
 from tools.i18n import LOCALES, _, choice_of, current, language_for_locale, translate, using
 from tools.i18n.catalog import LOCALE_DIR
 
@@ -120,3 +123,22 @@ def test_locales_outside_the_table_fall_back_to_the_workspace_default(locale: st
                                                 ("English", "en"), ("fr", None), ("", None)])
 def test_a_typed_choice_names_a_language(word: str, language: str | None) -> None:
     assert choice_of(word) == language
+
+
+def test_a_stored_order_note_is_shown_in_the_readers_language_and_an_unknown_one_as_it_is() -> None:
+    stored = ("not filled on 20200824: locked at limit-up 10.00 (low 10.00): no sellers below the limit, the buy "
+              "cannot fill")
+    with using("zh-CN"):
+        assert note_text(stored) == "20200824 未成交：封死涨停 10.00（最低价 10.00）：涨停价之下无卖盘，买单无法成交"
+        assert note_text("simulated fill at the last available close (20200824)") == "按最近收盘价模拟成交（20200824）"
+        assert note_text("filled by hand") == "filled by hand"
+    with using("en"):
+        assert note_text(stored) == stored
+
+
+def test_a_mandate_reads_in_the_language_in_effect_and_is_recorded_in_english() -> None:
+    mandate = Mandate(allow=("600519.SH", "main"), max_orders_per_day=5, max_turnover=Decimal("200000"))
+    with using("zh-CN"):
+        assert mandate.lines() == ["仅允许 600519.SH, main", "每日最多 5 笔委托", "每日成交额不超过 200,000.00 元"]
+        assert mandate.record() == ["allow only 600519.SH, main", "at most 5 orders a day",
+                                    "turnover at most 200,000.00 CNY a day"]
