@@ -83,7 +83,7 @@ def test_a_chinese_console_session_drives_every_workflow_with_the_numbers_of_the
     assert NUMBER.findall(chinese) == NUMBER.findall(english) and len(NUMBER.findall(english)) > 150
 
 
-ENGLISH = re.compile(r"(?<![\w./=@-])[A-Za-z]+(?: [A-Za-z]+){2,}(?![\w./=(-])")  # three plain words in a row
+SENTENCE = re.compile(r"(?<![\w./=@-])[A-Za-z]+(?: [A-Za-z]+){2,}(?![\w./=(-])")  # three plain words in a row
 
 
 def english_left(text: str, *typed: str) -> list[str]:
@@ -92,7 +92,7 @@ def english_left(text: str, *typed: str) -> list[str]:
     (ma_cross, QUANTDESK_TRADERS), settings (size=100) and terms such as ma(30) are not plain words."""
     for words in typed:
         text = text.replace(words, "")
-    return ENGLISH.findall(re.sub(r"`[^`]*`", "", text))
+    return SENTENCE.findall(re.sub(r"`[^`]*`", "", text))
 
 
 def test_the_english_sentence_finder_finds_sentences_and_leaves_codes_alone() -> None:
