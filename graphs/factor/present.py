@@ -46,7 +46,7 @@ def present_factor(result: dict[str, Any]) -> View:
                     dates=result["shape"][0], codes=result["shape"][1], first=result["first_date"],
                     last=result["last_date"], decided=decided)],
                 table=table,
-                notes=[result["conventions"], *(_("n/a because {why}").format(why=w) for w in why_missing)],
+                notes=[_(result["conventions"]), *(_("n/a because {why}").format(why=w) for w in why_missing)],
                 warnings=warnings + list(result.get("warnings", [])),
                 users=[result["reviewer"]] if result.get("reviewer") else [])
 

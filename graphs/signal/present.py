@@ -41,5 +41,5 @@ def present_signal(result: dict[str, Any]) -> View:
                 lines=[shown, _("{first} – {last} · {dates} dates × {codes} codes").format(
                     first=result["first_date"], last=result["last_date"], dates=result["shape"][0],
                     codes=result["shape"][1])],
-                facts=facts, notes=[*result.get("notes", []), result["conventions"]],
+                facts=facts, notes=[*result.get("notes", []), _(result["conventions"])],
                 warnings=list(result.get("warnings", [])))

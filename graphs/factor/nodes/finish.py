@@ -9,9 +9,9 @@ from langchain_core.messages import AIMessage
 
 from graphs.factor.state import FactorState
 from graphs.progress import report_progress
-from tools.i18n import _
+from tools.i18n import N_, _
 
-CONVENTIONS = ("IC = Pearson, Rank IC = Spearman per date; quantile returns demeaned per date; spread = top minus "
+CONVENTIONS = N_("IC = Pearson, Rank IC = Spearman per date; quantile returns demeaned per date; spread = top minus "
                "bottom quantile; long-short = factor-weighted (demeaned, gross 1); suspended days and missing "
                "prices are masked, not forward-filled; annualised over 252 trading days")
 

@@ -104,8 +104,9 @@ def edited_spec(spec: dict[str, Any], under_review: str, edited: str, reviewer: 
     if _lines(edited) == _lines(origin["body"]):
         return {**base, "name": name or origin["name"], "description": origin["description"]}
     digest = hashlib.sha256("\n".join(_lines(edited)).encode()).hexdigest()[:6]
-    description = f"{origin['description']}; edited by {reviewer or 'an unnamed reviewer'}: " \
-                  f"{change_summary(origin['body'], edited)}"
+    description = _("{description}; edited by {reviewer}: {change}").format(
+        description=origin["description"], reviewer=reviewer or _("an unnamed reviewer"),
+        change=change_summary(origin["body"], edited))
     return {**base, "name": name or f"{origin['name'][:52]}_edit_{digest}", "description": description,
             "edited_from": origin}
 
@@ -116,6 +117,7 @@ def change_summary(before: str, after: str, limit: int = 160) -> str:
     diff = list(difflib.ndiff(old, new))
     removed = [line[2:].strip() for line in diff if line.startswith("- ")]
     added = [line[2:].strip() for line in diff if line.startswith("+ ")]
-    parts = ([f"was `{' / '.join(removed)}`"] if removed else []) + ([f"now `{' / '.join(added)}`"] if added else [])
-    text = ", ".join(parts)
+    parts = ([_("was `{code}`").format(code=" / ".join(removed))] if removed else []) + \
+        ([_("now `{code}`").format(code=" / ".join(added))] if added else [])
+    text = _(", ").join(parts)
     return text if len(text) <= limit else text[:limit - 1] + "…"

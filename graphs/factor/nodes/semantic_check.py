@@ -42,7 +42,7 @@ def semantic_check_node(state: FactorState, config: RunnableConfig,
     spec, body = state["spec"], state.get("factor_body") or ""
     report_progress(_("semantic check"))
     if spec.get("body") and body.strip() == spec["body"].strip():
-        return {"semantic_check": {"ok": True, "diffs": [], "reason": "library implementation of the spec",
+        return {"semantic_check": {"ok": True, "diffs": [], "reason": _("library implementation of the spec"),
                                    "by": "rules"}}
     diffs = rule_diffs(spec, body)
     judge = model_for(runtime.context, MODELS["semantic judge"])

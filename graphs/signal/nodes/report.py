@@ -24,12 +24,12 @@ from tools.research.date_span import span_note
 from tools.storage.artifacts import ArtifactRef, ArtifactStore
 from tools.storage.workspace import WorkspaceError
 
-CONVENTIONS = ("next-bar execution at the open (close when no open); each code trades its own 1/N sleeve of the "
+CONVENTIONS = N_("next-bar execution at the open (close when no open); each code trades its own 1/N sleeve of the "
                "capital and weights drift between trades (no rebalancing, so none is charged); a code without a price "
                "(suspended) keeps its position and earns the move across the gap; long-only unless configured; fees "
                "on traded notional; Sharpe = mean/std of daily returns x sqrt(252), rf = 0; benchmark = equal-weight "
                "buy-and-hold of the same codes from the first bar (each code's 1/N bought at its first price and "
-               "held, a later listing waits in cash); exposure = mean share of equity invested")
+               "held, a later listing waits in cash); exposure = mean share of equity invested")  # shown translated
 
 
 def signal_counts(signal: pd.DataFrame) -> dict[str, int]:
