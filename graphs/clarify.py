@@ -32,6 +32,7 @@ def ask(state: Mapping[str, Any], question: str, restart_hint: str,
 
 
 CANCEL_WORDS = frozenset({"cancel", "stop", "abort", "取消"})
+CANCEL_ANSWER = "cancel"  # the answer a surface gives for a person who moved on (one of CANCEL_WORDS)
 CANCELLED = N_("Cancelled; nothing was run.")  # kept as is in the state (routes compare it); shown translated
 
 

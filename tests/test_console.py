@@ -45,12 +45,14 @@ def test_a_new_request_at_a_prompt_starts_afresh_and_commands_are_not_eaten_as_a
                   "help", "factor list", "fields",  # each runs; none is taken as the answer
                   "signal ma_cross 600519.SH,000001.SZ 20190101 20200601 fast=5 slow=20",
                   "fast=10 slow=30",  # a follow-up re-runs the last request with these changes
-                  "ws")
+                  "ws", "pending")
     assert lines[0] == "? window must be between 2 and 250, got 0. Reply with a corrected value, or `cancel`."
     assert any(line.startswith("workflow requests") for line in lines)  # help
     assert any(line.startswith("No factors saved yet") for line in lines)  # factor list
     assert any(line.startswith("daily: ") for line in lines)  # fields
-    assert "(the previous request's pending question was cancelled; starting the new request)" in lines
+    cancelled = lines.index("(the previous request's pending question was cancelled; starting the new request)")
+    assert lines[cancelled + 1] == "Cancelled; nothing was run."  # ended as `cancel` would: nothing left open
+    assert lines[-1] == "nothing is waiting for an answer"
     assert not any("has no parameter window" in line for line in lines)
     titles = [line for line in lines if line.startswith("Signal: ")]
     assert titles == ["Signal: ma_cross (fast=5, slow=20)", "Signal: ma_cross (fast=10, slow=30)"]

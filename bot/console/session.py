@@ -41,7 +41,7 @@ from bot.jobs.local import LocalJobQueue
 from bot.startup import AppServices
 from bot.stores.threads import CONSOLE_CHANNEL, CONSOLE_TEAM
 from graphs.background import Notice as BackgroundNotice
-from graphs.clarify import CANCELLED, is_cancel
+from graphs.clarify import CANCEL_ANSWER, CANCELLED, is_cancel
 from graphs.grammar import bad_code_message, english, normalize, tokenize, unquote_marks
 from graphs.interrupts import CLARIFY
 from graphs.registry import COMMANDS, WORKFLOWS, command_for, workflow_for
@@ -369,15 +369,18 @@ class Console:
             self.say(_("error: {error}").format(error=exc))
 
     def new_request(self, text: str) -> None:
-        """Start a new thread. A review or approval still pending in the old one is rejected (recorded), so its
-        card does not block the rule or stock it was for; a pending clarify question is simply dropped."""
+        """Start a new thread. What the old one still waits on ends first, so nothing is left open behind the
+        prompt: a review or approval is rejected (recorded), so its card does not block the rule or stock it was
+        for; a clarify question is answered `cancel`, as typing it would."""
         for _step in range(MAX_SETTLE_STEPS):
-            if not self.pending or kind_of(self.pending[0]["value"]).name == CLARIFY:
+            if not self.pending:
                 break
-            self.say(_("(the previous request's pending review or approval is rejected first)"))
-            self.decide({"type": "reject", "message": _("superseded by a new request in the console")})
-        if self.pending:
-            self.say(_("(the previous request's pending question was cancelled; starting the new request)"))
+            if kind_of(self.pending[0]["value"]).name == CLARIFY:
+                self.say(_("(the previous request's pending question was cancelled; starting the new request)"))
+                self.decide({"type": "respond", "message": CANCEL_ANSWER})
+            else:
+                self.say(_("(the previous request's pending review or approval is rejected first)"))
+                self.decide({"type": "reject", "message": _("superseded by a new request in the console")})
         self.place, self.pending = console_place(self.user), []
         self.submit(text)
 
