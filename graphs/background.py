@@ -18,8 +18,12 @@ from graphs.context import WorkflowContext
 class Notice:
     thread_id: str  # the LangGraph thread id (the surface maps it to its thread)
     key: str  # the post's once-only key
-    text: str
+    text: str | Callable[[], str]  # or what composes it, called in the thread's language
     users: tuple[str, ...] = ()  # user ids named in the text (Slack shows them as mentions)
+
+    def said(self) -> str:
+        """The text, composed in the language in effect when it is a function."""
+        return self.text() if callable(self.text) else self.text
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,7 @@ def test_due_decisions_are_resolved_once_by_racing_processes(db_url: str, engine
     finally:
         for made in engines:
             made.dispose()
-    assert [(n.thread_id, n.key, n.text) for n in notices] == [("t-due", f"resolution:{due}:5", RESOLVED)]
+    assert [(n.thread_id, n.key, n.said()) for n in notices] == [("t-due", f"resolution:{due}:5", RESOLVED)]
     with engine.connect() as connection:
         stored = connection.scalar(select(func.count()).select_from(DeskDecisionOutcome)
                                    .where(DeskDecisionOutcome.decision_id.in_([due, open_, other])))

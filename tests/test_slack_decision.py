@@ -363,7 +363,7 @@ def test_the_chart_and_the_markdown_report_are_uploaded_into_the_thread(desk: De
 def test_decisions_lists_the_decision(desk: Desk, decided: Decided) -> None:
     (logged,) = list_decisions(desk.engine, "live", CODE)
     reply = _command(desk, f"decisions {CODE}", "C14300", BOB)
-    assert _reply_text(reply) == f"1 decision(s) (for {CODE})"
+    assert _reply_text(reply) == f"1 decision (for {CODE})"
     header, *rows = _table(reply.args["blocks"])
     assert header == ["id", "code", "date", "rating", "target", "conf.", "outcome"]
     assert rows == [[logged.id, CODE, "20200824", "Buy", "20%", "0.60", "open"]]

@@ -58,6 +58,11 @@ INTERRUPTED = 130  # the exit code of a session left with Ctrl-C (a shell's, for
 EDIT_DROPPED = N_("(the edit you were typing was dropped; nothing was decided and the review is still open)")
 
 
+
+# the stored files' kinds (bot/core/outbox.py UPLOADED_KINDS) as the console names them
+ARTIFACT_WORDS = {"chart": N_("chart"), "signal_csv": N_("signal_csv"), "metrics_csv": N_("metrics_csv"),
+                  "ic_csv": N_("ic_csv"), "reports": N_("reports")}
+
 @dataclass(frozen=True)
 class DataCommand:
     usage: str
@@ -218,7 +223,7 @@ class Console:
     def heard(self, notice: BackgroundNotice) -> None:
         """A background job's notice: shown in its thread already when the thread is the console's."""
         if not notice.thread_id.startswith(CONSOLE_SCOPE):
-            self.say(_("(background: {text})").format(text=notice.text))
+            self.say(_("(background: {text})").format(text=notice.said()))
 
     def loop(self, stdin: TextIO, out: TextIO, first: str | None = None) -> int:
         """Read and run lines until end of input, `quit`, Ctrl-C at an empty prompt or a second Ctrl-C in a row
@@ -419,8 +424,9 @@ class Console:
         """This machine's copies of stored charts and files, and where they went."""
         for artifact in artifacts:
             path = self.runner.context.artifacts.export(artifact["id"], folder)
-            self.say(_("  saved {kind}: {path}").format(kind=artifact["kind"], path=path) if path else
-                     _("  {kind} is no longer stored (older than the retention period)").format(kind=artifact["kind"]))
+            kind = _(ARTIFACT_WORDS[artifact["kind"]]) if artifact["kind"] in ARTIFACT_WORDS else artifact["kind"]
+            self.say(_("  saved {kind}: {path}").format(kind=kind, path=path) if path else
+                     _("  {kind} is no longer stored (older than the retention period)").format(kind=kind))
 
     def say_warnings(self, notes: list[str]) -> None:
         """The data provider's warnings (e.g. codes without rows), shown here rather than only in the log."""

@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from bot.core.core import Core
@@ -78,9 +79,10 @@ class BackgroundService:
                 log.exception("the %s job failed; it runs again next time", name)
                 continue
             for notice in notices:
-                self.core.notify(notice.thread_id, notice.key, notice.text, notice.users)
+                said = replace(notice, text=self.core.notice_text(notice))
+                self.core.notify(said.thread_id, said.key, said.said(), said.users)
                 if self.on_notice is not None:
-                    self.on_notice(notice)
+                    self.on_notice(said)
 
     def start(self) -> None:
         """Run a pass now and then every `interval` seconds, in a daemon thread, until `stop()`."""

@@ -41,7 +41,7 @@ from bot.stores.homes import HomeStore
 from bot.stores.languages import LanguageStore
 from bot.stores.posts import PostStore
 from bot.stores.threads import AuditLog, ThreadInfo, ThreadRegistry, dedupe_key
-from graphs.background import ScheduledRun
+from graphs.background import Notice, ScheduledRun
 from graphs.clarify import is_cancel
 from graphs.grammar import first_word, unquote_marks
 from graphs.home import HomeAction
@@ -127,6 +127,11 @@ class Core:
     def thread_language(self, thread_id: str) -> Language | None:
         info = self.threads.get(thread_id)
         return info.language if info is not None else None  # type: ignore[return-value]
+
+    def notice_text(self, notice: Notice) -> str:
+        """A background notice's text in its thread's language."""
+        with using(self.thread_language(notice.thread_id)):
+            return notice.said()
 
     # --- intake -------------------------------------------------------------------------------------------------
 
@@ -348,7 +353,7 @@ class Core:
         if outcome.status != "failed" or outcome.retryable or workflow is None or workflow.after_failure is None:
             return
         for notice in workflow.after_failure(self.runner.context, thread_id, request, outcome.text):
-            self.outbox.notify(notice.thread_id, notice.key, notice.text, notice.users)
+            self.outbox.notify(notice.thread_id, notice.key, self.notice_text(notice), notice.users)
 
     def apply_decision(self, interrupt_id: str, thread_id: str) -> None:
         """Apply an accepted decision: resume the graph once, in the thread's language. The checkpoint is the

@@ -8,11 +8,12 @@ from graphs.grammar import CODE
 from graphs.views import View
 from graphs.workflow import CommandCall, CommandError
 from tools.desk.log import list_decisions
+from tools.i18n import _
 
 
 def decisions_command(call: CommandCall) -> View:
     if len(call.args) > 1 or (call.args and not CODE.match(call.args[0])):
-        raise CommandError("usage: decisions [CODE], e.g. `decisions 600519.SH`")
+        raise CommandError(_("usage: decisions [CODE], e.g. `decisions 600519.SH`"))
     code = call.args[0].upper() if call.args else None
     found = list_decisions(call.context.engine, call.context.desk_namespace, code)
-    return present_decisions(found, f"for {code}" if code else "all codes, newest first")
+    return present_decisions(found, _("for {code}").format(code=code) if code else _("all codes, newest first"))

@@ -1,4 +1,5 @@
-"""Views of the desk's results for the adapters: the decision card, the no-LLM indicator reply, the decision list."""
+"""Views of the desk's results for the adapters: the decision card, the no-LLM indicator reply, the decision list.
+Results keep the desk's English enum values (ratings, sessions); the views say them in the reader's language."""
 
 from __future__ import annotations
 
@@ -7,7 +8,16 @@ from typing import Any
 from graphs.analyze.state import session_of
 from graphs.views import Table, View
 from tools.desk.log import Decision
-from tools.i18n import _, pgettext
+from tools.i18n import N_, _, ngettext, pgettext
+
+RATING_WORDS = {"Buy": N_("Buy"), "Overweight": N_("Overweight"), "Hold": N_("Hold"),
+                "Underweight": N_("Underweight"), "Sell": N_("Sell")}
+
+
+def rating_word(rating: Any) -> str:
+    """A rating as the reader says it (an unknown value as it is)."""
+    text = str(rating)
+    return _(RATING_WORDS[text]) if text in RATING_WORDS else text
 
 
 def present_decision(result: dict[str, Any]) -> View:
@@ -20,55 +30,72 @@ def present_decision(result: dict[str, Any]) -> View:
     code, date = request["ts_code"], when(request)
     name = f"{request['name']} " if request.get("name") else ""
     if risk:
-        title = f"{name}{code} · {date}: {risk['rating']}, target {float(risk['target_position']):.0%}"
-        summary = result.get("final_trade_decision") or result.get("investment_plan") or risk["rating"]
+        title = _("{name}{code} · {date}: {rating}, target {target:.0%}").format(
+            name=name, code=code, date=date, rating=rating_word(risk["rating"]),
+            target=float(risk["target_position"]))
+        summary = result.get("final_trade_decision") or result.get("investment_plan") or rating_word(risk["rating"])
     else:
-        title = f"{name}{code} · {date}: no decision"
-        summary = result.get("stopped") or "The desk stopped before a decision."
-    facts = [("Rating", str(risk.get("rating") or research.get("rating") or "-")),
-             ("Target position", f"{float(risk['target_position']):.0%} of the account" if risk else "-"),
-             ("Confidence", f"{float(risk['confidence']):.2f}" if risk else "-"),
-             ("Research view", f"{research['rating']} ({float(research['confidence']):.2f})" if research else "-"),
-             ("Price", f"{result.get('current_price') or '-'} (prev. close {result.get('previous_close') or '-'})"),
-             ("Account", f"{request['account']}: {result.get('account_total_value') or '-'} CNY"),
-             ("Tokens", f"{int(result.get('tokens') or 0):,}"), ("Depth", str(request["depth"]))]
-    lines = [f"Bull: {p}" for p in research.get("bull_points") or []]
-    lines += [f"Bear: {p}" for p in research.get("bear_points") or []]
-    lines += [f"Risk: {p}" for p in risk.get("risks") or []]
+        title = _("{name}{code} · {date}: no decision").format(name=name, code=code, date=date)
+        summary = result.get("stopped") or _("The desk stopped before a decision.")
+    rating = risk.get("rating") or research.get("rating")
+    facts = [(_("Rating"), rating_word(rating) if rating else "-"),
+             (_("Target position"), _("{share:.0%} of the account").format(share=float(risk["target_position"]))
+              if risk else "-"),
+             (_("Confidence"), f"{float(risk['confidence']):.2f}" if risk else "-"),
+             (_("Research view"), f"{rating_word(research['rating'])} ({float(research['confidence']):.2f})"
+              if research else "-"),
+             (_("Price"), _("{price} (prev. close {previous})").format(price=result.get("current_price") or "-",
+                                                                       previous=result.get("previous_close") or "-")),
+             (_("Account"), _("{account}: {value} CNY").format(account=request["account"],
+                                                               value=result.get("account_total_value") or "-")),
+             (_("Tokens"), f"{int(result.get('tokens') or 0):,}"), (_("Depth"), str(request["depth"]))]
+    lines = [_("Bull: {point}").format(point=p) for p in research.get("bull_points") or []]
+    lines += [_("Bear: {point}").format(point=p) for p in research.get("bear_points") or []]
+    lines += [_("Risk: {point}").format(point=p) for p in risk.get("risks") or []]
     record = result.get("execution_record") or {}
     if result.get("trader_investment_plan"):
-        lines.append(f"Sizing: {result['trader_investment_plan']}")
+        lines.append(_("Sizing: {plan}").format(plan=result["trader_investment_plan"]))
     if record:
-        facts.append(("Order", str(record.get("message") or record.get("status"))))
+        facts.append((_("Order"), str(record.get("message") or record.get("status"))))
         if record.get("decided_by"):
-            facts.append(("Decided by", str(record["decided_by"])))
-    warnings = [f"{name} data gap: {gap}" for name, run in (result.get("analysts") or {}).items()
-                for gap in run.get("gaps") or []]
+            facts.append((_("Decided by"), str(record["decided_by"])))
+    warnings = [_("{analyst} data gap: {gap}").format(analyst=analyst_word(name), gap=gap)
+                for name, run in (result.get("analysts") or {}).items() for gap in run.get("gaps") or []]
     warnings += [str(run["failed"]) for run in (result.get("analysts") or {}).values() if run.get("failed")]
     warnings += _audit_flags(result)
     warnings = [w for w in warnings if w not in str(summary)]  # the stop's reason, the summary, is said once
-    notes = [f"{name}: {run['tool_calls']} tool call(s), {run['tokens']:,} tokens"
+    notes = [ngettext("{analyst}: {n} tool call, {tokens:,} tokens", "{analyst}: {n} tool calls, {tokens:,} tokens",
+                      run["tool_calls"]).format(analyst=analyst_word(name), n=run["tool_calls"], tokens=run["tokens"])
              for name, run in (result.get("analysts") or {}).items()]
-    notes += [f"resolved: {r['text']}" for r in result.get("resolutions") or [] if r.get("text")]
+    notes += [_("resolved: {text}").format(text=r["text"]) for r in result.get("resolutions") or [] if r.get("text")]
     notes += list(request.get("notes") or [])
     if request.get("price_basis") == "forward-adjusted":
-        notes.append("prices are forward-adjusted as of the data's last day (levels before later dividends differ "
-                     "from the prices traded then)")
+        notes.append(_("prices are forward-adjusted as of the data's last day (levels before later dividends differ "
+                       "from the prices traded then)"))
     return View(title, str(summary), lines=lines, facts=facts, notes=notes, warnings=warnings,
                 users=[str(record["decided_by"])] if record.get("decided_by") else [],
                 artifacts=list(result.get("artifacts") or []))
 
 
+def analyst_word(name: str) -> str:
+    """An analyst's name (market, news …) as the reader says it."""
+    words = {"market": pgettext("analyst", "market"), "news": pgettext("analyst", "news"),
+             "sentiment": pgettext("analyst", "sentiment"), "fundamentals": pgettext("analyst", "fundamentals")}
+    return words.get(name, name)
+
+
 def when(request: dict[str, Any]) -> str:
     """The decision's moment: its date (after the close), or "D pre-open"."""
     session, day = session_of(request)
-    return f"{day} pre-open" if session == "pre_open" else str(request["trade_date"])
+    return _("{day} pre-open").format(day=day) if session == "pre_open" else str(request["trade_date"])
 
 
 def _audit_flags(result: dict[str, Any]) -> list[str]:
     """One warning per agent whose text quotes figures no tool returned."""
-    audits = [(f"{name} analyst", run.get("audit") or {}) for name, run in (result.get("analysts") or {}).items()]
-    audits += [(f"{stage} judge", run.get("audit") or {}) for stage, run in (result.get("stages") or {}).items()]
+    audits = [(_("{analyst} analyst").format(analyst=analyst_word(name)), run.get("audit") or {})
+              for name, run in (result.get("analysts") or {}).items()]
+    audits += [(_("{stage} judge").format(stage=stage), run.get("audit") or {})
+               for stage, run in (result.get("stages") or {}).items()]
     return [f"{who}: {audit['note']}" for who, audit in audits if audit.get("note")]
 
 
@@ -77,8 +104,9 @@ def _no_llm(result: dict[str, Any]) -> View:
     code, date = request["ts_code"], request["trade_date"]
     rows = [[label, value] for label, value in result["indicators"]]
     facts = [(label, value) for label, value in result.get("fundamentals") or []]
-    notes = [f"{k}: {v}" for k, v in (result.get("conventions") or {}).items()]
-    notes += [_("units: {units}").format(units=v) for v in (result.get("fundamentals_units") or {}).values()]
+    notes = [f"{k}: {_(v)}" for k, v in (result.get("conventions") or {}).items()]
+    notes += [_("units: {units}").format(units=_("{field} in {unit}").format(field=k, unit=v.removeprefix(f"{k} in ")))
+              for k, v in (result.get("fundamentals_units") or {}).items()]  # results before 2026-11 held "k in v"
     notes += list(request.get("notes") or [])
     return View(_("{code} · {date}: indicators (no LLM configured)").format(code=code, date=date),
                 _(result["needs_llm"]), facts=facts,
@@ -89,52 +117,59 @@ def _no_llm(result: dict[str, Any]) -> View:
 def _replay(result: dict[str, Any]) -> View:
     request, equity, benchmark = result["request"], result["equity"], result["benchmark"]
     start = float(result["starting_cash"])
-    rows = [[s["date"], s["rating"], f"{float(s['target']):.0%}" if s["target"] is not None else "-",
+    rows = [[s["date"], rating_word(s["rating"]), f"{float(s['target']):.0%}" if s["target"] is not None else "-",
              f"{float(s['equity']):,.2f}", _replay_order(s, result.get("stopped"))] for s in result["steps"]]
-    facts = [("Dates", f"{len(result['steps'])} of {len(request['replay_dates'])}, every {request['every']} "
-                       "trading days"),
-             ("Hit rate", str(result["hit_rate"])), ("Fills", str(result["fills"])),
-             ("Tokens", f"{int(result['tokens']):,}"), ("Account", f"{result['account']} (replay only)")]
+    facts = [(_("Dates"), _("{done} of {planned}, every {every} trading days").format(
+                done=len(result["steps"]), planned=len(request["replay_dates"]), every=request["every"])),
+             (_("Hit rate"), str(result["hit_rate"])), (_("Fills"), str(result["fills"])),
+             (_("Tokens"), f"{int(result['tokens']):,}"),
+             (_("Account"), _("{account} (replay only)").format(account=result["account"]))]
     if equity:
-        facts.insert(0, ("Desk P&L", f"{float(equity[-1][1]) / start - 1:+.2%}"))
+        facts.insert(0, (_("Desk P&L"), f"{float(equity[-1][1]) / start - 1:+.2%}"))
     if benchmark:
-        facts.insert(1, ("Buy and hold", f"{float(benchmark[-1][1]) / start - 1:+.2%}"))
+        facts.insert(1, (_("Buy and hold"), f"{float(benchmark[-1][1]) / start - 1:+.2%}"))
     warnings = [str(result["stopped"])] if result.get("stopped") else []
     if result.get("price_basis") == "forward-adjusted":
-        warnings.append("the prices are forward-adjusted as of the data's last day: returns are right, but price "
-                        "levels before later dividends are not the prices traded then")
-    return View(f"Replay of the desk on {request['ts_code']}: {request['trade_date']}..{request['end_date']}",
-                f"Each date decided {_replay_data(request)}, in the replay's own memory; orders filled without "
-                "approval in the replay account at the date's close.",
-                facts=facts, table=Table(["date", "rating", "target", "equity", "order"], rows), warnings=warnings,
-                artifacts=list(result.get("artifacts") or []))
+        warnings.append(_("the prices are forward-adjusted as of the data's last day: returns are right, but price "
+                          "levels before later dividends are not the prices traded then"))
+    return View(_("Replay of the desk on {code}: {start}..{end}").format(
+                    code=request["ts_code"], start=request["trade_date"], end=request["end_date"]),
+                _("Each date decided {how}, in the replay's own memory; orders filled without approval in the "
+                  "replay account at the date's close.").format(how=_replay_data(request)),
+                facts=facts, table=Table([_("date"), _("rating"), _("target"), _("equity"), _("order")], rows),
+                warnings=warnings, artifacts=list(result.get("artifacts") or []))
 
 
 def _replay_order(step: dict[str, Any], stopped: str | None) -> str:
     """The date's order text, whole; on the date the replay stopped at, a pointer to the warning that says why."""
     order = str(step["order"])
-    return "stopped (see the warning)" if stopped == f"stopped at {step['date']}: {order}" else order
+    return _("stopped (see the warning)") if stopped == f"stopped at {step['date']}: {order}" else order
 
 
 def _replay_data(request: dict[str, Any]) -> str:
     if request.get("session") == "pre_open":
-        return "before its open with data up to the previous trading day's close only"
-    return "with data up to its close only"
+        return _("before its open with data up to the previous trading day's close only")
+    return _("with data up to its close only")
 
 
 def present_decisions(decisions: list[Decision], scope: str) -> View:
     if not decisions:
-        return View("Decisions", f"No decisions yet ({scope}). Ask for one with `analyze CODE`.")
-    rows = [[str(d.id), d.ts_code, d.trade_date, d.rating, f"{float(d.target_position):.0%}",
+        return View(_("Decisions"), _("No decisions yet ({scope}). Ask for one with `analyze CODE`.").format(
+            scope=scope))
+    rows = [[str(d.id), d.ts_code, d.trade_date, rating_word(d.rating), f"{float(d.target_position):.0%}",
              f"{d.confidence:.2f}", _outcome(d)] for d in decisions]
-    return View("Decisions", f"{len(decisions)} decision(s) ({scope})",
-                table=Table(["id", "code", "date", "rating", "target", "conf.", "outcome"], rows))
+    return View(_("Decisions"), ngettext("{n} decision ({scope})", "{n} decisions ({scope})",
+                                         len(decisions)).format(n=len(decisions), scope=scope),
+                table=Table([_("id"), _("code"), _("date"), _("rating"), _("target"), _("conf."), _("outcome")],
+                            rows))
 
 
 def _outcome(decision: Decision) -> str:
     if not decision.resolutions:
-        return "open"
+        return pgettext("decision outcome", "open")
     last = decision.resolutions[-1]
-    benchmark = f" vs {float(last.benchmark_return):+.2%}" if last.benchmark_return is not None else ""
-    verdict = {True: "hit", False: "miss", None: "n/a"}[last.hit]
-    return f"{float(last.realised_return):+.2%}{benchmark} after {last.horizon}d ({verdict})"
+    benchmark = (_(" vs {benchmark:+.2%}").format(benchmark=float(last.benchmark_return))
+                 if last.benchmark_return is not None else "")
+    verdict = {True: _("hit"), False: _("miss"), None: _("n/a")}[last.hit]
+    return _("{realised:+.2%}{benchmark} after {days}d ({verdict})").format(
+        realised=float(last.realised_return), benchmark=benchmark, days=last.horizon, verdict=verdict)

@@ -16,6 +16,7 @@ from graphs.analyze.memory import HORIZON_DAYS
 from graphs.background import Notice
 from tools.broker.clock import day, ymd
 from tools.desk.log import reflection_text, resolve_due
+from tools.i18n import _
 
 
 def resolve_pass(ctx: AnalyzeDeps) -> list[Notice]:
@@ -26,5 +27,6 @@ def resolve_pass(ctx: AnalyzeDeps) -> list[Notice]:
     known = ymd(day(last) + timedelta(days=1))  # due: the exit day is before the day after the data's last
     resolved = resolve_due(ctx.engine, ctx.provider, namespace=ctx.desk_namespace, as_of_date=known,
                            horizon=HORIZON_DAYS)
-    return [Notice(r.thread_id, f"resolution:{r.decision_id}:{r.horizon}", f"Resolved: {reflection_text(r)}.")
+    return [Notice(r.thread_id, f"resolution:{r.decision_id}:{r.horizon}",
+                   lambda r=r: _("Resolved: {reflection}.").format(reflection=reflection_text(r)))  # type: ignore[misc]
             for r in resolved]

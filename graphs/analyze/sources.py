@@ -60,5 +60,5 @@ def valuation(ctx: AnalyzeDeps, request: dict[str, Any]) -> dict[str, Any]:
              else str(value))
             for name, value in row.items() if name != "ts_code" and value is not None]
     shown = {name for name, _ in rows}
-    units = {name: f"{name} in {unit}" for name, unit in result.units.items() if name in shown}
+    units = {name: unit for name, unit in result.units.items() if name in shown}
     return {"rows": rows, "units": units, "gap": None}

@@ -9,9 +9,10 @@ from tools.broker.paper import settle_all
 
 
 def settlement_job(ctx: OrderDeps, call: BackgroundCall) -> list[Notice]:
-    """Every account's due open orders, filled (or said why not): one notice per order into its thread."""
+    """Every account's due open orders, filled (or said why not): one notice per order into its
+    thread, in its language."""
     if ctx.paper is None:
         return []
     changed = settle_all(ctx.engine, ctx.provider, ctx.paper, lambda: call.now.astimezone(SHANGHAI))
-    return [Notice(order.thread_id, f"order:{order.id}:{order.status}", order.summary())
+    return [Notice(order.thread_id, f"order:{order.id}:{order.status}", order.summary)
             for order in changed if order.thread_id]

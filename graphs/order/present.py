@@ -8,9 +8,9 @@ from typing import Any
 from graphs.order.card import checks_text, order_line
 from graphs.views import Table, View
 from tools.broker.money import money_text
-from tools.broker.orders import STATUS_WORDS, Account, Order
+from tools.broker.orders import SIDE_WORDS, STATUS_WORDS, Account, Order
 from tools.broker.reports import AccountReport
-from tools.i18n import N_, _
+from tools.i18n import N_, _, ngettext
 
 TITLES = {"filled": N_("Order filled"), "open": N_("Order submitted"), "expired": N_("Order not filled"),
           "cancelled": N_("Order cancelled"), "rejected": N_("Order rejected"), "refused": N_("Order refused")}
@@ -80,13 +80,27 @@ def present_account(account: Account, report: AccountReport, notes: tuple[str, .
         artifacts=[chart] if chart else [])
 
 
+# `orders [open|today|all]`: how the count names each scope (`all` counts every order, not "all orders")
+ORDER_COUNTS = {
+    "open": (N_("No open orders in account {account}."), N_("{n} open order in account {account}"),
+             N_("{n} open orders in account {account}")),
+    "today": (N_("No orders today in account {account}."), N_("{n} order today in account {account}"),
+              N_("{n} orders today in account {account}")),
+    "all": (N_("No orders in account {account}."), N_("{n} order in account {account}"),
+            N_("{n} orders in account {account}")),
+}
+ORDERS_TITLES = {"open": N_("Orders (open) · {account}"), "today": N_("Orders (today) · {account}"),
+                 "all": N_("Orders (all) · {account}")}
+
+
 def present_orders(name: str, scope: str, orders: tuple[Order, ...]) -> View:
-    rows = [[str(o.id), o.session_date, o.side, o.ts_code, f"{o.quantity:,}",
-             str(o.limit_price) if o.limit_price is not None else "market", o.status,
+    rows = [[str(o.id), o.session_date, _(SIDE_WORDS[o.side]) if o.side in SIDE_WORDS else o.side, o.ts_code,
+             f"{o.quantity:,}", str(o.limit_price) if o.limit_price is not None else _("market"),
+             _(STATUS_WORDS[o.status]) if o.status in STATUS_WORDS else o.status,
              str(o.fills[-1].price) if o.fills else "-", o.approved_by or "-"] for o in orders]
-    kind = "" if scope == "all" else f"{scope} "  # `orders all`: every order, not "all orders" counted
-    count = f"{len(orders)} {kind}order{'' if len(orders) == 1 else 's'}" if orders else f"No {kind}orders"
-    summary = f"{count} in account {name}" + ("" if orders else ".")
-    return View(title=f"Orders ({scope}) · {name}", summary=summary,
-                table=Table(["id", "session", "side", "code", "qty", "price", "status", "fill", "approved by"], rows)
+    none, one, many = ORDER_COUNTS[scope]
+    summary = (ngettext(one, many, len(orders)) if orders else _(none)).format(n=len(orders), account=name)
+    return View(title=_(ORDERS_TITLES[scope]).format(account=name), summary=summary,
+                table=Table([_("id"), _("session"), _("side"), _("code"), _("qty"), _("price"), _("status"),
+                             _("fill"), _("approved by")], rows)
                 if rows else None)

@@ -11,6 +11,7 @@ from graphs.rule.deps import RuleDeps
 from tools.broker.clock import day
 from tools.broker.proposal_claims import release_proposals
 from tools.broker.sim_clock import SessionMove, last_move
+from tools.i18n import _
 from tools.rules.schedule import run_due, run_session, trading_day_checker
 from tools.rules.store import Rule, RuleError
 
@@ -69,5 +70,6 @@ def rule_run_failed(ctx: RuleDeps, thread_id: str, request: dict[str, Any], erro
     if not paused:
         return []
     return [Notice(thread_id, f"rule-paused:{execution_id}",
-                   f":pause_button: Rule {rule.id} is paused after repeated failures; its owner {rule.owner} can "
-                   f"`rule resume {rule.id}` once it is fixed.", (rule.owner,))]
+                   lambda: _(":pause_button: Rule {id} is paused after repeated failures; its owner {owner} can "
+                             "`rule resume {id}` once it is fixed.").format(id=rule.id, owner=rule.owner),
+                   (rule.owner,))]

@@ -17,6 +17,7 @@ import pandas as pd
 
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError, normalize_date
+from tools.i18n import N_
 from tools.research import indicators
 
 BAR_FIELDS = ["open", "high", "low", "close", "pct_chg", "vol", "amount"]
@@ -96,15 +97,16 @@ def indicator_lines(bars: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+# stored and handed to the agents in English; views show them translated
+CONVENTIONS = {"MA/EMA/RSI/MACD/BOLL/ATR": N_("TA-Lib (EMA seeded with the SMA, RSI Wilder, BOLL population σ)"),
+               "MACD hist": N_("DIF − DEA (Chinese terminals draw 2 × that)"), "KDJ": N_("KDJ(9,3,3), K0 = D0 = 50")}
 DIGITS = {"MACD DIF": 4, "MACD DEA": 4, "MACD hist": 4}  # the rest: 2 decimals
 
 
 def _indicator_values(bars: pd.DataFrame) -> tuple[dict[str, float | None], dict[str, str]]:
     last = indicator_lines(bars).drop(columns="close").iloc[-1]
     values = {name: _round(value, DIGITS.get(name, 2)) for name, value in last.items()}
-    conventions = {"MA/EMA/RSI/MACD/BOLL/ATR": "TA-Lib (EMA seeded with the SMA, RSI Wilder, BOLL population σ)",
-                   "MACD hist": "DIF − DEA (Chinese terminals draw 2 × that)", "KDJ": "KDJ(9,3,3), K0 = D0 = 50"}
-    return values, conventions
+    return values, dict(CONVENTIONS)
 
 
 def market_snapshot(provider: MarketDataProvider, ts_code: str, as_of: str, window: int = 20) -> MarketSnapshot:
