@@ -225,76 +225,205 @@ def evaluate_factor(factor: pd.DataFrame, prices: pd.DataFrame, periods: tuple[i
     if tradable is not None:
         trade_ok &= tradable.reindex(index=prices.index, columns=codes).fillna(False).to_numpy(dtype=bool)
     px[~trade_ok] = np.nan
+    del trade_ok
     rows = prices.index.get_indexer(dates)
-    with ThreadPoolExecutor(max_workers=min(len(periods), os.cpu_count() or 1)) as pool:  # numpy frees the GIL
-        pending = {p: pool.submit(_forward_returns, px, rows, p) for p in periods}
-        f = factor.reindex(index=dates, columns=codes).to_numpy(dtype=float, copy=True)
-        fwd = {p: job.result() for p, job in pending.items()}  # finite only where t and t+p are tradable
-        del px, trade_ok
-        valid = np.isfinite(f)
-        finite = valid.copy()
-        with_values, with_forward = int(finite.any(axis=1).sum()), {}
-        for p in periods:
-            ok = np.isfinite(fwd[p])
-            valid &= ok
-            ok &= finite
-            with_forward[p] = int(ok.any(axis=1).sum())
-        with_all_forward = int(valid.any(axis=1).sum())
-        del finite, ok
-        f[~valid] = np.nan
-        order = np.argsort(f, axis=1)  # NaN last; shared by the quantile edges and the factor's ranks
-        ordered = np.take_along_axis(f, order, axis=1)
-        labels = _quantile_labels(f, ordered, valid.sum(axis=1), quantiles)
-        valid = labels > 0  # dates whose edges are not unique drop out entirely
-        n = valid.sum(axis=1)
-        f[~valid] = np.nan
-        for p in periods:
-            fwd[p][~valid] = np.nan
-        ranks = _average_ranks(order, ordered) * valid  # 0 outside the evaluated cells
-        del order, ordered
-
-        rank_sums = _RankSums(ranks, valid, n)  # the sorting-heavy part runs on the pool meanwhile
-        rank_jobs = {p: (pool.submit(rank_sums.rank_ic, fwd[p]), pool.submit(rank_sums.rank_autocorrelation, p))
-                     for p in periods}
-        moments = _FactorMoments(f, valid, n)
-        cells = (np.arange(len(dates)) * (quantiles + 1))[:, None] + labels  # (date, quantile) bin of each cell
-        sizes = _bin_sums(cells, None, len(dates), quantiles)
-        per: dict[int, dict[str, np.ndarray]] = {}
-        for p in periods:
-            demeaned = _centred(fwd[p], valid, n)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                by_quantile = _bin_sums(cells, demeaned, len(dates), quantiles) / sizes
-            ic, factor_returns = moments.ic_and_returns(demeaned)
-            per[p] = {"ic": ic, "factor_returns": factor_returns, "by_quantile": by_quantile,
-                      "turnover": _turnover(cells, labels, sizes, p, quantiles)}
-        for p, (rank_ic_job, autocorr_job) in rank_jobs.items():
-            per[p].update(rank_ic=rank_ic_job.result(), autocorr=autocorr_job.result())
+    f = factor.reindex(index=dates, columns=codes).to_numpy(dtype=float, copy=True)
+    run = _Evaluation(f, px, rows, periods, quantiles)
+    run.compute()
+    del px
 
     index = pd.Index(dates, name=factor.index.name)
     quantile_axis = pd.Index(range(1, quantiles + 1))
     wide = lambda a: pd.DataFrame(a, index=index, columns=codes, copy=False)  # noqa: E731
-    by_date = {p: pd.DataFrame(per[p]["by_quantile"], index=index, columns=quantile_axis) for p in periods}
-    per_date = lambda key: pd.DataFrame({p: per[p][key] for p in periods}, index=index)  # noqa: E731
-    ic, rank_ic = per_date("ic"), per_date("rank_ic")
+    by_date = {p: pd.DataFrame(run.by_quantile[i], index=index, columns=quantile_axis)
+               for i, p in enumerate(periods)}
+    per_date = lambda a: pd.DataFrame({p: a[i] for i, p in enumerate(periods)}, index=index)  # noqa: E731
+    ic, rank_ic = per_date(run.ic), per_date(run.rank_ic)
     return FactorEvaluation(
         periods=periods, quantiles=quantiles,
-        forward_returns={p: wide(fwd[p]) for p in periods},
-        factor_quantile=wide(np.where(valid, labels, np.nan)),
+        forward_returns={p: wide(run.forward[i]) for i, p in enumerate(periods)},
+        factor_quantile=wide(run.quantile_labels()),
         ic=ic, rank_ic=rank_ic, ic_summary=_ic_summary(ic, rank_ic),
         quantile_returns_by_date=by_date,
         quantile_mean=pd.DataFrame({p: by_date[p].mean() for p in periods}).rename_axis("quantile"),
         quantile_std_err=pd.DataFrame({p: by_date[p].std() / np.sqrt(by_date[p].count())
                                        for p in periods}).rename_axis("quantile"),
         spread=pd.DataFrame({p: by_date[p][quantiles] - by_date[p][1] for p in periods}, index=index),
-        factor_returns=per_date("factor_returns"),
-        turnover={p: pd.DataFrame(per[p]["turnover"], index=index, columns=quantile_axis) for p in periods},
-        rank_autocorrelation=per_date("autocorr"),
-        counts=DateCounts(dates=len(dates), with_values=with_values,
+        factor_returns=per_date(run.factor_returns),
+        turnover={p: pd.DataFrame(run.turnover[i], index=index, columns=quantile_axis)
+                  for i, p in enumerate(periods)},
+        rank_autocorrelation=per_date(run.autocorr),
+        counts=DateCounts(dates=len(dates), with_values=int(run.with_values.sum()),
                           in_calendar={p: int((rows + p < len(prices.index)).sum()) for p in periods},
-                          with_forward=with_forward, with_all_forward=with_all_forward,
-                          evaluated=int((n > 0).sum()), price_end=prices.index[-1]),
-        coverage=pd.Series(n, index=index, name="codes"),
+                          with_forward={p: int(run.with_forward[i].sum()) for i, p in enumerate(periods)},
+                          with_all_forward=int(run.with_all_forward.sum()),
+                          evaluated=int((run.n > 0).sum()), price_end=prices.index[-1]),
+        coverage=pd.Series(run.n, index=index, name="codes"),
     )
+
+
+_BLOCK_CELLS = 1 << 17  # cells per block of dates: a block's working arrays stay in the cores' caches
+_SIGN = np.uint64(1 << 63)
+
+
+class _Evaluation:
+    """The per-date figures of one evaluation, computed block of dates by block of dates on a thread per core.
+
+    Every figure of a date depends on that date's row alone, except turnover and rank autocorrelation, which
+    compare a date with the date `period` rows earlier; they run in a second pass once every row is done.
+    Each row is sorted once for the factor and once per period for the returns, on 64-bit keys that order as
+    the values do and carry a payload in their low bits (see `_sort_keys`).
+    """
+
+    def __init__(self, f: np.ndarray, px: np.ndarray, rows: np.ndarray, periods: tuple[int, ...],
+                 quantiles: int) -> None:
+        self.f, self.px, self.rows, self.periods, self.quantiles = f, px, rows, periods, quantiles
+        dates, width = f.shape
+        k = len(periods)
+        self.forward = [np.empty((dates, width)) for _ in periods]  # NaN outside the evaluated set
+        self.labels = np.empty((dates, width), dtype=np.int8)  # 1..q, 0 outside the evaluated set
+        self.ranks = np.empty((dates, width))  # the factor's average ranks, 0 outside the evaluated set
+        self.n = np.empty(dates, dtype=np.int64)
+        self.with_values = np.empty(dates, dtype=bool)
+        self.with_forward = np.empty((k, dates), dtype=bool)
+        self.with_all_forward = np.empty(dates, dtype=bool)
+        self.ic, self.rank_ic, self.factor_returns, self.autocorr = (np.full((k, dates), np.nan) for _ in range(4))
+        self.by_quantile = np.empty((k, dates, quantiles))
+        self.sizes = np.empty((dates, quantiles))
+        self.turnover = np.full((k, dates, quantiles), np.nan)
+        self.positions = np.arange(1.0, width + 1)
+        self.step = max(1, _BLOCK_CELLS // max(width, 1))  # dates per block
+        self.tiled_positions = np.tile(self.positions, self.step)
+        self.column_keys = np.arange(width, dtype=np.uint64)
+        self.index_bits = max(1, (width - 1).bit_length())  # a column index in the factor's keys
+        self.rank_bits = (2 * width).bit_length()  # a doubled average rank in the returns' keys
+
+    def compute(self) -> None:
+        """Fill every figure, on one thread per core (numpy releases the GIL in its loops and sorts)."""
+        dates = len(self.f)
+        blocks = [(a, min(a + self.step, dates)) for a in range(0, dates, self.step)]
+        workers = min(os.cpu_count() or 1, len(blocks))
+        if workers > 1:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                list(pool.map(lambda block: self.own(*block), blocks))
+                list(pool.map(lambda block: self.lagged(*block), blocks))
+        else:
+            for block in blocks:
+                self.own(*block)
+            for block in blocks:
+                self.lagged(*block)
+
+    def own(self, a: int, b: int) -> None:
+        """Everything that depends on dates a..b-1 alone."""
+        f = self.f[a:b]
+        width = f.shape[1]
+        ys = [self._forward_block(a, b, p, out) for p, out in zip(self.periods, self.forward, strict=True)]
+        valid = np.isfinite(f)
+        self.with_values[a:b] = valid.any(axis=1)
+        finite = valid.copy()
+        for i, y in enumerate(ys):
+            ok = np.isfinite(y)
+            valid &= ok
+            ok &= finite
+            self.with_forward[i, a:b] = ok.any(axis=1)
+        self.with_all_forward[a:b] = valid.any(axis=1)
+        np.copyto(f, np.nan, where=~valid)
+        n = np.count_nonzero(valid, axis=1)
+
+        keys = _sort_keys(f, self.column_keys, self.index_bits)
+        unordered = _unordered_rows(keys, n, self.index_bits)
+        order = (keys & np.uint64((1 << self.index_bits) - 1)).astype(np.intp)
+        del keys
+        ranks = np.empty(f.shape)
+        np.put(ranks, order + (np.arange(b - a) * width)[:, None], self.tiled_positions[: (b - a) * width])
+        if len(unordered):  # ties or values too close for the keys: sort those rows exactly
+            exact = np.argsort(f[unordered], axis=1)
+            order[unordered] = exact
+            ranks[unordered] = _average_ranks(exact, np.take_along_axis(f[unordered], exact, axis=1))
+
+        labels, usable = _quantile_labels(f, order, n, self.quantiles)
+        del order
+        n[~usable] = 0  # dates whose edges are not unique drop out entirely
+        valid &= usable[:, None]
+        f[~usable] = np.nan
+        ranks *= valid
+        self.labels[a:b], self.ranks[a:b], self.n[a:b] = labels, ranks, n
+        cells = (np.arange(b - a) * (self.quantiles + 1))[:, None] + labels  # (date, quantile) bin of each cell
+        sizes = _bin_sums(cells, None, b - a, self.quantiles)
+        self.sizes[a:b] = sizes
+
+        moments = _FactorMoments(f, valid, n)
+        doubled = (ranks + ranks).astype(np.uint64)  # the returns' sort payload, 0 outside the evaluated set
+        rank_sum, rank_squares = ranks.sum(axis=1), _dot_rows(ranks, ranks)
+        for i, y in enumerate(ys):
+            np.copyto(y, np.nan, where=~valid)
+            demeaned = _centred(y, valid, n)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                self.by_quantile[i, a:b] = _bin_sums(cells, demeaned, b - a, self.quantiles) / sizes
+            self.ic[i, a:b], self.factor_returns[i, a:b] = moments.ic_and_returns(demeaned)
+            self.rank_ic[i, a:b] = self._rank_ic(y, ranks, doubled, n, rank_sum, rank_squares)
+
+    def _rank_ic(self, y: np.ndarray, ranks: np.ndarray, doubled: np.ndarray, n: np.ndarray, rank_sum: np.ndarray,
+                 rank_squares: np.ndarray) -> np.ndarray:
+        """Spearman correlation of the factor and `y` per row (`y` NaN outside the evaluated cells).
+
+        Sorting `y`'s keys with the factor's doubled ranks as payload lines those ranks up in `y`'s order, where
+        `y`'s own ranks are the positions 1..n when the row's keys are distinct; other rows are sorted exactly.
+        """
+        keys = _sort_keys(y, doubled, self.rank_bits)
+        unordered = _unordered_rows(keys, n, self.rank_bits)
+        keys &= np.uint64((1 << self.rank_bits) - 1)
+        cross = keys.astype(float) @ self.positions * 0.5
+        nf = n.astype(float)
+        y_squares = nf * (nf + 1) * (2 * nf + 1) / 6
+        if len(unordered):
+            order = np.argsort(y[unordered], axis=1)
+            y_ranks = (_tie_averaged(np.take_along_axis(y[unordered], order, axis=1))
+                       * (np.arange(y.shape[1]) < n[unordered, None]))
+            cross[unordered] = _dot_rows(np.take_along_axis(ranks[unordered], order, axis=1), y_ranks)
+            y_squares[unordered] = _dot_rows(y_ranks, y_ranks)
+        return _pearson_from_sums(nf, rank_sum, nf * (nf + 1) / 2, rank_squares, y_squares, cross)
+
+    def _forward_block(self, a: int, b: int, period: int, out: np.ndarray) -> np.ndarray:
+        """Rows a..b-1 of the forward returns of `period`, written into `out`."""
+        out = out[a:b]
+        rows = self.rows[a:b]
+        inside = int((rows + period < len(self.px)).sum())  # rows are sorted, so those inside come first
+        out[inside:] = np.nan
+        if inside:
+            first = rows[0]
+            if rows[inside - 1] - first == inside - 1:  # consecutive price rows: views, no copies
+                later, now = self.px[first + period : first + period + inside], self.px[first : first + inside]
+            else:
+                later, now = self.px[rows[:inside] + period], self.px[rows[:inside]]
+            np.divide(later, now, out=out[:inside])
+            out[:inside] -= 1.0
+        return out
+
+    def lagged(self, a: int, b: int) -> None:
+        """Turnover and rank autocorrelation of dates a..b-1, against the dates `period` rows earlier."""
+        q = self.quantiles
+        for i, p in enumerate(self.periods):
+            start = max(a, p)
+            if start >= b:
+                continue
+            now, before = self.labels[start:b], self.labels[start - p : b - p]
+            common = (now > 0) & (before > 0)
+            stayed = np.where(now == before, now, 0)
+            kept = _bin_sums((np.arange(b - start) * (q + 1))[:, None] + stayed, None, b - start, q)
+            sizes, earlier = self.sizes[start:b], self.sizes[start - p : b - p]
+            np.divide(sizes - kept, sizes, out=self.turnover[i, start:b], where=(sizes > 0) & (earlier > 0))
+            x = np.where(common, self.ranks[start:b], 0.0)
+            y = np.where(common, self.ranks[start - p : b - p], 0.0)
+            self.autocorr[i, start:b] = _pearson_from_sums(
+                np.count_nonzero(common, axis=1).astype(float), x.sum(axis=1), y.sum(axis=1), _dot_rows(x, x),
+                _dot_rows(y, y), _dot_rows(x, y))
+
+    def quantile_labels(self) -> np.ndarray:
+        """The labels as floats, NaN outside the evaluated set."""
+        out = self.labels.astype(float)
+        out[self.labels == 0] = np.nan
+        return out
 
 
 class _FactorMoments:
@@ -316,51 +445,6 @@ class _FactorMoments:
         return np.clip(ic, -1.0, 1.0), returns
 
 
-class _RankSums:
-    """The factor's ranks (0 outside the evaluated cells) and their per-date sums, for Spearman IC and rank
-    autocorrelation.
-
-    Correlations of ranks are computed from raw sums: ranks are half-integers, so every sum and product below
-    is exact in float64 (up to 2**53) and only the final square root and division round.
-    """
-
-    def __init__(self, ranks: np.ndarray, valid: np.ndarray, n: np.ndarray) -> None:
-        self.ranks, self.n = ranks, n
-        self.mask = valid.astype(float)
-        self.squares = ranks * ranks
-        self.rank_sum = ranks.sum(axis=1)
-        self.rank_squares = self.squares.sum(axis=1)
-
-    def rank_ic(self, y: np.ndarray) -> np.ndarray:
-        """Spearman correlation of the factor and `y` per date (`y` NaN outside the evaluated cells)."""
-        order = np.argsort(y, axis=1)
-        ordered = np.take_along_axis(y, order, axis=1)
-        factor_ranks = np.take_along_axis(self.ranks, order, axis=1)  # in y's order, 0 in the NaN tail
-        width = y.shape[1]
-        n = self.n.astype(float)
-        cross = factor_ranks @ np.arange(1.0, width + 1)  # y's ranks are the positions when a row has no ties
-        y_squares = n * (n + 1) * (2 * n + 1) / 6
-        tied = np.flatnonzero((ordered[:, 1:] == ordered[:, :-1]).any(axis=1))
-        if len(tied):
-            y_ranks = _tie_averaged(ordered[tied]) * (np.arange(width) < self.n[tied, None])
-            cross[tied] = _dot_rows(factor_ranks[tied], y_ranks)
-            y_squares[tied] = _dot_rows(y_ranks, y_ranks)
-        return _pearson_from_sums(n, self.rank_sum, n * (n + 1) / 2, self.rank_squares, y_squares, cross)
-
-    def rank_autocorrelation(self, period: int) -> np.ndarray:
-        """Pearson correlation of each date's factor ranks with those `period` dates earlier, over common codes."""
-        out = np.full(len(self.ranks), np.nan)
-        if period >= len(self.ranks):
-            return out
-        now, before = self.ranks[period:], self.ranks[:-period]
-        now_mask, before_mask = self.mask[period:], self.mask[:-period]
-        out[period:] = _pearson_from_sums(
-            _dot_rows(now_mask, before_mask), _dot_rows(now, before_mask), _dot_rows(before, now_mask),
-            _dot_rows(self.squares[period:], before_mask), _dot_rows(self.squares[:-period], now_mask),
-            _dot_rows(now, before))
-        return out
-
-
 def _pearson_from_sums(n: np.ndarray, sx: np.ndarray, sy: np.ndarray, sxx: np.ndarray, syy: np.ndarray,
                        sxy: np.ndarray) -> np.ndarray:
     var_x, var_y = n * sxx - sx * sx, n * syy - sy * sy
@@ -369,24 +453,39 @@ def _pearson_from_sums(n: np.ndarray, sx: np.ndarray, sy: np.ndarray, sxx: np.nd
     return np.clip(r, -1.0, 1.0)
 
 
-def _forward_returns(px: np.ndarray, rows: np.ndarray, period: int) -> np.ndarray:
-    """close[t + period] / close[t] - 1 at the given price rows (NaN past the end of the prices)."""
-    out = np.empty((len(rows), px.shape[1]))
-    inside = int((rows + period < len(px)).sum())  # rows are sorted, so those inside come first
-    out[inside:] = np.nan
-    first = rows[0] if len(rows) else 0
-    if inside and (rows[:inside] == np.arange(first, first + inside)).all():  # consecutive: views, no copies
-        np.divide(px[first + period : first + period + inside], px[first : first + inside], out=out[:inside])
-    elif inside:
-        np.divide(px[rows[:inside] + period], px[rows[:inside]], out=out[:inside])
-    out[:inside] -= 1.0
-    return out
+def _sort_keys(values: np.ndarray, payload: np.ndarray, bits: int) -> np.ndarray:
+    """Each row's 64-bit sort keys, sorted: the value's bits made to order as the value does (NaN last), the
+    lowest `bits` of them replaced by `payload` (which must fit in `bits`).
+
+    NaN must be numpy's positive NaN. Keys order as their values as long as no two finite values of a row agree
+    above the payload bits (`_unordered_rows` finds the rows where they do: ties or values too close).
+    """
+    keys = (values + 0.0).view(np.uint64)  # -0.0 becomes 0.0, which it equals
+    flip = (keys.view(np.int64) >> 63).view(np.uint64)  # all ones for negative values, 0 otherwise
+    flip |= _SIGN
+    keys ^= flip  # negative: every bit flipped; positive: the sign bit set
+    keys &= np.uint64(((1 << 64) - 1) ^ ((1 << bits) - 1))
+    keys |= payload
+    keys.sort(axis=1)
+    return keys
 
 
-def _quantile_labels(values: np.ndarray, ordered: np.ndarray, n: np.ndarray, quantiles: int) -> np.ndarray:
-    """Per-row `pd.qcut(row, q, labels=False) + 1` as int8, 0 where NaN; rows with non-unique edges get 0.
+def _unordered_rows(keys: np.ndarray, n: np.ndarray, bits: int) -> np.ndarray:
+    """Rows of sorted `_sort_keys` whose first `n` keys are not all distinct above the payload bits.
 
-    `ordered` is each row sorted ascending (NaN last) and `n` its count of values. The edges are computed as
+    Every NaN has the same key, so a row with n values has max(width - n - 1, 0) equal pairs in its NaN tail;
+    more than that means two values share a key, and their order in the row is the payload's, not the values'.
+    """
+    same = np.count_nonzero((keys[:, 1:] ^ keys[:, :-1]) < np.uint64(1 << bits), axis=1)
+    return np.flatnonzero(same > np.maximum(keys.shape[1] - n - 1, 0))
+
+
+def _quantile_labels(values: np.ndarray, order: np.ndarray, n: np.ndarray,
+                     quantiles: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row `pd.qcut(row, q, labels=False) + 1` as int8, 0 where NaN and in rows with non-unique edges; and
+    whether each row's edges are unique.
+
+    `order` sorts each row ascending (NaN last) and `n` is its count of values. The edges are computed as
     pandas 3 computes them: its rounded-up quantile levels, then numpy's linear interpolation, bit for bit.
     """
     levels = np.linspace(0, 1, quantiles + 1)
@@ -397,8 +496,8 @@ def _quantile_labels(values: np.ndarray, ordered: np.ndarray, n: np.ndarray, qua
     gamma = virtual - below
     below_i = np.minimum(below, last).astype(np.intp)
     above_i = np.where(virtual >= last, last, below_i + 1).astype(np.intp)
-    a = np.take_along_axis(ordered, below_i, axis=1)
-    b = np.take_along_axis(ordered, above_i, axis=1)
+    a = np.take_along_axis(values, np.take_along_axis(order, below_i, axis=1), axis=1)
+    b = np.take_along_axis(values, np.take_along_axis(order, above_i, axis=1), axis=1)
     diff = b - a
     edges = np.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma)  # numpy's _lerp
     labels = np.ones(values.shape, dtype=np.int8)
@@ -406,7 +505,7 @@ def _quantile_labels(values: np.ndarray, ordered: np.ndarray, n: np.ndarray, qua
         labels += values > edges[:, k : k + 1]
     usable = (n > 0) & (np.diff(edges, axis=1) != 0).all(axis=1)
     labels[~np.isfinite(values) | ~usable[:, None]] = 0
-    return labels
+    return labels, usable
 
 
 def _average_ranks(order: np.ndarray, ordered: np.ndarray) -> np.ndarray:
@@ -457,24 +556,6 @@ def _bin_sums(cells: np.ndarray, weights: np.ndarray | None, dates: int, quantil
     flat = None if weights is None else weights.ravel()
     sums = np.bincount(cells.ravel(), weights=flat, minlength=dates * (quantiles + 1))
     return sums.reshape(dates, quantiles + 1)[:, 1:].astype(float)
-
-
-def _turnover(cells: np.ndarray, labels: np.ndarray, sizes: np.ndarray, period: int, quantiles: int) -> np.ndarray:
-    """Per date and quantile: share of today's members that were not members `period` dates earlier.
-
-    NaN when the quantile is empty on either date.
-    """
-    out = np.full(sizes.shape, np.nan)
-    if period >= len(labels):
-        return out
-    stayed = (labels[period:] == labels[:-period]) & (labels[period:] > 0)
-    kept = np.zeros(sizes.shape)
-    kept[period:] = _bin_sums(cells[period:][stayed] - period * (quantiles + 1), None, len(labels) - period,
-                              quantiles)
-    defined = np.zeros(sizes.shape, dtype=bool)
-    defined[period:] = (sizes[period:] > 0) & (sizes[:-period] > 0)
-    np.divide(sizes - kept, sizes, out=out, where=defined)
-    return out
 
 
 def _ic_summary(ic: pd.DataFrame, rank_ic: pd.DataFrame) -> pd.DataFrame:
