@@ -242,7 +242,7 @@ def evaluate_factor(factor: pd.DataFrame, prices: pd.DataFrame, periods: tuple[i
     return FactorEvaluation(
         periods=periods, quantiles=quantiles,
         forward_returns={p: wide(run.forward[i]) for i, p in enumerate(periods)},
-        factor_quantile=wide(run.quantile_labels()),
+        factor_quantile=wide(run.f),
         ic=ic, rank_ic=rank_ic, ic_summary=_ic_summary(ic, rank_ic),
         quantile_returns_by_date=by_date,
         quantile_mean=pd.DataFrame({p: by_date[p].mean() for p in periods}).rename_axis("quantile"),
@@ -277,7 +277,8 @@ class _Evaluation:
 
     def __init__(self, f: np.ndarray, px: np.ndarray, rows: np.ndarray, periods: tuple[int, ...],
                  quantiles: int) -> None:
-        self.f, self.px, self.rows, self.periods, self.quantiles = f, px, rows, periods, quantiles
+        self.f = f  # the factor, then its quantiles (1..q as floats, NaN outside the evaluated set)
+        self.px, self.rows, self.periods, self.quantiles = px, rows, periods, quantiles
         dates, width = f.shape
         k = len(periods)
         self.forward = [np.empty((dates, width)) for _ in periods]  # NaN outside the evaluated set
@@ -334,23 +335,23 @@ class _Evaluation:
         unordered = _unordered_rows(keys, n, self.index_bits)
         order = (keys & np.uint64((1 << self.index_bits) - 1)).astype(np.intp)
         del keys
-        ranks = np.empty(f.shape)
-        np.put(ranks, order + (np.arange(b - a) * width)[:, None], self.tiled_positions[: (b - a) * width])
         if len(unordered):  # ties or values too close for the keys: sort those rows exactly
-            exact = np.argsort(f[unordered], axis=1)
-            order[unordered] = exact
-            ranks[unordered] = _average_ranks(exact, np.take_along_axis(f[unordered], exact, axis=1))
+            order[unordered] = np.argsort(f[unordered], axis=1)
+        flat = order + (np.arange(b - a) * width)[:, None]  # where each row's sorted cells are, in the block
+        ranks = np.empty(f.shape)
+        np.put(ranks, flat, self.tiled_positions[: (b - a) * width])
+        if len(unordered):
+            ranks[unordered] = _average_ranks(order[unordered],
+                                              np.take_along_axis(f[unordered], order[unordered], axis=1))
 
-        labels, usable = _quantile_labels(f, order, n, self.quantiles)
-        del order
+        labels, usable, sizes = _quantile_labels(f, order, flat, n, unordered, self.quantiles)
+        del order, flat
         n[~usable] = 0  # dates whose edges are not unique drop out entirely
         valid &= usable[:, None]
         f[~usable] = np.nan
         ranks *= valid
-        self.labels[a:b], self.ranks[a:b], self.n[a:b] = labels, ranks, n
+        self.labels[a:b], self.ranks[a:b], self.n[a:b], self.sizes[a:b] = labels, ranks, n, sizes
         cells = (np.arange(b - a) * (self.quantiles + 1))[:, None] + labels  # (date, quantile) bin of each cell
-        sizes = _bin_sums(cells, None, b - a, self.quantiles)
-        self.sizes[a:b] = sizes
 
         moments = _FactorMoments(f, valid, n)
         doubled = (ranks + ranks).astype(np.uint64)  # the returns' sort payload, 0 outside the evaluated set
@@ -362,6 +363,8 @@ class _Evaluation:
                 self.by_quantile[i, a:b] = _bin_sums(cells, demeaned, b - a, self.quantiles) / sizes
             self.ic[i, a:b], self.factor_returns[i, a:b] = moments.ic_and_returns(demeaned)
             self.rank_ic[i, a:b] = self._rank_ic(y, ranks, doubled, n, rank_sum, rank_squares)
+        np.copyto(f, labels)  # the factor's rows are done with: they become the quantiles, NaN outside the set
+        np.copyto(f, np.nan, where=labels == 0)
 
     def _rank_ic(self, y: np.ndarray, ranks: np.ndarray, doubled: np.ndarray, n: np.ndarray, rank_sum: np.ndarray,
                  rank_squares: np.ndarray) -> np.ndarray:
@@ -419,11 +422,6 @@ class _Evaluation:
                 np.count_nonzero(common, axis=1).astype(float), x.sum(axis=1), y.sum(axis=1), _dot_rows(x, x),
                 _dot_rows(y, y), _dot_rows(x, y))
 
-    def quantile_labels(self) -> np.ndarray:
-        """The labels as floats, NaN outside the evaluated set."""
-        out = self.labels.astype(float)
-        out[self.labels == 0] = np.nan
-        return out
 
 
 class _FactorMoments:
@@ -480,13 +478,16 @@ def _unordered_rows(keys: np.ndarray, n: np.ndarray, bits: int) -> np.ndarray:
     return np.flatnonzero(same > np.maximum(keys.shape[1] - n - 1, 0))
 
 
-def _quantile_labels(values: np.ndarray, order: np.ndarray, n: np.ndarray,
-                     quantiles: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per-row `pd.qcut(row, q, labels=False) + 1` as int8, 0 where NaN and in rows with non-unique edges; and
-    whether each row's edges are unique.
+def _quantile_labels(values: np.ndarray, order: np.ndarray, flat: np.ndarray, n: np.ndarray, unordered: np.ndarray,
+                     quantiles: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-row `pd.qcut(row, q, labels=False) + 1` as int8, 0 where NaN and in rows with non-unique edges; whether
+    each row's edges are unique; and the count of each quantile per row (rows x q, floats).
 
-    `order` sorts each row ascending (NaN last) and `n` is its count of values. The edges are computed as
-    pandas 3 computes them: its rounded-up quantile levels, then numpy's linear interpolation, bit for bit.
+    `order` sorts each row ascending (NaN last), `flat` is its flat position in the block, `n` each row's count of
+    values and `unordered` the rows that may hold equal values. The edges are computed as pandas 3 computes them:
+    its rounded-up quantile levels, then numpy's linear interpolation, bit for bit. In a row of distinct values an
+    inner edge lies between the two sorted values it interpolates, so its label boundary is a position in the
+    sorted row and the labels are runs written through `flat`; other rows compare every value with the edges.
     """
     levels = np.linspace(0, 1, quantiles + 1)
     np.putmask(levels, quantiles * levels != np.arange(quantiles + 1), np.nextafter(levels, 1))
@@ -500,12 +501,37 @@ def _quantile_labels(values: np.ndarray, order: np.ndarray, n: np.ndarray,
     b = np.take_along_axis(values, np.take_along_axis(order, above_i, axis=1), axis=1)
     diff = b - a
     edges = np.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma)  # numpy's _lerp
-    labels = np.ones(values.shape, dtype=np.int8)
-    for k in range(1, quantiles):
-        labels += values > edges[:, k : k + 1]
     usable = (n > 0) & (np.diff(edges, axis=1) != 0).all(axis=1)
-    labels[~np.isfinite(values) | ~usable[:, None]] = 0
-    return labels, usable
+
+    inner, low, high = edges[:, 1:-1], a[:, 1:-1], b[:, 1:-1]
+    at_most = below_i[:, 1:-1] + 1 + ((above_i[:, 1:-1] > below_i[:, 1:-1]) & (high <= inner))  # values <= edge
+    rows, width = values.shape
+    bounds = np.concatenate([np.zeros((rows, 1), dtype=np.intp), at_most, n[:, None]], axis=1)
+    sizes = np.diff(bounds, axis=1)
+    compared = np.zeros(rows, dtype=bool)
+    compared[unordered] = True
+    compared |= ((low > inner) | (inner > high)).any(axis=1) | (sizes < 0).any(axis=1)
+    compared &= usable
+    runs = np.zeros((rows, quantiles + 1), dtype=np.intp)
+    runs[:, -1] = width
+    as_runs = usable & ~compared
+    runs[as_runs, :-1] = sizes[as_runs]
+    runs[as_runs, -1] -= n[as_runs]
+    labels = np.empty(values.shape, dtype=np.int8)
+    run_labels = np.tile(np.arange(1, quantiles + 2, dtype=np.int8) % (quantiles + 1), rows)
+    np.put(labels, flat, np.repeat(run_labels, runs.ravel()))
+    if compared.any():
+        rows_compared = np.flatnonzero(compared)
+        row_values = values[rows_compared]
+        row_labels = np.ones(row_values.shape, dtype=np.int8)
+        for k in range(1, quantiles):
+            row_labels += row_values > edges[rows_compared, k : k + 1]
+        row_labels[~np.isfinite(row_values)] = 0
+        labels[rows_compared] = row_labels
+        cells = (np.arange(len(rows_compared)) * (quantiles + 1))[:, None] + row_labels
+        sizes[rows_compared] = _bin_sums(cells, None, len(rows_compared), quantiles)
+    sizes[~usable] = 0
+    return labels, usable, sizes.astype(float)
 
 
 def _average_ranks(order: np.ndarray, ordered: np.ndarray) -> np.ndarray:
