@@ -283,7 +283,8 @@ class _Evaluation:
         k = len(periods)
         self.forward = [np.empty((dates, width)) for _ in periods]  # NaN outside the evaluated set
         self.labels = np.empty((dates, width), dtype=np.int8)  # 1..q, 0 outside the evaluated set
-        self.ranks = np.empty((dates, width))  # the factor's average ranks, 0 outside the evaluated set
+        # the factor's doubled average ranks (integers), 0 outside the evaluated set
+        self.ranks = np.empty((dates, width), dtype=np.uint16 if 2 * width < 1 << 16 else np.uint32)
         self.n = np.empty(dates, dtype=np.int64)
         self.with_values = np.empty(dates, dtype=bool)
         self.with_forward = np.empty((k, dates), dtype=bool)
@@ -350,11 +351,12 @@ class _Evaluation:
         valid &= usable[:, None]
         f[~usable] = np.nan
         ranks *= valid
-        self.labels[a:b], self.ranks[a:b], self.n[a:b], self.sizes[a:b] = labels, ranks, n, sizes
+        self.labels[a:b], self.n[a:b], self.sizes[a:b] = labels, n, sizes
         cells = (np.arange(b - a) * (self.quantiles + 1))[:, None] + labels  # (date, quantile) bin of each cell
 
         moments = _FactorMoments(f, valid, n)
         doubled = (ranks + ranks).astype(np.uint64)  # the returns' sort payload, 0 outside the evaluated set
+        self.ranks[a:b] = doubled
         rank_sum, rank_squares = ranks.sum(axis=1), _dot_rows(ranks, ranks)
         for i, y in enumerate(ys):
             np.copyto(y, np.nan, where=~valid)
@@ -412,15 +414,15 @@ class _Evaluation:
                 continue
             now, before = self.labels[start:b], self.labels[start - p : b - p]
             common = (now > 0) & (before > 0)
-            stayed = np.where(now == before, now, 0)
-            kept = _bin_sums((np.arange(b - start) * (q + 1))[:, None] + stayed, None, b - start, q)
+            stayed = now * (now == before)  # the label where it did not change, else 0
+            kept = np.stack([(stayed == k).sum(axis=1, dtype=np.int64) for k in range(1, q + 1)], axis=1)
             sizes, earlier = self.sizes[start:b], self.sizes[start - p : b - p]
             np.divide(sizes - kept, sizes, out=self.turnover[i, start:b], where=(sizes > 0) & (earlier > 0))
-            x = np.where(common, self.ranks[start:b], 0.0)
-            y = np.where(common, self.ranks[start - p : b - p], 0.0)
+            x = np.multiply(self.ranks[start:b], common, dtype=float)  # doubled ranks: halve the sums
+            y = np.multiply(self.ranks[start - p : b - p], common, dtype=float)
             self.autocorr[i, start:b] = _pearson_from_sums(
-                np.count_nonzero(common, axis=1).astype(float), x.sum(axis=1), y.sum(axis=1), _dot_rows(x, x),
-                _dot_rows(y, y), _dot_rows(x, y))
+                np.count_nonzero(common, axis=1).astype(float), x.sum(axis=1) * 0.5, y.sum(axis=1) * 0.5,
+                _dot_rows(x, x) * 0.25, _dot_rows(y, y) * 0.25, _dot_rows(x, y) * 0.25)
 
 
 
