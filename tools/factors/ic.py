@@ -263,7 +263,6 @@ def evaluate_factor(factor: pd.DataFrame, prices: pd.DataFrame, periods: tuple[i
 
 
 _BLOCK_CELLS = 1 << 17  # cells per block of dates: a block's working arrays stay in the cores' caches
-_SIGN = np.uint64(1 << 63)
 
 
 class _Evaluation:
@@ -271,8 +270,7 @@ class _Evaluation:
 
     Every figure of a date depends on that date's row alone, except turnover and rank autocorrelation, which
     compare a date with the date `period` rows earlier; they run in a second pass once every row is done.
-    Each row is sorted once for the factor and once per period for the returns, on 64-bit keys that order as
-    the values do and carry a payload in their low bits (see `_sort_keys`).
+    Each row is sorted once for the factor and once per period for the returns, on 32-bit keys (`_row_order`).
     """
 
     def __init__(self, f: np.ndarray, px: np.ndarray, rows: np.ndarray, periods: tuple[int, ...],
@@ -296,9 +294,8 @@ class _Evaluation:
         self.positions = np.arange(1.0, width + 1)
         self.step = max(1, _BLOCK_CELLS // max(width, 1))  # dates per block
         self.tiled_positions = np.tile(self.positions, self.step)
-        self.column_keys = np.arange(width, dtype=np.uint64)
-        self.index_bits = max(1, (width - 1).bit_length())  # a column index in the factor's keys
-        self.rank_bits = (2 * width).bit_length()  # a doubled average rank in the returns' keys
+        self.index_bits = max(1, (width - 1).bit_length())  # a column index in the low bits of a sort key
+        self.columns = np.arange(width, dtype=np.uint32)
 
     def compute(self) -> None:
         """Fill every figure, on one thread per core (numpy releases the GIL in its loops and sorts)."""
@@ -329,15 +326,11 @@ class _Evaluation:
             ok &= finite
             self.with_forward[i, a:b] = ok.any(axis=1)
         self.with_all_forward[a:b] = valid.any(axis=1)
-        np.copyto(f, np.nan, where=~valid)
         n = np.count_nonzero(valid, axis=1)
+        np.copyto(f, np.nan, where=~valid)
 
-        keys = _sort_keys(f, self.column_keys, self.index_bits)
-        unordered = _unordered_rows(keys, n, self.index_bits)
-        order = (keys & np.uint64((1 << self.index_bits) - 1)).astype(np.intp)
-        del keys
-        if len(unordered):  # ties or values too close for the keys: sort those rows exactly
-            order[unordered] = np.argsort(f[unordered], axis=1)
+        invalid = ~valid
+        order, unordered = _row_order(f, invalid, n, self.columns, self.index_bits)
         flat = order + (np.arange(b - a) * width)[:, None]  # where each row's sorted cells are, in the block
         ranks = np.empty(f.shape)
         np.put(ranks, flat, self.tiled_positions[: (b - a) * width])
@@ -355,37 +348,37 @@ class _Evaluation:
         cells = (np.arange(b - a) * (self.quantiles + 1))[:, None] + labels  # (date, quantile) bin of each cell
 
         moments = _FactorMoments(f, valid, n)
-        doubled = (ranks + ranks).astype(np.uint64)  # the returns' sort payload, 0 outside the evaluated set
+        doubled = ranks + ranks  # integers, 0 outside the evaluated set
         self.ranks[a:b] = doubled
         rank_sum, rank_squares = ranks.sum(axis=1), _dot_rows(ranks, ranks)
+        np.logical_not(valid, out=invalid)
         for i, y in enumerate(ys):
-            np.copyto(y, np.nan, where=~valid)
+            np.copyto(y, np.nan, where=invalid)
             demeaned = _centred(y, valid, n)
             with np.errstate(invalid="ignore", divide="ignore"):
                 self.by_quantile[i, a:b] = _bin_sums(cells, demeaned, b - a, self.quantiles) / sizes
             self.ic[i, a:b], self.factor_returns[i, a:b] = moments.ic_and_returns(demeaned)
-            self.rank_ic[i, a:b] = self._rank_ic(y, ranks, doubled, n, rank_sum, rank_squares)
+            self.rank_ic[i, a:b] = self._rank_ic(y, invalid, ranks, doubled, n, rank_sum, rank_squares)
         np.copyto(f, labels)  # the factor's rows are done with: they become the quantiles, NaN outside the set
         np.copyto(f, np.nan, where=labels == 0)
 
-    def _rank_ic(self, y: np.ndarray, ranks: np.ndarray, doubled: np.ndarray, n: np.ndarray, rank_sum: np.ndarray,
-                 rank_squares: np.ndarray) -> np.ndarray:
-        """Spearman correlation of the factor and `y` per row (`y` NaN outside the evaluated cells).
+    def _rank_ic(self, y: np.ndarray, invalid: np.ndarray, ranks: np.ndarray, doubled: np.ndarray, n: np.ndarray,
+                 rank_sum: np.ndarray, rank_squares: np.ndarray) -> np.ndarray:
+        """Spearman correlation of the factor and `y` per row (`y` NaN outside the evaluated cells, `invalid`).
 
-        Sorting `y`'s keys with the factor's doubled ranks as payload lines those ranks up in `y`'s order, where
-        `y`'s own ranks are the positions 1..n when the row's keys are distinct; other rows are sorted exactly.
+        The factor's doubled ranks taken in `y`'s order meet `y`'s own ranks, the positions 1..n, in a row of
+        distinct values; rows that may hold equal values average the ranks of their ties.
         """
-        keys = _sort_keys(y, doubled, self.rank_bits)
-        unordered = _unordered_rows(keys, n, self.rank_bits)
-        keys &= np.uint64((1 << self.rank_bits) - 1)
-        cross = keys.astype(float) @ self.positions * 0.5
+        order, unordered = _row_order(y, invalid, n, self.columns, self.index_bits)
+        rows, width = y.shape
+        cross = doubled.ravel()[order + (np.arange(rows) * width)[:, None]] @ self.positions * 0.5
         nf = n.astype(float)
         y_squares = nf * (nf + 1) * (2 * nf + 1) / 6
         if len(unordered):
-            order = np.argsort(y[unordered], axis=1)
-            y_ranks = (_tie_averaged(np.take_along_axis(y[unordered], order, axis=1))
-                       * (np.arange(y.shape[1]) < n[unordered, None]))
-            cross[unordered] = _dot_rows(np.take_along_axis(ranks[unordered], order, axis=1), y_ranks)
+            exact = order[unordered]
+            y_ranks = (_tie_averaged(np.take_along_axis(y[unordered], exact, axis=1))
+                       * (np.arange(width) < n[unordered, None]))
+            cross[unordered] = _dot_rows(np.take_along_axis(ranks[unordered], exact, axis=1), y_ranks)
             y_squares[unordered] = _dot_rows(y_ranks, y_ranks)
         return _pearson_from_sums(nf, rank_sum, nf * (nf + 1) / 2, rank_squares, y_squares, cross)
 
@@ -453,31 +446,52 @@ def _pearson_from_sums(n: np.ndarray, sx: np.ndarray, sy: np.ndarray, sxx: np.nd
     return np.clip(r, -1.0, 1.0)
 
 
-def _sort_keys(values: np.ndarray, payload: np.ndarray, bits: int) -> np.ndarray:
-    """Each row's 64-bit sort keys, sorted: the value's bits made to order as the value does (NaN last), the
-    lowest `bits` of them replaced by `payload` (which must fit in `bits`).
+def _row_order(values: np.ndarray, invalid: np.ndarray, n: np.ndarray, columns: np.ndarray,
+               index_bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's columns in ascending order of value, NaN (`invalid`, `n` values a row) last; and the rows that
+    may hold equal values, which `np.argsort` orders itself.
 
-    NaN must be numpy's positive NaN. Keys order as their values as long as no two finite values of a row agree
-    above the payload bits (`_unordered_rows` finds the rows where they do: ties or values too close).
+    The sort runs on 32-bit keys: the value mapped linearly from the row's range onto the bits above the column
+    index (`columns`, `index_bits` wide). The map is monotone, so only values sharing a key can be out of order: a
+    lone pair of them is put in order by comparing its two values; a row where three share a key, where two are
+    equal or whose range is not finite goes to `np.argsort`.
     """
-    keys = (values + 0.0).view(np.uint64)  # -0.0 becomes 0.0, which it equals
-    flip = (keys.view(np.int64) >> 63).view(np.uint64)  # all ones for negative values, 0 otherwise
-    flip |= _SIGN
-    keys ^= flip  # negative: every bit flipped; positive: the sign bit set
-    keys &= np.uint64(((1 << 64) - 1) ^ ((1 << bits) - 1))
-    keys |= payload
+    rows, width = values.shape
+    nan_key = (1 << (32 - index_bits)) - 1
+    with np.errstate(invalid="ignore"):
+        low = np.fmin.reduce(values, axis=1)
+        span = np.fmax.reduce(values, axis=1) - low
+    ranged = np.isfinite(span)
+    scaled = values - np.where(ranged, low, 0.0)[:, None]
+    spread = ranged & (span > 0)
+    scaled *= np.where(spread, (nan_key - 1) / np.where(spread, span, 1.0), 0.0)[:, None]
+    if not ranged.all():
+        scaled[~ranged] = 0.0
+    np.copyto(scaled, nan_key, where=invalid)
+    keys = scaled.astype(np.uint32)
+    del scaled
+    keys <<= np.uint32(index_bits)
+    keys |= columns
     keys.sort(axis=1)
-    return keys
-
-
-def _unordered_rows(keys: np.ndarray, n: np.ndarray, bits: int) -> np.ndarray:
-    """Rows of sorted `_sort_keys` whose first `n` keys are not all distinct above the payload bits.
-
-    Every NaN has the same key, so a row with n values has max(width - n - 1, 0) equal pairs in its NaN tail;
-    more than that means two values share a key, and their order in the row is the payload's, not the values'.
-    """
-    same = np.count_nonzero((keys[:, 1:] ^ keys[:, :-1]) < np.uint64(1 << bits), axis=1)
-    return np.flatnonzero(same > np.maximum(keys.shape[1] - n - 1, 0))
+    shared = (keys[:, 1:] ^ keys[:, :-1]) < np.uint32(1 << index_bits)  # a key shared by positions k and k + 1
+    keys &= np.uint32((1 << index_bits) - 1)
+    order = keys.astype(np.intp)
+    del keys
+    r, k = np.divmod(np.flatnonzero(shared), width - 1)
+    inside = k + 1 < n[r]
+    r, k = r[inside], k[inside]
+    first, second = order[r, k], order[r, k + 1]
+    a, b = values[r, first], values[r, second]
+    swap = a > b
+    order[r[swap], k[swap]], order[r[swap], k[swap] + 1] = second[swap], first[swap]
+    exact = ~ranged & (n > 1)
+    exact[r[a == b]] = True
+    chained = (r[1:] == r[:-1]) & (k[1:] == k[:-1] + 1)
+    exact[r[1:][chained]] = True
+    unordered = np.flatnonzero(exact)
+    if len(unordered):
+        order[unordered] = np.argsort(values[unordered], axis=1)
+    return order, unordered
 
 
 def _quantile_labels(values: np.ndarray, order: np.ndarray, flat: np.ndarray, n: np.ndarray, unordered: np.ndarray,
