@@ -220,14 +220,14 @@ def evaluate_factor(factor: pd.DataFrame, prices: pd.DataFrame, periods: tuple[i
     codes = factor.columns.intersection(prices.columns)
     if len(dates) == 0 or len(codes) == 0:
         raise EvaluationError("the factor and the prices share no dates or no codes (check date types and ts_code)")
-    px = prices[codes].to_numpy(dtype=float, copy=True)
+    px = np.array(prices[codes].to_numpy(dtype=float), order="C")  # rows contiguous: the kernel works by rows
     trade_ok = np.isfinite(px) & (px > 0)
     if tradable is not None:
         trade_ok &= tradable.reindex(index=prices.index, columns=codes).fillna(False).to_numpy(dtype=bool)
     px[~trade_ok] = np.nan
     del trade_ok
     rows = prices.index.get_indexer(dates)
-    f = factor.reindex(index=dates, columns=codes).to_numpy(dtype=float, copy=True)
+    f = np.array(factor.reindex(index=dates, columns=codes).to_numpy(dtype=float), order="C")
     run = _Evaluation(f, px, rows, periods, quantiles)
     run.compute()
     del px
