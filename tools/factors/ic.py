@@ -220,17 +220,13 @@ def evaluate_factor(factor: pd.DataFrame, prices: pd.DataFrame, periods: tuple[i
     codes = factor.columns.intersection(prices.columns)
     if len(dates) == 0 or len(codes) == 0:
         raise EvaluationError("the factor and the prices share no dates or no codes (check date types and ts_code)")
-    px = np.array(prices[codes].to_numpy(dtype=float), order="C")  # rows contiguous: the kernel works by rows
-    trade_ok = np.isfinite(px) & (px > 0)
-    if tradable is not None:
-        trade_ok &= tradable.reindex(index=prices.index, columns=codes).fillna(False).to_numpy(dtype=bool)
-    px[~trade_ok] = np.nan
-    del trade_ok
     rows = prices.index.get_indexer(dates)
-    f = np.array(factor.reindex(index=dates, columns=codes).to_numpy(dtype=float), order="C")
-    run = _Evaluation(f, px, rows, periods, quantiles)
+    run = _Evaluation(factor.reindex(index=dates, columns=codes).to_numpy(dtype=float),
+                      prices[codes].to_numpy(dtype=float),
+                      None if tradable is None else
+                      tradable.reindex(index=prices.index, columns=codes).fillna(False).to_numpy(dtype=bool),
+                      rows, periods, quantiles)
     run.compute()
-    del px
 
     index = pd.Index(dates, name=factor.index.name)
     quantile_axis = pd.Index(range(1, quantiles + 1))
@@ -273,11 +269,15 @@ class _Evaluation:
     Each row is sorted once for the factor and once per period for the returns, on 32-bit keys (`_row_order`).
     """
 
-    def __init__(self, f: np.ndarray, px: np.ndarray, rows: np.ndarray, periods: tuple[int, ...],
-                 quantiles: int) -> None:
-        self.f = f  # the factor, then its quantiles (1..q as floats, NaN outside the evaluated set)
-        self.px, self.rows, self.periods, self.quantiles = px, rows, periods, quantiles
-        dates, width = f.shape
+    def __init__(self, factor: np.ndarray, prices: np.ndarray, tradable: np.ndarray | None, rows: np.ndarray,
+                 periods: tuple[int, ...], quantiles: int) -> None:
+        """`factor` dates x codes, `prices` and `tradable` price dates x codes (read only, any memory layout);
+        `rows` the price row of each factor date."""
+        self.factor, self.prices, self.tradable = factor, prices, tradable
+        dates, width = factor.shape
+        self.f = np.empty((dates, width))  # the factor by rows, then its quantiles (1..q, NaN outside the set)
+        self.px = np.empty(prices.shape)  # prices by rows, NaN where not tradable
+        self.rows, self.periods, self.quantiles = rows, periods, quantiles
         k = len(periods)
         self.forward = [np.empty((dates, width)) for _ in periods]  # NaN outside the evaluated set
         self.labels = np.empty((dates, width), dtype=np.int8)  # 1..q, 0 outside the evaluated set
@@ -299,22 +299,33 @@ class _Evaluation:
 
     def compute(self) -> None:
         """Fill every figure, on one thread per core (numpy releases the GIL in its loops and sorts)."""
-        dates = len(self.f)
-        blocks = [(a, min(a + self.step, dates)) for a in range(0, dates, self.step)]
+        blocks = [(a, min(a + self.step, len(self.f))) for a in range(0, len(self.f), self.step)]
+        price_blocks = [(a, min(a + self.step, len(self.px))) for a in range(0, len(self.px), self.step)]
+        phases = ((self.tradable_prices, price_blocks), (self.own, blocks), (self.lagged, blocks))
         workers = min(os.cpu_count() or 1, len(blocks))
         if workers > 1:
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                list(pool.map(lambda block: self.own(*block), blocks))
-                list(pool.map(lambda block: self.lagged(*block), blocks))
+                for phase, spans in phases:
+                    list(pool.map(lambda span, phase=phase: phase(*span), spans))
         else:
-            for block in blocks:
-                self.own(*block)
-            for block in blocks:
-                self.lagged(*block)
+            for phase, spans in phases:
+                for span in spans:
+                    phase(*span)
+
+    def tradable_prices(self, a: int, b: int) -> None:
+        """Price rows a..b-1, NaN where a price is missing, not positive or not tradable."""
+        px = self.px[a:b]
+        np.copyto(px, self.prices[a:b])
+        untradable = ~np.isfinite(px)
+        untradable |= px <= 0
+        if self.tradable is not None:
+            untradable |= ~self.tradable[a:b]
+        np.copyto(px, np.nan, where=untradable)
 
     def own(self, a: int, b: int) -> None:
         """Everything that depends on dates a..b-1 alone."""
         f = self.f[a:b]
+        np.copyto(f, self.factor[a:b])
         width = f.shape[1]
         ys = [self._forward_block(a, b, p, out) for p, out in zip(self.periods, self.forward, strict=True)]
         valid = np.isfinite(f)
