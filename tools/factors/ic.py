@@ -429,7 +429,6 @@ class _Evaluation:
                 _dot_rows(x, x) * 0.25, _dot_rows(y, y) * 0.25, _dot_rows(x, y) * 0.25)
 
 
-
 class _FactorMoments:
     """The factor's centred values and their per-date norms, shared by every period's IC and long-short return."""
 
