@@ -459,12 +459,13 @@ def _pearson_from_sums(n: np.ndarray, sx: np.ndarray, sy: np.ndarray, sxx: np.nd
 def _row_order(values: np.ndarray, invalid: np.ndarray, n: np.ndarray, columns: np.ndarray,
                index_bits: int) -> tuple[np.ndarray, np.ndarray]:
     """Each row's columns in ascending order of value, NaN (`invalid`, `n` values a row) last; and the rows that
-    may hold equal values, which `np.argsort` orders itself.
+    may hold equal values (their ranks need averaging over ties).
 
     The sort runs on 32-bit keys: the value mapped linearly from the row's range onto the bits above the column
     index (`columns`, `index_bits` wide). The map is monotone, so only values sharing a key can be out of order: a
-    lone pair of them is put in order by comparing its two values; a row where three share a key, where two are
-    equal or whose range is not finite goes to `np.argsort`.
+    lone pair of distinct values is put in order by comparing them, a run of equal values is a tie in place; a row
+    where three or more values share a key without being all equal, or whose range is not finite, goes to
+    `np.argsort`.
     """
     rows, width = values.shape
     nan_key = (1 << (32 - index_bits)) - 1
@@ -491,16 +492,23 @@ def _row_order(values: np.ndarray, invalid: np.ndarray, n: np.ndarray, columns: 
     inside = k + 1 < n[r]
     r, k = r[inside], k[inside]
     first, second = order[r, k], order[r, k + 1]
-    a, b = values[r, first], values[r, second]
-    swap = a > b
+    equal = values[r, first] == values[r, second]
+    starts = np.ones(len(r), dtype=bool)  # pairs that start a run of positions sharing one key
+    starts[1:] = (r[1:] != r[:-1]) | (k[1:] != k[:-1] + 1)
+    begin = np.flatnonzero(starts)
+    lone = np.diff(np.append(begin, len(r))) == 1
+    all_equal = np.logical_and.reduceat(equal, begin) if len(begin) else np.zeros(0, dtype=bool)
+    swap = begin[lone & ~all_equal]  # two distinct values sharing a key: order them by value
+    swap = swap[values[r[swap], first[swap]] > values[r[swap], second[swap]]]
     order[r[swap], k[swap]], order[r[swap], k[swap] + 1] = second[swap], first[swap]
     exact = ~ranged & (n > 1)
-    exact[r[a == b]] = True
-    chained = (r[1:] == r[:-1]) & (k[1:] == k[:-1] + 1)
-    exact[r[1:][chained]] = True
-    unordered = np.flatnonzero(exact)
-    if len(unordered):
-        order[unordered] = np.argsort(values[unordered], axis=1)
+    exact[r[begin[~lone & ~all_equal]]] = True  # three or more sharing a key, not all equal
+    tied = np.zeros(rows, dtype=bool)
+    tied[r[begin[all_equal]]] = True  # runs of equal values: in place already, their ranks need averaging
+    unordered = np.flatnonzero(exact | tied)
+    exact = np.flatnonzero(exact)
+    if len(exact):
+        order[exact] = np.argsort(values[exact], axis=1)
     return order, unordered
 
 
