@@ -245,3 +245,60 @@ def test_untied_returns_with_factor_gaps_match_alphalens() -> None:
     ours = evaluate_factor(factor, prices)
     assert ours.coverage.iloc[0] == 60 and 0 < ours.coverage.iloc[40] < 60 and ours.coverage.iloc[70] == 0
     assert_same_as_alphalens(factor, prices)
+
+
+def pandas_rank_ic_and_quantiles(factor: pd.DataFrame, forward: pd.DataFrame,
+                                 evaluated: pd.DataFrame) -> tuple[pd.Series, pd.DataFrame]:
+    """Per date, over the evaluated cells: pandas' Spearman correlation and `pd.qcut(..., labels=False) + 1`."""
+    rank_ic, labels = {}, pd.DataFrame(np.nan, index=factor.index, columns=factor.columns)
+    for date in factor.index:
+        cells = evaluated.loc[date]
+        if not cells.any():
+            continue
+        f, y = factor.loc[date, cells], forward.loc[date, cells]
+        rank_ic[date] = f.corr(y, method="spearman")
+        labels.loc[date, cells] = pd.qcut(f, 5, labels=False) + 1
+    return pd.Series(rank_ic, dtype=float), labels
+
+
+def test_sort_kernel_edge_cases_match_pandas_and_alphalens() -> None:
+    """Rows the 32-bit sort keys cannot order alone: distinct values sharing a key (a pair, put in order by its
+    values; three, sorted exactly), ties, all-NaN and half-NaN dates, a constant date and one whose quantile edges
+    collapse; returns of two codes that share a key on every date."""
+    rng = np.random.default_rng(5)
+    index = pd.bdate_range("2021-01-04", periods=150)
+    columns = [f"{i:06d}.SZ" for i in range(80)]
+    walk = np.cumsum(rng.normal(0, 0.02, (len(index), 80)), axis=0)
+    prices = pd.DataFrame(40 * np.exp(walk), index=index, columns=columns)
+    prices.iloc[:, 1] = prices.iloc[:, 0] * (1 + 1e-10 * np.arange(len(index)))  # returns 1e-10 apart
+    factor = pd.DataFrame(rng.normal(size=(120, 80)), index=index[:120], columns=columns)
+    factor.iloc[10] = factor.iloc[10].round(1)  # ties
+    factor.iloc[20] = np.nan  # no values
+    factor.iloc[30] = 2.5  # constant: drops out
+    factor.iloc[40, :60] = 0.0  # most values tied: the edges collapse, the date drops out
+    factor.iloc[50, 3] = factor.iloc[50, 7] + 1e-12  # a pair sharing a key, the larger in the lower column
+    factor.iloc[60, [2, 9, 5]] = factor.iloc[60, 4] + np.array([3e-12, 2e-12, 1e-12])  # three sharing a key
+    factor.iloc[70, 11] = factor.iloc[70, 12]  # a single tie
+    factor.iloc[80, ::2] = np.nan  # half the codes
+    ours = evaluate_factor(factor, prices)
+    assert ours.coverage.iloc[20] == 0 and ours.coverage.iloc[30] == 0 and ours.coverage.iloc[40] == 0
+    assert ours.coverage.iloc[80] == 40 and ours.coverage.iloc[50] == 80
+    evaluated = ours.factor_quantile.notna()
+    for p in PERIODS:
+        rank_ic, labels = pandas_rank_ic_and_quantiles(factor, ours.forward_returns[p], evaluated)
+        assert max_diff(ours.rank_ic[p], rank_ic.reindex(ours.rank_ic.index)) < TOL
+        assert ours.factor_quantile.equals(labels)
+    assert_same_as_alphalens(factor, prices)
+
+
+def test_a_single_code_has_no_quantile_edges_like_pandas() -> None:
+    rng = np.random.default_rng(3)
+    index = pd.bdate_range("2021-01-04", periods=60)
+    prices = pd.DataFrame(10 * np.exp(np.cumsum(rng.normal(0, 0.02, (60, 1)), axis=0)), index=index,
+                          columns=["000001.SZ"])
+    factor = pd.DataFrame(rng.normal(size=(40, 1)), index=index[:40], columns=prices.columns)
+    with pytest.raises(ValueError, match="Bin edges must be unique"):
+        pd.qcut(factor.iloc[0], 5, labels=False)
+    ours = evaluate_factor(factor, prices)
+    assert ours.counts.with_all_forward == 40 and ours.counts.evaluated == 0
+    assert ours.factor_quantile.isna().all().all() and ours.rank_ic.isna().all().all()

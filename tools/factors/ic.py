@@ -220,89 +220,221 @@ def evaluate_factor(factor: pd.DataFrame, prices: pd.DataFrame, periods: tuple[i
     codes = factor.columns.intersection(prices.columns)
     if len(dates) == 0 or len(codes) == 0:
         raise EvaluationError("the factor and the prices share no dates or no codes (check date types and ts_code)")
-    px = prices[codes].to_numpy(dtype=float, copy=True)
-    trade_ok = np.isfinite(px) & (px > 0)
-    if tradable is not None:
-        trade_ok &= tradable.reindex(index=prices.index, columns=codes).fillna(False).to_numpy(dtype=bool)
-    px[~trade_ok] = np.nan
     rows = prices.index.get_indexer(dates)
-    with ThreadPoolExecutor(max_workers=min(len(periods), os.cpu_count() or 1)) as pool:  # numpy frees the GIL
-        pending = {p: pool.submit(_forward_returns, px, rows, p) for p in periods}
-        f = factor.reindex(index=dates, columns=codes).to_numpy(dtype=float, copy=True)
-        fwd = {p: job.result() for p, job in pending.items()}  # finite only where t and t+p are tradable
-        del px, trade_ok
-        valid = np.isfinite(f)
-        finite = valid.copy()
-        with_values, with_forward = int(finite.any(axis=1).sum()), {}
-        for p in periods:
-            ok = np.isfinite(fwd[p])
-            valid &= ok
-            ok &= finite
-            with_forward[p] = int(ok.any(axis=1).sum())
-        with_all_forward = int(valid.any(axis=1).sum())
-        del finite, ok
-        f[~valid] = np.nan
-        order = np.argsort(f, axis=1)  # NaN last; shared by the quantile edges and the factor's ranks
-        ordered = np.take_along_axis(f, order, axis=1)
-        labels = _quantile_labels(f, ordered, valid.sum(axis=1), quantiles)
-        valid = labels > 0  # dates whose edges are not unique drop out entirely
-        n = valid.sum(axis=1)
-        f[~valid] = np.nan
-        for p in periods:
-            fwd[p][~valid] = np.nan
-        ranks = _average_ranks(order, ordered) * valid  # 0 outside the evaluated cells
-        del order, ordered
-
-        rank_sums = _RankSums(ranks, valid, n)  # the sorting-heavy part runs on the pool meanwhile
-        rank_jobs = {p: (pool.submit(rank_sums.rank_ic, fwd[p]), pool.submit(rank_sums.rank_autocorrelation, p))
-                     for p in periods}
-        moments = _FactorMoments(f, valid, n)
-        cells = (np.arange(len(dates)) * (quantiles + 1))[:, None] + labels  # (date, quantile) bin of each cell
-        sizes = _bin_sums(cells, None, len(dates), quantiles)
-        per: dict[int, dict[str, np.ndarray]] = {}
-        for p in periods:
-            demeaned = _centred(fwd[p], valid, n)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                by_quantile = _bin_sums(cells, demeaned, len(dates), quantiles) / sizes
-            ic, factor_returns = moments.ic_and_returns(demeaned)
-            per[p] = {"ic": ic, "factor_returns": factor_returns, "by_quantile": by_quantile,
-                      "turnover": _turnover(cells, labels, sizes, p, quantiles)}
-        for p, (rank_ic_job, autocorr_job) in rank_jobs.items():
-            per[p].update(rank_ic=rank_ic_job.result(), autocorr=autocorr_job.result())
+    run = _Evaluation(factor.reindex(index=dates, columns=codes).to_numpy(dtype=float),
+                      prices[codes].to_numpy(dtype=float),
+                      None if tradable is None else
+                      tradable.reindex(index=prices.index, columns=codes).fillna(False).to_numpy(dtype=bool),
+                      rows, periods, quantiles)
+    run.compute()
 
     index = pd.Index(dates, name=factor.index.name)
     quantile_axis = pd.Index(range(1, quantiles + 1))
     wide = lambda a: pd.DataFrame(a, index=index, columns=codes, copy=False)  # noqa: E731
-    by_date = {p: pd.DataFrame(per[p]["by_quantile"], index=index, columns=quantile_axis) for p in periods}
-    per_date = lambda key: pd.DataFrame({p: per[p][key] for p in periods}, index=index)  # noqa: E731
-    ic, rank_ic = per_date("ic"), per_date("rank_ic")
+    by_date = {p: pd.DataFrame(run.by_quantile[i], index=index, columns=quantile_axis)
+               for i, p in enumerate(periods)}
+    per_date = lambda a: pd.DataFrame({p: a[i] for i, p in enumerate(periods)}, index=index)  # noqa: E731
+    ic, rank_ic = per_date(run.ic), per_date(run.rank_ic)
     return FactorEvaluation(
         periods=periods, quantiles=quantiles,
-        forward_returns={p: wide(fwd[p]) for p in periods},
-        factor_quantile=wide(np.where(valid, labels, np.nan)),
+        forward_returns={p: wide(run.forward[i]) for i, p in enumerate(periods)},
+        factor_quantile=wide(run.f),
         ic=ic, rank_ic=rank_ic, ic_summary=_ic_summary(ic, rank_ic),
         quantile_returns_by_date=by_date,
         quantile_mean=pd.DataFrame({p: by_date[p].mean() for p in periods}).rename_axis("quantile"),
         quantile_std_err=pd.DataFrame({p: by_date[p].std() / np.sqrt(by_date[p].count())
                                        for p in periods}).rename_axis("quantile"),
         spread=pd.DataFrame({p: by_date[p][quantiles] - by_date[p][1] for p in periods}, index=index),
-        factor_returns=per_date("factor_returns"),
-        turnover={p: pd.DataFrame(per[p]["turnover"], index=index, columns=quantile_axis) for p in periods},
-        rank_autocorrelation=per_date("autocorr"),
-        counts=DateCounts(dates=len(dates), with_values=with_values,
+        factor_returns=per_date(run.factor_returns),
+        turnover={p: pd.DataFrame(run.turnover[i], index=index, columns=quantile_axis)
+                  for i, p in enumerate(periods)},
+        rank_autocorrelation=per_date(run.autocorr),
+        counts=DateCounts(dates=len(dates), with_values=int(run.with_values.sum()),
                           in_calendar={p: int((rows + p < len(prices.index)).sum()) for p in periods},
-                          with_forward=with_forward, with_all_forward=with_all_forward,
-                          evaluated=int((n > 0).sum()), price_end=prices.index[-1]),
-        coverage=pd.Series(n, index=index, name="codes"),
+                          with_forward={p: int(run.with_forward[i].sum()) for i, p in enumerate(periods)},
+                          with_all_forward=int(run.with_all_forward.sum()),
+                          evaluated=int((run.n > 0).sum()), price_end=prices.index[-1]),
+        coverage=pd.Series(run.n, index=index, name="codes"),
     )
+
+
+_BLOCK_CELLS = 1 << 17  # cells per block of dates: a block's working arrays stay in the cores' caches
+
+
+class _Evaluation:
+    """The per-date figures of one evaluation, computed block of dates by block of dates on a thread per core.
+
+    Every figure of a date depends on that date's row alone, except turnover and rank autocorrelation, which
+    compare a date with the date `period` rows earlier; they run in a second pass once every row is done.
+    Each row is sorted once for the factor and once per period for the returns, on 32-bit keys (`_row_order`).
+    """
+
+    def __init__(self, factor: np.ndarray, prices: np.ndarray, tradable: np.ndarray | None, rows: np.ndarray,
+                 periods: tuple[int, ...], quantiles: int) -> None:
+        """`factor` dates x codes, `prices` and `tradable` price dates x codes (read only, any memory layout);
+        `rows` the price row of each factor date."""
+        self.factor, self.prices, self.tradable = factor, prices, tradable
+        dates, width = factor.shape
+        self.f = np.empty((dates, width))  # the factor by rows, then its quantiles (1..q, NaN outside the set)
+        self.px = np.empty(prices.shape)  # prices by rows, NaN where not tradable
+        self.rows, self.periods, self.quantiles = rows, periods, quantiles
+        k = len(periods)
+        self.forward = [np.empty((dates, width)) for _ in periods]  # NaN outside the evaluated set
+        self.labels = np.empty((dates, width), dtype=np.int8)  # 1..q, 0 outside the evaluated set
+        # the factor's doubled average ranks (integers), 0 outside the evaluated set
+        self.ranks = np.empty((dates, width), dtype=np.uint16 if 2 * width < 1 << 16 else np.uint32)
+        self.n = np.empty(dates, dtype=np.int64)
+        self.with_values = np.empty(dates, dtype=bool)
+        self.with_forward = np.empty((k, dates), dtype=bool)
+        self.with_all_forward = np.empty(dates, dtype=bool)
+        self.ic, self.rank_ic, self.factor_returns, self.autocorr = (np.full((k, dates), np.nan) for _ in range(4))
+        self.by_quantile = np.empty((k, dates, quantiles))
+        self.sizes = np.empty((dates, quantiles))
+        self.turnover = np.full((k, dates, quantiles), np.nan)
+        self.positions = np.arange(1.0, width + 1)
+        self.step = max(1, _BLOCK_CELLS // max(width, 1))  # dates per block
+        self.tiled_positions = np.tile(self.positions, self.step)
+        self.index_bits = max(1, (width - 1).bit_length())  # a column index in the low bits of a sort key
+        self.columns = np.arange(width, dtype=np.uint32)
+
+    def compute(self) -> None:
+        """Fill every figure, on one thread per core (numpy releases the GIL in its loops and sorts)."""
+        blocks = [(a, min(a + self.step, len(self.f))) for a in range(0, len(self.f), self.step)]
+        price_blocks = [(a, min(a + self.step, len(self.px))) for a in range(0, len(self.px), self.step)]
+        phases = ((self.tradable_prices, price_blocks), (self.own, blocks), (self.lagged, blocks))
+        workers = min(os.cpu_count() or 1, len(blocks))
+        if workers > 1:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                for phase, spans in phases:
+                    list(pool.map(lambda span, phase=phase: phase(*span), spans))
+        else:
+            for phase, spans in phases:
+                for span in spans:
+                    phase(*span)
+
+    def tradable_prices(self, a: int, b: int) -> None:
+        """Price rows a..b-1, NaN where a price is missing, not positive or not tradable."""
+        px = self.px[a:b]
+        np.copyto(px, self.prices[a:b])
+        untradable = ~np.isfinite(px)
+        untradable |= px <= 0
+        if self.tradable is not None:
+            untradable |= ~self.tradable[a:b]
+        np.copyto(px, np.nan, where=untradable)
+
+    def own(self, a: int, b: int) -> None:
+        """Everything that depends on dates a..b-1 alone."""
+        f = self.f[a:b]
+        np.copyto(f, self.factor[a:b])
+        width = f.shape[1]
+        ys = [self._forward_block(a, b, p, out) for p, out in zip(self.periods, self.forward, strict=True)]
+        valid = np.isfinite(f)
+        self.with_values[a:b] = valid.any(axis=1)
+        finite = valid.copy()
+        for i, y in enumerate(ys):
+            ok = np.isfinite(y)
+            valid &= ok
+            ok &= finite
+            self.with_forward[i, a:b] = ok.any(axis=1)
+        self.with_all_forward[a:b] = valid.any(axis=1)
+        n = np.count_nonzero(valid, axis=1)
+        np.copyto(f, np.nan, where=~valid)
+
+        invalid = ~valid
+        order, unordered = _row_order(f, invalid, n, self.columns, self.index_bits)
+        flat = order + (np.arange(b - a) * width)[:, None]  # where each row's sorted cells are, in the block
+        ranks = np.empty(f.shape)
+        np.put(ranks, flat, self.tiled_positions[: (b - a) * width])
+        if len(unordered):
+            ranks[unordered] = _average_ranks(order[unordered],
+                                              np.take_along_axis(f[unordered], order[unordered], axis=1))
+
+        labels, usable, sizes = _quantile_labels(f, order, flat, n, unordered, self.quantiles)
+        del order, flat
+        n[~usable] = 0  # dates whose edges are not unique drop out entirely
+        valid &= usable[:, None]
+        f[~usable] = np.nan
+        ranks *= valid
+        self.labels[a:b], self.n[a:b], self.sizes[a:b] = labels, n, sizes
+        cells = (np.arange(b - a) * (self.quantiles + 1))[:, None] + labels  # (date, quantile) bin of each cell
+
+        np.logical_not(valid, out=invalid)
+        moments = _FactorMoments(f, invalid, n)
+        doubled = ranks + ranks  # integers, 0 outside the evaluated set
+        self.ranks[a:b] = doubled
+        rank_sum, rank_squares = ranks.sum(axis=1), _dot_rows(ranks, ranks)
+        for i, y in enumerate(ys):
+            np.copyto(y, np.nan, where=invalid)
+            demeaned = _centred(y, invalid, n)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                self.by_quantile[i, a:b] = _bin_sums(cells, demeaned, b - a, self.quantiles) / sizes
+            self.ic[i, a:b], self.factor_returns[i, a:b] = moments.ic_and_returns(demeaned)
+            self.rank_ic[i, a:b] = self._rank_ic(y, invalid, ranks, doubled, n, rank_sum, rank_squares)
+        np.copyto(f, labels)  # the factor's rows are done with: they become the quantiles, NaN outside the set
+        np.copyto(f, np.nan, where=labels == 0)
+
+    def _rank_ic(self, y: np.ndarray, invalid: np.ndarray, ranks: np.ndarray, doubled: np.ndarray, n: np.ndarray,
+                 rank_sum: np.ndarray, rank_squares: np.ndarray) -> np.ndarray:
+        """Spearman correlation of the factor and `y` per row (`y` NaN outside the evaluated cells, `invalid`).
+
+        The factor's doubled ranks taken in `y`'s order meet `y`'s own ranks, the positions 1..n, in a row of
+        distinct values; rows that may hold equal values average the ranks of their ties.
+        """
+        order, unordered = _row_order(y, invalid, n, self.columns, self.index_bits)
+        rows, width = y.shape
+        cross = doubled.ravel()[order + (np.arange(rows) * width)[:, None]] @ self.positions * 0.5
+        nf = n.astype(float)
+        y_squares = nf * (nf + 1) * (2 * nf + 1) / 6
+        if len(unordered):
+            exact = order[unordered]
+            y_ranks = (_tie_averaged(np.take_along_axis(y[unordered], exact, axis=1))
+                       * (np.arange(width) < n[unordered, None]))
+            cross[unordered] = _dot_rows(np.take_along_axis(ranks[unordered], exact, axis=1), y_ranks)
+            y_squares[unordered] = _dot_rows(y_ranks, y_ranks)
+        return _pearson_from_sums(nf, rank_sum, nf * (nf + 1) / 2, rank_squares, y_squares, cross)
+
+    def _forward_block(self, a: int, b: int, period: int, out: np.ndarray) -> np.ndarray:
+        """Rows a..b-1 of the forward returns of `period`, written into `out`."""
+        out = out[a:b]
+        rows = self.rows[a:b]
+        inside = int((rows + period < len(self.px)).sum())  # rows are sorted, so those inside come first
+        out[inside:] = np.nan
+        if inside:
+            first = rows[0]
+            if rows[inside - 1] - first == inside - 1:  # consecutive price rows: views, no copies
+                later, now = self.px[first + period : first + period + inside], self.px[first : first + inside]
+            else:
+                later, now = self.px[rows[:inside] + period], self.px[rows[:inside]]
+            np.divide(later, now, out=out[:inside])
+            out[:inside] -= 1.0
+        return out
+
+    def lagged(self, a: int, b: int) -> None:
+        """Turnover and rank autocorrelation of dates a..b-1, against the dates `period` rows earlier."""
+        q = self.quantiles
+        for i, p in enumerate(self.periods):
+            start = max(a, p)
+            if start >= b:
+                continue
+            now, before = self.labels[start:b], self.labels[start - p : b - p]
+            common = (now > 0) & (before > 0)
+            stayed = now * (now == before)  # the label where it did not change, else 0
+            kept = np.stack([(stayed == k).sum(axis=1, dtype=np.int64) for k in range(1, q + 1)], axis=1)
+            sizes, earlier = self.sizes[start:b], self.sizes[start - p : b - p]
+            np.divide(sizes - kept, sizes, out=self.turnover[i, start:b], where=(sizes > 0) & (earlier > 0))
+            x = np.multiply(self.ranks[start:b], common, dtype=float)  # doubled ranks: halve the sums
+            y = np.multiply(self.ranks[start - p : b - p], common, dtype=float)
+            self.autocorr[i, start:b] = _pearson_from_sums(
+                np.count_nonzero(common, axis=1).astype(float), x.sum(axis=1) * 0.5, y.sum(axis=1) * 0.5,
+                _dot_rows(x, x) * 0.25, _dot_rows(y, y) * 0.25, _dot_rows(x, y) * 0.25)
 
 
 class _FactorMoments:
     """The factor's centred values and their per-date norms, shared by every period's IC and long-short return."""
 
-    def __init__(self, f: np.ndarray, valid: np.ndarray, n: np.ndarray) -> None:
+    def __init__(self, f: np.ndarray, invalid: np.ndarray, n: np.ndarray) -> None:
         self.n = n
-        self.centred = _centred(f, valid, n)
+        self.centred = _centred(f, invalid, n)
         self.norm = np.sqrt(_dot_rows(self.centred, self.centred))
         self.gross = np.abs(self.centred).sum(axis=1)
 
@@ -316,51 +448,6 @@ class _FactorMoments:
         return np.clip(ic, -1.0, 1.0), returns
 
 
-class _RankSums:
-    """The factor's ranks (0 outside the evaluated cells) and their per-date sums, for Spearman IC and rank
-    autocorrelation.
-
-    Correlations of ranks are computed from raw sums: ranks are half-integers, so every sum and product below
-    is exact in float64 (up to 2**53) and only the final square root and division round.
-    """
-
-    def __init__(self, ranks: np.ndarray, valid: np.ndarray, n: np.ndarray) -> None:
-        self.ranks, self.n = ranks, n
-        self.mask = valid.astype(float)
-        self.squares = ranks * ranks
-        self.rank_sum = ranks.sum(axis=1)
-        self.rank_squares = self.squares.sum(axis=1)
-
-    def rank_ic(self, y: np.ndarray) -> np.ndarray:
-        """Spearman correlation of the factor and `y` per date (`y` NaN outside the evaluated cells)."""
-        order = np.argsort(y, axis=1)
-        ordered = np.take_along_axis(y, order, axis=1)
-        factor_ranks = np.take_along_axis(self.ranks, order, axis=1)  # in y's order, 0 in the NaN tail
-        width = y.shape[1]
-        n = self.n.astype(float)
-        cross = factor_ranks @ np.arange(1.0, width + 1)  # y's ranks are the positions when a row has no ties
-        y_squares = n * (n + 1) * (2 * n + 1) / 6
-        tied = np.flatnonzero((ordered[:, 1:] == ordered[:, :-1]).any(axis=1))
-        if len(tied):
-            y_ranks = _tie_averaged(ordered[tied]) * (np.arange(width) < self.n[tied, None])
-            cross[tied] = _dot_rows(factor_ranks[tied], y_ranks)
-            y_squares[tied] = _dot_rows(y_ranks, y_ranks)
-        return _pearson_from_sums(n, self.rank_sum, n * (n + 1) / 2, self.rank_squares, y_squares, cross)
-
-    def rank_autocorrelation(self, period: int) -> np.ndarray:
-        """Pearson correlation of each date's factor ranks with those `period` dates earlier, over common codes."""
-        out = np.full(len(self.ranks), np.nan)
-        if period >= len(self.ranks):
-            return out
-        now, before = self.ranks[period:], self.ranks[:-period]
-        now_mask, before_mask = self.mask[period:], self.mask[:-period]
-        out[period:] = _pearson_from_sums(
-            _dot_rows(now_mask, before_mask), _dot_rows(now, before_mask), _dot_rows(before, now_mask),
-            _dot_rows(self.squares[period:], before_mask), _dot_rows(self.squares[:-period], now_mask),
-            _dot_rows(now, before))
-        return out
-
-
 def _pearson_from_sums(n: np.ndarray, sx: np.ndarray, sy: np.ndarray, sxx: np.ndarray, syy: np.ndarray,
                        sxy: np.ndarray) -> np.ndarray:
     var_x, var_y = n * sxx - sx * sx, n * syy - sy * sy
@@ -369,25 +456,72 @@ def _pearson_from_sums(n: np.ndarray, sx: np.ndarray, sy: np.ndarray, sxx: np.nd
     return np.clip(r, -1.0, 1.0)
 
 
-def _forward_returns(px: np.ndarray, rows: np.ndarray, period: int) -> np.ndarray:
-    """close[t + period] / close[t] - 1 at the given price rows (NaN past the end of the prices)."""
-    out = np.empty((len(rows), px.shape[1]))
-    inside = int((rows + period < len(px)).sum())  # rows are sorted, so those inside come first
-    out[inside:] = np.nan
-    first = rows[0] if len(rows) else 0
-    if inside and (rows[:inside] == np.arange(first, first + inside)).all():  # consecutive: views, no copies
-        np.divide(px[first + period : first + period + inside], px[first : first + inside], out=out[:inside])
-    elif inside:
-        np.divide(px[rows[:inside] + period], px[rows[:inside]], out=out[:inside])
-    out[:inside] -= 1.0
-    return out
+def _row_order(values: np.ndarray, invalid: np.ndarray, n: np.ndarray, columns: np.ndarray,
+               index_bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's columns in ascending order of value, NaN (`invalid`, `n` values a row) last; and the rows that
+    may hold equal values (their ranks need averaging over ties).
+
+    The sort runs on 32-bit keys: the value mapped linearly from the row's range onto the bits above the column
+    index (`columns`, `index_bits` wide). The map is monotone, so only values sharing a key can be out of order: a
+    lone pair of distinct values is put in order by comparing them, a run of equal values is a tie in place; a row
+    where three or more values share a key without being all equal, or whose range is not finite, goes to
+    `np.argsort`.
+    """
+    rows, width = values.shape
+    nan_key = (1 << (32 - index_bits)) - 1
+    with np.errstate(invalid="ignore"):
+        low = np.fmin.reduce(values, axis=1)
+        span = np.fmax.reduce(values, axis=1) - low
+    ranged = np.isfinite(span)
+    scaled = values - np.where(ranged, low, 0.0)[:, None]
+    spread = ranged & (span > 0)
+    scaled *= np.where(spread, (nan_key - 1) / np.where(spread, span, 1.0), 0.0)[:, None]
+    if not ranged.all():
+        scaled[~ranged] = 0.0
+    np.copyto(scaled, nan_key, where=invalid)
+    keys = scaled.astype(np.int32).view(np.uint32)  # below 2**31: a signed conversion, which is faster
+    del scaled
+    keys <<= np.uint32(index_bits)
+    keys |= columns
+    keys.sort(axis=1)
+    shared = (keys[:, 1:] ^ keys[:, :-1]) < np.uint32(1 << index_bits)  # a key shared by positions k and k + 1
+    keys &= np.uint32((1 << index_bits) - 1)
+    order = keys.astype(np.intp)
+    del keys
+    r, k = np.divmod(np.flatnonzero(shared), width - 1)
+    inside = k + 1 < n[r]
+    r, k = r[inside], k[inside]
+    first, second = order[r, k], order[r, k + 1]
+    equal = values[r, first] == values[r, second]
+    starts = np.ones(len(r), dtype=bool)  # pairs that start a run of positions sharing one key
+    starts[1:] = (r[1:] != r[:-1]) | (k[1:] != k[:-1] + 1)
+    begin = np.flatnonzero(starts)
+    lone = np.diff(np.append(begin, len(r))) == 1
+    all_equal = np.logical_and.reduceat(equal, begin) if len(begin) else np.zeros(0, dtype=bool)
+    swap = begin[lone & ~all_equal]  # two distinct values sharing a key: order them by value
+    swap = swap[values[r[swap], first[swap]] > values[r[swap], second[swap]]]
+    order[r[swap], k[swap]], order[r[swap], k[swap] + 1] = second[swap], first[swap]
+    exact = ~ranged & (n > 1)
+    exact[r[begin[~lone & ~all_equal]]] = True  # three or more sharing a key, not all equal
+    tied = np.zeros(rows, dtype=bool)
+    tied[r[begin[all_equal]]] = True  # runs of equal values: in place already, their ranks need averaging
+    unordered = np.flatnonzero(exact | tied)
+    exact = np.flatnonzero(exact)
+    if len(exact):
+        order[exact] = np.argsort(values[exact], axis=1)
+    return order, unordered
 
 
-def _quantile_labels(values: np.ndarray, ordered: np.ndarray, n: np.ndarray, quantiles: int) -> np.ndarray:
-    """Per-row `pd.qcut(row, q, labels=False) + 1` as int8, 0 where NaN; rows with non-unique edges get 0.
+def _quantile_labels(values: np.ndarray, order: np.ndarray, flat: np.ndarray, n: np.ndarray, unordered: np.ndarray,
+                     quantiles: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-row `pd.qcut(row, q, labels=False) + 1` as int8, 0 where NaN and in rows with non-unique edges; whether
+    each row's edges are unique; and the count of each quantile per row (rows x q, floats).
 
-    `ordered` is each row sorted ascending (NaN last) and `n` its count of values. The edges are computed as
-    pandas 3 computes them: its rounded-up quantile levels, then numpy's linear interpolation, bit for bit.
+    `order` sorts each row ascending (NaN last), `flat` is its flat position in the block, `n` each row's count of
+    values and `unordered` the rows that may hold equal values. The edges are computed as pandas 3 computes them:
+    its rounded-up quantile levels, then numpy's linear interpolation, bit for bit. In a row of distinct values an
+    inner edge lies between the two sorted values it interpolates, so its label boundary is a position in the
+    sorted row and the labels are runs written through `flat`; other rows compare every value with the edges.
     """
     levels = np.linspace(0, 1, quantiles + 1)
     np.putmask(levels, quantiles * levels != np.arange(quantiles + 1), np.nextafter(levels, 1))
@@ -397,16 +531,41 @@ def _quantile_labels(values: np.ndarray, ordered: np.ndarray, n: np.ndarray, qua
     gamma = virtual - below
     below_i = np.minimum(below, last).astype(np.intp)
     above_i = np.where(virtual >= last, last, below_i + 1).astype(np.intp)
-    a = np.take_along_axis(ordered, below_i, axis=1)
-    b = np.take_along_axis(ordered, above_i, axis=1)
+    a = np.take_along_axis(values, np.take_along_axis(order, below_i, axis=1), axis=1)
+    b = np.take_along_axis(values, np.take_along_axis(order, above_i, axis=1), axis=1)
     diff = b - a
     edges = np.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma)  # numpy's _lerp
-    labels = np.ones(values.shape, dtype=np.int8)
-    for k in range(1, quantiles):
-        labels += values > edges[:, k : k + 1]
     usable = (n > 0) & (np.diff(edges, axis=1) != 0).all(axis=1)
-    labels[~np.isfinite(values) | ~usable[:, None]] = 0
-    return labels
+
+    inner, low, high = edges[:, 1:-1], a[:, 1:-1], b[:, 1:-1]
+    at_most = below_i[:, 1:-1] + 1 + ((above_i[:, 1:-1] > below_i[:, 1:-1]) & (high <= inner))  # values <= edge
+    rows, width = values.shape
+    bounds = np.concatenate([np.zeros((rows, 1), dtype=np.intp), at_most, n[:, None]], axis=1)
+    sizes = np.diff(bounds, axis=1)
+    compared = np.zeros(rows, dtype=bool)
+    compared[unordered] = True
+    compared |= ((low > inner) | (inner > high)).any(axis=1) | (sizes < 0).any(axis=1)
+    compared &= usable
+    runs = np.zeros((rows, quantiles + 1), dtype=np.intp)
+    runs[:, -1] = width
+    as_runs = usable & ~compared
+    runs[as_runs, :-1] = sizes[as_runs]
+    runs[as_runs, -1] -= n[as_runs]
+    labels = np.empty(values.shape, dtype=np.int8)
+    run_labels = np.tile(np.arange(1, quantiles + 2, dtype=np.int8) % (quantiles + 1), rows)
+    np.put(labels, flat, np.repeat(run_labels, runs.ravel()))
+    if compared.any():
+        rows_compared = np.flatnonzero(compared)
+        row_values = values[rows_compared]
+        row_labels = np.ones(row_values.shape, dtype=np.int8)
+        for k in range(1, quantiles):
+            row_labels += row_values > edges[rows_compared, k : k + 1]
+        row_labels[~np.isfinite(row_values)] = 0
+        labels[rows_compared] = row_labels
+        cells = (np.arange(len(rows_compared)) * (quantiles + 1))[:, None] + row_labels
+        sizes[rows_compared] = _bin_sums(cells, None, len(rows_compared), quantiles)
+    sizes[~usable] = 0
+    return labels, usable, sizes.astype(float)
 
 
 def _average_ranks(order: np.ndarray, ordered: np.ndarray) -> np.ndarray:
@@ -438,18 +597,19 @@ def _tie_averaged(ordered: np.ndarray) -> np.ndarray:
     return (first + last) / 2.0 + 1.0
 
 
-def _centred(a: np.ndarray, mask: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """`a` minus its row mean over `mask`, and 0 outside `mask`."""
-    out = np.where(mask, a, 0.0)
+def _centred(a: np.ndarray, invalid: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """`a` minus its row mean over the cells not `invalid` (`n` of them a row), and 0 on `invalid` cells."""
+    out = a.copy()
+    np.copyto(out, 0.0, where=invalid)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(n > 0, out.sum(axis=1) / np.maximum(n, 1), 0.0)
     out -= mean[:, None]
-    out *= mask
+    np.copyto(out, 0.0, where=invalid)
     return out
 
 
 def _dot_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    return np.einsum("ij,ij->i", x, y)
+    return np.vecdot(x, y)
 
 
 def _bin_sums(cells: np.ndarray, weights: np.ndarray | None, dates: int, quantiles: int) -> np.ndarray:
@@ -457,24 +617,6 @@ def _bin_sums(cells: np.ndarray, weights: np.ndarray | None, dates: int, quantil
     flat = None if weights is None else weights.ravel()
     sums = np.bincount(cells.ravel(), weights=flat, minlength=dates * (quantiles + 1))
     return sums.reshape(dates, quantiles + 1)[:, 1:].astype(float)
-
-
-def _turnover(cells: np.ndarray, labels: np.ndarray, sizes: np.ndarray, period: int, quantiles: int) -> np.ndarray:
-    """Per date and quantile: share of today's members that were not members `period` dates earlier.
-
-    NaN when the quantile is empty on either date.
-    """
-    out = np.full(sizes.shape, np.nan)
-    if period >= len(labels):
-        return out
-    stayed = (labels[period:] == labels[:-period]) & (labels[period:] > 0)
-    kept = np.zeros(sizes.shape)
-    kept[period:] = _bin_sums(cells[period:][stayed] - period * (quantiles + 1), None, len(labels) - period,
-                              quantiles)
-    defined = np.zeros(sizes.shape, dtype=bool)
-    defined[period:] = (sizes[period:] > 0) & (sizes[:-period] > 0)
-    np.divide(sizes - kept, sizes, out=out, where=defined)
-    return out
 
 
 def _ic_summary(ic: pd.DataFrame, rank_ic: pd.DataFrame) -> pd.DataFrame:
