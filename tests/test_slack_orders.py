@@ -727,7 +727,7 @@ def test_orders_all_lists_the_filled_order(desk: Desk, approved: Approved) -> No
                  and b["text"]["text"].startswith("```"))
     row = next(line.split() for line in table.strip("`").splitlines() if line.split()[:1] == [str(order.id)])
     price = str(Decimal(_fills(desk, channel)[0].price_fen) / 100)
-    assert row[1:] == ["20200824", "buy", "600519.SH", "100", "market", "filled", price, TRADER]
+    assert row[1:] == ["20200824", "BUY", "600519.SH", "100", "market", "filled", price, TRADER]
     assert _reply_text(_command(desk, "orders", channel, BOB)) == f"No open orders in account {channel}."
     assert _reply_text(_command(desk, "orders all", "C7601", BOB)) == "No orders in account C7601."
 
