@@ -17,7 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.errors import GraphRecursionError
 
 from graphs.common import last_ai_text, message_text, parse_json_object
-from tools.i18n import current
+from tools.i18n import _, current, ngettext, using
 from tools.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -115,31 +115,35 @@ def agent_json_answer(messages: Sequence[BaseMessage], what: str, tools: Collect
 
 def describe_model_failure(exc: Exception) -> str:
     """One sentence for the user saying what the model or its endpoint did wrong; logged (without secrets)."""
-    text = _describe(exc)
-    log.warning("model failure: %s", text)
-    return text
+    with using("en"):  # the log stays English whatever the thread's language
+        log.warning("model failure: %s", _describe(exc))
+    return _describe(exc)
 
 
 def _describe(exc: Exception) -> str:
     if isinstance(exc, ModelAnswerError):
-        return f"The model's answer could not be used: {exc}."
+        return _("The model's answer could not be used: {problem}.").format(problem=exc)
     if isinstance(exc, GraphRecursionError):
-        return "The model did not finish: it kept calling tools until the step limit stopped it."
+        return _("The model did not finish: it kept calling tools until the step limit stopped it.")
     after = _after_retries(exc)
     if isinstance(exc, openai.APITimeoutError):
-        return f"The model did not answer within {_timeout(exc)} (QUANTDESK_LLM_TIMEOUT){after}."
+        return _("The model did not answer within {timeout} (QUANTDESK_LLM_TIMEOUT){after}.").format(
+            timeout=_timeout(exc), after=after)
     if isinstance(exc, openai.APIConnectionError):
-        return f"The model endpoint {_host(exc)} could not be reached{after} (check OPENAI_BASE_URL)."
+        return _("The model endpoint {host} could not be reached{after} (check OPENAI_BASE_URL).").format(
+            host=_host(exc), after=after)
     if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-        return f"The model endpoint refused the API key (HTTP {exc.status_code}); check OPENAI_API_KEY."
+        return _("The model endpoint refused the API key (HTTP {status}); check OPENAI_API_KEY.").format(
+            status=exc.status_code)
     if isinstance(exc, openai.NotFoundError):
-        return (f"The model endpoint does not serve model {_model(exc)!r} (HTTP 404); check QUANTDESK_MODEL, "
-                "QUANTDESK_LIGHT_MODEL and OPENAI_BASE_URL.")
+        return _("The model endpoint does not serve model {model} (HTTP 404); check QUANTDESK_MODEL, "
+                 "QUANTDESK_LIGHT_MODEL and OPENAI_BASE_URL.").format(model=repr(_model(exc)))
     if isinstance(exc, openai.RateLimitError):
-        return f"The model endpoint kept answering HTTP 429 (rate limited){after}."
+        return _("The model endpoint kept answering HTTP 429 (rate limited){after}.").format(after=after)
     if isinstance(exc, openai.APIStatusError):
-        return f"The model endpoint returned HTTP {exc.status_code}{after}{_server_message(exc)}."
-    return f"The model endpoint's answer could not be read ({type(exc).__name__})."
+        return _("The model endpoint returned HTTP {status}{after}{message}.").format(
+            status=exc.status_code, after=after, message=_server_message(exc))
+    return _("The model endpoint's answer could not be read ({error}).").format(error=type(exc).__name__)
 
 
 def _after_retries(exc: Exception) -> str:
@@ -149,7 +153,7 @@ def _after_retries(exc: Exception) -> str:
         retries = int(request.headers.get("x-stainless-retry-count", "0")) if request is not None else 0
     except ValueError:
         return ""
-    return f" after {retries} {'retry' if retries == 1 else 'retries'}" if retries else ""
+    return ngettext(" after {n} retry", " after {n} retries", retries).format(n=retries) if retries else ""
 
 
 def _timeout(exc: openai.APIError) -> str:
@@ -157,7 +161,7 @@ def _timeout(exc: openai.APIError) -> str:
     try:
         return f"{float(seconds):g} s"
     except (TypeError, ValueError):
-        return "the configured time"
+        return _("the configured time")
 
 
 def _host(exc: openai.APIError) -> str:

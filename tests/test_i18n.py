@@ -4,6 +4,7 @@ with the same placeholders, and `_` speaks the language in effect."""
 
 from __future__ import annotations
 
+import logging
 import shutil
 import subprocess
 import sys
@@ -13,7 +14,9 @@ from pathlib import Path
 
 import pytest
 from babel.messages.pofile import read_po, write_po
+from langgraph.errors import GraphRecursionError
 
+from graphs.llm import describe_model_failure
 from tools.broker.mandate import Mandate
 from tools.broker.notes import note_text
 from tools.i18n import LOCALES, _, choice_of, current, language_for_locale, translate, using
@@ -142,3 +145,12 @@ def test_a_mandate_reads_in_the_language_in_effect_and_is_recorded_in_english() 
         assert mandate.lines() == ["仅允许 600519.SH, main", "每日最多 5 笔委托", "每日成交额不超过 200,000.00 元"]
         assert mandate.record() == ["allow only 600519.SH, main", "at most 5 orders a day",
                                     "turnover at most 200,000.00 CNY a day"]
+
+
+def test_a_model_failure_is_told_in_the_threads_language_and_logged_in_english(
+        caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="graphs.llm"), using("zh-CN"):
+        told = describe_model_failure(GraphRecursionError("Recursion limit of 12 reached"))
+    assert told == "模型没有完成：它一直调用工具，直到步数上限将其停止。"
+    assert [r.getMessage() for r in caplog.records] == [
+        "model failure: The model did not finish: it kept calling tools until the step limit stopped it."]
