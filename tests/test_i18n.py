@@ -12,11 +12,13 @@ import threading
 from decimal import Decimal
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from babel.messages.pofile import read_po, write_po
 from langgraph.errors import GraphRecursionError
 
 from graphs.llm import describe_model_failure
+from graphs.signal.nodes.validate import check_signal_frame
 from tools.broker.mandate import Mandate
 from tools.broker.notes import note_text
 from tools.i18n import LOCALES, _, choice_of, current, language_for_locale, translate, using
@@ -154,3 +156,15 @@ def test_a_model_failure_is_told_in_the_threads_language_and_logged_in_english(
     assert told == "模型没有完成：它一直调用工具，直到步数上限将其停止。"
     assert [r.getMessage() for r in caplog.records] == [
         "model failure: The model did not finish: it kept calling tools until the step limit stopped it."]
+
+
+def test_a_signals_validation_is_told_in_the_threads_language() -> None:
+    dates = pd.date_range("2020-01-02", periods=3, name="trade_date")
+    close = pd.DataFrame({"600519.SH": [1.0, 1.1, 1.2]}, index=dates)
+    flat = pd.DataFrame({"600519.SH": [0.0, 0.0, 2.0]}, index=dates)
+    with using("zh-CN"):
+        errors, _warnings = check_signal_frame(flat, close)
+    assert errors == ["信号值只能是 1、0、-1 或 NaN；发现 2", "信号中没有任何买入或卖出（全为 0 或 NaN）"]
+    errors, _warnings = check_signal_frame(flat, close)
+    assert errors == ["signal values must be 1, 0, -1 or NaN; found 2",
+                      "the signal has no buy or sell at all (all 0 or NaN)"]

@@ -22,31 +22,32 @@ from graphs.signal.nodes.data_fetch import data_end
 from graphs.signal.state import SignalState
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError, normalize_date
-from tools.i18n import _
+from tools.i18n import N_, _
 from tools.research.lookahead import CutRunError, lookahead_problem
 from tools.sandbox import Sandbox
 from tools.storage.workspace import Workspace, WorkspaceError
 
 MISSING_WARN = 0.5
 EXTREME_RETURN = 0.5
-NO_TRADES = "the signal has no buy or sell at all (all 0 or NaN)"
+NO_TRADES = N_("the signal has no buy or sell at all (all 0 or NaN)")
 
 
 def check_data(close: pd.DataFrame) -> tuple[list[str], list[str]]:
     errors: list[str] = []
     warnings: list[str] = []
     if close.empty or close.notna().sum().sum() == 0:
-        return ["no price data (ohlcv/close is empty)"], warnings
+        return [_("no price data (ohlcv/close is empty)")], warnings
     missing = close.isna().mean()
     sparse = missing[missing > MISSING_WARN]
     if len(sparse):
-        warnings.append(f"{len(sparse)} code(s) miss more than {MISSING_WARN:.0%} of dates: "
-                        f"{', '.join(sparse.index[:10])}")
+        warnings.append(_("{n} code(s) miss more than {share:.0%} of dates: {codes}").format(
+            n=len(sparse), share=MISSING_WARN, codes=", ".join(sparse.index[:10])))
     extreme = int((close.pct_change(fill_method=None).abs() > EXTREME_RETURN).sum().sum())
     if extreme:
-        warnings.append(f"{extreme} daily return(s) beyond ±{EXTREME_RETURN:.0%} (unadjusted prices or bad data?)")
+        warnings.append(_("{n} daily return(s) beyond ±{limit:.0%} (unadjusted prices or bad data?)").format(
+            n=extreme, limit=EXTREME_RETURN))
     if (close <= 0).any().any():
-        warnings.append("non-positive prices in the data")
+        warnings.append(_("non-positive prices in the data"))
     return errors, warnings
 
 
@@ -55,20 +56,22 @@ def check_signal_frame(signal: pd.DataFrame, close: pd.DataFrame) -> tuple[list[
     warnings: list[str] = []
     extra_codes = [c for c in signal.columns if c not in close.columns]
     if extra_codes:
-        errors.append(f"signal has codes not in the data: {', '.join(map(str, extra_codes[:10]))}")
+        errors.append(_("signal has codes not in the data: {codes}").format(
+            codes=", ".join(map(str, extra_codes[:10]))))
     if not isinstance(signal.index, pd.DatetimeIndex) or not signal.index.isin(close.index).all():
-        errors.append("signal dates are not trade dates of the data (index must be the data's DatetimeIndex)")
+        errors.append(_("signal dates are not trade dates of the data (index must be the data's DatetimeIndex)"))
     elif len(signal.index) < len(close.index):
-        warnings.append(f"signal covers {len(signal.index)} of {len(close.index)} dates")
+        warnings.append(_("signal covers {n} of {total} dates").format(n=len(signal.index), total=len(close.index)))
     values = pd.unique(signal.to_numpy().ravel())
     bad = sorted({float(v) for v in values if not (pd.isna(v) or v in (1, 0, -1))})
     if bad:
-        errors.append(f"signal values must be 1, 0, -1 or NaN; found {', '.join(f'{v:g}' for v in bad[:5])}")
+        errors.append(_("signal values must be 1, 0, -1 or NaN; found {values}").format(
+            values=", ".join(f"{v:g}" for v in bad[:5])))
     if not ((signal == 1) | (signal == -1)).any().any():
-        errors.append(NO_TRADES)
+        errors.append(_(NO_TRADES))
     nan_share = float(signal.isna().to_numpy().mean()) if signal.size else 1.0
     if nan_share > MISSING_WARN:
-        warnings.append(f"{nan_share:.0%} of the signal is NaN (warm-up windows or missing data)")
+        warnings.append(_("{share:.0%} of the signal is NaN (warm-up windows or missing data)").format(share=nan_share))
     return errors, warnings
 
 
@@ -92,7 +95,8 @@ def short_range(provider: MarketDataProvider, params: dict[str, Any], bars: int)
         return None
     if last is None or end <= last:
         return None
-    return f"the data ends on {last}, so your range {start}–{end} has only {bars} bar(s)"
+    return _("the data ends on {last}, so your range {start}–{end} has only {bars} bar(s)").format(
+        last=last, start=start, end=end, bars=bars)
 
 
 def validate_node(state: SignalState, config: RunnableConfig, runtime: Runtime[SignalDeps]) -> dict[str, Any]:
@@ -102,12 +106,12 @@ def validate_node(state: SignalState, config: RunnableConfig, runtime: Runtime[S
     params = (state.get("user_intent") or {}).get("params") or {}
     short = short_range(runtime.context.provider, params, ws.info("ohlcv/close").rows) if "ohlcv/close" in ws \
         else None
-    if short and NO_TRADES in errors:  # the usual cause: too few bars for the strategy's windows (a run that
-        errors[errors.index(NO_TRADES)] = f"{NO_TRADES}: {short}"  # trades says which dates ran in its report)
+    if short and _(NO_TRADES) in errors:  # the usual cause: too few bars for the strategy's windows (a run that
+        errors[errors.index(_(NO_TRADES))] = f"{_(NO_TRADES)}: {short}"  # trades says which dates ran in its report)
     history = [*state.get("execution_history", []),
                f"validation: {len(errors)} error(s), {len(warnings)} warning(s)"]
     if errors:
-        message = "validation failed: " + "; ".join(errors)
+        message = _("validation failed: {errors}").format(errors="; ".join(errors))
         return {"validated": False, "signal_ready": False, "error_messages": [message],
                 "error_log": [*state.get("error_log", []), message], "warnings": warnings,
                 "execution_history": history}
@@ -119,16 +123,16 @@ def _validate(ws: Workspace, sandbox: Sandbox, signal_name: str | None,
     inputs = frame_inputs(ws)  # read once: checks and the look-ahead rerun use the same frames
     close = inputs.get("close")
     if close is None:
-        return ["no price data in the workspace (ohlcv/close)"], []
+        return [_("no price data in the workspace (ohlcv/close)")], []
     errors, warnings = check_data(close)
     if errors:
         return errors, warnings
     if not signal_name:
-        return ["no signal was generated"], warnings
+        return [_("no signal was generated")], warnings
     try:
         signal = ws.get(signal_name)
     except WorkspaceError:
-        return [f"signal {signal_name} is missing from the workspace"], warnings
+        return [_("signal {name} is missing from the workspace").format(name=signal_name)], warnings
     signal_errors, signal_warnings = check_signal_frame(signal, close)
     errors += signal_errors
     warnings += signal_warnings
