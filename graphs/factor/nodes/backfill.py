@@ -31,10 +31,10 @@ def backfill_node(state: FactorState, config: RunnableConfig, runtime: Runtime[F
         notes: list[str] = []
         inputs = load_inputs(ctx.provider, spec, codes, spec["start"], spec["end"], notes)
     except (DataError, ValueError) as exc:
-        return {"final_reply": f"The backfill could not load its data: {exc}"}
+        return {"final_reply": _("The backfill could not load its data: {error}").format(error=exc)}
     factor, error = execute(ctx.sandbox, spec, state.get("factor_body") or "", inputs, BACKFILL_LIMITS)
     if factor is None:
-        return {"final_reply": f"The reviewed code failed on the full history: {error}"}
+        return {"final_reply": _("The reviewed code failed on the full history: {error}").format(error=error)}
     reference = next(iter(inputs.values()))
     report = check_factor(factor, reference, warmup_rows(reference, spec["start"]))
     factor = factor.reindex(index=reference.index, columns=reference.columns).astype("float64")
@@ -45,7 +45,7 @@ def backfill_node(state: FactorState, config: RunnableConfig, runtime: Runtime[F
                                 warnings=[])  # the same codes as the inputs' notes above: not said twice
     for field, frame in prices.items():
         ws.put(f"ohlcv/{field}", frame)
-    warnings = notes + ([] if report.ok else [f"full history: {p}" for p in report.problems])
+    warnings = notes + ([] if report.ok else [_("full history: {problem}").format(problem=p) for p in report.problems])
     return {"backfill": {
         "name": info.name, "shape": [info.rows, info.cols], "first_date": info.first_date,
         "last_date": info.last_date, "warnings": warnings}}
