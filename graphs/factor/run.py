@@ -96,7 +96,7 @@ def dry_run(sandbox: Sandbox, spec: dict[str, Any], body: str,
     factor, error = execute(sandbox, spec, body, sample, DRY_RUN_LIMITS)
     if factor is None:
         return {"ok": False, "error": error, "checks": None, "figures": figures,
-                "summary": f"the dry run failed: {error}"}
+                "summary": _("the dry run failed: {error}").format(error=error)}
     report = check_factor(factor, reference, spec.get("lookback", 0))
     problems = list(report.problems)
     if report.ok:

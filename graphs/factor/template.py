@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
+from tools.i18n import _
 from tools.sandbox.policy import check_code
 
 HEADER = '''# Factor: {name}
@@ -45,7 +46,8 @@ def body_of(text: str) -> str:
     try:
         tree = ast.parse(text)
     except SyntaxError as exc:
-        raise TemplateError(f"the edited code does not parse (line {exc.lineno}: {exc.msg})") from None
+        raise TemplateError(_("the edited code does not parse (line {line}: {problem})").format(
+            line=exc.lineno, problem=exc.msg)) from None
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == "compute_factor":
             lines = text.splitlines()
@@ -54,16 +56,16 @@ def body_of(text: str) -> str:
                     and isinstance(first.value.value, str) and len(node.body) > 1):
                 first = node.body[1]  # drop the docstring
             return textwrap.dedent("\n".join(lines[first.lineno - 1: node.end_lineno])) + "\n"
-    raise TemplateError("the edited code has no `def compute_factor(...)`")
+    raise TemplateError(_("the edited code has no `def compute_factor(...)`"))
 
 
 def edit_problems(text: str) -> list[str]:
     """What the sandbox's static check would refuse in an edit, with body-relative line numbers (for forms)."""
     if not text.strip():
-        return ["The code is empty."]
+        return [_("The code is empty.")]
     try:
         body = body_of(text)
     except TemplateError as exc:
         return [str(exc)]
     wrapped = "def compute_factor():\n" + textwrap.indent(body, "    ")
-    return [f"line {max(v.line - 1, 1)}: {v.message}" for v in check_code(wrapped)]
+    return [_("line {line}: {problem}").format(line=max(v.line - 1, 1), problem=v.message) for v in check_code(wrapped)]
