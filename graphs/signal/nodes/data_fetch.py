@@ -61,7 +61,9 @@ def no_bars(provider: MarketDataProvider, start: str, end: str) -> str | None:
     """Why a range has no bars at all when it starts after the provider's data ends, else None."""
     last = data_end(provider)
     start, end = normalize_date(start, N_("start date")), normalize_date(end, N_("end date"))
-    return f"the data ends on {last}; your range {start}–{end} has no bars" if last and start > last else None
+    if not last or start <= last:
+        return None
+    return _("the data ends on {last}; your range {start}–{end} has no bars").format(last=last, start=start, end=end)
 
 
 def missing_fields_reply(provider: MarketDataProvider, what: str, fields: tuple[str, ...] | list[str]) -> str | None:
@@ -72,13 +74,14 @@ def missing_fields_reply(provider: MarketDataProvider, what: str, fields: tuple[
             missing.setdefault(dataset_of(field), []).append(field)
     if not missing:
         return None
-    offers = {dataset: ", ".join(provider.available_fields(dataset)) or "none" for dataset in missing}
-    lacks = "; ".join(f"{', '.join(names)} from {dataset} (it offers: {offers[dataset]})"
-                      for dataset, names in missing.items())
-    sources = " or ".join(missing)
-    return (f"{what} needs data the {provider.name} provider does not have: {lacks}. These fields come from "
-            f"tushare's {sources} (set TUSHARE_TOKEN), or from a local folder whose {sources} files (.parquet or "
-            ".csv, tushare schema) hold them (set QUANTDESK_LOCAL_DATA to that folder). Nothing was run.")
+    offers = {dataset: ", ".join(provider.available_fields(dataset)) or _("none") for dataset in missing}
+    lacks = "; ".join(_("{fields} from {dataset} (it offers: {offers})").format(
+        fields=", ".join(names), dataset=dataset, offers=offers[dataset]) for dataset, names in missing.items())
+    sources = _(" or ").join(missing)
+    return _("{what} needs data the {provider} provider does not have: {lacks}. These fields come from tushare's "
+             "{sources} (set TUSHARE_TOKEN), or from a local folder whose {sources} files (.parquet or .csv, tushare "
+             "schema) hold them (set QUANTDESK_LOCAL_DATA to that folder). Nothing was run.").format(
+        what=what, provider=provider.name, lacks=lacks, sources=sources)
 
 
 def store_fields(provider: MarketDataProvider, ws: Workspace, fields: list[str], codes: str, start: str,
@@ -111,7 +114,7 @@ def _fetch_structured(state: SignalState, ctx: SignalDeps, ws: Workspace, params
         infos = store_fields(ctx.provider, ws, fields, params["ts_code"], params["start_date"], params["end_date"],
                              notes)
     except DataError as exc:
-        error = f"data fetch failed: {exc}"
+        error = _("data fetch failed: {error}").format(error=exc)
         return {"error_messages": [error], "error_log": [*state.get("error_log", []), error],
                 "execution_history": [*state.get("execution_history", []), error]}
     return {**_fetched(state, infos), "warnings": [*state.get("warnings", []), *notes]}
