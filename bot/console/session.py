@@ -34,6 +34,7 @@ from bot.console.text import view_text
 from bot.core import Core
 from bot.core.background import BackgroundService
 from bot.core.kinds import EDIT_BODY, code_edit, kind_of
+from bot.core.outbox import kind_word
 from bot.core.surface import Place, Question, Result
 from bot.core.wiring import build_core
 from bot.jobs.base import WorkerHandle
@@ -58,10 +59,6 @@ INTERRUPTED = 130  # the exit code of a session left with Ctrl-C (a shell's, for
 EDIT_DROPPED = N_("(the edit you were typing was dropped; nothing was decided and the review is still open)")
 
 
-
-# the stored files' kinds (bot/core/outbox.py UPLOADED_KINDS) as the console names them
-ARTIFACT_WORDS = {"chart": N_("chart"), "signal_csv": N_("signal_csv"), "metrics_csv": N_("metrics_csv"),
-                  "ic_csv": N_("ic_csv"), "reports": N_("reports")}
 
 @dataclass(frozen=True)
 class DataCommand:
@@ -424,7 +421,7 @@ class Console:
         """This machine's copies of stored charts and files, and where they went."""
         for artifact in artifacts:
             path = self.runner.context.artifacts.export(artifact["id"], folder)
-            kind = _(ARTIFACT_WORDS[artifact["kind"]]) if artifact["kind"] in ARTIFACT_WORDS else artifact["kind"]
+            kind = kind_word(artifact["kind"])
             self.say(_("  saved {kind}: {path}").format(kind=kind, path=path) if path else
                      _("  {kind} is no longer stored (older than the retention period)").format(kind=kind))
 

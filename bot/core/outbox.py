@@ -24,13 +24,21 @@ from bot.core.surface import (
 from bot.stores.posts import PostStore
 from bot.stores.threads import ThreadInfo, ThreadRegistry
 from graphs.registry import WORKFLOWS
-from tools.i18n import _, using
+from tools.i18n import N_, _, using
 from tools.storage.artifacts import ArtifactStore
 
 log = logging.getLogger(__name__)
 
 DECIDED_POST = "decided"  # a card another surface decided: {"ref", "title", "user", "decision", "note"}
-UPLOADED_KINDS = ("chart", "signal_csv", "metrics_csv", "ic_csv", "reports")
+# the stored files' kinds, every one uploaded with its result, and how a person is told each
+KIND_WORDS = {"chart": N_("chart"), "signal_csv": N_("signal_csv"), "metrics_csv": N_("metrics_csv"),
+              "ic_csv": N_("ic_csv"), "reports": N_("reports")}
+UPLOADED_KINDS = tuple(KIND_WORDS)
+
+
+def kind_word(kind: str) -> str:
+    """A stored file's kind as the reader says it (an unknown kind as it is)."""
+    return _(KIND_WORDS[kind]) if kind in KIND_WORDS else kind
 
 
 def place_of(info: ThreadInfo, user: str | None = None) -> Place:

@@ -7,11 +7,8 @@ from typing import Any
 
 from graphs.analyze.state import session_of
 from graphs.views import Table, View
-from tools.desk.log import Decision
-from tools.i18n import N_, _, ngettext, pgettext
-
-RATING_WORDS = {"Buy": N_("Buy"), "Overweight": N_("Overweight"), "Hold": N_("Hold"),
-                "Underweight": N_("Underweight"), "Sell": N_("Sell")}
+from tools.desk.log import RATING_WORDS, Decision
+from tools.i18n import _, ngettext, pgettext
 
 
 def rating_word(rating: Any) -> str:

@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from graphs.llm import ModelAnswerError
-
-RATINGS = ("Buy", "Overweight", "Hold", "Underweight", "Sell")
+from tools.desk.log import RATINGS
 
 
 def _fraction(body: dict[str, Any], key: str) -> float:

@@ -36,11 +36,15 @@ from sqlalchemy.orm import Session
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError, normalize_date
 from tools.desk.records import DeskDecision, DeskDecisionOutcome
+from tools.i18n import N_
 from tools.storage.models import utcnow
 
 log = logging.getLogger(__name__)
 
-RATINGS = ("Buy", "Overweight", "Hold", "Underweight", "Sell")
+# the five-step scale, stored in English; the words are how views say each rating
+RATING_WORDS = {"Buy": N_("Buy"), "Overweight": N_("Overweight"), "Hold": N_("Hold"),
+                "Underweight": N_("Underweight"), "Sell": N_("Sell")}
+RATINGS = tuple(RATING_WORDS)
 HOLD_BAND = Decimal("0.02")  # a Hold hits when the excess return stays inside ±2%
 PLACES = Decimal("1E-10")
 _WIDTHS = {"namespace": 128, "ts_code": 32, "thread_id": 64, "decision_id": 64}
