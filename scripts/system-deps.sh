@@ -11,5 +11,7 @@ if [ "$(id -u)" != 0 ]; then
         exit 0
     fi
 fi
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq bubblewrap >/dev/null
+# Another apt run (a second clone installing at once, unattended upgrades) holds the lock: wait for it.
+WAIT="-o DPkg::Lock::Timeout=600"
+$SUDO apt-get $WAIT update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get $WAIT install -y -qq bubblewrap >/dev/null
