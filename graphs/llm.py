@@ -80,17 +80,20 @@ def bounded(model: BaseChatModel, seconds: float) -> BaseChatModel:
 
 
 def parse_json_answer(text: str, what: str) -> dict[str, Any]:
-    """The JSON object in a model's answer; ModelAnswerError naming `what` was asked for when there is none."""
+    """The JSON object in a model's answer; ModelAnswerError naming `what` (an `N_` message id) was asked for when
+    there is none."""
     if not text.strip():
-        raise ModelAnswerError(f"it gave an empty answer instead of the JSON {what}")
+        raise ModelAnswerError(_("it gave an empty answer instead of the JSON {what}").format(what=_(what)))
     try:
         return parse_json_object(text)
     except ValueError as exc:
         if "{" in text:
-            detail = str(exc) if isinstance(exc, json.JSONDecodeError) else "the object is never closed"
-            raise ModelAnswerError(f"its JSON {what} is broken ({detail})") from exc
+            detail = str(exc) if isinstance(exc, json.JSONDecodeError) else _("the object is never closed")
+            raise ModelAnswerError(_("its JSON {what} is broken ({detail})").format(what=_(what), detail=detail)
+                                   ) from exc
         start = " ".join(text.split())[:80]
-        raise ModelAnswerError(f'it replied in prose instead of the JSON {what} ("{start}")') from exc
+        raise ModelAnswerError(_('it replied in prose instead of the JSON {what} ("{start}")').format(
+            what=_(what), start=start)) from exc
 
 
 def invoke_json(model: BaseChatModel, messages: Sequence[BaseMessage], what: str) -> dict[str, Any]:
@@ -106,10 +109,11 @@ def agent_json_answer(messages: Sequence[BaseMessage], what: str, tools: Collect
     if broken:
         name = str(broken[0].get("name") or "")
         if name not in tools:
-            raise ModelAnswerError(f"it called a tool that does not exist: {name or '(no name)'}, with arguments "
-                                   f"that are not valid JSON, instead of answering with the JSON {what}")
-        raise ModelAnswerError(f"it called {name} with arguments that are not valid JSON instead of answering with "
-                               f"the JSON {what}")
+            raise ModelAnswerError(_("it called a tool that does not exist: {name}, with arguments that are not "
+                                     "valid JSON, instead of answering with the JSON {what}").format(
+                                         name=name or _("(no name)"), what=_(what)))
+        raise ModelAnswerError(_("it called {name} with arguments that are not valid JSON instead of answering with "
+                                 "the JSON {what}").format(name=name, what=_(what)))
     return parse_json_answer(last_ai_text(list(messages)), what)
 
 

@@ -23,6 +23,7 @@ from graphs.context import LIGHT, WorkflowContext, model_for
 from graphs.grammar import first_word
 from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json
 from graphs.registry import WORKFLOWS, workflow_for
+from tools.i18n import N_
 
 ROUTER_PROMPT = ("You route a quant's request in a Slack thread to one workflow. Workflows:\n"
                  + "".join(f"- {w.name}: {w.summary}\n" for w in WORKFLOWS.values())
@@ -78,7 +79,7 @@ def _choose(text: str, current: str | None, ctx: WorkflowContext) -> tuple[str |
     if llm is None:
         return None, NO_ROUTE
     try:
-        answer = invoke_json(llm, [SystemMessage(ROUTER_PROMPT), HumanMessage(text)], "routing answer")
+        answer = invoke_json(llm, [SystemMessage(ROUTER_PROMPT), HumanMessage(text)], N_("routing answer"))
     except MODEL_FAILURES as exc:
         return None, f"{describe_model_failure(exc)}\nThese work without the model:\n{GRAMMAR_HELP}"
     workflow = answer.get("workflow")

@@ -81,6 +81,7 @@ def test_a_chinese_console_session_drives_every_workflow_with_the_numbers_of_the
     assert sum(line.startswith("  交易费用（买入持有）") for line in lines) == 3  # two signal runs, one rule backtest
     assert not [line for line in lines if line.startswith(("error", "错误"))]
     assert NUMBER.findall(chinese) == NUMBER.findall(english) and len(NUMBER.findall(english)) > 150
+    assert english_left(chinese, RULE) == []  # no sentence left in English (the rule's words are the user's)
 
 
 SENTENCE = re.compile(r"(?<![\w./=@-])[A-Za-z]+(?: [A-Za-z]+){2,}(?![\w./=(-])")  # three plain words in a row

@@ -11,6 +11,7 @@ from typing import TextIO
 
 from bot.console.text import view_text
 from bot.core.kinds import kind_of
+from bot.core.outbox import kind_word
 from bot.core.surface import Content, Notice, Place, Question, Result, RetryOffer, StoredFile, ThreadStart
 from bot.stores.threads import CONSOLE_CHANNEL, CONSOLE_TEAM
 from tools.i18n import _
@@ -67,7 +68,7 @@ class ConsoleSurface:
         for file in files:
             path = folder / file.filename
             path.write_bytes(file.data)
-            self.say(_("  saved {kind}: {path}").format(kind=file.kind, path=path))
+            self.say(_("  saved {kind}: {path}").format(kind=kind_word(file.kind), path=path))
 
     def find(self, place: Place, key: str) -> str | None:
         return None

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from graphs.interrupts import APPROVAL, CLARIFY, CODE_REVIEW, validate_args
-from tools.i18n import N_, _
+from tools.i18n import N_, _, pgettext
 
 EDIT_BODY = "edit-body"  # console: the body follows on the next lines, ended by a line `.`
 
@@ -45,6 +45,17 @@ class Clarify:
         return ConsoleStep({"type": "respond", "message": line.strip()})
 
 
+def said(word: str) -> str:
+    """A decision word (approve, edit, reject) as the reader would type it; the console takes either language's."""
+    words = {"approve": pgettext("command", "approve"), "edit": pgettext("command", "edit"),
+             "reject": pgettext("command", "reject")}
+    return words.get(word, word)
+
+
+def _allowed(payload: dict[str, Any]) -> str:
+    return " | ".join(said(word) for word in payload.get("allowed", []))
+
+
 def _reject(rest: str, what: str) -> ConsoleStep:
     if not rest:
         return ConsoleStep(message=_("reject needs a reason: reject REASON ({what})").format(what=what))
@@ -71,8 +82,7 @@ class CodeReview:
                 name=payload.get("name"), verdict=verdict, isolation=payload.get("isolation", "unknown")),
             str(payload.get("summary", "")), _("--- body of compute_factor ---"),
             str(payload.get("code", "")).rstrip(),
-            _("--- review> {allowed} (edit [FILE]; reject REASON) ---").format(
-                allowed=" | ".join(payload.get("allowed", [])))])
+            _("--- review> {allowed} (edit [FILE]; reject REASON) ---").format(allowed=_allowed(payload))])
 
     @staticmethod
     def console_step(line: str, payload: dict[str, Any]) -> ConsoleStep:
@@ -111,9 +121,9 @@ class Approval:
 
     @staticmethod
     def console_text(payload: dict[str, Any]) -> str:
-        forms = ["approve", "reject REASON"]
+        forms = [said("approve"), _("reject REASON")]
         if "edit" in payload.get("allowed", []):
-            forms.insert(1, "edit " + " ".join(f"{k}=…" for k in payload.get("args_schema") or {}))
+            forms.insert(1, said("edit") + " " + " ".join(f"{k}=…" for k in payload.get("args_schema") or {}))
         details = "\n".join(f"  {_label(k)}: {v}" for k, v in (payload.get("args") or {}).items())
         return (_("--- approval: {title} ---").format(title=payload.get("title")) + "\n"
                 + f"{payload.get('description', '')}\n{details}\n"
@@ -134,9 +144,8 @@ class Approval:
             if errors:
                 return ConsoleStep(message=_("error: {error}").format(error="; ".join(errors)))
             return ConsoleStep({"type": "edit", "edited_action": {"name": payload.get("action"), "args": args}})
-        allowed = " | ".join(payload.get("allowed", []))
         return ConsoleStep(message=_("this waits for approval: {allowed} (reject needs a REASON)").format(
-            allowed=allowed))
+            allowed=_allowed(payload)))
 
 
 def _label(key: str) -> str:

@@ -14,7 +14,9 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from graphs.analyze.words import stopped_in
 from graphs.common import message_text
+from tools.i18n import _
 
 CHARS_PER_TOKEN = 4  # Latin text; each CJK character is counted as a token of its own
 WIDE = re.compile("[\u3000-\u9fff\uf900-\ufaff\uff00-\uffef]")  # CJK punctuation, ideographs, full-width forms
@@ -55,7 +57,11 @@ def cut_at_budget(answer: AIMessage) -> bool:
 
 
 def budget_note(stage: str, used: int, budget: int, cut: bool = False) -> str:
-    """Where and why the desk stopped."""
-    why = ("its answer was cut off at what was left of" if cut else "there is not enough left for another call in")
-    return (f"stopped in {stage}: {why} its part of this decision's token budget, {budget:,} tokens ({used:,} "
-            "used); raise QUANTDESK_DECISION_TOKEN_BUDGET or ask with a lower depth or fewer analysts")
+    """Where and why the desk stopped, for the token budget."""
+    why = (_("its answer was cut off at what was left of its part of this decision's token budget, {budget} tokens "
+             "({used} used); raise QUANTDESK_DECISION_TOKEN_BUDGET or ask with a lower depth or fewer analysts")
+           if cut else
+           _("there is not enough left for another call in its part of this decision's token budget, {budget} "
+             "tokens ({used} used); raise QUANTDESK_DECISION_TOKEN_BUDGET or ask with a lower depth or fewer "
+             "analysts"))
+    return stopped_in(stage, why.format(budget=f"{budget:,}", used=f"{used:,}"))

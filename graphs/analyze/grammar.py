@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from graphs.grammar import bad_code_message, did_you_mean, first_word, normalize, tokenize
 from graphs.order.grammar import OrderGrammarError, account_name
+from tools.i18n import _
 
 KEYWORD = "analyze"
 USAGE = ("analyze CODE [DATE] [depth=1..5] [analysts=market,news,sentiment,fundamentals] [account=NAME] "
@@ -58,26 +59,29 @@ def parse_request(text: str) -> DecisionRequest:
     if tokens.bad_codes:
         raise DecisionGrammarError(bad_code_message(tokens.bad_codes))
     if len(tokens.codes) != 1:
-        found = ", ".join(tokens.codes) if tokens.codes else "none"
-        raise DecisionGrammarError(f"name exactly one stock code (found {found}), e.g. `analyze 600519.SH`")
+        if tokens.codes:
+            raise DecisionGrammarError(_("name exactly one stock code (found {codes}), e.g. `analyze 600519.SH`"
+                                         ).format(codes=", ".join(tokens.codes)))
+        raise DecisionGrammarError(_("name a stock code, e.g. `analyze 600519.SH`"))
     if len(tokens.dates) > 1 or (span and tokens.dates):
-        raise DecisionGrammarError("give one date, or one START..END range for a replay")
+        raise DecisionGrammarError(_("give one date, or one START..END range for a replay"))
     if "every" in tokens.params and not span:
-        raise DecisionGrammarError("every= goes with a replay range, e.g. `analyze 600519.SH 20200101..20200630 "
-                                   "every=5d`")
+        raise DecisionGrammarError(_("every= goes with a replay range, e.g. `analyze 600519.SH 20200101..20200630 "
+                                     "every=5d`"))
     unknown = [name for name in tokens.params if name not in PARAMS]
     if unknown:
         named = ", ".join(name + did_you_mean(f"{name}={tokens.params[name]}", (*PARAMS, "analysts"))
                           for name in unknown)
-        raise DecisionGrammarError(f"unknown parameter {named}; use depth=, analysts=, account= or session=")
+        raise DecisionGrammarError(_("unknown parameter {named}; use depth=, analysts=, account= or session="
+                                     ).format(named=named))
     if tokens.words:
         named = ", ".join(f"`{word}`{did_you_mean(word, (*ANALYSTS, *SESSIONS))}" for word in tokens.words)
-        raise DecisionGrammarError(f"cannot read {named}; nothing was run")
+        raise DecisionGrammarError(_("cannot read {named}; nothing was run").format(named=named))
     start, end = (span.group(1).replace("-", ""), span.group(2).replace("-", "")) if span else (None, None)
     if start and end and start > end:
-        raise DecisionGrammarError(f"the replay starts after it ends ({start}..{end})")
+        raise DecisionGrammarError(_("the replay starts after it ends ({start}..{end})").format(start=start, end=end))
     if span and "account" in tokens.params:
-        raise DecisionGrammarError("a replay trades only in its own replay account; leave out account=")
+        raise DecisionGrammarError(_("a replay trades only in its own replay account; leave out account="))
     return DecisionRequest(tokens.codes[0], start or (tokens.dates[0] if tokens.dates else None),
                            _depth(tokens.params.get("depth")), _analysts(listed.group(1) if listed else None),
                            _account(tokens.params.get("account")), end, _every(tokens.params.get("every")),
@@ -89,8 +93,8 @@ def _session(text: str | None) -> str | None:
         return None
     name = text.lower().replace("-", "_")
     if name not in SESSIONS:
-        raise DecisionGrammarError(f"session= is pre_open (before the day's open, on data up to the previous close) "
-                                   f"or post_close (after the day's close), not {text!r}")
+        raise DecisionGrammarError(_("session= is pre_open (before the day's open, on data up to the previous close) "
+                                     "or post_close (after the day's close), not {value}").format(value=repr(text)))
     return name
 
 
@@ -99,7 +103,8 @@ def _every(text: str | None) -> int:
         return 5
     digits = text.lower().removesuffix("d")
     if not digits.isdigit() or not 1 <= int(digits) <= 250:
-        raise DecisionGrammarError(f"every= is a number of trading days from 1 to 250, like every=5d, not {text!r}")
+        raise DecisionGrammarError(_("every= is a number of trading days from 1 to 250, like every=5d, not {value}"
+                                     ).format(value=repr(text)))
     return int(digits)
 
 
@@ -107,7 +112,7 @@ def _depth(text: str | None) -> int:
     if text is None:
         return DEFAULT_DEPTH
     if not text.isdigit() or not 1 <= int(text) <= 5:
-        raise DecisionGrammarError(f"depth must be a whole number from 1 to 5, not {text!r}")
+        raise DecisionGrammarError(_("depth must be a whole number from 1 to 5, not {value}").format(value=repr(text)))
     return int(text)
 
 
@@ -117,7 +122,8 @@ def _analysts(text: str | None) -> tuple[str, ...]:
     names = [n.strip().lower() for n in text.replace(";", ",").split(",") if n.strip()]
     bad = [n for n in names if n not in ANALYSTS]
     if bad or not names:
-        raise DecisionGrammarError(f"unknown analyst {', '.join(bad) or '(none)'}; choose from {', '.join(ANALYSTS)}")
+        raise DecisionGrammarError(_("unknown analyst {names}; choose from {analysts}").format(
+            names=", ".join(bad) or _("(none)"), analysts=", ".join(ANALYSTS)))
     return tuple(a for a in ANALYSTS if a in names)
 
 

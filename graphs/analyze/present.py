@@ -6,15 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from graphs.analyze.state import session_of
+from graphs.analyze.words import analyst_word, rating_word, stage_word
 from graphs.views import Table, View
-from tools.desk.log import RATING_WORDS, Decision
+from tools.desk.log import Decision
 from tools.i18n import _, ngettext, pgettext
-
-
-def rating_word(rating: Any) -> str:
-    """A rating as the reader says it (an unknown value as it is)."""
-    text = str(rating)
-    return _(RATING_WORDS[text]) if text in RATING_WORDS else text
 
 
 def present_decision(result: dict[str, Any]) -> View:
@@ -74,13 +69,6 @@ def present_decision(result: dict[str, Any]) -> View:
                 artifacts=list(result.get("artifacts") or []))
 
 
-def analyst_word(name: str) -> str:
-    """An analyst's name (market, news …) as the reader says it."""
-    words = {"market": pgettext("analyst", "market"), "news": pgettext("analyst", "news"),
-             "sentiment": pgettext("analyst", "sentiment"), "fundamentals": pgettext("analyst", "fundamentals")}
-    return words.get(name, name)
-
-
 def when(request: dict[str, Any]) -> str:
     """The decision's moment: its date (after the close), or "D pre-open"."""
     session, day = session_of(request)
@@ -91,7 +79,7 @@ def _audit_flags(result: dict[str, Any]) -> list[str]:
     """One warning per agent whose text quotes figures no tool returned."""
     audits = [(_("{analyst} analyst").format(analyst=analyst_word(name)), run.get("audit") or {})
               for name, run in (result.get("analysts") or {}).items()]
-    audits += [(_("{stage} judge").format(stage=stage), run.get("audit") or {})
+    audits += [(_("{stage} judge").format(stage=stage_word(stage)), run.get("audit") or {})
                for stage, run in (result.get("stages") or {}).items()]
     return [f"{who}: {audit['note']}" for who, audit in audits if audit.get("note")]
 
@@ -115,10 +103,10 @@ def _replay(result: dict[str, Any]) -> View:
     request, equity, benchmark = result["request"], result["equity"], result["benchmark"]
     start = float(result["starting_cash"])
     rows = [[s["date"], rating_word(s["rating"]), f"{float(s['target']):.0%}" if s["target"] is not None else "-",
-             f"{float(s['equity']):,.2f}", _replay_order(s, result.get("stopped"))] for s in result["steps"]]
+             f"{float(s['equity']):,.2f}", _replay_order(s)] for s in result["steps"]]
     facts = [(_("Dates"), _("{done} of {planned}, every {every} trading days").format(
                 done=len(result["steps"]), planned=len(request["replay_dates"]), every=request["every"])),
-             (_("Hit rate"), str(result["hit_rate"])), (_("Fills"), str(result["fills"])),
+             (_("Hit rate"), str(result["hit_rate"])), (pgettext("replay", "Fills"), str(result["fills"])),
              (_("Tokens"), f"{int(result['tokens']):,}"),
              (_("Account"), _("{account} (replay only)").format(account=result["account"]))]
     if equity:
@@ -137,10 +125,9 @@ def _replay(result: dict[str, Any]) -> View:
                 warnings=warnings, artifacts=list(result.get("artifacts") or []))
 
 
-def _replay_order(step: dict[str, Any], stopped: str | None) -> str:
+def _replay_order(step: dict[str, Any]) -> str:
     """The date's order text, whole; on the date the replay stopped at, a pointer to the warning that says why."""
-    order = str(step["order"])
-    return _("stopped (see the warning)") if stopped == f"stopped at {step['date']}: {order}" else order
+    return _("stopped (see the warning)") if step.get("stopped") else str(step["order"])
 
 
 def _replay_data(request: dict[str, Any]) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 from graphs.analyze.deps import AnalyzeDeps
 from tools.data.fundamentals import FundamentalsSource, SourceResult, fundamentals_source
 from tools.data.news import NO_NEWS, NO_POSTS, NewsResult, NewsSource, NoNews
+from tools.i18n import _
 
 
 def fundamentals_of(ctx: AnalyzeDeps) -> FundamentalsSource:
@@ -31,16 +32,24 @@ def no_data(why: str) -> dict[str, str]:
     return {NO_DATA: f"no data: {why}; do not estimate"}
 
 
+def gap_of(output: dict[str, Any]) -> str | None:
+    """The data gap a tool's answer tells of, as the reader is told it (the model reads the answer itself)."""
+    said = output.get(NO_DATA)
+    if not said:
+        return None
+    return _("no data: {why}").format(why=said.removeprefix("no data: ").removesuffix("; do not estimate"))
+
+
 def fundamentals_output(result: SourceResult) -> dict[str, Any]:
     """A fundamentals answer as a tool output: its rows with their units, or the explicit no-data gap."""
     if result.gap or not result.rows:
-        return no_data(result.gap or "no rows")
+        return no_data(result.gap or _("no rows"))
     return {"dataset": result.dataset, "units": result.units, "rows": result.rows}
 
 
 def news_output(result: NewsResult, limit_chars: int = 400) -> dict[str, Any]:
     if result.gap or not result.items:
-        return no_data(result.gap or "no items")
+        return no_data(result.gap or _("no items"))
     items = [{"datetime": i.datetime, "title": i.title, "content": i.content[:limit_chars], "source": i.source}
              for i in result.items]
     return {"items": items, "notes": list(result.notes)}

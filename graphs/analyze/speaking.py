@@ -15,6 +15,7 @@ from graphs.analyze.grammar import ANALYSTS
 from graphs.analyze.models import MODELS
 from graphs.analyze.state import DebateState
 from graphs.analyze.verdict import verdict_numbers
+from graphs.analyze.words import debate_stage, judge_stage, judge_word, rating_word, role_word, stage_word, stopped_in
 from graphs.common import message_text
 from graphs.context import model_for
 from graphs.llm import MODEL_FAILURES, ModelAnswerError, describe_model_failure, language_instruction, parse_json_answer
@@ -57,7 +58,7 @@ def ask(ctx: AnalyzeDeps, state: DebateState, system: str, stage: str,
     try:
         answer = model_for(ctx, MODELS[agent]).bind(max_tokens=cap).invoke(messages)  # type: ignore[union-attr]
     except MODEL_FAILURES as exc:
-        return None, used, f"stopped in {stage}: {describe_model_failure(exc)}"
+        return None, used, stopped_in(stage, describe_model_failure(exc))
     spent = used + tokens_of(messages, answer)
     if cut_at_budget(answer):
         return None, spent, budget_note(stage, spent, budget, cut=True)
@@ -66,29 +67,32 @@ def ask(ctx: AnalyzeDeps, state: DebateState, system: str, stage: str,
 
 def make_speaker(role: str, prompt: str, stage: str) -> Callable[..., dict[str, Any]]:
     def speaker_node(state: DebateState, runtime: Runtime[AnalyzeDeps]) -> dict[str, Any]:
-        answer, tokens, stopped = ask(runtime.context, state, prompt, f"the {stage} debate ({role})")
+        answer, tokens, stopped = ask(runtime.context, state, prompt, debate_stage(stage, role))
         if answer is None:
             return {"stopped": stopped, "tokens": tokens}
         count = state.get("count", 0) + 1
-        report_progress(_("{stage} debate").format(stage=stage), _("turn {n}: {role}").format(n=count, role=role))
+        report_progress(_("{stage} debate").format(stage=stage_word(stage)),
+                        _("turn {n}: {role}").format(n=count, role=role_word(role)))
         if not (state.get("request") or {}).get("replay"):  # a replay's dates are not told turn by turn
             report_prose(f"{stage} debate {count}", _("{stage} debate, turn {count}: {role}").format(
-                stage=stage.capitalize(), count=count, role=role), message_text(answer))
+                stage=stage_word(stage).capitalize(), count=count, role=role_word(role)), message_text(answer))
         return {"messages": [AIMessage(message_text(answer), name=role)], "latest_speaker": role, "count": count,
                 "tokens": tokens}
 
     return speaker_node
 
 
-def ask_judge(ctx: AnalyzeDeps, state: DebateState, prompt: str, who: str, what: str,
+def ask_judge(ctx: AnalyzeDeps, state: DebateState, prompt: str, stage: str, what: str,
               read: Callable[[dict[str, Any]], dict[str, Any]]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    """A judge's call: (its verdict read by `read`, the update), or (None, the update saying why it stopped)."""
-    answer, tokens, stopped = ask(ctx, state, prompt, who, "judge")
+    """The judge of the `stage` debate: (its verdict read by `read`, the update), or (None, the update saying why it
+    stopped); `what` is the `N_` message id of what it answers."""
+    answer, tokens, stopped = ask(ctx, state, prompt, judge_stage(stage), "judge")
     if answer is None:
         return None, {"stopped": stopped, "tokens": tokens}
     try:
         verdict = read(parse_json_answer(message_text(answer), what))
     except ModelAnswerError as exc:
-        return None, {"stopped": f"stopped at {who}: its answer could not be used ({exc})", "tokens": tokens}
-    report_progress(who.removeprefix("the "), verdict["rating"])
+        return None, {"stopped": _("stopped at {stage}: its answer could not be used ({problem})").format(
+            stage=judge_stage(stage), problem=exc), "tokens": tokens}
+    report_progress(judge_word(stage), rating_word(verdict["rating"]))
     return verdict, {"tokens": tokens, "evidence": [*state.get("evidence", []), *verdict_numbers(verdict)]}

@@ -13,10 +13,10 @@ from langchain_core.tools import StructuredTool
 
 from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.sources import (
-    NO_DATA,
     as_of_time,
     fundamentals_of,
     fundamentals_output,
+    gap_of,
     news_of,
     news_output,
     no_data,
@@ -24,6 +24,7 @@ from graphs.analyze.sources import (
 )
 from tools.desk.sentiment import score_sentiment
 from tools.desk.snapshot import market_snapshot
+from tools.i18n import _
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,7 @@ class ToolRun:
 
 
 def _run(output: dict[str, Any]) -> ToolRun:
-    gap = output.get(NO_DATA)
-    return ToolRun(json.dumps(output, ensure_ascii=False, default=str), output, gap)
+    return ToolRun(json.dumps(output, ensure_ascii=False, default=str), output, gap_of(output))
 
 
 def _market_tools(ctx: AnalyzeDeps, request: dict[str, Any]) -> dict[str, Callable[..., dict[str, Any]]]:
@@ -104,7 +104,7 @@ def _sentiment_tools(ctx: AnalyzeDeps, request: dict[str, Any]) -> dict[str, Cal
         found = [news_of(ctx).news(code, as_of, days), posts_of(ctx).news(code, as_of, days)]
         items = [item for result in found for item in result.items]
         if not items:
-            return no_data("; ".join(r.gap or "no items" for r in found))
+            return no_data("; ".join(r.gap or _("no items") for r in found))
         summary = score_sentiment(items)
         return {"items": len(items), "positive": summary.positive, "negative": summary.negative,
                 "neutral": summary.neutral, "score": round(summary.score, 4), "method": summary.method,

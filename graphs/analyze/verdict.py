@@ -7,6 +7,7 @@ from typing import Any
 
 from graphs.llm import ModelAnswerError
 from tools.desk.log import RATINGS
+from tools.i18n import _
 
 
 def _fraction(body: dict[str, Any], key: str) -> float:
@@ -14,23 +15,25 @@ def _fraction(body: dict[str, Any], key: str) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise ModelAnswerError(f"its {key} {value!r} is not a number from 0 to 1") from None
+        raise ModelAnswerError(_("its {key} {value} is not a number from 0 to 1").format(key=key, value=repr(value))
+                               ) from None
     if not 0 <= number <= 1:
-        raise ModelAnswerError(f"its {key} {number} is not between 0 and 1")
+        raise ModelAnswerError(_("its {key} {number} is not between 0 and 1").format(key=key, number=number))
     return number
 
 
 def _points(body: dict[str, Any], key: str) -> list[str]:
     value = body.get(key) or []
     if not isinstance(value, list):
-        raise ModelAnswerError(f"its {key} is not a list")
+        raise ModelAnswerError(_("its {key} is not a list").format(key=key))
     return [str(v) for v in value][:8]
 
 
 def _rating(body: dict[str, Any]) -> str:
     text = str(body.get("rating") or "").strip().capitalize()
     if text not in RATINGS:
-        raise ModelAnswerError(f"its rating {body.get('rating')!r} is not one of {', '.join(RATINGS)}")
+        raise ModelAnswerError(_("its rating {rating} is not one of {ratings}").format(
+            rating=repr(body.get("rating")), ratings=", ".join(RATINGS)))
     return text
 
 

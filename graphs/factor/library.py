@@ -61,7 +61,8 @@ def combination_parts(expression: str) -> list[tuple[float, LibraryFactor, int |
     try:
         tree = ast.parse(expression, mode="eval").body
     except SyntaxError:
-        raise CombinationError(f"cannot read the combination {expression!r}") from None
+        raise CombinationError(_("cannot read the combination {expression}").format(expression=repr(expression))
+                               ) from None
     terms: list[tuple[float, LibraryFactor, int | None]] = []
 
     def term(node: ast.AST, sign: float) -> None:
@@ -77,7 +78,8 @@ def combination_parts(expression: str) -> list[tuple[float, LibraryFactor, int |
 
     term(tree, 1.0)
     if len(terms) < 2:
-        raise CombinationError("a combination needs at least two library factors, e.g. momentum(20) - volatility(20)")
+        raise CombinationError(_("a combination needs at least two library factors, e.g. momentum(20) - "
+                                 "volatility(20)"))
     return terms
 
 

@@ -10,6 +10,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json
 from graphs.measures import Measures, RunRecord, rate
+from tools.i18n import N_
 from tools.research.lookahead import is_lookahead_problem
 
 RUBRIC = """You grade a stock-selection factor written by an AI assistant for a quant. Read the quant's request and
@@ -53,7 +54,7 @@ def judge_alignment(run: RunRecord) -> float | None:
         return None
     question = f"The quant asked:\n{run.request}\n\nThe code:\n```python\n{body}\n```"
     try:
-        verdict = invoke_json(run.judge, [SystemMessage(RUBRIC), HumanMessage(question)], "grade")
+        verdict = invoke_json(run.judge, [SystemMessage(RUBRIC), HumanMessage(question)], N_("grade"))
     except MODEL_FAILURES as exc:
         describe_model_failure(exc)
         return None

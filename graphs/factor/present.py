@@ -8,7 +8,7 @@ from sqlalchemy import Engine
 
 from graphs.views import Table, View
 from tools.factors.store import FactorStore
-from tools.i18n import N_, _
+from tools.i18n import N_, _, ngettext
 
 SHOWN_METRICS = (("rank_ic_mean", "Rank IC", "{:.4f}"), ("rank_icir", "ICIR", "{:.2f}"), ("ic_mean", "IC", "{:.4f}"),
                  ("spread_mean", "top−bottom", "{:.4%}"), ("turnover_top", "top turnover", "{:.1%}"))
@@ -54,30 +54,37 @@ def present_factor(result: dict[str, Any]) -> View:
 def factor_list(engine: Engine, _args: list[str]) -> View:
     factors = FactorStore(engine).list()
     if not factors:
-        return View("Factor library", "No factors saved yet. Start one with `factor KIND START END` "
-                                      "(e.g. `factor momentum 20190301 20200601`).")
-    lines = [f"{f.name} v{f.version} [{f.status}] {f.description} — by {f.author or '?'}, {f.decision} by "
-             f"{f.reviewer or '?'}, {f.created_at:%Y-%m-%d %H:%M}" for f in factors]
-    return View("Factor library", f"{len(factors)} factor(s), newest version of each:", lines=lines)
+        return View(_("Factor library"), _("No factors saved yet. Start one with `factor KIND START END` "
+                                           "(e.g. `factor momentum 20190301 20200601`)."))
+    lines = [_("{name} v{version} [{status}] {description} — by {author}, {decision} by {reviewer}, {at}").format(
+                 name=f.name, version=f.version, status=f.status, description=f.description, author=f.author or "?",
+                 decision=f.decision, reviewer=f.reviewer or "?", at=f"{f.created_at:%Y-%m-%d %H:%M}")
+             for f in factors]
+    return View(_("Factor library"), ngettext("{n} factor, newest version of each:",
+                                              "{n} factors, newest version of each:", len(factors)).format(
+                    n=len(factors)), lines=lines)
 
 
 def factor_show(engine: Engine, args: list[str]) -> View:
     name = " ".join(args).strip().lower()
     if not name:
-        return View("Factor", "Usage: factor show NAME (see factor list)")
+        return View(_("Factor"), _("Usage: factor show NAME (see factor list)"))
     store = FactorStore(engine)
     versions = store.versions(name)
     if not versions:
-        return View("Factor", f"No factor named {name!r}. See `factor list`.")
+        return View(_("Factor"), _("No factor named {name}. See `factor list`.").format(name=repr(name)))
     latest = versions[-1]
-    lines = ["versions: " + ", ".join(f"v{v.version} {v.status} ({v.decision} by {v.reviewer or '?'})"
-                                      for v in versions)]
+    lines = [_("versions: {versions}").format(versions=", ".join(
+        _("v{version} {status} ({decision} by {reviewer})").format(
+            version=v.version, status=v.status, decision=v.decision, reviewer=v.reviewer or "?") for v in versions))]
     active = store.latest(name)
     code = None
     if active is not None:
-        lines.append(f"v{active.version}: {store.count_values(active.id)} values stored")
+        lines.append(_("v{version}: {n} values stored").format(version=active.version,
+                                                               n=store.count_values(active.id)))
         for period, row in store.metrics(active.id).iterrows():
             shown = ", ".join(f"{label} {fmt.format(row[key])}" for key, label, fmt in SHOWN_METRICS if key in row)
             lines.append(f"{period}d: {shown}")
         code = (active.spec.get("body") or active.code).rstrip()
-    return View(f"Factor {latest.name}", f"{latest.name}: {latest.description}", lines=lines, code=code)
+    return View(_("Factor {name}").format(name=latest.name), f"{latest.name}: {latest.description}", lines=lines,
+                code=code)

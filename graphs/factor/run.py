@@ -34,7 +34,7 @@ def universe(provider: MarketDataProvider, spec: dict[str, Any]) -> list[str]:
         return list(spec["codes"])
     known = provider.known_codes()
     if not known:
-        raise ValueError("this data provider has no fixed universe: name the codes")
+        raise ValueError(_("this data provider has no fixed universe: name the codes"))
     return sorted(known)
 
 

@@ -7,6 +7,7 @@ from typing import Annotated, Any, TypedDict
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
+from tools.i18n import _
 from tools.storage.artifacts import ArtifactRef
 
 MAX_RETRIES = 5  # code-generation retries after the first attempt (the seed's limit)
@@ -46,10 +47,11 @@ def failure_of(state: FactorState) -> str | None:
     """Why the body under test is not good, or None when the dry run and the semantic check passed."""
     dry = state.get("dry_run") or {}
     if not dry.get("ok"):
-        return str(dry.get("error") or "the dry run did not run")
+        return str(dry.get("error") or _("the dry run did not run"))
     semantic = state.get("semantic_check") or {}
     if semantic.get("ok") is False:  # None: the judge gave no verdict; the reviewer decides
-        return "semantic check: " + "; ".join(semantic.get("diffs") or [str(semantic.get("reason"))])
+        return _("semantic check: {problems}").format(problems="; ".join(semantic.get("diffs") or
+                                                                           [str(semantic.get("reason"))]))
     return None
 
 

@@ -32,7 +32,7 @@ def render(name: str, description: str, fields: tuple[str, ...] | list[str], bod
     """The full program the sandbox runs: header, indented body, the fixed call that leaves `factor`."""
     body = textwrap.dedent(body).strip("\n")
     if not body.strip():
-        raise TemplateError("the factor body is empty")
+        raise TemplateError(_("the factor body is empty"))
     header = HEADER.format(name=name, description=" ".join(description.split())[:200],
                            params=", ".join(fields))
     return header + textwrap.indent(body, "    ") + CALL.format(args=", ".join(f"{f}={f}" for f in fields))

@@ -15,6 +15,7 @@ from tools.broker.clock import clock_for, ymd
 from tools.broker.market import closes
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError
+from tools.i18n import _
 
 CALENDAR_LOOKBACK_DAYS = 30  # no exchange holiday is this long
 
@@ -28,9 +29,9 @@ class StaleBar:
     expected: str  # YYYYMMDD
 
     def text(self) -> str:
-        seen = f"its latest bar is {self.last_bar}" if self.last_bar else "it has no recent bar"
-        return (f"stale data: {seen}, but the bar of {self.expected} (the last trading day before today, "
-                f"Asia/Shanghai) should be there; the stock may be suspended or the data feed behind")
+        seen = _("its latest bar is {day}").format(day=self.last_bar) if self.last_bar else _("it has no recent bar")
+        return _("stale data: {seen}, but the bar of {day} (the last trading day before today, Asia/Shanghai) should "
+                 "be there; the stock may be suspended or the data feed behind").format(seen=seen, day=self.expected)
 
 
 def last_trading_day_before(provider: MarketDataProvider, today: date) -> str:

@@ -74,20 +74,23 @@ def parse_settings(words: list[str]) -> dict[str, Any]:
         key, sep, value = word.partition("=")
         key = key.lower()
         if not sep or key not in KEYS:
-            raise MandateError(f"{word!r} is not a mandate setting: use {', '.join(k + '=…' for k in KEYS)}")
+            raise MandateError(_("{word} is not a mandate setting: use {keys}").format(
+                word=repr(word), keys=", ".join(k + "=…" for k in KEYS)))
         if value.lower() == "none":
             changes[key] = None
         elif key in ("allow", "block"):
             changes[key] = tuple(_symbol(part) for part in value.split(",") if part)
         elif key == "max_orders":
             if not value.isdigit():
-                raise MandateError(f"max_orders must be a whole number of orders, not {value!r}")
+                raise MandateError(_("max_orders must be a whole number of orders, not {value}").format(
+                    value=repr(value)))
             changes[key] = int(value)
         else:
             try:
                 changes[key] = Decimal(value.replace(",", ""))
             except ArithmeticError:
-                raise MandateError(f"{key} must be an amount in CNY, not {value!r}") from None
+                raise MandateError(_("{key} must be an amount in CNY, not {value}").format(key=key, value=repr(value))
+                                   ) from None
     return changes
 
 
@@ -99,7 +102,8 @@ def _symbol(part: str) -> str:
         return word.lower()
     code = word.upper()
     if len(code) != 9 or code[6] != "." or not code[:6].isdigit():
-        raise MandateError(f"{word!r} is not a code (600519.SH), a board ({', '.join(BOARDS)}) or ST")
+        raise MandateError(_("{word} is not a code (600519.SH), a board ({boards}) or ST").format(
+            word=repr(word), boards=", ".join(BOARDS)))
     return code
 
 

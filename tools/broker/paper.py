@@ -150,7 +150,8 @@ class PaperBroker:
                 preview = self._preview(session, request, clock)
                 if not preview.passed:
                     failed = preview.failed[0]
-                    raise OrderRejected(f"order refused by the {failed.name} check: {failed.detail}", preview.checks)
+                    raise OrderRejected(_("order refused by the {check} check: {detail}").format(
+                        check=_(failed.name), detail=failed.detail), preview.checks)
                 row = self._place(session, request, preview)
                 if clock.simulated:
                     self._execute(session, row)

@@ -17,6 +17,7 @@ from tools.broker.clock import day as to_date
 from tools.broker.fees import FeeRates, fill_fees
 from tools.broker.money import to_fen, yuan
 from tools.broker.orders import Account, OrderRejected, OrderRequest, Position
+from tools.i18n import _
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,8 @@ class ReplayLedger:
         fees = fill_fees(request.ts_code, request.side, value, to_date(trade_date), self.rates).total
         if request.side == "buy":
             if to_fen(value + fees) > self.cash_fen:
-                raise OrderRejected(f"the replay account has {yuan(self.cash_fen)} CNY, the buy needs {value + fees}")
+                raise OrderRejected(_("the replay account has {cash} CNY, the buy needs {needed}").format(
+                    cash=yuan(self.cash_fen), needed=value + fees))
             self.cash_fen -= to_fen(value + fees)
             held.cost_fen += to_fen(value + fees)
             held.bought_today = (held.bought_today if held.bought_on == trade_date else 0) + request.quantity
@@ -86,7 +88,8 @@ class ReplayLedger:
             held.quantity += request.quantity
         else:
             if request.quantity > self.sellable(request.ts_code, trade_date):
-                raise OrderRejected(f"only {self.sellable(request.ts_code, trade_date)} shares are sellable")
+                raise OrderRejected(_("only {n} shares are sellable").format(
+                    n=self.sellable(request.ts_code, trade_date)))
             cost_out = held.cost_fen * request.quantity // held.quantity
             proceeds = to_fen(value - fees)
             self.cash_fen += proceeds

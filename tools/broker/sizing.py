@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from decimal import ROUND_DOWN, Decimal
 
 from tools.broker.rules import LotRule
+from tools.desk.log import RATING_WORDS
+from tools.i18n import _
 
 BUY_RATINGS = ("Buy", "Overweight")
 SELL_RATINGS = ("Sell", "Underweight")
@@ -23,7 +25,13 @@ class Sizing:
     side: str | None  # buy, sell, or None: no order
     quantity: int
     target_shares: int
-    explanation: str
+    basis: str  # the target and the position, in the language in effect when it was sized
+    outcome: str  # the order it comes to, or why there is none
+    explanation: str  # both, as one text
+
+
+def _sizing(side: str | None, quantity: int, target: int, basis: str, outcome: str) -> Sizing:
+    return Sizing(side, quantity, target, basis, outcome, _("{basis}. {outcome}").format(basis=basis, outcome=outcome))
 
 
 def _shares(value: Decimal, price: Decimal) -> int:
@@ -34,29 +42,35 @@ def size_order(rating: str, target_weight: Decimal, max_weight: Decimal, total_v
                held: int, sellable: int, available: Decimal, lot: LotRule) -> Sizing:
     """The order that moves the position toward `target_weight` in the rating's direction, in whole lots."""
     weight = min(target_weight, max_weight)
-    capped = f" (capped at the account's limit {max_weight:.0%})" if target_weight > max_weight else ""
     target = lot.round_down(_shares(total_value * weight, price)) if weight > 0 else 0
-    head = f"target {weight:.1%} of {total_value:,.2f} CNY{capped} at {price} = {target:,} shares; held {held:,}"
+    basis = (_("target {weight} of {value} CNY (capped at the account's limit {limit}) at {price} = {target} shares; "
+               "held {held}") if target_weight > max_weight else
+             _("target {weight} of {value} CNY at {price} = {target} shares; held {held}")).format(
+                 weight=f"{weight:.1%}", value=f"{total_value:,.2f}", limit=f"{max_weight:.0%}", price=price,
+                 target=f"{target:,}", held=f"{held:,}")
+    said = _(RATING_WORDS[rating]) if rating in RATING_WORDS else rating
     if rating == "Hold":
-        return Sizing(None, 0, target, f"{head}. Hold: no order")
+        return _sizing(None, 0, target, basis, _("Hold: no order"))
     if rating in BUY_RATINGS:
         if target <= held:
-            return Sizing(None, 0, target, f"{head}. {rating}, but the position is already at or above the target: "
-                                           "no order")
+            return _sizing(None, 0, target, basis, _("{rating}, but the position is already at or above the target: "
+                                                    "no order").format(rating=said))
         affordable = lot.round_down(_shares(available * (1 - FEE_MARGIN), price))
         quantity = min(lot.round_down(target - held), affordable)
         if quantity <= 0:
-            return Sizing(None, 0, target, f"{head}. {rating}, but {available:,.2f} CNY available buys less than a "
-                                           "lot: no order")
-        cash = " (all the cash allows)" if quantity == affordable and quantity < target - held else ""
-        return Sizing("buy", quantity, target, f"{head}. Buy {quantity:,} shares{cash}")
+            return _sizing(None, 0, target, basis, _("{rating}, but {available} CNY available buys less than a lot: "
+                                                    "no order").format(rating=said, available=f"{available:,.2f}"))
+        buy = (_("Buy {quantity} shares (all the cash allows)") if quantity == affordable and quantity < target - held
+               else _("Buy {quantity} shares"))
+        return _sizing("buy", quantity, target, basis, buy.format(quantity=f"{quantity:,}"))
     if rating in SELL_RATINGS:
         if target >= held:
-            return Sizing(None, 0, target, f"{head}. {rating}, but the position is already at or below the target: "
-                                           "no order")
+            return _sizing(None, 0, target, basis, _("{rating}, but the position is already at or below the target: "
+                                                    "no order").format(rating=said))
         wanted = held - target if target == 0 else lot.round_down(held - target)
         quantity = min(wanted, sellable)
         if quantity <= 0:
-            return Sizing(None, 0, target, f"{head}. {rating}, but no shares are sellable today (T+1): no order")
-        return Sizing("sell", quantity, target, f"{head}. Sell {quantity:,} shares")
+            return _sizing(None, 0, target, basis, _("{rating}, but no shares are sellable today (T+1): no order"
+                                                    ).format(rating=said))
+        return _sizing("sell", quantity, target, basis, _("Sell {quantity} shares").format(quantity=f"{quantity:,}"))
     raise ValueError(f"unknown rating {rating!r}")

@@ -36,7 +36,7 @@ from sqlalchemy.orm import Session
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError, normalize_date
 from tools.desk.records import DeskDecision, DeskDecisionOutcome
-from tools.i18n import N_
+from tools.i18n import N_, _
 from tools.storage.models import utcnow
 
 log = logging.getLogger(__name__)
@@ -177,14 +177,18 @@ def resolve_due(engine: Engine, provider: MarketDataProvider, *, namespace: str,
 def reflection_text(resolution: Resolution) -> str:
     """One deterministic line on how a decision turned out, e.g. "Decision on 20221213 rated Buy at 1,750.00;
     5 trading days later 1,715.00 (−2.00%), benchmark −2.50%, excess +0.50%: hit"."""
-    verdict = {True: "hit", False: "miss", None: "unscored"}[resolution.hit]
+    verdict = {True: _("hit"), False: _("miss"), None: _("unscored")}[resolution.hit]
     if resolution.benchmark_return is None or resolution.excess_return is None:
-        versus = "benchmark n/a (no universe code had both closes), excess n/a"
+        versus = _("benchmark n/a (no universe code had both closes), excess n/a")
     else:
-        versus = f"benchmark {_percent(resolution.benchmark_return)}, excess {_percent(resolution.excess_return)}"
-    return (f"Decision on {resolution.trade_date} rated {resolution.rating} at {resolution.entry_close:,.2f}; "
-            f"{resolution.horizon} trading days later {resolution.exit_close:,.2f} "
-            f"({_percent(resolution.realised_return)}), {versus}: {verdict}")
+        versus = _("benchmark {benchmark}, excess {excess}").format(
+            benchmark=_percent(resolution.benchmark_return), excess=_percent(resolution.excess_return))
+    return _("Decision on {date} rated {rating} at {entry}; {horizon} trading days later {exit} ({change}), "
+             "{versus}: {verdict}").format(
+        date=resolution.trade_date, rating=_(RATING_WORDS[resolution.rating]) if resolution.rating in RATING_WORDS
+        else resolution.rating, entry=f"{resolution.entry_close:,.2f}", horizon=resolution.horizon,
+        exit=f"{resolution.exit_close:,.2f}", change=_percent(resolution.realised_return), versus=versus,
+        verdict=verdict)
 
 
 def reflections_for(engine: Engine, namespace: str, ts_code: str, as_of_date: str | Date, horizon: int, *,

@@ -48,6 +48,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
+from tools.i18n import _, ngettext
+
 # full-width ASCII forms, the ideographic space and the minus sign, folded one character to one (spans survive);
 # the Chinese comma U+FF0C is left alone so it never reads as a thousands separator
 _FOLD = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F) if code != 0xFF0C} | {0x3000: 0x20, 0x2212: 0x2D}
@@ -245,7 +247,8 @@ def audit(text: str, tool_outputs: ToolOutput, *, rel_tol: float = 0.005,
 def flag_text(result: AuditResult) -> str:
     """One line for a report or card: the figures not found, or that all were."""
     if result.ok:
-        return f"all figures found in tool outputs ({len(result.checked)} checked)"
+        return _("all figures found in tool outputs ({n} checked)").format(n=len(result.checked))
     count = len(result.flagged)
-    return (f"{count} figure{'s' if count > 1 else ''} not found in tool outputs: "
-            + "; ".join(figure.text for figure in result.flagged))
+    return ngettext("{n} figure not found in tool outputs: {figures}",
+                    "{n} figures not found in tool outputs: {figures}", count).format(
+                        n=count, figures="; ".join(figure.text for figure in result.flagged))

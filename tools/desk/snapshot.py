@@ -17,7 +17,7 @@ import pandas as pd
 
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError, normalize_date
-from tools.i18n import N_
+from tools.i18n import N_, _
 from tools.research import indicators
 
 BAR_FIELDS = ["open", "high", "low", "close", "pct_chg", "vol", "amount"]
@@ -115,9 +115,11 @@ def market_snapshot(provider: MarketDataProvider, ts_code: str, as_of: str, wind
     bars = price_bars(provider, ts_code, as_of, window)
     if bars.empty:
         return MarketSnapshot(ts_code, as_of, [], {}, gaps=[
-            f"no daily bars of {ts_code} on or before {as_of} from the {provider.name} provider"])
+            _("no daily bars of {code} on or before {day} from the {provider} provider").format(
+                code=ts_code, day=as_of, provider=provider.name)])
     values, conventions = _indicator_values(bars)
-    gaps = [f"{name} is still in its warm-up ({len(bars)} bars of history)" for name, v in values.items() if v is None]
+    gaps = [_("{name} is still in its warm-up ({n} bars of history)").format(name=name, n=len(bars))
+            for name, v in values.items() if v is None]
     shown = bars.tail(window)
     rows = [{"trade_date": str(r["trade_date"]),
              **{label: _round(r[name], digits) for name, (label, digits) in SHOWN.items() if name in r}}

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal, NoReturn
 
+from tools.i18n import N_, _, ngettext
 from tools.rules.syntax import (
     COMPARISONS,
     CONDITIONS,
@@ -46,7 +47,7 @@ class _Token:
 
 _SYMBOLS = ("<=", ">=", "==", "!=", "<", ">", "(", ")", "[", "]", ",", ".", ";", "+", "-", "*", "/")
 _DIGITS = "0123456789"
-_HINTS = {"=": " (compare with '==')", "&": " (use 'and')", "|": " (use 'or')", "!": " (use 'not')"}
+_HINTS = {"=": N_(" (compare with '==')"), "&": N_(" (use 'and')"), "|": N_(" (use 'or')"), "!": N_(" (use 'not')")}
 
 
 def _tokens(text: str) -> list[_Token]:
@@ -115,7 +116,8 @@ class _Parser:
 
     def fail(self, where: _Token | int, problem: str) -> NoReturn:
         if isinstance(where, _Token) and where.kind == "bad":
-            problem = f"unexpected character {where.text!r}{_HINTS.get(where.text, '')}"
+            hint = _(_HINTS[where.text]) if where.text in _HINTS else ""
+            problem = _("unexpected character {character}{hint}").format(character=repr(where.text), hint=hint)
         raise RuleSyntaxError(self.text, where.start if isinstance(where, _Token) else where, problem)
 
     def source(self, span: _Span) -> str:
@@ -128,12 +130,12 @@ class _Parser:
         while True:
             head = self.peek()
             if not (head.kind == "name" and head.text in ("buy", "sell")):
-                self.fail(head, "expected 'buy when' or 'sell when'")
+                self.fail(head, _("expected 'buy when' or 'sell when'"))
             if head.text in clauses:
-                self.fail(head, f"a rule has at most one {head.text} clause")
+                self.fail(head, _("a rule has at most one {word} clause").format(word=head.text))
             self.take()
             if not self.at("when"):
-                self.fail(self.peek(), f"expected 'when' after '{head.text}'")
+                self.fail(self.peek(), _("expected 'when' after '{word}'").format(word=head.text))
             self.take()
             body = self.condition(self.disjunction())
             clauses[head.text] = body.node
@@ -144,19 +146,20 @@ class _Parser:
             elif self.peek().kind == "end":
                 break
             else:
-                self.fail(self.peek(), f"expected 'and', 'or', ';' or the end of the rule after '{self.source(body)}'")
+                self.fail(self.peek(), _("expected 'and', 'or', ';' or the end of the rule after '{text}'").format(
+                    text=self.source(body)))
         return Rule(clauses.get("buy"), clauses.get("sell"))
 
     def condition(self, span: _Span) -> _Span:
         """`span`, which must be a condition: a value there lacks its comparison, refused at the next token."""
         if not isinstance(span.node, CONDITIONS):
-            self.fail(self.peek(), f"expected a comparison operator after '{self.source(span)}'")
+            self.fail(self.peek(), _("expected a comparison operator after '{text}'").format(text=self.source(span)))
         return span
 
     def value(self, span: _Span) -> _Span:
         """`span`, which must be a value (compared or computed with), not a condition."""
         if not isinstance(span.node, TERMS):
-            self.fail(span.start, f"expected a value, not the condition '{self.source(span)}'")
+            self.fail(span.start, _("expected a value, not the condition '{text}'").format(text=self.source(span)))
         return span
 
     def disjunction(self) -> _Span:
@@ -196,7 +199,7 @@ class _Parser:
             self.take()
             direction = self.peek()
             if not (direction.kind == "name" and direction.text in ("above", "below")):
-                self.fail(direction, "expected 'above' or 'below' after 'crosses'")
+                self.fail(direction, _("expected 'above' or 'below' after 'crosses'"))
             self.take()
             right = self.value(self.sum())
             return _Span(Cross(direction.text, left.node, right.node),
@@ -236,40 +239,44 @@ class _Parser:
             self.take()
             inner = self.disjunction()
             if not self.at(")"):
-                self.fail(self.peek(), f"expected ')' to close the '(' of column {token.start + 1}")
+                self.fail(self.peek(), _("expected ')' to close the '(' of column {column}").format(
+                    column=token.start + 1))
             close = self.take()
             return _Span(inner.node, token.start, close.end)
         if token.kind == "name" and token.text not in KEYWORDS:
             return self.lookback(self.series())
-        self.fail(token, "expected a number, a price field or an indicator")
+        self.fail(token, _("expected a number, a price field or an indicator"))
 
     def series(self) -> _Span:
         token = self.take()
         name = token.text
         if name in FIELDS:
             if self.at("("):
-                self.fail(self.peek(), f"{name} is a price field and takes no parameters")
+                self.fail(self.peek(), _("{name} is a price field and takes no parameters").format(name=name))
             return _Span(Field(name), token.start, token.end)
         spec = INDICATORS.get(name)
         if spec is None:
             known = ", ".join(INDICATORS)
             if self.at("("):
-                self.fail(token, f"unknown indicator '{name}'; known indicators: {known}")
-            self.fail(token, f"unknown name '{name}'; expected a price field ({', '.join(FIELDS)}), "
-                             f"an indicator ({known}) or a number")
+                self.fail(token, _("unknown indicator '{name}'; known indicators: {known}").format(
+                    name=name, known=known))
+            self.fail(token, _("unknown name '{name}'; expected a price field ({fields}), an indicator ({known}) or a "
+                               "number").format(name=name, fields=", ".join(FIELDS), known=known))
         params, end = self.params(token, spec)
         output = None
         if spec.outputs:
             lines = [f"{name}.{o}" for o in spec.outputs]
             if not self.at("."):
-                self.fail(self.peek(), f"{name} has several lines: use {', '.join(lines[:-1])} or {lines[-1]}")
+                self.fail(self.peek(), _("{name} has several lines: use {lines} or {last}").format(
+                    name=name, lines=", ".join(lines[:-1]), last=lines[-1]))
             self.take()
             line = self.peek()
             if line.kind != "name" or line.text not in spec.outputs:
-                self.fail(line, f"{name} has no line '{line.text}': use {', '.join(lines[:-1])} or {lines[-1]}")
+                self.fail(line, _("{name} has no line '{line}': use {lines} or {last}").format(
+                    name=name, line=line.text, lines=", ".join(lines[:-1]), last=lines[-1]))
             output, end = self.take().text, line.end
         elif self.at("."):
-            self.fail(self.peek(), f"{name} has a single line: nothing may follow it after '.'")
+            self.fail(self.peek(), _("{name} has a single line: nothing may follow it after '.'").format(name=name))
         return _Span(Indicator(name, params, output), token.start, end)
 
     def params(self, name: _Token, spec: Spec) -> tuple[tuple[int | Decimal, ...], int]:
@@ -281,31 +288,35 @@ class _Parser:
             while True:
                 number = self.peek()
                 if number.kind != "number":
-                    self.fail(number, f"expected a number as a parameter of {name.text}")
+                    self.fail(number, _("expected a number as a parameter of {name}").format(name=name.text))
                 given.append(self.take())
                 if not self.at(","):
                     break
                 self.take()
             if not self.at(")"):
-                self.fail(self.peek(), f"expected ',' or ')' in the parameters of {name.text}")
+                self.fail(self.peek(), _("expected ',' or ')' in the parameters of {name}").format(name=name.text))
             end = self.take().end
         if len(given) > len(spec.params):
             count = len(spec.params)
-            self.fail(given[count], f"{signature(name.text)} takes {count} parameter{'s' if count > 1 else ''}, "
-                                    f"got {len(given)}")
+            self.fail(given[count], ngettext("{signature} takes {count} parameter, got {given}",
+                                             "{signature} takes {count} parameters, got {given}", count).format(
+                signature=signature(name.text), count=count, given=len(given)))
         values: list[int | Decimal] = []
         for i, param in enumerate(spec.params):
             if i >= len(given):
                 if param.default is None:
-                    self.fail(name, f"{name.text} needs its {param.name} parameter, as in {signature(name.text)}")
+                    self.fail(name, _("{name} needs its {param} parameter, as in {signature}").format(
+                        name=name.text, param=param.name, signature=signature(name.text)))
                 values.append(param.default)
                 continue
             number = Decimal(given[i].text)
             if not param.low <= number <= param.high or (param.whole and number != number.to_integral_value()):
-                self.fail(given[i], f"{name.text}'s {param.name} must be {param.allowed()}, got {given[i].text}")
+                self.fail(given[i], _("{name}'s {param} must be {allowed}, got {given}").format(
+                    name=name.text, param=param.name, allowed=param.allowed(), given=given[i].text))
             values.append(int(number) if param.whole else number)
         if name.text == "macd" and values[0] >= values[1]:
-            self.fail(name, f"macd's fast period ({values[0]}) must be shorter than its slow period ({values[1]})")
+            self.fail(name, _("macd's fast period ({fast}) must be shorter than its slow period ({slow})").format(
+                fast=values[0], slow=values[1]))
         return tuple(values), end
 
     def lookback(self, span: _Span) -> _Span:
@@ -314,10 +325,11 @@ class _Parser:
         self.take()
         count = self.peek()
         if count.kind != "number" or "." in count.text or not 1 <= int(count.text) <= MAX_LOOKBACK:
-            self.fail(count, f"expected a whole number of bars from 1 to {MAX_LOOKBACK} inside '[...]'")
+            self.fail(count, _("expected a whole number of bars from 1 to {most} inside '[...]'").format(
+                most=MAX_LOOKBACK))
         self.take()
         if not self.at("]"):
-            self.fail(self.peek(), "expected ']' after the number of bars")
+            self.fail(self.peek(), _("expected ']' after the number of bars"))
         close = self.take()
         return _Span(Lookback(span.node, int(count.text)), span.start, close.end)
 

@@ -47,6 +47,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from tools.i18n import _
 from tools.research import indicators
 
 FIELDS = ("open", "high", "low", "close", "volume")
@@ -67,7 +68,8 @@ class RuleSyntaxError(ValueError):
     def __init__(self, text: str, offset: int, problem: str) -> None:
         self.text, self.column, self.problem = text, offset + 1, problem
         shown = "".join(" " if ch.isspace() else ch for ch in text)
-        super().__init__(f"{problem} at column {self.column}\n{shown}\n{' ' * offset}^")
+        super().__init__(_("{problem} at column {column}").format(problem=problem, column=self.column)
+                         + f"\n{shown}\n{' ' * offset}^")
 
 
 # ---------------------------------------------------------------------------------------------------- indicators
@@ -82,8 +84,8 @@ class _Param:
     whole: bool = True
 
     def allowed(self) -> str:
-        kind = "a whole number" if self.whole else "a number"
-        return f"{kind} from {_num_text(self.low)} to {_num_text(self.high)}"
+        kind = _("a whole number from {low} to {high}") if self.whole else _("a number from {low} to {high}")
+        return kind.format(low=_num_text(self.low), high=_num_text(self.high))
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,10 @@ from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.models import MODELS
 from graphs.analyze.state import AnalystSpec, AnalystState
 from graphs.analyze.toolkit import Toolkit
+from graphs.analyze.words import analyst_stage
 from graphs.context import model_for
 from graphs.llm import MODEL_FAILURES, describe_model_failure
+from tools.i18n import _
 
 WRITE_NOW = ("You have used all {limit} tool calls you may make. Write your report now from the tool results "
              "you have; list anything you could not check under Data gaps.")
@@ -31,16 +33,17 @@ def make_agent_node(spec: AnalystSpec) -> Callable[..., dict[str, Any]]:
         tools = [] if tripped else Toolkit(spec.name, ctx, state["request"]).schemas()
         cap = answer_allowance(prompt_tokens(messages, tools), used, budget, ctx.max_answer_tokens)
         if cap is None:
-            return {"stopped": budget_note(f"the {spec.name} analyst", used, budget)}
+            return {"stopped": budget_note(analyst_stage(spec.name), used, budget)}
         llm = model_for(ctx, MODELS["analyst"])
         model = llm.bind_tools(tools) if tools else llm
         try:
             answer = model.bind(max_tokens=cap).invoke(messages)
         except MODEL_FAILURES as exc:
-            return {"stopped": f"the {spec.name} analyst's model failed: {describe_model_failure(exc)}"}
+            return {"stopped": _("{analyst}'s model failed: {failure}").format(
+                analyst=analyst_stage(spec.name), failure=describe_model_failure(exc))}
         spent = used + tokens_of(messages, answer)
         if cut_at_budget(answer):
-            return {"stopped": budget_note(f"the {spec.name} analyst", spent, budget, cut=True), "tokens": spent}
+            return {"stopped": budget_note(analyst_stage(spec.name), spent, budget, cut=True), "tokens": spent}
         if tripped and answer.tool_calls:  # the breaker holds: no tool runs past the limit
             answer = AIMessage(content=answer.content, id=answer.id, usage_metadata=answer.usage_metadata)
         extra = [messages[-1]] if tripped else []

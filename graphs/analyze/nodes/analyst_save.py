@@ -16,6 +16,7 @@ from langgraph.runtime import Runtime
 from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.memory import memory_of
 from graphs.analyze.state import AnalystSpec, AnalystState, session_of
+from graphs.analyze.words import analyst_word
 from graphs.progress import report_progress, report_prose
 from tools.desk.number_audit import tool_numbers
 from tools.i18n import _
@@ -23,12 +24,12 @@ from tools.i18n import _
 
 def full_report(state: AnalystState) -> str:
     """The report as stored and shown: the model's text, then its data gaps and unverified figures."""
-    parts = [state.get("report") or f"(no report: {state.get('stopped') or state.get('failed')})"]
+    parts = [state.get("report") or _("(no report: {why})").format(why=state.get("stopped") or state.get("failed"))]
     if state.get("gaps"):
-        parts.append("Data gaps:\n" + "\n".join(f"- {gap}" for gap in state["gaps"]))
+        parts.append(_("Data gaps:") + "\n" + "\n".join(f"- {gap}" for gap in state["gaps"]))
     note = (state.get("audit") or {}).get("note")
     if note:
-        parts.append(f"Number audit: {note}")
+        parts.append(_("Number audit: {note}").format(note=note))
     return "\n\n".join(parts)
 
 
@@ -53,11 +54,12 @@ def make_save_node(spec: AnalystSpec) -> Callable[..., dict[str, Any]]:
         calls, tokens = state.get("tool_calls", 0), state.get("tokens", 0)
         if report_id is not None and not request.get("replay"):
             report_prose(f"{spec.name} report", _("{analyst} analyst's report").format(
-                analyst=spec.name.capitalize()), text)
+                analyst=analyst_word(spec.name).capitalize()), text)
         done = (_("{calls} tool call(s), {tokens} tokens, stopped") if state.get("stopped") else
                 _("{calls} tool call(s), {tokens} tokens, no report") if state.get("failed") else
                 _("{calls} tool call(s), {tokens} tokens"))
-        report_progress(_("{name} analyst").format(name=spec.name), done.format(calls=calls, tokens=f"{tokens:,}"))
+        report_progress(_("{name} analyst").format(name=analyst_word(spec.name)),
+                        done.format(calls=calls, tokens=f"{tokens:,}"))
         run = {"report": text, "report_id": report_id, "tool_calls": calls, "tokens": tokens,
                "gaps": list(state.get("gaps") or []), "audit": state.get("audit") or {},
                "stopped": state.get("stopped"), "failed": state.get("failed"),

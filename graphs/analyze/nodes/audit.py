@@ -16,8 +16,10 @@ from langgraph.runtime import Runtime
 from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.state import AnalystSpec, AnalystState, DebateState
 from graphs.analyze.toolkit import Toolkit
+from graphs.analyze.words import analyst_stage
 from graphs.common import message_text
 from tools.desk.number_audit import audit, flag_text
+from tools.i18n import _
 
 REL_TOL = 0.001  # 0.1 %: at 1,715.00 a figure within ±1.7 matches; written precision also counts
 
@@ -38,7 +40,8 @@ def make_analyst_audit_node(spec: AnalystSpec) -> Callable[..., dict[str, Any]]:
         failed = None
         if not report.strip() and not state.get("stopped"):
             tools = Toolkit(spec.name, runtime.context, state["request"]).functions
-            report, failed = "", f"the {spec.name} analyst wrote no report: {unusable(last, tools)}"
+            report, failed = "", _("{analyst} wrote no report: {why}").format(
+                analyst=analyst_stage(spec.name), why=unusable(last, tools))
         return {"report": report, "failed": failed, "audit": audit_text(report, state.get("evidence") or [])}
 
     return analyst_audit_node
@@ -47,11 +50,12 @@ def make_analyst_audit_node(spec: AnalystSpec) -> Callable[..., dict[str, Any]]:
 def unusable(last: Any, tools: Collection[str]) -> str:
     """What the model did instead of writing a report, in words."""
     for call in getattr(last, "invalid_tool_calls", None) or []:
-        name = call.get("name") or "(no name)"
+        name = call.get("name") or _("(no name)")
         if name not in tools:
-            return f"it called a tool that does not exist: {name}"
-        return f"it called {name} with arguments that could not be read: {call.get('args')!r}"
-    return "its last answer was empty"
+            return _("it called a tool that does not exist: {name}").format(name=name)
+        return _("it called {name} with arguments that could not be read: {args}").format(
+            name=name, args=repr(call.get("args")))
+    return _("its last answer was empty")
 
 
 def judge_audit_node(state: DebateState) -> dict[str, Any]:

@@ -55,10 +55,11 @@ def fusion_node(state: AnalyzeState, runtime: Runtime[AnalyzeDeps]) -> dict[str,
         f"{name}_analyst_summary": _summary(ctx, name, request, runs, session, day) for name in ANALYSTS}
     update["memory_due"] = _memory_due(ctx, request, runs, session, day)
     if ctx.broker is None:
-        return {**update, "stopped": "stopped at fusion: no paper account is configured for this run"}
+        return {**update, "stopped": _("stopped at fusion: no paper account is configured for this run")}
     failed = [run["failed"] for run in runs.values() if run.get("failed")]
     if failed and len(failed) == len(request["analysts"]):
-        return {**update, "stopped": f"stopped at fusion: no analyst wrote a report ({'; '.join(failed)})"}
+        return {**update, "stopped": _("stopped at fusion: no analyst wrote a report ({failures})").format(
+            failures="; ".join(failed))}
     update.update(_account(ctx, request, state.get("requester")))
     bars = price_bars(ctx.provider, code, date, 2)
     closes = [price_of(c) for c in bars["close"]]

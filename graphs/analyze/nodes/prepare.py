@@ -43,6 +43,7 @@ from tools.data.schema import DataError
 from tools.desk.log import reflection_text, resolve_due
 from tools.desk.memory import session_at
 from tools.desk.snapshot import price_bars, trading_days_back
+from tools.i18n import N_, _, pgettext
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 REPLAY_PREFIX = "replay:"  # the memory namespace (and account name) of a replay
@@ -73,8 +74,8 @@ def prepare_node(state: AnalyzeState, runtime: Runtime[AnalyzeDeps], config: Run
         session, session_date, trade_date, note = _session_dates(ctx, request, replay_dates)
     except (DecisionGrammarError, DataError) as exc:
         reason = str(exc).rstrip()
-        stop = "" if reason.endswith((".", "?", "!")) else "."
-        return {**fresh, "final_reply": f"{reason}{stop}\nUsage: `{USAGE}`"}
+        stop = "" if reason.endswith((".", "?", "!", "。", "？", "！")) else pgettext("sentence end", ".")
+        return {**fresh, "final_reply": f"{reason}{stop}\n" + _("Usage: `{usage}`").format(usage=USAGE)}
     as_of = datetime.combine(day(trade_date), CLOSE, SHANGHAI)  # the data's cut-off: the close of trade_date
     names = ctx.provider.securities(request.ts_code)
     resolved = resolve_due(ctx.engine, ctx.provider, namespace=ctx.desk_namespace, as_of_date=session_date,
@@ -106,11 +107,12 @@ def _request(ctx: AnalyzeDeps, text: str) -> tuple[DecisionRequest, int]:
     prompt = [SystemMessage(EXTRACT_PROMPT), HumanMessage(text)]
     try:
         reply = model.invoke(prompt)
-        answer = parse_json_answer(message_text(reply), "command")
+        answer = parse_json_answer(message_text(reply), N_("command"))
     except MODEL_FAILURES as exc:
-        raise DecisionGrammarError(f"{describe_model_failure(exc)}; write the request as the grammar") from None
+        raise DecisionGrammarError(_("{failure}; write the request as the grammar").format(
+            failure=describe_model_failure(exc))) from None
     if not answer.get("command"):
-        raise DecisionGrammarError(str(answer.get("reply") or "name the stock, e.g. `analyze 600519.SH`"))
+        raise DecisionGrammarError(str(answer.get("reply") or _("name a stock code, e.g. `analyze 600519.SH`")))
     return parse_request(str(answer["command"])), tokens_of(prompt, reply)
 
 
@@ -123,17 +125,17 @@ def _replay_dates(ctx: AnalyzeDeps, request: DecisionRequest) -> list[str]:
     """Every `every`-th day the stock traded within the range (up to the data's last day): suspended days are left
     out, so no date fills at a stale close."""
     if ctx.llm is None:
-        raise DecisionGrammarError("a replay runs the whole desk on every date and needs an LLM (OPENAI_API_KEY, "
-                                   "OPENAI_BASE_URL)")
+        raise DecisionGrammarError(_("a replay runs the whole desk on every date and needs an LLM (OPENAI_API_KEY, "
+                                     "OPENAI_BASE_URL)"))
     end = min(str(request.end_date), str(ctx.provider.last_date()))
     start = str(request.trade_date)
     if start > end:
-        raise DataError(f"the data ends on {end}; the replay starts on {start}")
+        raise DataError(_("the data ends on {end}; the replay starts on {start}").format(end=end, start=start))
     bars = ctx.provider.daily(request.ts_code, start, end, ["close"], warnings=[])  # DataError when it has none
     dates = sorted(str(d) for d in bars.dropna(subset=["close"])["trade_date"])[::request.every]
     if len(dates) > MAX_REPLAY_DATES:
-        raise DecisionGrammarError(f"the replay has {len(dates)} dates; at most {MAX_REPLAY_DATES} (raise every= or "
-                                   "shorten the range)")
+        raise DecisionGrammarError(_("the replay has {n} dates; at most {most} (raise every= or shorten the range)"
+                                     ).format(n=len(dates), most=MAX_REPLAY_DATES))
     return dates
 
 
@@ -141,17 +143,19 @@ def _decision_date(ctx: AnalyzeDeps, request: DecisionRequest) -> tuple[str, str
     """The trading day to decide on, and a note when it is not the day asked for."""
     last = ctx.provider.last_date()
     if last is None:
-        raise DataError(f"the {ctx.provider.name} provider has no bars at all")
+        raise DataError(_("the {provider} provider has no bars at all").format(provider=ctx.provider.name))
     asked = request.trade_date or last
     if asked > last:
-        raise DataError(f"the data ends on {last}; {asked} has no bars yet")
+        raise DataError(_("the data ends on {last}; {asked} has no bars yet").format(last=last, asked=asked))
     days = trading_days_back(ctx.provider, asked, 1)
     if not days:
-        raise DataError(f"no trading day on or before {asked} in the data")
+        raise DataError(_("no trading day on or before {day} in the data").format(day=asked))
     if price_bars(ctx.provider, request.ts_code, days[-1], 1).empty:
-        raise DataError(f"the {ctx.provider.name} provider has no bars of {request.ts_code} on or before {days[-1]}")
+        raise DataError(_("the {provider} provider has no bars of {code} on or before {day}").format(
+            provider=ctx.provider.name, code=request.ts_code, day=days[-1]))
     if days[-1] != asked:
-        return days[-1], f"{asked} is not a trading day; deciding as of {days[-1]}, the one before"
+        return days[-1], _("{asked} is not a trading day; deciding as of {day}, the one before").format(
+            asked=asked, day=days[-1])
     return days[-1], None
 
 
@@ -192,18 +196,20 @@ def _pre_open_dates(ctx: AnalyzeDeps, request: DecisionRequest) -> tuple[str, st
     for, else the next trading day after the data's last day (today, before a live open)."""
     last = ctx.provider.last_date()
     if last is None:
-        raise DataError(f"the {ctx.provider.name} provider has no bars at all")
+        raise DataError(_("the {provider} provider has no bars at all").format(provider=ctx.provider.name))
     following = _next_trading_day(ctx, last)
     session = request.trade_date or following
     if trading_days(ctx.provider, session, 1)[0][0] != session:
-        raise DataError(f"{session} is not a trading day, so it has no pre-open session")
+        raise DataError(_("{day} is not a trading day, so it has no pre-open session").format(day=session))
     if session > following:
-        raise DataError(f"the data ends on {last}; the pre-open of {session} needs the close of the trading day "
-                        "before it")
+        raise DataError(_("the data ends on {last}; the pre-open of {day} needs the close of the trading day before it"
+                          ).format(last=last, day=session))
     before = trading_days_back(ctx.provider, ymd(day(session) - timedelta(days=1)), 1)
     if not before:
-        raise DataError(f"no trading day before {session} in the data, so nothing is known before its open")
+        raise DataError(_("no trading day before {day} in the data, so nothing is known before its open").format(
+            day=session))
     if price_bars(ctx.provider, request.ts_code, before[-1], 1).empty:
-        raise DataError(f"the {ctx.provider.name} provider has no bars of {request.ts_code} on or before "
-                        f"{before[-1]}")
-    return session, before[-1], f"pre-open decision for {session}: data up to the close of {before[-1]}"
+        raise DataError(_("the {provider} provider has no bars of {code} on or before {day}").format(
+            provider=ctx.provider.name, code=request.ts_code, day=before[-1]))
+    return session, before[-1], _("pre-open decision for {day}: data up to the close of {close}").format(
+        day=session, close=before[-1])

@@ -28,6 +28,7 @@ from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.memory import HORIZON_DAYS
 from graphs.analyze.nodes.prepare import REPLAY_PREFIX
 from graphs.analyze.state import AnalyzeState
+from graphs.analyze.words import rating_word
 from graphs.context import thread_id
 from graphs.progress import report_progress
 from tools.broker.boards import OrderRuleError
@@ -80,12 +81,15 @@ def _replay(desk: CompiledStateGraph, state: AnalyzeState, ctx: AnalyzeDeps,
     for number, date in enumerate(dates, 1):
         left = ctx.replay_token_budget - spent
         if left <= 0:
-            stopped = f"stopped before {date}: the replay's token budget of {ctx.replay_token_budget:,} is spent"
+            stopped = _("stopped before {date}: the replay's token budget of {budget} is spent").format(
+                date=date, budget=f"{ctx.replay_token_budget:,}")
             break
         if ctx.stop_requested():  # the runner honours a stop only between nodes, and this node holds every date
-            done = f" ({steps[-1]['date']})" if steps else ""
-            stopped = (f"stopped at your request after date {len(steps)} of {len(dates)}{done}; {date} and the "
-                       "dates after it were not decided")
+            stopped = (_("stopped at your request after date {n} of {total} ({last}); {date} and the dates after it "
+                         "were not decided").format(n=len(steps), total=len(dates), last=steps[-1]["date"], date=date)
+                       if steps else
+                       _("stopped at your request before the first of {total} dates; {date} and the dates after it "
+                         "were not decided").format(total=len(dates), date=date))
             ctx.stop_honoured()  # the report of the dates done is shown, not a bare "Stopped"
             break
         done = _decide_date(ledger.to_json(), date, left, replay).result()
@@ -93,7 +97,7 @@ def _replay(desk: CompiledStateGraph, state: AnalyzeState, ctx: AnalyzeDeps,
         closes[date] = Decimal(done["close"])
         spent += done["tokens"]
         steps.append(done["step"])
-        report_progress(_("replay"), f"{number}/{len(dates)} {date}: {steps[-1]['rating']}")
+        report_progress(_("replay"), f"{number}/{len(dates)} {date}: {rating_word(steps[-1]['rating'])}")
         if done["stopped"]:
             stopped = done["stopped"]
             break
@@ -105,13 +109,13 @@ def _replay(desk: CompiledStateGraph, state: AnalyzeState, ctx: AnalyzeDeps,
               "steps": steps, "equity": [(d, str(e)) for d, e in ledger.marks],
               "benchmark": [(d, str(v)) for d, v in benchmark],
               "starting_cash": str(ledger.starting_cash), "fills": len(ledger.fills), "tokens": spent,
-              "hit_rate": f"{sum(hits)}/{len(hits)}" if hits else "n/a (no rating resolved yet)",
+              "hit_rate": f"{sum(hits)}/{len(hits)}" if hits else _("n/a (no rating resolved yet)"),
               "stopped": stopped, "price_basis": ctx.provider.price_basis}
     if ledger.marks:
         chart = account_equity([d for d, _ in ledger.marks], [float(e) for _, e in ledger.marks],
-                               float(ledger.starting_cash), f"Replay of the desk on {code}: equity")
+                               float(ledger.starting_cash), _("Replay of the desk on {code}: equity").format(code=code))
         result["artifacts"] = [ctx.artifacts.put(thread_id(config), run, "chart", f"replay_{code}.png",
-                                                 f"replay of {code}", "image/png", chart)]
+                                                 _("replay of {code}").format(code=code), "image/png", chart)]
     return {"result": result}
 
 
@@ -136,9 +140,9 @@ def _decide_date(ledger_json: dict[str, Any], date: str, left: int, replay: _Rep
     result = out.get("result") or {}
     ledger.marks.append((date, ledger.equity({code: close})))
     stop = result.get("stopped") or out.get("final_reply")
-    return {"step": _step(date, result, ledger.marks[-1][1], out.get("final_reply")), "ledger": ledger.to_json(),
-            "close": str(close), "tokens": int(result.get("tokens") or 0),
-            "stopped": f"stopped at {date}: {stop}" if stop else None}
+    return {"step": {**_step(date, result, ledger.marks[-1][1], out.get("final_reply")), "stopped": bool(stop)},
+            "ledger": ledger.to_json(), "close": str(close), "tokens": int(result.get("tokens") or 0),
+            "stopped": _("stopped at {date}: {why}").format(date=date, why=stop) if stop else None}
 
 
 def _step(date: str, result: dict[str, Any], equity: Decimal, reply: str | None) -> dict[str, Any]:

@@ -11,7 +11,8 @@ from langgraph.runtime import Runtime
 from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.state import AnalyzeState
 from graphs.context import thread_id
-from tools.broker.orders import OrderRejected, OrderRequest
+from tools.broker.orders import SIDE_WORDS, OrderRejected, OrderRequest
+from tools.i18n import _
 
 
 def replay_fill_node(state: AnalyzeState, runtime: Runtime[AnalyzeDeps], config: RunnableConfig,
@@ -25,9 +26,11 @@ def replay_fill_node(state: AnalyzeState, runtime: Runtime[AnalyzeDeps], config:
     try:
         fill = broker.submit(order)
     except OrderRejected as exc:
-        return {"order_outcome": {"status": "refused", "message": f"replay account refused the order: {exc}"}}
-    message = (f"auto-filled in the replay account: {fill.side.upper()} {fill.quantity:,} at {fill.price} on "
-               f"{fill.trade_date}, fees {fill.fees}")
+        return {"order_outcome": {"status": "refused",
+                                  "message": _("replay account refused the order: {why}").format(why=exc)}}
+    message = _("auto-filled in the replay account: {side} {quantity} at {price} on {date}, fees {fees}").format(
+        side=_(SIDE_WORDS[fill.side]), quantity=f"{fill.quantity:,}", price=fill.price, date=fill.trade_date,
+        fees=fill.fees)
     return {"order_outcome": {"status": "filled", "message": message, "decided_by": "replay",
                               "order": {"side": fill.side, "quantity": fill.quantity, "price": str(fill.price),
                                         "value": str(fill.value), "fees": str(fill.fees)}}}

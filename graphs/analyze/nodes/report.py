@@ -13,8 +13,10 @@ from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.routes import stopped_stage
 from graphs.analyze.state import AnalyzeState, session_of
 from graphs.analyze.usage import tokens_used
+from graphs.analyze.words import analyst_word, stage_word
 from graphs.context import thread_id
 from tools.desk.snapshot import indicator_lines, price_bars
+from tools.i18n import _, ngettext
 from tools.research.charts import price_with_indicators
 from tools.storage.artifacts import ArtifactRef
 
@@ -53,11 +55,14 @@ def _artifacts(ctx: AnalyzeDeps, config: RunnableConfig, state: AnalyzeState,
     code, date = request["ts_code"], request["trade_date"]
     bars = price_bars(ctx.provider, code, date, CHART_DAYS)
     lines = indicator_lines(bars).tail(CHART_DAYS)
-    chart = ctx.artifacts.put(thread, key, "chart", f"decision_{code}_{date}.png", f"{code} as of {date}",
-                              "image/png", price_with_indicators(lines, f"{code} as of {date}: close, MA, BOLL, MACD"))
+    title = _("{code} as of {date}: close, MA, BOLL, MACD").format(code=code, date=date)
+    chart = ctx.artifacts.put(thread, key, "chart", f"decision_{code}_{date}.png",
+                              _("{code} as of {date}").format(code=code, date=date), "image/png",
+                              price_with_indicators(lines, title))
     text = markdown(ctx, state, result)
     notes = ctx.artifacts.put(thread, key, "reports", f"decision_{code}_{date}.md",
-                              f"{code} {date}: the desk's reports", "text/markdown", text.encode())
+                              _("{code} {date}: the desk's reports").format(code=code, date=date), "text/markdown",
+                              text.encode())
     return [chart, notes]
 
 
@@ -65,19 +70,24 @@ def markdown(ctx: AnalyzeDeps, state: AnalyzeState, result: dict[str, Any]) -> s
     """Every analyst report, both debates' transcripts and the decisions, as one document."""
     request = state["request"]
     session, day = session_of(request)
-    opening = f", before the open of {day}" if session == "pre_open" else ""
-    parts = [f"# Decision desk: {request['ts_code']} as of {request['trade_date']}{opening} (depth {request['depth']})"]
+    title = (_("Decision desk: {code} before the open of {day} (depth {depth})") if session == "pre_open" else
+             _("Decision desk: {code} as of {date} (depth {depth})"))
+    parts = ["# " + title.format(code=request["ts_code"], day=day, date=request["trade_date"], depth=request["depth"])]
     for name, run in (state.get("analyst_runs") or {}).items():
-        parts.append(f"## {name.capitalize()} analyst ({run['tool_calls']} tool calls, {run['tokens']:,} tokens)\n\n"
-                     f"{run['report']}")
+        head = ngettext("{analyst} analyst ({n} tool call, {tokens} tokens)",
+                        "{analyst} analyst ({n} tool calls, {tokens} tokens)", run["tool_calls"]).format(
+            analyst=analyst_word(name).capitalize(), n=run["tool_calls"], tokens=f"{run['tokens']:,}")
+        parts.append(f"## {head}\n\n{run['report']}")
     for stage, run in (state.get("stage_runs") or {}).items():
         stored = ctx.artifacts.get(run["transcript"]) if run.get("transcript") else None
-        body = stored.data.decode() if stored else "(no transcript)"
-        parts.append(f"## {stage.capitalize()} debate ({run['turns']} turns)\n\n{body}")
-    for title, key in (("Investment plan", "investment_plan"), ("Final trade decision", "final_trade_decision"),
-                       ("Trader", "trader_investment_plan")):
+        body = stored.data.decode() if stored else _("(no transcript)")
+        head = ngettext("{stage} debate ({n} turn)", "{stage} debate ({n} turns)", run["turns"]).format(
+            stage=stage_word(stage).capitalize(), n=run["turns"])
+        parts.append(f"## {head}\n\n{body}")
+    for title, key in ((_("Investment plan"), "investment_plan"), (_("Final trade decision"), "final_trade_decision"),
+                       (_("Trader"), "trader_investment_plan")):
         if result.get(key):
             parts.append(f"## {title}\n\n{result[key]}")
     if result.get("stopped"):
-        parts.append(f"## Stopped early\n\n{result['stopped']}")
+        parts.append(f"## {_('Stopped early')}\n\n{result['stopped']}")
     return "\n\n".join(parts) + "\n"

@@ -10,6 +10,7 @@ from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.speaking import ask_judge
 from graphs.analyze.state import DebateState
 from graphs.analyze.verdict import research_verdict
+from tools.i18n import N_
 
 PROMPT = """[role: research manager]
 You judge a bull/bear research debate about one stock and decide. Weigh the strongest points of each side against
@@ -22,7 +23,7 @@ Answer with ONE JSON object and nothing else:
 
 
 def research_judge_node(state: DebateState, runtime: Runtime[AnalyzeDeps]) -> dict[str, Any]:
-    verdict, update = ask_judge(runtime.context, state, PROMPT, "the research manager", "research decision",
+    verdict, update = ask_judge(runtime.context, state, PROMPT, "research", N_("research decision"),
                                 research_verdict)
     if verdict is None:
         return update

@@ -11,6 +11,7 @@ from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.speaking import ask_judge
 from graphs.analyze.state import DebateState
 from graphs.analyze.verdict import risk_verdict
+from tools.i18n import N_
 
 PROMPT = """[role: risk manager]
 You judge the risk review of the research manager's plan (aggressive, conservative and neutral voices) and make the
@@ -24,7 +25,7 @@ Answer with ONE JSON object and nothing else:
 
 
 def risk_judge_node(state: DebateState, runtime: Runtime[AnalyzeDeps]) -> dict[str, Any]:
-    verdict, update = ask_judge(runtime.context, state, PROMPT, "the risk manager", "trade decision", risk_verdict)
+    verdict, update = ask_judge(runtime.context, state, PROMPT, "risk", N_("trade decision"), risk_verdict)
     if verdict is None:
         return update
     text = "\n".join([verdict["final_trade_decision"], *verdict["risks"]])

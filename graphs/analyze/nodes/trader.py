@@ -16,6 +16,7 @@ from langgraph.runtime import Runtime
 
 from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.state import AnalyzeState
+from graphs.analyze.words import rating_word
 from graphs.context import thread_id
 from graphs.progress import report_progress, report_prose
 from tools.broker.boards import OrderRuleError
@@ -34,33 +35,35 @@ def trader_node(state: AnalyzeState, runtime: Runtime[AnalyzeDeps], config: Runn
     code = request["ts_code"]
     latest = ctx.provider.last_date()
     if not request.get("replay") and request["trade_date"] != latest:
-        return {"trader_investment_plan": f"no order: the decision is as of {request['trade_date']}, not the latest "
-                                          f"trading day {latest}; the paper account trades only on today's data "
-                                          "(a replay trades past dates in its own account)", "order_intent": {}}
+        why = _("the decision is as of {date}, not the latest trading day {latest}; the paper account trades only on "
+                "today's data (a replay trades past dates in its own account)").format(
+                    date=request["trade_date"], latest=latest)
+        return {"trader_investment_plan": _("no order: {why}").format(why=why), "order_intent": {}}
     position = (state.get("portfolio_positions") or {}).get(code) or {}
     try:
         lot = lot_rule(code, day(request["trade_date"]))
     except OrderRuleError as exc:
-        return {"trader_investment_plan": f"no order: {exc}", "order_intent": {}}
+        return {"trader_investment_plan": _("no order: {why}").format(why=exc), "order_intent": {}}
     max_weight = ctx.paper.risk.max_position_weight if ctx.paper else Decimal(1)
     sizing = size_order(risk["rating"], Decimal(str(risk["target_position"])), max_weight,
                         Decimal(state["account_total_value"]), Decimal(state["current_price"]),
                         int(position.get("quantity") or 0), int(position.get("sellable") or 0),
                         Decimal(state["account_cash"]), lot)
-    report_progress(_("trader"), sizing.explanation.rsplit(". ", 1)[-1])
+    report_progress(_("trader"), sizing.outcome)
     if not request.get("replay"):
         report_prose("trader", _("The trader's reasoning"), sizing.explanation)
     if sizing.side is None:
         return {"trader_investment_plan": sizing.explanation, "order_intent": {}}
-    reason = (f"decision desk: {risk['rating']} {code} as of {request['trade_date']}, target "
-              f"{float(risk['target_position']):.0%} (confidence {float(risk['confidence']):.2f})")
+    reason = _("decision desk: {rating} {code} as of {date}, target {target} (confidence {confidence})").format(
+        rating=rating_word(risk["rating"]), code=code, date=request["trade_date"],
+        target=f"{float(risk['target_position']):.0%}", confidence=f"{float(risk['confidence']):.2f}")
     intent = {"ts_code": code, "side": sizing.side, "quantity": sizing.quantity, "price_type": "market",
               "limit_price": None, "account": request["account"], "proposed_by": state.get("requester"),
               "tag": DESK_TAG, "reason": reason}
     if not request.get("replay"):  # a replay fills in its own account, with no card
         waiting = _claim(ctx, request["account"], code, thread_id(config))
         if waiting:
-            return {"trader_investment_plan": f"no order: {waiting}", "order_intent": {}}
+            return {"trader_investment_plan": _("no order: {why}").format(why=waiting), "order_intent": {}}
         intent["claim"] = thread_id(config)  # the approval gives it back
     return {"trader_investment_plan": sizing.explanation, "order_intent": intent}
 
@@ -71,13 +74,14 @@ def _claim(ctx: AnalyzeDeps, account: str, code: str, holder: str) -> str | None
     second card sized on the same position would double it if both were approved. The claim comes before the
     open orders are read: the last card's claim is given back only once its order is placed."""
     if ctx.paper is None:
-        return "this process has no paper account configured"
+        return _("this process has no paper account configured")
     claim = claim_proposal(ctx.engine, account, code, DESK_TAG, holder, ctx.paper.order_ttl, datetime.now(UTC))
     if claim.holder != holder:
-        return (f"an order card of the desk on {code} in {account} is still waiting for a trader (thread "
-                f"{claim.holder}); approve or reject it first")
+        return _("an order card of the desk on {code} in {account} is still waiting for a trader (thread {thread}); "
+                 "approve or reject it first").format(code=code, account=account, thread=claim.holder)
     _held, open_orders = tagged_position(ctx.engine, account, code, DESK_TAG)
     if open_orders:
         release_proposals(ctx.engine, holder)
-        return f"an order of the desk on {code} is still open in {account}; it fills or expires first"
+        return _("an order of the desk on {code} is still open in {account}; it fills or expires first").format(
+            code=code, account=account)
     return None

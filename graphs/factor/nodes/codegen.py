@@ -91,10 +91,10 @@ def _generate(state: FactorState, ctx: FactorDeps) -> dict[str, Any]:
     try:
         agent.invoke({"messages": [HumanMessage("Write the factor body.")]}, {"recursion_limit": AGENT_STEP_LIMIT})
     except AGENT_FAILURES as exc:  # the agent stopping is an attempt that failed, not a crash
-        note = f"the code agent stopped: {describe_model_failure(exc)}"
+        note = _("the code agent stopped: {failure}").format(failure=describe_model_failure(exc))
     if not tried:
         body = previous or "raise NotImplementedError('the model wrote no code')\n"
-        note = note or "the model answered without trying any code"
+        note = note or _("the model answered without trying any code")
     else:
         body = tried[-1]
     retries = state.get("retry_count", 0) + (1 if previous else 0)  # a previous body means this is a retry

@@ -114,7 +114,7 @@ def _llm(state: FactorState, ctx: FactorDeps, update: dict[str, Any]) -> dict[st
     prompt = [SystemMessage(SPEC_PROMPT.format(fields=fields, universe=universe) + language_instruction()),
               *conversation]
     try:
-        raw = invoke_json(model_for(ctx, MODELS["spec reader"]), prompt, "factor spec")  # type: ignore[arg-type]
+        raw = invoke_json(model_for(ctx, MODELS["spec reader"]), prompt, N_("factor spec"))  # type: ignore[arg-type]
     except MODEL_FAILURES as exc:
         return {**update, "mode": "llm", "final_reply": _("{failure} Try again or rephrase, or use the grammar "
                                                            "(`/quant help`).").format(

@@ -24,7 +24,7 @@ SAVE_FACTOR = "save_factor"
 
 
 def _rank_ic(metrics: dict[str, dict[str, float | None]]) -> str:
-    return ", ".join(f"{period}d " + ("n/a" if m.get("rank_ic_mean") is None else f"{m['rank_ic_mean']:.4f}")
+    return ", ".join(f"{period}d " + (_("n/a") if m.get("rank_ic_mean") is None else f"{m['rank_ic_mean']:.4f}")
                      for period, m in metrics.items())
 
 
@@ -36,13 +36,14 @@ def confirm_save_node(state: FactorState, config: RunnableConfig, runtime: Runti
     ic = _rank_ic(evaluation.get("metrics", {}))
     doubts = []
     if duplicates:
-        doubts.append("its values nearly repeat what the library holds:\n" + "\n".join(
-            f"• {d['name']} v{d['version']}: correlation {d['correlation']:.3f} over {d['overlap']:,} values"
-            for d in duplicates))
+        doubts.append(_("its values nearly repeat what the library holds:") + "\n" + "\n".join(
+            "• " + _("{name} v{version}: correlation {correlation} over {overlap} values").format(
+                name=d["name"], version=d["version"], correlation=f"{d['correlation']:.3f}",
+                overlap=f"{d['overlap']:,}") for d in duplicates))
     if evaluation.get("shortfall"):
-        doubts.append(f"its figures rest on too few dates: {evaluation['shortfall']}")
+        doubts.append(_("its figures rest on too few dates: {why}").format(why=evaluation["shortfall"]))
     if evaluation.get("too_few_codes"):
-        doubts.append(f"its figures rest on too few codes: {evaluation['too_few_codes']}")
+        doubts.append(_("its figures rest on too few codes: {why}").format(why=evaluation["too_few_codes"]))
     args: dict[str, Any] = {"name": name, "rank_ic": ic,
                             "dates_evaluated": ", ".join(f"{p}d {n}" for p, n in
                                                          evaluation.get("dates_evaluated", {}).items())}
@@ -50,8 +51,9 @@ def confirm_save_node(state: FactorState, config: RunnableConfig, runtime: Runti
         args["near_duplicates"] = [f"{d['name']} v{d['version']} ({d['correlation']:.3f})" for d in duplicates]
     payload = approval_request(
         SAVE_FACTOR, f"save {name}", args,
-        f"Factor {name} passed review, but " + "\nAnd ".join(doubts) + f"\nRank IC {ic}. Save it anyway?",
-        on_reject="Nothing is saved.")
+        _("Factor {name} passed review, but {doubts}\nRank IC {ic}. Save it anyway?").format(
+            name=name, doubts=("\n" + _("And") + " ").join(doubts), ic=ic),
+        on_reject=_("Nothing is saved."))
     decision = decision_of(interrupt(payload))
     kind = decision.get("type")
     if kind == "approve":
@@ -60,8 +62,10 @@ def confirm_save_node(state: FactorState, config: RunnableConfig, runtime: Runti
         reason = str(decision.get("message") or "").strip()
         # the tear sheet and CSVs of a factor that is not saved (deleting twice, on a re-run, is harmless)
         runtime.context.artifacts.delete([artifact["id"] for artifact in state.get("artifacts", [])])
-        why = (f"nearly repeats {', '.join(d['name'] for d in duplicates)}" if duplicates
-               else "has too few evaluable dates" if evaluation.get("shortfall") else "is evaluated on too few codes")
-        return {"artifacts": [], "final_reply": f"Not saved: factor {name} {why}; nothing was written."
-                                                + (f" Reason: {reason}" if reason else "")}
+        why = (_("factor {name} nearly repeats {others}").format(name=name, others=", ".join(
+                   d["name"] for d in duplicates)) if duplicates
+               else _("factor {name} has too few evaluable dates").format(name=name) if evaluation.get("shortfall")
+               else _("factor {name} is evaluated on too few codes").format(name=name))
+        return {"artifacts": [], "final_reply": _("Not saved: {why}; nothing was written.").format(why=why)
+                                                + (_(" Reason: {reason}").format(reason=reason) if reason else "")}
     return {}  # a respond or edit does not decide a save: the route asks again

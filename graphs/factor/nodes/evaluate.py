@@ -39,7 +39,7 @@ def evaluate_node(state: FactorState, config: RunnableConfig, runtime: Runtime[F
     try:
         evaluation = evaluate_factor(factor, close, PERIODS, QUANTILES, tradable=tradable)
     except EvaluationError as exc:
-        return {"final_reply": f"The factor could not be evaluated: {exc}"}
+        return {"final_reply": _("The factor could not be evaluated: {error}").format(error=exc)}
     metrics = evaluation.metrics()
     duplicates = [d.__dict__ for d in FactorStore(ctx.engine).near_duplicates(factor)]
     run_no = state.get("run_no", 1)

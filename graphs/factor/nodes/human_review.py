@@ -19,6 +19,7 @@ from langgraph.types import interrupt
 from graphs.context import decider
 from graphs.factor.breadth import too_few_codes
 from graphs.factor.deps import FactorDeps
+from graphs.factor.nodes.semantic_check import checker_word
 from graphs.factor.run import universe
 from graphs.factor.spec import check_name
 from graphs.factor.state import MAX_RETRIES, FactorState, failure_of
@@ -33,9 +34,9 @@ def _note(state: FactorState, failure: str | None) -> str | None:
     review = state.get("review") or {}
     notes = [review["note"]] if review.get("status") == "pending" and review.get("note") else []
     if state.get("editing") and failure:
-        notes.append("Your edit was not accepted.")  # the failure itself is shown with the checks
+        notes.append(_("Your edit was not accepted."))  # the failure itself is shown with the checks
     if failure and state.get("retry_count", 0) >= MAX_RETRIES:
-        notes.append(f"Code generation failed {MAX_RETRIES + 1} times; the last failure is shown.")
+        notes.append(_("Code generation failed {n} times; the last failure is shown.").format(n=MAX_RETRIES + 1))
     return "\n".join(notes) or None
 
 
@@ -47,13 +48,13 @@ def human_review_node(state: FactorState, config: RunnableConfig,
     summary = (state.get("dry_run") or {}).get("figures") or ""
     semantic = state.get("semantic_check") or {}
     if semantic.get("ok"):
-        summary += "\n" + _("Semantic check ({by}): {reason}").format(by=semantic.get("by"),
+        summary += "\n" + _("Semantic check ({by}): {reason}").format(by=checker_word(str(semantic.get("by"))),
                                                                       reason=semantic.get("reason"))
     elif semantic and semantic.get("ok") is None:
         summary += "\n" + _("Semantic check: {reason}; check yourself that the code does what was asked.").format(
             reason=semantic.get("reason"))
     thin = too_few_codes(len(universe(runtime.context.provider, spec)))
-    note = "\n".join(filter(None, [thin and f"Warning: {thin}.", _note(state, failure)]))
+    note = "\n".join(filter(None, [thin and _("Warning: {problem}.").format(problem=thin), _note(state, failure)]))
     if note:
         summary = f"{note}\n{summary}"
     allowed = ["edit", "reject"] if failure else ["approve", "edit", "reject"]
@@ -63,7 +64,8 @@ def human_review_node(state: FactorState, config: RunnableConfig,
     kind, reviewer = decision.get("type"), decider(config)
     if kind not in allowed:
         return {"editing": False, "review": {
-            "status": "pending", "note": f"`{kind}` is not possible here; choose one of {', '.join(allowed)}."}}
+            "status": "pending", "note": _("`{kind}` is not possible here; choose one of {allowed}.").format(
+                kind=kind, allowed=", ".join(allowed))}}
     if kind == "approve":
         return {"review": {"status": "approved", "reviewer": reviewer}}
     if kind == "reject":
@@ -73,7 +75,7 @@ def human_review_node(state: FactorState, config: RunnableConfig,
         edited = body_of(edited_code(decision))
         spec = edited_spec(spec, body, edited, reviewer, _asked_name(decision, spec["name"]))
     except (TemplateError, ValueError) as exc:
-        return {"editing": False, "review": {"status": "pending", "note": f"Edit not used: {exc}"}}
+        return {"editing": False, "review": {"status": "pending", "note": _("Edit not used: {why}").format(why=exc)}}
     return {"spec": spec, "factor_body": edited,
             "factor_code": render(spec["name"], spec["description"], spec["fields"], edited),
             "editing": True, "review": {"status": "edited", "reviewer": reviewer}}

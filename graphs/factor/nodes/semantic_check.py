@@ -19,7 +19,7 @@ from graphs.factor.models import MODELS
 from graphs.factor.state import FactorState
 from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json, language_instruction
 from graphs.progress import report_progress
-from tools.i18n import _
+from tools.i18n import N_, _
 
 JUDGE_PROMPT = """You review a stock-selection factor's code against its specification.
 
@@ -47,15 +47,16 @@ def semantic_check_node(state: FactorState, config: RunnableConfig,
     diffs = rule_diffs(spec, body)
     judge = model_for(runtime.context, MODELS["semantic judge"])
     if diffs or judge is None:
-        return {"semantic_check": {"ok": not diffs, "diffs": diffs, "reason": "rule-based check", "by": "rules"}}
+        return {"semantic_check": {"ok": not diffs, "diffs": diffs, "reason": _("rule-based check"), "by": "rules"}}
     prompt = JUDGE_PROMPT.format(description=spec["description"], fields=", ".join(spec["fields"]),
                                  lookback=spec.get("lookback", 0), body=body)
     try:
         verdict = invoke_json(judge, [SystemMessage(prompt + language_instruction()), HumanMessage("Judge the code.")],  # type: ignore[arg-type]
-                              "verdict")
+                              N_("verdict"))
     except MODEL_FAILURES as exc:  # no verdict is not a verdict against the code: the reviewer judges it
         return {"semantic_check": {"ok": None, "diffs": [], "by": "llm",
-                                   "reason": f"the semantic judge gave no verdict ({describe_model_failure(exc)})"}}
+                                   "reason": _("the semantic judge gave no verdict ({failure})").format(
+                                       failure=describe_model_failure(exc))}}
     return {"semantic_check": {"ok": bool(verdict.get("ok")), "diffs": [str(d) for d in verdict.get("diffs") or []],
                                "reason": str(verdict.get("reason") or ""), "by": "llm"}}
 
@@ -67,9 +68,14 @@ def rule_diffs(spec: dict[str, Any], body: str) -> list[str]:
     except SyntaxError:
         return []  # the dry run reports syntax errors
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    diffs = [f"the spec's field `{f}` is not used" for f in spec["fields"] if f not in names]
+    diffs = [_("the spec's field `{field}` is not used").format(field=f) for f in spec["fields"] if f not in names]
     for node in ast.walk(tree):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "shift"
                 and node.args and isinstance(node.args[0], ast.UnaryOp) and isinstance(node.args[0].op, ast.USub)):
-            diffs.append("shift with a negative period reads future data")
+            diffs.append(_("shift with a negative period reads future data"))
     return diffs
+
+
+def checker_word(by: str) -> str:
+    """Who checked the code (rules, llm) as the reader says it."""
+    return {"rules": _("rules"), "llm": _("the model")}.get(by, by)

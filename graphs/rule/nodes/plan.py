@@ -20,7 +20,7 @@ from graphs.rule.deps import RuleDeps
 from graphs.rule.models import MODELS
 from graphs.rule.routes import MALFORMED_RETRIES, MAX_ROUNDS, RUN_TIMEOUT_SECONDS
 from graphs.rule.state import RuleRunState
-from tools.i18n import _
+from tools.i18n import N_, _
 from tools.rules.calculations import describe as calculations_catalogue
 
 SYSTEM_PROMPT = """You are a quantitative trading execution agent. Work through the trading rule step by step: fetch
@@ -64,7 +64,7 @@ def plan_node(state: RuleRunState, runtime: Runtime[RuleDeps]) -> dict[str, Any]
     left = RUN_TIMEOUT_SECONDS - elapsed
     try:
         answer = bounded(model, left).invoke(_messages(rule, history, step, state.get("feedback")))
-        action = _action(parse_json_answer(str(answer.content), "action"))
+        action = _action(parse_json_answer(str(answer.content), N_("action")))
         decision = _decision(action) if action["type"] == "decision" else None
     except openai.APITimeoutError as exc:  # the client retried what fitted: no time for a second chance
         return _hold(ctx, state, step, _timed_out(exc, left, getattr(model, "request_timeout", None)))

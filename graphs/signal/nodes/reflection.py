@@ -233,7 +233,7 @@ def _reflect_llm(state: SignalState, text: str, config: RunnableConfig,
     try:
         run = agent.invoke({"messages": [HumanMessage(text or "Decide the next step.")]},
                            {"recursion_limit": AGENT_STEP_LIMIT})
-        decision = agent_json_answer(run["messages"], "decision", [workspace_status.name])
+        decision = agent_json_answer(run["messages"], N_("decision"), [workspace_status.name])
     except AGENT_FAILURES as exc:  # an unusable answer is an error to retry (the same one twice: the run stops)
         error = f"{REFLECTION_FAILED}{describe_model_failure(exc)}"
         return {**update, "current_task": "reflection_failed", "error_messages": [error],

@@ -1,0 +1,46 @@
+"""Issue 25: refusals a person reads when what they typed or what the code computed cannot be used (a rule the
+parser refuses, a factor whose output fails its checks) are in their language, and English stays as it was."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tools.factors.checks import check_factor
+from tools.i18n import using
+from tools.rules.parser import parse_rule
+from tools.rules.syntax import RuleSyntaxError
+
+
+@pytest.mark.parametrize(("rule", "english", "chinese"), [
+    ("buy when close = 3", "unexpected character '=' (compare with '==') at column 16",
+     "意外的字符 '='（比较请用 '=='）（第 16 列）"),
+    ("buy when close > ma(0)", "ma's n must be a whole number from 2 to 1000, got 0 at column 21",
+     "ma 的 n 必须是 2 到 1000 之间的整数，实际为 0（第 21 列）"),
+    ("buy when macd(12,26,9,1) > 0", "macd(fast, slow, signal) takes 3 parameters, got 4 at column 23",
+     "macd(fast, slow, signal) 需要 3 个参数，实际给了 4 个（第 23 列）"),
+    ("hold when close > 1", "expected 'buy when' or 'sell when' at column 1",
+     "此处应为 'buy when' 或 'sell when'（第 1 列）"),
+])
+def test_a_refused_rule_says_why_in_the_readers_language(rule: str, english: str, chinese: str) -> None:
+    for language, said in (("en", english), ("zh-CN", chinese)):
+        with using(language), pytest.raises(RuleSyntaxError) as caught:
+            parse_rule(rule)
+        first, shown, caret = str(caught.value).splitlines()
+        assert (first, shown) == (said, rule) and caret.endswith("^")
+
+
+def test_a_factor_that_fails_its_checks_is_told_so_in_the_readers_language() -> None:
+    dates = pd.date_range("2020-01-01", periods=30)
+    reference = pd.DataFrame(np.arange(90.0).reshape(30, 3), index=dates, columns=["A", "B", "C"])
+    constant = pd.DataFrame(1.0, index=dates, columns=reference.columns)
+    with using("zh-CN"):
+        assert check_factor(constant, reference, 0).problems == [
+            "在 30 个日期中有 30 个日期所有股票的因子值相同：无法对股票排序"]
+        assert check_factor(constant["A"], reference, 0).problems == [
+            "compute_factor 必须返回 DataFrame，实际返回 Series（这是 Series：请返回“日期 × 股票代码”的 DataFrame，"
+            "例如去掉 .stack() 或列选择）"]
+    with using("en"):
+        assert check_factor(constant, reference, 0).problems == [
+            "the factor is the same for every code on 30 of 30 dates: it cannot rank stocks"]
