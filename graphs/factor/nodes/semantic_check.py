@@ -78,4 +78,4 @@ def rule_diffs(spec: dict[str, Any], body: str) -> list[str]:
 
 def checker_word(by: str) -> str:
     """Who checked the code (rules, llm) as the reader says it."""
-    return {"rules": _("rules"), "llm": _("the model")}.get(by, by)
+    return {"rules": _("rules"), "llm": _("llm")}.get(by, by)
