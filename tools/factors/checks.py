@@ -41,20 +41,21 @@ def check_factor(value: Any, reference: pd.DataFrame, warmup: int) -> CheckRepor
     """Check `value` (the code's output) against `reference` (an input frame: its dates and codes)."""
     if not isinstance(value, pd.DataFrame):
         kind = type(value).__name__
-        hint = " (a Series: return a dates x codes DataFrame, e.g. without .stack() or a column selection)" \
+        hint = _(" (a Series: return a dates x codes DataFrame, e.g. without .stack() or a column selection)") \
             if isinstance(value, pd.Series) else ""
-        return CheckReport(False, [f"compute_factor must return a DataFrame, got {kind}{hint}"])
+        return CheckReport(False, [_("compute_factor must return a DataFrame, got {kind}{hint}").format(kind=kind,
+                                                                                                       hint=hint)])
     problems: list[str] = []
     if not value.index.equals(reference.index) or not value.columns.equals(reference.columns):
-        problems.append(
-            f"the output is {value.shape[0]} dates × {value.shape[1]} codes but the inputs are "
-            f"{reference.shape[0]} × {reference.shape[1]}: keep the inputs' index and columns (no dropna, "
-            "resample, transpose or column filtering)")
+        problems.append(_("the output is {dates} dates × {codes} codes but the inputs are {in_dates} × {in_codes}: "
+                          "keep the inputs' index and columns (no dropna, resample, transpose or column "
+                          "filtering)").format(dates=value.shape[0], codes=value.shape[1],
+                                               in_dates=reference.shape[0], in_codes=reference.shape[1]))
         value = value.reindex(index=reference.index, columns=reference.columns)
     try:
         data = value.to_numpy(dtype=float)
     except (TypeError, ValueError):
-        return CheckReport(False, [*problems, "the output holds non-numeric values; return floats"])
+        return CheckReport(False, [*problems, _("the output holds non-numeric values; return floats")])
     body = data[min(warmup, max(len(data) - 1, 0)):]
     infinite = int(np.isinf(body).sum())
     nan_ratio = float(np.isnan(body).mean()) if body.size else 1.0
@@ -66,16 +67,18 @@ def check_factor(value: Any, reference: pd.DataFrame, warmup: int) -> CheckRepor
     counted = finite.sum(axis=1) >= 2
     constant_dates = int((counted & (spread == 0)).sum())
     if infinite:
-        problems.append(f"{infinite} values are ±inf (e.g. division by zero); mask them with .where(...) or "
-                        ".replace([np.inf, -np.inf], np.nan)")
+        problems.append(_("{n} values are ±inf (e.g. division by zero); mask them with .where(...) or "
+                          ".replace([np.inf, -np.inf], np.nan)").format(n=infinite))
     if nan_ratio > MAX_NAN_RATIO:
-        problems.append(f"{nan_ratio:.0%} of the values after the {warmup}-row warm-up are NaN "
-                        f"(at most {MAX_NAN_RATIO:.0%}); check windows, fields and masks")
+        problems.append(_("{share:.0%} of the values after the {warmup}-row warm-up are NaN (at most {most:.0%}); "
+                          "check windows, fields and masks").format(share=nan_ratio, warmup=warmup,
+                                                                     most=MAX_NAN_RATIO))
     elif thin > MAX_THIN_DATES:
-        problems.append(f"{thin:.0%} of the dates have values for fewer than {MIN_DATE_COVERAGE:.0%} of the codes")
+        problems.append(_("{share:.0%} of the dates have values for fewer than {least:.0%} of the codes").format(
+            share=thin, least=MIN_DATE_COVERAGE))
     if counted.any() and constant_dates > MAX_CONSTANT_DATES * counted.sum():
-        problems.append(f"the factor is the same for every code on {constant_dates} of {int(counted.sum())} dates: "
-                        "it cannot rank stocks")
+        problems.append(_("the factor is the same for every code on {n} of {dates} dates: it cannot rank "
+                          "stocks").format(n=constant_dates, dates=int(counted.sum())))
     stats = {"shape": list(value.shape), "warmup": int(warmup), "nan_ratio": nan_ratio, "infinite": infinite,
              "min_coverage": float(coverage.min()) if coverage.size else 0.0,
              "mean_coverage": float(coverage.mean()) if coverage.size else 0.0, "constant_dates": constant_dates}
