@@ -167,6 +167,9 @@ def test_a_chinese_console_session_hitting_data_errors_reads_in_chinese(tmp_path
         "信号 均线交叉 600519.SH 2019年1月2日 2019年1月20日",  # too few bars for the windows
         "取消",
         "信号 均线交叉 600519.SH 2018年1月2日 2019年3月20日",  # the data starts inside the range: it says so
+        "因子 动量 2010年3月1日 2010年6月1日",  # a factor before the data
+        "因子 动量 600519.SH 2019年3月1日 2019年3月20日 window＝60",  # one code, a window longer than the range
+        "取消",
         "",
     ]))
     lines = out.splitlines()
@@ -176,6 +179,11 @@ def test_a_chinese_console_session_hitting_data_errors_reads_in_chinese(tmp_path
             "尚未上市或代码有误）；其数据覆盖 20190102 至 20200824") in lines
     assert "  注：请求区间 20180102–20190320；实际运行 20190102–20190320：20190102 之前没有数据。" in lines
     assert any(line.startswith("警告：从不卖出：") for line in lines)
+    assert any(line.startswith("无法运行该因子：数据：bundled sample 数据源在 20100118 至 20100601 之间没有 000001.SZ")
+               for line in lines)
+    assert "警告：1 只股票、5 个分位组：分位收益差意义不大（股票少于 20 只时保存需要审批）。" in lines
+    assert any(line.startswith("--- 代码审核：因子 momentum_60（检查未通过：60 行预热之后有 100% 的值为 NaN")
+               for line in lines)
     assert english_left(out) == []
 
 

@@ -25,7 +25,7 @@ def dry_run_node(state: FactorState, config: RunnableConfig, runtime: Runtime[Fa
     except (DataError, ValueError) as exc:
         return {"dry_run": {"ok": False, "error": f"data: {exc}", "checks": None, "summary": f"data: {exc}",
                             "fatal": True},
-                "final_reply": f"I cannot run this factor: data: {exc}"}
+                "final_reply": _("I cannot run this factor: data: {error}").format(error=exc)}
     outcome = dry_run(ctx.sandbox, spec, state["factor_body"] or "", inputs)
     attempt = {"source": "edit" if state.get("editing") else (spec.get("library") or "llm"),
                "ok": outcome["ok"], "problem": outcome["error"]}

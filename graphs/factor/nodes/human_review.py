@@ -53,7 +53,7 @@ def human_review_node(state: FactorState, config: RunnableConfig,
         summary += "\n" + _("Semantic check: {reason}; check yourself that the code does what was asked.").format(
             reason=semantic.get("reason"))
     thin = too_few_codes(len(universe(runtime.context.provider, spec)))
-    note = "\n".join(filter(None, [thin and f"Warning: {thin}.", _note(state, failure)]))
+    note = "\n".join(filter(None, [thin and _("Warning: {warning}.").format(warning=thin), _note(state, failure)]))
     if note:
         summary = f"{note}\n{summary}"
     allowed = ["edit", "reject"] if failure else ["approve", "edit", "reject"]
