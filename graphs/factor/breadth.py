@@ -10,7 +10,8 @@ MIN_CODES = 4 * QUANTILES  # fewer than 4 codes a quantile on average: quantile 
 
 
 def too_few_codes(codes: int) -> str | None:
-    """'3 codes, 5 quantiles: quantile spreads mean little ...' below MIN_CODES, else None."""
+    """'3 codes, 5 quantiles: quantile spreads mean little ...' (in the language in effect) below MIN_CODES, else
+    None."""
     if codes >= MIN_CODES:
         return None
     return _("{codes} codes, {quantiles} quantiles: quantile spreads mean little (saving asks for an approval below "

@@ -13,7 +13,7 @@ from graphs.factor.template import render
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError, check_range
 from tools.factors.checks import check_factor
-from tools.i18n import _
+from tools.i18n import N_, _
 from tools.research.lookahead import CutRunError, lookahead_problem
 from tools.sandbox import Limits, Sandbox
 
@@ -107,7 +107,7 @@ def dry_run(sandbox: Sandbox, spec: dict[str, Any], body: str,
                 raise CutRunError(early_error)
             return early
 
-        problem = lookahead_problem(run_cut, factor, "the factor")
+        problem = lookahead_problem(run_cut, factor, N_("the factor"))
         if problem:
             problems.append(problem)
     if report.figures():

@@ -9,6 +9,7 @@ from tools.data.news import NewsSource, news_source, posts_source
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError
 from tools.data.tushare import TushareProvider
+from tools.i18n import _
 from tools.settings import Settings
 
 
@@ -23,7 +24,7 @@ def provider_from_settings(settings: Settings) -> MarketDataProvider:
         inner: MarketDataProvider = TushareProvider(token, settings.tushare_api_url)
     elif choice == "local":
         if settings.local_data_path is None:
-            raise DataError("QUANTDESK_DATA_PROVIDER=local needs QUANTDESK_LOCAL_DATA (a directory)")
+            raise DataError(_("QUANTDESK_DATA_PROVIDER=local needs QUANTDESK_LOCAL_DATA (a directory)"))
         inner = LocalProvider(settings.local_data_path, price_basis=settings.local_price_basis)
     else:
         inner = SampleProvider()

@@ -22,6 +22,7 @@ from tools.data.provider import MarketDataProvider
 from tools.data.schema import DAILY, DAILY_BASIC, DataError, normalize_codes, normalize_date
 from tools.data.securities import day_or_none, text_or_none
 from tools.data.tushare import TushareProvider
+from tools.i18n import N_, _
 
 INCOME = "income"
 FINA_INDICATOR = "fina_indicator"
@@ -57,7 +58,7 @@ UNITS: dict[str, dict[str, str]] = {
     FINA_INDICATOR: {"eps": "元/股", "roe": "%", "roe_dt": "%", "roa": "%", "grossprofit_margin": "%",
                      "netprofit_margin": "%", "debt_to_assets": "%", "netprofit_yoy": "%", "or_yoy": "%"},
 }
-WHAT = {DAILY_BASIC: "daily_basic rows", INCOME: "income statements", FINA_INDICATOR: "fina_indicator rows"}
+WHAT = {DAILY_BASIC: N_("daily_basic rows"), INCOME: N_("income statements"), FINA_INDICATOR: N_("fina_indicator rows")}
 
 Row = dict[str, str | float | None]
 
@@ -99,7 +100,9 @@ class FundamentalsSource(ABC):
 class _TableFundamentals(FundamentalsSource):
     """A source that loads a raw tushare-schema frame per dataset; the point-in-time rules live here."""
 
-    where: str = ""  # how gap sentences name the source, e.g. "from tushare"
+    @abstractmethod
+    def _where(self) -> str:
+        """How gap sentences name the source, e.g. "from tushare", in the language in effect."""
 
     @abstractmethod
     def _load(self, dataset: str, ts_code: str, as_of: str) -> pd.DataFrame:
@@ -125,7 +128,7 @@ class _TableFundamentals(FundamentalsSource):
         else:
             chosen = point_in_time_reports(frame, day, periods)
         if chosen.empty:
-            return SourceResult(dataset, [], self.name, gap=_nothing(dataset, code, day, self.where))
+            return SourceResult(dataset, [], self.name, gap=_nothing(dataset, code, day, self._where()))
         return SourceResult(dataset, _rows(dataset, chosen), self.name, units=dict(UNITS[dataset]))
 
 
@@ -136,10 +139,12 @@ class TushareFundamentals(_TableFundamentals):
     its announcement), so no later row is downloaded; the point-in-time rules are applied to the answer too."""
 
     name = "tushare"
-    where = "from tushare"
 
     def __init__(self, provider: TushareProvider) -> None:
         self._provider = provider
+
+    def _where(self) -> str:
+        return _("from tushare")
 
     def _load(self, dataset: str, ts_code: str, as_of: str) -> pd.DataFrame:
         params: dict[str, object] = {"ts_code": ts_code, "end_date": as_of}
@@ -158,8 +163,10 @@ class LocalFundamentals(_TableFundamentals):
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
         self.name = f"local files in {self.root}"
-        self.where = f"in the local files at {self.root}"
         self._frames: dict[str, pd.DataFrame] = {}
+
+    def _where(self) -> str:
+        return _("in the local files at {path}").format(path=self.root)
 
     def _load(self, dataset: str, ts_code: str, as_of: str) -> pd.DataFrame:
         if dataset not in self._frames:
@@ -169,20 +176,21 @@ class LocalFundamentals(_TableFundamentals):
 
     def _read(self, dataset: str) -> pd.DataFrame:
         if not self.root.is_dir():
-            raise DataError(f"the fundamentals directory {self.root} does not exist")
+            raise DataError(_("the fundamentals directory {path} does not exist").format(path=self.root))
         path = next((p for p in (self.root / f"{dataset}.parquet", self.root / f"{dataset}.csv") if p.is_file()),
                     None)
         if path is None:
-            raise DataError(f"no {dataset}.parquet or {dataset}.csv in {self.root}")
+            raise DataError(_("no {dataset}.parquet or {dataset}.csv in {path}").format(dataset=dataset,
+                                                                                        path=self.root))
         try:
             if path.suffix == ".parquet":
                 frame = pd.read_parquet(path)
             else:
                 frame = pd.read_csv(path, dtype={c: str for c in TEXT_COLUMNS[dataset]})
         except (OSError, ValueError) as exc:
-            raise DataError(f"cannot read {path}: {exc}") from None
+            raise DataError(_("cannot read {path}: {error}").format(path=path, error=exc)) from None
         if "ts_code" not in frame.columns:
-            raise DataError(f"{path} has no ts_code column")
+            raise DataError(_("{path} has no ts_code column").format(path=path))
         return frame.assign(ts_code=frame["ts_code"].astype(str).str.strip().str.upper())
 
 
@@ -193,16 +201,20 @@ class MarketDataFundamentals(_TableFundamentals):
     def __init__(self, provider: MarketDataProvider) -> None:
         self._provider = provider
         self.name = f"the {provider.name} market-data provider"
-        self.where = f"from {self.name}"
+
+    def _where(self) -> str:
+        return _("from the {provider} market-data provider").format(provider=self._provider.name)
 
     def _load(self, dataset: str, ts_code: str, as_of: str) -> pd.DataFrame:
         if dataset != DAILY_BASIC:
-            raise DataError(f"{self.name} has no {WHAT[dataset]}; set a fundamentals directory or a tushare token")
+            raise DataError(_("the {provider} market-data provider has no {what}; set a fundamentals directory or a "
+                              "tushare token").format(provider=self._provider.name, what=_(WHAT[dataset])))
         fields = [f for f in DAILY_BASIC_VALUES if f in self._provider.available_fields(DAILY_BASIC)]
         if "close" in self._provider.available_fields(DAILY):
             fields.insert(0, "close")
         if not fields:
-            raise DataError(f"{self.name} serves no daily_basic fields")
+            raise DataError(_("the {provider} market-data provider serves no daily_basic fields").format(
+                provider=self._provider.name))
         return self._provider.daily_basic(ts_code, _days_before(as_of, DAILY_BASIC_LOOKBACK_DAYS), as_of, fields,
                                           warnings=[])
 
@@ -236,7 +248,8 @@ class ChainedFundamentals(FundamentalsSource):
 
 
 class NoFundamentals(FundamentalsSource):
-    """The source when none is configured: every answer is a gap saying so."""
+    """The source when none is configured: every answer is a gap saying so (`reason`, a message id, in the
+    language in effect)."""
 
     name = "none"
 
@@ -254,11 +267,11 @@ class NoFundamentals(FundamentalsSource):
 
     def _gap(self, dataset: str, ts_code: str, as_of: str, periods: int) -> SourceResult:
         _check(ts_code, as_of, periods)
-        return SourceResult(dataset, [], self.name, gap=self.reason)
+        return SourceResult(dataset, [], self.name, gap=_(self.reason))
 
 
-NO_FUNDAMENTALS = ("no fundamentals source configured (set QUANTDESK_FUNDAMENTALS_DIR to a folder with "
-                   "daily_basic, income and fina_indicator files, or TUSHARE_TOKEN)")
+NO_FUNDAMENTALS = N_("no fundamentals source configured (set QUANTDESK_FUNDAMENTALS_DIR to a folder with "
+                     "daily_basic, income and fina_indicator files, or TUSHARE_TOKEN)")
 
 
 def fundamentals_source(*, directory: str | Path | None = None, tushare: TushareProvider | None = None,
@@ -304,10 +317,10 @@ def _check(ts_code: str, as_of: str, periods: int) -> tuple[str, str]:
     """A validated single ts_code and YYYYMMDD day; `DataError` otherwise."""
     codes = normalize_codes(ts_code)
     if len(codes) != 1:
-        raise DataError(f"one ts_code at a time, not {', '.join(codes)}")
+        raise DataError(_("one ts_code at a time, not {codes}").format(codes=", ".join(codes)))
     if periods < 1:
-        raise DataError(f"periods must be at least 1, not {periods}")
-    return codes[0], normalize_date(as_of, "as-of date")
+        raise DataError(_("periods must be at least 1, not {periods}").format(periods=periods))
+    return codes[0], normalize_date(as_of, N_("as-of date"))
 
 
 def _clean(dataset: str, frame: pd.DataFrame, ts_code: str) -> pd.DataFrame:
@@ -317,7 +330,8 @@ def _clean(dataset: str, frame: pd.DataFrame, ts_code: str) -> pd.DataFrame:
     needed = ("trade_date",) if dataset == DAILY_BASIC else ("ann_date", "end_date")
     lacking = [c for c in needed if c not in frame.columns]
     if lacking:
-        raise DataError(f"the {dataset} data lacks the column(s) {', '.join(lacking)}")
+        raise DataError(_("the {dataset} data lacks the column(s) {columns}").format(dataset=dataset,
+                                                                                    columns=", ".join(lacking)))
     columns: dict[str, pd.Series] = {}
     for column in TEXT_COLUMNS[dataset]:
         values = frame[column].tolist() if column in frame.columns else [""] * len(frame)
@@ -349,9 +363,10 @@ def _text(value: object) -> str | None:
 
 def _nothing(dataset: str, ts_code: str, as_of: str, where: str) -> str:
     if dataset == DAILY_BASIC:
-        return (f"no daily_basic row for {ts_code} in the {DAILY_BASIC_LOOKBACK_DAYS} days up to {as_of} {where} "
-                "(suspended, not yet listed, or not in the data)")
-    return f"no {WHAT[dataset]} for {ts_code} announced on or before {as_of} {where}"
+        return _("no daily_basic row for {code} in the {days} days up to {day} {where} (suspended, not yet listed, "
+                 "or not in the data)").format(code=ts_code, days=DAILY_BASIC_LOOKBACK_DAYS, day=as_of, where=where)
+    return _("no {what} for {code} announced on or before {day} {where}").format(what=_(WHAT[dataset]), code=ts_code,
+                                                                                 day=as_of, where=where)
 
 
 def _days_before(day: str, days: int) -> str:

@@ -20,6 +20,7 @@ import pandas as pd
 
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError, normalize_codes
+from tools.i18n import N_, _
 from tools.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -85,20 +86,22 @@ class KlineProvider(ABC):
         latest bar. Naive times are read in the provider's timezone (`tz`)."""
         tf = check_timeframe(timeframe)
         check_limit(limit)
-        since, until = _moment(start, self.tz, "start"), _moment(end, self.tz, "end")
+        since, until = _moment(start, self.tz, N_("start")), _moment(end, self.tz, N_("end"))
         if since is not None and until is not None and since > until:
-            raise KlineError(f"start {since} is after end {until}")
+            raise KlineError(_("start {start} is after end {end}").format(start=since, end=until))
         count = limit or (MAX_LIMIT if since is not None else DEFAULT_LIMIT)
         result = self._fetch(KlineRequest(self._symbol(symbol), tf, count, limit, since, until))
         frame, notes = result.frame, list(result.notes)
         if frame.empty:
-            raise KlineError(f"no {tf} klines for {result.symbol} from {result.source}{_span(since, until)}")
+            raise KlineError(_("no {timeframe} klines for {symbol} from {source}{span}").format(
+                timeframe=tf, symbol=result.symbol, source=result.source, span=_span(since, until)))
         if len(frame) > count:
             if limit is None:
                 notes.append(truncated_note())
             frame = frame.iloc[-count:]
         elif limit is not None and len(frame) < limit:
-            notes.append(f"only {len(frame)} of the {limit} bars asked for exist{_span(since, until)}")
+            notes.append(_("only {n} of the {limit} bars asked for exist{span}").format(
+                n=len(frame), limit=limit, span=_span(since, until)))
         log.debug("%d %s klines of %s from %s", len(frame), tf, result.symbol, result.source)
         return replace(result, frame=frame, notes=tuple(notes))
 
@@ -134,11 +137,12 @@ class AShareKlines(KlineProvider):
 
     def _fetch(self, request: KlineRequest) -> Klines:
         if request.timeframe != "1d":
-            raise KlineError(f"A-share klines are daily only: ask for timeframe 1d, not {request.timeframe} "
-                             f"(the {self.source} provider has no intraday or weekly bars)")
+            raise KlineError(_("A-share klines are daily only: ask for timeframe 1d, not {timeframe} (the {provider} "
+                               "provider has no intraday or weekly bars)").format(timeframe=request.timeframe,
+                                                                                  provider=self.source))
         end = request.end.strftime("%Y%m%d") if request.end is not None else self.provider.last_date()
         if end is None:
-            raise KlineError(f"the {self.source} provider has no daily bars at all")
+            raise KlineError(_("the {provider} provider has no daily bars at all").format(provider=self.source))
         try:
             if request.start is not None:
                 start = request.start.strftime("%Y%m%d")
@@ -154,9 +158,10 @@ class AShareKlines(KlineProvider):
                               "low": long["low"].to_numpy(), "close": long["close"].to_numpy(),
                               "volume": (long["vol"] * 100).round().to_numpy()},
                              index=index.tz_localize(SHANGHAI), dtype="float64")
-        basis = {"forward-adjusted": f"prices are forward-adjusted ({self.source} provider)",
-                 "unknown": f"the {self.source} provider does not say whether its prices are adjusted"}
-        notes = (basis[self.provider.price_basis],) if self.provider.price_basis in basis else ()
+        basis = {"forward-adjusted": N_("prices are forward-adjusted ({provider} provider)"),
+                 "unknown": N_("the {provider} provider does not say whether its prices are adjusted")}
+        notes = (_(basis[self.provider.price_basis]).format(provider=self.source),) \
+            if self.provider.price_basis in basis else ()
         return Klines(request.symbol, "1d", self.source, frame, notes)
 
 
@@ -173,15 +178,16 @@ class CryptoKlines(KlineProvider):
         ccxt = import_ccxt()
         if exchange_id not in ccxt.exchanges:
             near = difflib.get_close_matches(exchange_id, ccxt.exchanges, n=3)
-            hint = f"; did you mean {', '.join(near)}?" if near else ""
-            raise KlineError(f"ccxt knows no exchange {exchange_id!r}{hint}")
+            hint = _("; did you mean {names}?").format(names=", ".join(near)) if near else ""
+            raise KlineError(_("ccxt knows no exchange {exchange!r}{hint}").format(exchange=exchange_id, hint=hint))
         self.source = self.exchange_id = exchange_id
         self.api_url, self.timeout = api_url, timeout
         self._ccxt = ccxt
         self._lock = threading.Lock()
         self.exchange = getattr(ccxt, exchange_id)({"timeout": int(timeout * 1000), "enableRateLimit": True})
         if not self.exchange.has.get("fetchOHLCV"):
-            raise KlineError(f"{exchange_id} serves no klines through ccxt (no fetchOHLCV)")
+            raise KlineError(_("{exchange} serves no klines through ccxt (no fetchOHLCV)").format(
+                exchange=exchange_id))
         spot_only(self.exchange)
         if api_url:
             point_at(self.exchange, api_url)
@@ -189,8 +195,8 @@ class CryptoKlines(KlineProvider):
     def _symbol(self, symbol: str) -> str:
         text = symbol.strip().upper().replace("-", "/").replace("_", "/")
         if not (_PAIR.match(text) or _COMPACT.match(text)):
-            raise KlineError(f"malformed crypto symbol {symbol!r}: use BASE/QUOTE like BTC/USDT, "
-                             "or the exchange's id like BTCUSDT")
+            raise KlineError(_("malformed crypto symbol {symbol!r}: use BASE/QUOTE like BTC/USDT, or the "
+                               "exchange's id like BTCUSDT").format(symbol=symbol))
         return text
 
     def _fetch(self, request: KlineRequest) -> Klines:
@@ -200,8 +206,8 @@ class CryptoKlines(KlineProvider):
                 symbol = self._market(request.symbol)
                 tf = request.timeframe
                 if tf not in (self.exchange.timeframes or {}):
-                    raise KlineError(f"{self.exchange_id} has no {tf} klines; it has: "
-                                     f"{', '.join(self.exchange.timeframes or {})}")
+                    raise KlineError(_("{exchange} has no {timeframe} klines; it has: {timeframes}").format(
+                        exchange=self.exchange_id, timeframe=tf, timeframes=", ".join(self.exchange.timeframes or {})))
                 bar_ms = self.exchange.parse_timeframe(tf) * 1000
                 since, params = self._window(request, bar_ms)
                 rows = self.exchange.fetch_ohlcv(symbol, tf, since=since, limit=request.count, params=params)
@@ -217,7 +223,8 @@ class CryptoKlines(KlineProvider):
         if request.end is not None:
             frame = frame[frame.index <= request.end]
         if request.end is None and not frame.empty and _ms(frame.index[-1]) + bar_ms > _now_ms():
-            notes.append(f"the last bar (opened {frame.index[-1]:%Y-%m-%d %H:%M} UTC) is still forming")
+            notes.append(_("the last bar (opened {time} UTC) is still forming").format(
+                time=f"{frame.index[-1]:%Y-%m-%d %H:%M}"))
         return Klines(symbol, tf, self.source, frame, tuple(notes))
 
     def _window(self, request: KlineRequest, bar_ms: int) -> tuple[int | None, dict[str, int]]:
@@ -241,8 +248,9 @@ class CryptoKlines(KlineProvider):
         if symbol in aliases:
             return aliases[symbol]
         near = difflib.get_close_matches(symbol, list(markets), n=3)
-        hint = f"did you mean {', '.join(near)}?" if near else "use BASE/QUOTE like BTC/USDT"
-        raise KlineError(f"unknown symbol {symbol} on {self.exchange_id} (spot markets); {hint}")
+        hint = _("did you mean {names}?").format(names=", ".join(near)) if near else _("use BASE/QUOTE like BTC/USDT")
+        raise KlineError(_("unknown symbol {symbol} on {exchange} (spot markets); {hint}").format(
+            symbol=symbol, exchange=self.exchange_id, hint=hint))
 
     def _readable(self, exc: Exception) -> KlineError:
         """A ccxt error as a message for the user; the raw one goes to the log."""
@@ -252,22 +260,27 @@ class CryptoKlines(KlineProvider):
         code = status.group(1) if status else None
         detail = str(exc)[:300]
         if isinstance(exc, ccxt.BadSymbol):
-            return KlineError(f"{name} does not know that symbol: {detail}")
+            return KlineError(_("{exchange} does not know that symbol: {detail}").format(exchange=name, detail=detail))
         if isinstance(exc, ccxt.DDoSProtection | ccxt.RateLimitExceeded):
             if code == "418":
-                return KlineFetchError(f"{name} has banned this IP for too many requests (HTTP 418); "
-                                       "wait until the ban lifts before asking again")
-            return KlineFetchError(f"{name} is rate-limiting requests (HTTP {code or 429}); "
-                                   "wait a minute and ask again")
+                return KlineFetchError(_("{exchange} has banned this IP for too many requests (HTTP 418); wait until "
+                                         "the ban lifts before asking again").format(exchange=name))
+            return KlineFetchError(_("{exchange} is rate-limiting requests (HTTP {code}); wait a minute and ask "
+                                     "again").format(exchange=name, code=code or 429))
         if isinstance(exc, ccxt.RequestTimeout):
-            return KlineFetchError(f"{name} did not answer within {self.timeout:g} s; ask again later")
+            return KlineFetchError(_("{exchange} did not answer within {seconds:g} s; ask again later").format(
+                exchange=name, seconds=self.timeout))
         if isinstance(exc, ccxt.ExchangeNotAvailable):
-            return KlineFetchError(f"{name} is unavailable (HTTP {code or '?'}); ask again later")
+            return KlineFetchError(_("{exchange} is unavailable (HTTP {code}); ask again later").format(
+                exchange=name, code=code or "?"))
         if isinstance(exc, ccxt.NetworkError):
-            return KlineFetchError(f"cannot reach {name}{' at ' + self.api_url if self.api_url else ''}: {detail}")
+            if self.api_url:
+                return KlineFetchError(_("cannot reach {exchange} at {url}: {detail}").format(
+                    exchange=name, url=self.api_url, detail=detail))
+            return KlineFetchError(_("cannot reach {exchange}: {detail}").format(exchange=name, detail=detail))
         if isinstance(exc, ccxt.ExchangeError):
-            return KlineError(f"{name} refused the request: {detail}")
-        return KlineFetchError(f"{name} failed: {detail}")
+            return KlineError(_("{exchange} refused the request: {detail}").format(exchange=name, detail=detail))
+        return KlineFetchError(_("{exchange} failed: {detail}").format(exchange=name, detail=detail))
 
 
 def import_ccxt() -> ModuleType:
@@ -275,7 +288,7 @@ def import_ccxt() -> ModuleType:
     try:
         import ccxt
     except ImportError as exc:
-        raise KlineError(f"crypto klines need the ccxt package: {CRYPTO_INSTALL}") from exc
+        raise KlineError(_("crypto klines need the ccxt package: {install}").format(install=CRYPTO_INSTALL)) from exc
     return ccxt
 
 
@@ -294,7 +307,8 @@ def point_at(exchange: Any, api_url: str) -> None:
     """Send every API request of `exchange` to `api_url`'s scheme and host, keeping each URL's path."""
     base = urlsplit(api_url)
     if base.scheme not in ("http", "https") or not base.netloc:
-        raise KlineError(f"crypto API URL {api_url!r} is not an http(s) URL like https://api.binance.com")
+        raise KlineError(_("crypto API URL {url!r} is not an http(s) URL like https://api.binance.com").format(
+            url=api_url))
     exchange.urls["api"] = _rebase(exchange.urls["api"], base)
 
 
@@ -313,8 +327,9 @@ def check_timeframe(timeframe: str) -> str:
     if text in TIMEFRAMES:
         return text
     near = [tf for tf in TIMEFRAMES if tf.lower() == text.lower()]
-    hint = f"did you mean {near[0]}? " if near else ""
-    raise KlineError(f"unknown timeframe {timeframe!r}; {hint}use one of {', '.join(TIMEFRAMES)}")
+    hint = _("did you mean {names}?").format(names=near[0]) + " " if near else ""
+    raise KlineError(_("unknown timeframe {timeframe!r}; {hint}use one of {known}").format(
+        timeframe=timeframe, hint=hint, known=", ".join(TIMEFRAMES)))
 
 
 def check_limit(limit: int | None) -> None:
@@ -322,13 +337,16 @@ def check_limit(limit: int | None) -> None:
     if limit is None:
         return
     if isinstance(limit, bool) or not isinstance(limit, int):
-        raise KlineError(f"limit {limit!r} is not a whole number of bars; ask for 1 to {MAX_LIMIT}")
+        raise KlineError(_("limit {limit!r} is not a whole number of bars; ask for 1 to {most}").format(
+            limit=limit, most=MAX_LIMIT))
     if not 1 <= limit <= MAX_LIMIT:
-        raise KlineError(f"limit {limit} is out of range; ask for 1 to {MAX_LIMIT} bars")
+        raise KlineError(_("limit {limit} is out of range; ask for 1 to {most} bars").format(limit=limit,
+                                                                                            most=MAX_LIMIT))
 
 
 def truncated_note() -> str:
-    return f"the range holds more than {MAX_LIMIT} bars; these are its last {MAX_LIMIT} (narrow start/end)"
+    return _("the range holds more than {most} bars; these are its last {most} (narrow start/end)").format(
+        most=MAX_LIMIT)
 
 
 def symbol_kind(symbol: str) -> Literal["a-share", "crypto"]:
@@ -342,10 +360,10 @@ def symbol_kind(symbol: str) -> Literal["a-share", "crypto"]:
     if _COMPACT.match(text) and any(text.endswith(q) and len(text) > len(q) for q in CRYPTO_QUOTES):
         return "crypto"
     if re.fullmatch(r"\d{6}", text):
-        raise KlineError(f"{symbol!r} needs its exchange suffix: {text}.SH (Shanghai), {text}.SZ (Shenzhen) "
-                         f"or {text}.BJ (Beijing)")
-    raise KlineError(f"cannot tell what {symbol!r} is: use a ts_code like 600519.SH for A-shares, "
-                     "or a pair like BTC/USDT for crypto")
+        raise KlineError(_("{symbol!r} needs its exchange suffix: {code}.SH (Shanghai), {code}.SZ (Shenzhen) or "
+                           "{code}.BJ (Beijing)").format(symbol=symbol, code=text))
+    raise KlineError(_("cannot tell what {symbol!r} is: use a ts_code like 600519.SH for A-shares, or a pair like "
+                       "BTC/USDT for crypto").format(symbol=symbol))
 
 
 def klines_for(symbol: str, settings: Settings, provider: MarketDataProvider) -> KlineProvider:
@@ -369,8 +387,8 @@ def _moment(value: Moment | None, tz: str, what: str) -> pd.Timestamp | None:
     except (TypeError, ValueError):
         stamp = pd.NaT
     if stamp is pd.NaT:
-        raise KlineError(f"{what} {value!r} is not a date or time; use e.g. 20240301, 2024-03-01 or "
-                         "2024-03-01T08:00")
+        raise KlineError(_("{what} {value!r} is not a date or time; use e.g. 20240301, 2024-03-01 or "
+                           "2024-03-01T08:00").format(what=_(what), value=value))
     return stamp.tz_localize(tz) if stamp.tzinfo is None else stamp.tz_convert(tz)
 
 
@@ -385,4 +403,5 @@ def _now_ms() -> int:
 def _span(start: pd.Timestamp | None, end: pd.Timestamp | None) -> str:
     if start is None and end is None:
         return ""
-    return f" between {start if start is not None else 'the first bar'} and {end if end is not None else 'now'}"
+    return _(" between {start} and {end}").format(start=start if start is not None else _("the first bar"),
+                                                  end=end if end is not None else _("now"))

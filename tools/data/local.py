@@ -19,6 +19,7 @@ from tools.data.securities import (
     st_periods_from_names,
     text_or_none,
 )
+from tools.i18n import _
 
 log = logging.getLogger(__name__)
 
@@ -46,13 +47,14 @@ class LocalProvider(MarketDataProvider):
         self.root = Path(root)
         self.name = name
         if price_basis not in PRICE_BASES:
-            raise DataError(f"price basis {price_basis!r} is not one of: {', '.join(PRICE_BASES)}")
+            raise DataError(_("price basis {basis!r} is not one of: {known}").format(
+                basis=price_basis, known=", ".join(PRICE_BASES)))
         self.price_basis = price_basis
         if not self.root.is_dir():
-            raise DataError(f"local data directory {self.root} does not exist")
+            raise DataError(_("local data directory {path} does not exist").format(path=self.root))
         self._files = {ds: self._find(ds) for ds in DATASET_FIELDS}
         if self._files[DAILY] is None:
-            raise DataError(f"no daily.parquet or daily.csv in {self.root}")
+            raise DataError(_("no daily.parquet or daily.csv in {path}").format(path=self.root))
         self._frames: dict[str, pd.DataFrame] = {}
         self._codes: frozenset[str] | None = None
         self._days: list[str] | None = None
@@ -103,7 +105,7 @@ class LocalProvider(MarketDataProvider):
 
     def _coverage_hint(self) -> str:
         first, last = self.date_range()
-        return f" (its data covers {first} to {last})"
+        return _(" (its data covers {first} to {last})").format(first=first, last=last)
 
     def _fetch(self, dataset: str, codes: list[str], start: str, end: str, fields: list[str]) -> pd.DataFrame:
         frame = self._load(dataset)
@@ -149,7 +151,8 @@ class LocalProvider(MarketDataProvider):
             path, dtype=str, keep_default_na=False)
         lacking = [c for c in columns if c not in frame.columns]
         if lacking:
-            raise DataError(f"{path} lacks the column(s) {', '.join(lacking)}; it needs {', '.join(columns)}")
+            raise DataError(_("{path} lacks the column(s) {lacking}; it needs {columns}").format(
+                path=path, lacking=", ".join(lacking), columns=", ".join(columns)))
         return frame.loc[:, columns].assign(ts_code=frame["ts_code"].astype(str).str.strip().str.upper())
 
 

@@ -22,6 +22,7 @@ import pandas as pd
 
 from tools.data.schema import DataError, normalize_codes
 from tools.data.tushare import TushareProvider
+from tools.i18n import N_, _
 
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 BEIJING = timezone(timedelta(hours=8))  # naive times are Beijing time; aware ones are converted to it
@@ -33,6 +34,8 @@ MIN_WINDOW = timedelta(minutes=10)  # windows are not split below this; a full o
 NEWS_FIELDS = ["datetime", "content", "title", "channels"]
 MAJOR_NEWS_FIELDS = ["title", "content", "pub_time", "src"]
 ANNS_FIELDS = ["ann_date", "ts_code", "name", "title", "url", "rec_time"]
+ABOUT = {"news": N_("news about {code}"), "posts": N_("posts about {code}")}  # a local file's items, by its stem
+ABOUT_OTHER = N_("{stem} items about {code}")  # a file of another stem
 
 
 @dataclass(frozen=True)
@@ -76,8 +79,11 @@ class NewsSource(ABC):
         items, cut = select_items(candidates, start, end, limit)
         notes = [*notes, *cut]
         if not items:
-            gap = f"no {self._nothing(code)} between {_text(start)} and {_text(end)} {self._where()}"
-            return NewsResult((), self.name, gap=gap + (f" ({'; '.join(notes)})" if notes else ""))
+            gap = _("no {what} between {start} and {end} {where}").format(
+                what=self._nothing(code), start=_text(start), end=_text(end), where=self._where())
+            if notes:
+                gap += _(" ({notes})").format(notes="; ".join(notes))
+            return NewsResult((), self.name, gap=gap)
         return NewsResult(items, self.name, notes=tuple(notes))
 
     @abstractmethod
@@ -86,10 +92,12 @@ class NewsSource(ABC):
         `DataError` when the source cannot answer at all."""
 
     def _nothing(self, ts_code: str) -> str:
-        return f"news about {ts_code}"
+        """What there is none of, in the language in effect."""
+        return _("news about {code}").format(code=ts_code)
 
     def _where(self) -> str:
-        return f"from {self.name}"
+        """Where it was looked for, in the language in effect."""
+        return _("from {source}").format(source=self.name)
 
 
 class TushareNews(NewsSource):
@@ -123,7 +131,8 @@ class TushareNews(NewsSource):
             name = self._name_of(ts_code)
         except DataError as exc:
             name = None
-            notes.append(f"could not look up the name of {ts_code} ({exc}); matched on its code digits only")
+            notes.append(_("could not look up the name of {code} ({error}); matched on its code digits only").format(
+                code=ts_code, error=exc))
         mentions = _mention_matcher(ts_code, name)
         items: list[NewsItem] = []
         failures: list[str] = []
@@ -160,8 +169,9 @@ class TushareNews(NewsSource):
             return frame
         if end - start <= MIN_WINDOW:
             label = " ".join([api, *(f"{k} {v}" for k, v in params.items())])
-            notes.append(f"tushare {label} returned its cap of {ROW_CAPS[api]} rows for {_text(start)} to "
-                         f"{_text(end)}; some items of that window may be missing")
+            notes.append(_("tushare {endpoint} returned its cap of {cap} rows for {start} to {end}; some items of "
+                           "that window may be missing").format(endpoint=label, cap=ROW_CAPS[api], start=_text(start),
+                                                                end=_text(end)))
             return frame
         middle = (start + (end - start) / 2).replace(microsecond=0)
         older = self._windowed(api, params, fields, start, middle, notes)
@@ -173,7 +183,8 @@ class TushareNews(NewsSource):
                   "end_date": (end + timedelta(days=1)).strftime("%Y%m%d")}
         frame = self._provider.query("anns_d", params, ANNS_FIELDS)
         if len(frame) >= ROW_CAPS["anns_d"]:
-            notes.append(f"tushare anns_d returned its cap of {ROW_CAPS['anns_d']} rows for {ts_code}")
+            notes.append(_("tushare anns_d returned its cap of {cap} rows for {code}").format(cap=ROW_CAPS["anns_d"],
+                                                                                              code=ts_code))
         items = []
         for row in frame.to_dict("records"):
             if _cell(row.get("ts_code")).upper() != ts_code:
@@ -185,7 +196,7 @@ class TushareNews(NewsSource):
         return items
 
     def _nothing(self, ts_code: str) -> str:
-        return f"news or announcements mentioning {ts_code}"
+        return _("news or announcements mentioning {code}").format(code=ts_code)
 
 
 class LocalNews(NewsSource):
@@ -207,24 +218,25 @@ class LocalNews(NewsSource):
         if self._loaded is None:
             self._loaded = self._read()
         items, skipped = self._loaded
-        notes = [f"skipped {skipped} row(s) of {self.stem} with an unreadable datetime"] if skipped else []
+        notes = [_("skipped {n} row(s) of {file} with an unreadable datetime").format(n=skipped, file=self.stem)] \
+            if skipped else []
         wanted = [i for i in items if ts_code in i.codes or (not i.codes and self.include_market_wide)]
         return wanted, notes
 
     def _read(self) -> tuple[list[NewsItem], int]:
         if not self.root.is_dir():
-            raise DataError(f"the news directory {self.root} does not exist")
+            raise DataError(_("the news directory {path} does not exist").format(path=self.root))
         path = next((p for p in (self.root / f"{self.stem}.csv", self.root / f"{self.stem}.json") if p.is_file()),
                     None)
         if path is None:
-            raise DataError(f"no {self.stem}.csv or {self.stem}.json in {self.root}")
+            raise DataError(_("no {stem}.csv or {stem}.json in {path}").format(stem=self.stem, path=self.root))
         try:
             records = _read_records(path)
         except (OSError, ValueError, csv.Error) as exc:
-            raise DataError(f"cannot read {path}: {exc}") from None
+            raise DataError(_("cannot read {path}: {error}").format(path=path, error=exc)) from None
         columns = set().union(*(r.keys() for r in records)) if records else set()
         if records and ("datetime" not in columns or not columns & {"title", "content"}):
-            raise DataError(f"{path} needs a datetime column and a title or content column")
+            raise DataError(_("{path} needs a datetime column and a title or content column").format(path=path))
         items: list[NewsItem] = []
         skipped = 0
         for record in records:
@@ -239,10 +251,11 @@ class LocalNews(NewsSource):
         return items, skipped
 
     def _nothing(self, ts_code: str) -> str:
-        return f"{self.stem} about {ts_code}" + (" or the whole market" if self.include_market_wide else "")
+        about = _(ABOUT.get(self.stem, ABOUT_OTHER)).format(stem=self.stem, code=ts_code)
+        return about + (_(" or the whole market") if self.include_market_wide else "")
 
     def _where(self) -> str:
-        return f"in {self.name}"
+        return _("in local {stem} files in {path}").format(stem=self.stem, path=self.root)
 
 
 class LocalPosts(LocalNews):
@@ -280,7 +293,8 @@ class CombinedNews(NewsSource):
 
 
 class NoNews(NewsSource):
-    """The source when none is configured: every answer is a gap saying so."""
+    """The source when none is configured: every answer is a gap saying so (`reason`, a message id, in the
+    language in effect)."""
 
     name = "none"
 
@@ -288,12 +302,12 @@ class NoNews(NewsSource):
         self.reason = reason
 
     def _candidates(self, ts_code: str, start: datetime, end: datetime) -> tuple[list[NewsItem], list[str]]:
-        raise DataError(self.reason)
+        raise DataError(_(self.reason))
 
 
-NO_NEWS = ("no news source configured (set QUANTDESK_NEWS_DIR to a folder with news.csv or news.json, or "
-           "QUANTDESK_TUSHARE_NEWS=true with a TUSHARE_TOKEN that has tushare's news permission)")
-NO_POSTS = "no social posts configured (set QUANTDESK_NEWS_DIR to a folder with posts.csv or posts.json)"
+NO_NEWS = N_("no news source configured (set QUANTDESK_NEWS_DIR to a folder with news.csv or news.json, or "
+             "QUANTDESK_TUSHARE_NEWS=true with a TUSHARE_TOKEN that has tushare's news permission)")
+NO_POSTS = N_("no social posts configured (set QUANTDESK_NEWS_DIR to a folder with posts.csv or posts.json)")
 
 
 def news_source(*, directory: str | Path | None = None, tushare: TushareProvider | None = None,
@@ -331,7 +345,7 @@ def select_items(items: Iterable[NewsItem], start: datetime, end: datetime,
             seen.add(key)
             kept.append(item)
     kept.reverse()
-    cut = [f"kept the newest {limit} of {len(kept)} items"] if len(kept) > limit else []
+    cut = [_("kept the newest {limit} of {n} items").format(limit=limit, n=len(kept))] if len(kept) > limit else []
     return tuple(kept[:limit]), cut
 
 
@@ -364,11 +378,12 @@ def _check(ts_code: str, as_of: datetime, lookback_days: int, limit: int) -> tup
     """A validated single ts_code and as_of as a naive Beijing datetime; `DataError` otherwise."""
     codes = normalize_codes(ts_code)
     if len(codes) != 1:
-        raise DataError(f"one ts_code at a time, not {', '.join(codes)}")
+        raise DataError(_("one ts_code at a time, not {codes}").format(codes=", ".join(codes)))
     if not isinstance(as_of, datetime):
-        raise DataError(f"as_of must be a datetime (to the second), not {as_of!r}")
+        raise DataError(_("as_of must be a datetime (to the second), not {value!r}").format(value=as_of))
     if lookback_days < 0 or limit < 1:
-        raise DataError(f"lookback_days must be 0 or more and limit at least 1, not {lookback_days} and {limit}")
+        raise DataError(_("lookback_days must be 0 or more and limit at least 1, not {days} and {limit}").format(
+            days=lookback_days, limit=limit))
     return codes[0], _beijing(as_of)
 
 
@@ -403,7 +418,7 @@ def _read_records(path: Path) -> list[dict[str, object]]:
     if path.suffix == ".json":
         data = json.loads(path.read_text(encoding="utf-8-sig"))
         if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
-            raise ValueError("expected a JSON list of objects")
+            raise ValueError(_("expected a JSON list of objects"))
         return data
     with path.open(encoding="utf-8-sig", newline="") as handle:
         return [dict(row) for row in csv.DictReader(handle)]

@@ -24,7 +24,7 @@ from tools.data.schema import (
     normalize_date,
 )
 from tools.data.securities import Security
-from tools.i18n import _
+from tools.i18n import N_, _
 
 log = logging.getLogger(__name__)
 
@@ -143,22 +143,23 @@ class MarketDataProvider(ABC):
                     codes=", ".join(unknown), provider=self.name))
         frame = self._fetch(dataset, code_list, start_s, end_s, wanted)
         if frame.empty:
-            raise DataError(
-                f"no {dataset} rows for {', '.join(code_list)} between {start_s} and {end_s} "
-                f"from the {self.name} provider{self._coverage_hint()} "
-                "(suspended, not yet listed, or unknown code)"
-            )
+            raise DataError(_("no {dataset} rows for {codes} between {start} and {end} from the {provider} "
+                              "provider{coverage} (suspended, not yet listed, or unknown code)").format(
+                dataset=dataset, codes=", ".join(code_list), start=start_s, end=end_s, provider=self.name,
+                coverage=self._coverage_hint()))
         present = set(frame["ts_code"].unique())
         missing = [c for c in code_list if c not in present]
         if missing:
             # Late listings and long suspensions are normal in a universe: those codes come back
             # as all-NaN columns of wide frames. A lone code with no rows is an error (above).
-            _warn(warnings, f"no {dataset} rows for {', '.join(missing)} between {start_s} and {end_s} from the "
-                            f"{self.name} provider (not yet listed or suspended); their values are missing (NaN)")
+            _warn(warnings, N_("no {dataset} rows for {codes} between {start} and {end} from the {provider} provider "
+                               "(not yet listed or suspended); their values are missing (NaN)"),
+                  dataset=dataset, codes=", ".join(missing), start=start_s, end=end_s, provider=self.name)
         frame = frame.loc[:, [*KEY_COLUMNS, *wanted]]
         return frame.sort_values(["trade_date", "ts_code"], ignore_index=True)
 
     def _coverage_hint(self) -> str:
+        """What dates the provider has, for a message saying it has no rows (in the language in effect)."""
         return ""
 
     def wide(self, field: str, codes: str | Iterable[str], start: str | date, end: str | date, *,
@@ -186,12 +187,13 @@ def _by_dataset(fields: Iterable[str]) -> dict[str, list[str]]:
     return grouped
 
 
-def _warn(warnings: list[str] | None, message: str) -> None:
-    """Hand a note to the caller's list, or log it when the caller did not ask for notes."""
+def _warn(warnings: list[str] | None, template: str, **values: str) -> None:
+    """Hand a note (`template`, a message id, filled with `values`) to the caller's list in the language in
+    effect, or log it in English when the caller did not ask for notes."""
     if warnings is None:
-        log.warning("%s", message)
+        log.warning("%s", template.format(**values))
     else:
-        warnings.append(message)
+        warnings.append(_(template).format(**values))
 
 
 def to_wide(long: pd.DataFrame, field: str, codes: Sequence[str] | None = None) -> pd.DataFrame:

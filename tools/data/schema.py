@@ -51,10 +51,8 @@ def normalize_codes(codes: str | Iterable[str]) -> list[str]:
         if not code:
             continue
         if not _TS_CODE.match(code):
-            raise DataError(
-                f"malformed ts_code {raw.strip()!r}: expected six digits and an exchange suffix, "
-                "like 000001.SZ, 600000.SH or 430047.BJ"
-            )
+            raise DataError(_("malformed ts_code {code!r}: expected six digits and an exchange suffix, like "
+                              "000001.SZ, 600000.SH or 430047.BJ").format(code=raw.strip()))
         if code not in result:
             result.append(code)
     if not result:
@@ -79,8 +77,8 @@ def normalize_date(value: str | date, what: str = N_("date")) -> str:
 
 def check_range(start: str | date, end: str | date, today: date | None = None) -> tuple[str, str]:
     """Normalize a date range and reject reversed or future ranges."""
-    start_s = normalize_date(start, "start date")
-    end_s = normalize_date(end, "end date")
+    start_s = normalize_date(start, N_("start date"))
+    end_s = normalize_date(end, N_("end date"))
     if start_s > end_s:
         raise DataError(_("start date {start} is after end date {end}").format(start=start_s, end=end_s))
     today_s = (today or date.today()).strftime("%Y%m%d")
@@ -100,15 +98,13 @@ def check_fields(dataset: str, fields: Iterable[str] | None, available: Iterable
     wanted = list(fields) if fields is not None else have
     for field in wanted:
         if field not in schema_fields:
-            home = next((f"; {field!r} is in {ds}" for ds, fs in DATASET_FIELDS.items() if field in fs), "")
-            raise DataError(
-                f"field {field!r} is not part of tushare {dataset}{home}; "
-                f"the fields of {dataset} are: {', '.join(schema_fields)}"
-            )
+            home = next((_("; {field!r} is in {dataset}").format(field=field, dataset=ds)
+                         for ds, fs in DATASET_FIELDS.items() if field in fs), "")
+            raise DataError(_("field {field!r} is not part of tushare {dataset}{home}; the fields of {dataset} are: "
+                              "{fields}").format(field=field, dataset=dataset, home=home,
+                                                 fields=", ".join(schema_fields)))
         if field not in have:
-            offered = ", ".join(have) or "none"
-            raise DataError(
-                f"field {field!r} ({dataset}) is not available from the {provider} provider; "
-                f"it offers: {offered}. Configure TUSHARE_TOKEN for the full daily_basic set."
-            )
+            raise DataError(_("field {field!r} ({dataset}) is not available from the {provider} provider; it "
+                              "offers: {offered}. Configure TUSHARE_TOKEN for the full daily_basic set.").format(
+                field=field, dataset=dataset, provider=provider, offered=", ".join(have) or _("none")))
     return wanted

@@ -23,6 +23,7 @@ from tools.data.calendar import TradingCalendar, published_calendar
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DATASET_FIELDS, KEY_COLUMNS, DataError
 from tools.data.securities import Security, day_or_none, st_periods_from_names, text_or_none
+from tools.i18n import N_, _
 
 log = logging.getLogger(__name__)
 
@@ -40,19 +41,17 @@ class TushareError(DataError):
 
 
 def _explain(code: int, msg: str, api_name: str) -> TushareError:
-    text = msg or "no message"
+    text = msg or _("no message")
     if code == 40101 or "token" in text.lower():
-        return TushareError(f"tushare rejected the token (code {code}: {text}); check TUSHARE_TOKEN")
+        return TushareError(_("tushare rejected the token (code {code}: {text}); check TUSHARE_TOKEN").format(
+            code=code, text=text))
     if "每分钟" in text or "最多访问" in text or "频率" in text or "rate" in text.lower():
-        return TushareRateLimited(
-            f"tushare rate limit hit for {api_name} (code {code}: {text}); wait a minute or raise your quota"
-        )
+        return TushareRateLimited(_("tushare rate limit hit for {api} (code {code}: {text}); wait a minute or raise "
+                                    "your quota").format(api=api_name, code=code, text=text))
     if code == 40203 or "权限" in text or "permission" in text.lower():
-        return TushareError(
-            f"the token has no permission for tushare {api_name} (code {code}: {text}); "
-            "your tushare points may be too low for this interface"
-        )
-    return TushareError(f"tushare {api_name} failed (code {code}: {text})")
+        return TushareError(_("the token has no permission for tushare {api} (code {code}: {text}); your tushare "
+                              "points may be too low for this interface").format(api=api_name, code=code, text=text))
+    return TushareError(_("tushare {api} failed (code {code}: {text})").format(api=api_name, code=code, text=text))
 
 
 class TushareRateLimited(TushareError):
@@ -60,7 +59,15 @@ class TushareRateLimited(TushareError):
 
 
 class _Transient(Exception):
-    """A failure worth retrying: the request did not reach tushare or tushare's server failed (HTTP 5xx)."""
+    """A failure worth retrying: the request did not reach tushare or tushare's server failed (HTTP 5xx). Its
+    message is English (the retries are logged); `text` is it in the language in effect."""
+
+    def __init__(self, template: str, **values: object) -> None:
+        super().__init__(template.format(**values))
+        self.template, self.values = template, values
+
+    def text(self) -> str:
+        return _(self.template).format(**self.values)
 
 
 def _say_transient(state: RetryCallState) -> None:
@@ -87,7 +94,7 @@ class TushareProvider(MarketDataProvider):
                  retries: int = TRANSIENT_RETRIES, retry_backoff: float = 1.0,
                  today: Callable[[], date] = date.today) -> None:
         if not token:
-            raise TushareError("TUSHARE_TOKEN is empty; get a token at tushare.pro and set it")
+            raise TushareError(_("TUSHARE_TOKEN is empty; get a token at tushare.pro and set it"))
         self._token = token
         self._client = httpx.Client(base_url=api_url, timeout=timeout)
         self._api_url = api_url
@@ -138,7 +145,10 @@ class TushareProvider(MarketDataProvider):
             answer = transient(self._send, api_name, body)
         except RetryError as exc:
             attempt = exc.last_attempt
-            raise TushareError(f"{attempt.exception()} (gave up after {attempt.attempt_number} attempts)") from None
+            failure = attempt.exception()
+            raise TushareError(_("{error} (gave up after {n} attempts)").format(
+                error=failure.text() if isinstance(failure, _Transient) else failure, n=attempt.attempt_number)) \
+                from None
         code = int(answer.get("code", -1))
         if code == 0:
             return answer.get("data") or {}
@@ -149,17 +159,20 @@ class TushareProvider(MarketDataProvider):
         try:
             response = self._client.post("", json=body)
         except httpx.TransportError as exc:
-            raise _Transient(f"cannot reach tushare at {self._api_url}: {type(exc).__name__}") from None
+            raise _Transient(N_("cannot reach tushare at {url}: {error}"), url=self._api_url,
+                             error=type(exc).__name__) from None
         except httpx.HTTPError as exc:
-            raise TushareError(f"cannot talk to tushare at {self._api_url}: {type(exc).__name__}") from None
+            raise TushareError(_("cannot talk to tushare at {url}: {error}").format(
+                url=self._api_url, error=type(exc).__name__)) from None
         if response.status_code >= 500:
-            raise _Transient(f"tushare answered HTTP {response.status_code} for {api_name}")
+            raise _Transient(N_("tushare answered HTTP {status} for {api}"), status=response.status_code, api=api_name)
         if response.status_code != 200:
-            raise TushareError(f"tushare answered HTTP {response.status_code} for {api_name}")
+            raise TushareError(_("tushare answered HTTP {status} for {api}").format(status=response.status_code,
+                                                                                   api=api_name))
         try:
             return response.json()
         except ValueError:
-            raise TushareError(f"tushare sent a reply that is not JSON for {api_name}") from None
+            raise TushareError(_("tushare sent a reply that is not JSON for {api}").format(api=api_name)) from None
 
     def _fetch(self, dataset: str, codes: list[str], start: str, end: str, fields: list[str]) -> pd.DataFrame:
         columns = [*KEY_COLUMNS, *fields]

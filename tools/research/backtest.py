@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from tools.i18n import _
 from tools.research.performance import figures
 
 MAX_LISTED_CODES = 10
@@ -249,7 +250,8 @@ def _hit_rate(positions: pd.DataFrame, moves: np.ndarray) -> float:
 
 
 def degeneracy_warnings(signal: pd.DataFrame, result: BacktestResult) -> dict[str, str]:
-    """Plain-language warnings, keyed by kind, when a strategy degenerates; empty when none applies.
+    """Plain-language warnings (in the language in effect), keyed by kind, when a strategy degenerates; empty when
+    none applies.
 
     Kinds: no_bars, no_signal (each alone: nothing else can be judged), constant_signal, never_buys,
     never_sells, never_in_market, always_in_market, codes_without_signal, codes_never_traded.
@@ -257,41 +259,47 @@ def degeneracy_warnings(signal: pd.DataFrame, result: BacktestResult) -> dict[st
     m = result.metrics
     rows, cols = signal.shape
     if m.bars == 0:
-        return {"no_bars": f"only {rows} date(s) and {cols} code(s): nothing to backtest (a return needs two dates)"}
+        return {"no_bars": _("only {rows} date(s) and {cols} code(s): nothing to backtest (a return needs two "
+                             "dates)").format(rows=rows, cols=cols)}
     values = signal.to_numpy(dtype=float)
     present = values[np.isfinite(values)]
     if present.size == 0:
-        return {"no_signal": "the signal has no values at all (every cell is NaN)"}
+        return {"no_signal": _("the signal has no values at all (every cell is NaN)")}
     out: dict[str, str] = {}
     distinct = np.unique(present)
     if len(distinct) == 1:
-        out["constant_signal"] = (f"the signal is constant: every value is {distinct[0]:g} ({present.size} of "
-                                  f"{values.size} cells, the rest NaN)")
+        out["constant_signal"] = _("the signal is constant: every value is {value:g} ({n} of {cells} cells, the "
+                                   "rest NaN)").format(value=distinct[0], n=present.size, cells=values.size)
     if m.signal_days_buy == 0:
-        out["never_buys"] = f"never buys: the signal has no 1 in {rows} dates x {cols} codes"
+        out["never_buys"] = _("never buys: the signal has no 1 in {rows} dates x {cols} codes").format(rows=rows,
+                                                                                                     cols=cols)
     if m.buys and not m.sells:
-        out["never_sells"] = (f"never sells: {m.buys} position(s) opened and none closed (the signal has "
-                              f"{m.signal_days_sell} sell value(s)); every position is held to the end")
+        out["never_sells"] = _("never sells: {buys} position(s) opened and none closed (the signal has {sells} sell "
+                               "value(s)); every position is held to the end").format(buys=m.buys,
+                                                                                      sells=m.signal_days_sell)
     held = result.positions.iloc[:-1] != 0
     if not held.any().any():
-        out["never_in_market"] = "never in the market: no position is held on any bar"
+        out["never_in_market"] = _("never in the market: no position is held on any bar")
     elif m.bars > 1 and held.iloc[1:].all().all():
-        like = ("buy-and-hold entered one bar late" if (result.positions.iloc[1:-1] > 0).all().all()
-                else "long or short in every code throughout")
-        out["always_in_market"] = (f"always fully invested: every code is held on every bar from "
-                                   f"{_date(held.index[1])} on ({like})")
+        like = (_("buy-and-hold entered one bar late") if (result.positions.iloc[1:-1] > 0).all().all()
+                else _("long or short in every code throughout"))
+        out["always_in_market"] = _("always fully invested: every code is held on every bar from {day} on "
+                                    "({like})").format(day=_date(held.index[1]), like=like)
     silent = signal.columns[signal.isna().all()]
     if len(silent):
-        out["codes_without_signal"] = f"{len(silent)} of {cols} code(s) have no signal value at all: {_names(silent)}"
+        out["codes_without_signal"] = _("{n} of {cols} code(s) have no signal value at all: {codes}").format(
+            n=len(silent), cols=cols, codes=_names(silent))
     idle = signal.columns[(executed_changes(result.positions) == 0).all()]
     if held.any().any() and len(idle):
-        out["codes_never_traded"] = f"{len(idle)} of {cols} code(s) never trade: {_names(idle)}"
+        out["codes_never_traded"] = _("{n} of {cols} code(s) never trade: {codes}").format(n=len(idle), cols=cols,
+                                                                                           codes=_names(idle))
     return out
 
 
 def _names(codes: pd.Index) -> str:
     shown = ", ".join(map(str, codes[:MAX_LISTED_CODES]))
-    return shown + (f" and {len(codes) - MAX_LISTED_CODES} more" if len(codes) > MAX_LISTED_CODES else "")
+    return shown + (_(" and {n} more").format(n=len(codes) - MAX_LISTED_CODES) if len(codes) > MAX_LISTED_CODES
+                    else "")
 
 
 def _date(value: object) -> str:

@@ -9,8 +9,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tools.i18n import LANGUAGES, N_, _, translate
+
 CUT_SHARE = 0.6  # the cut leaves this share of the dates that have values before it
 MIN_DATES = 10  # fewer dates with values: too short to test
+LOOKAHEAD = N_("look-ahead: {what} on {day} changes when the data after {cut} is removed, so it uses future data "
+               "(e.g. shift(-n), centred windows or full-sample statistics)")
 
 
 class CutRunError(Exception):
@@ -27,35 +31,38 @@ def cut_date(full: pd.DataFrame | pd.Series) -> pd.Timestamp | None:
 
 
 def is_lookahead_problem(text: str) -> bool:
-    """Whether `text` (an error that quotes a problem from `lookahead_problem`) says the code used future data;
-    code that merely fails or changes type on the cut data is not counted."""
-    return "look-ahead:" in text
+    """Whether `text` (an error that quotes a problem from `lookahead_problem`, in any language) says the code used
+    future data: it holds the words of `LOOKAHEAD` before its first placeholder ("look-ahead: ", "未来函数："). Code
+    that merely fails or changes type on the cut data is not counted."""
+    return any(translate(language, LOOKAHEAD).split("{", 1)[0] in text for language in LANGUAGES)
 
 
 def lookahead_problem(run_cut: Callable[[pd.Timestamp], Any], full: pd.DataFrame | pd.Series,
-                      what: str = "the output") -> str | None:
+                      what: str = N_("the output")) -> str | None:
     """Run the code again on inputs cut at a date inside `full` (`run_cut(date)` returns that run's output or
     raises CutRunError) and compare the values up to the cut: a problem naming the first date that changed,
-    or None when nothing did (or `full` is too short to test)."""
+    or None when nothing did (or `full` is too short to test). `what` is a message id, the problem is in the
+    language in effect."""
     cut = cut_date(full)
     if cut is None:
         return None
+    name, day = _(what), f"{cut:%Y%m%d}"
     try:
         early = run_cut(cut)
     except CutRunError as exc:
-        return f"{what} fails on the data cut at {cut:%Y%m%d}: {exc}"
+        return _("{what} fails on the data cut at {cut}: {error}").format(what=name, cut=day, error=exc)
     if type(early) is not type(full):
-        return f"on the data cut at {cut:%Y%m%d}, {what} is a {type(early).__name__}, not a {type(full).__name__}"
+        return _("on the data cut at {cut}, {what} is a {kind}, not a {expected}").format(
+            cut=day, what=name, kind=type(early).__name__, expected=type(full).__name__)
     early_table = early.to_frame() if isinstance(early, pd.Series) else early
     before = pd.DataFrame(full.loc[:cut]).reindex(index=early_table.index, columns=early_table.columns)
     try:
         same = np.isclose(before.to_numpy(dtype=float), early_table.to_numpy(dtype=float), rtol=1e-9, atol=1e-12,
                           equal_nan=True)
     except (TypeError, ValueError):
-        return f"on the data cut at {cut:%Y%m%d}, {what} holds values that are not numbers"
+        return _("on the data cut at {cut}, {what} holds values that are not numbers").format(cut=day, what=name)
     changed = ~same.all(axis=1)
     if not changed.any():
         return None
     first = pd.Timestamp(early_table.index[np.argmax(changed)])
-    return (f"look-ahead: {what} on {first:%Y%m%d} changes when the data after {cut:%Y%m%d} is removed, so it uses "
-            "future data (e.g. shift(-n), centred windows or full-sample statistics)")
+    return _(LOOKAHEAD).format(what=name, day=f"{first:%Y%m%d}", cut=day)

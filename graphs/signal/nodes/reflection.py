@@ -149,7 +149,8 @@ def _reflect_structured(state: SignalState, text: str, provider: MarketDataProvi
     update: dict[str, Any] = {"request": request.as_dict(), "error_messages": []}
     if request.strategy:  # a strategy whose data this provider lacks: no answer to any question would help
         fields = STRATEGIES[request.strategy].fields
-        refusal = missing_fields_reply(provider, f"The {request.strategy} strategy", fields)
+        refusal = missing_fields_reply(provider, _("The {strategy} strategy").format(strategy=request.strategy),
+                                       fields)
         if refusal:
             return {**update, "current_task": "end", "final_reply": refusal}
     ready = {k: bool(state.get(k)) for k in ("data_ready", "signal_ready", "validated")}
@@ -211,8 +212,8 @@ def _reflect_llm(state: SignalState, text: str, config: RunnableConfig,
                                               "can rephrase the strategy, change codes or dates, or `cancel`.").format(
             problem=repeated))}
     if retries > MAX_RETRIES:
-        return {**update, **_clarify(state, f"I failed {MAX_RETRIES} times: {state['error_messages'][-1]}\n"
-                                            "Please adjust the request or `cancel`.")}
+        return {**update, **_clarify(state, _("I failed {n} times: {error}\nPlease adjust the request or "
+                                              "`cancel`.").format(n=MAX_RETRIES, error=state["error_messages"][-1]))}
     ws = workspace(runtime.context, config)
 
     @tool
@@ -243,11 +244,11 @@ def _reflect_llm(state: SignalState, text: str, config: RunnableConfig,
     update["user_intent"] = intent
     action = str(decision.get("next_action") or "end")
     if action == "clarify" or intent.get("needs_clarification"):
-        question = decision.get("clarification_question") or "Could you say more about the strategy?"
+        question = decision.get("clarification_question") or _("Could you say more about the strategy?")
         return {**update, **_clarify(state, str(question))}
     if action in ("data_fetch", "signal_generate") and not (params.get("ts_code") and params.get("start_date")
                                                           and params.get("end_date")):
-        return {**update, **_clarify(state, "Which stocks and which date range (YYYYMMDD to YYYYMMDD)?")}
+        return {**update, **_clarify(state, _("Which stocks and which date range (YYYYMMDD to YYYYMMDD)?"))}
     if action == "signal_generate" and not state.get("data_ready"):
         action = "data_fetch"
     if action not in ("data_fetch", "signal_generate", "validate", "end"):

@@ -82,7 +82,7 @@ def lookahead_error(sandbox: Sandbox, code: str, inputs: dict[str, pd.DataFrame]
         if not rerun.ok:
             raise CutRunError(str(rerun.error))
         return rerun.outputs["signal"]
-    return lookahead_problem(run_cut, signal, "the signal")
+    return lookahead_problem(run_cut, signal, N_("the signal"))
 
 
 def short_range(provider: MarketDataProvider, params: dict[str, Any], bars: int) -> str | None:
