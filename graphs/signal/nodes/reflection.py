@@ -46,8 +46,6 @@ def no_llm_reply() -> str:
              "\nStrategies:\n{strategies}").format(hint=_(GRAMMAR_HINT), strategies=library_help())
 
 
-REFLECTION_FAILED = "reflection: "  # the prefix of the reflection model's own failures in error_messages
-
 REFLECTION_PROMPT = """You are a strategy analyst. Understand the user's intent and plan the next step of a
 signal-generation workflow on Chinese A-share daily data (tushare schema).
 
@@ -149,7 +147,8 @@ def _reflect_structured(state: SignalState, text: str, provider: MarketDataProvi
     update: dict[str, Any] = {"request": request.as_dict(), "error_messages": []}
     if request.strategy:  # a strategy whose data this provider lacks: no answer to any question would help
         fields = STRATEGIES[request.strategy].fields
-        refusal = missing_fields_reply(provider, f"The {request.strategy} strategy", fields)
+        refusal = missing_fields_reply(provider, _("The {strategy} strategy").format(strategy=request.strategy),
+                                       fields)
         if refusal:
             return {**update, "current_task": "end", "final_reply": refusal}
     ready = {k: bool(state.get(k)) for k in ("data_ready", "signal_ready", "validated")}
@@ -201,7 +200,7 @@ def _reflect_llm(state: SignalState, text: str, config: RunnableConfig,
     retries = state.get("retry_count", 0) + (1 if state.get("error_messages") else 0)
     update: dict[str, Any] = {"retry_count": retries}
     repeated = _repeated_error(state)
-    if repeated and repeated.startswith(REFLECTION_FAILED):  # the model cannot plan: asking again would not help
+    if repeated and repeated in state.get("planner_errors", []):  # the model cannot plan: asking would not help
         return {**update, "current_task": "end",
                 "final_reply": _("The same problem happened twice: {problem}\nStopped. Without the model, name a "
                                  "built-in strategy: {hint}.\nStrategies:\n{strategies}").format(
@@ -211,8 +210,8 @@ def _reflect_llm(state: SignalState, text: str, config: RunnableConfig,
                                               "can rephrase the strategy, change codes or dates, or `cancel`.").format(
             problem=repeated))}
     if retries > MAX_RETRIES:
-        return {**update, **_clarify(state, f"I failed {MAX_RETRIES} times: {state['error_messages'][-1]}\n"
-                                            "Please adjust the request or `cancel`.")}
+        return {**update, **_clarify(state, _("I failed {n} times: {error}\nPlease adjust the request or "
+                                              "`cancel`.").format(n=MAX_RETRIES, error=state["error_messages"][-1]))}
     ws = workspace(runtime.context, config)
 
     @tool
@@ -235,19 +234,20 @@ def _reflect_llm(state: SignalState, text: str, config: RunnableConfig,
                            {"recursion_limit": AGENT_STEP_LIMIT})
         decision = agent_json_answer(run["messages"], "decision", [workspace_status.name])
     except AGENT_FAILURES as exc:  # an unusable answer is an error to retry (the same one twice: the run stops)
-        error = f"{REFLECTION_FAILED}{describe_model_failure(exc)}"
+        error = _("reflection: {failure}").format(failure=describe_model_failure(exc))
         return {**update, "current_task": "reflection_failed", "error_messages": [error],
-                "error_log": [*state.get("error_log", []), error]}
+                "error_log": [*state.get("error_log", []), error],
+                "planner_errors": [*state.get("planner_errors", []), error]}
     intent = decision.get("user_intent") or {}
     params = intent.get("params") or {}
     update["user_intent"] = intent
     action = str(decision.get("next_action") or "end")
     if action == "clarify" or intent.get("needs_clarification"):
-        question = decision.get("clarification_question") or "Could you say more about the strategy?"
+        question = decision.get("clarification_question") or _("Could you say more about the strategy?")
         return {**update, **_clarify(state, str(question))}
     if action in ("data_fetch", "signal_generate") and not (params.get("ts_code") and params.get("start_date")
                                                           and params.get("end_date")):
-        return {**update, **_clarify(state, "Which stocks and which date range (YYYYMMDD to YYYYMMDD)?")}
+        return {**update, **_clarify(state, _("Which stocks and which date range (YYYYMMDD to YYYYMMDD)?"))}
     if action == "signal_generate" and not state.get("data_ready"):
         action = "data_fetch"
     if action not in ("data_fetch", "signal_generate", "validate", "end"):

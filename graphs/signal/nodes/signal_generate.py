@@ -55,7 +55,7 @@ If the tool reports an error, read it, fix the code and run it again. Finish wit
 def check_signal(value: Any) -> str | None:
     """Why `value` cannot be a signal frame, or None."""
     if not isinstance(value, pd.DataFrame):
-        return f"`signal` must be a DataFrame (dates x codes), got {type(value).__name__}"
+        return _("`signal` must be a DataFrame (dates x codes), got {type}").format(type=type(value).__name__)
     return None
 
 
@@ -86,7 +86,7 @@ def signal_generate_node(state: SignalState, config: RunnableConfig,
 
 def _outcome(state: SignalState, info: dict[str, Any] | None, message: str, code: str | None) -> dict[str, Any]:
     if info is None:
-        error = f"signal generation failed: {message}"
+        error = _("signal generation failed: {error}").format(error=message)
         return {"signal_ready": False, "error_messages": [error], "error_log": [*state.get("error_log", []), error],
                 "execution_history": [*state.get("execution_history", []), error]}
     return {"signal_ready": True, "validated": False, "signal_name": info["name"], "signal_code": code,
@@ -114,9 +114,10 @@ def _generate_llm(state: SignalState, ctx: SignalDeps, ws: Workspace, params: di
     try:
         agent.invoke({"messages": [HumanMessage("Generate the signal.")]}, {"recursion_limit": AGENT_STEP_LIMIT})
     except AGENT_FAILURES as exc:  # the agent's failure becomes an error for reflection
-        attempts.append(("", None, f"the signal agent stopped: {describe_model_failure(exc)}"))
+        attempts.append(("", None, _("the signal agent stopped: {failure}").format(
+            failure=describe_model_failure(exc))))
     good = [a for a in attempts if a[1] is not None]
     if good:
         code, info, message = good[-1]
         return _outcome(state, info, message, code)
-    return _outcome(state, None, attempts[-1][2] if attempts else "the model ran no code", None)
+    return _outcome(state, None, attempts[-1][2] if attempts else _("the model ran no code"), None)
