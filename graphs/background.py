@@ -31,14 +31,19 @@ class ScheduledRun:
     """A run a background job starts: in a new thread of `channel`, for `owner`, with a structured `request`
     ({"workflow": name, ...}) that the workflow reads from its state. `key` names the run (its dedupe key, and
     the marker its thread's root carries, so a start tried again finds the root an earlier attempt posted);
-    `title` is the root's text; `since` (epoch seconds) bounds that search."""
+    `title` is the root's text (or what composes it, called in the owner's language); `since` (epoch seconds)
+    bounds that search."""
 
     channel: str
     owner: str
     key: str
-    title: str
+    title: str | Callable[[], str]
     request: dict[str, Any]
     since: float = 0.0
+
+    def titled(self) -> str:
+        """The root's text, composed in the language in effect when it is a function."""
+        return self.title() if callable(self.title) else self.title
 
 
 @dataclass(frozen=True)

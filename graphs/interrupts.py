@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from graphs.order.four_eyes import second_refusal
+from tools.i18n import _
 
 CLARIFY = "clarify"
 CODE_REVIEW = "code_review"
@@ -29,8 +30,9 @@ def code_review_request(name: str, code: str, program: str, summary: str, failur
     """Code for a human to approve, edit or reject; `code` is the editable part (the template's body);
     `isolation` is the sandbox level the code ran under (shown to the reviewer)."""
     isolation = str(getattr(isolation, "value", isolation))
-    description = (f"Factor {name}: " + (f"checks FAILED: {failure}" if failure else "checks passed")
-                   + f" (sandbox isolation: {isolation})\n{summary}")
+    verdict = _("checks FAILED: {failure}").format(failure=failure) if failure else _("checks passed")
+    description = _("Factor {name}: {verdict} (sandbox isolation: {isolation})\n{summary}").format(
+        name=name, verdict=verdict, isolation=isolation, summary=summary)
     return {
         "type": CODE_REVIEW,
         "name": name,
@@ -40,7 +42,7 @@ def code_review_request(name: str, code: str, program: str, summary: str, failur
         "failure": failure,
         "isolation": isolation,
         "allowed": list(allowed),
-        "on_reject": "Nothing is backfilled or saved; the rejection is recorded.",
+        "on_reject": _("Nothing is backfilled or saved; the rejection is recorded."),
         "action_requests": [{"name": CODE_REVIEW, "args": {"name": name, "code": code}, "description": description}],
         "review_configs": [{"action_name": CODE_REVIEW, "allowed_decisions": list(allowed)}],
     }
@@ -79,8 +81,8 @@ def approval_refusal(payload: dict[str, Any], user: str | None, decision_type: s
     if decision_type not in ("approve", "edit") or payload.get("type") != APPROVAL:
         return None
     if payload.get("deciders") == TRADERS and user not in traders:
-        return ("Only traders (QUANTDESK_TRADERS) can approve or edit orders; you can reject it." if traders else
-                "No traders are configured (QUANTDESK_TRADERS), so nobody can approve or edit this order.")
+        return (_("Only traders (QUANTDESK_TRADERS) can approve or edit orders; you can reject it.") if traders else
+                _("No traders are configured (QUANTDESK_TRADERS), so nobody can approve or edit this order."))
     approved = [str(who) for who in payload.get("approved_by") or ()]
     if decision_type == "approve" and approved and user is not None:
         refused = second_refusal(approved, payload.get("proposed_by"), user)
@@ -88,8 +90,8 @@ def approval_refusal(payload: dict[str, Any], user: str | None, decision_type: s
             return refused
     expires = payload.get("expires_at")
     if expires and now > datetime.fromisoformat(expires):
-        return (f"This proposal expired at {datetime.fromisoformat(expires):%Y-%m-%d %H:%M %Z}: it cannot be "
-                "approved any more. Reject it, or propose it again for a fresh check.")
+        return _("This proposal expired at {at:%Y-%m-%d %H:%M %Z}: it cannot be approved any more. Reject it, or "
+                 "propose it again for a fresh check.").format(at=datetime.fromisoformat(expires))
     return None
 
 
@@ -98,7 +100,7 @@ def edited_code(decision: dict[str, Any]) -> str:
     action = decision.get("edited_action") or {}
     code = (action.get("args") or {}).get("code")
     if not isinstance(code, str) or not code.strip():
-        raise ValueError("the edit carries no code")
+        raise ValueError(_("the edit carries no code"))
     return code
 
 
@@ -124,31 +126,33 @@ def validate_args(schema: dict[str, dict[str, Any]], original: dict[str, Any],
                   edits: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """An approval's arguments after `edits`, checked against its `args_schema`: (typed args, problems). Only
     the schema's arguments may change."""
-    problems = [f"{name} cannot be edited" for name in edits if name not in schema]
+    problems = [_("{name} cannot be edited").format(name=name) for name in edits if name not in schema]
     raw = {**original, **{k: v for k, v in edits.items() if k in schema}}
     args = dict(raw)
     for name, rule in schema.items():
         label = rule.get("title") or name
         value = raw.get(name)
         if value is None or (isinstance(value, str) and not value.strip()):
-            problems.append(f"{label} is required")
+            problems.append(_("{label} is required").format(label=label))
             continue
         kind = rule.get("type", "string")
         try:
             typed: Any = int(str(value)) if kind == "integer" else float(str(value)) if kind == "number" \
                 else str(value).strip()
         except ValueError:
-            problems.append(f"{label} must be {'a whole number' if kind == 'integer' else 'a number'}, not {value!r}")
+            problems.append((_("{label} must be a whole number, not {value!r}") if kind == "integer" else
+                             _("{label} must be a number, not {value!r}")).format(label=label, value=value))
             continue
         if "enum" in rule and typed not in rule["enum"]:
-            problems.append(f"{label} must be one of {', '.join(map(str, rule['enum']))}")
+            problems.append(_("{label} must be one of {values}").format(label=label,
+                                                                        values=", ".join(map(str, rule["enum"]))))
         if "minimum" in rule and typed < rule["minimum"]:
-            problems.append(f"{label} must be at least {rule['minimum']}")
+            problems.append(_("{label} must be at least {minimum}").format(label=label, minimum=rule["minimum"]))
         if "maximum" in rule and typed > rule["maximum"]:
-            problems.append(f"{label} must be at most {rule['maximum']}")
+            problems.append(_("{label} must be at most {maximum}").format(label=label, maximum=rule["maximum"]))
         if rule.get("multiple_of") and typed % rule["multiple_of"]:
-            problems.append(f"{label} must be a multiple of {rule['multiple_of']}")
+            problems.append(_("{label} must be a multiple of {step}").format(label=label, step=rule["multiple_of"]))
         if "decimals" in rule and round(typed, rule["decimals"]) != typed:
-            problems.append(f"{label} must have at most {rule['decimals']} decimals")
+            problems.append(_("{label} must have at most {n} decimals").format(label=label, n=rule["decimals"]))
         args[name] = typed
     return args, problems

@@ -21,9 +21,9 @@ from langgraph.types import Command
 from graphs.common import message_text
 from graphs.context import LIGHT, WorkflowContext, model_for
 from graphs.grammar import first_word
-from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json
+from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json, language_instruction
 from graphs.registry import WORKFLOWS, workflow_for
-from tools.i18n import N_
+from tools.i18n import N_, _
 
 ROUTER_PROMPT = ("You route a quant's request in a Slack thread to one workflow. Workflows:\n"
                  + "".join(f"- {w.name}: {w.summary}\n" for w in WORKFLOWS.values())
@@ -31,9 +31,17 @@ ROUTER_PROMPT = ("You route a quant's request in a Slack thread to one workflow.
                  'Answer with one JSON object: {"workflow": ' + " | ".join(f'"{n}"' for n in WORKFLOWS)
                  + ' | "none", "reply": "only when none"}')
 
-GRAMMAR_HELP = "".join(f"• `{w.usage}`, e.g. `{w.example}`\n" for w in WORKFLOWS.values())
-NO_ROUTE = ("I can run these without an LLM:\n" + GRAMMAR_HELP
-            + "Plain-language requests need an LLM (OPENAI_API_KEY, OPENAI_BASE_URL).")
+
+def grammar_help() -> str:
+    """Every workflow's usage and example, one a line, in the language in effect."""
+    return "".join(_("• `{usage}`, e.g. `{example}`").format(usage=w.usage, example=w.example) + "\n"
+                   for w in WORKFLOWS.values())
+
+
+def no_route() -> str:
+    """What free text gets when no LLM is configured: the requests that need none."""
+    return _("I can run these without an LLM:\n{requests}Plain-language requests need an LLM (OPENAI_API_KEY, "
+             "OPENAI_BASE_URL).").format(requests=grammar_help())
 
 
 class MainState(TypedDict, total=False):
@@ -77,15 +85,17 @@ def _choose(text: str, current: str | None, ctx: WorkflowContext) -> tuple[str |
         return structured.name, ""
     llm = model_for(ctx, LIGHT)
     if llm is None:
-        return None, NO_ROUTE
+        return None, no_route()
     try:
-        answer = invoke_json(llm, [SystemMessage(ROUTER_PROMPT), HumanMessage(text)], N_("routing answer"))
+        answer = invoke_json(llm, [SystemMessage(ROUTER_PROMPT + language_instruction()), HumanMessage(text)],
+                             N_("routing answer"))
     except MODEL_FAILURES as exc:
-        return None, f"{describe_model_failure(exc)}\nThese work without the model:\n{GRAMMAR_HELP}"
+        return None, _("{failure}\nThese work without the model:\n{requests}").format(
+            failure=describe_model_failure(exc), requests=grammar_help())
     workflow = answer.get("workflow")
     if workflow in WORKFLOWS:
         return workflow, ""
-    return None, str(answer.get("reply") or "I can run these:\n" + GRAMMAR_HELP)
+    return None, str(answer.get("reply") or _("I can run these:\n{requests}").format(requests=grammar_help()))
 
 
 def build_main_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:

@@ -54,7 +54,7 @@ def _pass(ctx: WorkflowContext) -> list[ScheduledRun]:
 
 def _run(url: str, ctx: WorkflowContext, run: ScheduledRun) -> dict[str, Any]:
     """A started run, as the runner runs it: its structured request in a new thread."""
-    return GraphThread(url, ctx, requester=run.owner).say(run.title, run.request)
+    return GraphThread(url, ctx, requester=run.owner).say(run.titled(), run.request)
 
 
 def _last_bar(ctx: WorkflowContext, rule_id: int, execution_id: str) -> str:

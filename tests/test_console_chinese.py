@@ -166,3 +166,31 @@ def test_the_chinese_help_lines_up_its_summaries_counting_wide_characters_as_two
         rest = line[2 + len(usage):]
         columns[usage] = _cells(f"  {usage}") + len(rest) - len(rest.lstrip(" "))
     assert set(columns.values()) == {36}, columns  # two spaces, the 34-cell usage column
+
+
+SWITCH_AND_REFUSALS = """lang zh
+你好
+交易开关
+交易开关 关 测试
+交易开关
+交易开关 开 测试完毕
+账户 a b
+账户 重置 x y
+下单 平安银行 买入 1000股
+拒绝 不要了
+"""
+
+
+def test_the_kill_switch_account_usages_a_rejected_order_and_free_text_without_an_llm_read_in_chinese(
+        tmp_path: Path) -> None:
+    out = _session(tmp_path / "zh", SWITCH_AND_REFUSALS)
+    lines = out.splitlines()
+    for shown in ("无需 LLM 我可以运行这些：", "• `rule run ID`，例如 `rule run 1`",
+                  "自然语言请求需要 LLM（OPENAI_API_KEY、OPENAI_BASE_URL）。", "交易已开启。",
+                  "错误：用法：`account [NAME]`，或 `account reset NAME`",
+                  "错误：用法：`account reset NAME`（然后发送 `account reset NAME confirm` 确认）",
+                  "委托被 root 拒绝：不要了。未下单。"):
+        assert shown in lines, shown
+    assert any(line.startswith("交易已关闭：") and line.endswith("（原因：测试）。（操作人：root）") for line in lines)
+    assert any(line.startswith("交易已关闭（由 root 于 ") and line.endswith(" UTC 设置：测试）。") for line in lines)
+    assert english_left(out) == []

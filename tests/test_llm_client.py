@@ -27,7 +27,7 @@ from graphs.llm import (
     get_llm,
     invoke_json,
 )
-from graphs.main import NO_ROUTE
+from graphs.main import no_route
 from tests.fakes.chat import ScriptedChatModel, ScriptedModels, ScriptExhausted, answer, tool_call
 from tests.fakes.openai_server import API_KEY, FakeOpenAI, OpenAIServer, Step, hang, http_error
 from tests.graph_thread import GraphThread
@@ -364,7 +364,7 @@ def test_router_says_what_the_model_did_wrong(fault: str, thread_for: Callable[.
     out = thread_for(timeout=0.5).say(FREE_TEXT)
     reply = out["final_reply"]
     assert reply.startswith(reason) and out.get("workflow") is None
-    assert "need an LLM" not in reply and reply != NO_ROUTE
+    assert "need an LLM" not in reply and reply != no_route()
     assert "These work without the model:\n• `signal STRATEGY CODES START END" in reply
     assert len(openai_server.fake.of(LIGHT)) == len(steps)
 

@@ -158,15 +158,17 @@ class Core:
 
     def start_scheduled(self, run: ScheduledRun, again: bool) -> None:
         """Root a background run's thread and queue its structured request; a failure raises, so the next pass
-        starts it again (`again`: the surface first looks for a root an earlier attempt posted)."""
+        starts it again (`again`: the surface first looks for a root an earlier attempt posted). The root is in
+        the owner's language, the thread's."""
+        with using(self.language_of(run.owner)):
+            title = run.titled()
         try:
-            place = self.surface.open_thread(ThreadStart(run.channel, run.title, run.key, run.since, [run.owner]),
-                                             again)
+            place = self.surface.open_thread(ThreadStart(run.channel, title, run.key, run.since, [run.owner]), again)
         except Refused as exc:
             raise RuntimeError(f"could not root the thread of {run.key}: {exc.reason}") from exc
         place = Place(place.team, place.channel, place.thread_ts, run.owner)
         self.queue.submit_text(Message(dedupe_key(f"run:{run.key}"), place.team, place.channel, place.thread_ts,
-                                       run.owner, run.title, request=run.request))
+                                       run.owner, title, request=run.request))
 
     # --- decisions ----------------------------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from tools.broker.money import money_text
 from tools.broker.paper import PaperBroker, account_names, order_account, reset_account
 from tools.broker.reports import account_report
 from tools.broker.store import AccountError, last_switch, set_trading, switch_state
-from tools.i18n import N_, _, ngettext
+from tools.i18n import N_, _, current, ngettext
 from tools.research.charts import account_equity
 
 SCOPES = ("open", "today", "all")
@@ -57,7 +57,7 @@ def account_command(call: CommandCall) -> View:
     if call.args and call.args[0].lower() == "reset":
         return _reset(call, call.args[1:])
     if len(call.args) > 1:
-        raise CommandError("usage: account [NAME], or account reset NAME")
+        raise CommandError(_("usage: {usage}, or {reset}").format(usage="account [NAME]", reset="account reset NAME"))
     name = account_arg(call, call.args)
     broker = _broker(call, name)
     broker.settle()  # orders whose bar arrived since the last settle pass fill before the account is shown
@@ -66,11 +66,12 @@ def account_command(call: CommandCall) -> View:
     report = account_report(account, broker.realised(), [equity for _, _, _, equity in marks])
     chart = None
     if marks:
+        title = _("Paper account {name}: equity").format(name=name)
         data = account_equity([d for d, *_ in marks], [float(e) for *_, e in marks], float(account.starting_cash),
-                              f"Paper account {name}: equity")
-        key = f"{marks[-1][0]}:{marks[-1][3]}:{len(marks)}"
+                              title)
+        key = f"{marks[-1][0]}:{marks[-1][3]}:{len(marks)}:{current()}"  # its words are in the reader's language
         chart = dict(call.context.artifacts.put(f"account:{name}", key, "chart", f"{_file(name)}_equity.png",
-                                                f"Paper account {name}: equity", "image/png", data))
+                                                title, "image/png", data))
     enabled, _by, _at = switch_state(call.context.engine)
     return present_account(account, report, broker.notes(), N_("on") if enabled else N_("OFF"), chart)
 
@@ -81,7 +82,8 @@ def _reset(call: CommandCall, words: list[str]) -> View:
     confirmed = bool(words) and words[-1].lower() == "confirm"
     names = words[:-1] if confirmed else words
     if len(names) != 1:
-        raise CommandError("usage: account reset NAME (then account reset NAME confirm)")
+        raise CommandError(_("usage: {usage} (then {confirm})").format(usage="account reset NAME",
+                                                                       confirm="account reset NAME confirm"))
     name = account_arg(call, names)
     if not call.is_trader_of(name):
         raise CommandError(_(ACCOUNT_TRADERS_ONLY).format(account=name, what=_("reset it")))
@@ -127,9 +129,10 @@ def trading_command(call: CommandCall) -> View:
     if not call.args:
         enabled, by, at = switch_state(engine)
         last = last_switch(engine)
-        why = f": {last[3]}" if last else ""
-        since = f" (set by {by} at {at:%Y-%m-%d %H:%M} UTC{why})" if by and at else ""
-        return View("Trading", f"Trading is {'on' if enabled else 'OFF'}{since}.", users=[by] if by else [])
+        since = ((_(" (set by {user} at {at} UTC: {why})") if last else _(" (set by {user} at {at} UTC)")).format(
+            user=by, at=f"{at:%Y-%m-%d %H:%M}", why=last[3] if last else "") if by and at else "")
+        shown = _("Trading is on{since}.") if enabled else _("Trading is OFF{since}.")
+        return View(_("Trading"), shown.format(since=since), users=[by] if by else [])
     word = call.args[0].lower()
     if word not in ("on", "off"):
         raise CommandError(_("usage: {usage}").format(usage="trading on|off [REASON]"))
@@ -138,12 +141,12 @@ def trading_command(call: CommandCall) -> View:
     reason = " ".join(call.args[1:])
     set_trading(engine, word == "on", call.user or "?", reason)
     message = SWITCHED_ON if word == "on" else SWITCHED_OFF
-    text = f"{_(message).format(why=reason or _(NO_REASON))} (by {call.user})"
+    text = _("{message} (by {user})").format(message=_(message).format(why=reason or _(NO_REASON)), user=call.user)
     if word == "off":  # every open order card ends now, each a rejection on record with who and why
         closed = call.close_cards(ACTION, _(CARD_CLOSED).format(user=call.user, why=reason or _(NO_REASON)))
         text += "\n" + ngettext("{n} open order card was closed.", "{n} open order cards were closed.",
                                  closed).format(n=closed)
-    return View("Trading", text, users=[call.user or ""])
+    return View(_("Trading"), text, users=[call.user or ""])
 
 
 def cancel_command(call: CommandCall) -> View:

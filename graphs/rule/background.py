@@ -4,6 +4,7 @@ the simulated session a trader moved the clock to), and counting a scheduled run
 from __future__ import annotations
 
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from graphs.background import BackgroundCall, Notice, ScheduledRun
@@ -27,6 +28,17 @@ def scheduled_request(rule_id: int, execution_id: str, move: SessionMove | None 
     return request
 
 
+def run_title(rule: Rule, tick: datetime, session: str | None) -> str:
+    """The root of a scheduled run's thread, in the language in effect (the owner's): the rule, its tick and, on
+    the simulated clock, its session."""
+    if session is None:
+        return _("Rule {id} ({symbol}): scheduled run for {time} UTC, owner {owner}").format(
+            id=rule.id, symbol=rule.symbol, time=f"{tick:%Y-%m-%d %H:%M}", owner=rule.owner)
+    return _("Rule {id} ({symbol}): scheduled run for the simulated session {session} ({time} UTC), owner "
+             "{owner}").format(id=rule.id, symbol=rule.symbol, session=session, time=f"{tick:%Y-%m-%d %H:%M}",
+                               owner=rule.owner)
+
+
 def rule_schedule_job(ctx: RuleDeps, call: BackgroundCall) -> list[Notice]:
     """The scheduler pass: each enabled rule whose cron matched (in its timezone, on a trading day) runs once per
     tick across every process, in a new thread of its channel whose root names the rule; on static data also the
@@ -35,17 +47,15 @@ def rule_schedule_job(ctx: RuleDeps, call: BackgroundCall) -> list[Notice]:
         return []
 
     def start(rule: Rule, tick: datetime, execution_id: str, again: bool) -> None:
-        call.start(ScheduledRun(rule.channel, rule.owner, execution_id,
-                                f"Rule {rule.id} ({rule.symbol}): scheduled run for {tick:%Y-%m-%d %H:%M} UTC, owner "
-                                f"{rule.owner}", scheduled_request(rule.id, execution_id), tick.timestamp()), again)
+        call.start(ScheduledRun(rule.channel, rule.owner, execution_id, partial(run_title, rule, tick, None),
+                                scheduled_request(rule.id, execution_id), tick.timestamp()), again)
 
     run_due(ctx.engine, ctx.rules, call.now, start, call.owner, is_trading_day=trading_day_checker(ctx.provider),
             catch_up=call.catch_up, serves=call.serves)  # type: ignore[arg-type]
     move = last_move(ctx.engine, ctx.provider, ctx.paper.live_data_days, call.now) if ctx.paper else None
     if move is not None:
         def start_session(rule: Rule, tick: datetime, execution_id: str, again: bool) -> None:
-            title = (f"Rule {rule.id} ({rule.symbol}): scheduled run for the simulated session {move.session} "
-                     f"({tick:%Y-%m-%d %H:%M} UTC), owner {rule.owner}")
+            title = partial(run_title, rule, tick, move.session)
             call.start(ScheduledRun(rule.channel, rule.owner, execution_id, title,
                                     scheduled_request(rule.id, execution_id, move), move.moved_at.timestamp()), again)
 

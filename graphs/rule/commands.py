@@ -21,7 +21,7 @@ from tools.broker.proposal_claims import live_claims
 from tools.broker.rules import buy_quantity_problem
 from tools.data.klines import symbol_kind
 from tools.data.schema import DataError, check_range
-from tools.i18n import N_, _
+from tools.i18n import N_, _, current
 from tools.rules.backtest import RuleBacktest, backtest_rule
 from tools.rules.parser import parse_rule
 from tools.rules.store import Rule, RuleError, RuleStore, order_tag
@@ -227,7 +227,8 @@ def backtest_command(call: CommandCall) -> View:
 
 
 def _store_trades(call: CommandCall, rule: Rule, result: RuleBacktest) -> ArtifactRef:
-    """Every trade of the backtest as a CSV, stored with the rule (the same trades store once)."""
+    """Every trade of the backtest as a CSV, stored with the rule (the same trades store once in each language: the
+    file's title is in the reader's)."""
     rows = [[t.trade_date, t.side, t.quantity, t.price, t.value, t.fees.commission, t.fees.stamp_duty,
              t.fees.transfer_fee, t.fees.handling_fee, t.fees.regulator_fee, t.fees.total, t.decided_on]
             for t in result.strategy.trades]
@@ -236,9 +237,9 @@ def _store_trades(call: CommandCall, rule: Rule, result: RuleBacktest) -> Artifa
                                         "decided_on"])
     data = frame.to_csv(index=False).encode()
     stem = f"rule{rule.id}_{result.start}_{result.end}"
-    return call.context.artifacts.put(f"rule:{rule.id}", f"backtest:{hashlib.sha256(data).hexdigest()[:32]}",
-                                      "reports", f"{stem}_trades.csv", f"Rule {rule.id} backtest trades", "text/csv",
-                                      data)
+    key = f"backtest:{hashlib.sha256(data).hexdigest()[:32]}:{current()}"
+    return call.context.artifacts.put(f"rule:{rule.id}", key, "reports", f"{stem}_trades.csv",
+                                      _("Rule {id} backtest trades").format(id=rule.id), "text/csv", data)
 
 
 def _int(text: str | None, what: str) -> int | None:

@@ -30,6 +30,7 @@ class SignalState(TypedDict, total=False):
     execution_history: list[str]
     error_messages: list[str]  # errors of the last step
     error_log: list[str]  # every error so far ("same error twice" rule)
+    planner_errors: list[str]  # the errors that are the reflection model's own failures (it cannot plan)
     warnings: list[str]
     retry_count: int
     result: dict[str, Any] | None  # the report for the adapters

@@ -18,13 +18,13 @@ from graphs.order.card import edit_schema, expiry_text, order_card
 from graphs.order.deps import OrderDeps
 from graphs.order.four_eyes import needs_two, second_refusal
 from graphs.order.payload import preview_json, request_of
-from graphs.order.roles import CARD_SWITCHED_OFF, trader_refusal
+from graphs.order.roles import CARD_SWITCHED_OFF, NO_REASON, trader_refusal
 from graphs.order.staleness import RECHECKED, stale_changes
 from graphs.order.state import OrderApprovalState
 from tools.broker.proposal_claims import fit_claims_to_card
 from tools.broker.store import last_switch, log_event
 from tools.data.schema import DataError
-from tools.i18n import _
+from tools.i18n import _, pgettext
 
 
 def authorize_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], config: RunnableConfig,
@@ -36,40 +36,45 @@ def authorize_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], confi
     kind, cid, account, proposal = decision.get("type"), state["client_order_id"], state["account"], state["proposal"]
     refusals = list(state.get("refusals") or [])
     if kind == "reject":
-        reason = str(decision.get("message") or "").strip() or "no reason given"
-        log_event(ctx.engine, cid, account, "rejected", who, {"reason": reason})
-        return _done("rejected", f"Order rejected by {who or 'an unnamed caller'}: {reason}. Nothing was placed.",
-                     state)
+        reason = str(decision.get("message") or "").strip()
+        log_event(ctx.engine, cid, account, "rejected", who, {"reason": reason or NO_REASON})
+        return _done("rejected", _("Order rejected by {who}: {reason}. Nothing was placed.").format(
+            who=who or _("an unnamed caller"), reason=reason or _(NO_REASON)), state)
     if kind not in ("approve", "edit"):
-        return _again(refusals, f"a {kind} decision does not decide an order: approve, edit or reject it")
-    refused = trader_refusal(ctx, who, account, kind)
+        return _again(refusals, _("a {kind} decision does not decide an order: approve, edit or reject it").format(
+            kind=kind))
+    word = decision_word(kind)
+    refused = trader_refusal(ctx, who, account, word)
     if refused:
         log_event(ctx.engine, cid, account, "refused", who, {"decision": kind, "reason": "not a trader"})
         return _again(refusals, refused)
     if datetime.fromisoformat(state["decided_at"]) > datetime.fromisoformat(proposal["expires_at"]):
         log_event(ctx.engine, cid, account, "expired", who, {"decision": kind, "decided_at": state["decided_at"]})
-        return _done("expired", f"This order proposal expired at {expiry_text(proposal['expires_at'])}, before "
-                                f"{who}'s {kind}; nothing was placed. Propose it again for a fresh check.", state)
+        return _done("expired", _("This order proposal expired at {at}, before {who}'s {kind}; nothing was placed. "
+                                  "Propose it again for a fresh check.").format(
+            at=expiry_text(proposal["expires_at"]), who=who, kind=word), state)
     off = last_switch(ctx.engine, "trading off", datetime.fromisoformat(state["proposed_at"])) \
         if state.get("proposed_at") else None
     if off is not None:
         _event, by, at, why = off
         log_event(ctx.engine, cid, account, "expired", who, {"decision": kind, "trading_off": by, "reason": why})
-        return _done("expired", _(CARD_SWITCHED_OFF).format(who=by, at=at, why=why, decider=who, kind=kind), state)
+        return _done("expired", _(CARD_SWITCHED_OFF).format(who=by, at=at, why=why, decider=who, kind=word), state)
     moved = _clock_moved(ctx, account, proposal)
     if moved is not None:
         log_event(ctx.engine, cid, account, "expired", who, {"decision": kind, "session": proposal["session_date"],
                                                             "clock": moved})
-        return _done("expired", f"This order proposal was for the simulated session {proposal['session_date']}, and "
-                                f"the simulated clock has moved to {moved} since, before {who}'s {kind}; nothing was "
-                                "placed. Propose it again for a fresh check.", state)
+        return _done("expired", _("This order proposal was for the simulated session {session}, and the simulated "
+                                  "clock has moved to {day} since, before {who}'s {kind}; nothing was placed. Propose "
+                                  "it again for a fresh check.").format(
+            session=proposal["session_date"], day=moved, who=who, kind=word), state)
     if kind == "approve":
         if not proposal["passed"]:
-            return _again(refusals, "approve is not possible while checks fail: edit or reject the order")
+            return _again(refusals, _("approve is not possible while checks fail: edit or reject the order"))
         try:
             stale = _recheck(ctx, state, who, config, refusals)
         except (DataError, ValueError) as exc:
-            return _again(refusals, f"the order cannot be checked again before placing it: {exc}")
+            return _again(refusals, _("the order cannot be checked again before placing it: {error}").format(
+                error=exc))
         return stale or _approve(ctx, state, who, refusals)
     edits = (decision.get("edited_action") or {}).get("args") or {}
     request = proposal["request"]
@@ -77,17 +82,18 @@ def authorize_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], confi
     schema = edit_schema(proposal)
     shown = order_card(proposal, account, True, [])["args"]  # adapters send the card's other values back as shown
     args, problems = validate_args(schema, original, {k: v for k, v in edits.items() if k in schema})
-    problems += [f"{k} cannot be edited" for k, v in edits.items() if k not in schema and shown.get(k) != v]
+    problems += [_("{name} cannot be edited").format(name=k) for k, v in edits.items()
+                 if k not in schema and shown.get(k) != v]
     if problems:
         log_event(ctx.engine, cid, account, "refused", who, {"decision": "edit", "problems": problems})
-        return _again(refusals, "the edit was refused: " + "; ".join(problems))
+        return _again(refusals, _("the edit was refused: {problems}").format(problems=_("; ").join(problems)))
     intent = {**state["order_intent"], "quantity": int(args["quantity"])}
     if "limit_price" in schema:
         intent["limit_price"] = f"{float(args['limit_price']):.2f}"
     try:
         preview = ctx.broker(account, None).preview(request_of(intent, cid, thread_id(config)))  # type: ignore[misc]
     except (DataError, ValueError) as exc:
-        return _again(refusals, f"the edited order cannot be checked: {exc}")
+        return _again(refusals, _("the edited order cannot be checked: {error}").format(error=exc))
     edited = preview_json(preview)
     if intent.get("claim"):  # the proposer's card slot lapses with the new card
         fit_claims_to_card(ctx.engine, intent["claim"], datetime.fromisoformat(edited["expires_at"]))
@@ -97,9 +103,14 @@ def authorize_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], confi
     update = {"order_intent": intent, "proposal": edited, "verdict": "ask_again",
               "edited_by": who, "refusals": refusals, "approvals": []}  # approvals were of the old numbers
     if not edited["passed"]:
-        failed = "; ".join(f"{c['name']}: {c['detail']}" for c in edited["checks"] if not c["passed"])
-        update["refusals"] = [*refusals, f"the edited order fails its checks ({failed})"]
+        failed = _("; ").join(f"{_(c['name'])}: {c['detail']}" for c in edited["checks"] if not c["passed"])
+        update["refusals"] = [*refusals, _("the edited order fails its checks ({failed})").format(failed=failed)]
     return update
+
+
+def decision_word(kind: str) -> str:
+    """An approve or edit decision as the order's refusals name it (`before bob's approve`)."""
+    return pgettext("order decision", "approve") if kind == "approve" else pgettext("order decision", "edit")
 
 
 def _recheck(ctx: OrderDeps, state: OrderApprovalState, who: str, config: RunnableConfig,

@@ -31,17 +31,19 @@ def propose_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], config:
     client_order_id = state.get("client_order_id") or f"{thread_id(config)}:{uuid.uuid4().hex[:16]}"
     report_progress(_("checking the order"), f"{_(intent['side'])} {intent['quantity']} {intent['ts_code']}")
     if ctx.broker is None:
-        return {"order_outcome": _outcome("refused", "No broker is configured for this run.", account)}
+        return {"order_outcome": _outcome("refused", _("No broker is configured for this run."), account)}
     refused = naming_refusal(ctx, intent.get("proposed_by"), account, default_account(config))
     if refused:
         log_event(ctx.engine, None, account, "refused", intent.get("proposed_by"),
                   {"request": {k: intent.get(k) for k in ("ts_code", "side", "quantity")}, "reason": "no role"})
-        return {"order_outcome": _outcome("refused", f"The order cannot be proposed: {refused}.", account)}
+        return {"order_outcome": _outcome("refused", _("The order cannot be proposed: {reason}.").format(
+            reason=refused), account)}
     try:
         broker = ctx.broker(account, intent.get("proposed_by"))
         preview = broker.preview(request_of(intent, client_order_id, thread_id(config)))
     except (DataError, ValueError) as exc:
-        return {"order_outcome": _outcome("refused", f"The order cannot be proposed: {exc}", account)}
+        return {"order_outcome": _outcome("refused", _("The order cannot be proposed: {error}").format(
+            error=exc), account)}
     proposal = preview_json(preview)
     outside = next((c for c in proposal["checks"] if c["name"] == "mandate" and not c["passed"]), None)
     if outside is not None:  # never proposed: no card, whoever asked

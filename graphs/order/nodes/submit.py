@@ -31,9 +31,11 @@ def submit_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], config: 
         order = ctx.broker(account, None).submit(request)  # type: ignore[misc]
     except OrderRejected as exc:
         return {"order_outcome": {**base, "status": "refused", "order": None,
-                                  "message": f"The broker refused the order: {exc}. Nothing was placed."}}
+                                  "message": _("The broker refused the order: {error}. Nothing was placed.").format(
+                                      error=exc)}}
     except DataError as exc:
         return {"order_outcome": {**base, "status": "refused", "order": None,
-                                  "message": f"The order could not be placed: {exc}. Nothing was placed."}}
+                                  "message": _("The order could not be placed: {error}. Nothing was placed.").format(
+                                      error=exc)}}
     return {"order_outcome": {**base, "status": order.status, "order": order_json(order),
                               "message": order.summary()}}

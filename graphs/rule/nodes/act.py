@@ -84,8 +84,8 @@ def _calculation(ctx: RuleDeps, state: RuleRunState, config: RunnableConfig, act
 
 def _summary(action: dict[str, Any], result: dict[str, Any]) -> str:
     if "error" in result:
-        return f"error: {result['error']}"
+        return _("error: {error}").format(error=result["error"])
     if action["type"] == "tool_call":
-        return f"{result['bars']} bars of {result['symbol']}"
+        return _("{n} bars of {symbol}").format(n=result["bars"], symbol=result["symbol"])
     values = {k: v for k, v in result.items() if k not in ("indicator", "bar", "warmup_bars", "bars", "ready")}
     return f"{result['indicator']}: " + ", ".join(f"{k} {v}" for k, v in values.items())

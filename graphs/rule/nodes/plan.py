@@ -53,13 +53,13 @@ def plan_node(state: RuleRunState, runtime: Runtime[RuleDeps]) -> dict[str, Any]
     step = len(history) + 1
     elapsed = (datetime.now(UTC) - datetime.fromisoformat(state["started_at"])).total_seconds()
     if len(history) >= MAX_ROUNDS or elapsed > RUN_TIMEOUT_SECONDS:
-        why = f"no decision within {MAX_ROUNDS} steps" if len(history) >= MAX_ROUNDS else \
-            f"no decision within {RUN_TIMEOUT_SECONDS:.0f} s"
+        why = _("no decision within {n} steps").format(n=MAX_ROUNDS) if len(history) >= MAX_ROUNDS else \
+            _("no decision within {seconds} s").format(seconds=f"{RUN_TIMEOUT_SECONDS:.0f}")
         return _hold(ctx, state, step, why)
     model = model_for(ctx, MODELS["rule checker"])
     if model is None:
-        return _hold(ctx, state, step, "this rule is written in words and needs an LLM (OPENAI_API_KEY or "
-                                       "OPENAI_BASE_URL); rules in the rule language run without one")
+        return _hold(ctx, state, step, _("this rule is written in words and needs an LLM (OPENAI_API_KEY or "
+                                         "OPENAI_BASE_URL); rules in the rule language run without one"))
     report_progress(_("thinking"), _("step {n}").format(n=step))
     left = RUN_TIMEOUT_SECONDS - elapsed
     try:
@@ -99,9 +99,9 @@ def _messages(rule: dict[str, Any], history: list[dict[str, Any]], step: int, fe
 def _action(data: dict[str, Any]) -> dict[str, Any]:
     kind = data.get("type")
     if kind not in ("tool_call", "calculation", "decision"):
-        raise ValueError(f"type must be tool_call, calculation or decision, not {kind!r}")
+        raise ValueError(_("type must be tool_call, calculation or decision, not {kind!r}").format(kind=kind))
     if not isinstance(data.get("action"), dict):
-        raise ValueError("action must be an object")
+        raise ValueError(_("action must be an object"))
     return {"type": kind, "reasoning": str(data.get("reasoning") or ""), "action": data["action"],
             "next_step": str(data.get("next_step") or "")}
 
@@ -110,13 +110,13 @@ def _decision(action: dict[str, Any]) -> dict[str, Any]:
     body = action["action"]
     verdict = str(body.get("action") or "").lower()
     if verdict not in ("buy", "sell", "hold"):
-        raise ValueError(f"a decision's action must be buy, sell or hold, not {verdict!r}")
+        raise ValueError(_("a decision's action must be buy, sell or hold, not {verdict!r}").format(verdict=verdict))
     try:
         confidence = float(body.get("confidence"))
     except (TypeError, ValueError):
-        raise ValueError("a decision needs a confidence between 0 and 1") from None
+        raise ValueError(_("a decision needs a confidence between 0 and 1")) from None
     if not 0.0 <= confidence <= 1.0:
-        raise ValueError(f"confidence must be between 0 and 1, not {confidence}")
+        raise ValueError(_("confidence must be between 0 and 1, not {confidence}").format(confidence=confidence))
     return {"action": verdict, "reason": str(body.get("reason") or action["reasoning"]), "confidence": confidence}
 
 
@@ -124,8 +124,8 @@ def _timed_out(exc: openai.APITimeoutError, left: float, own: Any) -> str:
     """Why a run whose model call timed out ends: the run's limit when the time left was shorter than the model's
     own timeout, else that timeout."""
     if isinstance(own, int | float) and left < own:
-        return (f"no decision within {RUN_TIMEOUT_SECONDS:g} s: the model did not answer in the {left:.1f} s left "
-                "of the run")
+        return _("no decision within {seconds} s: the model did not answer in the {left} s left of the run").format(
+            seconds=f"{RUN_TIMEOUT_SECONDS:g}", left=f"{left:.1f}")
     return describe_model_failure(exc)
 
 
@@ -133,7 +133,8 @@ def _malformed(ctx: RuleDeps, state: RuleRunState, step: int, problem: str) -> d
     count = (state.get("malformed") or 0) + 1
     if count <= MALFORMED_RETRIES:
         return {"malformed": count, "feedback": problem, "action": None}
-    return {**_hold(ctx, state, step, f"the model's answer could not be used twice: {problem}"), "malformed": count}
+    return {**_hold(ctx, state, step, _("the model's answer could not be used twice: {problem}").format(
+        problem=problem)), "malformed": count}
 
 
 def _hold(ctx: RuleDeps, state: RuleRunState, step: int, why: str) -> dict[str, Any]:

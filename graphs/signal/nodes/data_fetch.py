@@ -172,10 +172,10 @@ def _fetch_llm(state: SignalState, ctx: SignalDeps, ws: Workspace, params: dict)
         agent.invoke({"messages": [HumanMessage("Fetch the data for this task.")]},
                      {"recursion_limit": AGENT_STEP_LIMIT})
     except AGENT_FAILURES as exc:  # the agent's failure becomes an error for reflection
-        errors.append(_("the data agent stopped: {why}").format(why=describe_model_failure(exc)))
+        errors.append(_("the data agent stopped: {failure}").format(failure=describe_model_failure(exc)))
     if not any(i["name"].startswith("ohlcv/") for i in stored):
-        error = _("data fetch failed: {error}").format(error=errors[-1] if errors else _("the model fetched no price "
-                                                                                          "data"))
+        why = errors[-1] if errors else _("the model fetched no price data")
+        error = _("data fetch failed: {error}").format(error=why)
         return {"error_messages": [error], "error_log": [*state.get("error_log", []), error],
                 "execution_history": [*state.get("execution_history", []), error]}
     result = _fetched(state, stored)

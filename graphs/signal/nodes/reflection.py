@@ -46,8 +46,6 @@ def no_llm_reply() -> str:
              "\nStrategies:\n{strategies}").format(hint=_(GRAMMAR_HINT), strategies=library_help())
 
 
-REFLECTION_FAILED = "reflection: "  # the prefix of the reflection model's own failures in error_messages
-
 REFLECTION_PROMPT = """You are a strategy analyst. Understand the user's intent and plan the next step of a
 signal-generation workflow on Chinese A-share daily data (tushare schema).
 
@@ -202,7 +200,7 @@ def _reflect_llm(state: SignalState, text: str, config: RunnableConfig,
     retries = state.get("retry_count", 0) + (1 if state.get("error_messages") else 0)
     update: dict[str, Any] = {"retry_count": retries}
     repeated = _repeated_error(state)
-    if repeated and repeated.startswith(REFLECTION_FAILED):  # the model cannot plan: asking again would not help
+    if repeated and repeated in state.get("planner_errors", []):  # the model cannot plan: asking would not help
         return {**update, "current_task": "end",
                 "final_reply": _("The same problem happened twice: {problem}\nStopped. Without the model, name a "
                                  "built-in strategy: {hint}.\nStrategies:\n{strategies}").format(
@@ -236,9 +234,10 @@ def _reflect_llm(state: SignalState, text: str, config: RunnableConfig,
                            {"recursion_limit": AGENT_STEP_LIMIT})
         decision = agent_json_answer(run["messages"], N_("decision"), [workspace_status.name])
     except AGENT_FAILURES as exc:  # an unusable answer is an error to retry (the same one twice: the run stops)
-        error = f"{REFLECTION_FAILED}{describe_model_failure(exc)}"
+        error = _("reflection: {failure}").format(failure=describe_model_failure(exc))
         return {**update, "current_task": "reflection_failed", "error_messages": [error],
-                "error_log": [*state.get("error_log", []), error]}
+                "error_log": [*state.get("error_log", []), error],
+                "planner_errors": [*state.get("planner_errors", []), error]}
     intent = decision.get("user_intent") or {}
     params = intent.get("params") or {}
     update["user_intent"] = intent

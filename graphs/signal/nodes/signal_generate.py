@@ -55,7 +55,7 @@ If the tool reports an error, read it, fix the code and run it again. Finish wit
 def check_signal(value: Any) -> str | None:
     """Why `value` cannot be a signal frame, or None."""
     if not isinstance(value, pd.DataFrame):
-        return _("`signal` must be a DataFrame (dates x codes), got {kind}").format(kind=type(value).__name__)
+        return _("`signal` must be a DataFrame (dates x codes), got {type}").format(type=type(value).__name__)
     return None
 
 
@@ -114,7 +114,8 @@ def _generate_llm(state: SignalState, ctx: SignalDeps, ws: Workspace, params: di
     try:
         agent.invoke({"messages": [HumanMessage("Generate the signal.")]}, {"recursion_limit": AGENT_STEP_LIMIT})
     except AGENT_FAILURES as exc:  # the agent's failure becomes an error for reflection
-        attempts.append(("", None, _("the signal agent stopped: {why}").format(why=describe_model_failure(exc))))
+        attempts.append(("", None, _("the signal agent stopped: {failure}").format(
+            failure=describe_model_failure(exc))))
     good = [a for a in attempts if a[1] is not None]
     if good:
         code, info, message = good[-1]
