@@ -111,7 +111,7 @@ RULE = Workflow(
     starts_request=lambda text: first_word(text) == "rule",
     looks_structured=lambda text: False,
     build=build_rule_graph, present=present_rule_run, deps=RuleDeps,
-    subcommands={name: Subcommand(usage, summary, run) for name, (usage, summary, run) in RULE_SUBCOMMANDS.items()},
+    subcommands=RULE_SUBCOMMANDS,
     measure=measure_rule_run, after_failure=rule_run_failed, models=RULE_MODELS,
 )
 
@@ -138,7 +138,7 @@ COMMANDS: dict[str, Subcommand] = {
                           "and P&L, an equity chart; reset is for traders and asks for confirmation"), account_command),
     "orders": Subcommand("orders [open|today|all] [NAME]", N_("orders of a paper account"), orders_command),
     "trading": Subcommand("trading [on|off] [REASON]", N_("the kill switch: while off nothing is submitted or "
-                          "filled (traders switch it)"), trading_command),
+                          "filled (traders switch it)"), trading_command, free_text_from=1),
     "decisions": Subcommand("decisions [CODE]", N_("the decision desk's past decisions and how they turned out"),
                             decisions_command),
     "mandate": Subcommand("mandate [NAME] | mandate NAME set|clear ...", N_("a paper account's mandate: allowed or "
@@ -187,10 +187,17 @@ def command_for(words: list[str]) -> tuple[Subcommand, list[str]] | None:
     name = english(normalize(words[0]).strip()).lower()  # `账户` is `account`; its arguments stay as typed
     command = COMMANDS.get(name)
     if command is not None and len(words) - 1 >= command.min_args:
-        return command, [argument(word) for word in words[1:]]
+        return command, _arguments(command, words[1:])
     workflow = WORKFLOWS.get(name)
     sub = workflow.subcommand([english(normalize(word).strip()) for word in words[1:2]]) if workflow else None
-    return (sub, [argument(word) for word in words[2:]]) if sub is not None else None
+    return (sub, _arguments(sub, words[2:])) if sub is not None else None
+
+
+def _arguments(command: Subcommand, words: list[str]) -> list[str]:
+    """The command's arguments as it reads them (`argument`), but a person's free text (a reason) as typed: `恢复`
+    in a reason is not the keyword `resume`."""
+    cut = len(words) if command.free_text_from is None else command.free_text_from
+    return [argument(word) for word in words[:cut]] + words[cut:]
 
 
 def workflow_for(text: str) -> Workflow | None:

@@ -51,6 +51,7 @@ class Subcommand:
     summary: str
     run: Callable[[CommandCall], View]
     min_args: int = 0  # fewer words are not this command (`cancel` alone ends a pending request)
+    free_text_from: int | None = None  # from this argument on, words a person wrote (a reason): kept as typed
 
 
 @dataclass(frozen=True)

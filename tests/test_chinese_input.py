@@ -194,3 +194,15 @@ def test_a_factor_reads_a_full_width_window_and_ignore_runs_without_the_words_na
         "`ignore` to run without it, or `cancel`."]
     assert lines.index(questions[0]) < next(i for i, line in enumerate(lines) if "momentum_20" in line)
     assert [line for line in lines if line.startswith("Signal: ")] == ["Signal: ma_cross (fast=5, slow=20)"]
+
+
+def test_a_reason_is_kept_as_typed_even_where_its_words_are_command_words() -> None:
+    """`恢复` (resume) and `暂停` (pause) in a reason are the person's words, not keywords to translate; a keyword
+    argument still is one."""
+    trading = command_for(["交易开关", "关", "暂停", "交易", "等恢复"])
+    assert trading is not None and trading[0].usage.startswith("trading")
+    assert trading[1] == ["off", "暂停", "交易", "等恢复"]
+    pause = command_for(["规则", "暂停", "1", "恢复", "后再说"])
+    assert pause is not None and pause[0].usage.startswith("rule pause") and pause[1] == ["1", "恢复", "后再说"]
+    orders = command_for(["orders", "全部"])
+    assert orders is not None and orders[1] == ["all"]

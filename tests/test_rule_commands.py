@@ -42,7 +42,7 @@ def ctx(engine: Engine, sandbox: Sandbox) -> WorkflowContext:
 
 
 def run(ctx: WorkflowContext, user: str, line: list[str]) -> str:
-    _usage, _summary, command = SUBCOMMANDS[line[0]]
+    command = SUBCOMMANDS[line[0]].run
     view = command(CommandCall(ctx, line[1:], user, CHANNELS[id(ctx)]))
     return "\n".join([view.title, view.summary, *view.lines, *(f"{k}: {v}" for k, v in view.facts)])
 
@@ -130,7 +130,7 @@ def test_a_backtest_reports_like_the_signal_backtest_and_says_where_a_cut_list_g
     and every trade is in the stored CSV."""
     run(ctx, OWNER, ["add", "600519.SH", "buy when close > ma(5); sell when close < ma(5)"])
     (rule,) = _mine(ctx)
-    _usage, _summary, command = SUBCOMMANDS["backtest"]
+    command = SUBCOMMANDS["backtest"].run
     view = command(CommandCall(ctx, [str(rule.id), "20180101", "20200601"], OWNER, CHANNELS[id(ctx)]))
     facts = dict(view.facts)
     for label in ("Total return", "Annualised", "Sharpe", "Max drawdown", "Exposure", "Trades", "Fees"):

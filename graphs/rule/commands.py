@@ -6,14 +6,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
-from typing import Any
 
 import pandas as pd
 
 from graphs.grammar import did_you_mean, normalize
 from graphs.rule.present import present_backtest, present_log, present_rule, present_rules
 from graphs.views import View
-from graphs.workflow import CommandCall, CommandError
+from graphs.workflow import CommandCall, CommandError, Subcommand
 from tools.broker.boards import OrderRuleError
 from tools.broker.clock import day
 from tools.broker.paper import PaperConfig
@@ -260,7 +259,7 @@ def _decimal(text: str | None, what: str) -> Decimal | None:
 
 
 def help_command(call: CommandCall) -> View:
-    lines = [f"{usage} — {_(summary)}" for usage, summary, _run in SUBCOMMANDS.values()]
+    lines = [f"{command.usage} — {_(command.summary)}" for command in SUBCOMMANDS.values()]
     lines.insert(0, "rule run ID — " + _("check a rule now: every step is logged; a buy or sell at or above its "
                                          "threshold proposes an order for a trader's approval"))
     return View(_("Rule commands"), _("Save trading rules and check them on demand or on a schedule."), lines=lines,
@@ -269,17 +268,19 @@ def help_command(call: CommandCall) -> View:
                          "crosses above|below)")])
 
 
-SUBCOMMANDS: dict[str, Any] = {
-    "add": (ADD_USAGE, N_("save a trading rule (words for the model, or the rule language)"), add_command),
-    "list": ("rule list [channel|mine|all]", N_("saved rules"), list_command),
-    "show": ("rule show ID", N_("one rule and its latest runs"), show_command),
-    "log": ("rule log ID [EXECUTION]", N_("a run's steps as a timeline (the latest run by default)"), log_command),
-    "schedule": ('rule schedule ID "CRON"|off [tz=ZONE]', N_("run on trading days at cron times (Asia/Shanghai)"),
-                 schedule_command),
-    "pause": ("rule pause ID [REASON]", N_("stop its schedule (owner or admin)"), pause_command),
-    "resume": ("rule resume ID", N_("start its schedule again (owner or admin)"), resume_command),
-    "delete": ("rule delete ID", N_("delete it and its logs (owner or admin)"), delete_command),
-    "backtest": ("rule backtest ID START END", N_("backtest a rule-language rule with the paper account's costs, "
-                    "beside buy-and-hold"), backtest_command),
-    "help": ("rule help", N_("these commands"), help_command),
+SUBCOMMANDS: dict[str, Subcommand] = {
+    "add": Subcommand(ADD_USAGE, N_("save a trading rule (words for the model, or the rule language)"), add_command),
+    "list": Subcommand("rule list [channel|mine|all]", N_("saved rules"), list_command),
+    "show": Subcommand("rule show ID", N_("one rule and its latest runs"), show_command),
+    "log": Subcommand("rule log ID [EXECUTION]", N_("a run's steps as a timeline (the latest run by default)"),
+                      log_command),
+    "schedule": Subcommand('rule schedule ID "CRON"|off [tz=ZONE]',
+                           N_("run on trading days at cron times (Asia/Shanghai)"), schedule_command),
+    "pause": Subcommand("rule pause ID [REASON]", N_("stop its schedule (owner or admin)"), pause_command,
+                        free_text_from=1),
+    "resume": Subcommand("rule resume ID", N_("start its schedule again (owner or admin)"), resume_command),
+    "delete": Subcommand("rule delete ID", N_("delete it and its logs (owner or admin)"), delete_command),
+    "backtest": Subcommand("rule backtest ID START END", N_("backtest a rule-language rule with the paper account's "
+                           "costs, beside buy-and-hold"), backtest_command),
+    "help": Subcommand("rule help", N_("these commands"), help_command),
 }
