@@ -19,7 +19,6 @@ from tools.data.klines import AShareKlines, KlineError, check_limit, symbol_kind
 from tools.data.local import LocalProvider, SampleProvider
 from tools.data.news import news_source
 from tools.data.schema import DataError, normalize_codes
-from tools.factors.checks import check_factor
 from tools.i18n import N_, using
 from tools.research.backtest import degeneracy_warnings, run_backtest
 from tools.research.date_span import span_note
@@ -181,20 +180,8 @@ def test_a_chinese_console_session_hitting_data_errors_reads_in_chinese(tmp_path
     assert any(line.startswith("警告：从不卖出：") for line in lines)
     assert any(line.startswith("无法运行该因子：数据：bundled sample 数据源在 20100118 至 20100601 之间没有 000001.SZ")
                for line in lines)
-    assert "警告：1 只股票、5 个分位组：分位收益差意义不大（股票少于 20 只时保存需要审批）。" in lines
-    assert any(line.startswith("--- 代码审核：因子 momentum_60（检查未通过：60 行预热之后有 100% 的值为 NaN")
+    assert "警告：1 只股票、5 个分位：分位数收益差意义不大（少于 20 只股票时保存需审批）。" in lines
+    assert any(line.startswith("--- 代码审核：因子 momentum_60（检查未通过：预热 60 行之后仍有 100% 的值为 NaN")
                for line in lines)
     assert english_left(out) == []
 
-
-def test_a_factors_value_checks_read_in_chinese(sample: SampleProvider) -> None:
-    close = sample.wide("close", "000001.SZ,600519.SH", "20190102", "20190329")
-    flat = pd.DataFrame(1.0, index=close.index, columns=close.columns)
-    with using("zh-CN"):
-        assert check_factor(close["600519.SH"], close, 0).problems == [
-            "compute_factor 必须返回 DataFrame，实际返回 Series（这是 Series：请返回日期 × 代码的 DataFrame，例如不要 "
-            ".stack() 或只选某一列）"]
-        assert check_factor(flat, close, 0).problems == ["58 个日期中有 58 个日期所有股票的因子值相同：无法对股票排序"]
-    with using("en"):
-        assert check_factor(flat, close, 0).problems == [
-            "the factor is the same for every code on 58 of 58 dates: it cannot rank stocks"]

@@ -147,7 +147,7 @@ def test_in_the_console_the_policy_keeps_the_first_approver_and_the_proposer_fro
     assert "  approvals: U_ANNA (1 of 2: two traders above 100,000.00 CNY); waits for a second, different trader" \
         in anna
     assert anna.count("error: U_ANNA already approved this order; a second, different trader must approve it") == 1
-    assert "错误：U_ANNA 已批准此订单；需要另一名交易员再次批准" in anna
+    assert "错误：U_ANNA 已批准此委托；需要另一名交易员再次批准" in anna
     bo = chat(tmp_path, own_url, "bo", "pending 1", "approve", **env)
     assert ("error: U_BO proposed this order and cannot be its second approver (maker-checker): another trader must "
             "approve it") in bo

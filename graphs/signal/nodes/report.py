@@ -110,10 +110,12 @@ def _store_artifacts(store: ArtifactStore, thread: str, run_key: str, name: str,
                                        benchmark=backtest.benchmark_equity, exposure=backtest.exposure)
     metrics = pd.Series(backtest.metrics.as_dict()).rename("value").to_csv(index_label="metric")
     files = {
-        "chart": (f"{name}.png", "image/png", png),
-        "signal_csv": (f"{name}_signal.csv", "text/csv", signal.to_csv(date_format="%Y%m%d").encode()),
-        "signal_parquet": (f"{name}_signal.parquet", "application/vnd.apache.parquet", signal.to_parquet()),
-        "metrics_csv": (f"{name}_metrics.csv", "text/csv", metrics.encode()),
+        "chart": (f"{name}.png", _("{title}: chart"), "image/png", png),
+        "signal_csv": (f"{name}_signal.csv", _("{title}: signal (CSV)"), "text/csv",
+                       signal.to_csv(date_format="%Y%m%d").encode()),
+        "signal_parquet": (f"{name}_signal.parquet", _("{title}: signal (Parquet)"), "application/vnd.apache.parquet",
+                           signal.to_parquet()),
+        "metrics_csv": (f"{name}_metrics.csv", _("{title}: metrics (CSV)"), "text/csv", metrics.encode()),
     }
-    return [store.put(thread, run_key, kind, filename, f"{title} {kind.replace('_', ' ')}", mime, data)
-            for kind, (filename, mime, data) in files.items()]
+    return [store.put(thread, run_key, kind, filename, described.format(title=title), mime, data)
+            for kind, (filename, described, mime, data) in files.items()]
