@@ -555,7 +555,7 @@ def _quantile_labels(values: np.ndarray, cells: np.ndarray, place: np.ndarray, n
     np.greater_equal(place, boundaries[:, :1], out=labels)
     for k in range(1, quantiles):
         labels += place >= boundaries[:, k : k + 1]
-    np.take(np.arange(1, quantiles + 2, dtype=np.int8) % (quantiles + 1), labels, out=labels)
+    np.take(np.arange(1, quantiles + 2, dtype=np.int8) % (quantiles + 1), labels, out=labels, mode="clip")  # unbuffered
     if compared.any():
         rows_compared = np.flatnonzero(compared)
         row_values = values[rows_compared]

@@ -45,7 +45,8 @@ class RowSorter:
         scaled *= np.where(spread, (self.nan_key - 1) / np.where(spread, span, 1.0), 0.0)[:, None]
         if not ranged.all():
             scaled[~ranged] = 0.0
-        np.copyto(scaled, self.nan_key, where=invalid)
+        if n.min(initial=width) < width:
+            np.copyto(scaled, self.nan_key, where=invalid)
         np.copyto(keys.view(np.int32), scaled, casting="unsafe")  # below 2**31: a signed conversion, which is faster
         keys <<= np.uint32(self.tag_bits)
         keys |= tags
