@@ -389,7 +389,7 @@ class _Evaluation:
         rank_squares[:] = nf * (nf + 1) * (2 * nf + 1) / 6
         rank_squares[tied] = _dot_rows(ranks[tied], ranks[tied])
         bins = s.bins[:rows]
-        np.add(self.offsets[:rows] // width * (self.quantiles + 1), labels, out=bins)
+        np.add(np.arange(rows)[:, None] * (self.quantiles + 1), labels, out=bins)
 
         moments = _FactorMoments(_centred(f, invalid, n, s.centred[:rows]), n)
         for i, y in enumerate(ys):
@@ -417,8 +417,8 @@ class _Evaluation:
         as_float = s.sorter.scaled[:rows]
         np.copyto(as_float, places)
         squares = n * (n + 1) * (2 * n + 1) / 6
-        cross = as_float @ self.positions + width * (width + 1) / 2 - (width * (width + 1) * (2 * width + 1) / 6
-                                                                      - squares)
+        tail = width * (width + 1) * (2 * width + 1) / 6 - squares  # sum over k >= n of (k + 1)^2
+        cross = as_float @ self.positions + width * (width + 1) / 2 - tail
         slow = np.union1d(tied, tied_y)
         if len(slow):
             sorted_cells = np.take_along_axis(s.cells[slow], places[slow].astype(np.intp), axis=1)
