@@ -34,12 +34,15 @@ Conventions (the tests compare each with alphalens-reloaded 0.5.1 on real data):
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+
+from tools.factors.rowsort import RowSorter
 
 TRADING_DAYS = 252
 MIN_EVALUATED_DATES = 20  # fewer dates with an IC than this make figures too thin to save without approval
@@ -259,6 +262,19 @@ def evaluate_factor(factor: pd.DataFrame, prices: pd.DataFrame, periods: tuple[i
 
 
 _BLOCK_CELLS = 1 << 17  # cells per block of dates: a block's working arrays stay in the cores' caches
+_TILE_COLUMNS = 256  # columns per tile when a column-major input is copied row-major (whole rows: twice the time)
+
+
+class _Scratch:
+    """One thread's working arrays for blocks of at most `rows` dates, reused block after block."""
+
+    def __init__(self, rows: int, width: int) -> None:
+        self.sorter = RowSorter(rows, width)
+        self.cells = np.empty((rows, width), dtype=np.intp)  # the factor's sorted cells, as flat places in the block
+        self.place = np.empty((rows, width), dtype=np.uint32)  # each cell's place in the factor's sorted row
+        self.centred = np.empty((rows, width))  # the factor, centred per date
+        self.demeaned = np.empty((rows, width))  # a period's forward returns, demeaned per date
+        self.bins = np.empty((rows, width), dtype=np.intp)  # each cell's (date, quantile) bin
 
 
 class _Evaluation:
@@ -266,7 +282,8 @@ class _Evaluation:
 
     Every figure of a date depends on that date's row alone, except turnover and rank autocorrelation, which
     compare a date with the date `period` rows earlier; they run in a second pass once every row is done.
-    Each row is sorted once for the factor and once per period for the returns, on 32-bit keys (`_row_order`).
+    Each row is sorted once for the factor and once per period for the returns (`RowSorter`); the returns' keys are
+    tagged with the factor's places, so their sort yields the factor's ranks in the returns' order.
     """
 
     def __init__(self, factor: np.ndarray, prices: np.ndarray, tradable: np.ndarray | None, rows: np.ndarray,
@@ -281,8 +298,8 @@ class _Evaluation:
         k = len(periods)
         self.forward = [np.empty((dates, width)) for _ in periods]  # NaN outside the evaluated set
         self.labels = np.empty((dates, width), dtype=np.int8)  # 1..q, 0 outside the evaluated set
-        # the factor's doubled average ranks (integers), 0 outside the evaluated set
-        self.ranks = np.empty((dates, width), dtype=np.uint16 if 2 * width < 1 << 16 else np.uint32)
+        self.ranks = np.empty((dates, width))  # the factor's average ranks, 0 outside the evaluated set
+        self.rank_squares = np.empty(dates)  # their sum of squares per date
         self.n = np.empty(dates, dtype=np.int64)
         self.with_values = np.empty(dates, dtype=bool)
         self.with_forward = np.empty((k, dates), dtype=bool)
@@ -293,9 +310,10 @@ class _Evaluation:
         self.turnover = np.full((k, dates, quantiles), np.nan)
         self.positions = np.arange(1.0, width + 1)
         self.step = max(1, _BLOCK_CELLS // max(width, 1))  # dates per block
-        self.tiled_positions = np.tile(self.positions, self.step)
-        self.index_bits = max(1, (width - 1).bit_length())  # a column index in the low bits of a sort key
+        self.tiled_places = np.tile(np.arange(width, dtype=np.uint32), self.step)
         self.columns = np.arange(width, dtype=np.uint32)
+        self.offsets = np.arange(self.step)[:, None] * width  # each row's first flat place in a block
+        self.local = threading.local()  # each thread's _Scratch
 
     def compute(self) -> None:
         """Fill every figure, on one thread per core (numpy releases the GIL in its loops and sorts)."""
@@ -312,10 +330,17 @@ class _Evaluation:
                 for span in spans:
                     phase(*span)
 
+    def scratch(self) -> _Scratch:
+        """This thread's working arrays, made on its first block."""
+        mine = getattr(self.local, "scratch", None)
+        if mine is None:
+            mine = self.local.scratch = _Scratch(self.step, self.f.shape[1])
+        return mine
+
     def tradable_prices(self, a: int, b: int) -> None:
         """Price rows a..b-1, NaN where a price is missing, not positive or not tradable."""
         px = self.px[a:b]
-        np.copyto(px, self.prices[a:b])
+        _copy_rows(px, self.prices[a:b])
         untradable = ~np.isfinite(px)
         untradable |= px <= 0
         if self.tradable is not None:
@@ -324,9 +349,10 @@ class _Evaluation:
 
     def own(self, a: int, b: int) -> None:
         """Everything that depends on dates a..b-1 alone."""
+        s = self.scratch()
         f = self.f[a:b]
-        np.copyto(f, self.factor[a:b])
-        width = f.shape[1]
+        _copy_rows(f, self.factor[a:b])
+        rows, width = f.shape
         ys = [self._forward_block(a, b, p, out) for p, out in zip(self.periods, self.forward, strict=True)]
         valid = np.isfinite(f)
         self.with_values[a:b] = valid.any(axis=1)
@@ -337,61 +363,70 @@ class _Evaluation:
             ok &= finite
             self.with_forward[i, a:b] = ok.any(axis=1)
         self.with_all_forward[a:b] = valid.any(axis=1)
-        n = np.count_nonzero(valid, axis=1)
-        np.copyto(f, np.nan, where=~valid)
-
+        n = _row_counts(valid)
         invalid = ~valid
-        order, unordered = _row_order(f, invalid, n, self.columns, self.index_bits)
-        flat = order + (np.arange(b - a) * width)[:, None]  # where each row's sorted cells are, in the block
-        ranks = np.empty(f.shape)
-        np.put(ranks, flat, self.tiled_positions[: (b - a) * width])
-        if len(unordered):
-            ranks[unordered] = _average_ranks(order[unordered],
-                                              np.take_along_axis(f[unordered], order[unordered], axis=1))
+        np.copyto(f, np.nan, where=invalid)
 
-        labels, usable, sizes = _quantile_labels(f, order, flat, n, unordered, self.quantiles)
-        del order, flat
+        order, tied = s.sorter.sort(f, invalid, n, self.columns)
+        cells, place = s.cells[:rows], s.place[:rows]
+        np.add(order, self.offsets[:rows], out=cells)
+        np.put(place, cells, self.tiled_places[: rows * width])
+        labels = self.labels[a:b]
+        usable, sizes = _quantile_labels(f, cells, place, n, tied, self.quantiles, labels)
         n[~usable] = 0  # dates whose edges are not unique drop out entirely
         valid &= usable[:, None]
-        f[~usable] = np.nan
-        ranks *= valid
-        self.labels[a:b], self.n[a:b], self.sizes[a:b] = labels, n, sizes
-        cells = (np.arange(b - a) * (self.quantiles + 1))[:, None] + labels  # (date, quantile) bin of each cell
-
         np.logical_not(valid, out=invalid)
-        moments = _FactorMoments(f, invalid, n)
-        doubled = ranks + ranks  # integers, 0 outside the evaluated set
-        self.ranks[a:b] = doubled
-        rank_sum, rank_squares = ranks.sum(axis=1), _dot_rows(ranks, ranks)
+        f[~usable] = np.nan
+        self.n[a:b], self.sizes[a:b] = n, sizes
+        ranks = self.ranks[a:b]
+        np.add(place, 1.0, out=ranks)
+        if len(tied):
+            rows_cells = cells[tied]
+            ranks.reshape(-1)[rows_cells] = _tie_averaged(f.reshape(-1)[rows_cells])
+        np.copyto(ranks, 0.0, where=invalid)
+        nf = n.astype(float)
+        rank_squares = self.rank_squares[a:b]
+        rank_squares[:] = nf * (nf + 1) * (2 * nf + 1) / 6
+        rank_squares[tied] = _dot_rows(ranks[tied], ranks[tied])
+        bins = s.bins[:rows]
+        np.add(np.arange(rows)[:, None] * (self.quantiles + 1), labels, out=bins)
+
+        moments = _FactorMoments(_centred(f, invalid, n, s.centred[:rows]), n)
         for i, y in enumerate(ys):
             np.copyto(y, np.nan, where=invalid)
-            demeaned = _centred(y, invalid, n)
+            demeaned = _centred(y, invalid, n, s.demeaned[:rows])
             with np.errstate(invalid="ignore", divide="ignore"):
-                self.by_quantile[i, a:b] = _bin_sums(cells, demeaned, b - a, self.quantiles) / sizes
+                self.by_quantile[i, a:b] = _bin_sums(bins, demeaned, rows, self.quantiles) / sizes
             self.ic[i, a:b], self.factor_returns[i, a:b] = moments.ic_and_returns(demeaned)
-            self.rank_ic[i, a:b] = self._rank_ic(y, invalid, ranks, doubled, n, rank_sum, rank_squares)
+            self.rank_ic[i, a:b] = self._rank_ic(s, y, invalid, nf, ranks, tied, rank_squares)
         np.copyto(f, labels)  # the factor's rows are done with: they become the quantiles, NaN outside the set
         np.copyto(f, np.nan, where=labels == 0)
 
-    def _rank_ic(self, y: np.ndarray, invalid: np.ndarray, ranks: np.ndarray, doubled: np.ndarray, n: np.ndarray,
-                 rank_sum: np.ndarray, rank_squares: np.ndarray) -> np.ndarray:
-        """Spearman correlation of the factor and `y` per row (`y` NaN outside the evaluated cells, `invalid`).
+    def _rank_ic(self, s: _Scratch, y: np.ndarray, invalid: np.ndarray, n: np.ndarray, ranks: np.ndarray,
+                 tied: np.ndarray, rank_squares: np.ndarray) -> np.ndarray:
+        """Spearman correlation of the factor and `y` per row (`y` NaN outside the evaluated cells, `invalid`; `n`
+        cells a row, as floats).
 
-        The factor's doubled ranks taken in `y`'s order meet `y`'s own ranks, the positions 1..n, in a row of
-        distinct values; rows that may hold equal values average the ranks of their ties.
+        Sorting `y` with the factor's places as tags gives, at `y`'s sorted position k, the factor's place there: with
+        distinct values the cross sum of ranks is sum over k < n of (k + 1)(place + 1). The missing cells sort last
+        in the order of their places, which are n..width-1, so the sum over the whole row less that tail is it. Rows
+        where either side holds equal values average the ranks of their ties.
         """
-        order, unordered = _row_order(y, invalid, n, self.columns, self.index_bits)
         rows, width = y.shape
-        cross = doubled.ravel()[order + (np.arange(rows) * width)[:, None]] @ self.positions * 0.5
-        nf = n.astype(float)
-        y_squares = nf * (nf + 1) * (2 * nf + 1) / 6
-        if len(unordered):
-            exact = order[unordered]
-            y_ranks = (_tie_averaged(np.take_along_axis(y[unordered], exact, axis=1))
-                       * (np.arange(width) < n[unordered, None]))
-            cross[unordered] = _dot_rows(np.take_along_axis(ranks[unordered], exact, axis=1), y_ranks)
-            y_squares[unordered] = _dot_rows(y_ranks, y_ranks)
-        return _pearson_from_sums(nf, rank_sum, nf * (nf + 1) / 2, rank_squares, y_squares, cross)
+        places, tied_y = s.sorter.sort(y, invalid, n, s.place[:rows], s.cells[:rows])
+        as_float = s.sorter.scaled[:rows]
+        np.copyto(as_float, places)
+        squares = n * (n + 1) * (2 * n + 1) / 6
+        tail = width * (width + 1) * (2 * width + 1) / 6 - squares  # sum over k >= n of (k + 1)^2
+        cross = as_float @ self.positions + width * (width + 1) / 2 - tail
+        slow = np.union1d(tied, tied_y)
+        if len(slow):
+            sorted_cells = np.take_along_axis(s.cells[slow], places[slow].astype(np.intp), axis=1)
+            y_ranks = _tie_averaged(y.reshape(-1)[sorted_cells]) * (np.arange(width) < n[slow, None])
+            cross[slow] = _dot_rows(ranks.reshape(-1)[sorted_cells], y_ranks)
+            squares[slow] = _dot_rows(y_ranks, y_ranks)
+        sums = n * (n + 1) / 2
+        return _pearson_from_sums(n, sums, sums, rank_squares, squares, cross)
 
     def _forward_block(self, a: int, b: int, period: int, out: np.ndarray) -> np.ndarray:
         """Rows a..b-1 of the forward returns of `period`, written into `out`."""
@@ -419,24 +454,37 @@ class _Evaluation:
             now, before = self.labels[start:b], self.labels[start - p : b - p]
             common = (now > 0) & (before > 0)
             stayed = now * (now == before)  # the label where it did not change, else 0
-            kept = np.stack([(stayed == k).sum(axis=1, dtype=np.int64) for k in range(1, q + 1)], axis=1)
+            kept = np.stack([_row_counts(stayed == k) for k in range(1, q + 1)], axis=1)
             sizes, earlier = self.sizes[start:b], self.sizes[start - p : b - p]
             np.divide(sizes - kept, sizes, out=self.turnover[i, start:b], where=(sizes > 0) & (earlier > 0))
-            x = np.multiply(self.ranks[start:b], common, dtype=float)  # doubled ranks: halve the sums
-            y = np.multiply(self.ranks[start - p : b - p], common, dtype=float)
-            self.autocorr[i, start:b] = _pearson_from_sums(
-                np.count_nonzero(common, axis=1).astype(float), x.sum(axis=1) * 0.5, y.sum(axis=1) * 0.5,
-                _dot_rows(x, x) * 0.25, _dot_rows(y, y) * 0.25, _dot_rows(x, y) * 0.25)
+            self.autocorr[i, start:b] = self._rank_autocorrelation(start, b, p, common)
+
+    def _rank_autocorrelation(self, a: int, b: int, period: int, common: np.ndarray) -> np.ndarray:
+        """Pearson correlation of the ranks of dates a..b-1 and those `period` rows earlier, over the codes evaluated
+        on both (`common`). Ranks are 0 outside the evaluated set, so the cross sum needs no mask; on dates whose
+        codes are those of the earlier date the rank sums are the dates' own."""
+        x, y = self.ranks[a:b], self.ranks[a - period : b - period]
+        n = _row_counts(common)
+        n_x, n_y = self.n[a:b], self.n[a - period : b - period]
+        sx, sy = n_x * (n_x + 1) / 2, n_y * (n_y + 1) / 2
+        sxx, syy = self.rank_squares[a:b].copy(), self.rank_squares[a - period : b - period].copy()
+        other = np.flatnonzero((n != n_x) | (n != n_y))
+        if len(other):
+            x, y, both = x[other], y[other], common[other]
+            sx[other], sy[other] = _dot_rows(x, both), _dot_rows(y, both)
+            sxx[other], syy[other] = _dot_rows(x * x, both), _dot_rows(y * y, both)
+        return _pearson_from_sums(n.astype(float), sx, sy, sxx, syy, _dot_rows(self.ranks[a:b],
+                                                                              self.ranks[a - period : b - period]))
 
 
 class _FactorMoments:
     """The factor's centred values and their per-date norms, shared by every period's IC and long-short return."""
 
-    def __init__(self, f: np.ndarray, invalid: np.ndarray, n: np.ndarray) -> None:
+    def __init__(self, centred: np.ndarray, n: np.ndarray) -> None:
         self.n = n
-        self.centred = _centred(f, invalid, n)
-        self.norm = np.sqrt(_dot_rows(self.centred, self.centred))
-        self.gross = np.abs(self.centred).sum(axis=1)
+        self.centred = centred
+        self.norm = np.sqrt(_dot_rows(centred, centred))
+        self.gross = np.add.reduce(np.abs(centred), axis=1)
 
     def ic_and_returns(self, demeaned: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Pearson IC and factor-weighted long-short return per date, given demeaned forward returns."""
@@ -448,6 +496,15 @@ class _FactorMoments:
         return np.clip(ic, -1.0, 1.0), returns
 
 
+def _copy_rows(out: np.ndarray, rows: np.ndarray) -> None:
+    """Copy `rows` into the C-order `out`; a column-major source tile by tile, which keeps both sides in cache."""
+    if rows.flags.c_contiguous:
+        np.copyto(out, rows)
+        return
+    for c in range(0, out.shape[1], _TILE_COLUMNS):
+        np.copyto(out[:, c : c + _TILE_COLUMNS], rows[:, c : c + _TILE_COLUMNS])
+
+
 def _pearson_from_sums(n: np.ndarray, sx: np.ndarray, sy: np.ndarray, sxx: np.ndarray, syy: np.ndarray,
                        sxy: np.ndarray) -> np.ndarray:
     var_x, var_y = n * sxx - sx * sx, n * syy - sy * sy
@@ -456,72 +513,18 @@ def _pearson_from_sums(n: np.ndarray, sx: np.ndarray, sy: np.ndarray, sxx: np.nd
     return np.clip(r, -1.0, 1.0)
 
 
-def _row_order(values: np.ndarray, invalid: np.ndarray, n: np.ndarray, columns: np.ndarray,
-               index_bits: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's columns in ascending order of value, NaN (`invalid`, `n` values a row) last; and the rows that
-    may hold equal values (their ranks need averaging over ties).
+def _quantile_labels(values: np.ndarray, cells: np.ndarray, place: np.ndarray, n: np.ndarray, tied: np.ndarray,
+                     quantiles: int, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row `pd.qcut(row, q, labels=False) + 1` written into `labels` (int8), 0 where NaN and in rows with
+    non-unique edges; return whether each row's edges are unique and the count of each quantile per row (rows x q,
+    floats).
 
-    The sort runs on 32-bit keys: the value mapped linearly from the row's range onto the bits above the column
-    index (`columns`, `index_bits` wide). The map is monotone, so only values sharing a key can be out of order: a
-    lone pair of distinct values is put in order by comparing them, a run of equal values is a tie in place; a row
-    where three or more values share a key without being all equal, or whose range is not finite, goes to
-    `np.argsort`.
-    """
-    rows, width = values.shape
-    nan_key = (1 << (32 - index_bits)) - 1
-    with np.errstate(invalid="ignore"):
-        low = np.fmin.reduce(values, axis=1)
-        span = np.fmax.reduce(values, axis=1) - low
-    ranged = np.isfinite(span)
-    scaled = values - np.where(ranged, low, 0.0)[:, None]
-    spread = ranged & (span > 0)
-    scaled *= np.where(spread, (nan_key - 1) / np.where(spread, span, 1.0), 0.0)[:, None]
-    if not ranged.all():
-        scaled[~ranged] = 0.0
-    np.copyto(scaled, nan_key, where=invalid)
-    keys = scaled.astype(np.int32).view(np.uint32)  # below 2**31: a signed conversion, which is faster
-    del scaled
-    keys <<= np.uint32(index_bits)
-    keys |= columns
-    keys.sort(axis=1)
-    shared = (keys[:, 1:] ^ keys[:, :-1]) < np.uint32(1 << index_bits)  # a key shared by positions k and k + 1
-    keys &= np.uint32((1 << index_bits) - 1)
-    order = keys.astype(np.intp)
-    del keys
-    r, k = np.divmod(np.flatnonzero(shared), width - 1)
-    inside = k + 1 < n[r]
-    r, k = r[inside], k[inside]
-    first, second = order[r, k], order[r, k + 1]
-    equal = values[r, first] == values[r, second]
-    starts = np.ones(len(r), dtype=bool)  # pairs that start a run of positions sharing one key
-    starts[1:] = (r[1:] != r[:-1]) | (k[1:] != k[:-1] + 1)
-    begin = np.flatnonzero(starts)
-    lone = np.diff(np.append(begin, len(r))) == 1
-    all_equal = np.logical_and.reduceat(equal, begin) if len(begin) else np.zeros(0, dtype=bool)
-    swap = begin[lone & ~all_equal]  # two distinct values sharing a key: order them by value
-    swap = swap[values[r[swap], first[swap]] > values[r[swap], second[swap]]]
-    order[r[swap], k[swap]], order[r[swap], k[swap] + 1] = second[swap], first[swap]
-    exact = ~ranged & (n > 1)
-    exact[r[begin[~lone & ~all_equal]]] = True  # three or more sharing a key, not all equal
-    tied = np.zeros(rows, dtype=bool)
-    tied[r[begin[all_equal]]] = True  # runs of equal values: in place already, their ranks need averaging
-    unordered = np.flatnonzero(exact | tied)
-    exact = np.flatnonzero(exact)
-    if len(exact):
-        order[exact] = np.argsort(values[exact], axis=1)
-    return order, unordered
-
-
-def _quantile_labels(values: np.ndarray, order: np.ndarray, flat: np.ndarray, n: np.ndarray, unordered: np.ndarray,
-                     quantiles: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per-row `pd.qcut(row, q, labels=False) + 1` as int8, 0 where NaN and in rows with non-unique edges; whether
-    each row's edges are unique; and the count of each quantile per row (rows x q, floats).
-
-    `order` sorts each row ascending (NaN last), `flat` is its flat position in the block, `n` each row's count of
-    values and `unordered` the rows that may hold equal values. The edges are computed as pandas 3 computes them:
-    its rounded-up quantile levels, then numpy's linear interpolation, bit for bit. In a row of distinct values an
-    inner edge lies between the two sorted values it interpolates, so its label boundary is a position in the
-    sorted row and the labels are runs written through `flat`; other rows compare every value with the edges.
+    `cells` lists each row's cells in ascending order of value (NaN last) as flat places in the block, `place` is
+    each cell's position in that order, `n` each row's count of values and `tied` the rows holding equal values.
+    The edges are computed as pandas 3 computes them: its rounded-up quantile levels, then numpy's linear
+    interpolation, bit for bit. In a row of distinct values an inner edge lies between the two sorted values it
+    interpolates, so its label boundary is a position in the sorted row and a cell's label follows from its place;
+    other rows compare every value with the edges.
     """
     levels = np.linspace(0, 1, quantiles + 1)
     np.putmask(levels, quantiles * levels != np.arange(quantiles + 1), np.nextafter(levels, 1))
@@ -531,29 +534,28 @@ def _quantile_labels(values: np.ndarray, order: np.ndarray, flat: np.ndarray, n:
     gamma = virtual - below
     below_i = np.minimum(below, last).astype(np.intp)
     above_i = np.where(virtual >= last, last, below_i + 1).astype(np.intp)
-    a = np.take_along_axis(values, np.take_along_axis(order, below_i, axis=1), axis=1)
-    b = np.take_along_axis(values, np.take_along_axis(order, above_i, axis=1), axis=1)
+    flat = values.reshape(-1)
+    a = flat[np.take_along_axis(cells, below_i, axis=1)]
+    b = flat[np.take_along_axis(cells, above_i, axis=1)]
     diff = b - a
     edges = np.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma)  # numpy's _lerp
     usable = (n > 0) & (np.diff(edges, axis=1) != 0).all(axis=1)
 
     inner, low, high = edges[:, 1:-1], a[:, 1:-1], b[:, 1:-1]
     at_most = below_i[:, 1:-1] + 1 + ((above_i[:, 1:-1] > below_i[:, 1:-1]) & (high <= inner))  # values <= edge
-    rows, width = values.shape
+    rows = len(values)
     bounds = np.concatenate([np.zeros((rows, 1), dtype=np.intp), at_most, n[:, None]], axis=1)
     sizes = np.diff(bounds, axis=1)
     compared = np.zeros(rows, dtype=bool)
-    compared[unordered] = True
+    compared[tied] = True
     compared |= ((low > inner) | (inner > high)).any(axis=1) | (sizes < 0).any(axis=1)
     compared &= usable
-    runs = np.zeros((rows, quantiles + 1), dtype=np.intp)
-    runs[:, -1] = width
-    as_runs = usable & ~compared
-    runs[as_runs, :-1] = sizes[as_runs]
-    runs[as_runs, -1] -= n[as_runs]
-    labels = np.empty(values.shape, dtype=np.int8)
-    run_labels = np.tile(np.arange(1, quantiles + 2, dtype=np.int8) % (quantiles + 1), rows)
-    np.put(labels, flat, np.repeat(run_labels, runs.ravel()))
+    # from its place: the boundaries at or below it (the count of values the last), 0..q-1 giving labels 1..q, q 0
+    boundaries = np.maximum(bounds[:, 1:], 0).astype(np.uint32)
+    np.greater_equal(place, boundaries[:, :1], out=labels)
+    for k in range(1, quantiles):
+        labels += place >= boundaries[:, k : k + 1]
+    np.take(np.arange(1, quantiles + 2, dtype=np.int8) % (quantiles + 1), labels, out=labels, mode="clip")  # unbuffered
     if compared.any():
         rows_compared = np.flatnonzero(compared)
         row_values = values[rows_compared]
@@ -562,26 +564,12 @@ def _quantile_labels(values: np.ndarray, order: np.ndarray, flat: np.ndarray, n:
             row_labels += row_values > edges[rows_compared, k : k + 1]
         row_labels[~np.isfinite(row_values)] = 0
         labels[rows_compared] = row_labels
-        cells = (np.arange(len(rows_compared)) * (quantiles + 1))[:, None] + row_labels
-        sizes[rows_compared] = _bin_sums(cells, None, len(rows_compared), quantiles)
-    sizes[~usable] = 0
-    return labels, usable, sizes.astype(float)
-
-
-def _average_ranks(order: np.ndarray, ordered: np.ndarray) -> np.ndarray:
-    """Average ranks (1-based, ties share their mean rank, as pandas' rank(axis=1)) per row of finite values.
-
-    `order` is the row-wise argsort (NaN last) and `ordered` the sorted rows; cells that were NaN get
-    arbitrary ranks above the row's count, for the caller to mask. Only rows with ties pay for tie arithmetic.
-    """
-    out = np.empty(ordered.shape)
-    np.put_along_axis(out, order, np.arange(1.0, ordered.shape[1] + 1)[None, :], axis=1)
-    tied = np.flatnonzero((ordered[:, 1:] == ordered[:, :-1]).any(axis=1))
-    if len(tied):
-        fixed = np.empty((len(tied), ordered.shape[1]))
-        np.put_along_axis(fixed, order[tied], _tie_averaged(ordered[tied]), axis=1)
-        out[tied] = fixed
-    return out
+        bins = (np.arange(len(rows_compared)) * (quantiles + 1))[:, None] + row_labels
+        sizes[rows_compared] = _bin_sums(bins, None, len(rows_compared), quantiles)
+    if not usable.all():
+        labels[~usable] = 0
+        sizes[~usable] = 0
+    return usable, sizes.astype(float)
 
 
 def _tie_averaged(ordered: np.ndarray) -> np.ndarray:
@@ -597,9 +585,9 @@ def _tie_averaged(ordered: np.ndarray) -> np.ndarray:
     return (first + last) / 2.0 + 1.0
 
 
-def _centred(a: np.ndarray, invalid: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """`a` minus its row mean over the cells not `invalid` (`n` of them a row), and 0 on `invalid` cells."""
-    out = a.copy()
+def _centred(a: np.ndarray, invalid: np.ndarray, n: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """`a` minus its row mean over the cells not `invalid` (`n` of them a row), and 0 on `invalid` cells, in `out`."""
+    np.copyto(out, a)
     np.copyto(out, 0.0, where=invalid)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(n > 0, out.sum(axis=1) / np.maximum(n, 1), 0.0)
@@ -608,14 +596,20 @@ def _centred(a: np.ndarray, invalid: np.ndarray, n: np.ndarray) -> np.ndarray:
     return out
 
 
+def _row_counts(mask: np.ndarray) -> np.ndarray:
+    """True cells per row of a boolean block, as int64 (summed in the narrowest type that holds the width: a sum of
+    booleans in 64 bits costs four times as much)."""
+    return np.add.reduce(mask.view(np.uint8), axis=1, dtype=np.min_scalar_type(mask.shape[1])).astype(np.int64)
+
+
 def _dot_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.vecdot(x, y)
 
 
-def _bin_sums(cells: np.ndarray, weights: np.ndarray | None, dates: int, quantiles: int) -> np.ndarray:
-    """Per date and quantile (dates x quantiles): the count of cells, or the sum of `weights` over them."""
+def _bin_sums(bins: np.ndarray, weights: np.ndarray | None, dates: int, quantiles: int) -> np.ndarray:
+    """Per date and quantile (dates x quantiles): the count of cells in each bin, or the sum of `weights` over them."""
     flat = None if weights is None else weights.ravel()
-    sums = np.bincount(cells.ravel(), weights=flat, minlength=dates * (quantiles + 1))
+    sums = np.bincount(bins.ravel(), weights=flat, minlength=dates * (quantiles + 1))
     return sums.reshape(dates, quantiles + 1)[:, 1:].astype(float)
 
 
