@@ -3,11 +3,14 @@ parser refuses, a factor whose output fails its checks) are in their language, a
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from tools.factors.checks import check_factor
+from tools.factors.ic import EvaluationError, evaluate_factor
 from tools.i18n import using
 from tools.rules.parser import parse_rule
 from tools.rules.syntax import RuleSyntaxError
@@ -44,3 +47,14 @@ def test_a_factor_that_fails_its_checks_is_told_so_in_the_readers_language() -> 
     with using("en"):
         assert check_factor(constant, reference, 0).problems == [
             "the factor is the same for every code on 30 of 30 dates: it cannot rank stocks"]
+
+
+def test_a_factor_that_cannot_be_evaluated_is_told_why_in_the_readers_language() -> None:
+    dates = pd.date_range("2020-01-01", periods=30)
+    factor = pd.DataFrame(np.arange(90.0).reshape(30, 3), index=dates, columns=["A", "B", "C"])
+    prices = pd.DataFrame(10.0, index=dates + pd.Timedelta(days=400), columns=factor.columns)
+    for language, said in (("en", "the factor and the prices share no dates or no codes (check date types and "
+                                  "ts_code)"),
+                           ("zh-CN", "因子与价格没有共同的日期或股票代码（请检查日期类型和 ts_code）")):
+        with using(language), pytest.raises(EvaluationError, match=f"^{re.escape(said)}$"):
+            evaluate_factor(factor, prices)

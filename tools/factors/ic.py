@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from tools.factors.rowsort import RowSorter
+from tools.i18n import _
 
 TRADING_DAYS = 252
 MIN_EVALUATED_DATES = 20  # fewer dates with an IC than this make figures too thin to save without approval
@@ -154,37 +155,45 @@ class FactorEvaluation:
         if not short:
             return None
         c = self.counts
-        funnel = (f"dates: {c.dates} in the factor, {c.with_values} with values, "
-                  + ", ".join(f"{c.with_forward[p]} with a forward {p}d return" for p in self.periods)
-                  + f" (prices end {c.price_end:%Y%m%d}), {c.evaluated} evaluated")
+        funnel = _("dates: {dates} in the factor, {values} with values, {forward} (prices end {end}), {evaluated} "
+                   "evaluated").format(
+            dates=c.dates, values=c.with_values, end=f"{c.price_end:%Y%m%d}", evaluated=c.evaluated,
+            forward=", ".join(_("{n} with a forward {period}d return").format(n=c.with_forward[p], period=p)
+                              for p in self.periods))
         counts = ", ".join(f"{p}d: {n}" for p, n in short.items())
         detail = "; ".join(self.reasons(short))
-        return f"fewer than {minimum} evaluable dates ({counts})" + (f": {detail}" if detail else "") + f". {funnel}"
+        few = _("fewer than {minimum} evaluable dates ({counts})").format(minimum=minimum, counts=counts)
+        return (_("{few}: {detail}. {funnel}") if detail else _("{few}. {funnel}")).format(
+            few=few, detail=detail, funnel=funnel)
 
     def _horizon_reason(self, period: int) -> str | None:
         """Why `period` has no date with an IC, from the first requirement no date meets."""
         c = self.counts
         if c.with_values == 0:
-            return f"the factor has no finite value on any of its {c.dates} price date(s)"
+            return _("the factor has no finite value on any of its {n} price date(s)").format(n=c.dates)
         if c.in_calendar[period] == 0:
-            return (f"no forward {period}d return: the data ends {c.price_end:%Y%m%d}, fewer than {period} trading "
-                    f"day(s) after the first factor date {self.ic.index[0]:%Y%m%d}")
+            return _("no forward {period}d return: the data ends {end}, fewer than {period} trading day(s) after the "
+                     "first factor date {first}").format(period=period, end=f"{c.price_end:%Y%m%d}",
+                                                         first=f"{self.ic.index[0]:%Y%m%d}")
         if c.with_forward[period] == 0:
-            return (f"no forward {period}d return: no code with a factor value trades both on a date and {period} "
-                    "trading day(s) later (suspended or not listed)")
+            return _("no forward {period}d return: no code with a factor value trades both on a date and {period} "
+                     "trading day(s) later (suspended or not listed)").format(period=period)
         if c.with_all_forward == 0:
             lacking = [q for q in self.periods if c.with_forward[q] == 0]
             together = ", ".join(f"{q}d" for q in self.periods)
             if not lacking:
-                return f"no code has a forward return for every horizon evaluated together ({together}) on one date"
+                return _("no code has a forward return for every horizon evaluated together ({together}) on one "
+                         "date").format(together=together)
             q = lacking[-1]
-            return (f"no date has a forward return for every horizon evaluated together ({together}), because "
-                    f"{self._horizon_reason(q)}; evaluate without {q}d to use the others")
+            return _("no date has a forward return for every horizon evaluated together ({together}), because "
+                     "{why}; evaluate without {period}d to use the others").format(
+                together=together, why=self._horizon_reason(q), period=q)
         if c.evaluated == 0:
-            return (f"no date has {self.quantiles} distinct quantile edges (too few codes or too many tied factor "
-                    "values)")
+            return _("no date has {n} distinct quantile edges (too few codes or too many tied factor values)").format(
+                n=self.quantiles)
         if min(self.ic[period].count(), self.rank_ic[period].count()) == 0:
-            return f"no date has 2 or more evaluated codes whose factor values and {period}d returns both vary"
+            return _("no date has 2 or more evaluated codes whose factor values and {period}d returns both vary"
+                     ).format(period=period)
         return None
 
     def _metric_reason(self, name: str, period: int) -> str:
@@ -193,16 +202,17 @@ class FactorEvaluation:
             kind, label = ("rank_ic", "Rank IC") if name.startswith("rank_ic") else ("ic", "IC")
             n = int(self.ic_summary.loc[(kind, period), "n"])
             if n < 2:
-                return f"only {n} date(s) with a defined {label}: a standard deviation needs 2"
-            return f"the {label} is the same on every date (standard deviation 0)"
+                return _("only {n} date(s) with a defined {label}: a standard deviation needs 2").format(
+                    n=n, label=label)
+            return _("the {label} is the same on every date (standard deviation 0)").format(label=label)
         if name in ("top_mean", "bottom_mean", "spread_mean"):
-            return "the top or bottom quantile is empty on every evaluated date (tied factor values)"
+            return _("the top or bottom quantile is empty on every evaluated date (tied factor values)")
         if name == "spread_se":
-            return "a standard error needs 2 or more evaluated dates with the top and bottom quantiles"
+            return _("a standard error needs 2 or more evaluated dates with the top and bottom quantiles")
         if name.startswith(("turnover", "rank_autocorr")):
-            return (f"needs an evaluated date {period} date(s) after another; {self.counts.evaluated} of "
-                    f"{self.counts.dates} factor date(s) are evaluated")
-        return "not defined on the evaluated dates"
+            return _("needs an evaluated date {period} date(s) after another; {evaluated} of {dates} factor date(s) "
+                     "are evaluated").format(period=period, evaluated=self.counts.evaluated, dates=self.counts.dates)
+        return _("not defined on the evaluated dates")
 
 
 def annualised(period_return: float, period: int) -> float:
@@ -215,14 +225,14 @@ def evaluate_factor(factor: pd.DataFrame, prices: pd.DataFrame, periods: tuple[i
     """Evaluate a dates x codes factor against dates x codes prices (adjusted closes)."""
     periods = tuple(sorted({int(p) for p in periods}))
     if not periods or periods[0] < 1:
-        raise EvaluationError("periods must be positive integers")
+        raise EvaluationError(_("periods must be positive integers"))
     if quantiles < 2:
-        raise EvaluationError("quantiles must be at least 2")
+        raise EvaluationError(_("quantiles must be at least 2"))
     prices = prices.sort_index()
     dates = factor.index.intersection(prices.index).sort_values()
     codes = factor.columns.intersection(prices.columns)
     if len(dates) == 0 or len(codes) == 0:
-        raise EvaluationError("the factor and the prices share no dates or no codes (check date types and ts_code)")
+        raise EvaluationError(_("the factor and the prices share no dates or no codes (check date types and ts_code)"))
     rows = prices.index.get_indexer(dates)
     run = _Evaluation(factor.reindex(index=dates, columns=codes).to_numpy(dtype=float),
                       prices[codes].to_numpy(dtype=float),

@@ -59,6 +59,8 @@ import numpy as np
 import pandas as pd
 import talib
 
+from tools.i18n import _
+
 __all__ = [
     "BollResult",
     "IndicatorResult",
@@ -275,7 +277,7 @@ def _layout(rows: Inputs, valid: np.ndarray) -> _Layout:
     packed = tuple(r.reshape(-1).take(flat) for r in rows)
     gapped: list[tuple[Inputs, list[tuple[slice, int, int]]]] = []
     start = 0
-    for (_, placed), length in zip(placed_all, lengths, strict=True):
+    for (_codes, placed), length in zip(placed_all, lengths, strict=True):
         gapped.append((tuple([p[start:start + length] for p in packed]), placed))
         start += length
     return _Layout(runs, gapped, np.flatnonzero(~valid))
@@ -337,7 +339,8 @@ def _panel(*inputs: pd.DataFrame | pd.Series) -> _Panel:
 
 def _check_period(label: str, value: int, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{label} must be an integer >= {minimum}, got {value!r}")
+        raise ValueError(_("{label} must be an integer >= {minimum}, got {value}").format(
+            label=label, minimum=minimum, value=repr(value)))
 
 
 def _check_talib(*names: str) -> None:
@@ -486,7 +489,7 @@ def macd(close: F, fast: int = 12, slow: int = 26, signal: int = 9, *, cn_termin
     _check_period("slow", slow, 2)
     _check_period("signal", signal, 1)
     if fast >= slow:
-        raise ValueError(f"fast ({fast}) must be shorter than slow ({slow})")
+        raise ValueError(_("fast ({fast}) must be shorter than slow ({slow})").format(fast=fast, slow=slow))
     _check_talib("EMA")
     panel = _panel(close)
     dif, dea, hist = _per_code(panel, _MACD, (fast, slow, signal), 3, copied=2)
@@ -502,7 +505,7 @@ def boll(close: F, n: int = 20, k: float = 2.0) -> BollResult[F]:
     """Bollinger bands: MA(n) ± k × population σ (ddof 0) of the same n closes. Warm-up n − 1."""
     _check_period("n", n, 2)
     if not np.isfinite(k) or k <= 0:
-        raise ValueError(f"k must be a positive number, got {k!r}")
+        raise ValueError(_("k must be a positive number, got {k}").format(k=repr(k)))
     panel = _panel(close)
     upper, mid, lower = _per_code(panel, _BBANDS, (n, float(k), float(k), 0), 3)
     return BollResult(f"BOLL({n},{k:g})", n - 1, CONVENTION_TALIB,
