@@ -404,7 +404,7 @@ def _per_code(panel: _Panel, fn: Callable[..., np.ndarray | tuple[np.ndarray, ..
                 o0[rows], o1[rows], o2[rows] = fn(*inputs, *params)
         else:
             for rows, inputs in layout.runs:
-                o0[rows], o1[rows], _ = fn(*inputs, *params)
+                o0[rows], o1[rows], _hist = fn(*inputs, *params)
         for inputs, pieces in layout.gapped:
             results = fn(*inputs, *params)
             for o, result in zip(out, results[:copied], strict=True):
