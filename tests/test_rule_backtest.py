@@ -14,6 +14,7 @@ import pytest
 
 from tools.broker.fees import Fees
 from tools.data.local import LocalProvider
+from tools.data.schema import DataError
 from tools.rules.backtest import Mark, Trade, backtest_rule
 
 D = Decimal
@@ -214,3 +215,11 @@ def test_a_start_before_the_data_says_which_dates_ran(tmp_path: Path) -> None:
     early = backtest_rule(RULE, "600000.SH", "20230701", "20230901", provider, cash=D("10000"))
     assert early.span == "Asked for 20230701–20230901; ran 20230816–20230901: there is no data before 20230816."
     assert backtest_rule(RULE, "600000.SH", "20230821", "20230901", provider, cash=D("10000")).span is None
+
+
+def test_a_range_before_the_data_is_refused_naming_the_range_asked_for(tmp_path: Path) -> None:
+    """The backtest reads the code's whole history (from EARLIEST, for the warm-up); a range with no data is still
+    refused with the dates the person asked for, not EARLIEST's."""
+    provider = _provider(tmp_path, "600000.SH", _ohlc(SERIES))
+    with pytest.raises(DataError, match=r"between 20100101 and 20100301 .*covers 20230816 to 20230901"):
+        backtest_rule(RULE, "600000.SH", "20100101", "20100301", provider)

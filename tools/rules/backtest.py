@@ -48,10 +48,11 @@ from tools.broker.clock import day
 from tools.broker.fees import DEFAULT_RATES, FEN, FeeRates, Fees, fill_fees
 from tools.broker.market import Bar
 from tools.broker.money import price_of
+from tools.broker.notes import note_text
 from tools.broker.rules import fill_blocked_by_limit, lot_rule, price_limits
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError, normalize_date
-from tools.i18n import N_
+from tools.i18n import N_, _
 from tools.research.date_span import span_note
 from tools.research.performance import Figures, figures
 from tools.rules.evaluator import evaluate
@@ -172,19 +173,23 @@ class _Book:
     def fill(self, side: Side, bar: Bar, prev_close: Decimal | None, decided_on: str | None) -> _Outcome:
         """Buy (sized by the cash and the size rule) or sell everything at the bar's open, or note why not."""
         on = day(bar.trade_date)
-        what = f"the {side} decided on {decided_on}" if decided_on else f"the opening {side}"
+        what = (({"buy": _("the buy decided on {day}"), "sell": _("the sell decided on {day}")}[side]).format(
+                    day=decided_on) if decided_on else
+                {"buy": _("the opening buy"), "sell": _("the opening sell")}[side])
         if prev_close is not None:
             limits = price_limits(self.code, on, prev_close, self.is_st(bar.trade_date), None)
             blocked = fill_blocked_by_limit(side, bar.low, bar.high, limits)
             if blocked:
-                self.notes.append(f"{bar.trade_date}: {what} did not fill: {blocked}")
+                self.notes.append(_("{day}: {what} did not fill: {why}").format(day=bar.trade_date, what=what,
+                                                                                 why=note_text(blocked)))
                 return "locked"
         price = bar.open
         quantity = self.quantity if side == "sell" else self._buy_quantity(price, on)
         if quantity == 0:
-            sized = "" if self.size is None and self.value is None else " within the order size"
-            self.notes.append(f"{bar.trade_date}: {what} did not fill: no whole lot at {price}{sized} fits the cash "
-                              f"({self.cash} CNY)")
+            why = (_("no whole lot at {price} fits the cash ({cash} CNY)") if self.size is None and self.value is None
+                   else _("no whole lot at {price} within the order size fits the cash ({cash} CNY)")).format(
+                price=price, cash=self.cash)
+            self.notes.append(_("{day}: {what} did not fill: {why}").format(day=bar.trade_date, what=what, why=why))
             return "no lot"
         value = (price * quantity).quantize(FEN)
         fees = fill_fees(self.code, side, value, on, self.rates)
@@ -258,17 +263,22 @@ def backtest_rule(rule: Rule | str, code: str, start: str | date, end: str | dat
     rule = parse_rule(rule) if isinstance(rule, str) else rule
     start_s, end_s = normalize_date(start, N_("start date")), normalize_date(end, N_("end date"))
     if cash <= 0:
-        raise ValueError(f"the starting cash must be positive, not {cash}")
+        raise ValueError(_("the starting cash must be positive, not {cash}").format(cash=cash))
     if size is not None and value is not None:
-        raise ValueError("give the order size in shares or in CNY, not both")
+        raise ValueError(_("give the order size in shares or in CNY, not both"))
     if (size is not None and size <= 0) or (value is not None and value <= 0):
-        raise ValueError("the order size must be positive")
-    frame = rule_history(provider, code, end_s)
+        raise ValueError(_("the order size must be positive"))
+    try:
+        frame = rule_history(provider, code, end_s)
+    except DataError:  # its range starts at EARLIEST: the provider says it again for the range asked for
+        provider.daily(code, start_s, end_s, ["close"], warnings=[])
+        raise
     bars = _bars(frame)
     decisions = evaluate(rule, rule_bars(frame))
     first = next((i for i, bar in enumerate(bars) if bar.trade_date >= start_s), None)
     if first is None:
-        raise DataError(f"no traded bars of {code} between {start_s} and {end_s}")
+        raise DataError(_("no traded bars of {code} between {start} and {end}").format(code=code, start=start_s,
+                                                                                        end=end_s))
     security = provider.securities([code])[code]
     books = [_Book(code, cash, size, value, rates, security.is_st) for _ in range(2)]
     strategy, benchmark = books
@@ -284,8 +294,9 @@ def backtest_rule(rule: Rule | str, code: str, start: str | date, end: str | dat
         for book in books:
             book.mark(bar)
     if (actions[-1], strategy.quantity > 0) in (("buy", False), ("sell", True)):
-        strategy.notes.append(f"{bars[-1].trade_date}: the {actions[-1]} decided on the last bar has no next bar to "
-                              "fill on")
+        last = _("the buy decided on the last bar has no next bar to fill on") if actions[-1] == "buy" else \
+            _("the sell decided on the last bar has no next bar to fill on")
+        strategy.notes.append(f"{bars[-1].trade_date}: {last}")
     return RuleBacktest(rule, code, start_s, end_s, rule.warmup, first, decisions.iloc[first:],
                         strategy.performance(cash), benchmark.performance(cash),
                         span_note(start_s, end_s, bars[first].trade_date, bars[-1].trade_date))
