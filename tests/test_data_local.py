@@ -186,3 +186,12 @@ def test_csv_directory(tmp_path: Path, sample: SampleProvider) -> None:
 def test_directory_without_bars_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="no daily.parquet or daily.csv"):
         LocalProvider(tmp_path)
+
+
+def test_a_universe_with_no_rows_is_named_by_its_first_codes_and_a_count(csi300: LocalProvider) -> None:
+    codes = sorted(csi300.known_codes())[:30]
+    with pytest.raises(DataError) as caught:
+        csi300.daily(codes, "19990101", "19990301")
+    said = str(caught.value)
+    assert said.startswith(f"no daily rows for {', '.join(codes[:10])} and 20 more between 19990101 and 19990301 ")
+    assert codes[10] not in said

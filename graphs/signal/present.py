@@ -6,6 +6,7 @@ from typing import Any
 
 from graphs.backtest_view import Base, comparison_facts, comparison_summary
 from graphs.views import View
+from tools.data.schema import codes_text
 from tools.i18n import N_, _
 from tools.research.performance import Figures
 
@@ -24,8 +25,7 @@ def _figures(m: dict[str, Any], prefix: str = "") -> Figures:
 def present_signal(result: dict[str, Any]) -> View:
     m, counts = result["metrics"], result["counts"]
     codes = result["codes"]
-    shown = ", ".join(codes[:CODES_SHOWN]) + (_(" and {n} more").format(n=len(codes) - CODES_SHOWN)
-                                               if len(codes) > CODES_SHOWN else "")
+    shown = codes_text(codes, CODES_SHOWN)
     strategy, benchmark = _figures(m), _figures(m, "benchmark_")
     facts = [
         *comparison_facts(strategy, benchmark, BASE, (f"{m['fees']:.2%}", f"{m['benchmark_fees']:.2%}")),

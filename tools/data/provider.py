@@ -19,6 +19,7 @@ from tools.data.schema import (
     DataError,
     check_fields,
     check_range,
+    codes_text,
     dataset_of,
     normalize_codes,
     normalize_date,
@@ -140,12 +141,12 @@ class MarketDataProvider(ABC):
             unknown = [c for c in code_list if c not in known]
             if unknown:
                 raise DataError(_("unknown ts_code {codes} for the {provider} provider").format(
-                    codes=", ".join(unknown), provider=self.name))
+                    codes=codes_text(unknown), provider=self.name))
         frame = self._fetch(dataset, code_list, start_s, end_s, wanted)
         if frame.empty:
             raise DataError(_("no {dataset} rows for {codes} between {start} and {end} from the {provider} "
                               "provider{coverage} (suspended, not yet listed, or unknown code)").format(
-                dataset=dataset, codes=", ".join(code_list), start=start_s, end=end_s, provider=self.name,
+                dataset=dataset, codes=codes_text(code_list), start=start_s, end=end_s, provider=self.name,
                 coverage=self._coverage_hint()))
         present = set(frame["ts_code"].unique())
         missing = [c for c in code_list if c not in present]
@@ -154,7 +155,7 @@ class MarketDataProvider(ABC):
             # as all-NaN columns of wide frames. A lone code with no rows is an error (above).
             _warn(warnings, N_("no {dataset} rows for {codes} between {start} and {end} from the {provider} provider "
                                "(not yet listed or suspended); their values are missing (NaN)"),
-                  dataset=dataset, codes=", ".join(missing), start=start_s, end=end_s, provider=self.name)
+                  dataset=dataset, codes=codes_text(missing), start=start_s, end=end_s, provider=self.name)
         frame = frame.loc[:, [*KEY_COLUMNS, *wanted]]
         return frame.sort_values(["trade_date", "ts_code"], ignore_index=True)
 

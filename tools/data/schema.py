@@ -42,6 +42,13 @@ def dataset_of(field: str) -> str:
     raise DataError(_("unknown field {field!r}; known fields: {known}").format(field=field, known=known))
 
 
+def codes_text(codes: Iterable[object], most: int = 10) -> str:
+    """Codes for a message: the first `most`, then how many more (a universe's worth is not spelled out)."""
+    listed = [str(code) for code in codes]
+    shown = ", ".join(listed[:most])
+    return shown + (_(" and {n} more").format(n=len(listed) - most) if len(listed) > most else "")
+
+
 def normalize_codes(codes: str | Iterable[str]) -> list[str]:
     """Upper-case, de-duplicate and check ts_codes, keeping the caller's order."""
     items = codes.split(",") if isinstance(codes, str) else list(codes)

@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+from tools.data.schema import codes_text
 from tools.i18n import _
 from tools.research.performance import figures
 
@@ -288,18 +289,14 @@ def degeneracy_warnings(signal: pd.DataFrame, result: BacktestResult) -> dict[st
     silent = signal.columns[signal.isna().all()]
     if len(silent):
         out["codes_without_signal"] = _("{n} of {cols} code(s) have no signal value at all: {codes}").format(
-            n=len(silent), cols=cols, codes=_names(silent))
+            n=len(silent), cols=cols, codes=codes_text(silent, MAX_LISTED_CODES))
     idle = signal.columns[(executed_changes(result.positions) == 0).all()]
     if held.any().any() and len(idle):
-        out["codes_never_traded"] = _("{n} of {cols} code(s) never trade: {codes}").format(n=len(idle), cols=cols,
-                                                                                           codes=_names(idle))
+        out["codes_never_traded"] = _("{n} of {cols} code(s) never trade: {codes}").format(
+            n=len(idle), cols=cols, codes=codes_text(idle, MAX_LISTED_CODES))
     return out
 
 
-def _names(codes: pd.Index) -> str:
-    shown = ", ".join(map(str, codes[:MAX_LISTED_CODES]))
-    return shown + (_(" and {n} more").format(n=len(codes) - MAX_LISTED_CODES) if len(codes) > MAX_LISTED_CODES
-                    else "")
 
 
 def _date(value: object) -> str:
