@@ -75,7 +75,7 @@ def test_a_chinese_console_session_drives_every_workflow_with_the_numbers_of_the
                   "--- 审批：买入 1,000 股 000001.SZ 平安银行，市价 ---",
                   "委托已成交", "模拟账户 console"):
         assert shown in lines, shown
-    assert any(line.startswith("已拒绝：因子 volatility_20 没有回填也没有保存。") and line.endswith(" 理由：不需要")
+    assert any(line.startswith("已拒绝：因子 volatility_20 没有回填也没有保存。") and line.endswith("。理由：不需要")
                for line in lines)
     assert "600519.SH · 20200824：技术指标（未配置 LLM）" in lines  # analyze, no LLM
     assert sum(line.startswith("  交易费用（买入持有）") for line in lines) == 3  # two signal runs, one rule backtest
