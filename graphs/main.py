@@ -18,6 +18,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from graphs.clarify import is_cancel
 from graphs.common import message_text
 from graphs.context import LIGHT, WorkflowContext, model_for
 from graphs.grammar import first_word
@@ -77,6 +78,8 @@ def _choose(text: str, current: str | None, ctx: WorkflowContext) -> tuple[str |
         return first, ""
     if current in WORKFLOWS:  # anything else continues the thread's workflow
         return current, ""
+    if is_cancel(text):  # a new thread: nothing runs or waits here (the help would not answer it)
+        return None, _("Nothing is running or waiting in this thread, so there is nothing to cancel.")
     named = workflow_for(text)  # a request that starts with a strategy or factor kind
     if named is not None:
         return named.name, ""

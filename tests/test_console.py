@@ -39,6 +39,13 @@ def test_cancel_ends_a_pending_question_in_the_factor_workflow(tmp_path: Path) -
     assert lines[4].startswith("I can run these without an LLM")  # free text after a cancel is not a follow-up
 
 
+def test_cancel_with_nothing_running_or_waiting_says_so(tmp_path: Path) -> None:
+    nothing = "Nothing is running or waiting in this thread, so there is nothing to cancel."
+    lines = _chat(tmp_path, "cancel", "factor momentum window=20", "cancel", "取消")
+    assert lines[0] == nothing and lines[1].startswith("? Which dates?")
+    assert lines[2:] == ["Cancelled; nothing was run.", nothing]  # the second is in a fresh thread: nothing to cancel
+
+
 def test_a_new_request_at_a_prompt_starts_afresh_and_commands_are_not_eaten_as_answers(tmp_path: Path) -> None:
     lines = _chat(tmp_path,
                   "signal rsi 600519.SH 20190101 20200601 window=0",  # out of range: asks for a corrected value
