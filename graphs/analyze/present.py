@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from graphs.analyze.state import session_of
-from graphs.analyze.words import analyst_word, rating_word, stage_word
+from graphs.analyze.words import analyst_word, stage_word
 from graphs.views import Table, View
-from tools.desk.log import Decision
+from tools.desk.log import Decision, rating_word
 from tools.i18n import _, ngettext, pgettext
 
 

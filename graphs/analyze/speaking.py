@@ -15,11 +15,12 @@ from graphs.analyze.grammar import ANALYSTS
 from graphs.analyze.models import MODELS
 from graphs.analyze.state import DebateState
 from graphs.analyze.verdict import verdict_numbers
-from graphs.analyze.words import debate_stage, judge_stage, judge_word, rating_word, role_word, stage_word, stopped_in
+from graphs.analyze.words import debate_stage, judge_stage, judge_word, role_word, stage_word, stopped_in
 from graphs.common import message_text
 from graphs.context import model_for
 from graphs.llm import MODEL_FAILURES, ModelAnswerError, describe_model_failure, language_instruction, parse_json_answer
 from graphs.progress import report_progress, report_prose
+from tools.desk.log import rating_word
 from tools.i18n import _
 
 

@@ -4,16 +4,7 @@ stored stop reads in the language of the thread that ran it."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from tools.desk.log import RATING_WORDS
 from tools.i18n import _, pgettext
-
-
-def rating_word(rating: Any) -> str:
-    """A rating as the reader says it (an unknown value as it is)."""
-    text = str(rating)
-    return _(RATING_WORDS[text]) if text in RATING_WORDS else text
 
 
 def analyst_word(name: str) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from decimal import ROUND_DOWN, Decimal
 
 from tools.broker.rules import LotRule
-from tools.desk.log import RATING_WORDS
+from tools.desk.log import rating_word
 from tools.i18n import _
 
 BUY_RATINGS = ("Buy", "Overweight")
@@ -48,7 +48,7 @@ def size_order(rating: str, target_weight: Decimal, max_weight: Decimal, total_v
              _("target {weight} of {value} CNY at {price} = {target} shares; held {held}")).format(
                  weight=f"{weight:.1%}", value=f"{total_value:,.2f}", limit=f"{max_weight:.0%}", price=price,
                  target=f"{target:,}", held=f"{held:,}")
-    said = _(RATING_WORDS[rating]) if rating in RATING_WORDS else rating
+    said = rating_word(rating)
     if rating == "Hold":
         return _sizing(None, 0, target, basis, _("Hold: no order"))
     if rating in BUY_RATINGS:

@@ -51,6 +51,12 @@ _WIDTHS = {"namespace": 128, "ts_code": 32, "thread_id": 64, "decision_id": 64}
 _MINUS = "\u2212"
 
 
+def rating_word(rating: object) -> str:
+    """A rating as the reader says it (an unknown value as it is)."""
+    text = str(rating)
+    return _(RATING_WORDS[text]) if text in RATING_WORDS else text
+
+
 @dataclass(frozen=True)
 class Resolution:
     """A decision's outcome `horizon` trading days on; returns are decimal fractions (Decimal("-0.02") is -2%)."""
@@ -185,8 +191,8 @@ def reflection_text(resolution: Resolution) -> str:
             benchmark=_percent(resolution.benchmark_return), excess=_percent(resolution.excess_return))
     return _("Decision on {date} rated {rating} at {entry}; {horizon} trading days later {exit} ({change}), "
              "{versus}: {verdict}").format(
-        date=resolution.trade_date, rating=_(RATING_WORDS[resolution.rating]) if resolution.rating in RATING_WORDS
-        else resolution.rating, entry=f"{resolution.entry_close:,.2f}", horizon=resolution.horizon,
+        date=resolution.trade_date, rating=rating_word(resolution.rating), entry=f"{resolution.entry_close:,.2f}",
+        horizon=resolution.horizon,
         exit=f"{resolution.exit_close:,.2f}", change=_percent(resolution.realised_return), versus=versus,
         verdict=verdict)
 

@@ -28,7 +28,6 @@ from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.memory import HORIZON_DAYS
 from graphs.analyze.nodes.prepare import REPLAY_PREFIX
 from graphs.analyze.state import AnalyzeState
-from graphs.analyze.words import rating_word
 from graphs.context import thread_id
 from graphs.progress import report_progress
 from tools.broker.boards import OrderRuleError
@@ -38,7 +37,7 @@ from tools.broker.money import price_of
 from tools.broker.replay import ReplayBroker, ReplayLedger
 from tools.broker.rules import lot_rule
 from tools.broker.sizing import FEE_MARGIN
-from tools.desk.log import resolve_due
+from tools.desk.log import rating_word, resolve_due
 from tools.desk.snapshot import price_bars
 from tools.i18n import _
 from tools.research.charts import account_equity

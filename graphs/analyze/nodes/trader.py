@@ -16,7 +16,6 @@ from langgraph.runtime import Runtime
 
 from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.state import AnalyzeState
-from graphs.analyze.words import rating_word
 from graphs.context import thread_id
 from graphs.progress import report_progress, report_prose
 from tools.broker.boards import OrderRuleError
@@ -25,6 +24,7 @@ from tools.broker.paper import tagged_position
 from tools.broker.proposal_claims import claim_proposal, release_proposals
 from tools.broker.rules import lot_rule
 from tools.broker.sizing import size_order
+from tools.desk.log import rating_word
 from tools.i18n import _
 
 DESK_TAG = "desk"
