@@ -394,3 +394,11 @@ def test_explain_reads_nothing_after_its_bar() -> None:
     assert explain(rule, bars, "2024-01-03") == explain(rule, later, "2024-01-03")
     with pytest.raises(ValueError, match="no bar on 2024-02-01"):
         explain(rule, bars, "2024-02-01")
+
+
+def test_full_width_forms_of_a_chinese_input_method_read_as_ascii_and_refusals_point_into_the_rule_as_typed() -> None:
+    typed = "buy when close ＞ ma（30）； sell when close ＜ ma（３０）"
+    assert parse_rule(typed) == parse_rule("buy when close > ma(30); sell when close < ma(30)")
+    with pytest.raises(RuleSyntaxError) as caught:
+        parse_rule("buy when close ＝ 3")
+    assert caught.value.column == 16 and str(caught.value).splitlines()[1] == "buy when close ＝ 3"

@@ -47,6 +47,9 @@ class _Token:
 
 _SYMBOLS = ("<=", ">=", "==", "!=", "<", ">", "(", ")", "[", "]", ",", ".", ";", "+", "-", "*", "/")
 _DIGITS = "0123456789"
+# a Chinese input method's full-width forms (＞＝（），０-９, ideographic space) read as their ASCII ones, one
+# character for one, so a refusal's column still points into the rule as typed
+_FULL_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)} | {0x3000: 0x20}
 _HINTS = {"=": N_(" (compare with '==')"), "&": N_(" (use 'and')"), "|": N_(" (use 'or')"), "!": N_(" (use 'not')")}
 
 
@@ -99,7 +102,7 @@ class _Span:
 class _Parser:
     def __init__(self, text: str) -> None:
         self.text = text
-        self.tokens = _tokens(text)
+        self.tokens = _tokens(text.translate(_FULL_WIDTH))
         self.i = 0
 
     def peek(self) -> _Token:
