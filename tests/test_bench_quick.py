@@ -65,7 +65,8 @@ def test_slack_ack_quick(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(bare.latencies) == len(quant.latencies) == slack_load.QUICK_EVENTS
     assert bare.bad == quant.bad == 0 and answered == slack_load.QUICK_EVENTS
     out = capsys.readouterr().out
-    assert f"goal: p99 <= {slack_load.GOAL_RATIO:.0f}x the bare app's" in out and "p99/bare" in out
+    assert (f"goal, judged on PostgreSQL (slack_scale): p99 <= {slack_load.GOAL_RATIO:.0f}x the bare app's" in out
+            and "p99/bare" in out)
     rows = [line for line in out.splitlines() if line.startswith(("  bare Bolt app", "  QuantDesk"))]
     assert len(rows) == 2 and all(_finite_figures(line) for line in rows)
     assert f"{answered}/{answered}" in rows[1] and "not judged (quick)" in rows[1]

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, insert, select
+from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, insert, select, text
 
 from bot.jobs import JobQueue, Message, make_job_queue, should_stop, start_serve_worker
+from bot.jobs.base import RUN_TEXT, RUNS_QUEUE
 from bot.jobs.local import LocalJobQueue
 from bot.jobs.pg import PgJobQueue, connection_budget
 from tools.settings import Settings, get_settings
@@ -277,6 +278,43 @@ def test_a_worker_slot_is_never_parked_on_a_busy_thread(queue_url: str, in_proce
 
 
 # --- inbox dedupe, requeue and decisions ---------------------------------------------------------------------
+
+
+def test_a_message_is_recorded_and_its_job_deferred_at_once_on_postgresql(pg_queue_url: str, tmp_path: Path,
+                                                                          engine_for: Engines) -> None:
+    """The listener's one statement: the inbox row, marked enqueued, and one job of the thread's lock with the
+    message as its arguments; a redelivery records and defers nothing."""
+    engine = engine_for(pg_queue_url)
+    queue = PgJobQueue(engine, _settings(pg_queue_url, tmp_path))
+    message = _message("C1:150.1", "quick")
+    assert queue.submit_text(message) is True
+    assert queue.submit_text(message) is False
+    with engine.connect() as connection:
+        jobs = connection.execute(text("SELECT queue_name, task_name, lock, args FROM procrastinate_jobs")).all()
+        enqueued = connection.execute(text("SELECT enqueued_at IS NOT NULL FROM inbox")).scalars().all()
+    assert [tuple(job) for job in jobs] == [(RUNS_QUEUE, RUN_TEXT, message.thread_id, message.payload())]
+    assert enqueued == [True]
+    assert queue.requeue_unqueued(older_than=0) == 0
+
+
+def test_a_message_whose_job_cannot_be_deferred_is_recorded_for_the_requeue(pg_queue_url: str, tmp_path: Path,
+                                                                            engine_for: Engines) -> None:
+    """PostgreSQL refuses the job (a constraint no row meets): the message is still recorded, unqueued, and the
+    background service's requeue enqueues it once the jobs table takes rows again."""
+    engine = engine_for(pg_queue_url)
+    queue = PgJobQueue(engine, _settings(pg_queue_url, tmp_path))
+    with engine.begin() as connection:
+        connection.execute(text("ALTER TABLE procrastinate_jobs ADD CONSTRAINT refuse_all CHECK (false) NOT VALID"))
+    message = _message("C1:160.1", "quick")
+    assert queue.submit_text(message) is True
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM procrastinate_jobs")).scalar_one() == 0
+        assert connection.execute(text("SELECT enqueued_at IS NULL FROM inbox")).scalars().all() == [True]
+    with engine.begin() as connection:
+        connection.execute(text("ALTER TABLE procrastinate_jobs DROP CONSTRAINT refuse_all"))
+    assert queue.requeue_unqueued(older_than=0) == 1
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT lock FROM procrastinate_jobs")).scalars().all() == [message.thread_id]
 
 
 def test_inbox_dedupes_and_requeues_recorded_but_unqueued_messages(queue_url: str, in_process: InProcess) -> None:

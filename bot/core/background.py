@@ -38,6 +38,7 @@ class BackgroundService:
         self.jobs = BACKGROUND if jobs is None else jobs
         self.on_notice = on_notice
         self._stop = threading.Event()
+        self._first_pass = threading.Event()  # set when the first pass ended, failed or not
         self._thread: threading.Thread | None = None
         self._ran_at: dict[str, float] = {}
         self._pass = threading.Lock()  # one jobs pass at a time (a surface may ask for one besides the loop's)
@@ -89,6 +90,10 @@ class BackgroundService:
         self._thread = threading.Thread(target=self._loop, name="quantdesk-background", daemon=True)
         self._thread.start()
 
+    def wait_first_pass(self, timeout: float) -> bool:
+        """Wait until the first pass ended (True) or `timeout` seconds passed (False)."""
+        return self._first_pass.wait(timeout)
+
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
@@ -100,4 +105,5 @@ class BackgroundService:
                 self.run_once()
             except Exception:  # noqa: BLE001 - the loop must survive a database outage
                 log.exception("background pass failed")
+            self._first_pass.set()
             self._stop.wait(self.interval)

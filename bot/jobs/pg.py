@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import socket
@@ -53,6 +54,22 @@ REAPER_LOCK_KEY = 0x71646A6F62  # pg_try_advisory_xact_lock key: one reaper pass
 SHUTDOWN_RETRY = RetryStrategy(retry_exceptions=[JobAborted])
 
 
+# The listener's path: the inbox row (marked enqueued) and its job in one statement, nothing deferred when the key was
+# recorded before. The job goes through procrastinate's own SQL API, the versioned function and row type its
+# `defer_jobs` query calls, with scalar parameters: procrastinate's Python defer dumps the row as an escaped text
+# array, which was most of the listener's CPU time (bench/slack_scale).
+_RECORD_AND_DEFER = """
+WITH recorded AS (
+    INSERT INTO inbox (key, thread_id, payload, received_at, enqueued_at)
+    VALUES (%(key)s, %(thread_id)s, %(args)s::json, %(now)s, %(now)s)
+    ON CONFLICT (key) DO NOTHING
+    RETURNING key)
+SELECT unnest(procrastinate_defer_jobs_v1(ARRAY[
+    ROW(%(queue)s, %(task)s, %(priority)s, %(lock)s, NULL, %(args)s::jsonb, NULL)::procrastinate_job_to_defer_v1]))
+FROM recorded
+"""
+
+
 def _stop_reason(context: JobContext) -> str | None:
     reason = context.abort_reason()
     if reason is None:
@@ -92,11 +109,27 @@ class PgJobQueue(JobQueue):
         super().__init__(engine, settings, scope)
         self.conninfo = libpq_url(engine.url.render_as_string(hide_password=False))
         self.app = make_app(self.conninfo, settings.job_pool_size)  # for deferring: never opened here
+        self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
 
     def _defer(self, connection: Connection, task: str, thread_id: str, args: dict[str, Any]) -> int:
         deferrer = self.app.configure_task(task, lock=thread_id, queue=RUNS_QUEUE, priority=RUN_PRIORITY,
                                            connection=_driver(connection))
         return deferrer.defer(**args)
+
+    def submit_text(self, message: Message) -> bool:
+        """Record the message marked enqueued and defer its job in one statement (one round trip on the listener's
+        path, committed on its own). When that fails, the row is recorded alone, for `requeue_unqueued`."""
+        payload = message.payload()
+        try:
+            with self._autocommit.connect() as connection:
+                deferred = connection.exec_driver_sql(_RECORD_AND_DEFER, {
+                    "key": message.key, "thread_id": message.thread_id, "args": json.dumps(payload), "now": utcnow(),
+                    "queue": RUNS_QUEUE, "task": RUN_TEXT, "priority": RUN_PRIORITY, "lock": message.thread_id,
+                }).first()
+            return deferred is not None
+        except Exception:  # noqa: BLE001 - recorded alone below; the background service's requeue enqueues it
+            log.warning("recording and enqueueing message %s failed; recording it alone", message.key, exc_info=True)
+        return self.inbox.record(message.key, message.thread_id, payload)
 
     def _enqueue_recorded(self, message: Message) -> bool:
         with self.engine.begin() as connection:

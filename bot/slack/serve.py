@@ -19,8 +19,11 @@ from bot.slack.http import make_server
 from bot.slack.surface import SlackSurface
 from bot.startup import AppServices, StartupError
 from bot.stores.threads import CONSOLE_CHANNEL
+from tools.storage.db import warm_pool
 
 log = logging.getLogger(__name__)
+
+FIRST_PASS_WAIT_SECONDS = 10.0  # serve listens once the background service's first pass ended, or after this
 
 
 def slack_startup_error(exc: Exception, token_name: str, api_url: str) -> StartupError:
@@ -59,7 +62,12 @@ def serve(ctx: AppServices, checkpointer: BaseCheckpointSaver, host: str, port: 
     except (BoltError, SlackApiError, OSError) as exc:
         raise slack_startup_error(exc, "SLACK_BOT_TOKEN", settings.slack_api_url) from None
     worker = start_serve_worker(core.queue, core)  # unless `--no-worker` on PostgreSQL
-    background_service(core, ctx).start()  # a pass now (start-up), then every few seconds
+    service = background_service(core, ctx)
+    service.start()  # a pass now (start-up), then every few seconds
+    warm_pool(ctx.engine)
+    if not service.wait_first_pass(FIRST_PASS_WAIT_SECONDS):  # it builds calendars: not beside the first acks
+        log.warning("the background service's first pass takes over %.0f s; listening anyway",
+                    FIRST_PASS_WAIT_SECONDS)
     if settings.slack_app_token is not None:
         from slack_bolt.adapter.socket_mode import SocketModeHandler
 

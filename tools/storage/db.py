@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
@@ -36,6 +37,15 @@ def sqlite_path(url: str) -> Path:
 def redacted(url: str) -> str:
     """The URL with its password hidden, for logs."""
     return make_url(url).render_as_string(hide_password=True)
+
+
+def warm_pool(engine: Engine) -> None:
+    """Open the pool's connections now (PostgreSQL), so the first requests do not each pay a connect."""
+    if is_sqlite(str(engine.url)):
+        return
+    with ExitStack() as held:
+        for _ in range(engine.pool.size()):  # type: ignore[attr-defined]
+            held.enter_context(engine.connect())
 
 
 def make_engine(url: str) -> Engine:
