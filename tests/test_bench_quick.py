@@ -152,11 +152,12 @@ def test_console_start_quick(capsys: pytest.CaptureFixture[str]) -> None:
 
     result = console_start.run(quick=True)  # raises when the prompt or help's answer never shows
     assert len(result.starts) == len(result.import_s) == 1 and not result.warm
-    assert 0 < result.prompt_s < result.help_s and result.reference_s > 0
+    assert 0 < result.prompt_s < result.help_s and result.reference_s > 0 and result.piped_s > 0
     out = capsys.readouterr().out
-    rows = _rows(out, "start → prompt", "start → help answered")
+    rows = _rows(out, "start → prompt", "start → help answered", "start → help, piped (before)")
     assert all(len(_finite_figures(row)) >= 3 for row in rows)
-    assert f"goal: prompt <= {console_start.GOAL_S:.1f} s" in out and "not judged (quick)" in rows[0]
+    assert f"goal: prompt <= {console_start.GOAL_S:.1f} s" in out
+    assert "not judged (quick)" in rows[0] and "<= piped: not judged (quick)" in rows[1]
 
 
 def test_home_quick(capsys: pytest.CaptureFixture[str]) -> None:
