@@ -6,9 +6,13 @@ must produce (every row, figures that are numbers, the project's values equal to
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_factor_eval_quick(shared_data: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -181,3 +185,16 @@ def test_every_bench_has_a_quick_mode() -> None:
     for name in BENCHES:
         main = importlib.import_module(f"bench.{name}").main
         assert "quick" in inspect.signature(main).parameters, f"bench.{name}.main has no quick mode"
+
+
+def test_several_benches_run_each_in_a_process_of_its_own(shared_data: Path) -> None:
+    """`python -m bench` with several names (make bench: all of them) runs each to the end in its own process."""
+    done = subprocess.run([sys.executable, "-m", "bench", "--quick", "indicators", "console_start"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.index("== indicators") < out.index("MACD(12,26,9)") < out.index("== console_start")
+    assert "start → help answered" in out.split("== console_start", 1)[1]
+    unknown = subprocess.run([sys.executable, "-m", "bench", "indicators", "nonsense"], capture_output=True,
+                             text=True, cwd=ROOT, timeout=60)
+    assert unknown.returncode == 2 and "unknown benchmark 'nonsense'" in unknown.stderr and not unknown.stdout
