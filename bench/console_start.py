@@ -17,6 +17,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,7 +88,7 @@ def start_once(data_dir: Path) -> Start:
     proc = subprocess.Popen([str(QUANTDESK), "chat"], stdin=slave, stdout=slave, stderr=slave, cwd=data_dir,
                             env=_env(data_dir), close_fds=True)
     os.close(slave)
-    try:
+    with _reaped(proc, master):
         seen = bytearray()
         prompt = _read_until(master, PROMPT, seen)
         os.write(master, b"help\n")
@@ -96,11 +98,6 @@ def start_once(data_dir: Path) -> Start:
         helped = _read_until(master, PROMPT, answer)
         os.write(master, b"quit\n")
         proc.wait(timeout=TIMEOUT)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        os.close(master)
     return Start(prompt - started, helped - started, _piped_help_s(data_dir))
 
 
@@ -111,18 +108,25 @@ def _piped_help_s(data_dir: Path) -> float:
     proc = subprocess.Popen([str(QUANTDESK), "chat"], stdin=subprocess.PIPE, stdout=write, stderr=write,
                             cwd=data_dir, env=_env(data_dir), close_fds=True)
     os.close(write)
-    try:
+    with _reaped(proc, read):
         assert proc.stdin is not None
         proc.stdin.write(b"help\nquit\n")
         proc.stdin.close()
         helped = _read_until(read, HELP_END, bytearray())
         proc.wait(timeout=TIMEOUT)
+    return helped - started
+
+
+@contextmanager
+def _reaped(proc: subprocess.Popen, fd: int) -> Iterator[None]:
+    """On the way out, kill `proc` if it still runs, and close our end of its output."""
+    try:
+        yield
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        os.close(read)
-    return helped - started
+        os.close(fd)
 
 
 def _import_s() -> float:
