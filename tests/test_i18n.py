@@ -18,7 +18,7 @@ from babel.messages.pofile import read_po, write_po
 from langgraph.errors import GraphRecursionError
 
 from graphs.llm import describe_model_failure
-from graphs.signal.nodes.validate import check_signal_frame
+from graphs.signal.nodes.validate import check_data, check_signal_frame
 from tools.broker.mandate import Mandate
 from tools.broker.notes import note_text
 from tools.i18n import LOCALES, _, choice_of, current, language_for_locale, translate, using
@@ -168,3 +168,15 @@ def test_a_signals_validation_is_told_in_the_threads_language() -> None:
     errors, _warnings = check_signal_frame(flat, close)
     assert errors == ["signal values must be 1, 0, -1 or NaN; found 2",
                       "the signal has no buy or sell at all (all 0 or NaN)"]
+
+
+def test_a_signals_checks_name_ten_codes_and_count_the_rest() -> None:
+    dates = pd.date_range("2020-01-02", periods=4, name="trade_date")
+    codes = [f"{600000 + i}.SH" for i in range(12)]
+    close = pd.DataFrame({code: [1.0, None, None, None] for code in codes}, index=dates)
+    signal = pd.DataFrame({f"{300000 + i}.SZ": [1.0, 0.0, -1.0, 0.0] for i in range(13)}, index=dates)
+    _errors, warnings = check_data(close)
+    assert warnings == ["12 code(s) miss more than 50% of dates: " + ", ".join(codes[:10]) + " and 2 more"]
+    with using("zh-CN"):
+        errors, _warnings = check_signal_frame(signal, close)
+    assert errors[0].endswith("300008.SZ, 300009.SZ 等另外 3 只")

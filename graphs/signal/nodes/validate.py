@@ -21,7 +21,7 @@ from graphs.signal.deps import SignalDeps
 from graphs.signal.nodes.data_fetch import data_end
 from graphs.signal.state import SignalState
 from tools.data.provider import MarketDataProvider
-from tools.data.schema import DataError, normalize_date
+from tools.data.schema import DataError, codes_text, normalize_date
 from tools.i18n import N_, _
 from tools.research.lookahead import CutRunError, lookahead_problem
 from tools.sandbox import Sandbox
@@ -41,7 +41,7 @@ def check_data(close: pd.DataFrame) -> tuple[list[str], list[str]]:
     sparse = missing[missing > MISSING_WARN]
     if len(sparse):
         warnings.append(_("{n} code(s) miss more than {share:.0%} of dates: {codes}").format(
-            n=len(sparse), share=MISSING_WARN, codes=", ".join(sparse.index[:10])))
+            n=len(sparse), share=MISSING_WARN, codes=codes_text(sparse.index)))
     extreme = int((close.pct_change(fill_method=None).abs() > EXTREME_RETURN).sum().sum())
     if extreme:
         warnings.append(_("{n} daily return(s) beyond ±{limit:.0%} (unadjusted prices or bad data?)").format(
@@ -56,8 +56,7 @@ def check_signal_frame(signal: pd.DataFrame, close: pd.DataFrame) -> tuple[list[
     warnings: list[str] = []
     extra_codes = [c for c in signal.columns if c not in close.columns]
     if extra_codes:
-        errors.append(_("signal has codes not in the data: {codes}").format(
-            codes=", ".join(map(str, extra_codes[:10]))))
+        errors.append(_("signal has codes not in the data: {codes}").format(codes=codes_text(extra_codes)))
     if not isinstance(signal.index, pd.DatetimeIndex) or not signal.index.isin(close.index).all():
         errors.append(_("signal dates are not trade dates of the data (index must be the data's DatetimeIndex)"))
     elif len(signal.index) < len(close.index):
