@@ -17,6 +17,8 @@ import pytest
 from babel.messages.pofile import read_po, write_po
 from langgraph.errors import GraphRecursionError
 
+from bot.core.kinds import said
+from graphs.grammar import english
 from graphs.llm import describe_model_failure
 from graphs.signal.nodes.validate import check_data, check_signal_frame
 from tools.broker.mandate import Mandate
@@ -180,3 +182,11 @@ def test_a_signals_checks_name_ten_codes_and_count_the_rest() -> None:
     with using("zh-CN"):
         errors, _warnings = check_signal_frame(signal, close)
     assert errors[0].endswith("300008.SZ, 300009.SZ 等另外 3 只")
+
+
+def test_every_decision_word_shown_in_chinese_is_read_back_as_the_english_one() -> None:
+    for word in ("approve", "edit", "reject"):
+        with using("zh-CN"):
+            shown = said(word)
+        assert shown != word
+        assert english(shown) == word
