@@ -9,10 +9,12 @@ from datetime import date
 from importlib.metadata import version
 from pathlib import Path
 
+from bot.heap import paused_for_startup, startup_done
 from bot.logs import configure_logging
 from tools.i18n import _
 from tools.settings import Settings, get_settings
 
+LONG_RUNNING = ("chat", "serve", "worker")  # the commands that start a process to serve for a long time
 CONSOLE_LOG = "console.log"  # the console's log file, in QUANTDESK_DATA_DIR
 
 NO_SEPARATE_WORKER = ("the embedded SQLite default runs jobs in-process inside `quantdesk serve` and `quantdesk chat`; "
@@ -90,6 +92,7 @@ def _worker(settings: Settings, concurrency: int | None, parent: int | None) -> 
         core = slack_core(ctx, checkpointer)  # a WebClient only: no Bolt app, no call to Slack until a job posts
         queue = core.queue
         assert isinstance(queue, PgJobQueue)
+        startup_done()
         print(f"worker on {redacted(settings.database_url_value)}: queue runs, concurrency "
               f"{concurrency or settings.job_concurrency}", flush=True)
         if parent is not None:
@@ -115,6 +118,13 @@ def _eval(args: argparse.Namespace, settings: Settings) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command in LONG_RUNNING:  # each calls bot.heap.startup_done once it is ready to serve
+        with paused_for_startup():
+            return _main(args)
+    return _main(args)
+
+
+def _main(args: argparse.Namespace) -> int:
     settings = get_settings()
     if args.command == "chat":  # the screen is for the conversation: warnings on it, everything in the log file
         explicit = "log_level" in settings.model_fields_set

@@ -36,6 +36,7 @@ class _Warmup(threading.Thread):
     def run(self) -> None:
         try:
             from bot.console.session import open_session
+            from bot.heap import startup_done
             from bot.startup import build_context
             from graphs.checkpointer import open_checkpointer
 
@@ -44,6 +45,7 @@ class _Warmup(threading.Thread):
                 self.settings.database_url_value, max_connections=self.settings.checkpoint_pool_size))
             self._session = open_session(ctx, checkpointer, self.out)
             self.stack.callback(self._session.close)
+            startup_done()
         except BaseException as exc:  # noqa: BLE001 - said at once: the person waits at a prompt for an answer
             message = self.failure_message(exc, self.settings)
             if message is None:

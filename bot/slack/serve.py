@@ -13,6 +13,7 @@ from slack_sdk.errors import SlackApiError
 from bot.core import Core
 from bot.core.background import BackgroundService
 from bot.core.wiring import build_core
+from bot.heap import startup_done
 from bot.jobs import WorkerHandle, start_serve_worker
 from bot.slack.app import SLACK_SCOPE, build_app, make_client
 from bot.slack.http import make_server
@@ -68,6 +69,7 @@ def serve(ctx: AppServices, checkpointer: BaseCheckpointSaver, host: str, port: 
     if not service.wait_first_pass(FIRST_PASS_WAIT_SECONDS):  # it builds calendars: not beside the first acks
         log.warning("the background service's first pass takes over %.0f s; listening anyway",
                     FIRST_PASS_WAIT_SECONDS)
+    startup_done()
     if settings.slack_app_token is not None:
         from slack_bolt.adapter.socket_mode import SocketModeHandler
 
