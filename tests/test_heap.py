@@ -1,19 +1,16 @@
 """The collector around a process's start-up (bot/heap.py): paused while `serve`, `worker` or `chat` starts, the
 start's garbage collected once and what it left alive frozen out of later collections, and back on for a start that
-ends early."""
+ends early (a refused `quantdesk worker`: tests/test_jobs.py)."""
 
 from __future__ import annotations
 
 import gc
 import weakref
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from bot.cli import main
 from bot.heap import paused_for_startup, startup_done
-from tools.settings import get_settings
 
 
 class Node:
@@ -60,17 +57,3 @@ def test_a_start_that_ends_before_it_is_done_has_the_collector_back(collector: N
         raise RuntimeError("the database is not migrated")
     assert gc.isenabled() and gc.get_freeze_count() == 0
 
-
-def test_a_refused_worker_command_leaves_the_collector_on(collector: None, tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.delenv("DATABASE_URL", raising=False)
-    monkeypatch.setenv("QUANTDESK_DATA_DIR", str(tmp_path))
-    monkeypatch.chdir(tmp_path)
-    get_settings.cache_clear()
-    try:
-        assert main(["worker"]) == 2  # the embedded SQLite default has no separate worker
-    finally:
-        get_settings.cache_clear()
-    assert "runs jobs in-process" in capsys.readouterr().err
-    assert gc.isenabled() and gc.get_freeze_count() == 0

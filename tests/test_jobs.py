@@ -7,6 +7,7 @@ opens that gate (a row in `job_gates`); `steps:N` runs N short steps, checking `
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -442,6 +443,7 @@ def test_worker_command_refuses_the_embedded_sqlite_default(tmp_path: Path, monk
         for args in (["worker"], ["worker", "--concurrency", "3"], ["serve", "--no-worker"]):
             assert main(args) == 2
             assert "runs jobs in-process inside `quantdesk serve`" in capsys.readouterr().err
+            assert gc.isenabled()  # the collector paused for the start is back (bot/heap.py)
     finally:
         get_settings.cache_clear()
 
