@@ -5,7 +5,7 @@ Every model call answers after the same latency L (0.5 s; 0.02 s with --quick) a
 agents are scripted by role marker (tests.decision_desk) on the bundled sample, with a temp SQLite database
 (migrated) and a SQLite checkpointer; the risk manager answers Hold, so no order approval interrupts a run.
 Each figure is the median of ROUNDS (5) decisions, the parallel and sequential ones interleaved. Like `quantdesk
-worker` before its first job, the bench freezes its start-up heap first (bot/heap.py): without that, a full
+worker` before its first job, `main` freezes the process's start-up heap first (bot/heap.py): without that, a full
 collection walking the imports' 350,000 objects (0.2-0.3 s, every thread stopped) lands in some analyst stages.
 - parallel: the product's graph (`build_analyze_graph`);
 - sequential: that same graph's nodes, subgraphs and edges rewired here so the analysts run one after another (a
@@ -215,7 +215,6 @@ def run(quick: bool = False) -> tuple[Stage, list[EndToEnd]]:
     provider = SampleProvider()
     sandbox = Sandbox(workers=1)
     paths: list[EndToEnd] = []
-    startup_done()  # as `quantdesk worker` does before its first job
     try:
         with tempfile.TemporaryDirectory() as tmp:
             url = f"sqlite:///{tmp}/bench.db"
@@ -261,6 +260,7 @@ def run(quick: bool = False) -> tuple[Stage, list[EndToEnd]]:
 
 
 def main(quick: bool = False) -> None:
+    startup_done()  # this process's start-up heap, frozen as `quantdesk worker` does before its first job
     run(quick)
 
 

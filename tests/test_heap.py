@@ -56,4 +56,3 @@ def test_a_start_that_ends_before_it_is_done_has_the_collector_back(collector: N
     with pytest.raises(RuntimeError), paused_for_startup():
         raise RuntimeError("the database is not migrated")
     assert gc.isenabled() and gc.get_freeze_count() == 0
-
