@@ -12,7 +12,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.graph import END
 from langgraph.types import interrupt
 
-from graphs.grammar import normalize
+from graphs.grammar import english, is_yes, normalize
 from graphs.interrupts import answer_text, clarify_request
 from graphs.progress import report_progress
 from tools.i18n import N_, _
@@ -31,19 +31,29 @@ def ask(state: Mapping[str, Any], question: str, restart_hint: str,
     return {"clarification_needed": question, "clarify_choices": list(choices or [])}
 
 
-CANCEL_WORDS = frozenset({"cancel", "stop", "abort", "取消"})
+CANCEL_WORDS = frozenset({"cancel", "stop", "abort"})  # and every Chinese word read as one of them (取消, 撤单)
 CANCEL_ANSWER = "cancel"  # the answer a surface gives for a person who moved on (one of CANCEL_WORDS)
 CANCELLED = N_("Cancelled; nothing was run.")  # kept as is in the state (routes compare it); shown translated
 
 
 def is_cancel(text: str) -> bool:
-    return normalize(text).strip().lower() in CANCEL_WORDS
+    return english(normalize(text).strip()).lower() in CANCEL_WORDS
+
+
+def chosen(answer: str, choices: list[str]) -> str:
+    """The choice an answer picks: its number (`1`), or yes (`是`, `对`, `y`) when one choice was offered (`did you
+    mean 600519.SH?`); any other answer as it is."""
+    plain = normalize(answer).strip()
+    if plain.isdigit() and 1 <= int(plain) <= len(choices):
+        return choices[int(plain) - 1]
+    return choices[0] if len(choices) == 1 and is_yes(plain) else answer
 
 
 def clarify_node(state: Mapping[str, Any]) -> dict[str, Any]:
     question = state.get("clarification_needed") or _("Could you say more about what you need?")
     report_progress(_("question"))
-    answer = answer_text(interrupt(clarify_request(question, state.get("clarify_choices") or [])))
+    choices = state.get("clarify_choices") or []
+    answer = chosen(answer_text(interrupt(clarify_request(question, choices))), choices)
     if is_cancel(answer):  # ends the request in every workflow; the word never joins the conversation
         return {"final_reply": CANCELLED, "clarification_needed": None, "clarify_choices": [],
                 "clarification_count": 0, "result": None}

@@ -1,15 +1,16 @@
 """The one tokeniser behind every workflow's request grammar: words, ts_codes, dates and name=value
 parameters, plus the code-like words that are not ts_codes (so a parser can name them instead of dropping
 them). Every grammar reads a normalised copy of the line (`normalize`: full-width forms as ASCII, Chinese quotes
-and punctuation mapped) with its Chinese command words read as the English ones (`CHINESE_WORDS`)."""
+and punctuation mapped) with its Chinese words read as the English ones (`vocabulary`: the conversation's words
+here, each workflow's from its package through the registry)."""
 
 from __future__ import annotations
 
 import difflib
 import re
 import unicodedata
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 
 from graphs import names
 from tools.i18n import _
@@ -30,29 +31,75 @@ _PUNCTUATION = str.maketrans({"。": " ", "、": ","})
 _CHINESE_DATE = re.compile(r"(?<!\d)(\d{4})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*[日号]?")
 _SEPARATED_DATE = re.compile(r"(?<![\d.])(\d{4})([-/.])(\d{1,2})\2(\d{1,2})(?![\d.])")
 _DATE_RANGE = re.compile(r"(?<=\d)\s*(?:至|到|~)\s*(?=\d)")
+_DASH_RANGE = re.compile(r"(?<!\d)(\d{8})\s*[-~]\s*(\d{8})(?!\d)")  # 20180102-20181228
+_FROM = re.compile(r"(?:从|自)\s*(?=\d)")  # 从2018年3月1日到…: the range's start
+_SHARES = re.compile(r"(?<![\d.])(\d[\d,]*)\s*股(?!票)")  # 200股 is 200 (shares)
+_LOTS = re.compile(r"(?<![\d.])(\d[\d,]*)\s*手")  # 2手 is 200 shares: one lot is 100
+_LIMIT = re.compile(r"(?:限价|价格)\s*[:=]?\s*(\d+(?:\.\d+)?)\s*元?")  # 限价 12.5 (元) is limit=12.5
+_PARAM_NAME = re.compile(r"([\u4e00-\u9fff]+)\s*[=:]\s*(?=\S)")  # a Chinese parameter name before its value
 
-# Chinese command, side and strategy words, read as the English keyword they stand for (issue 25), so a Chinese
-# request needs no LLM. A word is translated only as a whole token.
-CHINESE_WORDS: dict[str, str] = {
-    "信号": "signal", "因子": "factor", "分析": "analyze", "规则": "rule", "下单": "order",
-    "买": "buy", "买入": "buy", "卖": "sell", "卖出": "sell",
-    "账户": "account", "持仓": "account", "委托": "orders", "帮助": "help",
-    "取消": "cancel", "语言": "lang", "批准": "approve", "同意": "approve", "拒绝": "reject", "编辑": "edit",
-    "列表": "list", "查看": "show", "显示": "show", "运行": "run", "添加": "add", "新增": "add", "日志": "log",
-    "定时": "schedule", "暂停": "pause", "恢复": "resume", "删除": "delete", "回测": "backtest", "时钟": "clock",
-    "下一日": "next", "下个交易日": "next", "设置": "set", "交易开关": "trading", "开": "on", "关": "off",
-    "决策": "decisions", "重置": "reset", "全部": "all", "今日": "today", "未成交": "open",
-    "均线交叉": "ma_cross", "动量": "momentum", "均值回归": "mean_reversion", "布林带": "bollinger",
-    "相对强弱": "rsi", "反转": "reversal", "波动率": "volatility",
+# What a person types in Chinese, by role: each word has one role only (tests/test_grammar_words.py holds it). The
+# conversation's own words are here; each workflow's (its commands, parameters, strategies or kinds) are in its own
+# package, collected by the registry (`graphs.registry.WORDS`). A word is translated only as a whole token or as a
+# piece of an unspaced run of Chinese (`segment`).
+CORE_WORDS: dict[str, str] = {
+    "帮助": "help", "怎么用": "help", "状态": "status", "语言": "lang", "待办": "pending", "待处理": "pending",
+    "取消": "cancel", "退出": "quit", "列表": "list", "清单": "list", "列出": "list", "查看": "show", "显示": "show",
+    "全部": "all", "所有": "all", "批准": "approve", "同意": "approve", "拒绝": "reject", "编辑": "edit",
+    "修改": "edit", "忽略": "ignore",
 }
-# Words a Chinese request wraps its keywords in ("帮我生成一个均线交叉信号" is `signal ma_cross`): read past only
-# inside a run of Chinese characters that otherwise splits into known words entirely; anything else there is named.
+# Answers to a yes/no question or to a single suggestion (`did you mean 600519.SH?`).
+YES_WORDS = frozenset({"yes", "y", "ok", "是", "是的", "对", "对的", "好", "好的", "确认", "确定", "行", "可以"})
+NO_WORDS = frozenset({"no", "n", "否", "不", "不是", "不对", "不要", "算了"})
+# Words a Chinese request wraps its keywords in ("帮我生成一个均线交叉信号" is `signal ma_cross`): left out of an
+# unspaced run; any other unknown piece of it is named back.
 FILLER_WORDS = frozenset({"帮我", "给我", "请", "生成", "做", "做个", "一个", "个", "的", "一下", "用", "跑",
-                          "跑个", "看看", "看下", "算", "计算", "回测", "我要", "我想", "想", "要", "对", "把", "和",
-                          "策略", "交易"})
-WORKFLOW_WORDS = ("signal", "factor", "analyze", "rule", "order")  # moved first when a sentence names one
-_CJK = re.compile(r"^[\u4e00-\u9fff]+$")
-IGNORE_WORDS = frozenset({"ignore", "忽略"})  # the answer that runs a request without the words it did not use
+                          "跑个", "看看", "看下", "算", "计算", "我要", "我想", "想", "要", "把", "和", "策略", "交易",
+                          "一只", "只", "股票"})
+_CJK = re.compile(r"[\u4e00-\u9fff]+")
+IGNORE_WORDS = frozenset({"ignore"})  # the answer that runs a request without the words it did not use
+
+
+@dataclass(frozen=True)
+class Words:
+    """One workflow's (or the conversation's) Chinese words by role, each read as its English keyword."""
+
+    commands: Mapping[str, str] = field(default_factory=dict)  # commands, subcommands, verbs, sides, values
+    params: Mapping[str, str] = field(default_factory=dict)  # parameter names, as in `窗口=10`
+    names: Mapping[str, str] = field(default_factory=dict)  # strategy and factor names
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """Every word the grammar reads, gathered from the conversation and the registry's workflows."""
+
+    words: Mapping[str, str]  # a Chinese keyword (command or name) -> its English keyword
+    params: Mapping[str, str]  # a Chinese parameter name -> its English name
+    segments: frozenset[str]  # what an unspaced run is cut into: keywords, fillers, confirmations, stock names
+    longest: int
+
+
+_vocabulary: tuple[object, Vocabulary] | None = None
+
+
+def vocabulary() -> Vocabulary:
+    """The vocabulary for the process's stock names (built again when the name table changes)."""
+    global _vocabulary
+    table = names.table()
+    if _vocabulary is not None and _vocabulary[0] is table:
+        return _vocabulary[1]
+    from graphs.registry import WORDS  # the workflows' words; the registry imports this module
+
+    words: dict[str, str] = dict(CORE_WORDS)
+    params: dict[str, str] = {}
+    for group in WORDS:
+        words.update(group.commands)
+        words.update(group.names)
+        params.update(group.params)
+    segments = frozenset(words) | FILLER_WORDS | YES_WORDS | NO_WORDS | table.full_names() | frozenset(params)
+    built = Vocabulary(words, params, segments, max(map(len, segments)))
+    _vocabulary = (table, built)
+    return built
 
 
 def unquote_marks(text: str) -> str:
@@ -62,49 +109,90 @@ def unquote_marks(text: str) -> str:
 
 def normalize(text: str) -> str:
     """The copy of a line a grammar parses: NFKC (full-width `＝，：（）`, digits and letters as ASCII) plus the
-    quotes and punctuation NFKC leaves alone, and Chinese dates as YYYYMMDD. The original stays what is stored and
-    shown."""
+    quotes and punctuation NFKC leaves alone; Chinese dates as YYYYMMDD and a range's two dates apart; Chinese
+    parameter names as English (`窗口=10`, `限价 12.5`); quantities in 股 as shares and in 手 as lots of 100. The
+    original stays what is stored and shown."""
     text = unicodedata.normalize("NFKC", unquote_marks(text)).translate(_PUNCTUATION)
     text = _CHINESE_DATE.sub(_date_of, text)
-    return _DATE_RANGE.sub(" ", _SEPARATED_DATE.sub(lambda m: f"{m[1]}{int(m[3]):02d}{int(m[4]):02d}", text))
+    text = _SEPARATED_DATE.sub(lambda m: f"{m[1]}{int(m[3]):02d}{int(m[4]):02d}", text)
+    text = _FROM.sub(" ", _DATE_RANGE.sub(" ", _DASH_RANGE.sub(r"\1 \2", text)))
+    text = _LOTS.sub(lambda m: f"{int(m[1].replace(',', '')) * 100}", _SHARES.sub(r"\1", text))
+    text = _LIMIT.sub(r" limit=\1 ", text)
+    return _PARAM_NAME.sub(_parameter_name, text) if "=" in text or ":" in text else text
 
+
+def _parameter_name(match: re.Match[str]) -> str:
+    """`窗口=` as `window=`, also at the end of an unspaced run (`均线交叉快线=10`); an unknown name as it was."""
+    run, params = match[1], vocabulary().params
+    name = next((run[at:] for at in range(len(run)) if run[at:] in params), None)
+    if name is None:
+        return match[0]
+    return f"{run[:-len(name)]} {params[name]}=" if len(name) < len(run) else f"{params[name]}="
 
 def _date_of(match: re.Match[str]) -> str:
     return f"{match[1]}{int(match[2]):02d}{int(match[3]):02d}"
 
 
 def english(word: str) -> str:
-    """The English keyword a Chinese command or strategy word stands for; any other word unchanged."""
-    return CHINESE_WORDS.get(word, word)
+    """The English keyword a Chinese command, strategy or factor word stands for; any other word unchanged."""
+    return vocabulary().words.get(word, word)
+
+
+def is_yes(text: str) -> bool:
+    return normalize(text).strip().lower() in YES_WORDS
+
+
+def is_no(text: str) -> bool:
+    return normalize(text).strip().lower() in NO_WORDS
 
 
 def argument(word: str) -> str:
     """A command's argument as the command reads it: a Chinese keyword in English (`全部` is `all`), a date as
     YYYYMMDD; anything else as typed (a rule's words are stored as written)."""
     plain = normalize(word).strip()
-    if plain in CHINESE_WORDS:
-        return CHINESE_WORDS[plain]
+    words = vocabulary().words
+    if plain in words:
+        return words[plain]
     return plain if DATE.match(plain) else word
 
 
-def segment(word: str) -> list[str] | None:
-    """A run of Chinese characters as the known words it is made of, filler left out (longest words first), or None
-    when some part of it is not a known word (then the whole run is named back, never dropped)."""
-    if not _CJK.match(word) or word in CHINESE_WORDS:
-        return None
-    vocabulary = set(CHINESE_WORDS) | FILLER_WORDS | names.table().full_names()
-    longest = max(map(len, vocabulary))
-    found: list[str] = []
+def segment(word: str) -> list[str]:
+    """A token as the words it is made of: each run of Chinese cut into the longest known words (fillers left
+    out; an unknown piece kept whole, so it is named back), the rest (codes, numbers, `name=value`) as it is."""
+    if not _CJK.search(word):
+        return [word]
+    known = vocabulary()
+    pieces: list[str] = []
     at = 0
-    while at < len(word):
-        piece = next((word[at:at + n] for n in range(min(longest, len(word) - at), 0, -1)
-                      if word[at:at + n] in vocabulary), None)
+    for run in _CJK.finditer(word):
+        pieces += [word[at:run.start()]] if run.start() > at else []
+        pieces += _cut(run.group(), known)
+        at = run.end()
+    pieces += [word[at:]] if at < len(word) else []
+    return [piece for piece in pieces if piece] or [word]
+
+
+def _cut(run: str, known: Vocabulary) -> list[str]:
+    """A run of Chinese characters as known words, longest first, and the unknown pieces between them."""
+    if run in known.segments or run in names.table().full_names():
+        return [] if run in FILLER_WORDS else [run]
+    found: list[str] = []
+    unknown = ""
+    at = 0
+    while at < len(run):
+        piece = next((run[at:at + n] for n in range(min(known.longest, len(run) - at), 0, -1)
+                      if run[at:at + n] in known.segments), None)
         if piece is None:
-            return None
+            unknown += run[at]
+            at += 1
+            continue
+        if unknown:
+            found.append(unknown)
+            unknown = ""
         if piece not in FILLER_WORDS:
             found.append(piece)
         at += len(piece)
-    return found or None
+    return [*found, unknown] if unknown else found
 
 
 def first_word(text: str) -> str:
@@ -114,7 +202,7 @@ def first_word(text: str) -> str:
 
 
 def is_ignore(text: str) -> bool:
-    return normalize(text).strip().lower() in IGNORE_WORDS
+    return english(normalize(text).strip()).lower() in IGNORE_WORDS
 
 
 def did_you_mean(token: str, vocabulary: Iterable[str]) -> str:
@@ -153,26 +241,94 @@ class Tokens:
         return len(self.codes) + len(self.dates) + len(self.params)
 
 
+@dataclass(frozen=True)
+class Word:
+    """One word of a line: as the person typed it, as the grammar reads it, and which of the line's space-separated
+    parts it is in (a command's free text is those parts as typed)."""
+
+    typed: str
+    read: str
+    at: int = 0  # the part's place in the line
+    part: str = ""  # the whole part as typed
+
+
 def split(text: str, keyword: str | None = None) -> list[str]:
-    """The tokens of the normalised line, Chinese command words in English; a leading `keyword` (or `/keyword`) is
-    dropped."""
-    tokens: list[str] = []
-    for token in filter(None, _SPLIT.split(normalize(text).strip())):
-        words = [english(w) for w in segment(token) or [token]]
-        named = [w for w in words if w in WORKFLOW_WORDS]
-        if named and len(words) > 1:  # a sentence: its workflow word leads the request, as typed on its own
-            tokens[:0] = named
-            words = [w for w in words if w not in WORKFLOW_WORDS]
-        tokens += words
+    """The tokens of the normalised line, Chinese keywords in English; the workflow or command a sentence names
+    leads (`帮我生成一个均线交叉信号` is `signal ma_cross`, `删除规则 2` is `rule delete 2`); a leading `keyword` (or
+    `/keyword`) is dropped."""
+    tokens = [word.read for word in _lead(_words(filter(None, _SPLIT.split(normalize(text).strip()))))]
     if keyword and tokens and tokens[0].lower() in (keyword, f"/{keyword}"):
         tokens = tokens[1:]
     return tokens
 
 
-def starts_request(text: str, keyword: str, names_kind: Callable[[str], bool]) -> bool:
+_PART = re.compile(r"""(?:[^\s"']|"[^"]*"|'[^']*')+""")  # a space-separated part, quoted spans whole
+_QUOTES = re.compile(r"""["']""")
+
+
+def parts(text: str) -> list[str]:
+    """The line's space-separated parts as typed, quoted text (`"buy when …"`, “…”, 「…」) one part without its
+    quotes; a line whose quotes do not close is cut at its spaces alone."""
+    text = unquote_marks(text).strip()
+    if text.count('"') % 2 or text.count("'") % 2:
+        return text.split()
+    return [_QUOTES.sub("", part) if '"' in part or "'" in part else part for part in _PART.findall(text)]
+
+
+def read_words(text: str) -> list[Word]:
+    """A command line's words: a quoted part is one word kept as typed, the rest read as `split` reads it."""
+    plain = unquote_marks(text)
+    words: list[Word] = []
+    for at, part in enumerate(parts(text)):
+        if part not in plain.split():  # it was quoted
+            words.append(Word(part, part, at, part))
+        else:
+            words += _words(filter(None, _SPLIT.split(normalize(part).strip())), part, at)
+    return _lead(words)
+
+
+def _words(tokens: Iterable[str], typed: str | None = None, at: int = 0) -> list[Word]:
+    """Each token cut into its words and read; a token that stays whole keeps `typed` (the person's spelling)."""
+    words: list[Word] = []
+    for token in tokens:
+        pieces = segment(token)
+        whole = typed if typed is not None else token
+        if len(pieces) == 1:
+            words.append(Word(whole, english(token), at, whole))
+        else:
+            words += [Word(piece, english(piece), at, whole) for piece in pieces]
+    return words
+
+
+def _lead(words: list[Word]) -> list[Word]:
+    """The workflow or command a line names moved first when only keywords come before it (verb first:
+    `删除规则 2`, `回测 规则 2 …`, `列出所有因子`)."""
+    leaders, keywords = _leaders()
+    for at, word in enumerate(words[:4]):
+        read = word.read.lower()
+        if read in leaders:
+            return [word, *words[:at], *words[at + 1:]] if at else words
+        if read not in keywords:
+            return words
+    return words
+
+
+def _leaders() -> tuple[frozenset[str], frozenset[str]]:
+    """(the words a command line may start with: workflows and commands; the keywords that may come before one)."""
+    from graphs.registry import COMMANDS, WORKFLOWS  # the registry imports this module
+
+    leaders = frozenset(WORKFLOWS) | (frozenset(COMMANDS) - {"cancel"})
+    subcommands = {name for workflow in WORKFLOWS.values() for name in workflow.subcommands}
+    return leaders, frozenset(vocabulary().words.values()) | subcommands
+
+
+def starts_request(text: str, keyword: str, names_kind: Callable[[str], bool], verbs: tuple[str, ...] = ()) -> bool:
     """A new request rather than a follow-up or an answer: it starts with `keyword`, or it names its kind first
-    and gives a full date range (`momentum` alone answers a question; `momentum … 20200101 20200601` is new)."""
+    (after any of the workflow's `verbs`: `回测 均线交叉 …`) and gives a full date range (`momentum` alone answers a
+    question; `momentum … 20200101 20200601` is new)."""
     words = split(text)
+    while words and words[0].lower() in verbs:
+        words = words[1:]
     if not words:
         return False
     if words[0].lower() in (keyword, f"/{keyword}"):
@@ -213,6 +369,18 @@ def exchange_of(digits: str) -> str | None:
     if digits[0] in "48" or digits.startswith("92"):
         return "BJ"
     return None
+
+
+def suggestions(bad_codes: tuple[str, ...], unknown: Iterable[str] = ()) -> list[str]:
+    """What a question about one doubtful word offers to pick (by its number, or yes when it is one): the ts_code a
+    bare code stands for (`600519` → 600519.SH), or the stocks a shared name may mean (`平安`)."""
+    doubtful = [*bad_codes, *unknown]
+    if len(doubtful) != 1:
+        return []
+    if bad_codes:
+        suffix = exchange_of(bad_codes[0][:6])
+        return [f"{bad_codes[0][:6]}.{suffix}"] if suffix else []
+    return list(names.table().codes_for(doubtful[0]))
 
 
 def bad_code_message(bad_codes: tuple[str, ...]) -> str:

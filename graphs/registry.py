@@ -7,6 +7,7 @@ from __future__ import annotations
 from graphs.analyze.commands import decisions_command
 from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.grammar import USAGE as ANALYZE_USAGE
+from graphs.analyze.grammar import WORDS as ANALYZE_WORDS
 from graphs.analyze.grammar import starts_request as analyze_starts
 from graphs.analyze.graph import build_analyze_graph
 from graphs.analyze.measures import measure_decision
@@ -21,9 +22,10 @@ from graphs.factor.library import FACTORS
 from graphs.factor.measures import measure_factor
 from graphs.factor.models import MODELS as FACTOR_MODELS
 from graphs.factor.present import factor_list, factor_show, present_factor
+from graphs.factor.spec import WORDS as FACTOR_WORDS
 from graphs.factor.spec import looks_structured as factor_structured
 from graphs.factor.spec import starts_request as factor_starts
-from graphs.grammar import argument, english, first_word, normalize
+from graphs.grammar import DATE, Word, Words, argument, first_word, read_words
 from graphs.home import HomeSection
 from graphs.home_panels import account_panels, desk_panels, factor_panels, rule_panels
 from graphs.order.background import settlement_job
@@ -31,6 +33,7 @@ from graphs.order.clock import clock_command
 from graphs.order.commands import account_command, cancel_command, orders_command, trading_command
 from graphs.order.deps import OrderDeps
 from graphs.order.grammar import USAGE as ORDER_USAGE
+from graphs.order.grammar import WORDS as ORDER_WORDS
 from graphs.order.grammar import looks_structured as order_structured
 from graphs.order.grammar import starts_request as order_starts
 from graphs.order.graph import build_order_graph
@@ -38,6 +41,7 @@ from graphs.order.mandate_command import mandate_command
 from graphs.order.present import present_order
 from graphs.rule.background import rule_run_failed, rule_schedule_job
 from graphs.rule.commands import SUBCOMMANDS as RULE_SUBCOMMANDS
+from graphs.rule.commands import WORDS as RULE_WORDS
 from graphs.rule.deps import RuleDeps
 from graphs.rule.graph import build_rule_graph
 from graphs.rule.measures import measure_rule_run
@@ -45,6 +49,7 @@ from graphs.rule.models import MODELS as RULE_MODELS
 from graphs.rule.nodes.load import USAGE as RULE_RUN_USAGE
 from graphs.rule.present import present_rule_run
 from graphs.signal.deps import SignalDeps
+from graphs.signal.grammar import WORDS as SIGNAL_WORDS
 from graphs.signal.grammar import looks_structured as signal_structured
 from graphs.signal.grammar import starts_request as signal_starts
 from graphs.signal.graph import build_signal_graph
@@ -65,7 +70,7 @@ SIGNAL = Workflow(
            N_("momentum's top/bottom are fractions of the codes (top=0.3 = the best 30%)")),
     note_values={"strategies": ", ".join(STRATEGIES)},
     starts_request=signal_starts, looks_structured=signal_structured, build=build_signal_graph,
-    present=present_signal, deps=SignalDeps, measure=measure_signal, models=SIGNAL_MODELS,
+    present=present_signal, deps=SignalDeps, measure=measure_signal, models=SIGNAL_MODELS, words=SIGNAL_WORDS,
 )
 
 FACTOR = Workflow(
@@ -83,7 +88,7 @@ FACTOR = Workflow(
                                     lambda call: factor_list(call.context.engine, call.args)),
                  "show": Subcommand("factor show NAME", N_("one factor: versions, reviewer, metrics, code"),
                                     lambda call: factor_show(call.context.engine, call.args))},
-    measure=measure_factor, models=FACTOR_MODELS,
+    measure=measure_factor, models=FACTOR_MODELS, words=FACTOR_WORDS,
 )
 
 ORDER = Workflow(
@@ -96,7 +101,7 @@ ORDER = Workflow(
            N_("market orders fill at the next session's open on live data, at the simulated session's close on past "
               "data (`clock` shows and moves it)")),
     starts_request=order_starts, looks_structured=order_structured, build=build_order_graph, present=present_order,
-    deps=OrderDeps,
+    deps=OrderDeps, words=ORDER_WORDS,
 )
 
 RULE = Workflow(
@@ -112,7 +117,7 @@ RULE = Workflow(
     looks_structured=lambda text: False,
     build=build_rule_graph, present=present_rule_run, deps=RuleDeps,
     subcommands=RULE_SUBCOMMANDS,
-    measure=measure_rule_run, after_failure=rule_run_failed, models=RULE_MODELS,
+    measure=measure_rule_run, after_failure=rule_run_failed, models=RULE_MODELS, words=RULE_WORDS,
 )
 
 ANALYZE = Workflow(
@@ -128,7 +133,7 @@ ANALYZE = Workflow(
            N_("depth 1-5 sets the debate rounds; without an LLM you get the indicator and fundamentals tables"),
            N_("figures the agents write that no tool returned are flagged on the card")),
     starts_request=analyze_starts, looks_structured=lambda text: False, build=build_analyze_graph,
-    present=present_decision, deps=AnalyzeDeps, measure=measure_decision, models=DESK_MODELS,
+    present=present_decision, deps=AnalyzeDeps, measure=measure_decision, models=DESK_MODELS, words=ANALYZE_WORDS,
 )
 
 WORKFLOWS: dict[str, Workflow] = {w.name: w for w in (SIGNAL, FACTOR, ORDER, RULE, ANALYZE)}
@@ -151,6 +156,14 @@ COMMANDS: dict[str, Subcommand] = {
                         "settling orders, marking accounts and letting T+1 pass"), clock_command),
 }
 
+# the commands' Chinese words (each workflow's are in its package)
+COMMAND_WORDS = Words(commands={
+    "账户": "account", "持仓": "account", "委托": "orders", "交易开关": "trading", "开": "on", "关": "off",
+    "时钟": "clock", "下一日": "next", "下个交易日": "next", "设置": "set", "重置": "reset", "今日": "today",
+    "今天": "today", "未成交": "open", "授权": "mandate", "交易授权": "mandate", "撤单": "cancel", "清除": "clear",
+})
+# every Chinese word the grammar reads besides the conversation's own (graphs.grammar.vocabulary)
+WORDS: tuple[Words, ...] = (COMMAND_WORDS, *(w.words for w in WORKFLOWS.values()))
 
 # work the bot's background service runs whether or not anybody asks (graphs/background.py)
 BACKGROUND: dict[str, BackgroundJob] = {
@@ -179,25 +192,45 @@ def suggested_prompts(ctx: WorkflowContext, channel: str | None, room: int,
     return [(_("A signal"), SIGNAL.example), (_("An analysis"), ANALYZE.example), *account][:room]
 
 
-def command_for(words: list[str]) -> tuple[Subcommand, list[str]] | None:
-    """The command `words` call (top-level like `account`, or a workflow's like `factor list`) and its
-    arguments, if any."""
+def command_for(text: str) -> tuple[Subcommand, list[str]] | None:
+    """The command `text` calls (top-level like `account`, or a workflow's like `factor list`, in either language
+    and either order: `删除规则 2`) and its arguments, if any."""
+    words = read_words(text)
     if not words:
         return None
-    name = english(normalize(words[0]).strip()).lower()  # `账户` is `account`; its arguments stay as typed
+    name = words[0].read.lower().lstrip("/")
     command = COMMANDS.get(name)
     if command is not None and len(words) - 1 >= command.min_args:
-        return command, _arguments(command, words[1:])
+        return command, _arguments(command, words[:1], words[1:])
     workflow = WORKFLOWS.get(name)
-    sub = workflow.subcommand([english(normalize(word).strip()) for word in words[1:2]]) if workflow else None
-    return (sub, _arguments(sub, words[2:])) if sub is not None else None
+    if workflow is None or len(words) < 2:
+        return None
+    sub = workflow.subcommand([words[1].read])
+    if sub is None and words[1].read.lower() == "all" and "list" in workflow.subcommands:  # 所有规则: every rule
+        return workflow.subcommands["list"], _arguments(workflow.subcommands["list"], words[:1], words[1:])
+    return (sub, _arguments(sub, words[:2], words[2:])) if sub is not None else None
 
 
-def _arguments(command: Subcommand, words: list[str]) -> list[str]:
-    """The command's arguments as it reads them (`argument`), but a person's free text (a reason) as typed: `恢复`
-    in a reason is not the keyword `resume`."""
-    cut = len(words) if command.free_text_from is None else command.free_text_from
-    return [argument(word) for word in words[:cut]] + words[cut:]
+def _arguments(command: Subcommand, named: list[Word], words: list[Word]) -> list[str]:
+    """The command's arguments as it reads them (`argument`): each part typed apart from the command's words whole
+    (a rule's words stay as written), the pieces of one typed together with them (`删除规则2`) one by one; a person's
+    free text (a reason, from `free_text_from` on) as typed: `恢复` in a reason is not the keyword `resume`."""
+    shared = {word.at for word in named}
+    args: list[str] = []
+    seen: set[int] = set()
+    for word in words:
+        if word.at in shared or _structured([w for w in words if w.at == word.at]):
+            args.append(argument(word.read if word.read != word.typed else word.typed))
+        elif word.at not in seen:
+            seen.add(word.at)
+            args.append(word.part)
+    cut = len(args) if command.free_text_from is None else command.free_text_from
+    return [argument(arg) for arg in args[:cut]] + args[cut:]
+
+
+def _structured(part: list[Word]) -> bool:
+    """A part typed as one that reads as several dates (`2020年1月1日至2020年6月1日`): its words are arguments."""
+    return len(part) > 1 and all(DATE.match(word.read) for word in part)
 
 
 def workflow_for(text: str) -> Workflow | None:

@@ -10,6 +10,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from graphs.background import Notice
 from graphs.context import WorkflowContext, traders_of, trades_anywhere
+from graphs.grammar import Words
 from graphs.measures import Measures, RunRecord
 from graphs.views import View
 from tools.i18n import _
@@ -73,6 +74,7 @@ class Workflow:
     # notices; what the run's own bookkeeping would have done (a rule counts toward its auto-pause)
     after_failure: Callable[[WorkflowContext, str, dict[str, Any], str], list[Notice]] | None = None
     note_values: dict[str, str] = field(default_factory=dict)  # what the notes' {placeholders} stand for
+    words: Words = field(default_factory=Words)  # its Chinese words by role (graphs.grammar.Words)
 
     def help_notes(self) -> list[str]:
         """The notes in the language in effect, placeholders filled."""

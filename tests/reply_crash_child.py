@@ -42,9 +42,9 @@ def main(url: str, data: str, slack_url: str, channel: str, root: str, marker: s
         core.queue.submit_decision = never_applied  # type: ignore[method-assign]
         core.queue.start_worker(core)
         place = Place(TEAM, channel, root, ALICE)
-        core.submit_text(place, REQUEST, f"msg:{channel}:{root}")
+        core.intake.submit_text(place, REQUEST, f"msg:{channel}:{root}")
         wait_until(lambda: core.runner.pending(place.thread_id), "the question", 120)
-        core.submit_text(place, REPLY, f"msg:{channel}:{float(root) + 1:.6f}")
+        core.intake.submit_text(place, REPLY, f"msg:{channel}:{float(root) + 1:.6f}")
         time.sleep(3600)
     sys.exit(3)
 

@@ -71,8 +71,8 @@ def test_nfkc_equal_requests_read_the_same(request_text: str, chars: str) -> Non
      {}, ("banana",)),
     ("signal ma_cross 600519.SH 20190102 20191231 fast：10", "ma_cross", ("600519.SH",), ("20190102", "20191231"),
      {}, ("fast:10",)),
-    ("均线交叉 600519.SH 20190102 20191231 快线=10", "ma_cross", ("600519.SH",), ("20190102", "20191231"), {},
-     ("快线=10",)),
+    ("均线交叉 600519.SH 20190102 20191231 快线=10", "ma_cross", ("600519.SH",), ("20190102", "20191231"),
+     {"fast": "10"}, ()),
     ("fast＝10 slow＝30", None, (), (), {"fast": "10", "slow": "30"}, ()),
 ])
 def test_signal_requests_in_chinese_and_mixed(text: str, strategy: str | None, codes: tuple[str, ...],
@@ -136,7 +136,7 @@ def test_chinese_workflow_words_route(text: str, name: str) -> None:
     ("取消 3", "cancel ORDER"), ("规则 list", "rule list"), ("因子 list", "factor list"),
 ])
 def test_chinese_command_words_are_commands(line: str, usage: str) -> None:
-    found = command_for(shlex.split(unquote_marks(line)))
+    found = command_for(line)
     assert found is not None and found[0].usage.startswith(usage)
 
 
@@ -199,10 +199,10 @@ def test_a_factor_reads_a_full_width_window_and_ignore_runs_without_the_words_na
 def test_a_reason_is_kept_as_typed_even_where_its_words_are_command_words() -> None:
     """`恢复` (resume) and `暂停` (pause) in a reason are the person's words, not keywords to translate; a keyword
     argument still is one."""
-    trading = command_for(["交易开关", "关", "暂停", "交易", "等恢复"])
+    trading = command_for("交易开关 关 暂停 交易 等恢复")
     assert trading is not None and trading[0].usage.startswith("trading")
     assert trading[1] == ["off", "暂停", "交易", "等恢复"]
-    pause = command_for(["规则", "暂停", "1", "恢复", "后再说"])
+    pause = command_for("规则 暂停 1 恢复 后再说")
     assert pause is not None and pause[0].usage.startswith("rule pause") and pause[1] == ["1", "恢复", "后再说"]
-    orders = command_for(["orders", "全部"])
+    orders = command_for("orders 全部")
     assert orders is not None and orders[1] == ["all"]

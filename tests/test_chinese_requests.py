@@ -66,8 +66,8 @@ TABLE = [
     ("信号 相对强弱 五粮液 2019/01/02 2019/12/31", ("signal", "rsi", ("000858.SZ",), "20190102", "20191231", {}, ())),
     ("信号 均值回归 600519.SH 20190102 20191231。", ("signal", "mean_reversion", (MAOTAI,), "20190102", "20191231",
                                                    {}, ())),
-    ("均线交叉 600519.SH 20190102 20191231 快线=10", ("signal", "ma_cross", (MAOTAI,), "20190102", "20191231", {},
-                                                   ("快线=10",))),
+    ("均线交叉 600519.SH 20190102 20191231 快线=10", ("signal", "ma_cross", (MAOTAI,), "20190102", "20191231",
+                                                   {"fast": "10"}, ())),
     ("信号 均线交叉 平安 20190102 20191231", ("signal", "ma_cross", (), "20190102", "20191231", {}, ("平安",))),
     ("signal ma_cross 600519.SH 20190102 20191231 fast＝10 slow＝30",
      ("signal", "ma_cross", (MAOTAI,), "20190102", "20191231", {"fast": "10", "slow": "30"}, ())),
@@ -79,7 +79,7 @@ TABLE = [
     ("帮我算一个反转因子 20190301 20200601", ("factor", "reversal", (), "20190301", "20200601", {}, ())),
     ("因子 波动率 贵州茅台，平安银行 20190102 20191231 name＝vol20",
      ("factor", "volatility", (MAOTAI, PINGAN), "20190102", "20191231", {"name": "vol20"}, ())),
-    ("因子 动量 20190102 20191231 窗口=60", ("factor", "momentum", (), "20190102", "20191231", {}, ("窗口=60",))),
+    ("因子 动量 20190102 20191231 窗口=60", ("factor", "momentum", (), "20190102", "20191231", {"window": "60"}, ())),
     # order
     ("下单 600519.SH 买入 100", ("order", MAOTAI, "buy", 100, None)),
     ("下单 贵州茅台 买 100股 limit＝1700", ("order", MAOTAI, "buy", 100, "1700.00")),
@@ -117,10 +117,10 @@ def test_the_table_is_at_least_thirty_requests() -> None:
     ("时钟 设置 2020年6月1日", "clock [next | set DATE]", ["set", "20200601"]),
     ("规则 回测 1 2020年1月2日 2020-06-30", "rule backtest ID START END", ["1", "20200102", "20200630"]),
     ("规则 列表", "rule list", []), ("交易开关 关", "trading [on|off]", ["off"]),
-    ("规则 添加 600519.SH 「收盘价上穿30日均线买入」", "rule add", ["600519.SH", "「收盘价上穿30日均线买入」"]),
+    ("规则 添加 600519.SH 「收盘价上穿30日均线买入」", "rule add", ["600519.SH", "收盘价上穿30日均线买入"]),
 ])
 def test_chinese_commands_and_their_arguments(line: str, usage: str, args: list[str]) -> None:
-    found = command_for(line.split())
+    found = command_for(line)
     assert found is not None and found[0].usage.startswith(usage) and found[1] == args  # a rule's words as typed
 
 

@@ -72,8 +72,9 @@ def test_malformed_codes_are_named_with_the_code_they_probably_mean(tmp_path: Pa
     lines = _chat(tmp_path, "factor momentum 20190301 20200601 600519 window=20", "cancel",
                   "signal ma_cross 600519 20190101 20200601", "cancel", "signal rsi 000001 20190101 20200601")
     assert lines[0] == "? 600519 is not a ts_code; did you mean 600519.SH? Reply with the corrected codes, or `cancel`."
-    assert lines[2] == lines[0]
-    assert lines[4].startswith("? 000001 is not a ts_code; did you mean 000001.SZ?")
+    assert lines[1] == "  choices: 600519.SH"  # the suggestion, answered by its number or `yes`
+    assert lines[3] == lines[0]
+    assert lines[6].startswith("? 000001 is not a ts_code; did you mean 000001.SZ?")
 
 
 def test_a_rejection_needs_a_reason(tmp_path: Path) -> None:

@@ -158,8 +158,8 @@ def _cells(text: str) -> int:
 
 def test_the_chinese_help_lines_up_its_summaries_counting_wide_characters_as_two_cells(tmp_path: Path) -> None:
     lines = _session(tmp_path / "zh", "lang zh\nhelp\n").splitlines()
-    usages = ("批准", "编辑", "编辑 文件", "拒绝 理由", "批准 | 拒绝 理由", "语言 zh|en", "帮助", "codes", "ws",
-              "pending N", "rule list [channel|mine|all]")
+    usages = ("批准", "编辑 名称=值 …", "拒绝 理由", "语言 zh|en", "帮助", "状态", "待办 [N]", "取消", "codes", "ws",
+              "rule list [channel|mine|all]")
     columns = {}
     for usage in usages:
         line = next(line for line in lines if line.startswith(f"  {usage}  "))

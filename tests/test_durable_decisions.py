@@ -139,7 +139,7 @@ def test_a_question_slack_refused_is_reposted_and_a_lost_ts_is_found_not_reposte
 
 
 def test_stop_ends_a_running_job_at_its_next_step(desk: Desk) -> None:
-    desk.core.submit_text(Place(TEAM, "C3", "600.1", ALICE), "factor momentum 20190301 20200601 window=20",
+    desk.core.intake.submit_text(Place(TEAM, "C3", "600.1", ALICE), "factor momentum 20190301 20200601 window=20",
                           "msg:C3:600.1")
     thread_id = thread_id_for(TEAM, "C3", "600.1")
     desk.fake.wait_for("chat.update", where=lambda c: c.args.get("ts") and "code" in str(c.args.get("text", "")))

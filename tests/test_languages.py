@@ -121,14 +121,14 @@ def _command(slack: SlackServer, bot: BotProcess, text: str, user: str, channel:
 
 
 def test_slack_answers_each_person_in_their_locale_or_their_choice(slack: SlackServer, bot: BotProcess) -> None:
-    assert _command(slack, bot, "bogus", ZHANG).startswith("未知子命令 `bogus`。\n*QuantDesk*")
-    assert _command(slack, bot, "help", ZHANG).splitlines()[-1].startswith("也可以在频道里 @我")
-    assert _command(slack, bot, "help", ALICE).splitlines()[-1].startswith("Or mention me in a channel")
-    assert _command(slack, bot, "help", LIN).splitlines()[-1].startswith("Or mention me")  # zh-TW: the default
+    chinese, english = "*QuantDesk* — 在线程中直接输入", "*QuantDesk* — type these in a thread"
+    assert _command(slack, bot, "help", ZHANG).startswith(chinese)
+    assert _command(slack, bot, "help", ALICE).startswith(english)
+    assert _command(slack, bot, "help", LIN).startswith(english)  # zh-TW: the default
     assert _command(slack, bot, "lang zh", LIN) == "今后我用中文回复你。每个线程沿用发起人的语言。"
-    assert _command(slack, bot, "帮助", LIN).splitlines()[-1].startswith("也可以在频道里 @我")
+    assert _command(slack, bot, "帮助", LIN).startswith(chinese)
     assert _command(slack, bot, "lang en", ZHANG).startswith("From now on I answer you in English")
-    assert _command(slack, bot, "help", ZHANG).splitlines()[-1].startswith("Or mention me in a channel")
+    assert _command(slack, bot, "help", ZHANG).startswith(english)
     assert _command(slack, bot, "lang zh", ZHANG).startswith("今后")
     asked = [c for c in slack.fake.of("users.info") if c.args.get("user") == ZHANG]
     assert len(asked) == 1 and asked[0].args.get("include_locale") in (True, "true", "1", 1)  # read once
@@ -168,8 +168,8 @@ def test_a_command_typed_while_a_question_waits_runs_and_is_never_the_answer(sla
                                   and text_of(c).startswith("总资产 1,000,000.00 元（开户以来 +0.00）"))
     assert account
     post(bot.url, event_body(message("CACCT", ZHANG, "帮助", new_ts(), root)), "application/json")
-    (hint,) = slack.fake.wait_for("chat.postEphemeral", where=lambda c: c.args.get("channel") == "CACCT")
-    assert text_of(hint) == "`/quant help` 会列出我能做的事。这里的问题仍待回答：请回复它，或回复 `取消`。"
+    assert slack.fake.wait_for("chat.postMessage", where=lambda c: c.args.get("thread_ts") == root  # the help
+                               and text_of(c).startswith("*QuantDesk* — 在线程中直接输入"))
     post(bot.url, event_body(message("CACCT", ZHANG, "2019年1月2日 至 2019年12月31日", new_ts(), root)),
          "application/json")
     answers = slack.fake.wait_for("chat.update", where=lambda c: c.args.get("ts") == question.response["ts"]

@@ -94,10 +94,9 @@ def test_slash_command_starts_a_thread(slack: SlackServer, bot: BotProcess) -> N
 
 
 def test_help_and_unknown_subcommands_are_ephemeral(slack: SlackServer, bot: BotProcess) -> None:
-    for text, expected in [("help", "/quant signal STRATEGY"), ("factor", "Usage: `/quant factor KIND"),
-                           ("factor list", "No factors saved yet"),
+    for text, expected in [("help", "`signal STRATEGY"), ("factor list", "No factors saved yet"),
                            ("factor show nothing_here", "No factor named 'nothing_here'"),
-                           ("frobnicate", "Unknown subcommand")]:
+                           ("lang", "Usage: `lang zh`")]:
         url = slack.url.replace("/api/", f"/respond/{text.split()[0]}")
         post(bot.url, command_body(text, "C300", BOB, url), "application/x-www-form-urlencoded")
         reply = slack.fake.wait_for("respond", where=lambda c, t=expected: t in c.args.get("text", ""))[0]

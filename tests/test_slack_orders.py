@@ -745,7 +745,8 @@ def test_cancel_usage_errors(desk: Desk) -> None:
 
 def test_cancel_without_an_order_answers_its_usage(desk: Desk) -> None:
     text = _reply_text(_command(desk, "cancel", "C7720", TRADER))
-    assert text == "Usage: `/quant cancel ORDER`. See `/quant help`."
+    assert text == (":warning: Nothing runs or waits here: `cancel` and answers go in the request's thread; "
+                    "`cancel ORDER` cancels an order. `help` lists what I can do.")
 
 
 def test_reading_an_account_nobody_opened_opens_nothing(desk: Desk) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import getpass
 import itertools
-import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from bot.console.surface import ConsoleSurface, console_place
 from bot.console.text import view_text
 from bot.core import Core
 from bot.core.background import BackgroundService
+from bot.core.intake import Answer, Cancel, HelpSection, Leave, LocalCommand, Pending, Reply, Request, Typed
 from bot.core.kinds import EDIT_BODY, code_edit, kind_of
 from bot.core.outbox import kind_word
 from bot.core.surface import Place, Question, Result
@@ -42,11 +42,9 @@ from bot.jobs.local import LocalJobQueue
 from bot.startup import AppServices
 from bot.stores.threads import CONSOLE_CHANNEL, CONSOLE_TEAM
 from graphs.background import Notice as BackgroundNotice
-from graphs.clarify import CANCEL_ANSWER, CANCELLED, is_cancel
-from graphs.grammar import bad_code_message, english, normalize, tokenize, unquote_marks
+from graphs.clarify import CANCEL_ANSWER, CANCELLED
+from graphs.grammar import bad_code_message, tokenize
 from graphs.interrupts import CLARIFY
-from graphs.registry import COMMANDS, WORKFLOWS, command_for, workflow_for
-from graphs.workflow import CommandError, Subcommand
 from tools.data.schema import DATASET_FIELDS, DataError, dataset_of
 from tools.i18n import N_, _, display_width, pad_right, using
 from tools.storage.workspace import Workspace, WorkspaceError
@@ -79,34 +77,17 @@ def _entry(usage: str, summary: str) -> str:
     return f"  {usage}\n  {'':<{USAGE_WIDTH}}{summary}"
 
 
-def _help_text(commands: dict[str, DataCommand]) -> str:
+def help_text(sections: tuple[HelpSection, ...]) -> str:
+    """The core's help as the console shows it: a title per section, usages in a column."""
     lines = [_("workflow requests (a new request starts a new thread; anything else continues the current one):")]
-    for workflow in WORKFLOWS.values():
-        lines += [f"  {workflow.usage}", f"      {_(workflow.summary)}",
-                  "      " + _("e.g. {example}").format(example=workflow.example)]
-        lines += [f"      {note}" for note in workflow.help_notes()]
-        lines += [_entry(sub.usage, _(sub.summary)) for sub in workflow.subcommands.values()]
-    lines += [_("paper account (with no trader configured anywhere you trade every account; else the accounts whose "
-                "traders include who QUANTDESK_CONSOLE_USERS maps you to):")]
-    lines += [_entry(c.usage, _(c.summary)) for c in COMMANDS.values()]
-    lines += [
-        _("  free text (needs an LLM: OPENAI_API_KEY / OPENAI_BASE_URL); follow-ups such as `fast=10 slow=30` or\n"
-          "  `window=10` re-run the current request with those changes"),
-        _("while a question is pending, the next line is the answer; `cancel` ends the request"),
-        _("while code is up for review:"),
-        _entry(_("approve"), _("accept the code as shown")),
-        _entry(_("edit"), _("replace the body: type it on the following lines, end with a line `.`")),
-        _entry(_("edit FILE"), _("replace the body with the contents of FILE")),
-        _entry(_("reject REASON"), _("stop; the rejection and its reason are recorded (a reason is required)")),
-        _("while an action waits for approval (an order, or saving a near duplicate of another factor):"),
-        _entry(_("approve | reject REASON"), _("(and edit name=value ..., e.g. edit quantity=200 limit_price=9.80)")),
-        _entry("pending", _("every open question, review and order card of the console (any session)")),
-        _entry("pending N", _("make the N-th the current thread: the next line answers it")),
-        _("data commands:"),
-    ]
-    lines += [_entry(c.usage, _(c.summary)) for c in commands.values()]
-    lines += [_entry(_("lang zh|en"), _("answer me in Chinese or English (中文 / English)")),
-              _entry(_("help"), _("this text")), _entry("quit", _("leave (end of input does too)"))]
+    for section in sections:
+        lines.append(f"{section.title}:")
+        for entry in section.entries:
+            if entry.heading:
+                lines += [f"  {entry.usage}", f"      {entry.summary}"]
+            else:
+                lines.append(_entry(entry.usage, entry.summary) if entry.usage else f"      {entry.summary}")
+    lines.append(_entry("quit", _("leave (end of input does too)")))
     return "\n".join(lines)
 
 
@@ -172,37 +153,52 @@ class Console:
                 self.editing.append(line.rstrip("\n"))
             return True
         text = line.strip()
-        try:
-            words = shlex.split(unquote_marks(text))  # “…” and 「…」 quote as "…" does
-        except ValueError as exc:
-            self.say(_("error: {error}").format(error=exc))
-            return True
-        if not words:
-            return True
-        name, args = english(normalize(words[0]).strip()).lower(), words[1:]  # `帮助` is help
-        if name in ("quit", "exit"):
+        waiting = kind_of(self.pending[0]["value"]).name if self.pending else None
+        local = [(command.usage, command.summary) for command in self.commands.values()]
+        reply = self.core.intake.answer(Typed(self.place, text, waiting=waiting, local=local, session=True), ACCOUNT,
+                                        close_cards=True)
+        intent = reply.intent
+        if reply.answered:
+            self.show_reply(reply)
+        elif isinstance(intent, Leave):
             return False
-        if name == "help":
-            self.say(_help_text(self.commands))
-        elif name == "lang":
-            self.say(self.core.choose_language(self.user, " ".join(args)))
-        elif name == "pending":
-            self.choose_pending(args)
-        elif name in self.commands:
-            self.command(name, args)
-        elif (found := command_for(words)) is not None:
-            self.run_command(*found)
-        elif workflow_for(text) is not None:
+        elif isinstance(intent, Pending):
+            self.choose_pending(list(intent.args))
+        elif isinstance(intent, LocalCommand):
+            self.command(intent.name, list(intent.args))
+        elif isinstance(intent, Request):
             self.new_request(text)
-        elif self.pending:
-            self.answer(text)
+        elif isinstance(intent, Answer | Cancel) and self.pending:
+            self.answer(intent.text if isinstance(intent, Answer) else CANCEL_ANSWER)
         else:
             self.submit(text)
         return True
 
+    def show_reply(self, reply: Reply) -> None:
+        """What the core answered at once: the help, a line, or a command's view (with its files saved here); the
+        runs of cards a command closed end, and background work it made due runs, before the next prompt."""
+        if reply.help:
+            self.say(help_text(reply.help))
+        elif reply.failed:
+            self.say(_("error: {error}").format(error=reply.text))
+        elif reply.text:
+            self.say(reply.text)
+        if reply.view is None:
+            return
+        self.say(view_text(reply.view))
+        self.export(reply.view.artifacts, self.ctx.settings.data_dir / "exports" / "commands")
+        for thread_id in reply.closed:  # the cards it closed: their runs end before the next prompt
+            self.core.queue.wait_idle(thread_id)  # type: ignore[attr-defined]
+        if reply.closed:
+            self.pending = self.runner.pending(self.thread)
+        if reply.background_due and self.background is not None:
+            self.background.run_jobs(force=True)
+            for thread_id in list(self.surface.opened):  # the runs the pass started (a scheduled rule's)
+                self.core.queue.wait_idle(thread_id)  # type: ignore[attr-defined]
+
     def submit(self, text: str) -> None:
         """A message into the current thread, run as a job; returns once the run is over or waits."""
-        self.core.submit_text(self.place, text, f"console:{self.place.thread_ts}:{next(self.keys)}")
+        self.core.intake.submit_text(self.place, text, f"console:{self.place.thread_ts}:{next(self.keys)}")
         self.settled()
 
     def settled(self) -> None:
@@ -332,33 +328,6 @@ class Console:
             self.say(_("(now answering: {title})").format(title=kind_of(value).title(value)))
             return
 
-    def run_command(self, command: Subcommand, args: list[str]) -> None:
-        """A command that needs no run (account, orders, factor list, ...), as the console operator; when it made
-        background work due, the background pass runs now and the runs it starts are waited for."""
-        due: list[bool] = []
-        closed: list[str] = []
-
-        def close_cards(action: str, reason: str) -> int:
-            closed.extend(self.core.close_cards(action, reason, self.user))
-            return len(closed)
-
-        try:
-            view = command.run(self.core.command_call(args, self.user, ACCOUNT, close_cards=close_cards,
-                                                      background_due=lambda: due.append(True)))
-        except (CommandError, DataError, ValueError) as exc:
-            self.say(_("error: {error}").format(error=exc))
-            return
-        self.say(view_text(view))
-        self.export(view.artifacts, self.ctx.settings.data_dir / "exports" / "commands")
-        for thread_id in closed:  # the cards it closed: their runs end before the next prompt
-            self.core.queue.wait_idle(thread_id)  # type: ignore[attr-defined]
-        if closed:
-            self.pending = self.runner.pending(self.thread)
-        if due and self.background is not None:
-            self.background.run_jobs(force=True)
-            for thread_id in list(self.surface.opened):  # the runs the pass started (a scheduled rule's)
-                self.core.queue.wait_idle(thread_id)  # type: ignore[attr-defined]
-
     def command(self, name: str, args: list[str]) -> None:
         command = self.commands[name]
         low, high = command.arity
@@ -387,15 +356,13 @@ class Console:
         self.submit(text)
 
     def answer(self, text: str) -> None:
-        """A line typed while the run waits: the answer or decision for the oldest pending interrupt."""
+        """A line typed while the run waits: the answer or decision for the oldest pending interrupt (a decision's
+        word read in English by the core: `批准` is approve)."""
         payload = self.pending[0]["value"]
         kind = kind_of(payload)
-        if is_cancel(text) and kind.name != CLARIFY:  # a review or approval ends as a rejection, recorded
+        if text == CANCEL_ANSWER and kind.name != CLARIFY:  # a review or approval ends as a rejection, recorded
             self.decide({"type": "reject", "message": _("cancelled in the console")})
             return
-        if kind.name != CLARIFY:  # `批准`, `拒绝 …`, `编辑 …` are approve, reject, edit; an answer stays as typed
-            word, space, rest = unquote_marks(text).strip().partition(" ")
-            text = english(normalize(word)) + space + rest
         step = kind.console_step(text, payload)
         if step.message == EDIT_BODY:
             self.editing = []

@@ -11,13 +11,13 @@ import contextlib
 import hashlib
 import logging
 import os
-import re
 import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 from bot.core.home import Homes
+from bot.core.intake import Intake
 from bot.core.kinds import kind_of
 from bot.core.outbox import DECIDED_POST, Outbox, pending_entry, place_of
 from bot.core.policy import ALREADY_HANDLED, Policy
@@ -27,7 +27,6 @@ from bot.core.surface import (
     HomeSurface,
     Place,
     Refused,
-    Result,
     RetryOffer,
     Status,
     StreamSurface,
@@ -41,29 +40,21 @@ from bot.stores.homes import HomeStore
 from bot.stores.languages import LanguageStore
 from bot.stores.posts import PostStore
 from bot.stores.threads import AuditLog, ThreadInfo, ThreadRegistry, dedupe_key
+from graphs import conversation
 from graphs.background import Notice, ScheduledRun
-from graphs.clarify import is_cancel
-from graphs.grammar import first_word, unquote_marks
 from graphs.home import HomeAction
-from graphs.registry import WORKFLOWS, command_for, workflow_for
+from graphs.registry import WORKFLOWS, command_for
 from graphs.workflow import CommandCall, CommandError
-from tools.data.schema import DataError
 from tools.i18n import DEFAULT_LANGUAGE, N_, _, choice_of, language_for_locale, using
 from tools.i18n.languages import Language
 
 log = logging.getLogger(__name__)
 
-MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
 NOT_OFFERED = N_("That button is not on your home any more (or never was), so nothing was done.")
 FROM_HOME = N_("from {user}'s App Home, no reason typed")  # what a home button that asks says when left empty
 SWITCH_SOURCE = "trading switch"  # the decision source of a card a switch-off closed
 NOT_APPLIED_YET = N_(":warning: Your decision is recorded but could not be applied yet: {error}. I will try again "
                      "automatically; nothing is lost.")
-
-
-def clean_text(text: str) -> str:
-    """A message's text without the mentions of the bot."""
-    return MENTION.sub("", text or "").strip()
 
 
 def unrecorded(exc: BaseException) -> str:
@@ -98,6 +89,7 @@ class Core:
         self.posts = PostStore(engine, claim_seconds)
         self.owner = f"{socket.gethostname()}:{os.getpid()}"  # who claims decisions and posts to work on them
         self.outbox = Outbox(surface, self.posts, self.threads, runner.context.artifacts, self.owner, scope)
+        self.intake = Intake(self)
         self.homes = (Homes(runner, self.open_questions, self.decisions, policy, surface,
                             HomeStore(engine, claim_seconds), self.threads, self.owner, self.language_of)
                       if isinstance(surface, HomeSurface) else None)
@@ -134,24 +126,6 @@ class Core:
             return notice.said()
 
     # --- intake -------------------------------------------------------------------------------------------------
-
-    def submit_text(self, place: Place, text: str, key: str) -> bool:
-        """Record the message (its dedupe key) and queue its run behind the thread's earlier jobs. `cancel` also
-        stops the thread's running job at its next step at once, without waiting its turn."""
-        text = clean_text(text)
-        message = Message(dedupe_key(key), place.team, place.channel, place.thread_ts, place.user, text)
-        if is_cancel(text) and self.queue.abort(message.thread_id):
-            log.info("stop requested for thread %s", message.thread_id)
-        return self.queue.submit_text(message)
-
-    def answered_once(self, place: Place, text: str, key: str) -> bool:
-        """Record a message the surface answers at once (a command): True the first time its key is seen, so a
-        redelivered event is not answered twice."""
-        message = Message(dedupe_key(key), place.team, place.channel, place.thread_ts, place.user, clean_text(text))
-        if not self.queue.inbox.record(message.key, message.thread_id, message.payload()):
-            return False
-        self.queue.inbox.mark_done(message.key)
-        return True
 
     def is_known_thread(self, place: Place) -> bool:
         return self.threads.get(place.thread_id) is not None
@@ -304,10 +278,9 @@ class Core:
             if message.request is not None:
                 self._after_background_run(info.thread_id, message.request, outcome)
             return
-        if workflow_for(message.text) is not None:  # a new request, not an answer: it gets its own thread
+        # a command was answered where it was typed (Intake.take); a new request is not an answer: its own thread
+        if isinstance(conversation.read(message.text, kind_of(pending[0]["value"]).name), conversation.Request):
             self._start_elsewhere(place, message.text)
-            return
-        if self._command_aside(place, message.text):  # `账户`, `orders`, `help`: never taken as the answer
             return
         interrupt = next((p for p in pending if kind_of(p["value"]).thread_reply_decides), None)
         with using(self.language_of(place.user)):  # what only they see is in their own language
@@ -320,33 +293,6 @@ class Core:
                 self.surface.tell(place, verdict.reason)
         if verdict.allowed:
             self.confirm(verdict, interrupt["id"], place.user, decision, "thread reply")
-
-    def _command_aside(self, place: Place, text: str) -> bool:
-        """A command or `help` typed into a thread whose question is still open: it runs (its view in the thread),
-        and the question stays open. False when the text is not one."""
-        words = unquote_marks(text).split()
-        if first_word(text) == "help":
-            with using(self.language_of(place.user)):
-                self.surface.tell(place, _("`/quant help` lists what I can do. The question here is still open: "
-                                           "reply to it, or `cancel`."))
-            return True
-        found = command_for(words)
-        if found is None:
-            return False
-        command, args = found
-        try:
-            view = command.run(self.command_call(args, place.user, channel_account(place.channel)))
-        except (CommandError, DataError, ValueError) as exc:
-            with using(self.language_of(place.user)):
-                self.surface.tell(place, _("error: {error}").format(error=exc))
-            return True
-        try:
-            self.surface.post(place, Result(view))
-        except Refused as exc:
-            log.warning("a command's view was not accepted: %s", exc.reason)
-            return True
-        self.outbox.upload(place, view.artifacts)
-        return True
 
     def _after_background_run(self, thread_id: str, request: dict[str, Any], outcome: Outcome) -> None:
         """A background run whose graph crashed never reached its own bookkeeping: its workflow's `after_failure`
@@ -451,7 +397,7 @@ class Core:
             self.queue.submit_text(Message(f"home:{root.channel}:{root.thread_ts}", root.team, root.channel,
                                            root.thread_ts, user, text))
             return _("Started `{text}` in a new thread of its channel.").format(text=text)
-        found = command_for(list(action.words))
+        found = command_for(" ".join(_quoted(word) for word in action.words))
         if found is None:
             return _(NOT_OFFERED)
         command, args = found
@@ -646,6 +592,11 @@ class Core:
         self.outbox.notify(thread_id, key, text, users)
         if self.homes is not None:
             self.home_changed(self.threads.get(thread_id), *users)
+
+
+def _quoted(word: str) -> str:
+    """A home button's word as one word of a command line (a reason with spaces stays one)."""
+    return f'"{word}"' if any(c.isspace() for c in word) else word
 
 
 def channel_account(channel: str) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 from graphs.interrupts import APPROVAL, CLARIFY, CODE_REVIEW, validate_args
 from tools.i18n import N_, _, pgettext
 
+EDIT_NAMES = {"limit": "limit_price", "price": "limit_price", "qty": "quantity"}  # as the order grammar names them
 EDIT_BODY = "edit-body"  # console: the body follows on the next lines, ended by a line `.`
 
 
@@ -139,7 +140,8 @@ class Approval:
         if word == "reject":
             return _reject(rest, str(payload.get("on_reject") or _("the action is not taken")))
         if word == "edit" and "edit" in payload.get("allowed", []):
-            raw = dict(part.split("=", 1) for part in rest.split() if "=" in part)
+            raw = {EDIT_NAMES.get(name, name): value
+                   for name, _eq, value in (part.partition("=") for part in rest.split() if "=" in part)}
             args, errors = validate_args(payload.get("args_schema") or {}, payload.get("args") or {}, raw)
             if errors:
                 return ConsoleStep(message=_("error: {error}").format(error="; ".join(errors)))

@@ -79,7 +79,7 @@ def _case(path: Path, index: int, raw: Any) -> Case:
                                                                                               case=case_id))
     for command in setup:
         try:
-            known = command_for(shlex.split(command)) is not None
+            known = bool(shlex.split(command)) and command_for(command) is not None
         except ValueError as exc:  # an unbalanced quote
             raise DatasetError(_("{where} ({case}): set-up command {command!r} does not parse: {error}").format(
                 where=where, case=case_id, command=command, error=exc)) from None

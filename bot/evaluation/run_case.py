@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import logging
-import shlex
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -114,7 +113,7 @@ def _run(workflow: Workflow, case: Case, repeat: int, settings: Settings, ctx: W
 
 def set_up(case: Case, ctx: WorkflowContext) -> None:
     for command in case.setup:
-        found = command_for(shlex.split(command))
+        found = command_for(command)
         if found is None:
             raise CommandError(f"{command!r} is not a command")
         sub, args = found

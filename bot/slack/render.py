@@ -7,6 +7,7 @@ import json
 import re
 from typing import Any
 
+from bot.core.intake import HelpSection, Reply
 from graphs.interrupts import APPROVAL, CLARIFY, CODE_REVIEW
 from graphs.views import View
 from tools.i18n import N_, _
@@ -63,6 +64,26 @@ def answered_message(question: str, user_id: str, answer: str) -> dict[str, Any]
 
 def reply_message(text: str) -> dict[str, Any]:
     return {"text": _clip(text, 40_000), "blocks": [_section(text)]}
+
+
+def help_text(sections: tuple[HelpSection, ...]) -> str:
+    """The help as Slack text: a bold title per section, a bullet per command."""
+    lines = ["*QuantDesk* — " + _("type these in a thread, after `/quant`, or mention me")]
+    for section in sections:
+        lines.append(f"*{section.title}*")
+        lines += [f"• `{entry.usage}` — {entry.summary}" if entry.usage else f"     {entry.summary}"
+                  for entry in section.entries]
+    return "\n".join(lines)
+
+
+def reply_of(reply: Reply) -> dict[str, Any]:
+    """What the core answered at once, as a message: a command's view, the help (text alone: it is long), or a
+    line (a warning when something went wrong)."""
+    if reply.view is not None:
+        return view_message(reply.view)
+    if reply.help:
+        return {"text": _clip(help_text(reply.help), 40_000)}
+    return reply_message(f":warning: {reply.text}" if reply.failed else reply.text)
 
 
 CODE_INLINE_MAX = 2800  # a section's 3,000 characters minus the fence and the heading

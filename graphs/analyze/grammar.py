@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from graphs.grammar import bad_code_message, did_you_mean, first_word, normalize, tokenize
+from graphs.grammar import Words, bad_code_message, did_you_mean, first_word, normalize, tokenize
 from graphs.order.grammar import OrderGrammarError, account_name
 from tools.i18n import _
 
@@ -18,6 +18,10 @@ MAX_REPLAY_DATES = 60
 ANALYSTS = ("market", "news", "sentiment", "fundamentals")
 DEFAULT_DEPTH = 1
 PARAMS = ("depth", "account", "every", "session")
+WORDS = Words(
+    commands={"分析": "analyze", "决策": "decisions", "盘前": "pre_open", "盘后": "post_close"},
+    params={"深度": "depth", "辩论轮数": "depth", "分析师": "analysts", "时段": "session", "间隔": "every"},
+)
 SESSIONS = ("pre_open", "post_close")  # before the day's open (data to the previous close), or after its close
 _RANGE = re.compile(r"\b(\d{8}|\d{4}-\d{2}-\d{2})\.\.(\d{8}|\d{4}-\d{2}-\d{2})\b")
 _ANALYSTS_PARAM = re.compile(r"\banalysts\s*=\s*(\w+(?:\s*[,，;]\s*\w+)*)", re.IGNORECASE)

@@ -22,7 +22,7 @@ from graphs.factor.library import (
     combination_parts,
     find_factor,
 )
-from graphs.grammar import split, tokenize
+from graphs.grammar import Words, split, tokenize
 from graphs.grammar import starts_request as new_request
 from tools.data.schema import DataError, check_range
 from tools.i18n import _
@@ -66,11 +66,25 @@ class FactorRequest:
                    data.get("end"), dict(data.get("params") or {}))
 
 
+# Chinese names of the library's factors and of the request's parameters
+WORDS = Words(
+    commands={"因子": "factor", "组合": "combo", "评估": "evaluate", "检验": "evaluate"},
+    params={"窗口": "window", "周期": "window", "名称": "name", "名字": "name"},
+    names={"动量": "momentum", "反转": "reversal", "波动率": "volatility", "换手率": "turnover",
+           "量价相关": "volume_price_corr", "量价相关性": "volume_price_corr", "价值": "value", "盈利收益率": "value",
+           "市盈率倒数": "value", "账面市值比": "book_to_price", "市净率倒数": "book_to_price", "市值": "size",
+           "规模": "size", "小市值": "size"},
+)
+VERBS = ("backtest", "evaluate")  # words a factor request may say that change nothing: every factor is evaluated
+
+
 def parse(text: str) -> FactorRequest:
     """Whatever pieces of the grammar `text` holds."""
     tokens = tokenize(text, "factor")
     kind, rest = None, []
     for word in tokens.words:
+        if word.lower() in VERBS and kind != "combo":
+            continue
         if kind is None and word.lower() in ("combo", "combination"):
             kind = "combo"
         elif kind is None and find_factor(word) is not None:
@@ -160,4 +174,4 @@ def library_names() -> list[str]:
 def starts_request(text: str) -> bool:
     """A new factor request rather than a follow-up or an answer (see graphs.grammar.starts_request)."""
     return new_request(text, "factor",
-                       lambda word: word.lower() in ("combo", "combination") or find_factor(word) is not None)
+                       lambda word: word.lower() in ("combo", "combination") or find_factor(word) is not None, VERBS)

@@ -8,10 +8,15 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from graphs import names
-from graphs.grammar import CODE, PARAM, did_you_mean, english, first_word, normalize, split
+from graphs.grammar import CODE, PARAM, Words, did_you_mean, english, first_word, normalize, segment, split
 from tools.i18n import _
 
 KEYWORD = "order"
+SIDES = ("buy", "sell")  # a request may start with its side: `买入 000001.SZ 200股` is `order 000001.SZ buy 200`
+WORDS = Words(
+    commands={"下单": "order", "买": "buy", "买入": "buy", "卖": "sell", "卖出": "sell"},
+    params={"数量": "quantity", "限价": "limit", "账户": "account"},
+)
 USAGE = "order CODE buy|sell QTY [limit=PRICE] [account=NAME] [reason words]"
 ACCOUNT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -40,7 +45,7 @@ PARAMS = ("limit", "account")
 
 
 def starts_request(text: str) -> bool:
-    return first_word(text) == KEYWORD
+    return first_word(text) in (KEYWORD, *SIDES)
 
 
 def looks_structured(text: str) -> bool:
@@ -57,9 +62,14 @@ def account_name(text: str) -> str:
 
 
 def parse_order(text: str) -> OrderIntent:
-    tokens = [t for t in re.split(r"\s+", normalize(text).strip()) if t]  # commas stay: a quantity may be 1,000
+    tokens: list[str] = []
+    for token in re.split(r"\s+", normalize(text).strip()):  # commas stay: a quantity may be 1,000
+        # the code, side and quantity may be typed without spaces (`买平安银行1000`); the reason stays as typed
+        tokens += segment(token) if len(tokens) < 4 else [token] if token else []
     if tokens and english(tokens[0]).lower() in (KEYWORD, f"/{KEYWORD}"):
         tokens = tokens[1:]
+    elif len(tokens) >= 2 and english(tokens[0]).lower() in SIDES:  # side first: `买入 平安银行 1000股`
+        tokens = [tokens[1], tokens[0], *tokens[2:]]
     if len(tokens) < 3:
         raise OrderGrammarError(_("an order needs a code, a side and a quantity: `{usage}`, e.g. `order 600519.SH buy "
                                   "100 limit=1700`").format(usage=USAGE))

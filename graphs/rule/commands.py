@@ -9,7 +9,7 @@ from decimal import Decimal, InvalidOperation
 
 import pandas as pd
 
-from graphs.grammar import did_you_mean, normalize
+from graphs.grammar import Words, did_you_mean, normalize
 from graphs.rule.present import present_backtest, present_log, present_rule, present_rules
 from graphs.views import View
 from graphs.workflow import CommandCall, CommandError, Subcommand
@@ -267,6 +267,11 @@ def help_command(call: CommandCall) -> View:
                          "(fields open high low close volume; ma ema rsi atr macd boll kdj; close[1]; and or not; "
                          "crosses above|below)")])
 
+
+WORDS = Words(commands={
+    "规则": "rule", "运行": "run", "执行": "run", "添加": "add", "新增": "add", "日志": "log", "定时": "schedule",
+    "暂停": "pause", "恢复": "resume", "删除": "delete", "回测": "backtest", "我的": "mine", "本频道": "channel",
+})
 
 SUBCOMMANDS: dict[str, Subcommand] = {
     "add": Subcommand(ADD_USAGE, N_("save a trading rule (words for the model, or the rule language)"), add_command),

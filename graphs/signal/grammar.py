@@ -11,9 +11,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from graphs.grammar import split, tokenize
+from graphs.grammar import Words, split, tokenize
 from graphs.grammar import starts_request as new_request
 from graphs.signal.library import STRATEGIES, find_strategy
+
+# Chinese names of the strategies and their parameters, as Chinese quants call them
+WORDS = Words(
+    commands={"信号": "signal"},
+    params={"快线": "fast", "短均线": "fast", "慢线": "slow", "长均线": "slow", "窗口": "window", "周期": "window",
+            "前": "top", "后": "bottom", "入场": "entry", "下限": "lower", "上限": "upper", "倍数": "k",
+            "标准差倍数": "k", "便宜": "cheap", "昂贵": "dear"},
+    names={"均线交叉": "ma_cross", "均线金叉": "ma_cross", "金叉": "ma_cross", "双均线": "ma_cross",
+           "均线": "ma_cross", "动量": "momentum", "均值回归": "mean_reversion", "均值回复": "mean_reversion",
+           "布林带": "bollinger", "布林线": "bollinger", "布林通道": "bollinger", "相对强弱": "rsi",
+           "相对强弱指标": "rsi", "唐奇安通道": "channel", "唐奇安": "channel", "通道突破": "channel",
+           "海龟": "channel", "估值": "valuation", "市盈率市净率": "valuation"},
+)
+VERBS = ("backtest",)  # words a signal request may say that change nothing: every signal is backtested
 
 
 @dataclass(frozen=True)
@@ -68,6 +82,8 @@ def parse(text: str) -> SignalRequest:
     strategy: str | None = None
     unknown: list[str] = []
     for word in tokens.words:
+        if word.lower() in VERBS:
+            continue
         found = find_strategy(word) if strategy is None else None
         if found is not None:
             strategy = found.name
@@ -100,4 +116,4 @@ def vocabulary(strategy: str | None) -> list[str]:
 
 def starts_request(text: str) -> bool:
     """A new signal request rather than a follow-up or an answer (see graphs.grammar.starts_request)."""
-    return new_request(text, "signal", lambda word: find_strategy(word) is not None)
+    return new_request(text, "signal", lambda word: find_strategy(word) is not None, VERBS)

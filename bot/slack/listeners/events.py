@@ -1,5 +1,5 @@
-"""Mentions, direct messages (the assistant pane's threads too) and replies in the bot's threads: recorded and
-queued (the core's `submit_text`); a command typed in a direct message is answered in its thread at once."""
+"""Mentions, direct messages (the assistant pane's threads too) and replies in the bot's threads, handed to the
+core's one dispatcher (bot/core/intake.py): what it answers at once is posted in the thread, the rest it queues."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ from typing import Any
 from slack_bolt import App
 from slack_sdk.errors import SlackApiError
 
-from bot.core import Core, Place, clean_text
+from bot.core import Core, Place, Reply, Typed, channel_account, clean_text
 from bot.slack import render
-from bot.slack.listeners.commands import command_reply
-from graphs.views import View
+from tools.i18n import using
 
 log = logging.getLogger(__name__)
 
@@ -28,41 +27,45 @@ def register(app: App, core: Core, bot_user: str) -> None:
 
     def in_a_thread_of_mine(body: dict[str, Any], event: dict[str, Any]) -> bool:
         """A reply in a thread the bot runs; a reply that mentions the bot arrives as `app_mention` too."""
-        thread_ts = event.get("thread_ts")
+        thread_ts = str(event.get("thread_ts") or "")
         return bool(thread_ts) and f"<@{bot_user}>" not in event.get("text", "") and core.is_known_thread(
             Place(body["team_id"], event["channel"], thread_ts))
 
-    def submit(body: dict[str, Any], event: dict[str, Any], root: str) -> bool:
-        """Record and queue the message; False when it was taken before (a redelivery)."""
-        channel = event["channel"]  # a retry, or the same post as `message` and `app_mention`, has the same key
-        return core.submit_text(Place(body["team_id"], channel, root, event["user"]), event.get("text", ""),
-                         f"msg:{channel}:{event['ts']}")
+    def take(body: dict[str, Any], event: dict[str, Any], root: str) -> Reply:
+        """The core's one dispatcher: a command, help or status answered in the thread at once (once: a retry, or
+        the same post as `message` and `app_mention`, has the same key), anything else recorded and queued."""
+        channel = event["channel"]
+        place = Place(body["team_id"], channel, root, event["user"])
+        reply = core.intake.take(Typed(place, event.get("text", ""), f"msg:{channel}:{event['ts']}"),
+                                 channel_account(channel))
+        if reply.answered and (reply.text or reply.view is not None or reply.help):
+            with using(core.language_of(event["user"])):
+                show(place, reply)
+        return reply
+
+    def show(place: Place, reply: Reply) -> None:
+        try:
+            app.client.chat_postMessage(channel=place.channel, thread_ts=place.thread_ts, **render.reply_of(reply))
+        except SlackApiError as exc:
+            log.warning("could not answer in a thread: %s", exc.response.get("error"))
+            return
+        if reply.view is not None:
+            core.outbox.upload(place, reply.view.artifacts)
 
     @app.event("app_mention")
     def on_mention(body: dict[str, Any], event: dict[str, Any]) -> None:
-        submit(body, event, event.get("thread_ts") or event["ts"])
+        take(body, event, event.get("thread_ts") or event["ts"])
 
     @app.event("message", matchers=[from_a_person, in_a_direct_message])
     def on_direct_message(body: dict[str, Any], event: dict[str, Any]) -> None:
         """A direct message, or a message in an assistant thread (the pane's threads are in the app's direct
-        messages): the thread's first message names it; a command is answered in the thread at once, anything
-        else is submitted like a mention (this listener alone takes it: Bolt runs the first that matches)."""
+        messages): the thread's first request names it (this listener alone takes it: Bolt runs the first that
+        matches)."""
         channel, root, text = event["channel"], event.get("thread_ts") or event["ts"], event.get("text", "")
-        place = Place(body["team_id"], channel, root, event["user"])
-        first = bool(event.get("thread_ts")) and not core.is_known_thread(place)
-        reply = command_reply(core, event["user"], channel, text)
-        if reply is None:
-            if submit(body, event, root) and first:  # not for a redelivery
-                title(channel, root, text)
-        elif core.answered_once(place, text, f"msg:{channel}:{event['ts']}"):
-            message = render.view_message(reply) if isinstance(reply, View) else render.reply_message(reply)
-            try:
-                app.client.chat_postMessage(channel=channel, thread_ts=root, **message)
-            except SlackApiError as exc:
-                log.warning("could not answer a command: %s", exc.response.get("error"))
-                return
-            if isinstance(reply, View):
-                core.outbox.upload(place, reply.artifacts)
+        first = bool(event.get("thread_ts")) and not core.is_known_thread(Place(body["team_id"], channel, root))
+        reply = take(body, event, root)
+        if reply.queued and first:
+            title(channel, root, text)
 
     def title(channel: str, thread_ts: str, text: str) -> None:
         """An assistant thread's title, from its first request (not an assistant thread: Slack refuses; fine)."""
@@ -74,7 +77,7 @@ def register(app: App, core: Core, bot_user: str) -> None:
 
     @app.event("message", matchers=[from_a_person, in_a_thread_of_mine])
     def on_thread_reply(body: dict[str, Any], event: dict[str, Any]) -> None:
-        submit(body, event, event["thread_ts"])
+        take(body, event, event["thread_ts"])
 
     @app.event("message")
     def on_other_message() -> None:

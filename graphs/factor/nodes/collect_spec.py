@@ -20,7 +20,7 @@ from graphs.factor import spec as grammar
 from graphs.factor.deps import FactorDeps
 from graphs.factor.models import MODELS
 from graphs.factor.state import FactorState
-from graphs.grammar import bad_code_message, is_ignore, unused_question
+from graphs.grammar import bad_code_message, is_ignore, suggestions, unused_question
 from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json, language_instruction
 from graphs.progress import report_progress
 from tools.data.schema import BAR_FIELDS, INDICATOR_FIELDS, DataError, check_range
@@ -84,11 +84,11 @@ def _library(state: FactorState, ctx: FactorDeps, text: str, update: dict[str, A
     if request.bad_codes:
         return _ask(state, {**update, "mode": "library", "request": request.as_dict(), "spec": None},
                     _("{problem} Reply with the corrected codes, or `cancel`.").format(
-                        problem=bad_code_message(request.bad_codes)))
+                        problem=bad_code_message(request.bad_codes)), suggestions(request.bad_codes))
     if unused := request.unused():  # never run without something the user typed: ask, keeping the rest
         kept = replace(request, params={k: v for k, v in request.params.items() if k in grammar.PARAMS})
         return _ask(state, {**update, "mode": "library", "request": kept.as_dict(), "spec": None},
-                    unused_question(unused, [*grammar.library_names(), *grammar.PARAMS]))
+                    unused_question(unused, [*grammar.library_names(), *grammar.PARAMS]), suggestions((), unused))
     update.update(mode="library", request=request.as_dict(), spec=None)
     missing = grammar.missing(request, ctx.provider.known_codes() is not None)
     if "factor" in missing:

@@ -15,7 +15,7 @@ from langgraph.runtime import Runtime
 from graphs.clarify import CANCELLED, ask, is_cancel
 from graphs.common import AGENT_STEP_LIMIT, new_human_text, workspace_summary
 from graphs.context import model_for, workspace
-from graphs.grammar import bad_code_message, is_ignore, unused_question
+from graphs.grammar import bad_code_message, is_ignore, suggestions, unused_question
 from graphs.llm import AGENT_FAILURES, agent_json_answer, describe_model_failure, language_instruction
 from graphs.progress import report_progress
 from graphs.signal.deps import SignalDeps
@@ -136,14 +136,14 @@ def _reflect_structured(state: SignalState, text: str, provider: MarketDataProvi
     if request.bad_codes:
         return {"request": request.as_dict(), "error_messages": [], **_clarify(
             state, _("{problem} Reply with the corrected codes, or `cancel`.").format(
-                problem=bad_code_message(request.bad_codes)))}
+                problem=bad_code_message(request.bad_codes)), suggestions(request.bad_codes))}
     strategy_params = STRATEGIES[request.strategy].params if request.strategy else None
     stray = [name for name in request.params if strategy_params is not None and name not in strategy_params]
     if request.unknown_words or stray:  # never run without something the user typed: ask, keeping the rest
         kept = replace(request, params={k: v for k, v in request.params.items() if k not in stray})
         unused = [*request.unknown_words, *(f"{name}={request.params[name]}" for name in stray)]
         return {"request": kept.as_dict(), "error_messages": [], **_clarify(
-            state, unused_question(unused, vocabulary(request.strategy)))}
+            state, unused_question(unused, vocabulary(request.strategy)), suggestions((), unused))}
     update: dict[str, Any] = {"request": request.as_dict(), "error_messages": []}
     if request.strategy:  # a strategy whose data this provider lacks: no answer to any question would help
         fields = STRATEGIES[request.strategy].fields

@@ -1,0 +1,210 @@
+"""Issue 37: the one reader behind every surface (graphs/conversation.py). Phrasings typed as Chinese and English
+quants type them, many without spaces, each with what it is read as: a command and its arguments, a new request and
+what its workflow's grammar makes of it, an answer to the question the thread waits on, or free text. Unknown
+words in a Chinese sentence are named back, never dropped. The four surfaces' answers to the same phrasings are in
+tests/test_conversation_surfaces.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from graphs import conversation, names
+from graphs.analyze.grammar import DecisionGrammarError, parse_request
+from graphs.clarify import chosen
+from graphs.factor import spec as factor
+from graphs.grammar import FILLER_WORDS, NO_WORDS, YES_WORDS, normalize, suggestions, vocabulary
+from graphs.order.grammar import OrderGrammarError, parse_order
+from graphs.registry import WORDS
+from graphs.signal import grammar as signal
+from tools.data.factory import provider_from_settings
+from tools.settings import Settings
+
+MAOTAI, PINGAN, PINGAN_INSURANCE = "600519.SH", "000001.SZ", "601318.SH"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _sample_names() -> Iterator[None]:
+    names.use(provider_from_settings(Settings(QUANTDESK_DATA_PROVIDER="sample")))
+    yield
+
+
+def reading(text: str, waiting: str | None = None) -> tuple[object, ...]:
+    """What `text` is read as, in a form a table can hold: a command's usage (its first two words) and arguments,
+    a request's workflow and its grammar's reading (an error's message counts), or the intent and its text."""
+    intent = conversation.read(text, waiting, {"codes", "bars"})
+    if isinstance(intent, conversation.Command):
+        return "command", " ".join(intent.command.usage.split()[:2]), list(intent.args)
+    if isinstance(intent, conversation.Request):
+        return ("request", intent.workflow, *_request(intent.workflow, text))
+    if isinstance(intent, conversation.Answer):
+        return "answer", intent.text
+    if isinstance(intent, conversation.Usage):
+        return "usage", intent.usage.split()[0]
+    if isinstance(intent, conversation.Language):
+        return "lang", intent.word
+    if isinstance(intent, conversation.Pending | conversation.LocalCommand):
+        return type(intent).__name__.lower(), *intent.args
+    return (type(intent).__name__.lower(),)
+
+
+def _request(workflow: str, text: str) -> tuple[object, ...]:
+    try:
+        if workflow == "signal":
+            s = signal.parse(text)
+            return s.strategy, s.codes, s.start, s.end, s.params, s.unknown_words
+        if workflow == "factor":
+            f = factor.parse(text)
+            return f.kind, f.codes, f.start, f.end, f.params, f.unknown_words
+        if workflow == "order":
+            o = parse_order(text)
+            return o.ts_code, o.side, o.quantity, o.limit_price
+        if workflow == "analyze":
+            d = parse_request(text)
+            return d.ts_code, d.trade_date, d.depth
+    except (OrderGrammarError, DecisionGrammarError) as exc:
+        return (str(exc),)
+    return ()
+
+
+PHRASINGS: list[tuple[str, str | None, tuple[object, ...]]] = [
+    # conversation words
+    ("帮助", None, ("help",)), ("help", None, ("help",)), ("状态", None, ("status",)), ("status", None, ("status",)),
+    ("语言 中文", None, ("lang", "中文")), ("lang en", None, ("lang", "en")), ("待办 2", None, ("pending", "2")),
+    ("退出", None, ("leave",)), ("quit", None, ("leave",)), ("取消", None, ("cancel",)), ("cancel", None, ("cancel",)),
+    ("codes", None, ("localcommand",)),
+    # account and desk commands
+    ("账户", None, ("command", "account [NAME]", [])), ("持仓", None, ("command", "account [NAME]", [])),
+    ("account", None, ("command", "account [NAME]", [])),
+    ("委托 全部", None, ("command", "orders [open|today|all]", ["all"])),
+    ("今日委托", None, ("command", "orders [open|today|all]", ["today"])),
+    ("orders open", None, ("command", "orders [open|today|all]", ["open"])),
+    ("交易开关 关 收盘前暂停，等通知", None, ("command", "trading [on|off]", ["off", "收盘前暂停，等通知"])),
+    ("trading off 恢复 later", None, ("command", "trading [on|off]", ["off", "恢复", "later"])),
+    ("时钟 下一日", None, ("command", "clock [next", ["next"])), ("时钟 设置 2020年6月1日", None,
+                                                               ("command", "clock [next", ["set", "20200601"])),
+    ("授权", None, ("command", "mandate [NAME]", [])), ("决策 600519.SH", None, ("command", "decisions [CODE]",
+                                                                              ["600519.SH"])),
+    ("撤单 12", None, ("command", "cancel ORDER", ["12"])), ("cancel 12", None, ("command", "cancel ORDER", ["12"])),
+    ("撤单", None, ("cancel",)),  # alone: withdraw what waits (an order card), as `cancel`
+    ("cancel", "approval", ("cancel",)),
+    # rule and factor commands, noun first and verb first, spaced or not
+    ("列出所有因子", None, ("command", "factor list", ["all"])), ("factor list", None, ("command", "factor list", [])),
+    ("因子列表", None, ("command", "factor list", [])), ("规则清单", None, ("command", "rule list", [])),
+    ("所有规则", None, ("command", "rule list", ["all"])), ("列出规则", None, ("command", "rule list", [])),
+    ("rule list mine", None, ("command", "rule list", ["mine"])),
+    ("删除规则 2", None, ("command", "rule delete", ["2"])), ("删除规则2", None, ("command", "rule delete", ["2"])),
+    ("delete rule 2", None, ("command", "rule delete", ["2"])), ("恢复规则 2", None, ("command", "rule resume", ["2"])),
+    ("暂停规则 2 财报前", None, ("command", "rule pause", ["2", "财报前"])),
+    ("回测规则 2 20200101 20200601", None, ("command", "rule backtest", ["2", "20200101", "20200601"])),
+    ("规则 回测 2 2020年1月1日至2020年6月1日", None, ("command", "rule backtest", ["2", "20200101", "20200601"])),
+    ("规则 添加 600519.SH “收盘价上穿30日均线买入” size=100", None,
+     ("command", "rule add", ["600519.SH", "收盘价上穿30日均线买入", "size=100"])),
+    # requests: signal
+    ("信号 均线交叉 600519.SH 20190102 20191231 快线=10 慢线＝30", None,
+     ("request", "signal", "ma_cross", (MAOTAI,), "20190102", "20191231", {"fast": "10", "slow": "30"}, ())),
+    ("帮我生成一个均线金叉信号 贵州茅台 2018年3月1日至2019年6月1日", None,
+     ("request", "signal", "ma_cross", (MAOTAI,), "20180301", "20190601", {}, ())),
+    ("唐奇安通道 贵州茅台 20190102-20191231 窗口=20", None,
+     ("request", "signal", "channel", (MAOTAI,), "20190102", "20191231", {"window": "20"}, ())),
+    ("信号，布林带，平安银行，从2019年1月2日到2019年12月31日。", None,
+     ("request", "signal", "bollinger", (PINGAN,), "20190102", "20191231", {}, ())),
+    ("回测一下均线交叉策略 茅台 20190102 20191231", None,
+     ("request", "signal", "ma_cross", (MAOTAI,), "20190102", "20191231", {}, ())),
+    ("信号 均线交叉 贵州茅台 20190102 20191231 香蕉", None,
+     ("request", "signal", "ma_cross", (MAOTAI,), "20190102", "20191231", {}, ("香蕉",))),
+    ("signal ma_cross 600519.SH 20190102 20191231 fast=10", None,
+     ("request", "signal", "ma_cross", (MAOTAI,), "20190102", "20191231", {"fast": "10"}, ())),
+    # requests: factor
+    ("因子 反转 20180102 20191231 窗口＝10", None,
+     ("request", "factor", "reversal", (), "20180102", "20191231", {"window": "10"}, ())),
+    ("帮我算一个换手率因子 2019.3.1 2020.6.1 周期=20", None,
+     ("request", "factor", "turnover", (), "20190301", "20200601", {"window": "20"}, ())),
+    ("factor momentum 20190301 20200601 window=20", None,
+     ("request", "factor", "momentum", (), "20190301", "20200601", {"window": "20"}, ())),
+    # requests: orders, bare sides, units
+    ("买入 000001.SZ 200股 限价 12.5", None, ("request", "order", PINGAN, "buy", 200, "12.50")),
+    ("卖出 601318.SH 300股", None, ("request", "order", PINGAN_INSURANCE, "sell", 300, None)),
+    ("买 平安银行 1000股", None, ("request", "order", PINGAN, "buy", 1000, None)),
+    ("买平安银行2手", None, ("request", "order", PINGAN, "buy", 200, None)),
+    ("下单 贵州茅台 买入 1手 限价=1700", None, ("request", "order", MAOTAI, "buy", 100, "1700.00")),
+    ("buy 000001.SZ 200 limit=12.5", None, ("request", "order", PINGAN, "buy", 200, "12.50")),
+    ("order 600519.SH sell 100", None, ("request", "order", MAOTAI, "sell", 100, None)),
+    # requests: analyze and rule runs
+    ("分析 贵州茅台 2020年6月30日 深度=2", None, ("request", "analyze", MAOTAI, "20200630", 2)),
+    ("请分析一下贵州茅台", None, ("request", "analyze", MAOTAI, None, 1)),
+    ("analyze 600519.SH depth=2", None, ("request", "analyze", MAOTAI, None, 2)),
+    ("运行规则 1", None, ("request", "rule")), ("rule run 1", None, ("request", "rule")),
+    # answers to the question a thread waits on
+    ("是", "clarify", ("answer", "是")), ("对", "clarify", ("answer", "对")), ("1", "clarify", ("answer", "1")),
+    ("20180102-20181228", "clarify", ("answer", "20180102-20181228")),
+    ("批准", "approval", ("answer", "approve")), ("同意", "code_review", ("answer", "approve")),
+    ("编辑 数量=200", "approval", ("answer", "edit quantity=200")),
+    ("修改 限价：12.8", "approval", ("answer", "edit limit=12.8")),
+    ("拒绝 价格太高，等回调", "approval", ("answer", "reject 价格太高，等回调")),
+    ("卖出 601318.SH 300股", "approval", ("request", "order", PINGAN_INSURANCE, "sell", 300, None)),
+    ("账户", "approval", ("command", "account [NAME]", [])),
+    # free text for the router
+    ("帮我看看茅台最近怎么样", None, ("freetext",)), ("what should I buy today", None, ("freetext",)),
+]
+
+
+@pytest.mark.parametrize(("text", "waiting", "expected"), PHRASINGS)
+def test_a_phrasing_reads_as_expected(text: str, waiting: str | None, expected: tuple[object, ...]) -> None:
+    assert reading(text, waiting) == expected
+
+
+def test_the_table_has_sixty_phrasings_thirty_of_them_chinese_many_unspaced() -> None:
+    chinese = [text for text, _waiting, _expected in PHRASINGS if any("\u4e00" <= c <= "\u9fff" for c in text)]
+    assert len(PHRASINGS) >= 60 and len(chinese) >= 30
+    assert sum(" " not in text for text in chinese) >= 10
+
+
+def test_every_workflow_and_command_is_in_the_table() -> None:
+    read = {expected[1] for _text, _waiting, expected in PHRASINGS if expected[0] == "request"}
+    assert read == {"signal", "factor", "order", "analyze", "rule"}
+    commands = {expected[1].split()[0] for _text, _waiting, expected in PHRASINGS if expected[0] == "command"}
+    assert {"account", "orders", "trading", "clock", "mandate", "decisions", "cancel", "factor", "rule"} <= commands
+
+
+def test_a_word_has_one_role() -> None:
+    """No word is both a keyword (a command, a parameter name, a strategy or factor) and a filler or a yes/no; and
+    no Chinese keyword stands for two different English ones."""
+    keywords: dict[str, str] = {}
+    for group in WORDS:
+        for table in (group.commands, group.names):
+            for word, english in table.items():
+                assert keywords.setdefault(word, english) == english, word
+    params = {word for group in WORDS for word in group.params}
+    for roles in (FILLER_WORDS, YES_WORDS, NO_WORDS):
+        assert not roles & (set(keywords) | params), roles & (set(keywords) | params)
+    assert not (FILLER_WORDS & YES_WORDS) and not (YES_WORDS & NO_WORDS) and not (FILLER_WORDS & NO_WORDS)
+    assert vocabulary().words["回测"] == "backtest"  # a command word, no longer left out as filler
+    assert "对" in YES_WORDS
+
+
+@pytest.mark.parametrize(("typed", "read"), [
+    ("20180102-20181228", "20180102 20181228"), ("从2018年3月1日到2019年6月1日", " 20180301 20190601"),
+    ("200股", "200"), ("2手", "200"), ("限价 12.5", " limit=12.5 "), ("限价12.5元", " limit=12.5 "),
+    ("窗口＝10", "window=10"), ("快线：5", "fast=5"), ("原因：财报", "原因:财报"),  # an unknown name stays as it was
+    ("股票 600519.SH", "股票 600519.SH"),
+])
+def test_chinese_ranges_units_and_parameter_names(typed: str, read: str) -> None:
+    assert normalize(typed) == read
+
+
+@pytest.mark.parametrize(("answer", "choices", "picked"), [
+    ("是", ["600519.SH"], "600519.SH"), ("对", ["600519.SH"], "600519.SH"), ("y", ["600519.SH"], "600519.SH"),
+    ("2", ["000001.SZ", "601318.SH"], "601318.SH"), ("２", ["000001.SZ", "601318.SH"], "601318.SH"),
+    ("是", ["000001.SZ", "601318.SH"], "是"),  # yes does not pick one of two
+    ("3", ["000001.SZ", "601318.SH"], "3"), ("不", ["600519.SH"], "不"), ("600000.SH", ["600519.SH"], "600000.SH"),
+])
+def test_an_answer_picks_a_choice_by_its_number_or_yes(answer: str, choices: list[str], picked: str) -> None:
+    assert chosen(answer, choices) == picked
+
+
+def test_a_question_about_one_doubtful_word_offers_what_it_may_mean() -> None:
+    assert suggestions(("600519",)) == [MAOTAI]
+    assert suggestions((), ["平安"]) == [PINGAN, PINGAN_INSURANCE]
+    assert suggestions(("600519", "000001")) == [] and suggestions((), ["平安", "香蕉"]) == []
