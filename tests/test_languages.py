@@ -158,9 +158,9 @@ def test_slack_answers_each_person_in_their_locale_or_their_choice(slack: SlackS
     assert _command(slack, bot, "help", LIN).splitlines()[-1].startswith("Or mention me")  # zh-TW: the default
     assert _command(slack, bot, "lang zh", LIN) == "今后我用中文回复你。每个线程沿用发起人的语言。"
     assert _command(slack, bot, "帮助", LIN).splitlines()[-1].startswith("也可以在频道里 @我")
-    assert _command(slack, bot, "lang en", ZHANG).startswith("From now on I answer you in English")
+    assert _command(slack, bot, "lang English", ZHANG).startswith("From now on I answer you in English")
     assert _command(slack, bot, "help", ZHANG).splitlines()[-1].startswith("Or mention me in a channel")
-    assert _command(slack, bot, "lang zh", ZHANG).startswith("今后")
+    assert _command(slack, bot, "lang zh_CN", ZHANG).startswith("今后")  # as typed: the console's words work here
     asked = [c for c in slack.fake.of("users.info") if c.args.get("user") == ZHANG]
     assert len(asked) == 1 and asked[0].args.get("include_locale") in (True, "true", "1", 1)  # read once
 
