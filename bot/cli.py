@@ -12,7 +12,7 @@ from pathlib import Path
 from bot.heap import paused_for_startup, startup_done
 from bot.logs import configure_logging
 from tools.i18n import _
-from tools.settings import Settings, get_settings
+from tools.settings import Settings, SettingsError, get_settings
 
 LONG_RUNNING = ("chat", "serve", "worker")  # the commands that start a process to serve for a long time
 CONSOLE_LOG = "console.log"  # the console's log file, in QUANTDESK_DATA_DIR
@@ -125,7 +125,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
-    settings = get_settings()
+    try:
+        settings = get_settings()
+    except SettingsError as exc:  # every command reads the settings first: a bad value is said, one line each
+        print("\n".join(f"quantdesk: {line}" for line in str(exc).splitlines()), file=sys.stderr)
+        return 2
     if args.command == "chat":  # the screen is for the conversation: warnings on it, everything in the log file
         explicit = "log_level" in settings.model_fields_set
         configure_logging(settings.log_level, terminal_level=None if explicit else "WARNING",

@@ -27,7 +27,7 @@ from typing import Annotated, Any
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
-from langgraph.graph.state import CompiledStateGraph
+from langgraph.graph.state import CompiledStateGraph, StateGraph
 from pydantic import Field, GetCoreSchemaHandler
 from pydantic_core import CoreSchema, core_schema
 from typing_extensions import TypedDict
@@ -102,12 +102,24 @@ def _workflow_input(workflow: Workflow) -> type:
 
 
 def _with_input(graph: CompiledStateGraph, schema: type) -> CompiledStateGraph:
-    """`graph` compiled again with `schema` as its input, as `StateGraph(..., input_schema=schema)` would. Only the
+    """`graph` built again through StateGraph's public constructor and methods, the same nodes, edges and branches
+    (the same objects), with `schema` as its input (tests/test_studio.py checks that nothing else differs). Only the
     served graphs: inside the main router a workflow reads the router's whole state."""
-    builder = graph.builder
-    builder.input_schema = schema
-    builder._add_schema(schema, allow_managed=False)  # what StateGraph's constructor does with an input schema
-    return builder.compile(name=graph.name)
+    built = graph.builder
+    served = StateGraph(built.state_schema, built.context_schema, input_schema=schema,
+                        output_schema=built.output_schema)
+    for name, node in built.nodes.items():
+        served.add_node(name, node.runnable, defer=node.defer, metadata=node.metadata, input_schema=node.input_schema,
+                        retry_policy=node.retry_policy, cache_policy=node.cache_policy, destinations=node.ends,
+                        timeout=node.timeout, trace_policy=node.trace_policy)
+    for start, end in built.edges:
+        served.add_edge(start, end)
+    for starts, end in built.waiting_edges:
+        served.add_edge(list(starts), end)
+    for source, branches in built.branches.items():
+        for branch in branches.values():
+            served.add_conditional_edges(source, branch.path, branch.ends)
+    return served.compile(name=graph.name)
 
 
 async def _served(build: Callable[[], CompiledStateGraph], schema: type) -> CompiledStateGraph:

@@ -25,6 +25,7 @@ from tools.broker.mandate import Mandate
 from tools.broker.notes import note_text
 from tools.i18n import LOCALES, _, choice_of, current, language_for_locale, translate, using
 from tools.i18n.catalog import LOCALE_DIR
+from tools.i18n.languages import choices_text
 
 ROOT = Path(__file__).resolve().parent.parent
 PYBABEL = str(Path(sys.executable).parent / "pybabel")
@@ -126,10 +127,25 @@ def test_locales_outside_the_table_fall_back_to_the_workspace_default(locale: st
     assert "zh-TW" not in LOCALES and "zh-HK" not in LOCALES and "ja-JP" not in LOCALES
 
 
-@pytest.mark.parametrize(("word", "language"), [("zh", "zh-CN"), ("ZH", "zh-CN"), ("中文", "zh-CN"), ("en", "en"),
-                                                ("English", "en"), ("fr", None), ("", None)])
+CHINESE = ["zh", "zh_CN", "zh-CN", "zh-cn", "zh_Hans", "zh-Hans", "zh-Hans-CN", "cn", "chinese", "中文", "简体中文",
+           "ZH", " Chinese ", "zh-SG"]
+ENGLISH = ["en", "en_US", "en-US", "en-GB", "en_GB", "english", "英文", "英语", "EN", " English ", "en-au"]
+REFUSED = ["zh_TW", "zh-TW", "zh-Hant", "zh-HK", "fr", "ja-JP", "klingon", "", "zh cn", "繁体中文"]
+
+
+@pytest.mark.parametrize(("word", "language"), [*((word, "zh-CN") for word in CHINESE),
+                                                *((word, "en") for word in ENGLISH),
+                                                *((word, None) for word in REFUSED)])
 def test_a_typed_choice_names_a_language(word: str, language: str | None) -> None:
+    """What people type for a language, after `lang` and as QUANTDESK_LANGUAGE: an explicit list, any case, `_` or
+    `-`; a valid locale of another language or script (zh_TW, fr) is not one of ours."""
     assert choice_of(word) == language
+
+
+def test_a_refusal_names_every_accepted_choice_on_one_line() -> None:
+    text = choices_text()
+    assert "\n" not in text
+    assert all(word.strip().replace("_", "-").lower() in text.lower() for word in CHINESE + ENGLISH)
 
 
 def test_a_stored_order_note_is_shown_in_the_readers_language_and_an_unknown_one_as_it_is() -> None:

@@ -93,6 +93,37 @@ def test_the_workspace_default_speaks_to_those_who_never_chose(tmp_path: Path) -
     assert out.stdout.splitlines() == ["用法：bars CODES START END [FIELD ...]"]
 
 
+def test_quantdesk_language_as_typed_starts_the_console_in_chinese(tmp_path: Path) -> None:
+    out = _quantdesk(["chat"], tmp_path, "help\n", QUANTDESK_LANGUAGE="zh")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "工作流请求（新请求开启新线程；其他输入继续当前线程）："
+    assert "  帮助                              本帮助" in lines
+
+
+@pytest.mark.parametrize("command", [["chat"], ["serve", "--port", "0"], ["worker"], ["db", "upgrade"]])
+def test_an_unknown_quantdesk_language_stops_the_start_with_one_line(tmp_path: Path, command: list[str]) -> None:
+    out = _quantdesk(command, tmp_path, "help\n", QUANTDESK_LANGUAGE="klingon")
+    assert out.returncode == 2 and out.stdout == ""
+    (line,) = out.stderr.splitlines()
+    assert line.startswith("quantdesk: QUANTDESK_LANGUAGE: 'klingon' is not a language QuantDesk speaks; use zh-CN (")
+    assert all(word in line for word in ("zh-Hans", "cn", "中文", "en-GB", "english", "英语"))
+    assert not (tmp_path / "data").exists()  # refused before anything was created
+
+
+def test_lang_takes_what_people_type_for_a_language(tmp_path: Path) -> None:
+    out = _quantdesk(["chat"], tmp_path, "lang 中文\nbars\nlang english\nbars\nlang zh_CN\nbars\nlang zh_TW\n")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "今后我用中文回复你。每个线程沿用发起人的语言。",
+        "用法：bars CODES START END [FIELD ...]",
+        "From now on I answer you in English. A thread keeps the language of the person who started it.",
+        "usage: bars CODES START END [FIELD ...]",
+        "今后我用中文回复你。每个线程沿用发起人的语言。",
+        "用法：bars CODES START END [FIELD ...]",
+        "用法：`lang zh`（中文）或 `lang en`（English）。你现在使用的语言是 zh-CN。"]
+
+
 # --- Slack ---------------------------------------------------------------------------------------------------------
 
 
@@ -127,9 +158,9 @@ def test_slack_answers_each_person_in_their_locale_or_their_choice(slack: SlackS
     assert _command(slack, bot, "help", LIN).startswith(english)  # zh-TW: the default
     assert _command(slack, bot, "lang zh", LIN) == "今后我用中文回复你。每个线程沿用发起人的语言。"
     assert _command(slack, bot, "帮助", LIN).startswith(chinese)
-    assert _command(slack, bot, "lang en", ZHANG).startswith("From now on I answer you in English")
+    assert _command(slack, bot, "lang English", ZHANG).startswith("From now on I answer you in English")
     assert _command(slack, bot, "help", ZHANG).startswith(english)
-    assert _command(slack, bot, "lang zh", ZHANG).startswith("今后")
+    assert _command(slack, bot, "lang zh_CN", ZHANG).startswith("今后")  # as typed: the console's words work here
     asked = [c for c in slack.fake.of("users.info") if c.args.get("user") == ZHANG]
     assert len(asked) == 1 and asked[0].args.get("include_locale") in (True, "true", "1", 1)  # read once
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.settings import Settings
+from tools.settings import Settings, SettingsError, get_settings
 
 SECRETS = {
     "TUSHARE_TOKEN": "tushare-secret-123",
@@ -72,3 +72,42 @@ def test_every_setting_is_documented_in_env_example() -> None:
     names = [field.alias or name for name, field in Settings.model_fields.items()]
     missing = [n for n in names if not re.search(rf"^#? ?{re.escape(n)}=", text, re.MULTILINE)]
     assert not missing, f"not in .env.example: {missing}"
+
+
+@pytest.mark.parametrize(("typed", "language"), [("zh", "zh-CN"), (" zh_Hans ", "zh-CN"), ("中文", "zh-CN"),
+                                                 ("zh-CN", "zh-CN"), ("en_GB", "en"), ("English", "en"), ("en", "en")])
+def test_the_language_is_read_as_people_type_it(clean_env: Path, monkeypatch: pytest.MonkeyPatch, typed: str,
+                                                language: str) -> None:
+    monkeypatch.setenv("QUANTDESK_LANGUAGE", typed)
+    assert Settings().language == language
+    assert Settings(QUANTDESK_LANGUAGE=typed).language == language
+
+
+@pytest.mark.parametrize("typed", ["zh_TW", "zh-Hant", "fr", "klingon", ""])
+def test_an_unknown_language_is_one_line_naming_what_works(clean_env: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           typed: str) -> None:
+    monkeypatch.setenv("QUANTDESK_LANGUAGE", typed)
+    get_settings.cache_clear()
+    try:
+        with pytest.raises(SettingsError) as refused:
+            get_settings()
+    finally:
+        get_settings.cache_clear()
+    (line,) = str(refused.value).splitlines()
+    assert line.startswith(f"QUANTDESK_LANGUAGE: {typed!r} is not a language QuantDesk speaks; use zh-CN (")
+    assert all(word in line for word in ("zh-Hans", "cn", "中文", "en-GB", "english", "英语"))
+
+
+def test_a_settings_error_names_each_bad_setting_but_never_its_value(clean_env: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QUANTDESK_FEE_RATE", "lots")
+    monkeypatch.setenv("QUANTDESK_DATA_PROVIDER", "sk-secret-456")
+    get_settings.cache_clear()
+    try:
+        with pytest.raises(SettingsError) as refused:
+            get_settings()
+    finally:
+        get_settings.cache_clear()
+    assert str(refused.value).splitlines() == [
+        "QUANTDESK_DATA_PROVIDER: Input should be 'auto', 'sample', 'local' or 'tushare'",
+        "QUANTDESK_FEE_RATE: Input should be a valid number, unable to parse string as a number"]

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 import httpx
 import pytest
@@ -36,6 +36,7 @@ from sqlalchemy.orm import Session
 
 from bot import studio_auth
 from graphs import studio
+from graphs.main import build_main_graph
 from graphs.registry import WORKFLOWS
 from tools.broker.records import OrderEvent
 from tools.factors.store import FactorStore
@@ -129,6 +130,31 @@ def test_each_served_graph_has_an_input_form_for_its_request_message(data_dir: P
     shown = [w for w in WORKFLOWS.values() if name in ("main", w.name)]
     for workflow in shown:  # the grammar and an example request of each workflow the graph serves
         assert workflow.usage in schema["description"] and f'"content": "{workflow.example}"' in field["description"]
+
+
+@pytest.mark.parametrize("name", ["main", *WORKFLOWS])
+def test_each_served_graph_takes_its_request_form_as_its_input_schema(data_dir: Path, name: str) -> None:
+    schema = asyncio.run(getattr(studio, name)()).builder.input_schema
+    assert schema.__name__ == ("Quantdesk" if name == "main" else name.capitalize()) + "Input"
+    assert list(get_type_hints(schema)) == ["messages"]
+
+
+@pytest.mark.parametrize("name", ["main", *WORKFLOWS])
+def test_a_graph_served_with_an_input_schema_is_the_same_graph_otherwise(name: str) -> None:
+    """The served graph is rebuilt through StateGraph's public constructor and methods: the same node specs, edges,
+    branches, channels and drawing; only the input schema is new."""
+    graph = build_main_graph() if name == "main" else WORKFLOWS[name].build()
+    schema = studio.input_schema(name, "A request.", ["an example"])
+    served = studio._with_input(graph, schema)
+    built, rebuilt = graph.builder, served.builder
+    assert rebuilt.input_schema is schema and built.input_schema is built.state_schema
+    assert (rebuilt.state_schema, rebuilt.context_schema, rebuilt.output_schema) == (
+        built.state_schema, built.context_schema, built.output_schema)
+    assert rebuilt.nodes == built.nodes and rebuilt.edges == built.edges and rebuilt.branches == built.branches
+    assert rebuilt.waiting_edges == built.waiting_edges
+    assert rebuilt.channels == built.channels and rebuilt.managed == built.managed
+    assert rebuilt.schemas == {**built.schemas, schema: rebuilt.schemas[schema]}
+    assert served.get_graph().to_json() == graph.get_graph().to_json() and served.name == graph.name
 
 
 def test_concurrent_first_runs_share_one_context(data_dir: Path) -> None:

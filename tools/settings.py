@@ -8,8 +8,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from tools.i18n.languages import DEFAULT_LANGUAGE, Language, choice_of, choices_text
 
 DEFAULT_DATA_DIR = Path.home() / ".quantdesk"
 
@@ -135,8 +137,9 @@ class Settings(BaseSettings):
     tushare_news: bool = Field(default=False, alias="QUANTDESK_TUSHARE_NEWS")
     tushare_news_src: str = Field(default="sina", alias="QUANTDESK_TUSHARE_NEWS_SRC")
 
-    # the workspace's language: a person's own choice (`lang zh|en`) or mapped locale wins (tools/i18n)
-    language: Literal["zh-CN", "en"] = Field(default="en", alias="QUANTDESK_LANGUAGE")
+    # the workspace's language, as typed (zh, zh_CN, 中文, en-US …: tools/i18n CHOICES); a person's own choice
+    # (`lang zh|en`) or mapped locale wins
+    language: Language = Field(default=DEFAULT_LANGUAGE, alias="QUANTDESK_LANGUAGE")
 
     log_level: str = Field(default="INFO", alias="QUANTDESK_LOG_LEVEL")
 
@@ -146,6 +149,16 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return frozenset(part.strip() for part in value.split(",") if part.strip())
         return value
+
+    @field_validator("language", mode="before")
+    @classmethod
+    def _language(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        language = choice_of(value)
+        if language is None:
+            raise ValueError(f"{value.strip()!r} is not a language QuantDesk speaks; use {choices_text()}")
+        return language
 
     @field_validator("second_approval_above", mode="before")
     @classmethod
@@ -215,7 +228,24 @@ class Settings(BaseSettings):
         return self.openai_api_key is not None or self.openai_base_url is not None
 
 
+class SettingsError(ValueError):
+    """A value in the environment or `.env` that QuantDesk cannot use: one line per setting, naming it and what it
+    accepts, never the value given (it may be a secret)."""
+
+
+def _problems(exc: ValidationError) -> str:
+    lines = []
+    for error in exc.errors(include_url=False, include_input=False):
+        name = ".".join(str(part) for part in error["loc"]) or "settings"
+        reason = str(error["ctx"]["error"]) if error["type"] == "value_error" else error["msg"]
+        lines.append(f"{name}: {reason}")
+    return "\n".join(lines)
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    """Process-wide settings, read once."""
-    return Settings()
+    """Process-wide settings, read once; SettingsError when a value is not usable."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise SettingsError(_problems(exc)) from None
