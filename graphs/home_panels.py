@@ -6,10 +6,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from graphs.context import WorkflowContext
+from graphs.factor.present import status_word
 from graphs.home import HomeAction, HomePanel, HomeRow
 from tools.broker.clock import SHANGHAI
 from tools.broker.money import money_text
-from tools.broker.orders import Order, Position
+from tools.broker.notes import note_text
+from tools.broker.orders import STATUS_WORDS, Order, Position
 from tools.broker.paper import PaperBroker, account_names
 from tools.broker.reports import account_report
 from tools.broker.sim_clock import paper_clock
@@ -80,10 +82,11 @@ def position_text(position: Position) -> str:
 def order_text(order: Order) -> str:
     price = _("limit {price}").format(price=order.limit_price) if order.limit_price is not None else _("market")
     fills = "; ".join(_("filled {quantity} at {price} ({basis})").format(quantity=f"{f.quantity:,}", price=f.price,
-                                                                          basis=f.basis) for f in order.fills)
+                                                                          basis=note_text(f.basis))
+                      for f in order.fills)
     return _("Order {id}: {side} {quantity} {code} {price}, {status}{fills} · session {session}").format(
-        id=order.id, side=order.side, quantity=f"{order.quantity:,}", code=order.ts_code, price=price,
-        status=order.status, fills=f"; {fills}" if fills else "", session=order.session_date)
+        id=order.id, side=_(order.side), quantity=f"{order.quantity:,}", code=order.ts_code, price=price,
+        status=_(STATUS_WORDS[order.status]), fills=f"; {fills}" if fills else "", session=order.session_date)
 
 
 def rule_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
@@ -190,6 +193,6 @@ def factor_text(factor: FactorInfo, rank_ic: tuple[str, float] | None) -> str:
     ic = (_("rank IC {ic} ({horizon})").format(ic=f"{rank_ic[1]:+.4f}", horizon=rank_ic[0]) if rank_ic
           else _("no rank IC yet"))
     return _("{name} v{version} · {ic} · {status} · reviewed by {reviewer} · by {author}").format(
-        name=factor.name, version=factor.version, ic=ic, status=factor.status,
+        name=factor.name, version=factor.version, ic=ic, status=status_word(factor.status),
         reviewer=factor.reviewer or _("nobody"), author=factor.author or "?")
 
