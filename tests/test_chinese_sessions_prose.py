@@ -1,8 +1,8 @@
 """Issue 37, item 3: what a person reads in a Chinese session is Chinese. One scripted console session without an
 LLM drives every workflow and command (signal, factor with approve, edit and reject, analyze, rule add, backtest,
 run, log, list, show, pause and resume, order with approve, account, orders, clock, mandate set, show and clear, the
-trading switch, factor list and show) through the real `quantdesk chat`, and every line it prints is searched for
-English prose."""
+trading switch, factor list and show, a workspace refusal) through the real `quantdesk chat`, and every line it
+prints is searched for English prose."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ mandate console clear
 交易开关 开 测试完毕
 decisions
 账户
+show close
 """
 
 
