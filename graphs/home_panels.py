@@ -11,14 +11,14 @@ from graphs.home import HomeAction, HomePanel, HomeRow
 from tools.broker.clock import SHANGHAI
 from tools.broker.money import money_text
 from tools.broker.notes import note_text
-from tools.broker.orders import STATUS_WORDS, Order, Position
+from tools.broker.orders import SIDE_WORDS, STATUS_WORDS, Order, Position
 from tools.broker.paper import PaperBroker, account_names
 from tools.broker.reports import account_report
 from tools.broker.sim_clock import paper_clock
 from tools.broker.store import switch_state
-from tools.desk.log import Decision, list_decisions
+from tools.desk.log import Decision, list_decisions, rating_word
 from tools.factors.store import FactorInfo, FactorStore
-from tools.i18n import _
+from tools.i18n import N_, _, pgettext
 from tools.rules.schedule import IsTradingDay, next_tick, trading_day_checker
 from tools.rules.store import Rule
 
@@ -45,7 +45,8 @@ def account_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
         summary = _("Cash {cash} CNY ({reserved} held for open buys), equity {equity} CNY ({pnl} since the start), "
                     "as of {today} ({clock} clock, {basis} prices). Trading is {switch}; {limits}.").format(
             cash=money_text(account.cash), reserved=money_text(account.reserved), equity=money_text(report.equity),
-            pnl=f"{report.total_pnl:+,.2f}", today=account.today, clock=account.clock, basis=account.price_basis,
+            pnl=f"{report.total_pnl:+,.2f}", today=account.today, clock=_clock_word(account.clock),
+            basis=_basis_word(account.price_basis),
             switch=_("on") if enabled else _("OFF"), limits=limits)
         rows = [*switch, *(HomeRow(position_text(p)) for p in account.positions)]
         rows += [HomeRow(order_text(o), thread_id=o.thread_id) for o in broker.orders("today")]
@@ -67,6 +68,26 @@ def _switch_row(enabled: bool, by: str | None, at: datetime | None) -> HomeRow:
     return HomeRow(_("Trading is OFF for every account{since}.").format(since=since), (HomeAction(
         _("Trading on"), ("trading", "on"), style="primary", asks=why,
         confirm=_("Switch trading on for every account? Approved orders are submitted and filled again.")),))
+
+
+def _clock_word(clock: str) -> str:
+    """The account's clock (simulated, live) as the reader says it."""
+    words = {"simulated": pgettext("clock", "simulated"), "live": pgettext("clock", "live")}
+    return words.get(clock, clock)
+
+
+def _basis_word(basis: str) -> str:
+    """The prices' basis (forward-adjusted, unadjusted, unknown) as the reader says it."""
+    words = {"forward-adjusted": pgettext("price basis", "forward-adjusted"),
+             "unadjusted": pgettext("price basis", "unadjusted"), "unknown": pgettext("price basis", "unknown")}
+    return words.get(basis, basis)
+
+
+ACTION_WORDS = {**SIDE_WORDS, "hold": N_("HOLD")}  # a rule's last decision, as the Home says it
+
+
+def _action_word(action: str) -> str:
+    return _(ACTION_WORDS[action]) if action in ACTION_WORDS else action.upper()
 
 
 def position_text(position: Position) -> str:
@@ -132,7 +153,8 @@ def rule_text(rule: Rule, last: dict | None, next_run: str) -> str:
     action = _("not run yet")
     if isinstance(decided, dict):
         action = _("last: {action} (confidence {confidence})").format(
-            action=str(decided.get("action", "?")).upper(), confidence=f"{float(decided.get('confidence') or 0):.2f}")
+            action=_action_word(str(decided.get("action", "?"))),
+            confidence=f"{float(decided.get('confidence') or 0):.2f}")
     return _("Rule {id} · {symbol} · {state} · {schedule} · next: {next} · {action} · {failures} failure(s) in a "
              "row").format(id=rule.id, symbol=rule.symbol, state=state, schedule=schedule, next=next_run,
                            action=action, failures=rule.consecutive_failures)
@@ -163,7 +185,7 @@ def decision_text(decision: Decision) -> str:
                   if last.excess_return is not None else "")
         outcome = f"{last.horizon}d: {last.realised_return:+.2%}{excess} ({hit})"
     return _("{code} on {date}: {rating} (confidence {confidence}, target {target}) · {outcome}").format(
-        code=decision.ts_code, date=decision.trade_date, rating=decision.rating,
+        code=decision.ts_code, date=decision.trade_date, rating=rating_word(decision.rating),
         confidence=f"{decision.confidence:.2f}", target=f"{decision.target_position:.0%}", outcome=outcome)
 
 
