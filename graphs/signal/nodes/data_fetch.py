@@ -75,7 +75,7 @@ def missing_fields_reply(provider: MarketDataProvider, what: str, fields: tuple[
     if not missing:
         return None
     offers = {dataset: ", ".join(provider.available_fields(dataset)) or _("none") for dataset in missing}
-    lacks = "; ".join(_("{fields} from {dataset} (it offers: {offers})").format(
+    lacks = _("; ").join(_("{fields} from {dataset} (it offers: {offers})").format(
         fields=", ".join(names), dataset=dataset, offers=offers[dataset]) for dataset, names in missing.items())
     sources = _(" or ").join(missing)
     return _("{what} needs data the {provider} provider does not have: {lacks}. These fields come from tushare's "
