@@ -1,8 +1,8 @@
 """Issue 37, item 3: what a person reads in a Chinese session is Chinese. One scripted console session without an
 LLM drives every workflow and command (signal, factor with approve, edit and reject, analyze, rule add, backtest,
-run, log, list, show, pause and resume, order with approve, account, orders, clock, mandate set, show and clear, the
-trading switch, factor list and show, a workspace refusal) through the real `quantdesk chat`, and every line it
-prints is searched for English prose."""
+run, log, list, show, pause, resume and a refused schedule, order with approve, account, orders, clock, mandate set,
+show and clear, the trading switch, factor list and show, a workspace refusal) through the real `quantdesk chat`,
+and every line it prints is searched for English prose."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ SESSION = "lang zh\nclock\nclock set 20200820\n" + CHINESE.removeprefix("lang zh
 rule show 1
 rule pause 1 休息
 rule resume 1
+rule schedule 1 "每天 收盘"
 clock next
 orders all
 orders
