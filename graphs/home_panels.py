@@ -101,8 +101,10 @@ def position_text(position: Position) -> str:
 
 
 def order_text(order: Order) -> str:
+    """An order's line on the Home; its side (buy, sell: message ids of a rule's decision words), status and fill
+    basis are stored in English and said in the reader's language."""
     price = _("limit {price}").format(price=order.limit_price) if order.limit_price is not None else _("market")
-    fills = "; ".join(_("filled {quantity} at {price} ({basis})").format(quantity=f"{f.quantity:,}", price=f.price,
+    fills = _("; ").join(_("filled {quantity} at {price} ({basis})").format(quantity=f"{f.quantity:,}", price=f.price,
                                                                           basis=note_text(f.basis))
                       for f in order.fills)
     return _("Order {id}: {side} {quantity} {code} {price}, {status}{fills} · session {session}").format(
