@@ -10,6 +10,7 @@ from sqlalchemy import Engine
 
 from tools.data.factory import provider_from_settings
 from tools.data.provider import MarketDataProvider
+from tools.i18n import _
 from tools.settings import Settings
 from tools.storage.db import is_sqlite, make_engine, redacted
 from tools.storage.migrate import current_revision, head_revision, upgrade
@@ -36,15 +37,14 @@ def build_context(settings: Settings) -> AppServices:
         before = current_revision(engine)
         now = upgrade(engine)
         if before != now:  # one line on stderr; the migrations themselves are in the debug log
-            done = "created" if before is None else f"upgraded from revision {before}"
-            print(f"database {done} at {redacted(url)}, revision {now}", file=sys.stderr, flush=True)
+            done = (_("database created at {url}, revision {now}") if before is None else
+                    _("database upgraded from revision {before} at {url}, revision {now}"))
+            print(done.format(before=before, url=redacted(url), now=now), file=sys.stderr, flush=True)
     else:
         current, head = current_revision(engine), head_revision()
         if current != head:
-            raise StartupError(
-                f"database {redacted(url)} is at revision {current or 'none'}, code needs {head}; "
-                "run `quantdesk db upgrade`"
-            )
+            raise StartupError(_("database {url} is at revision {current}, code needs {head}; run `quantdesk db "
+                                 "upgrade`").format(url=redacted(url), current=current or _("none"), head=head))
     log.info("database: %s", redacted(url))
     provider = provider_from_settings(settings)
     log.info("market data provider: %s", provider.name)

@@ -36,7 +36,7 @@ def comparison_facts(strategy: Figures, benchmark: Figures, base: Base, fees: tu
     return [*((_("{label} (buy-and-hold)").format(label=_(label)), f"{mine} ({theirs})")
               for label, mine, theirs in pairs),
             (_("Excess return"), _pct(strategy.total_return - benchmark.total_return)),
-            (_("Base"), f"{_(base.short)}; {_(base.sizing)}")]
+            (_("Base"), _("; ").join((_(base.short), _(base.sizing))))]
 
 
 def comparison_summary(name: str, strategy: Figures, benchmark: Figures, base: Base) -> str:

@@ -6,17 +6,19 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from graphs.context import WorkflowContext
+from graphs.factor.present import status_word
 from graphs.home import HomeAction, HomePanel, HomeRow
 from tools.broker.clock import SHANGHAI
 from tools.broker.money import money_text
-from tools.broker.orders import Order, Position
+from tools.broker.notes import note_text
+from tools.broker.orders import SIDE_WORDS, STATUS_WORDS, Order, Position
 from tools.broker.paper import PaperBroker, account_names
 from tools.broker.reports import account_report
 from tools.broker.sim_clock import paper_clock
 from tools.broker.store import switch_state
-from tools.desk.log import Decision, list_decisions
+from tools.desk.log import Decision, list_decisions, rating_word
 from tools.factors.store import FactorInfo, FactorStore
-from tools.i18n import _
+from tools.i18n import N_, _, pgettext
 from tools.rules.schedule import IsTradingDay, next_tick, trading_day_checker
 from tools.rules.store import Rule
 
@@ -43,7 +45,8 @@ def account_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
         summary = _("Cash {cash} CNY ({reserved} held for open buys), equity {equity} CNY ({pnl} since the start), "
                     "as of {today} ({clock} clock, {basis} prices). Trading is {switch}; {limits}.").format(
             cash=money_text(account.cash), reserved=money_text(account.reserved), equity=money_text(report.equity),
-            pnl=f"{report.total_pnl:+,.2f}", today=account.today, clock=account.clock, basis=account.price_basis,
+            pnl=f"{report.total_pnl:+,.2f}", today=account.today, clock=_clock_word(account.clock),
+            basis=_basis_word(account.price_basis),
             switch=_("on") if enabled else _("OFF"), limits=limits)
         rows = [*switch, *(HomeRow(position_text(p)) for p in account.positions)]
         rows += [HomeRow(order_text(o), thread_id=o.thread_id) for o in broker.orders("today")]
@@ -67,6 +70,26 @@ def _switch_row(enabled: bool, by: str | None, at: datetime | None) -> HomeRow:
         confirm=_("Switch trading on for every account? Approved orders are submitted and filled again.")),))
 
 
+def _clock_word(clock: str) -> str:
+    """The account's clock (simulated, live) as the reader says it."""
+    words = {"simulated": pgettext("clock", "simulated"), "live": pgettext("clock", "live")}
+    return words.get(clock, clock)
+
+
+def _basis_word(basis: str) -> str:
+    """The prices' basis (forward-adjusted, unadjusted, unknown) as the reader says it."""
+    words = {"forward-adjusted": pgettext("price basis", "forward-adjusted"),
+             "unadjusted": pgettext("price basis", "unadjusted"), "unknown": pgettext("price basis", "unknown")}
+    return words.get(basis, basis)
+
+
+ACTION_WORDS = {**SIDE_WORDS, "hold": N_("HOLD")}  # a rule's last decision, as the Home says it
+
+
+def _action_word(action: str) -> str:
+    return _(ACTION_WORDS[action]) if action in ACTION_WORDS else action.upper()
+
+
 def position_text(position: Position) -> str:
     price = (_("last {price} (close of {date})").format(price=position.price, date=position.price_date)
              if position.price is not None else _("no price yet"))
@@ -78,12 +101,15 @@ def position_text(position: Position) -> str:
 
 
 def order_text(order: Order) -> str:
+    """An order's line on the Home; its side (buy, sell: message ids of a rule's decision words), status and fill
+    basis are stored in English and said in the reader's language."""
     price = _("limit {price}").format(price=order.limit_price) if order.limit_price is not None else _("market")
-    fills = "; ".join(_("filled {quantity} at {price} ({basis})").format(quantity=f"{f.quantity:,}", price=f.price,
-                                                                          basis=f.basis) for f in order.fills)
+    fills = _("; ").join(_("filled {quantity} at {price} ({basis})").format(quantity=f"{f.quantity:,}", price=f.price,
+                                                                          basis=note_text(f.basis))
+                      for f in order.fills)
     return _("Order {id}: {side} {quantity} {code} {price}, {status}{fills} · session {session}").format(
-        id=order.id, side=order.side, quantity=f"{order.quantity:,}", code=order.ts_code, price=price,
-        status=order.status, fills=f"; {fills}" if fills else "", session=order.session_date)
+        id=order.id, side=_(order.side), quantity=f"{order.quantity:,}", code=order.ts_code, price=price,
+        status=_(STATUS_WORDS[order.status]), fills=f"; {fills}" if fills else "", session=order.session_date)
 
 
 def rule_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
@@ -129,7 +155,8 @@ def rule_text(rule: Rule, last: dict | None, next_run: str) -> str:
     action = _("not run yet")
     if isinstance(decided, dict):
         action = _("last: {action} (confidence {confidence})").format(
-            action=str(decided.get("action", "?")).upper(), confidence=f"{float(decided.get('confidence') or 0):.2f}")
+            action=_action_word(str(decided.get("action", "?"))),
+            confidence=f"{float(decided.get('confidence') or 0):.2f}")
     return _("Rule {id} · {symbol} · {state} · {schedule} · next: {next} · {action} · {failures} failure(s) in a "
              "row").format(id=rule.id, symbol=rule.symbol, state=state, schedule=schedule, next=next_run,
                            action=action, failures=rule.consecutive_failures)
@@ -160,7 +187,7 @@ def decision_text(decision: Decision) -> str:
                   if last.excess_return is not None else "")
         outcome = f"{last.horizon}d: {last.realised_return:+.2%}{excess} ({hit})"
     return _("{code} on {date}: {rating} (confidence {confidence}, target {target}) · {outcome}").format(
-        code=decision.ts_code, date=decision.trade_date, rating=decision.rating,
+        code=decision.ts_code, date=decision.trade_date, rating=rating_word(decision.rating),
         confidence=f"{decision.confidence:.2f}", target=f"{decision.target_position:.0%}", outcome=outcome)
 
 
@@ -190,6 +217,6 @@ def factor_text(factor: FactorInfo, rank_ic: tuple[str, float] | None) -> str:
     ic = (_("rank IC {ic} ({horizon})").format(ic=f"{rank_ic[1]:+.4f}", horizon=rank_ic[0]) if rank_ic
           else _("no rank IC yet"))
     return _("{name} v{version} · {ic} · {status} · reviewed by {reviewer} · by {author}").format(
-        name=factor.name, version=factor.version, ic=ic, status=factor.status,
+        name=factor.name, version=factor.version, ic=ic, status=status_word(factor.status),
         reviewer=factor.reviewer or _("nobody"), author=factor.author or "?")
 

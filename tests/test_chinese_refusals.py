@@ -4,6 +4,8 @@ parser refuses, a factor whose output fails its checks) are in their language, a
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -13,6 +15,7 @@ from tools.factors.checks import check_factor
 from tools.factors.ic import EvaluationError, evaluate_factor
 from tools.i18n import using
 from tools.rules.parser import parse_rule
+from tools.rules.store import RuleError, check_schedule, check_threshold, check_timezone
 from tools.rules.syntax import RuleSyntaxError
 
 
@@ -58,3 +61,20 @@ def test_a_factor_that_cannot_be_evaluated_is_told_why_in_the_readers_language()
                            ("zh-CN", "因子与价格没有共同的日期或股票代码（请检查日期类型和 ts_code）")):
         with using(language), pytest.raises(EvaluationError, match=f"^{re.escape(said)}$"):
             evaluate_factor(factor, prices)
+
+
+@pytest.mark.parametrize(("check", "value", "english", "chinese"), [
+    (check_schedule, "bad cron", "schedule 'bad cron' is not a cron expression: give five fields, minute hour day "
+     "month weekday, like '30 9 * * 1-5' (09:30 on weekdays)",
+     "定时 'bad cron' 不是 cron 表达式：请给出五个字段（分 时 日 月 星期），例如 '30 9 * * 1-5'（工作日 09:30）"),
+    (check_timezone, "Mars/Base", "unknown timezone 'Mars/Base': use an IANA name like Asia/Shanghai or UTC",
+     "未知时区 'Mars/Base'：请使用 IANA 时区名，例如 Asia/Shanghai 或 UTC"),
+    (check_threshold, 2.0, "threshold is the confidence a decision needs, between 0 and 1, not 2.0",
+     "threshold 是决策所需的信心值，必须在 0 到 1 之间，而不是 2.0"),
+])
+def test_a_rules_schedule_timezone_and_threshold_are_refused_in_the_readers_language(
+        check: Callable[[Any], object], value: object, english: str, chinese: str) -> None:
+    for language, said in (("en", english), ("zh-CN", chinese)):
+        with using(language), pytest.raises(RuleError) as caught:
+            check(value)
+        assert str(caught.value) == said

@@ -54,9 +54,9 @@ account
 NUMBER = re.compile(r"[-+]?\d[\d,]*\.\d+%?")  # every figure with decimals: returns, ratios, prices, money
 
 
-def _session(folder: Path, script: str) -> str:
+def _session(folder: Path, script: str, **env: str) -> str:
     folder.mkdir()
-    out = _quantdesk(["chat"], folder, script)
+    out = _quantdesk(["chat"], folder, script, **env)
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr
     return out.stdout

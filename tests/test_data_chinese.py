@@ -42,12 +42,12 @@ def test_a_range_before_the_data_an_unknown_code_and_a_field_the_sample_lacks_re
         sample: SampleProvider) -> None:
     with using("zh-CN"):
         assert _error(sample.fetch, "daily", CODE, "20100101", "20100301") == (
-            "bundled sample 数据源在 20100101 至 20100301 之间没有 600519.SH 的 daily 数据（可能停牌、尚未上市或代码"
+            "内置样本数据 数据源在 20100101 至 20100301 之间没有 600519.SH 的 daily 数据（可能停牌、尚未上市或代码"
             "有误）；其数据覆盖 20190102 至 20200824")
         assert _error(normalize_codes, "600519.SHX") == (
             "ts_code '600519.SHX' 格式有误：应为六位数字加交易所后缀，例如 000001.SZ、600000.SH 或 430047.BJ")
         assert _error(sample.daily, CODE, "20200101", "20200301", ["pe"]).startswith(
-            "bundled sample 数据源不提供字段 'pe'（daily_basic）；它提供：turnover_rate。")
+            "内置样本数据 数据源不提供字段 'pe'（daily_basic）；它提供：turnover_rate。")
     with using("en"):
         assert _error(sample.fetch, "daily", CODE, "20100101", "20100301") == (
             "no daily rows for 600519.SH between 20100101 and 20100301 from the bundled sample provider (its data "
@@ -63,7 +63,7 @@ def test_a_code_with_no_rows_in_a_universe_is_a_note_in_chinese_and_logged_in_en
     with using("zh-CN"), caplog.at_level(logging.WARNING, logger="tools.data.provider"):
         provider.fetch("daily", [CODE, late], "20200102", "20200110", ["close"], warnings=notes)
         provider.fetch("daily", [CODE, late], "20200102", "20200110", ["close"])
-    assert notes == ["local 数据源在 20200102 至 20200110 之间没有 688981.SH 的 daily 数据（尚未上市或停牌）；"
+    assert notes == ["本地文件 数据源在 20200102 至 20200110 之间没有 688981.SH 的 daily 数据（尚未上市或停牌）；"
                      "其数值记为缺失（NaN）"]
     assert caplog.messages == ["no daily rows for 688981.SH between 20200102 and 20200110 from the local provider "
                                "(not yet listed or suspended); their values are missing (NaN)"]
@@ -73,13 +73,13 @@ def test_kline_refusals_and_notes_read_in_chinese(sample: SampleProvider) -> Non
     klines = AShareKlines(sample)
     with using("zh-CN"):
         assert _error(klines.klines, CODE, "1h") == (
-            "A 股K线只有日线：请使用周期 1d，而不是 1h（bundled sample 数据源没有日内或周线K线）")
+            "A 股K线只有日线：请使用周期 1d，而不是 1h（内置样本数据 数据源没有日内或周线K线）")
         assert _error(symbol_kind, "600519") == (
             "'600519' 需要交易所后缀：600519.SH（上交所）、600519.SZ（深交所）或 600519.BJ（北交所）")
         assert _error(check_limit, 5000) == "limit 5000 超出范围；请取 1 到 1000 根K线"
         assert _error(klines.klines, CODE, "1d", start="20300101", end="20200101").startswith("开始时间 ")
         bars = klines.klines(CODE, "1d", limit=5, end="20190104")
-    assert bars.notes == ("价格为前复权价（bundled sample 数据源）",
+    assert bars.notes == ("价格为前复权价（内置样本数据 数据源）",
                           "请求 5 根K线，实际只有 3 根（第一根K线 至 2019-01-04 00:00:00+08:00）")
     with using("en"):
         assert AShareKlines(sample).klines(CODE, "1d", limit=5, end="20190104").notes == (
@@ -91,7 +91,7 @@ def test_fundamentals_and_news_gaps_read_in_chinese(sample: SampleProvider, tmp_
     market = fundamentals_source(market=sample)
     with using("zh-CN"):
         assert market.income(CODE, "20200301").gap == (
-            "bundled sample 行情数据源没有利润表；请设置基本面数据目录或 tushare token")
+            "内置样本数据 行情数据源没有利润表；请设置基本面数据目录或 tushare token")
         assert fundamentals_source().fina_indicator(CODE, "20200301").gap.startswith("未配置基本面数据源（")
         (tmp_path / "daily_basic.csv").write_text(f"ts_code,trade_date,pe\n{CODE},20200102,35.1\n")
         assert fundamentals_source(directory=tmp_path).daily_basic(CODE, "20200301").gap == (
@@ -172,13 +172,13 @@ def test_a_chinese_console_session_hitting_data_errors_reads_in_chinese(tmp_path
         "",
     ]))
     lines = out.splitlines()
-    assert ("错误：bundled sample 数据源在 20100101 至 20100301 之间没有 600519.SH 的 daily 数据（可能停牌、尚未上市或"
+    assert ("错误：内置样本数据 数据源在 20100101 至 20100301 之间没有 600519.SH 的 daily 数据（可能停牌、尚未上市或"
             "代码有误）；其数据覆盖 20190102 至 20200824") in lines
-    assert ("? 获取数据失败：bundled sample 数据源在 20100102 至 20100320 之间没有 600519.SH 的 daily 数据（可能停牌、"
+    assert ("? 获取数据失败：内置样本数据 数据源在 20100102 至 20100320 之间没有 600519.SH 的 daily 数据（可能停牌、"
             "尚未上市或代码有误）；其数据覆盖 20190102 至 20200824") in lines
     assert "  注：请求区间 20180102–20190320；实际运行 20190102–20190320：20190102 之前没有数据。" in lines
     assert any(line.startswith("警告：从不卖出：") for line in lines)
-    assert any(line.startswith("无法运行该因子：数据：bundled sample 数据源在 20100118 至 20100601 之间没有 000001.SZ")
+    assert any(line.startswith("无法运行该因子：数据：内置样本数据 数据源在 20100118 至 20100601 之间没有 000001.SZ")
                for line in lines)
     assert "警告：1 只股票、5 个分位：分位数收益差意义不大（少于 20 只股票时保存需审批）。" in lines
     assert any(line.startswith("--- 代码审核：因子 momentum_60（检查未通过：预热 60 行之后仍有 100% 的值为 NaN")

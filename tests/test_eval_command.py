@@ -16,10 +16,12 @@ from pydantic import SecretStr
 
 from bot import cli
 from bot.evaluation.command import ENDPOINT_CHECK
+from bot.evaluation.run_case import outcome_text
 from tests.decision_desk import MARKET_REPORT, ROLES, desk_scripts
 from tests.fakes.chat import answer, tool_call
 from tests.fakes.openai_server import API_KEY, OpenAIServer, http_error
 from tests.test_console_chinese import english_left
+from tools.i18n import using
 from tools.settings import get_settings
 
 MAIN, LIGHT = "eval-main", "eval-light"
@@ -186,8 +188,20 @@ def test_an_eval_run_in_chinese_prints_its_table_and_progress_in_chinese(
     assert lines[1].split() == ["指标", "均值", "±", "离散度", "运行次数"]
     assert any(line.split()[:3] == ["well_formed_actions", "1", "±"] for line in lines)
     assert lines[-2].startswith("报告：") and lines[-1].startswith("运行：")
-    assert err.splitlines()[-1].startswith("[1/1] trend（第 1 轮）：finished；") and "次模型调用" in err
+    assert "outcome: 完成 1" in lines  # the outcome is stored in English (finished) and shown translated
+    assert err.splitlines()[-1].startswith("[1/1] trend（第 1 轮）：完成；") and "次模型调用" in err
     assert english_left(out, "quantdesk eval rule") == [] and english_left(err) == []  # the command, as typed
+
+
+def test_a_stored_outcome_reads_in_the_language_in_effect() -> None:
+    """Outcomes are stored in English (the report, the CSV) and shown in the reader's language, whole."""
+    with using("zh-CN"):
+        assert outcome_text("error: 2 model call(s) failed at the endpoint") == "出错：2 次模型调用在接口端失败"
+        assert outcome_text("waiting: still asking after 20 answers") == "等待中：回答 20 次后仍在提问"
+        assert outcome_text("error: set-up failed: no rule 3") == "出错：准备步骤失败：no rule 3"
+        assert outcome_text("error: KeyError: 'x'") == "出错：KeyError：'x'"
+    endpoint = "error: 2 model call(s) failed at the endpoint"
+    assert outcome_text(endpoint) == endpoint
 
 
 def test_analyze_eval_measures_schema_honesty_and_ratings_with_the_model_asked_for(

@@ -5,12 +5,14 @@ root; the signal nodes' failures; the router's answer without an LLM), and the E
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 import pandas as pd
 import pytest
 from sqlalchemy import Engine
 
+from graphs.home_panels import decision_text, order_text, rule_text
 from graphs.interrupts import APPROVAL, TRADERS, approval_refusal, validate_args
 from graphs.main import no_route
 from graphs.rule.background import run_title
@@ -19,7 +21,9 @@ from graphs.signal.nodes.signal_generate import check_signal
 from tests.graph_thread import GraphThread
 from tests.test_console_chinese import english_left
 from tests.test_order_graph import TRADER, _card, _ctx
+from tools.broker.orders import Fill, Order
 from tools.data.local import SampleProvider
+from tools.desk.log import Decision
 from tools.i18n import using
 from tools.rules.store import Rule
 from tools.sandbox import Sandbox
@@ -131,3 +135,38 @@ def test_the_signal_nodes_failures_and_the_routers_answer_without_an_llm_in_chin
     assert english.startswith("I can run these without an LLM:\n• `signal STRATEGY CODES START END [name=value ...]`, "
                               "e.g. `signal ma_cross 000001.SZ,600000.SH 20200101 20200630 fast=5 slow=20`\n")
     assert english.endswith("\nPlain-language requests need an LLM (OPENAI_API_KEY, OPENAI_BASE_URL).")
+
+
+def _filled_order() -> Order:
+    fill = Fill(id=1, order_id=7, ts_code="600519.SH", side="buy", quantity=100, price=Decimal("1696.35"),
+                value=Decimal("169635.00"), commission=Decimal("42.41"), stamp_duty=Decimal(0),
+                transfer_fee=Decimal("3.39"), handling_fee=Decimal(0), regulator_fee=Decimal(0), trade_date="20200824",
+                basis="simulated fill at the last available close (20200824)")
+    return Order(id=7, client_order_id="c7", account="console", ts_code="600519.SH", name=None, side="buy",
+                 quantity=100, price_type="market", limit_price=None, session_date="20200824", fill_at="close",
+                 status="filled", reserved=Decimal(0), thread_id=None, approved_by="root", reason="", note="",
+                 created="2020-08-24T07:00:00+00:00", fills=(fill,))
+
+
+def _decision_record() -> Decision:
+    at = datetime(2020, 8, 24, 7, tzinfo=UTC)
+    return Decision(id="d1", namespace="desk", ts_code="600519.SH", trade_date="20200824", as_of=at,
+                    rating="Overweight", target_position=Decimal("0.1"), confidence=0.7, price=Decimal("1696.35"),
+                    report_ids={}, universe=[], thread_id="t1", summary={}, created_at=at, resolutions=())
+
+
+def test_the_homes_order_rule_and_decision_rows_say_stored_words_in_chinese_and_english_as_before() -> None:
+    """The Home shows an order's side, status and fill basis, a rule's last action and a decision's rating, all
+    stored in English, in the reader's language."""
+    last = {"action": {"action": "hold", "confidence": 0.5}}
+    with using("zh-CN"):
+        order, rule, decision = (order_text(_filled_order()), rule_text(_rule(), last, "-"),
+                                 decision_text(_decision_record()))
+    assert "买入 100 600519.SH" in order and "已成交" in order and "按最近收盘价模拟成交（20200824）" in order
+    assert "上次：持有" in rule and "增持" in decision
+    assert [english_left(text) for text in (order, rule, decision)] == [[], [], []]
+    with using("en"):
+        english = order_text(_filled_order()), rule_text(_rule(), last, "-"), decision_text(_decision_record())
+    assert english[0] == ("Order 7: buy 100 600519.SH market, filled; filled 100 at 1696.35 (simulated fill at the "
+                          "last available close (20200824)) · session 20200824")
+    assert "last: HOLD (confidence 0.50)" in english[1] and "600519.SH on 20200824: Overweight" in english[2]

@@ -15,7 +15,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from bot.evaluation import output
 from bot.evaluation.dataset import Dataset, DatasetError, default_dataset, load_dataset
 from bot.evaluation.meter import Meter
-from bot.evaluation.run_case import CaseRun, run_case
+from bot.evaluation.run_case import CaseRun, outcome_text, run_case
 from bot.evaluation.summary import summarize
 from graphs.llm import MODEL_FAILURES, describe_model_failure, get_light_llm, get_llm
 from graphs.registry import WORKFLOWS
@@ -116,9 +116,10 @@ def _run_all(name: str, dataset: Dataset, settings: Settings, repeat: int, judge
             run = run_case(workflow, case, r, settings, judge, judge_meter)  # type: ignore[arg-type]
             runs.append(run)
             print(_("[{done}/{total}] {case} (repeat {repeat}): {outcome}; {calls} model call(s), {tokens} tokens, "
-                    "{seconds} s").format(done=len(runs), total=total, case=case.id, repeat=r, outcome=run.outcome,
-                                          calls=run.model_calls, tokens=f"{run.tokens:,}",
-                                          seconds=f"{run.seconds:.1f}"), file=sys.stderr, flush=True)
+                    "{seconds} s").format(done=len(runs), total=total, case=case.id, repeat=r,
+                                          outcome=outcome_text(run.outcome), calls=run.model_calls,
+                                          tokens=f"{run.tokens:,}", seconds=f"{run.seconds:.1f}"),
+                  file=sys.stderr, flush=True)
     return runs
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.evaluation.files import read_json
-from bot.evaluation.run_case import CaseRun
+from bot.evaluation.run_case import CaseRun, outcome_kind
 from bot.evaluation.summary import Figure
 from tools.i18n import _, display_width, pad_right
 
@@ -104,8 +104,14 @@ def table(report_: dict[str, Any]) -> str:
     if "cost" not in report_["figures"]:
         lines.append(_("cost: unknown (a model used is not in QUANTDESK_MODEL_PRICES)"))
     for name, counts in report_["distributions"].items():
-        lines.append(f"{name}: " + ", ".join(f"{value} {n}" for value, n in sorted(counts.items())))
+        lines.append(f"{name}: " + _counts(name, counts))
     return "\n".join(lines)
+
+
+def _counts(name: str, counts: dict[str, int]) -> str:
+    """A distribution's values with their counts; the outcome's kinds in the reader's language."""
+    return ", ".join(f"{outcome_kind(value) if name == 'outcome' else value} {n}"
+                     for value, n in sorted(counts.items())) or "-"
 
 
 def compare(a: dict[str, Any], b: dict[str, Any], labels: tuple[str, str]) -> str:
@@ -122,7 +128,7 @@ def compare(a: dict[str, Any], b: dict[str, Any], labels: tuple[str, str]) -> st
     for name in dict.fromkeys([*a["distributions"], *b["distributions"]]):
         for label, side in (("A", a), ("B", b)):
             counts = side["distributions"].get(name) or {}
-            lines.append(f"{name} {label}: " + (", ".join(f"{v} {n}" for v, n in sorted(counts.items())) or "-"))
+            lines.append(f"{name} {label}: " + _counts(name, counts))
     return "\n".join(lines)
 
 

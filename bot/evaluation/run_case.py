@@ -27,6 +27,7 @@ from graphs.measures import Measures, RunRecord
 from graphs.registry import command_for
 from graphs.studio import context_from_settings
 from graphs.workflow import CommandCall, CommandError, Workflow
+from tools.i18n import N_, _, stored_text
 from tools.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,27 @@ EVAL_USER = "UEVAL"  # requester and decider of every evaluated run: a trader in
 EVAL_ACCOUNT = "eval"
 MAX_RESUMES = 20  # a run that keeps asking past this is stopped
 
+# A run's outcome is stored in English (reports, CSV) and shown translated by `outcome_text`: the specific templates
+# come before the general ones they would also match.
+FINISHED = N_("finished")
+SET_UP_FAILED = N_("error: set-up failed: {error}")
+ENDPOINT_FAILED = N_("error: {n} model call(s) failed at the endpoint")
+FAILED = N_("error: {kind}: {error}")
+WAITING = N_("waiting: {question}")
+STILL_ASKING = N_("still asking after {n} answers")
+OUTCOMES = (FINISHED, SET_UP_FAILED, ENDPOINT_FAILED, FAILED, WAITING, STILL_ASKING)
+OUTCOME_KINDS = {"finished": FINISHED, "waiting": N_("waiting"), "error": N_("error")}  # the report's counts
+
+
+def outcome_text(outcome: str) -> str:
+    """A run's stored outcome in the language in effect."""
+    return stored_text(outcome, OUTCOMES)
+
+
+def outcome_kind(kind: str) -> str:
+    """An outcome's kind (finished, waiting, error), as the report counts it, in the language in effect."""
+    return _(OUTCOME_KINDS[kind]) if kind in OUTCOME_KINDS else kind
+
 
 @dataclass
 class CaseRun:
@@ -42,7 +64,7 @@ class CaseRun:
 
     case: str
     repeat: int
-    outcome: str  # "finished", "waiting: <interrupt kind>" or "error: <what went wrong>"
+    outcome: str  # in English, one of OUTCOMES: "finished", "waiting: <question>" or "error: <what went wrong>"
     measures: Measures = field(default_factory=dict)
     interrupts: list[str] = field(default_factory=list)
     model_calls: int = 0
@@ -77,11 +99,11 @@ def run_case(workflow: Workflow, case: Case, repeat: int, settings: Settings,
 
 def _run(workflow: Workflow, case: Case, repeat: int, settings: Settings, ctx: WorkflowContext,
          judge: BaseChatModel | None, judge_meter: Meter | None) -> CaseRun:
-    run = CaseRun(case.id, repeat, "finished")
+    run = CaseRun(case.id, repeat, FINISHED)
     try:
         set_up(case, ctx)
     except CommandError as exc:
-        run.outcome, run.cost = f"error: set-up failed: {exc}", Decimal(0)
+        run.outcome, run.cost = SET_UP_FAILED.format(error=exc), Decimal(0)
         return run
     meter, graph = Meter(), workflow.build(InMemorySaver())
     config: dict[str, Any] = {"configurable": {"thread_id": f"eval-{uuid.uuid4().hex[:12]}", "user": EVAL_USER,
@@ -91,17 +113,17 @@ def _run(workflow: Workflow, case: Case, repeat: int, settings: Settings, ctx: W
     try:
         _drive(graph, case, ctx, config, seen)
     except _Unanswered as exc:
-        run.outcome = f"waiting: {exc}"
+        run.outcome = WAITING.format(question=exc)
     except Exception as exc:  # any failure of the product is a result to report, not a crash
         log.warning("eval case %s failed: %s", case.id, type(exc).__name__, exc_info=True)
-        run.outcome = f"error: {type(exc).__name__}: {exc}"
+        run.outcome = FAILED.format(kind=type(exc).__name__, error=exc)
     run.seconds = time.monotonic() - started
     run.interrupts = [str(value.get("type")) for value in seen]
     run.model_calls, run.model_errors = meter.calls, meter.errors
     run.input_tokens, run.output_tokens = meter.input_tokens, meter.output_tokens
     run.cost = cost(settings.model_prices, meter.usage)
     if meter.errors and not run.outcome.startswith("error"):  # the endpoint failed: not the model's behaviour
-        run.outcome = f"error: {meter.errors} model call(s) failed at the endpoint"
+        run.outcome = ENDPOINT_FAILED.format(n=meter.errors)
     if not run.outcome.startswith("error") and workflow.measure is not None:
         state = dict(graph.get_state(config).values)
         judge_before = judge_meter.input_tokens + judge_meter.output_tokens if judge_meter else 0
@@ -125,7 +147,7 @@ def _drive(graph: Any, case: Case, ctx: WorkflowContext, config: dict[str, Any],
     """Invoke, then resume every interrupt until the run ends."""
     answers = list(case.answers)
     out = graph.invoke({"messages": [HumanMessage(case.request)], "requester": EVAL_USER}, config, context=ctx)
-    for _ in range(MAX_RESUMES):
+    for _resume in range(MAX_RESUMES):
         pending = out.get("__interrupt__") or []
         if not pending:
             return
@@ -135,7 +157,7 @@ def _drive(graph: Any, case: Case, ctx: WorkflowContext, config: dict[str, Any],
             seen.append(value)
             resume[item.id] = answers.pop(0) if answers else _default_answer(value)
         out = graph.invoke(Command(resume=resume), config, context=ctx)
-    raise _Unanswered(f"still asking after {MAX_RESUMES} answers")
+    raise _Unanswered(STILL_ASKING.format(n=MAX_RESUMES))
 
 
 def _default_answer(value: dict[str, Any]) -> dict[str, Any]:

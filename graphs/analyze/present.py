@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from graphs.analyze.state import session_of
-from graphs.analyze.words import analyst_word, stage_word
+from graphs.analyze.words import analyst_word, field_word, stage_word
 from graphs.views import Table, View
 from tools.desk.log import Decision, rating_word
 from tools.i18n import _, ngettext, pgettext
@@ -87,10 +87,11 @@ def _audit_flags(result: dict[str, Any]) -> list[str]:
 def _no_llm(result: dict[str, Any]) -> View:
     request = result["request"]
     code, date = request["ts_code"], request["trade_date"]
-    rows = [[label, value] for label, value in result["indicators"]]
-    facts = [(label, value) for label, value in result.get("fundamentals") or []]
-    notes = [f"{k}: {_(v)}" for k, v in (result.get("conventions") or {}).items()]
-    notes += [_("units: {units}").format(units=_("{field} in {unit}").format(field=k, unit=v.removeprefix(f"{k} in ")))
+    rows = [[field_word(label), value] for label, value in result["indicators"]]
+    facts = [(field_word(label), value) for label, value in result.get("fundamentals") or []]
+    notes = [f"{field_word(k)}: {_(v)}" for k, v in (result.get("conventions") or {}).items()]
+    notes += [_("units: {units}").format(units=_("{field} in {unit}").format(field=field_word(k),
+                                                                            unit=v.removeprefix(f"{k} in ")))
               for k, v in (result.get("fundamentals_units") or {}).items()]  # results before 2026-11 held "k in v"
     notes += list(request.get("notes") or [])
     return View(_("{code} · {date}: indicators (no LLM configured)").format(code=code, date=date),

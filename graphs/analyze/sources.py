@@ -63,7 +63,7 @@ def valuation(ctx: AnalyzeDeps, request: dict[str, Any]) -> dict[str, Any]:
     """The latest daily_basic row on or before the decision date as (field, value) rows, with units, or a gap."""
     result = fundamentals_of(ctx).daily_basic(request["ts_code"], request["trade_date"])
     if result.gap or not result.rows:
-        return {"rows": [], "units": {}, "gap": result.gap or "no daily_basic rows"}
+        return {"rows": [], "units": {}, "gap": result.gap or _("no daily_basic rows")}
     row = result.rows[0]
     rows = [(name, (f"{value:,.2f}" if abs(value) >= 100 else f"{round(value, 4):,}") if isinstance(value, float)
              else str(value))

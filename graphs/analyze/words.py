@@ -47,3 +47,20 @@ def judge_stage(stage: str) -> str:
 
 def stopped_in(stage: str, why: str) -> str:
     return _("stopped in {stage}: {why}").format(stage=stage, why=why)
+
+
+def field_word(name: str) -> str:
+    """A tushare field (trade_date, close, turnover_rate …) or an indicator line (BOLL upper …) as the reader says
+    it; what reads the same in both languages (MA(5), MACD DIF, KDJ K) is left as it is."""
+    words = {"trade_date": pgettext("field", "trade_date"), "close": pgettext("field", "close"),
+             "turnover_rate": pgettext("field", "turnover_rate"),
+             "turnover_rate_f": pgettext("field", "turnover_rate_f"),
+             "volume_ratio": pgettext("field", "volume_ratio"), "pe": pgettext("field", "pe"),
+             "pe_ttm": pgettext("field", "pe_ttm"), "pb": pgettext("field", "pb"), "ps": pgettext("field", "ps"),
+             "ps_ttm": pgettext("field", "ps_ttm"), "dv_ratio": pgettext("field", "dv_ratio"),
+             "dv_ttm": pgettext("field", "dv_ttm"), "total_share": pgettext("field", "total_share"),
+             "float_share": pgettext("field", "float_share"), "free_share": pgettext("field", "free_share"),
+             "total_mv": pgettext("field", "total_mv"), "circ_mv": pgettext("field", "circ_mv"),
+             "MACD hist": pgettext("field", "MACD hist"), "BOLL upper": pgettext("field", "BOLL upper"),
+             "BOLL mid": pgettext("field", "BOLL mid"), "BOLL lower": pgettext("field", "BOLL lower")}
+    return words.get(name, name)

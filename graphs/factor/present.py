@@ -8,17 +8,27 @@ from sqlalchemy import Engine
 
 from graphs.views import Table, View
 from tools.factors.store import FactorStore
-from tools.i18n import N_, _, ngettext
+from tools.i18n import N_, _, ngettext, pgettext
 
 SHOWN_METRICS = (("rank_ic_mean", "Rank IC", "{:.4f}"), ("rank_icir", "ICIR", "{:.2f}"), ("ic_mean", "IC", "{:.4f}"),
-                 ("spread_mean", "top−bottom", "{:.4%}"), ("turnover_top", "top turnover", "{:.1%}"))
+                 ("spread_mean", N_("top−bottom"), "{:.4%}"), ("turnover_top", N_("top turnover"), "{:.1%}"))
 
 
 DECISIONS = {"approve": N_("approve"), "edit": N_("edit"), "reject": N_("reject")}  # the reviewer's, as shown
 
 
+def _decision(decision: str) -> str:
+    return _(DECISIONS.get(decision, decision))
+
+
+def status_word(status: str) -> str:
+    """A version's stored status (active, rejected) as the reader says it."""
+    words = {"active": pgettext("factor status", "active"), "rejected": pgettext("factor status", "rejected")}
+    return words.get(status, status)
+
+
 def _num(value: float | None, spec: str, scale: float = 1.0, unit: str = "") -> str:
-    return "n/a" if value is None else format(value * scale, spec) + unit
+    return _("n/a") if value is None else format(value * scale, spec) + unit
 
 
 def present_factor(result: dict[str, Any]) -> View:
@@ -30,7 +40,7 @@ def present_factor(result: dict[str, Any]) -> View:
              _num(m["long_short_mean"], ".1f", 1e4, "bp"), _num(m["turnover_top"], ".0%")]
             for period, m in result["metrics"].items()]
     table = Table([_("period"), _("dates"), "IC", "RankIC", "ICIR", "t", _("top-bot"), _("L/S"), _("turn")], rows)
-    decision = _(DECISIONS.get(result["decision"], result["decision"]))
+    decision = _decision(result["decision"])
     decided = _("{decision} by {user}").format(decision=decision, user=result["reviewer"]) \
         if result.get("reviewer") else decision
     warnings = [_("near duplicate of {name} v{version} (correlation {correlation} over {n} values)").format(
@@ -57,8 +67,9 @@ def factor_list(engine: Engine, _args: list[str]) -> View:
         return View(_("Factor library"), _("No factors saved yet. Start one with `factor KIND START END` "
                                            "(e.g. `factor momentum 20190301 20200601`)."))
     lines = [_("{name} v{version} [{status}] {description} — by {author}, {decision} by {reviewer}, {at}").format(
-                 name=f.name, version=f.version, status=f.status, description=f.description, author=f.author or "?",
-                 decision=f.decision, reviewer=f.reviewer or "?", at=f"{f.created_at:%Y-%m-%d %H:%M}")
+                 name=f.name, version=f.version, status=status_word(f.status), description=f.description,
+                 author=f.author or "?", decision=_decision(f.decision), reviewer=f.reviewer or "?",
+                 at=f"{f.created_at:%Y-%m-%d %H:%M}")
              for f in factors]
     return View(_("Factor library"), ngettext("{n} factor, newest version of each:",
                                               "{n} factors, newest version of each:", len(factors)).format(
@@ -76,14 +87,15 @@ def factor_show(engine: Engine, args: list[str]) -> View:
     latest = versions[-1]
     lines = [_("versions: {versions}").format(versions=", ".join(
         _("v{version} {status} ({decision} by {reviewer})").format(
-            version=v.version, status=v.status, decision=v.decision, reviewer=v.reviewer or "?") for v in versions))]
+            version=v.version, status=status_word(v.status), decision=_decision(v.decision), reviewer=v.reviewer or "?")
+        for v in versions))]
     active = store.latest(name)
     code = None
     if active is not None:
         lines.append(_("v{version}: {n} values stored").format(version=active.version,
                                                                n=store.count_values(active.id)))
         for period, row in store.metrics(active.id).iterrows():
-            shown = ", ".join(f"{label} {fmt.format(row[key])}" for key, label, fmt in SHOWN_METRICS if key in row)
+            shown = ", ".join(f"{_(label)} {fmt.format(row[key])}" for key, label, fmt in SHOWN_METRICS if key in row)
             lines.append(f"{period}d: {shown}")
         code = (active.spec.get("body") or active.code).rstrip()
     return View(_("Factor {name}").format(name=latest.name), f"{latest.name}: {latest.description}", lines=lines,

@@ -72,7 +72,7 @@ def order_card(proposal: dict[str, Any], account: str, traders_configured: bool,
         "fills": note_text(proposal["fill_label"]),
         "expires": card_expiry_text(proposal),
         "why": request.get("reason") or "-",
-        "mandate": "; ".join(proposal.get("mandate") or ()) or _("none"),
+        "mandate": _("; ").join(proposal.get("mandate") or ()) or _("none"),
     })
     if approvals:
         args["approvals"] = approvals

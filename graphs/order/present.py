@@ -81,14 +81,19 @@ def present_account(account: Account, report: AccountReport, notes: tuple[str, .
 
 
 # `orders [open|today|all]`: how the count names each scope (`all` counts every order, not "all orders")
-ORDER_COUNTS = {
-    "open": (N_("No open orders in account {account}."), N_("{n} open order in account {account}"),
-             N_("{n} open orders in account {account}")),
-    "today": (N_("No orders today in account {account}."), N_("{n} order today in account {account}"),
-              N_("{n} orders today in account {account}")),
-    "all": (N_("No orders in account {account}."), N_("{n} order in account {account}"),
-            N_("{n} orders in account {account}")),
-}
+NO_ORDERS = {"open": N_("No open orders in account {account}."), "today": N_("No orders today in account {account}."),
+             "all": N_("No orders in account {account}.")}
+
+
+def _order_count(scope: str, n: int) -> str:
+    """`n` (one or more) orders of the scope, as a template of {n} and {account}."""
+    if scope == "open":
+        return ngettext("{n} open order in account {account}", "{n} open orders in account {account}", n)
+    if scope == "today":
+        return ngettext("{n} order today in account {account}", "{n} orders today in account {account}", n)
+    return ngettext("{n} order in account {account}", "{n} orders in account {account}", n)
+
+
 ORDERS_TITLES = {"open": N_("Orders (open) · {account}"), "today": N_("Orders (today) · {account}"),
                  "all": N_("Orders (all) · {account}")}
 
@@ -98,8 +103,8 @@ def present_orders(name: str, scope: str, orders: tuple[Order, ...]) -> View:
              f"{o.quantity:,}", str(o.limit_price) if o.limit_price is not None else _("market"),
              _(STATUS_WORDS[o.status]) if o.status in STATUS_WORDS else o.status,
              str(o.fills[-1].price) if o.fills else "-", o.approved_by or "-"] for o in orders]
-    none, one, many = ORDER_COUNTS[scope]
-    summary = (ngettext(one, many, len(orders)) if orders else _(none)).format(n=len(orders), account=name)
+    summary = (_order_count(scope, len(orders)) if orders else _(NO_ORDERS[scope])).format(n=len(orders),
+                                                                                           account=name)
     return View(title=_(ORDERS_TITLES[scope]).format(account=name), summary=summary,
                 table=Table([_("id"), _("session"), _("side"), _("code"), _("qty"), _("price"), _("status"),
                              _("fill"), _("approved by")], rows)

@@ -112,7 +112,7 @@ def _check_symbol(call: CommandCall, symbol: str, size: int | None) -> None:
     known = call.context.provider.known_codes()
     if known is not None and code not in known:
         raise CommandError(_("the {provider} provider has no {code}; `codes` lists what it has").format(
-            provider=call.context.provider.name, code=code))
+            provider=call.context.provider.label(), code=code))
     last = call.context.provider.last_date()
     if size is not None and last:
         try:

@@ -14,6 +14,7 @@ import numpy as np
 from tools.broker.notes import FILLS_AT, SIMULATED_ON
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError
+from tools.i18n import _
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 # The last moment an order can still make a session's open (its call auction starts 09:15) or close (the
@@ -58,7 +59,8 @@ def clock_for(provider: MarketDataProvider, live_days: int, now: datetime | None
     moment = (now or datetime.now(SHANGHAI)).astimezone(SHANGHAI)
     end = provider.last_date()
     if end is None:
-        raise DataError(f"the {provider.name} provider has no daily bars, so the paper account has no prices")
+        raise DataError(_("the {provider} provider has no daily bars, so the paper account has no prices").format(
+            provider=provider.label()))
     if int(np.busday_count(day(end) + timedelta(days=1), moment.date())) <= live_days:
         return Clock("live", ymd(moment.date()), moment, end)
     return Clock("simulated", end, moment, end)

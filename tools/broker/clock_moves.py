@@ -49,7 +49,7 @@ class ClockMove:
 def live_refusal(clock: Clock, provider: MarketDataProvider) -> str:
     return _("the clock is the real one on live data (the {provider} data has bars through {end}; today is {today} in "
              "Asia/Shanghai): orders fill at the real sessions, so there is no clock to move").format(
-        provider=provider.name, end=clock.data_end, today=clock.today)
+        provider=provider.label(), end=clock.data_end, today=clock.today)
 
 
 def next_session(provider: MarketDataProvider, today: str) -> str:
@@ -105,7 +105,7 @@ def _check(session: Session, provider: MarketDataProvider, before: str, after: s
                            "days the data has bars for, since fills need bars").format(end=data_end, day=after))
     if after not in provider.calendar(after, after):
         raise ClockError(_("the {provider} data has no bars on {day} (fills need bars): `clock set` a day it "
-                           "has").format(provider=provider.name, day=after))
+                           "has").format(provider=provider.label(), day=after))
     if after < before:
         later = session.execute(select(PaperOrder.id, PaperOrder.account, PaperOrder.session_date)
                                 .where(PaperOrder.session_date > after).order_by(PaperOrder.session_date.desc())

@@ -38,7 +38,8 @@ def last_trading_day_before(provider: MarketDataProvider, today: date) -> str:
     """The last exchange trading day strictly before `today` by the provider's trading calendar (the paper clock's)."""
     found = provider.trading_calendar.previous(today, CALENDAR_LOOKBACK_DAYS)
     if found is None:
-        raise DataError(f"no trading day in the {CALENDAR_LOOKBACK_DAYS} days before {ymd(today)}")
+        raise DataError(_("no trading day in the {n} days before {day}").format(n=CALENDAR_LOOKBACK_DAYS,
+                                                                                 day=ymd(today)))
     return found
 
 

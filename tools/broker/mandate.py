@@ -22,6 +22,7 @@ from tools.storage.models import utcnow
 
 BOARDS = {"main": Board.MAIN, "chinext": Board.CHINEXT, "star": Board.STAR, "bse": Board.BSE}
 KEYS = ("allow", "block", "max_orders", "max_exposure", "max_turnover")
+MANDATE_CHECK = N_("mandate")  # the order check's name: stored and compared in English, shown translated
 
 
 class MandateError(ValueError):
@@ -168,5 +169,5 @@ def mandate_check(mandate: Mandate, ts_code: str, is_st: bool | None, side: str,
     if problem is None and mandate.max_turnover is not None and turnover_today + value > mandate.max_turnover:
         problem = _("turnover would be {amount} CNY this session (mandate: turnover at most {most} CNY a day)").format(
             amount=money_text(turnover_today + value), most=money_text(mandate.max_turnover))
-    return Check("mandate", problem is None, problem or _("within the account's mandate: {lines}").format(
-        lines="; ".join(mandate.lines())))
+    return Check(MANDATE_CHECK, problem is None, problem or _("within the account's mandate: {lines}").format(
+        lines=_("; ").join(mandate.lines())))

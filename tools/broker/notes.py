@@ -4,10 +4,7 @@ template that wrote it."""
 
 from __future__ import annotations
 
-import re
-from functools import cache
-
-from tools.i18n import N_, _
+from tools.i18n import N_, stored_text
 
 SIMULATED = N_("simulated fill at the last available close")
 SIMULATED_ON = N_("simulated fill at the last available close ({day})")
@@ -31,19 +28,7 @@ TEMPLATES = (SIMULATED, SIMULATED_ON, *FILLS_AT.values(), *NO_TRADING_DAY.values
              NO_SHARES, CANCELLED_BY)
 
 
-@cache
-def _pattern(template: str) -> re.Pattern[str]:
-    """A template as a regular expression whose named groups are its placeholders."""
-    parts = re.split(r"\{(\w+)\}", template)
-    return re.compile("".join(re.escape(part) if i % 2 == 0 else f"(?P<{part}>.+?)"
-                              for i, part in enumerate(parts)))
-
-
 def note_text(note: str) -> str:
     """A stored note in the language in effect (a note no template wrote, as it is); a placeholder holding another
     note (why a fill was blocked) is shown translated too."""
-    for template in TEMPLATES:
-        found = _pattern(template).fullmatch(note)
-        if found:
-            return _(template).format(**{k: note_text(v) for k, v in found.groupdict().items()})
-    return note
+    return stored_text(note, TEMPLATES)

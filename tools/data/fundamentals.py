@@ -203,18 +203,18 @@ class MarketDataFundamentals(_TableFundamentals):
         self.name = f"the {provider.name} market-data provider"
 
     def _where(self) -> str:
-        return _("from the {provider} market-data provider").format(provider=self._provider.name)
+        return _("from the {provider} market-data provider").format(provider=self._provider.label())
 
     def _load(self, dataset: str, ts_code: str, as_of: str) -> pd.DataFrame:
         if dataset != DAILY_BASIC:
             raise DataError(_("the {provider} market-data provider has no {what}; set a fundamentals directory or a "
-                              "tushare token").format(provider=self._provider.name, what=_(WHAT[dataset])))
+                              "tushare token").format(provider=self._provider.label(), what=_(WHAT[dataset])))
         fields = [f for f in DAILY_BASIC_VALUES if f in self._provider.available_fields(DAILY_BASIC)]
         if "close" in self._provider.available_fields(DAILY):
             fields.insert(0, "close")
         if not fields:
             raise DataError(_("the {provider} market-data provider serves no daily_basic fields").format(
-                provider=self._provider.name))
+                provider=self._provider.label()))
         return self._provider.daily_basic(ts_code, _days_before(as_of, DAILY_BASIC_LOOKBACK_DAYS), as_of, fields,
                                           warnings=[])
 

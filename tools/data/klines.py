@@ -139,10 +139,11 @@ class AShareKlines(KlineProvider):
         if request.timeframe != "1d":
             raise KlineError(_("A-share klines are daily only: ask for timeframe 1d, not {timeframe} (the {provider} "
                                "provider has no intraday or weekly bars)").format(timeframe=request.timeframe,
-                                                                                  provider=self.source))
+                                                                                  provider=self.provider.label()))
         end = request.end.strftime("%Y%m%d") if request.end is not None else self.provider.last_date()
         if end is None:
-            raise KlineError(_("the {provider} provider has no daily bars at all").format(provider=self.source))
+            raise KlineError(_("the {provider} provider has no daily bars at all").format(
+                provider=self.provider.label()))
         try:
             if request.start is not None:
                 start = request.start.strftime("%Y%m%d")
@@ -160,7 +161,7 @@ class AShareKlines(KlineProvider):
                              index=index.tz_localize(SHANGHAI), dtype="float64")
         basis = {"forward-adjusted": N_("prices are forward-adjusted ({provider} provider)"),
                  "unknown": N_("the {provider} provider does not say whether its prices are adjusted")}
-        notes = (_(basis[self.provider.price_basis]).format(provider=self.source),) \
+        notes = (_(basis[self.provider.price_basis]).format(provider=self.provider.label()),) \
             if self.provider.price_basis in basis else ()
         return Klines(request.symbol, "1d", self.source, frame, notes)
 

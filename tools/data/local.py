@@ -19,7 +19,7 @@ from tools.data.securities import (
     st_periods_from_names,
     text_or_none,
 )
-from tools.i18n import _
+from tools.i18n import N_, _
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class LocalProvider(MarketDataProvider):
     without name changes, an `is_st` column (1 on ST days) of the daily file gives ST history within its dates.
     """
 
-    def __init__(self, root: str | Path, name: str = "local", price_basis: PriceBasis = "unknown") -> None:
+    def __init__(self, root: str | Path, name: str = N_("local"), price_basis: PriceBasis = "unknown") -> None:
         self.root = Path(root)
         self.name = name
         if price_basis not in PRICE_BASES:
@@ -160,4 +160,4 @@ class SampleProvider(LocalProvider):
     """The bundled CSI 300 sample: the embedded default that needs no keys. Its prices are forward-adjusted."""
 
     def __init__(self) -> None:
-        super().__init__(sample_dir(), name="bundled sample", price_basis="forward-adjusted")
+        super().__init__(sample_dir(), name=N_("bundled sample"), price_basis="forward-adjusted")

@@ -46,8 +46,12 @@ class MarketDataProvider(ABC):
     data's last day) or "unknown".
     """
 
-    name: str = "provider"
+    name: str = "provider"  # English, as logs name it; `label()` as people read it
     price_basis: PriceBasis = "unknown"
+
+    def label(self) -> str:
+        """The provider's name in the language in effect (the bundled sample is 内置样本数据 in Chinese)."""
+        return _(self.name)
 
     @abstractmethod
     def available_fields(self, dataset: str) -> tuple[str, ...]:
@@ -135,18 +139,18 @@ class MarketDataProvider(ABC):
                 dataset=dataset, known=", ".join(DATASET_FIELDS)))
         code_list = normalize_codes(codes)
         start_s, end_s = check_range(start, end)
-        wanted = check_fields(dataset, fields, self.available_fields(dataset), self.name)
+        wanted = check_fields(dataset, fields, self.available_fields(dataset), self.label())
         known = self.known_codes()
         if known is not None:
             unknown = [c for c in code_list if c not in known]
             if unknown:
                 raise DataError(_("unknown ts_code {codes} for the {provider} provider").format(
-                    codes=codes_text(unknown), provider=self.name))
+                    codes=codes_text(unknown), provider=self.label()))
         frame = self._fetch(dataset, code_list, start_s, end_s, wanted)
         if frame.empty:
             raise DataError(_("no {dataset} rows for {codes} between {start} and {end} from the {provider} "
                               "provider{coverage} (suspended, not yet listed, or unknown code)").format(
-                dataset=dataset, codes=codes_text(code_list), start=start_s, end=end_s, provider=self.name,
+                dataset=dataset, codes=codes_text(code_list), start=start_s, end=end_s, provider=self.label(),
                 coverage=self._coverage_hint()))
         present = set(frame["ts_code"].unique())
         missing = [c for c in code_list if c not in present]
@@ -188,13 +192,13 @@ def _by_dataset(fields: Iterable[str]) -> dict[str, list[str]]:
     return grouped
 
 
-def _warn(warnings: list[str] | None, template: str, **values: str) -> None:
-    """Hand a note (`template`, a message id, filled with `values`) to the caller's list in the language in
-    effect, or log it in English when the caller did not ask for notes."""
+def _warn(warnings: list[str] | None, template: str, provider: str, **values: str) -> None:
+    """Hand a note (`template`, a message id, filled with `values` and the provider's name) to the caller's list in
+    the language in effect, or log it in English when the caller did not ask for notes."""
     if warnings is None:
-        log.warning("%s", template.format(**values))
+        log.warning("%s", template.format(provider=provider, **values))
     else:
-        warnings.append(_(template).format(**values))
+        warnings.append(_(template).format(provider=_(provider), **values))
 
 
 def to_wide(long: pd.DataFrame, field: str, codes: Sequence[str] | None = None) -> pd.DataFrame:

@@ -116,7 +116,7 @@ def market_snapshot(provider: MarketDataProvider, ts_code: str, as_of: str, wind
     if bars.empty:
         return MarketSnapshot(ts_code, as_of, [], {}, gaps=[
             _("no daily bars of {code} on or before {day} from the {provider} provider").format(
-                code=ts_code, day=as_of, provider=provider.name)])
+                code=ts_code, day=as_of, provider=provider.label())])
     values, conventions = _indicator_values(bars)
     gaps = [_("{name} is still in its warm-up ({n} bars of history)").format(name=name, n=len(bars))
             for name, v in values.items() if v is None]

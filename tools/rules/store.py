@@ -24,6 +24,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from tools.data.klines import KlineError, symbol_kind
+from tools.i18n import _
 from tools.rules.records import ExecutionLog, SavedRule
 from tools.storage.models import utcnow
 
@@ -117,12 +118,12 @@ class RuleStore:
                             f"not {source!r}")
         requirements = requirements.strip()
         if not requirements:
-            raise RuleError("a rule needs its requirements: when to buy, when to sell")
+            raise RuleError(_("a rule needs its requirements: when to buy, when to sell"))
         if len(requirements) > MAX_REQUIREMENTS:
-            raise RuleError(f"a rule's requirements are at most {MAX_REQUIREMENTS} characters, "
-                            f"these have {len(requirements)}")
+            raise RuleError(_("a rule's requirements are at most {most} characters, these have {n}").format(
+                most=MAX_REQUIREMENTS, n=len(requirements)))
         if size is not None and value_cny is not None:
-            raise RuleError("give the order size in shares (size=) or in CNY (value=), not both")
+            raise RuleError(_("give the order size in shares (size=) or in CNY (value=), not both"))
         now = self.clock()
         row = SavedRule(
             symbol=check_symbol(symbol), source=source, requirements=requirements, owner=owner, channel=channel,
@@ -223,7 +224,7 @@ class RuleStore:
             counted = session.execute(update(SavedRule).where(SavedRule.id == rule_id).values(
                 consecutive_failures=SavedRule.consecutive_failures + 1, updated_at=now)).rowcount
             if not counted:
-                raise RuleError(f"there is no rule {rule_id}")
+                raise RuleError(_("there is no rule {id}").format(id=rule_id))
             failures = session.scalar(select(SavedRule.consecutive_failures).where(SavedRule.id == rule_id))
             paused = session.execute(update(SavedRule).where(
                 SavedRule.id == rule_id, SavedRule.enabled.is_(True),
@@ -240,7 +241,7 @@ class RuleStore:
         _text("execution_id", execution_id)
         _text("action_type", action_type)
         if isinstance(step, bool) or not isinstance(step, int) or step < 1:
-            raise RuleError(f"a step number is a whole number from 1, not {step!r}")
+            raise RuleError(_("a step number is a whole number from 1, not {step!r}").format(step=step))
         insert = postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
         statement = insert(ExecutionLog).values(
             rule_id=rule_id, symbol=symbol, execution_id=execution_id, step=step, action_type=action_type,
@@ -250,7 +251,7 @@ class RuleStore:
             with self.engine.begin() as connection:
                 written = connection.execute(statement).first() is not None
         except IntegrityError as exc:  # the only constraint left is the foreign key
-            raise RuleError(f"there is no rule {rule_id}") from exc
+            raise RuleError(_("there is no rule {id}").format(id=rule_id)) from exc
         log.debug("rule %d execution %s step %d %s: %s", rule_id, execution_id, step, action_type,
                   "logged" if written else "already logged")
         return written
@@ -285,11 +286,11 @@ class RuleStore:
         """The rule's row, when `user` may change it."""
         row = session.get(SavedRule, rule_id)
         if row is None:
-            raise RuleError(f"there is no rule {rule_id}")
+            raise RuleError(_("there is no rule {id}").format(id=rule_id))
         if user != row.owner and user not in self.admins:
             log.info("rule %d: %s may not change it (owner %s)", rule_id, user, row.owner)
-            raise RuleError(f"rule {rule_id} belongs to {row.owner}: only its owner or an admin (QUANTDESK_ADMINS) "
-                            "may change or delete it")
+            raise RuleError(_("rule {id} belongs to {owner}: only its owner or an admin (QUANTDESK_ADMINS) may "
+                              "change or delete it").format(id=rule_id, owner=row.owner))
         return row
 
     def _set(self, rule_id: int, **values: Any) -> None:
@@ -297,7 +298,7 @@ class RuleStore:
             changed = session.execute(update(SavedRule).where(SavedRule.id == rule_id).values(
                 updated_at=self.clock(), **values)).rowcount
         if not changed:
-            raise RuleError(f"there is no rule {rule_id}")
+            raise RuleError(_("there is no rule {id}").format(id=rule_id))
 
 
 def order_tag(rule_id: int) -> str:
@@ -321,12 +322,13 @@ def check_schedule(schedule: str | None) -> str | None:
         return None
     cron = " ".join(schedule.split())
     if len(cron.split(" ")) != 5 or not croniter.is_valid(cron):
-        raise RuleError(f"schedule {schedule!r} is not a cron expression: give five fields, minute hour day month "
-                        "weekday, like '30 9 * * 1-5' (09:30 on weekdays)")
+        raise RuleError(_("schedule {schedule!r} is not a cron expression: give five fields, minute hour day month "
+                          "weekday, like '30 9 * * 1-5' (09:30 on weekdays)").format(schedule=schedule))
     try:
         croniter(cron, datetime(2000, 1, 1, tzinfo=UTC)).get_next(datetime)
     except (CroniterBadDateError, ValueError):
-        raise RuleError(f"schedule {schedule!r} never fires (no such date): check the day and month fields") from None
+        raise RuleError(_("schedule {schedule!r} never fires (no such date): check the day and month fields").format(
+            schedule=schedule)) from None
     return cron
 
 
@@ -334,7 +336,8 @@ def check_timezone(timezone: str) -> str:
     try:
         ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError):
-        raise RuleError(f"unknown timezone {timezone!r}: use an IANA name like Asia/Shanghai or UTC") from None
+        raise RuleError(_("unknown timezone {timezone!r}: use an IANA name like Asia/Shanghai or UTC").format(
+            timezone=timezone)) from None
     return timezone
 
 
@@ -342,7 +345,8 @@ def check_threshold(threshold: float) -> float:
     """A confidence between 0 and 1."""
     if isinstance(threshold, bool) or not isinstance(threshold, int | float | Decimal) \
             or not math.isfinite(threshold) or not 0 <= threshold <= 1:
-        raise RuleError(f"threshold is the confidence a decision needs, between 0 and 1, not {threshold!r}")
+        raise RuleError(_("threshold is the confidence a decision needs, between 0 and 1, not {threshold!r}").format(
+            threshold=threshold))
     return float(threshold)
 
 
@@ -357,7 +361,8 @@ MAX_VALUE_FEN = 10**13  # 100 billion CNY
 
 def _size(size: int | None) -> int | None:
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or not 0 < size <= MAX_SHARES):
-        raise RuleError(f"size= is a whole number of shares from 1 to {MAX_SHARES:,}, not {size!r}")
+        raise RuleError(_("size= is a whole number of shares from 1 to {most}, not {size!r}").format(
+            most=f"{MAX_SHARES:,}", size=size))
     return size
 
 
@@ -370,8 +375,8 @@ def _fen(value: Decimal | int | str | None) -> int | None:
     except InvalidOperation:
         amount = Decimal("NaN")
     if not amount.is_finite() or amount <= 0 or amount > MAX_VALUE_FEN * _FEN or amount != amount.quantize(_FEN):
-        raise RuleError(f"value= is an amount in CNY above 0 and at most {MAX_VALUE_FEN // 100:,}, with at most two "
-                        f"decimals, not {value!r}")
+        raise RuleError(_("value= is an amount in CNY above 0 and at most {most}, with at most two decimals, not "
+                          "{value!r}").format(most=f"{MAX_VALUE_FEN // 100:,}", value=value))
     return int(amount / _FEN)
 
 

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 from sqlalchemy import DateTime, Engine, Integer, LargeBinary, String, delete, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
+from tools.i18n import _
 from tools.storage.models import Base, utcnow
 
 NAMESPACES = ("ohlcv", "indicators", "signal", "factor")
@@ -64,10 +65,9 @@ class FrameInfo:
 
 def check_name(name: str) -> str:
     if not _NAME.match(name):
-        raise WorkspaceError(
-            f"bad workspace name {name!r}: use <namespace>/<name> with namespace one of "
-            f"{', '.join(NAMESPACES)} and letters, digits, _ . - in the name"
-        )
+        raise WorkspaceError(_("bad workspace name {name!r}: use <namespace>/<name> with namespace one of "
+                               "{namespaces} and letters, digits, _ . - in the name").format(
+            name=name, namespaces=", ".join(NAMESPACES)))
     return name
 
 
@@ -127,14 +127,15 @@ class Workspace:
                 )
             )
         if data is None:
-            raise WorkspaceError(f"no frame {name!r} in this thread's workspace; have: {self.names() or 'none'}")
+            raise WorkspaceError(_("no frame {name!r} in this thread's workspace; have: {names}").format(
+                name=name, names=self.names() or _("none")))
         return decode_frame(data)
 
     def info(self, name: str) -> FrameInfo:
         for item in self.list(name.split("/", 1)[0]):
             if item.name == name:
                 return item
-        raise WorkspaceError(f"no frame {name!r} in this thread's workspace")
+        raise WorkspaceError(_("no frame {name!r} in this thread's workspace").format(name=name))
 
     def __contains__(self, name: str) -> bool:
         return name in self.names()
@@ -146,7 +147,8 @@ class Workspace:
         query = select(*columns).where(WorkspaceFrame.thread_id == self.thread_id)
         if namespace:
             if namespace not in NAMESPACES:
-                raise WorkspaceError(f"unknown namespace {namespace!r}; use one of {', '.join(NAMESPACES)}")
+                raise WorkspaceError(_("unknown namespace {namespace!r}; use one of {namespaces}").format(
+                    namespace=namespace, namespaces=", ".join(NAMESPACES)))
             query = query.where(WorkspaceFrame.name.startswith(f"{namespace}/"))
         with Session(self.engine) as session:
             rows = session.execute(query.order_by(WorkspaceFrame.name)).all()

@@ -143,7 +143,7 @@ def _decision_date(ctx: AnalyzeDeps, request: DecisionRequest) -> tuple[str, str
     """The trading day to decide on, and a note when it is not the day asked for."""
     last = ctx.provider.last_date()
     if last is None:
-        raise DataError(_("the {provider} provider has no bars at all").format(provider=ctx.provider.name))
+        raise DataError(_("the {provider} provider has no bars at all").format(provider=ctx.provider.label()))
     asked = request.trade_date or last
     if asked > last:
         raise DataError(_("the data ends on {last}; {asked} has no bars yet").format(last=last, asked=asked))
@@ -152,7 +152,7 @@ def _decision_date(ctx: AnalyzeDeps, request: DecisionRequest) -> tuple[str, str
         raise DataError(_("no trading day on or before {day} in the data").format(day=asked))
     if price_bars(ctx.provider, request.ts_code, days[-1], 1).empty:
         raise DataError(_("the {provider} provider has no bars of {code} on or before {day}").format(
-            provider=ctx.provider.name, code=request.ts_code, day=days[-1]))
+            provider=ctx.provider.label(), code=request.ts_code, day=days[-1]))
     if days[-1] != asked:
         return days[-1], _("{asked} is not a trading day; deciding as of {day}, the one before").format(
             asked=asked, day=days[-1])
@@ -196,7 +196,7 @@ def _pre_open_dates(ctx: AnalyzeDeps, request: DecisionRequest) -> tuple[str, st
     for, else the next trading day after the data's last day (today, before a live open)."""
     last = ctx.provider.last_date()
     if last is None:
-        raise DataError(_("the {provider} provider has no bars at all").format(provider=ctx.provider.name))
+        raise DataError(_("the {provider} provider has no bars at all").format(provider=ctx.provider.label()))
     following = _next_trading_day(ctx, last)
     session = request.trade_date or following
     if trading_days(ctx.provider, session, 1)[0][0] != session:
@@ -210,6 +210,6 @@ def _pre_open_dates(ctx: AnalyzeDeps, request: DecisionRequest) -> tuple[str, st
             day=session))
     if price_bars(ctx.provider, request.ts_code, before[-1], 1).empty:
         raise DataError(_("the {provider} provider has no bars of {code} on or before {day}").format(
-            provider=ctx.provider.name, code=request.ts_code, day=before[-1]))
+            provider=ctx.provider.label(), code=request.ts_code, day=before[-1]))
     return session, before[-1], _("pre-open decision for {day}: data up to the close of {close}").format(
         day=session, close=before[-1])

@@ -64,10 +64,11 @@ def _store_artifacts(store: ArtifactStore, thread: str, run_key: str, stem: str,
                      evaluation: FactorEvaluation, metrics: pd.DataFrame) -> list[ArtifactRef]:
     ic = pd.concat({"ic": evaluation.ic, "rank_ic": evaluation.rank_ic}, axis=1)
     ic.columns = [f"{kind}_{p}d" for kind, p in ic.columns]
+    chart = factor_chart(evaluation, _("{title}: evaluation").format(title=title))
     files = {
-        "chart": (f"{stem}.png", "image/png", factor_chart(evaluation, f"{title}: evaluation")),
-        "metrics_csv": (f"{stem}_metrics.csv", "text/csv", metrics.to_csv().encode()),
-        "ic_csv": (f"{stem}_ic.csv", "text/csv", ic.to_csv(date_format="%Y%m%d").encode()),
+        "chart": (f"{stem}.png", _("{title} chart"), "image/png", chart),
+        "metrics_csv": (f"{stem}_metrics.csv", _("{title} metrics csv"), "text/csv", metrics.to_csv().encode()),
+        "ic_csv": (f"{stem}_ic.csv", _("{title} ic csv"), "text/csv", ic.to_csv(date_format="%Y%m%d").encode()),
     }
-    return [store.put(thread, run_key, kind, filename, f"{title} {kind.replace('_', ' ')}", mime, data)
-            for kind, (filename, mime, data) in files.items()]
+    return [store.put(thread, run_key, kind, filename, described.format(title=title), mime, data)
+            for kind, (filename, described, mime, data) in files.items()]

@@ -15,6 +15,7 @@ from graphs.order.payload import preview_json, request_of
 from graphs.order.roles import naming_refusal
 from graphs.order.state import OrderApprovalState
 from graphs.progress import report_progress
+from tools.broker.mandate import MANDATE_CHECK
 from tools.broker.proposal_claims import fit_claims_to_card
 from tools.broker.store import log_event
 from tools.data.schema import DataError
@@ -45,7 +46,7 @@ def propose_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], config:
         return {"order_outcome": _outcome("refused", _("The order cannot be proposed: {error}").format(
             error=exc), account)}
     proposal = preview_json(preview)
-    outside = next((c for c in proposal["checks"] if c["name"] == "mandate" and not c["passed"]), None)
+    outside = next((c for c in proposal["checks"] if c["name"] == MANDATE_CHECK and not c["passed"]), None)
     if outside is not None:  # never proposed: no card, whoever asked
         log_event(ctx.engine, client_order_id, account, "refused", intent.get("proposed_by"),
                   {"request": proposal["request"], "reason": "mandate", "mandate": outside["detail"]})

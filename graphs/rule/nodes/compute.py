@@ -70,9 +70,9 @@ def _bars(ctx: RuleDeps, symbol: str, rule: Rule, as_of: str | None,
         history = rule_history(ctx.provider, symbol, end) if end else pd.DataFrame()
         if history.empty:
             raise KlineError(_("no daily bars of {symbol} from the {provider} provider").format(
-                symbol=symbol, provider=ctx.provider.name))
+                symbol=symbol, provider=ctx.provider.label()))
         notes = [_("the whole traded history, as a backtest of the rule reads it; prices are {basis} ({provider} "
-                   "provider)").format(basis=_(PRICE_BASES[ctx.provider.price_basis]), provider=ctx.provider.name)]
+                   "provider)").format(basis=_(PRICE_BASES[ctx.provider.price_basis]), provider=ctx.provider.label())]
         return rule_bars(history), {"symbol": symbol, "timeframe": "1d", "start": str(history["trade_date"].iloc[0]),
                                     "end": end}, notes
     if ctx.klines is None:

@@ -75,13 +75,13 @@ def missing_fields_reply(provider: MarketDataProvider, what: str, fields: tuple[
     if not missing:
         return None
     offers = {dataset: ", ".join(provider.available_fields(dataset)) or _("none") for dataset in missing}
-    lacks = "; ".join(_("{fields} from {dataset} (it offers: {offers})").format(
+    lacks = _("; ").join(_("{fields} from {dataset} (it offers: {offers})").format(
         fields=", ".join(names), dataset=dataset, offers=offers[dataset]) for dataset, names in missing.items())
     sources = _(" or ").join(missing)
     return _("{what} needs data the {provider} provider does not have: {lacks}. These fields come from tushare's "
              "{sources} (set TUSHARE_TOKEN), or from a local folder whose {sources} files (.parquet or .csv, tushare "
              "schema) hold them (set QUANTDESK_LOCAL_DATA to that folder). Nothing was run.").format(
-        what=what, provider=provider.name, lacks=lacks, sources=sources)
+        what=what, provider=provider.label(), lacks=lacks, sources=sources)
 
 
 def store_fields(provider: MarketDataProvider, ws: Workspace, fields: list[str], codes: str, start: str,

@@ -110,7 +110,7 @@ def validate_node(state: SignalState, config: RunnableConfig, runtime: Runtime[S
     history = [*state.get("execution_history", []),
                f"validation: {len(errors)} error(s), {len(warnings)} warning(s)"]
     if errors:
-        message = _("validation failed: {errors}").format(errors="; ".join(errors))
+        message = _("validation failed: {errors}").format(errors=_("; ").join(errors))
         return {"validated": False, "signal_ready": False, "error_messages": [message],
                 "error_log": [*state.get("error_log", []), message], "warnings": warnings,
                 "execution_history": history}
