@@ -227,8 +227,9 @@ class Console:
         while True:
             at_prompt = False
             try:
-                self.catch_up()
-                self.adopt_waiting_thread()
+                with using(self.core.language_of(self.user)):  # what it shows is the operator's, as a line's answer
+                    self.catch_up()
+                    self.adopt_waiting_thread()
                 if first is not None:
                     line, first = first, None
                 else:
@@ -400,7 +401,7 @@ class Console:
     def codes(self, _args: list[str]) -> None:
         known = self.ctx.provider.known_codes()
         if known is None:
-            name = self.ctx.provider.name
+            name = self.ctx.provider.label()
             self.say(_("the {provider} provider serves any listed A-share code").format(provider=name))
         else:
             self.say(_("{n} codes: {codes}").format(n=len(known), codes=" ".join(sorted(known))))
