@@ -13,12 +13,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from graphs import names
+from tools.data.codes import CODE, CODE_LIKE, exchange_of
 from tools.i18n import _
 
-CODE = re.compile(r"^\d{6}\.(SZ|SH|BJ)$", re.IGNORECASE)
 DATE = re.compile(r"^(\d{8}|\d{4}-\d{2}-\d{2})$")
 PARAM = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(\S+)$")
-_CODE_LIKE = re.compile(r"^\d{6}(\.[A-Za-z]*)?$")
 _SPLIT = re.compile(r"[\s,，]+")
 
 # What NFKC leaves alone: curly and corner quotes (read as the ASCII quotes before the quoting rules run) and the
@@ -350,7 +349,7 @@ def tokenize(text: str, keyword: str | None = None) -> Tokens:
             dates.append(token.replace("-", ""))
         elif match := PARAM.match(token):
             params[match.group(1).lower()] = match.group(2)
-        elif _CODE_LIKE.match(token):
+        elif CODE_LIKE.match(token):
             bad.append(token)
         elif len(named := names.table().codes_for(token)) == 1:  # 贵州茅台 (a shared name stays a word: asked)
             if named[0] not in codes:
@@ -358,17 +357,6 @@ def tokenize(text: str, keyword: str | None = None) -> Tokens:
         else:
             words.append(token)
     return Tokens(tuple(words), tuple(codes), tuple(dates), params, tuple(bad))
-
-
-def exchange_of(digits: str) -> str | None:
-    """The exchange suffix an A-share code's digits belong to (SSE 6xxxxx, SZSE 0/3xxxxx, BSE 4/8/92xxxx)."""
-    if digits.startswith("6") or digits.startswith("9") and not digits.startswith("92"):
-        return "SH"
-    if digits[0] in "03":
-        return "SZ"
-    if digits[0] in "48" or digits.startswith("92"):
-        return "BJ"
-    return None
 
 
 def suggestions(bad_codes: tuple[str, ...], unknown: Iterable[str] = ()) -> list[str]:
@@ -381,15 +369,3 @@ def suggestions(bad_codes: tuple[str, ...], unknown: Iterable[str] = ()) -> list
         suffix = exchange_of(bad_codes[0][:6])
         return [f"{bad_codes[0][:6]}.{suffix}"] if suffix else []
     return list(names.table().codes_for(doubtful[0]))
-
-
-def bad_code_message(bad_codes: tuple[str, ...]) -> str:
-    """'600519 is not a ts_code; did you mean 600519.SH?' for each code-like word."""
-    parts = []
-    for token in bad_codes:
-        digits = token[:6]
-        suffix = exchange_of(digits)
-        parts.append(_("{token} is not a ts_code; did you mean {code}?").format(token=token, code=f"{digits}.{suffix}")
-                     if suffix else
-                     _("{token} is not a ts_code (ts_codes look like 600519.SH or 000001.SZ).").format(token=token))
-    return _("; ").join(parts)

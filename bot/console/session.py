@@ -24,9 +24,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-import pandas as pd
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from bot.console.data import DataCommands
 from bot.console.prompt import LINE_CANCELLED, LineReader
 from bot.console.surface import ConsoleSurface, console_place
 from bot.console.text import view_text
@@ -43,27 +43,15 @@ from bot.startup import AppServices
 from bot.stores.threads import CONSOLE_CHANNEL, CONSOLE_TEAM
 from graphs.background import Notice as BackgroundNotice
 from graphs.clarify import CANCEL_ANSWER, CANCELLED
-from graphs.grammar import bad_code_message, tokenize
 from graphs.interrupts import CLARIFY
-from tools.data.schema import DATASET_FIELDS, DataError, dataset_of
 from tools.i18n import N_, _, display_width, pad_right, using
-from tools.storage.workspace import Workspace, WorkspaceError
 
-HOME = "console"  # the session's own workspace: what `load` stores, kept across console runs
 ACCOUNT = CONSOLE_CHANNEL  # the console's paper account unless a request names another
 CONSOLE_SCOPE = "console-"  # the thread-id prefix of console threads (bot/stores/threads.py)
 MAX_SETTLE_STEPS = 10  # rejections a new request makes to close the old thread's pending reviews and approvals
 INTERRUPTED = 130  # the exit code of a session left with Ctrl-C (a shell's, for SIGINT)
 EDIT_DROPPED = N_("(the edit you were typing was dropped; nothing was decided and the review is still open)")
 
-
-
-@dataclass(frozen=True)
-class DataCommand:
-    usage: str
-    summary: str
-    arity: tuple[int, int | None]  # (fewest, most) arguments; None: no upper bound
-    run: Callable[[list[str]], None]
 
 
 USAGE_WIDTH = 34  # the help's usage column; a longer usage puts its summary on the next line
@@ -107,37 +95,17 @@ class Console:
         self.pending: list[dict[str, Any]] = []  # [{"id", "value"}] of the current thread, oldest first
         self.editing: list[str] | None = None  # body lines of an `edit` being typed
         self.background: BackgroundService | None = None  # the session's (open_session sets it)
-        self.commands: dict[str, DataCommand] = {
-            "codes": DataCommand("codes", N_("codes the data provider knows"), (0, 0), self.codes),
-            "fields": DataCommand("fields", N_("fields the data provider offers"), (0, 0), self.fields),
-            "bars": DataCommand("bars CODES START END [FIELD ...]", N_("daily bars (long), e.g. bars 000001.SZ "
-                                                                       "20200101 20200331"), (3, None), self.bars),
-            "load": DataCommand("load FIELD CODES START END", N_("a wide date x code frame into the workspace"),
-                                (4, 4), self.load),
-            "ws": DataCommand("ws", N_("frames in the current thread's workspace (inputs and outputs)"), (0, 0),
-                              self.ws),
-            "show": DataCommand("show NAME", N_("head and tail of a workspace frame"), (1, 1), self.show),
-        }
+        self.data = DataCommands(ctx, self.surface.say, lambda: self.thread)  # codes, bars, load, ws …
 
     @property
     def thread(self) -> str:
         return self.place.thread_id
 
     @property
-    def workspaces(self) -> list[tuple[str, Workspace]]:
-        """The session's own workspace (what `load` stores; kept between console runs), then the current
-        request's (what the workflow produced)."""
-        return [("session", Workspace(self.ctx.engine, HOME)),
-                (N_("current request"), Workspace(self.ctx.engine, self.thread))]
-
-    @property
     def prompt(self) -> str:
         if self.editing is not None:
             return "... "
         return kind_of(self.pending[0]["value"]).prompt if self.pending else "quant> "
-
-    def say(self, text: str) -> None:
-        self.surface.say(text)
 
     def handle(self, line: str) -> bool:
         """Run one input line, answering in the operator's language; False means the session is over."""
@@ -154,7 +122,7 @@ class Console:
             return True
         text = line.strip()
         waiting = kind_of(self.pending[0]["value"]).name if self.pending else None
-        local = [(command.usage, command.summary) for command in self.commands.values()]
+        local = [(command.usage, command.summary) for command in self.data.table.values()]
         reply = self.core.intake.answer(Typed(self.place, text, waiting=waiting, local=local, session=True), ACCOUNT,
                                         close_cards=True)
         intent = reply.intent
@@ -165,7 +133,7 @@ class Console:
         elif isinstance(intent, Pending):
             self.choose_pending(list(intent.args))
         elif isinstance(intent, LocalCommand):
-            self.command(intent.name, list(intent.args))
+            self.data.run(intent.name, list(intent.args))
         elif isinstance(intent, Request):
             self.new_request(text)
         elif isinstance(intent, Answer | Cancel) and self.pending:
@@ -178,14 +146,14 @@ class Console:
         """What the core answered at once: the help, a line, or a command's view (with its files saved here); the
         runs of cards a command closed end, and background work it made due runs, before the next prompt."""
         if reply.help:
-            self.say(help_text(reply.help))
+            self.surface.say(help_text(reply.help))
         elif reply.failed:
-            self.say(_("error: {error}").format(error=reply.text))
+            self.surface.say(_("error: {error}").format(error=reply.text))
         elif reply.text:
-            self.say(reply.text)
+            self.surface.say(reply.text)
         if reply.view is None:
             return
-        self.say(view_text(reply.view))
+        self.surface.say(view_text(reply.view))
         self.export(reply.view.artifacts, self.ctx.settings.data_dir / "exports" / "commands")
         for thread_id in reply.closed:  # the cards it closed: their runs end before the next prompt
             self.core.queue.wait_idle(thread_id)  # type: ignore[attr-defined]
@@ -211,12 +179,12 @@ class Console:
             self.place = console_place(self.user)
         elif self.pending and not (isinstance(last, Question) and last.interrupt_id == self.pending[-1]["id"]):
             value = self.pending[0]["value"]  # one of several answered: the next is still open (shown before)
-            self.say(kind_of(value).console_text(value))
+            self.surface.say(kind_of(value).console_text(value))
 
     def heard(self, notice: BackgroundNotice) -> None:
         """A background job's notice: shown in its thread already when the thread is the console's."""
         if not notice.thread_id.startswith(CONSOLE_SCOPE):
-            self.say(_("(background: {text})").format(text=notice.said()))
+            self.surface.say(_("(background: {text})").format(text=notice.said()))
 
     def loop(self, stdin: TextIO, out: TextIO, first: str | None = None) -> int:
         """Read and run lines until end of input, `quit`, Ctrl-C at an empty prompt or a second Ctrl-C in a row
@@ -252,14 +220,14 @@ class Console:
         """Ctrl-C: the line being typed is gone, an `edit` being typed too; a run the line started is stopped at
         its next step."""
         if cancelled_line:
-            self.say(_(LINE_CANCELLED))
+            self.surface.say(_(LINE_CANCELLED))
         if self.editing is not None:
             self.editing = None
-            self.say(_(EDIT_DROPPED))
+            self.surface.say(_(EDIT_DROPPED))
         elif self.core.queue.abort(self.thread):
-            self.say(_("(stopping the current request at its next step)"))
+            self.surface.say(_("(stopping the current request at its next step)"))
         self.pending = self.runner.pending(self.thread)
-        self.say(_("(Ctrl-C again, `quit` or end of input leaves)"))
+        self.surface.say(_("(Ctrl-C again, `quit` or end of input leaves)"))
 
     def leave(self, code: int) -> int:
         """The session ends: an `edit` being typed is dropped (said so), and what is still open is named, in the
@@ -267,9 +235,9 @@ class Console:
         with using(self.core.language_of(self.user)):
             if self.editing is not None:
                 self.editing = None
-                self.say(_(EDIT_DROPPED))
+                self.surface.say(_(EDIT_DROPPED))
             if waiting := self.open_threads():
-                self.say(_("{n} question(s), review(s) or order card(s) are still open; they stay open: in "
+                self.surface.say(_("{n} question(s), review(s) or order card(s) are still open; they stay open: in "
                            "`quantdesk chat`, `pending` lists them and `pending N` answers one").format(
                     n=len(waiting)))
         return code
@@ -286,7 +254,7 @@ class Console:
         """`pending`: the open threads, numbered; `pending N`: the N-th becomes the current thread."""
         waiting = self.open_threads()
         if not waiting:
-            self.say(_("nothing is waiting for an answer"))
+            self.surface.say(_("nothing is waiting for an answer"))
             return
         if not args:
             lines = [_("{n} waiting (`pending N` makes one current: the next line answers it):").format(
@@ -296,14 +264,14 @@ class Console:
                 more = _(" (and {n} more in that thread)").format(n=len(pending) - 1) if len(pending) > 1 else ""
                 current = _(" (current)") if place.thread_id == self.thread else ""
                 lines.append(f"  {number}. {kind_of(value).title(value)}{more}{current}")
-            self.say("\n".join(lines))
+            self.surface.say("\n".join(lines))
             return
         if len(args) > 1 or not args[0].isdigit() or not 1 <= int(args[0]) <= len(waiting):
-            self.say(_("usage: pending [N], N from 1 to {n}").format(n=len(waiting)))
+            self.surface.say(_("usage: pending [N], N from 1 to {n}").format(n=len(waiting)))
             return
         self.place, self.pending = waiting[int(args[0]) - 1]
         value = self.pending[0]["value"]
-        self.say(kind_of(value).console_text(value))
+        self.surface.say(kind_of(value).console_text(value))
 
     def catch_up(self) -> None:
         """Before a prompt: what another surface's process left for the console's threads (a switch-off there closed
@@ -326,19 +294,8 @@ class Console:
             self.place, self.pending = Place(place.team, place.channel, place.thread_ts, self.user), pending
             del self.surface.asked[thread_id]
             value = pending[0]["value"]
-            self.say(_("(now answering: {title})").format(title=kind_of(value).title(value)))
+            self.surface.say(_("(now answering: {title})").format(title=kind_of(value).title(value)))
             return
-
-    def command(self, name: str, args: list[str]) -> None:
-        command = self.commands[name]
-        low, high = command.arity
-        if len(args) < low or (high is not None and len(args) > high):
-            self.say(_("usage: {usage}").format(usage=command.usage))
-            return
-        try:
-            command.run(args)
-        except (DataError, WorkspaceError, ValueError) as exc:
-            self.say(_("error: {error}").format(error=exc))
 
     def new_request(self, text: str) -> None:
         """Start a new thread. What the old one still waits on ends first, so nothing is left open behind the
@@ -348,10 +305,10 @@ class Console:
             if not self.pending:
                 break
             if kind_of(self.pending[0]["value"]).name == CLARIFY:
-                self.say(_("(the previous request's pending question was cancelled; starting the new request)"))
+                self.surface.say(_("(the previous request's pending question was cancelled; starting the new request)"))
                 self.decide({"type": "respond", "message": CANCEL_ANSWER})
             else:
-                self.say(_("(the previous request's pending review or approval is rejected first)"))
+                self.surface.say(_("(the previous request's pending review or approval is rejected first)"))
                 self.decide({"type": "reject", "message": _("superseded by a new request in the console")})
         self.place, self.pending = console_place(self.user), []
         self.submit(text)
@@ -367,9 +324,9 @@ class Console:
         step = kind.console_step(text, payload)
         if step.message == EDIT_BODY:
             self.editing = []
-            self.say(_("type the new body of compute_factor; end with a line holding only `.`"))
+            self.surface.say(_("type the new body of compute_factor; end with a line holding only `.`"))
         elif step.message:
-            self.say(step.message)
+            self.surface.say(step.message)
         else:
             self.decide(step.decision)  # type: ignore[arg-type]
 
@@ -377,12 +334,13 @@ class Console:
         """Record the decision (the same durable row as a Slack click), then its job applies it, as every
         decision is."""
         interrupt_id = self.pending[0]["id"]
-        verdict = self.core.decide(self.thread, interrupt_id, self.user, decision, "console")
+        verdict = self.core.decider.decide(self.thread, interrupt_id, self.user, decision, "console")
         if not verdict.allowed:
-            self.say(_("already handled") if verdict.already else _("error: {error}").format(error=verdict.reason))
+            self.surface.say(_("already handled") if verdict.already else
+                             _("error: {error}").format(error=verdict.reason))
             self.settled()
             return
-        self.core.confirm(verdict, interrupt_id, self.user, decision, "console")
+        self.core.decider.confirm(verdict, interrupt_id, self.user, decision, "console")
         self.settled()
 
     def export(self, artifacts: list[dict[str, Any]], folder: Path) -> None:
@@ -390,69 +348,8 @@ class Console:
         for artifact in artifacts:
             path = self.runner.context.artifacts.export(artifact["id"], folder)
             kind = kind_word(artifact["kind"])
-            self.say(_("  saved {kind}: {path}").format(kind=kind, path=path) if path else
+            self.surface.say(_("  saved {kind}: {path}").format(kind=kind, path=path) if path else
                      _("  {kind} is no longer stored (older than the retention period)").format(kind=kind))
-
-    def say_warnings(self, notes: list[str]) -> None:
-        """The data provider's warnings (e.g. codes without rows), shown here rather than only in the log."""
-        for note in notes:
-            self.say(_("warning: {note}").format(note=note))
-
-    def codes(self, _args: list[str]) -> None:
-        known = self.ctx.provider.known_codes()
-        if known is None:
-            name = self.ctx.provider.label()
-            self.say(_("the {provider} provider serves any listed A-share code").format(provider=name))
-        else:
-            self.say(_("{n} codes: {codes}").format(n=len(known), codes=" ".join(sorted(known))))
-
-    def fields(self, _args: list[str]) -> None:
-        for dataset in DATASET_FIELDS:
-            have = self.ctx.provider.available_fields(dataset)
-            self.say(f"{dataset}: {', '.join(have) or _('none')}")
-
-    def bars(self, args: list[str]) -> None:
-        """Up to 10 rows (the first and last 5 of a longer frame) in one table: one number format per column."""
-        codes, start, end, *fields = args
-        if bad := tokenize(codes).bad_codes:
-            raise DataError(bad_code_message(bad))
-        notes: list[str] = []
-        frame = self.ctx.provider.daily(codes, start, end, fields or None, warnings=notes)
-        shown = frame if len(frame) <= 10 else pd.concat([frame.head(5), frame.tail(5)])
-        rows = shown.to_string(formatters={c: "{:.4f}".format for c in shown.select_dtypes("float").columns},
-                               max_cols=12).splitlines()
-        if len(frame) > 10:
-            rows.insert(6, "...")
-        self.say("\n".join([_("{n} rows").format(n=len(frame)), *rows]))
-        self.say_warnings(notes)
-
-    def load(self, args: list[str]) -> None:
-        field, codes, start, end = args
-        if bad := tokenize(codes).bad_codes:
-            raise DataError(bad_code_message(bad))
-        namespace = "ohlcv" if dataset_of(field) == "daily" else "indicators"
-        notes: list[str] = []
-        frame = self.ctx.provider.wide(field, codes, start, end, warnings=notes)
-        info = Workspace(self.ctx.engine, HOME).put(f"{namespace}/{field}", frame)
-        self.say(_("stored {frame}").format(frame=info.describe()))
-        self.say_warnings(notes)
-
-    def ws(self, _args: list[str]) -> None:
-        lines = []
-        for label, workspace in self.workspaces:
-            items = workspace.list()
-            if items and label != "session":
-                lines.append(f"{_(label)}:")
-            lines += [item.describe() for item in items]
-        self.say("\n".join(lines) if lines else _("workspace is empty"))
-
-    def show(self, args: list[str]) -> None:
-        """The frame from the current request's workspace, else from the session's."""
-        found = [w for _label, w in reversed(self.workspaces) if any(i.name == args[0] for i in w.list())]
-        frame = (found[0] if found else Workspace(self.ctx.engine, HOME)).get(args[0])
-        with pd.option_context("display.width", 160, "display.max_columns", 8):
-            self.say(f"{frame.head(5)}\n...\n{frame.tail(5)}")
-
 
 @dataclass
 class ConsoleSession:

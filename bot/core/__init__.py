@@ -1,6 +1,7 @@
 """The adapter-neutral core (bot/core/core.py) and the surface protocol every surface implements."""
 
-from bot.core.core import Core, Verdict, channel_account
+from bot.core.core import Core, channel_account
+from bot.core.decider import Verdict
 from bot.core.intake import Intake, Reply, Typed, clean_text
 from bot.core.policy import ALREADY_HANDLED, Policy
 from bot.core.surface import Place, Refused, Surface

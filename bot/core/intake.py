@@ -111,7 +111,7 @@ class Intake:
         due: list[bool] = []
 
         def close(action: str, reason: str) -> int:
-            closed.extend(self.core.close_cards(action, reason, user))
+            closed.extend(self.core.decider.close_cards(action, reason, user))
             return len(closed)
 
         hooks = {"close_cards": close} if close_cards else {}

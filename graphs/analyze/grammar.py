@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from graphs.grammar import Words, bad_code_message, did_you_mean, first_word, normalize, tokenize
+from graphs.grammar import Words, did_you_mean, first_word, normalize, tokenize
 from graphs.order.grammar import OrderGrammarError, account_name
+from tools.data.codes import bad_code_message
 from tools.i18n import _
 
 KEYWORD = "analyze"

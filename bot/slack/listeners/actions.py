@@ -54,13 +54,13 @@ def register(app: App, core: Core) -> None:
                 say(body, place, _(MALFORMED))
                 return
             decision = decision_of(choice)
-            verdict = core.decide(thread_id, interrupt_id, place.user, decision, "button")
+            verdict = core.decider.decide(thread_id, interrupt_id, place.user, decision, "button")
             ack()
             if not verdict.allowed:
                 say(body, place, verdict.reason)
                 return
         card = None if on_home(body) else body["message"]["ts"]  # from the Home: the card in the thread
-        core.confirm(verdict, interrupt_id, place.user, decision, "button", card)
+        core.decider.confirm(verdict, interrupt_id, place.user, decision, "button", card)
 
     @app.action(re.compile(r"^clarify_choice_\d+$"))
     def on_choice(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
@@ -84,11 +84,11 @@ def register(app: App, core: Core) -> None:
 
     @app.action("run_stop")
     def on_stop(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
-        answer(ack, body, action["value"], "t", core.stop)
+        answer(ack, body, action["value"], "t", core.decider.stop)
 
     @app.action("decision_retry")
     def on_retry(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
-        answer(ack, body, action["value"], "i", core.retry)
+        answer(ack, body, action["value"], "i", core.decider.retry)
 
     @app.action(re.compile(r"^review_(edit|reject)$"))
     def on_open_form(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
@@ -103,7 +103,7 @@ def register(app: App, core: Core) -> None:
         except Malformed:
             say(body, place, _(MALFORMED))
             return
-        verdict = core.may_decide(thread_id, interrupt_id, place.user, decision)
+        verdict = core.decider.may_decide(thread_id, interrupt_id, place.user, decision)
         value = verdict.payload
         if not verdict.allowed or value is None or verdict.thread is None:
             say(body, place, verdict.reason or _(ALREADY_HANDLED))

@@ -43,7 +43,7 @@ def register(app: App, core: Core) -> None:
         except Malformed:
             ack(response_action="errors", errors={first: _(NOT_MY_FORM)})
             return
-        value = core.pending_value(thread_id, interrupt_id)
+        value = core.decider.pending_value(thread_id, interrupt_id)
         if value is None:
             ack(response_action="errors", errors={first: _(ALREADY_HANDLED)})
             return
@@ -69,9 +69,9 @@ def register(app: App, core: Core) -> None:
             ack(response_action="errors", errors={block: _(NOT_MY_FORM)})
             return
         user = body["user"]["id"]
-        verdict = core.decide(thread_id, interrupt_id, user, decision, "modal")
+        verdict = core.decider.decide(thread_id, interrupt_id, user, decision, "modal")
         if not verdict.allowed:
             ack(response_action="errors", errors={block: verdict.reason})
             return
         ack()
-        core.confirm(verdict, interrupt_id, user, decision, "modal", message_ts)
+        core.decider.confirm(verdict, interrupt_id, user, decision, "modal", message_ts)

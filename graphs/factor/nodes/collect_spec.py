@@ -20,9 +20,10 @@ from graphs.factor import spec as grammar
 from graphs.factor.deps import FactorDeps
 from graphs.factor.models import MODELS
 from graphs.factor.state import FactorState
-from graphs.grammar import bad_code_message, is_ignore, suggestions, unused_question
+from graphs.grammar import is_ignore, suggestions, unused_question
 from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json, language_instruction
 from graphs.progress import report_progress
+from tools.data.codes import bad_code_message
 from tools.data.schema import BAR_FIELDS, INDICATOR_FIELDS, DataError, check_range
 from tools.i18n import N_, _
 

@@ -15,7 +15,7 @@ from langgraph.runtime import Runtime
 from graphs.clarify import CANCELLED, ask, is_cancel
 from graphs.common import AGENT_STEP_LIMIT, new_human_text, workspace_summary
 from graphs.context import model_for, workspace
-from graphs.grammar import bad_code_message, is_ignore, suggestions, unused_question
+from graphs.grammar import is_ignore, suggestions, unused_question
 from graphs.llm import AGENT_FAILURES, agent_json_answer, describe_model_failure, language_instruction
 from graphs.progress import report_progress
 from graphs.signal.deps import SignalDeps
@@ -31,6 +31,7 @@ from graphs.signal.library import STRATEGIES, library_help
 from graphs.signal.models import MODELS
 from graphs.signal.nodes.data_fetch import missing_fields_reply, no_bars
 from graphs.signal.state import MAX_RETRIES, SignalState
+from tools.data.codes import bad_code_message
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import BAR_FIELDS, DataError, check_range, normalize_codes
 from tools.i18n import N_, _
