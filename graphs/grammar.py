@@ -7,6 +7,7 @@ here, each workflow's from its package through the registry)."""
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
@@ -68,7 +69,7 @@ class Words:
     names: Mapping[str, str] = field(default_factory=dict)  # strategy and factor names
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared and hashed as itself: a cache key (`_split`)
 class Vocabulary:
     """Every word the grammar reads, gathered from the conversation and the registry's workflows."""
 
@@ -76,6 +77,8 @@ class Vocabulary:
     params: Mapping[str, str]  # a Chinese parameter name -> its English name
     segments: frozenset[str]  # what an unspaced run is cut into: keywords, fillers, confirmations, stock names
     longest: int
+    leaders: frozenset[str]  # the words a command line may start with: workflows and commands
+    keywords: frozenset[str]  # the English keywords that may come before a leader (`删除规则 2`)
 
 
 _vocabulary: tuple[object, Vocabulary] | None = None
@@ -87,7 +90,7 @@ def vocabulary() -> Vocabulary:
     table = names.table()
     if _vocabulary is not None and _vocabulary[0] is table:
         return _vocabulary[1]
-    from graphs.registry import WORDS  # the workflows' words; the registry imports this module
+    from graphs.registry import COMMANDS, WORDS, WORKFLOWS  # the registry imports this module
 
     words: dict[str, str] = dict(CORE_WORDS)
     params: dict[str, str] = {}
@@ -96,7 +99,10 @@ def vocabulary() -> Vocabulary:
         words.update(group.names)
         params.update(group.params)
     segments = frozenset(words) | FILLER_WORDS | YES_WORDS | NO_WORDS | table.full_names() | frozenset(params)
-    built = Vocabulary(words, params, segments, max(map(len, segments)))
+    subcommands = {name for workflow in WORKFLOWS.values() for name in workflow.subcommands}
+    built = Vocabulary(words, params, segments, max(map(len, segments)),
+                       frozenset(WORKFLOWS) | (frozenset(COMMANDS) - {"cancel"}),
+                       frozenset(words.values()) | frozenset(subcommands))
     _vocabulary = (table, built)
     return built
 
@@ -255,10 +261,21 @@ def split(text: str, keyword: str | None = None) -> list[str]:
     """The tokens of the normalised line, Chinese keywords in English; the workflow or command a sentence names
     leads (`帮我生成一个均线交叉信号` is `signal ma_cross`, `删除规则 2` is `rule delete 2`); a leading `keyword` (or
     `/keyword`) is dropped."""
-    tokens = [word.read for word in _lead(_words(filter(None, _SPLIT.split(normalize(text).strip()))))]
+    tokens = list(_split(text, vocabulary()))
     if keyword and tokens and tokens[0].lower() in (keyword, f"/{keyword}"):
         tokens = tokens[1:]
     return tokens
+
+
+@functools.lru_cache(maxsize=4096)
+def _split(text: str, known: Vocabulary) -> tuple[str, ...]:
+    """`split` for one vocabulary (a line is read by several grammars in turn: it is cut once)."""
+    return tuple(word.read for word in _lead(_words(filter(None, _SPLIT.split(normalize(text).strip())))))
+
+
+def forget() -> None:
+    """Empty the cache of lines read (`_split`): a benchmark's next round reads them as new."""
+    _split.cache_clear()
 
 
 _PART = re.compile(r"""(?:[^\s"']|"[^"]*"|'[^']*')+""")  # a space-separated part, quoted spans whole
@@ -302,7 +319,8 @@ def _words(tokens: Iterable[str], typed: str | None = None, at: int = 0) -> list
 def _lead(words: list[Word]) -> list[Word]:
     """The workflow or command a line names moved first when only keywords come before it (verb first:
     `删除规则 2`, `回测 规则 2 …`, `列出所有因子`)."""
-    leaders, keywords = _leaders()
+    known = vocabulary()
+    leaders, keywords = known.leaders, known.keywords
     for at, word in enumerate(words[:4]):
         read = word.read.lower()
         if read in leaders:
@@ -310,15 +328,6 @@ def _lead(words: list[Word]) -> list[Word]:
         if read not in keywords:
             return words
     return words
-
-
-def _leaders() -> tuple[frozenset[str], frozenset[str]]:
-    """(the words a command line may start with: workflows and commands; the keywords that may come before one)."""
-    from graphs.registry import COMMANDS, WORKFLOWS  # the registry imports this module
-
-    leaders = frozenset(WORKFLOWS) | (frozenset(COMMANDS) - {"cancel"})
-    subcommands = {name for workflow in WORKFLOWS.values() for name in workflow.subcommands}
-    return leaders, frozenset(vocabulary().words.values()) | subcommands
 
 
 def starts_request(text: str, keyword: str, names_kind: Callable[[str], bool], verbs: tuple[str, ...] = ()) -> bool:

@@ -198,3 +198,12 @@ def test_several_benches_run_each_in_a_process_of_its_own(shared_data: Path) -> 
     unknown = subprocess.run([sys.executable, "-m", "bench", "indicators", "nonsense"], capture_output=True,
                              text=True, cwd=ROOT, timeout=60)
     assert unknown.returncode == 2 and "unknown benchmark 'nonsense'" in unknown.stderr and not unknown.stdout
+
+
+def test_conversation_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import conversation
+
+    result = conversation.run(quick=True)
+    out = capsys.readouterr().out
+    assert result.messages >= 60 and "not judged (quick)" in out
+    assert 0 < result.median_ms <= result.p99_ms and result.reference_median_ms > 0

@@ -124,7 +124,7 @@ class Approval:
     def console_text(payload: dict[str, Any]) -> str:
         forms = [said("approve"), _("reject REASON")]
         if "edit" in payload.get("allowed", []):
-            forms.insert(1, said("edit") + " " + " ".join(f"{k}=…" for k in payload.get("args_schema") or {}))
+            forms.insert(1, said("edit") + " " + " ".join(f"{_label(k)}=…" for k in payload.get("args_schema") or {}))
         details = "\n".join(f"  {_label(k)}: {v}" for k, v in (payload.get("args") or {}).items())
         return (_("--- approval: {title} ---").format(title=payload.get("title")) + "\n"
                 + f"{payload.get('description', '')}\n{details}\n"
