@@ -15,7 +15,8 @@ import pandas as pd
 
 from bot.console.session import run_console
 from bot.startup import build_context
-from bot.stores.threads import CONSOLE_CHANNEL, CONSOLE_TEAM, ThreadRegistry
+from bot.stores.threads import ThreadRegistry
+from bot.surfaces import CONSOLE_CHANNEL, CONSOLE_TEAM
 from graphs.checkpointer import open_checkpointer
 from tests.slack_harness import wait_until
 from tools.broker.clock import SHANGHAI

@@ -89,3 +89,22 @@ def test_no_class_in_the_bot_has_more_than_twenty_methods() -> None:
                 if len(methods) > MOST_METHODS:
                     crowded.append(f"{path.relative_to(ROOT)}:{node.name} has {len(methods)}")
     assert crowded == []
+
+
+SURFACE_NAMED = re.compile(r"^(slack|console)\b", re.IGNORECASE)
+
+
+def test_the_core_and_the_stores_name_no_surface() -> None:
+    """Surfaces are registered (bot/surfaces.py: a name, the teams it owns, the channels it serves); the core and
+    the stores read the table and never spell a surface's name in a value (docstrings and comments may say it)."""
+    named = []
+    for path in sorted([*(ROOT / "bot" / "core").rglob("*.py"), *(ROOT / "bot" / "stores").rglob("*.py")]):
+        tree = ast.parse(path.read_text())
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+                      and node.body and isinstance(node.body[0], ast.Expr)
+                      and isinstance(node.body[0].value, ast.Constant)}
+        named += [f"{path.relative_to(ROOT)}:{node.lineno} {node.value!r}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+                  and SURFACE_NAMED.match(node.value.strip())]
+    assert named == []

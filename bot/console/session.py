@@ -40,14 +40,14 @@ from bot.core.wiring import build_core
 from bot.jobs.base import WorkerHandle
 from bot.jobs.local import LocalJobQueue
 from bot.startup import AppServices
-from bot.stores.threads import CONSOLE_CHANNEL, CONSOLE_TEAM
+from bot.surfaces import CONSOLE, CONSOLE_CHANNEL, CONSOLE_TEAM
 from graphs.background import Notice as BackgroundNotice
 from graphs.clarify import CANCEL_ANSWER, CANCELLED
 from graphs.interrupts import CLARIFY
 from tools.i18n import N_, _, display_width, pad_right, using
 
 ACCOUNT = CONSOLE_CHANNEL  # the console's paper account unless a request names another
-CONSOLE_SCOPE = "console-"  # the thread-id prefix of console threads (bot/stores/threads.py)
+CONSOLE_SCOPE = CONSOLE.scope  # the thread-id prefix of console threads (bot/surfaces.py)
 MAX_SETTLE_STEPS = 10  # rejections a new request makes to close the old thread's pending reviews and approvals
 INTERRUPTED = 130  # the exit code of a session left with Ctrl-C (a shell's, for SIGINT)
 EDIT_DROPPED = N_("(the edit you were typing was dropped; nothing was decided and the review is still open)")
@@ -374,7 +374,7 @@ def open_session(ctx: AppServices, checkpointer: BaseCheckpointSaver, out: TextI
     console = Console(ctx, core, surface)
     worker = core.queue.start_worker(core)
     background = BackgroundService(core, settings.reconcile_interval_seconds, settings.rule_catch_up,
-                                   serves=lambda channel: channel == CONSOLE_CHANNEL, on_notice=console.heard,
+                                   serves=CONSOLE.serves_channel, on_notice=console.heard,
                                    **({"clock": clock} if clock else {}))
     console.background = background
     background.start()

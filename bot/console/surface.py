@@ -13,7 +13,7 @@ from bot.console.text import view_text
 from bot.core.kinds import kind_of
 from bot.core.outbox import kind_word
 from bot.core.surface import Content, Notice, Place, Question, Result, RetryOffer, StoredFile, ThreadStart
-from bot.stores.threads import CONSOLE_CHANNEL, CONSOLE_TEAM
+from bot.surfaces import CONSOLE_CHANNEL, CONSOLE_TEAM
 from tools.i18n import _
 
 

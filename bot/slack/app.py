@@ -8,9 +8,10 @@ from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, R
 
 from bot.core import Core
 from bot.slack import listeners
+from bot.surfaces import SLACK
 from tools.settings import Settings
 
-SLACK_SCOPE = "slack-"  # the thread-id prefix of Slack threads (bot/stores/threads.py)
+SLACK_SCOPE = SLACK.scope  # the thread-id prefix of Slack threads (bot/surfaces.py)
 
 
 def make_client(settings: Settings) -> WebClient:

@@ -19,7 +19,7 @@ from bot.slack.app import SLACK_SCOPE, build_app, make_client
 from bot.slack.http import make_server
 from bot.slack.surface import SlackSurface
 from bot.startup import AppServices, StartupError
-from bot.stores.threads import CONSOLE_CHANNEL
+from bot.surfaces import SLACK
 from tools.storage.db import warm_pool
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ def background_service(core: Core, ctx: AppServices) -> BackgroundService:
     """Serve's background service: every Slack channel's rules (the console runs its own)."""
     settings = ctx.settings
     return BackgroundService(core, settings.reconcile_interval_seconds, settings.rule_catch_up,
-                             serves=lambda channel: channel != CONSOLE_CHANNEL)
+                             serves=SLACK.serves_channel)
 
 
 def serve(ctx: AppServices, checkpointer: BaseCheckpointSaver, host: str, port: int) -> None:

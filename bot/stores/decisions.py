@@ -17,12 +17,15 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from bot.stores.records import DecisionRecord, HomeRecord, PostRecord
+from bot.surfaces import SURFACES
 from tools.storage.models import utcnow
 
 MAX_ATTEMPTS = 5
 BACKOFF_SECONDS = (2, 5, 15, 60, 300)
 CLAIM_SECONDS = 30  # default: a claimed decision is its worker's for this long (then the worker is presumed dead)
-SOURCES = ("button", "modal", "thread reply", "console", "api", "trading switch")  # the last: a switch-off
+# where a decision may come from: a thread reply, the LangGraph API, a switch-off closing cards, and what each
+# surface registers (bot/surfaces.py)
+SOURCES = ("thread reply", "api", "trading switch", *(source for entry in SURFACES for source in entry.sources))
 
 
 def claim_row(engine: Engine, record: type[DecisionRecord] | type[PostRecord] | type[HomeRecord], owner: str,

@@ -17,6 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from bot.stores.records import AuditEntry, ThreadRecord
+from bot.surfaces import surface_of
 from tools.audit.chain import append
 from tools.storage.models import utcnow
 
@@ -40,15 +41,11 @@ class ThreadInfo:
     language: str | None = None  # its starter's language, fixed when the thread was opened
 
 
-CONSOLE_TEAM = "console"  # the console's threads: team and channel "console", a root of its own
-CONSOLE_CHANNEL = "console"  # also the console's paper account, and the channel of the rules saved there
-
-
 def thread_id_for(team_id: str, channel_id: str, thread_ts: str) -> str:
-    """The stable LangGraph thread id of a thread: `slack-…`, or `console-…` for the console's (the prefix is the
-    scope a process serves: its background work takes only its own surface's threads)."""
+    """The stable LangGraph thread id of a thread: its surface's scope (bot/surfaces.py), then a digest (the scope is
+    what a process serves: its background work takes only its own surface's threads)."""
     digest = hashlib.sha256(f"{team_id}:{channel_id}:{thread_ts}".encode()).hexdigest()[:24]
-    return f"{'console' if team_id == CONSOLE_TEAM else 'slack'}-{digest}"
+    return f"{surface_of(team_id).scope}{digest}"
 
 
 def _info(row: ThreadRecord) -> ThreadInfo:
