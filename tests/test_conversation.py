@@ -228,3 +228,9 @@ def test_an_approval_is_edited_with_the_words_its_card_shows() -> None:
     with using("zh-CN"):
         assert "编辑 数量=… 限价=…" in Approval.console_text(payload)
     assert "edit quantity=… limit_price=…" in Approval.console_text(payload)
+
+
+@pytest.mark.parametrize("text", ["buy Moutai when it dips", "sell when the 5-day average crosses below",
+                                  "买入条件是什么", "卖出后资金什么时候到账"])
+def test_prose_that_starts_with_a_side_is_no_order(text: str) -> None:
+    assert not isinstance(conversation.read(text), conversation.Request)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from graphs import names
-from graphs.grammar import CODE, PARAM, Words, did_you_mean, english, first_word, normalize, segment, split
+from graphs.grammar import CODE, PARAM, Words, did_you_mean, english, normalize, segment, split
 from tools.i18n import _
 
 KEYWORD = "order"
@@ -45,7 +45,13 @@ PARAMS = ("limit", "account")
 
 
 def starts_request(text: str) -> bool:
-    return first_word(text) in (KEYWORD, *SIDES)
+    """`order …`, or a side with a stock and a quantity (`买入 平安银行 2手`, `sell 601318.SH 300`): prose that
+    starts with a side (`buy Moutai when it dips`) is not an order."""
+    words = split(text)
+    if not words or words[0].lower() in (KEYWORD, f"/{KEYWORD}"):
+        return bool(words)
+    return (len(words) >= 3 and words[0].lower() in SIDES and words[2].replace(",", "").isdigit()
+            and (bool(CODE.match(words[1])) or bool(names.table().codes_for(words[1]))))
 
 
 def looks_structured(text: str) -> bool:
