@@ -106,12 +106,14 @@ def test_the_four_analysts_run_in_parallel(db_url: str, engine: Engine, sandbox:
 
 def test_each_breaker_trips_at_its_limit_and_the_report_is_still_written(
         db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, models: ScriptedModels) -> None:
-    double = AIMessage(content="", tool_calls=[
-        {"name": "get_indicators", "args": {}, "id": f"d{i}", "type": "tool_call"} for i in range(2)])
+    def double(name: str) -> AIMessage:  # two calls of one of the analyst's own tools
+        return AIMessage(content="", tool_calls=[
+            {"name": name, "args": {}, "id": f"{name}{i}", "type": "tool_call"} for i in range(2)])
+
     # the last answer before the limit asks for two calls: one runs, the other is answered "limit reached"
-    greedy_market = [*[tool_call("get_price_bars", days=5) for _ in range(4)], double,
+    greedy_market = [*[tool_call("get_price_bars", days=5) for _ in range(4)], double("get_indicators"),
                      answer("Report from five calls.")]
-    greedy_fundamentals = [*[tool_call("get_daily_basic") for _ in range(2)], double,
+    greedy_fundamentals = [*[tool_call("get_daily_basic") for _ in range(2)], double("get_daily_basic"),
                            answer("Report from three calls.")]
     llm = models(scripts=desk_scripts(market=greedy_market, fundamentals=greedy_fundamentals,
                                       risk_judge=[risk_answer("Hold", 0.0)]))
