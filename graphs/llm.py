@@ -106,13 +106,19 @@ def invoke_structured(model: BaseChatModel, messages: Sequence[BaseMessage], sch
     forced; the default json_schema method is not served by every OpenAI-compatible endpoint). A ModelAnswerError
     naming `what` (an `N_` message id) when the model answered in prose, with nothing, or with arguments that are
     not JSON or not the schema. The call is an ordinary model call: callbacks (the eval meter) see it."""
+    return invoke_structured_with_raw(model, messages, schema, what)[0]
+
+
+def invoke_structured_with_raw(model: BaseChatModel, messages: Sequence[BaseMessage], schema: type[AnswerT],
+                               what: str) -> tuple[AnswerT, AIMessage]:
+    """`invoke_structured`, and the model's own message (its usage: what a budget counts)."""
     runnable = model.with_structured_output(schema, method="function_calling", include_raw=True)
     out = runnable.invoke(list(messages))
     if not isinstance(out, dict):  # include_raw=True: always {"raw", "parsed", "parsing_error"}
         raise TypeError(f"with_structured_output(include_raw=True) returned {type(out).__name__}")
     parsed, error, raw = out.get("parsed"), out.get("parsing_error"), out.get("raw")
-    if isinstance(parsed, schema):
-        return parsed
+    if isinstance(parsed, schema) and isinstance(raw, AIMessage):
+        return parsed, raw
     broken = raw.invalid_tool_calls if isinstance(raw, AIMessage) else []
     if error is not None or broken:
         raise ModelAnswerError(_("its JSON {what} is broken ({detail})").format(
