@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Collection, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import openai
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, InvalidToolCall
 from langgraph.errors import GraphRecursionError
+from pydantic import BaseModel, ValidationError
 
 from graphs.common import last_ai_text, message_text, parse_json_object
 from tools.i18n import _, current, ngettext, using
@@ -22,11 +23,14 @@ from tools.settings import Settings
 
 log = logging.getLogger(__name__)
 
+AnswerT = TypeVar("AnswerT", bound=BaseModel)
+
 LLM_MAX_RETRIES = 2  # the client retries timeouts, dropped connections, HTTP 408/409/429 and 5xx this often
 
 
 class ModelAnswerError(Exception):
-    """The model answered, but not in a form the workflow can use (prose or broken JSON where JSON was asked)."""
+    """The model answered, but not in a form the workflow can use (prose, nothing, or broken JSON where a JSON or
+    structured answer was asked)."""
 
 
 MODEL_FAILURES: tuple[type[Exception], ...] = (ModelAnswerError, openai.APIError)
@@ -96,9 +100,50 @@ def parse_json_answer(text: str, what: str) -> dict[str, Any]:
             what=_(what), start=start)) from exc
 
 
-def invoke_json(model: BaseChatModel, messages: Sequence[BaseMessage], what: str) -> dict[str, Any]:
-    """Ask `model` and parse its answer as one JSON object (see `parse_json_answer`)."""
-    return parse_json_answer(message_text(model.invoke(list(messages))), what)
+def invoke_structured(model: BaseChatModel, messages: Sequence[BaseMessage], schema: type[AnswerT],
+                      what: str) -> AnswerT:
+    """Ask `model` for one `schema` answer: LangChain's `with_structured_output` by function calling (the tool is
+    forced; the default json_schema method is not served by every OpenAI-compatible endpoint). A ModelAnswerError
+    naming `what` (an `N_` message id) when the model answered in prose, with nothing, or with arguments that are
+    not JSON or not the schema. The call is an ordinary model call: callbacks (the eval meter) see it."""
+    return invoke_structured_with_raw(model, messages, schema, what)[0]
+
+
+def invoke_structured_with_raw(model: BaseChatModel, messages: Sequence[BaseMessage], schema: type[AnswerT],
+                               what: str) -> tuple[AnswerT, AIMessage]:
+    """`invoke_structured`, and the model's own message (its usage: what a budget counts)."""
+    runnable = model.with_structured_output(schema, method="function_calling", include_raw=True)
+    out = runnable.invoke(list(messages))
+    if not isinstance(out, dict):  # include_raw=True: always {"raw", "parsed", "parsing_error"}
+        raise TypeError(f"with_structured_output(include_raw=True) returned {type(out).__name__}")
+    parsed, error, raw = out.get("parsed"), out.get("parsing_error"), out.get("raw")
+    if isinstance(parsed, schema) and isinstance(raw, AIMessage):
+        return parsed, raw
+    broken = raw.invalid_tool_calls if isinstance(raw, AIMessage) else []
+    if error is not None or broken:
+        raise ModelAnswerError(_("its JSON {what} is broken ({detail})").format(
+            what=_(what), detail=_broken_detail(error, broken))) from error
+    text = message_text(raw) if isinstance(raw, AIMessage) else ""
+    if not text.strip():
+        raise ModelAnswerError(_("it gave an empty answer instead of the JSON {what}").format(what=_(what)))
+    start = " ".join(text.split())[:80]
+    raise ModelAnswerError(_('it replied in prose instead of the JSON {what} ("{start}")').format(
+        what=_(what), start=start))
+
+
+def _broken_detail(error: BaseException | None, broken: Sequence[InvalidToolCall]) -> str:
+    """What is wrong with a structured answer's arguments, in a few words: the JSON error, or the fields the schema
+    refused."""
+    for call in broken:
+        try:
+            json.loads(call.get("args") or "")
+        except ValueError as exc:
+            return str(exc)
+    if isinstance(error, ValidationError):
+        return "; ".join(f"{'.'.join(str(part) for part in e['loc']) or '-'}: {e['msg']}" for e in error.errors()[:3])
+    if error is not None:
+        return " ".join(str(error).split())[:160]
+    return str(broken[0].get("error") or "")[:160] if broken else ""
 
 
 def agent_json_answer(messages: Sequence[BaseMessage], what: str, tools: Collection[str]) -> dict[str, Any]:

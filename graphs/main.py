@@ -17,20 +17,28 @@ from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command
+from pydantic import BaseModel, Field
 
 from graphs.clarify import is_cancel
 from graphs.common import message_text
 from graphs.context import LIGHT, WorkflowContext, model_for
 from graphs.grammar import first_word
-from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json, language_instruction
+from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_structured, language_instruction
 from graphs.registry import WORKFLOWS, workflow_for
 from tools.i18n import N_, _
 
 ROUTER_PROMPT = ("You route a quant's request in a Slack thread to one workflow. Workflows:\n"
                  + "".join(f"- {w.name}: {w.summary}\n" for w in WORKFLOWS.values())
                  + "- none: anything else (then write a short helpful reply)\n"
-                 'Answer with one JSON object: {"workflow": ' + " | ".join(f'"{n}"' for n in WORKFLOWS)
-                 + ' | "none", "reply": "only when none"}')
+                 "Answer with RouteAnswer.")
+
+
+class RouteAnswer(BaseModel):
+    """The workflow a request goes to, or none with a short reply."""
+
+    workflow: str = Field(description="the workflow, or none for anything else",
+                          json_schema_extra={"enum": [*WORKFLOWS, "none"]})
+    reply: str | None = Field(default=None, description="a short helpful reply, only when the workflow is none")
 
 
 def grammar_help() -> str:
@@ -90,15 +98,14 @@ def _choose(text: str, current: str | None, ctx: WorkflowContext) -> tuple[str |
     if llm is None:
         return None, no_route()
     try:
-        answer = invoke_json(llm, [SystemMessage(ROUTER_PROMPT + language_instruction()), HumanMessage(text)],
-                             N_("routing answer"))
+        answer = invoke_structured(llm, [SystemMessage(ROUTER_PROMPT + language_instruction()), HumanMessage(text)],
+                                   RouteAnswer, N_("routing answer"))
     except MODEL_FAILURES as exc:
         return None, _("{failure}\nThese work without the model:\n{requests}").format(
             failure=describe_model_failure(exc), requests=grammar_help())
-    workflow = answer.get("workflow")
-    if workflow in WORKFLOWS:
-        return workflow, ""
-    return None, str(answer.get("reply") or _("I can run these:\n{requests}").format(requests=grammar_help()))
+    if answer.workflow in WORKFLOWS:
+        return answer.workflow, ""
+    return None, answer.reply or _("I can run these:\n{requests}").format(requests=grammar_help())
 
 
 def build_main_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:

@@ -106,12 +106,14 @@ def test_the_four_analysts_run_in_parallel(db_url: str, engine: Engine, sandbox:
 
 def test_each_breaker_trips_at_its_limit_and_the_report_is_still_written(
         db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, models: ScriptedModels) -> None:
-    double = AIMessage(content="", tool_calls=[
-        {"name": "get_indicators", "args": {}, "id": f"d{i}", "type": "tool_call"} for i in range(2)])
+    def double(name: str) -> AIMessage:  # two calls of one of the analyst's own tools
+        return AIMessage(content="", tool_calls=[
+            {"name": name, "args": {}, "id": f"{name}{i}", "type": "tool_call"} for i in range(2)])
+
     # the last answer before the limit asks for two calls: one runs, the other is answered "limit reached"
-    greedy_market = [*[tool_call("get_price_bars", days=5) for _ in range(4)], double,
+    greedy_market = [*[tool_call("get_price_bars", days=5) for _ in range(4)], double("get_indicators"),
                      answer("Report from five calls.")]
-    greedy_fundamentals = [*[tool_call("get_daily_basic") for _ in range(2)], double,
+    greedy_fundamentals = [*[tool_call("get_daily_basic") for _ in range(2)], double("get_daily_basic"),
                            answer("Report from three calls.")]
     llm = models(scripts=desk_scripts(market=greedy_market, fundamentals=greedy_fundamentals,
                                       risk_judge=[risk_answer("Hold", 0.0)]))
@@ -241,7 +243,9 @@ def test_free_text_is_read_by_the_light_model_and_every_call_counts_toward_the_b
         return AIMessage(content=text, usage_metadata={"input_tokens": tokens - 10, "output_tokens": 10,
                                                        "total_tokens": tokens})
 
-    reader = used('{"command": "analyze 600519.SH analysts=market"}', 300)
+    reader = used("", 300).model_copy(update={"tool_calls": [{
+        "name": "DeskCommand", "args": {"command": "analyze 600519.SH analysts=market"}, "id": "r1",
+        "type": "tool_call"}]})
     light = models(scripts={"[role: request reader]": [reader],  # the market analyst's post-close summary:
                             "most recent market-analyst reports": [used("summary of the day", 200)]})
     scripts = desk_scripts(market=[used("", 1000).model_copy(update={"tool_calls": [
@@ -254,6 +258,20 @@ def test_free_text_is_read_by_the_light_model_and_every_call_counts_toward_the_b
     assert result["request"]["analysts"] == ["market"] and result["request"]["reader_tokens"] == 300
     assert result["analysts"]["market"]["tokens"] == 2200  # two model calls and the light model's summary
     assert result["tokens"] == 300 + 2200 + result["stages"]["research"]["tokens"] + result["stages"]["risk"]["tokens"]
+
+
+@pytest.mark.parametrize(("said", "told"), [
+    (answer("Moutai looks strong today."), "The model's answer could not be used: it replied in prose instead of the "
+                                           'JSON command ("Moutai looks strong today.")'),
+    (tool_call("DeskCommand", command=None, reply="Which stock?"), "Which stock?"),
+], ids=["prose", "no stock"])
+def test_the_request_readers_answer_without_a_command_is_told(
+        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, models: ScriptedModels,
+        said: AIMessage, told: str) -> None:
+    light = models(scripts={"[role: request reader]": [said]})
+    _, out = _run(db_url, engine, sandbox, provider, models(), "what should I do today?", light)
+    assert out["final_reply"].startswith(told) and "Usage: `analyze" in out["final_reply"]
+    assert out.get("result") is None
 
 
 def test_one_desk_order_card_per_stock_until_a_trader_decides_it(

@@ -74,16 +74,16 @@ def report_of(out_dir: Path) -> tuple[dict[str, Any], list[dict[str, str]]]:
 
 
 def spec(name: str) -> AIMessage:
-    return answer(json.dumps({"name": name, "description": "minus the 10-day return (reversal)", "fields": ["close"],
-                              "lookback": 10, "frequency": "daily", "codes": [], "start": "20190301",
-                              "end": "20200601", "question": None}))
+    return tool_call("FactorSpecAnswer", name=name, description="minus the 10-day return (reversal)",
+                     fields=["close"], lookback=10, frequency="daily", codes=[], start="20190301", end="20200601",
+                     question=None)
 
 
 def grade(score: int) -> AIMessage:
-    return answer(json.dumps({"reasoning": "scripted", "score": score}))
+    return tool_call("Grade", reasoning="scripted", score=score)
 
 
-SEMANTIC_OK = answer('{"ok": true, "diffs": [], "reason": "minus the 10-day return"}')
+SEMANTIC_OK = tool_call("CodeVerdict", ok=True, diffs=[], reason="minus the 10-day return")
 
 
 def test_factor_eval_measures_runnable_code_retries_look_ahead_and_the_judges_score(

@@ -4,7 +4,6 @@ PostgreSQL), scripted chat models emitting real tool calls; results read back fr
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import uuid
 from pathlib import Path
@@ -50,19 +49,19 @@ def make_thread(db_url: str, engine: Engine, sandbox: Sandbox, tmp_path: Path): 
 
 
 def spec_answer(name: str) -> Any:
-    return answer(json.dumps({"name": name, "description": "minus the 10-day return (reversal)", "fields": ["close"],
-                              "lookback": 10, "frequency": "daily", "codes": [], "start": "20190301",
-                              "end": "20200601", "question": None}))
+    return tool_call("FactorSpecAnswer", name=name, description="minus the 10-day return (reversal)",
+                     fields=["close"], lookback=10, frequency="daily", codes=[], start="20190301", end="20200601",
+                     question=None)
 
 
 def test_llm_dry_run_failure_retry_success_approve_backfill_evaluate_save(make_thread, engine: Engine) -> None:
     name = f"rev10_{uuid.uuid4().hex[:6]}"
-    light = ScriptedChatModel(script=[answer('{"workflow": "factor"}')])
+    light = ScriptedChatModel(script=[tool_call("RouteAnswer", workflow="factor")])
     llm = ScriptedChatModel(script=[
         spec_answer(name),
         tool_call("try_factor_body", body=BAD_BODY), answer("tried a rolling mean"),  # attempt 1 fails
         tool_call("try_factor_body", body=GOOD_BODY), answer("minus the 10-day return"),  # ErrorFix succeeds
-        answer('{"ok": true, "diffs": [], "reason": "computes minus the 10-day return"}'),  # semantic judge
+        tool_call("CodeVerdict", ok=True, diffs=[], reason="computes minus the 10-day return"),  # semantic judge
     ])
     thread = make_thread(llm, light)
     out = thread.say("Build me a short-term reversal factor on the last 10 days, 20190301 to 20200601")
@@ -92,7 +91,7 @@ def test_five_failed_retries_reach_review_with_the_failure_shown(make_thread, en
     for _ in range(MAX_RETRIES + 1):
         script += [tool_call("try_factor_body", body=BAD_BODY), answer("done")]
     llm = ScriptedChatModel(script=script)
-    thread = make_thread(llm, ScriptedChatModel(script=[answer('{"workflow": "factor"}')]))
+    thread = make_thread(llm, ScriptedChatModel(script=[tool_call("RouteAnswer", workflow="factor")]))
     out = thread.say("a reversal factor please, 20190301 20200601")
     shown = review(out)
     assert "must return a DataFrame" in shown["failure"]
@@ -278,7 +277,7 @@ def test_a_judge_without_a_verdict_spends_no_retry_and_leaves_the_code_to_the_re
         tool_call("try_factor_body", body=OWN_BODY), answer("the 3-day range of closes over their 10-day mean"),
         answer("Looks reasonable to me, I suppose."),  # the semantic judge in prose: no verdict
     ])
-    thread = make_thread(llm, ScriptedChatModel(script=[answer('{"workflow": "factor"}')]))
+    thread = make_thread(llm, ScriptedChatModel(script=[tool_call("RouteAnswer", workflow="factor")]))
     out = thread.say("Build me a short-term reversal factor on the last 10 days, 20190301 to 20200601")
     shown = review(out)
     assert shown["failure"] is None and shown["allowed"] == ["approve", "edit", "reject"]

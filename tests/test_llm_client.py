@@ -14,7 +14,7 @@ from typing import TypeVar
 import openai
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 from langgraph.errors import GraphRecursionError
 
@@ -25,10 +25,10 @@ from graphs.llm import (
     describe_model_failure,
     get_light_llm,
     get_llm,
-    invoke_json,
+    invoke_structured,
 )
-from graphs.main import no_route
-from tests.fakes.chat import ScriptedChatModel, ScriptedModels, ScriptExhausted, answer, tool_call
+from graphs.main import RouteAnswer, no_route
+from tests.fakes.chat import ScriptedChatModel, ScriptedModels, ScriptExhausted, UnboundToolCall, answer, tool_call
 from tests.fakes.openai_server import API_KEY, FakeOpenAI, OpenAIServer, Step, hang, http_error
 from tests.graph_thread import GraphThread
 from tools.data.local import SampleProvider
@@ -143,27 +143,46 @@ def test_bind_tools_sends_the_schema_and_reads_the_call(openai_server: OpenAISer
     assert call.body["tools"][0]["function"]["name"] == "lookup"
 
 
-@pytest.mark.parametrize("text", ['{"workflow": "signal"}', 'Here you go:\n```json\n{"workflow": "signal"}\n```'])
-def test_json_answer_bare_or_fenced(openai_server: OpenAIServer, text: str) -> None:
-    openai_server.fake.script(LIGHT, answer(text))
+def broken_call(name: str, arguments: str) -> AIMessage:
+    """An AI turn calling `name` with `arguments` that are not JSON (as the endpoint sent them)."""
+    return AIMessage(content="", invalid_tool_calls=[{"name": name, "args": arguments, "id": "call_broken",
+                                                      "error": None, "type": "invalid_tool_call"}])
+
+
+def test_structured_answer_is_a_forced_tool_call(openai_server: OpenAIServer) -> None:
+    """The router's answer through the real client: the request offers RouteAnswer alone and forces it
+    (function calling), with no response_format (json_schema is not served by every compatible endpoint)."""
+    openai_server.fake.script(LIGHT, tool_call("RouteAnswer", workflow="signal"))
     model = get_light_llm(settings_for(openai_server))
-    assert invoke_json(model, [HumanMessage("route")], "routing answer") == {"workflow": "signal"}  # type: ignore[arg-type]
+    assert model is not None
+    routed = invoke_structured(model, [HumanMessage("route")], RouteAnswer, "routing answer")
+    assert routed == RouteAnswer(workflow="signal")
+    (call,) = openai_server.fake.of(LIGHT)
+    assert [t["function"]["name"] for t in call.body["tools"]] == ["RouteAnswer"]
+    assert call.body["tool_choice"] == {"type": "function", "function": {"name": "RouteAnswer"}}
+    assert "response_format" not in call.body
+    assert "none" in call.body["tools"][0]["function"]["parameters"]["properties"]["workflow"]["enum"]
 
 
-@pytest.mark.parametrize(("text", "reason"), [
-    ("Sure! This sounds like a signal request.",
+@pytest.mark.parametrize(("step", "reason"), [
+    (answer("Sure! This sounds like a signal request."),
      'The model\'s answer could not be used: it replied in prose instead of the JSON routing answer ("Sure! This '
      'sounds like a signal request.").'),
-    ('{"workflow": "sig', "The model's answer could not be used: its JSON routing answer is broken "
-                          "(the object is never closed)."),
-    ('{"workflow": signal}', "The model's answer could not be used: its JSON routing answer is broken "
-                             "(Expecting value: line 1 column 14 (char 13))."),
-    ("", "The model's answer could not be used: it gave an empty answer instead of the JSON routing answer."),
-])
-def test_unusable_json_answers(openai_server: OpenAIServer, text: str, reason: str) -> None:
-    openai_server.fake.script(LIGHT, answer(text))
+    (broken_call("RouteAnswer", '{"workflow": "sig'), "The model's answer could not be used: its JSON routing answer "
+                                                      "is broken (Unterminated string starting at: line 1 column 14 "
+                                                      "(char 13))."),
+    (broken_call("RouteAnswer", '{"workflow": signal}'), "The model's answer could not be used: its JSON routing "
+                                                         "answer is broken (Expecting value: line 1 column 14 "
+                                                         "(char 13))."),
+    (tool_call("RouteAnswer", flow="signal"), "The model's answer could not be used: its JSON routing answer is "
+                                              "broken (workflow: Field required)."),
+    (answer(""), "The model's answer could not be used: it gave an empty answer instead of the JSON routing answer."),
+], ids=["prose", "unclosed", "not json", "not the schema", "empty"])
+def test_unusable_structured_answers(openai_server: OpenAIServer, step: AIMessage, reason: str) -> None:
+    openai_server.fake.script(LIGHT, step)
     model = get_light_llm(settings_for(openai_server))
-    error = failure_of(lambda: invoke_json(model, [HumanMessage("route")], "routing answer"),  # type: ignore[arg-type]
+    assert model is not None
+    error = failure_of(lambda: invoke_structured(model, [HumanMessage("route")], RouteAnswer, "routing answer"),
                        ModelAnswerError)
     assert describe_model_failure(error) == reason
 
@@ -252,7 +271,7 @@ def test_fixture_teardowns_fail_on_leftovers_and_swallowed_exhaustion(pytester: 
         import pytest
         from langchain_core.messages import HumanMessage
         from graphs.llm import get_light_llm
-        from tests.fakes.chat import ScriptedModels, answer
+        from tests.fakes.chat import ScriptedModels, answer, tool_call
         from tests.fakes.openai_server import API_KEY, OpenAIServer
         from tools.settings import Settings
 
@@ -284,6 +303,13 @@ def test_fixture_teardowns_fail_on_leftovers_and_swallowed_exhaustion(pytester: 
             except BaseException:  # a product catching too much must still not hide it
                 pass
 
+        def test_scripted_unbound_call_swallowed(scripted):
+            model = scripted(script=[tool_call("lookup", ts_code="600519.SH")])
+            try:
+                model.invoke([HumanMessage("x")])
+            except BaseException:
+                pass
+
         def test_server_leftover(openai_server):
             openai_server.fake.script(LIGHT, answer("never asked"))
 
@@ -301,10 +327,11 @@ def test_fixture_teardowns_fail_on_leftovers_and_swallowed_exhaustion(pytester: 
             assert light(openai_server).invoke("x").content == "asked"
     """)
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=5, errors=4)
+    result.assert_outcomes(passed=6, errors=5)
     result.stdout.fnmatch_lines([
         "*ERROR at teardown of test_scripted_leftover*", "*1 scripted answer(s) for 'the script' were never asked*",
         "*ERROR at teardown of test_scripted_exhaustion_swallowed*", "*the scripted model ran out of answers*",
+        "*ERROR at teardown of test_scripted_unbound_call_swallowed*", "*calls lookup, which this call did not bind*",
         "*ERROR at teardown of test_server_leftover*", "*1 scripted step(s) for 'light-model' were never requested*",
         "*ERROR at teardown of test_server_exhaustion_swallowed*", "*no scripted answer left for 'light-model'*",
     ])
@@ -320,6 +347,35 @@ def test_scripted_model_keyed_per_agent(scripted: ScriptedModels) -> None:
     with pytest.raises(ScriptExhausted, match="no single script key"):
         model.invoke([SystemMessage("You plan."), HumanMessage("4")])
     model.failures.clear()  # the fixture would (rightly) fail this test for the unmatched prompt above
+
+
+def test_scripted_model_refuses_a_call_to_a_tool_the_call_did_not_bind(scripted: ScriptedModels) -> None:
+    @tool
+    def lookup(ts_code: str) -> str:
+        """Look a stock up."""
+        return ts_code
+
+    model = scripted(script=[tool_call("lookup", ts_code="600519.SH")] * 3)
+    reply = model.bind_tools([lookup]).invoke("Moutai?")
+    assert [c["name"] for c in reply.tool_calls] == ["lookup"]
+    with pytest.raises(UnboundToolCall, match="calls lookup, which this call did not bind \\(it offered no tools\\)"):
+        model.invoke("Moutai?")
+    with pytest.raises(UnboundToolCall, match="it offered \\['RouteAnswer'\\]"):  # the structured-output parser
+        model.with_structured_output(RouteAnswer, method="function_calling").invoke("Moutai?")  # would take it
+    assert model.bound == [["lookup"], ["RouteAnswer"]]
+    model.failures.clear()  # the fixture would (rightly) fail this test for the refused calls above
+
+
+def test_fake_server_refuses_a_call_to_a_tool_the_request_did_not_offer() -> None:
+    with OpenAIServer() as server:
+        server.fake.script(LIGHT, tool_call("lookup", ts_code="600519.SH"))
+        model = get_light_llm(settings_for(server))
+        assert model is not None
+        structured = model.with_structured_output(RouteAnswer, method="function_calling")
+        error = failure_of(lambda: structured.invoke("Moutai?"), openai.BadRequestError)
+    assert "calls lookup, which the request did not offer (it offered ['RouteAnswer'])" in str(error)
+    with pytest.raises(AssertionError, match="did not offer"):
+        server.fake.check()
 
 
 # --- workflows against the real client -----------------------------------------------------------------------
@@ -347,8 +403,8 @@ ATTEMPTS = LLM_MAX_RETRIES + 1
 ROUTER_FAULTS: dict[str, tuple[list[Step], str]] = {
     "prose": ([answer("Good question! Momentum ideas did well last year.")],
               'The model\'s answer could not be used: it replied in prose instead of the JSON routing answer'),
-    "broken json": ([answer('{"workflow": "signal", "reply": ')],
-                    "The model's answer could not be used: its JSON routing answer is broken"),
+    "broken arguments": ([broken_call("RouteAnswer", '{"workflow": "signal", "reply": ')],
+                         "The model's answer could not be used: its JSON routing answer is broken"),
     "http 500": ([http_error(500)] * ATTEMPTS, "The model endpoint returned HTTP 500 after 2 retries"),
     "http 429": ([http_error(429, retry_after=0.1)] * ATTEMPTS,
                  "The model endpoint kept answering HTTP 429 (rate limited) after 2 retries."),
@@ -371,7 +427,7 @@ def test_router_says_what_the_model_did_wrong(fault: str, thread_for: Callable[.
 
 def test_factor_spec_in_prose_is_reported(thread_for: Callable[..., GraphThread],
                                           openai_server: OpenAIServer) -> None:
-    openai_server.fake.script(LIGHT, answer('{"workflow": "factor"}'))
+    openai_server.fake.script(LIGHT, tool_call("RouteAnswer", workflow="factor"))
     openai_server.fake.script(MAIN, answer("A reversal factor sounds great; let me know the dates."))
     out = thread_for().say("a factor that buys last week's losers")
     assert out["workflow"] == "factor"
@@ -381,9 +437,9 @@ def test_factor_spec_in_prose_is_reported(thread_for: Callable[..., GraphThread]
 
 def test_signal_reflection_failing_twice_stops_with_the_reason_and_what_works_without_a_model(
         thread_for: Callable[..., GraphThread], openai_server: OpenAIServer) -> None:
-    openai_server.fake.script(LIGHT, answer('{"workflow": "signal"}'))
+    openai_server.fake.script(LIGHT, tool_call("RouteAnswer", workflow="signal"))
     openai_server.fake.script(MAIN, *[http_error(503)] * (2 * ATTEMPTS))  # reflection, then its one retry
-    out = thread_for().say("buy Moutai when it dips")
+    out = thread_for().say("a signal that goes long Moutai when it dips")
     assert "__interrupt__" not in out  # nothing to answer: the model is what failed (issue 28, item 19)
     assert out["final_reply"].startswith("The same problem happened twice: reflection: The model endpoint returned "
                                          "HTTP 503 after 2 retries (fake HTTP 503).\nStopped. Without the model, name "
@@ -406,12 +462,12 @@ def test_a_bug_is_not_reported_as_a_model_failure(sqlite_url: str, sandbox: Sand
                           artifacts=ArtifactStore(engine), llm=BuggyModel(), light_llm=BuggyModel())
     with pytest.raises(KeyError, match="a bug"):  # the router
         GraphThread(sqlite_url, ctx).say(FREE_TEXT)
-    ctx.light_llm = scripted(script=[answer('{"workflow": "signal"}')])
+    ctx.light_llm = scripted(script=[tool_call("RouteAnswer", workflow="signal")])
     with pytest.raises(KeyError, match="a bug"):  # the reflection agent
-        GraphThread(sqlite_url, ctx).say("buy Moutai when it dips")
+        GraphThread(sqlite_url, ctx).say("a signal that goes long Moutai when it dips")
     ctx.llm = scripted(script=[])
-    ctx.light_llm = scripted(script=[answer('{"workflow": "signal"}')])
+    ctx.light_llm = scripted(script=[tool_call("RouteAnswer", workflow="signal")])
     with pytest.raises(ScriptExhausted):  # a script that runs out inside an agent inside a subgraph
-        GraphThread(sqlite_url, ctx).say("buy Moutai when it dips")
+        GraphThread(sqlite_url, ctx).say("a signal that goes long Moutai when it dips")
     ctx.llm.failures.clear()  # type: ignore[union-attr] - expected here; the fixture fails tests on it otherwise
     engine.dispose()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from sqlalchemy import Engine
 
 from graphs.context import WorkflowContext
@@ -23,7 +21,7 @@ def ma_cross(fast: int, slow: int) -> str:
 
 def test_free_text_follow_up_continues_the_signal_work(db_url: str, engine: Engine, sandbox: Sandbox) -> None:
     light = ScriptedChatModel(script=[
-        answer(json.dumps({"workflow": "signal"})),  # routing the first, free-text request
+        tool_call("RouteAnswer", workflow="signal"),  # routing the first, free-text request
         tool_call("daily_bar", ts_code=CODES, start_date=START, end_date=END), answer("fetched close"),
     ])
     llm = ScriptedChatModel(script=[
@@ -53,7 +51,7 @@ def test_free_text_follow_up_continues_the_signal_work(db_url: str, engine: Engi
 
 def test_free_text_that_is_no_workflow_gets_the_routers_reply(db_url: str, engine: Engine,
                                                                sandbox: Sandbox) -> None:
-    light = ScriptedChatModel(script=[answer(json.dumps({"workflow": "none", "reply": "I do signals and factors."}))])
+    light = ScriptedChatModel(script=[tool_call("RouteAnswer", workflow="none", reply="I do signals and factors.")])
     ctx = WorkflowContext(provider=SampleProvider(), engine=engine, sandbox=sandbox,
                           artifacts=ArtifactStore(engine), llm=None, light_llm=light)
     out = GraphThread(db_url, ctx).say("what's the weather in Shanghai?")

@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
+from pydantic import BaseModel, Field
 
-from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json
+from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_structured
 from graphs.measures import Measures, RunRecord, rate
 from tools.i18n import N_
 from tools.research.lookahead import is_lookahead_problem
@@ -24,7 +25,14 @@ shape, larger = more attractive). Score how well the code computes what the quan
 2 - a different factor that shares only the general theme.
 1 - unrelated, or uses future data (a negative shift, centred windows, full-sample statistics).
 
-Judge the code, not the style. Answer with one JSON object: {"reasoning": "two sentences", "score": 1-5}"""
+Judge the code, not the style. Answer with Grade."""
+
+
+class Grade(BaseModel):
+    """The judge's score of the code against the request, by the rubric."""
+
+    reasoning: str = Field(description="two sentences")
+    score: int = Field(ge=1, le=5, description="1-5 by the rubric")
 
 ALIGNED = 4  # scores at or above count as aligned
 
@@ -54,12 +62,11 @@ def judge_alignment(run: RunRecord) -> float | None:
         return None
     question = f"The quant asked:\n{run.request}\n\nThe code:\n```python\n{body}\n```"
     try:
-        verdict = invoke_json(run.judge, [SystemMessage(RUBRIC), HumanMessage(question)], N_("grade"))
-    except MODEL_FAILURES as exc:
+        grade = invoke_structured(run.judge, [SystemMessage(RUBRIC), HumanMessage(question)], Grade, N_("grade"))
+    except MODEL_FAILURES as exc:  # a score outside 1-5 too: the schema refuses it
         describe_model_failure(exc)
         return None
-    score = verdict.get("score")
-    return float(score) if isinstance(score, int | float) and 1 <= score <= 5 else None
+    return float(grade.score)
 
 
 def _reviewed_body(run: RunRecord) -> str | None:

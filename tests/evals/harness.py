@@ -56,7 +56,7 @@ from graphs.checkpointer import open_checkpointer
 from graphs.context import WorkflowContext
 from graphs.registry import WORKFLOWS
 from tests.decision_desk import desk_context
-from tests.fakes.chat import ScriptedChatModel, ScriptedModels, ScriptExhausted, answer, tool_call
+from tests.fakes.chat import ScriptedChatModel, ScriptedModels, ScriptError, answer, tool_call
 from tests.graph_thread import GraphThread
 from tools.data.klines import AShareKlines
 from tools.data.local import SampleProvider
@@ -255,7 +255,7 @@ def run_case(case: Case, url: str, engine: Engine, sandbox: Sandbox, models: Scr
             seen.interrupts += [i.value.get("type") for i in extra]
             seen.problems.append(f"interrupt {len(case.spec.get('interrupts', [])) + 1}: expected the run to end, "
                                  f"got {', '.join(str(i.value.get('type')) for i in extra)}")
-    except (Exception, ScriptExhausted) as exc:  # a crash or a script run out is reported with the path so far
+    except (Exception, ScriptError) as exc:  # a crash, a script run out or refused: reported with the path so far
         seen.problems.append(f"the run stopped with {type(exc).__name__}: {_short(str(exc), 300)}")
     seen.reply, seen.result = out.get("final_reply"), out.get("result")
     seen.path, seen.subpaths = trajectories(url, WORKFLOWS[case.workflow].build, thread.config)

@@ -1,32 +1,47 @@
 """A scripted chat model: replays prepared AI messages (with real tool calls) and records prompts.
 
 One `script` replays in call order; `scripts` keyed by a marker of each agent's system prompt give every agent
-its own queue, so parallel branches get deterministic answers. Running out, or a prompt no key matches, raises
-`ScriptExhausted`, a BaseException that no `except Exception` in the product can swallow; it is also recorded,
-and `ScriptedModels.check()` (a fixture's teardown) fails the test when any model ran out or left answers unused."""
+its own queue, so parallel branches get deterministic answers. `bind_tools` binds as a real chat model does (the
+tools' names travel with each call made through the binding, and `bound` records them); a scripted tool call
+naming a tool the call did not offer is refused. Running out, a prompt no key matches, or such a call raises a
+`ScriptError`, a BaseException that no `except Exception` in the product can swallow; it is also recorded, and
+`ScriptedModels.check()` (a fixture's teardown) fails the test when any model ran out, refused a call or left
+answers unused."""
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable, Sequence
 from itertools import count
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, PrivateAttr
 
 _ids = count(1)
 
 
-class ScriptExhausted(BaseException):  # noqa: N818 - named for what happened, like StopIteration
-    """A scripted model was asked for an answer its script does not have: always a test failure."""
+class ScriptError(BaseException):
+    """A scripted model cannot answer as its script says: always a test failure."""
 
 
-def tool_call(name: str, **args: Any) -> AIMessage:
-    """An AI turn that calls one tool."""
+class ScriptExhausted(ScriptError):  # noqa: N818 - named for what happened, like StopIteration
+    """A scripted model was asked for an answer its script does not have."""
+
+
+class UnboundToolCall(ScriptError):  # noqa: N818 - named for what happened
+    """A scripted answer calls a tool the call did not bind."""
+
+
+def tool_call(name: str, /, **args: Any) -> AIMessage:
+    """An AI turn that calls one tool (its arguments may include one called `name`)."""
     return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"call_{next(_ids)}",
                                               "type": "tool_call"}])
 
@@ -62,6 +77,7 @@ class ScriptedChatModel(BaseChatModel):
     script: list[AIMessage] = Field(default_factory=list)
     scripts: dict[str, list[AIMessage]] = Field(default_factory=dict)
     prompts: list[list[BaseMessage]] = Field(default_factory=list)
+    bound: list[list[str]] = Field(default_factory=list)  # the tool names of every bind_tools, in order
     failures: list[str] = Field(default_factory=list)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
@@ -69,8 +85,14 @@ class ScriptedChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "scripted"
 
-    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:
-        return self
+    def bind_tools(self, tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool], *,
+                   tool_choice: str | None = None, **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:
+        """This model with `tools` bound: every call through the binding offers their names (`_generate`'s
+        `tools`), as a real model sends their schemas. `tool_choice` and the rest are accepted and not enforced."""
+        names = [str(convert_to_openai_tool(t)["function"]["name"]) for t in tools]
+        with self._lock:
+            self.bound.append(names)
+        return self.bind(tools=names, tool_choice=tool_choice, **kwargs)
 
     def prompts_for(self, key: str) -> list[list[BaseMessage]]:
         """The prompts of the calls answered from `scripts[key]`."""
@@ -89,10 +111,18 @@ class ScriptedChatModel(BaseChatModel):
             if queue is not None and not queue:
                 problem = "the scripted model ran out of answers" + (f" for {self._key(messages)!r}"
                                                                      if self.scripts else "")
-            if problem:
+            if queue is None or not queue:
+                problem = problem or "the scripted model ran out of answers"
                 self.failures.append(problem)
                 raise ScriptExhausted(problem)
-            message = queue.pop(0)  # type: ignore[union-attr]
+            message = queue.pop(0)
+            offered = list(kwargs.get("tools") or [])
+            unbound = [c["name"] for c in message.tool_calls if c["name"] not in offered]
+            if unbound:
+                problem = (f"the scripted answer calls {', '.join(unbound)}, which this call did not bind "
+                           f"(it offered {offered or 'no tools'})")
+                self.failures.append(problem)
+                raise UnboundToolCall(problem)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _key(self, messages: list[BaseMessage]) -> str | None:

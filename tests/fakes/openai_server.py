@@ -3,12 +3,14 @@
 Answers are scripted per key: a key matches a request whose `model` equals it or whose system prompt contains
 it, so each agent (or each of the main and light models) replays its own queue. A scripted step is an
 `AIMessage` (text, or real `tool_calls` with JSON arguments and finish_reason "tool_calls", with usage token
-counts; a text longer than the request's max_completion_tokens is cut there with finish_reason "length") or a
-fault: `http_error(500)`, `http_error(429, retry_after=1)`, `hang(seconds)` (answers nothing and
-closes the connection after at most `seconds`, or at shutdown). Every request is recorded. A request the script
-does not cover, one that breaks the protocol, or one asking for more answer tokens than the model's output
-limit (`answer_limit`) gets HTTP 400 (the client does not retry it, so the test sees
-it) and is recorded as a failure that `check()` (run at a fixture's teardown) raises."""
+counts; `invalid_tool_calls` go out with their arguments as written; a text longer than the request's
+max_completion_tokens is cut there with finish_reason "length") or a fault: `http_error(500)`,
+`http_error(429, retry_after=1)`, `hang(seconds)` (answers nothing and closes the connection after at most
+`seconds`, or at shutdown). Every request is recorded. A request the script
+does not cover, one that breaks the protocol, one whose scripted answer calls a tool the request did not offer,
+or one asking for more answer tokens than the model's output limit (`answer_limit`) gets HTTP 400 (the client
+does not retry it, so the test sees it) and is recorded as a failure that `check()` (run at a fixture's teardown)
+raises."""
 
 from __future__ import annotations
 
@@ -105,12 +107,26 @@ def _protocol_problem(body: dict[str, Any]) -> str | None:
     return None
 
 
+def _unoffered_call(step: Step, body: dict[str, Any]) -> str | None:
+    """Why the scripted `step` cannot answer `body`: it calls a tool the request did not offer."""
+    if not isinstance(step, AIMessage):
+        return None
+    offered = [t.get("function", {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+    unoffered = [c["name"] for c in step.tool_calls if c["name"] not in offered]
+    if not unoffered:
+        return None
+    return f"the scripted answer calls {', '.join(unoffered)}, which the request did not offer (it offered {offered})"
+
+
 def _completion(n: int, model: str, prompt_tokens: int, message: AIMessage, cap: int | None) -> dict[str, Any]:
     """The chat.completion for `message`; a text answer longer than the request's token cap is cut there, with
     finish_reason "length", as a real endpoint does."""
     content = _text(message.content)
-    calls = [{"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": json.dumps(c["args"])}}
-             for c in message.tool_calls]
+    calls: list[dict[str, Any]] = [
+        {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": json.dumps(c["args"])}}
+        for c in message.tool_calls]
+    calls += [{"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["args"] or ""}}
+              for c in message.invalid_tool_calls]  # arguments sent as written: broken JSON stays broken
     cut = not calls and cap is not None and _tokens(content) > cap
     if cut:
         content = " ".join(content.split()[:cap])
@@ -184,6 +200,8 @@ class FakeOpenAI:
                 exchange.key, problem = self._key(body)
             if problem is None and not self.scripts[exchange.key]:  # type: ignore[index]
                 problem = f"no scripted answer left for {exchange.key!r}"
+            if problem is None:
+                problem = _unoffered_call(self.scripts[exchange.key][0], body)  # type: ignore[index]
             if problem is not None:
                 self.failures.append(problem)
                 return exchange, HttpError(400, message=problem)

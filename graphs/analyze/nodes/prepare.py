@@ -21,6 +21,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
+from pydantic import BaseModel, Field
 
 from graphs.analyze.budget import tokens_of
 from graphs.analyze.deps import AnalyzeDeps
@@ -35,9 +36,9 @@ from graphs.analyze.memory import HORIZON_DAYS
 from graphs.analyze.models import MODELS
 from graphs.analyze.state import AnalyzeState
 from graphs.clarify import CANCELLED, is_cancel
-from graphs.common import message_text, new_human_text
+from graphs.common import new_human_text
 from graphs.context import default_account, model_for, thread_id
-from graphs.llm import MODEL_FAILURES, describe_model_failure, parse_json_answer
+from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_structured_with_raw
 from tools.broker.clock import clock_for, day, trading_days, ymd
 from tools.data.schema import DataError
 from tools.desk.log import reflection_text, resolve_due
@@ -50,9 +51,18 @@ REPLAY_PREFIX = "replay:"  # the memory namespace (and account name) of a replay
 CLOSE = time(15, 0)
 
 EXTRACT_PROMPT = """[role: request reader]
-Turn a quant's request for a trading decision on one A-share stock into the desk's command. Answer with ONE JSON
-object: {"command": "analyze CODE [YYYYMMDD] [depth=1..5] [analysts=market,news,sentiment,fundamentals]"} using a
-full ts_code such as 600519.SH, or {"command": null, "reply": "what is missing"} when no stock is named."""
+Turn a quant's request for a trading decision on one A-share stock into the desk's command. Answer with DeskCommand:
+the command using a full ts_code such as 600519.SH, or no command and a reply saying what is missing when no stock is
+named."""
+
+
+class DeskCommand(BaseModel):
+    """The desk's command for the request, or what is missing when no stock is named."""
+
+    command: str | None = Field(default=None, description="analyze CODE [YYYYMMDD] [depth=1..5] "
+                                                          "[analysts=market,news,sentiment,fundamentals]; null when "
+                                                          "no stock is named")
+    reply: str | None = Field(default=None, description="what is missing, when there is no command")
 
 
 def prepare_node(state: AnalyzeState, runtime: Runtime[AnalyzeDeps], config: RunnableConfig) -> dict[str, Any]:
@@ -106,14 +116,13 @@ def _request(ctx: AnalyzeDeps, text: str) -> tuple[DecisionRequest, int]:
             raise
     prompt = [SystemMessage(EXTRACT_PROMPT), HumanMessage(text)]
     try:
-        reply = model.invoke(prompt)
-        answer = parse_json_answer(message_text(reply), N_("command"))
+        answer, reply = invoke_structured_with_raw(model, prompt, DeskCommand, N_("command"))
     except MODEL_FAILURES as exc:
         raise DecisionGrammarError(_("{failure}; write the request as the grammar").format(
             failure=describe_model_failure(exc))) from None
-    if not answer.get("command"):
-        raise DecisionGrammarError(str(answer.get("reply") or _("name a stock code, e.g. `analyze 600519.SH`")))
-    return parse_request(str(answer["command"])), tokens_of(prompt, reply)
+    if not answer.command:
+        raise DecisionGrammarError(answer.reply or _("name a stock code, e.g. `analyze 600519.SH`"))
+    return parse_request(answer.command), tokens_of(prompt, reply)
 
 
 def is_replay(ctx: AnalyzeDeps) -> bool:

@@ -1,6 +1,6 @@
 """collect_spec: turn the request into a factor spec (name, fields, windows, frequency, universe, dates).
 
-The grammar needs no LLM; prose goes to the main model, which answers with a JSON spec or a question.
+The grammar needs no LLM; prose goes to the main model, which answers with a spec (FactorSpecAnswer) or a question.
 Something essential missing → a clarify question (composed here, asked by the clarify node). A follow-up in
 the same thread ("window=10") merges into the last request and runs again."""
 
@@ -9,9 +9,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
 
 from graphs.clarify import ask
 from graphs.common import new_human_text
@@ -21,7 +23,7 @@ from graphs.factor.deps import FactorDeps
 from graphs.factor.models import MODELS
 from graphs.factor.state import FactorState
 from graphs.grammar import is_ignore, suggestions, unused_question
-from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json, language_instruction
+from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_structured, language_instruction
 from graphs.progress import report_progress
 from tools.data.codes import bad_code_message
 from tools.data.schema import BAR_FIELDS, INDICATOR_FIELDS, DataError, check_range
@@ -33,20 +35,29 @@ NEEDS_LLM = N_("Free-form factor requests need an LLM (set OPENAI_API_KEY, and O
 DATES = N_("Which dates? Give START END as YYYYMMDD, e.g. 20190102 20200630.")
 CODES = N_("Which codes? e.g. 000001.SZ,600000.SH,600519.SH")
 
-SPEC_PROMPT = """You turn a quant's description of a stock-selection factor into a JSON spec.
+SPEC_PROMPT = """You turn a quant's description of a stock-selection factor into a spec.
 
 Fields available (tushare daily schema; wide frames dates x codes): {fields}.
 The data provider {universe}.
 
-Answer with one JSON object only:
-{{"name": "snake_case_name", "description": "one sentence of what the factor measures",
-  "fields": ["close", ...], "lookback": <trading days of history the factor needs>,
-  "frequency": "daily", "codes": ["600519.SH", ...] or [], "start": "YYYYMMDD" or null, "end": "YYYYMMDD" or null,
-  "question": null or "one short question when something essential is missing"}}
-
-Ask a question (and leave the unknown fields null) when the dates are missing, when the factor itself is unclear,
-or when codes are missing and the provider has no universe. Only daily frequency is supported.
+Answer with FactorSpecAnswer. Ask a question (and leave the unknown fields null) when the dates are missing, when the
+factor itself is unclear, or when codes are missing and the provider has no universe. Only daily frequency is
+supported.
 """
+
+
+class FactorSpecAnswer(BaseModel):
+    """The factor's spec as the quant described it, or a question when something essential is missing."""
+
+    name: str | None = Field(default=None, description="snake_case name")
+    description: str | None = Field(default=None, description="one sentence of what the factor measures")
+    fields: list[str] | None = Field(default=None, description="the data fields it reads, e.g. close")
+    lookback: int | None = Field(default=None, description="trading days of history the factor needs")
+    frequency: str = Field(default="daily", description="daily (the only frequency supported)")
+    codes: list[str] | None = Field(default=None, description="ts_codes such as 600519.SH; empty for the universe")
+    start: str | None = Field(default=None, description="first date, YYYYMMDD")
+    end: str | None = Field(default=None, description="last date, YYYYMMDD")
+    question: str | None = Field(default=None, description="one short question when something essential is missing")
 
 
 def _reset() -> dict[str, Any]:
@@ -71,11 +82,12 @@ def collect_spec_node(state: FactorState, config: RunnableConfig,
     if not answering:
         update["clarification_count"] = 0
     structured = grammar.looks_structured(text) or (answering and state.get("mode") == "library")
-    if structured or model_for(runtime.context, MODELS["spec reader"]) is None:
+    model = model_for(runtime.context, MODELS["spec reader"])
+    if structured or model is None:
         if not structured:
             return {**update, "final_reply": _(NEEDS_LLM).format(kinds=", ".join(grammar.library_names()))}
         return _library(state, runtime.context, text, update)
-    return _llm(state, runtime.context, update)
+    return _llm(state, runtime.context, model, update)
 
 
 def _library(state: FactorState, ctx: FactorDeps, text: str, update: dict[str, Any]) -> dict[str, Any]:
@@ -106,7 +118,7 @@ def _library(state: FactorState, ctx: FactorDeps, text: str, update: dict[str, A
     return {**update, "spec": spec, "run_no": state.get("run_no", 0) + 1, "clarification_count": 0}
 
 
-def _llm(state: FactorState, ctx: FactorDeps, update: dict[str, Any]) -> dict[str, Any]:
+def _llm(state: FactorState, ctx: FactorDeps, model: BaseChatModel, update: dict[str, Any]) -> dict[str, Any]:
     known = ctx.provider.known_codes()
     universe = (f"serves a universe of {len(known)} codes (used when none are named)" if known
                 else "has no fixed universe: codes must be named")
@@ -115,28 +127,28 @@ def _llm(state: FactorState, ctx: FactorDeps, update: dict[str, Any]) -> dict[st
     prompt = [SystemMessage(SPEC_PROMPT.format(fields=fields, universe=universe) + language_instruction()),
               *conversation]
     try:
-        raw = invoke_json(model_for(ctx, MODELS["spec reader"]), prompt, N_("factor spec"))  # type: ignore[arg-type]
+        raw = invoke_structured(model, prompt, FactorSpecAnswer, N_("factor spec"))
     except MODEL_FAILURES as exc:
         return {**update, "mode": "llm", "final_reply": _("{failure} Try again or rephrase, or use the grammar "
                                                            "(`/quant help`).").format(
             failure=describe_model_failure(exc))}
     update["mode"] = "llm"
-    if raw.get("question"):
-        return _ask(state, {**update, "spec": None}, str(raw["question"]))
+    if raw.question:
+        return _ask(state, {**update, "spec": None}, raw.question)
     spec, problem = _checked_llm_spec(raw, known)
     if problem:
         return _ask(state, {**update, "spec": None}, problem)
     return {**update, "spec": spec, "run_no": state.get("run_no", 0) + 1, "clarification_count": 0}
 
 
-def _checked_llm_spec(raw: dict[str, Any], known: frozenset[str] | None) -> tuple[dict[str, Any], str | None]:
-    fields = [str(f) for f in raw.get("fields") or []]
+def _checked_llm_spec(raw: FactorSpecAnswer, known: frozenset[str] | None) -> tuple[dict[str, Any], str | None]:
+    fields = list(raw.fields or [])
     unknown = [f for f in fields if f not in BAR_FIELDS + INDICATOR_FIELDS]
-    name = str(raw.get("name") or "custom_factor").lower().replace(" ", "_")[:64]
-    spec = {"name": name, "description": str(raw.get("description") or name), "fields": fields,
-            "lookback": int(raw.get("lookback") or 0), "frequency": "daily",
-            "codes": [str(c).upper() for c in raw.get("codes") or []], "start": raw.get("start"),
-            "end": raw.get("end"), "library": None, "body": None}
+    name = (raw.name or "custom_factor").lower().replace(" ", "_")[:64]
+    spec = {"name": name, "description": raw.description or name, "fields": fields,
+            "lookback": raw.lookback or 0, "frequency": "daily",
+            "codes": [c.upper() for c in raw.codes or []], "start": raw.start,
+            "end": raw.end, "library": None, "body": None}
     if unknown or not fields:
         return spec, _("Which fields should the factor use? Known: {fields}.").format(
             fields=", ".join(BAR_FIELDS + INDICATOR_FIELDS))

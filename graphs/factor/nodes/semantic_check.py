@@ -1,6 +1,6 @@
 """semantic_check: compare the code with the spec after a passing dry run (rule-based for library bodies and
 without an LLM, an LLM judge otherwise). The verdict is recorded; the routes decide what happens next. A judge
-that gives no usable verdict records ok=None: the code is not retried for it (a judge that never answers in JSON
+that gives no usable verdict records ok=None: the code is not retried for it (a judge that never answers in the schema
 would otherwise block every model-written factor), and the reviewer is told to judge it."""
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
 
 from graphs.context import model_for
 from graphs.factor.deps import FactorDeps
 from graphs.factor.models import MODELS
 from graphs.factor.state import FactorState
-from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_json, language_instruction
+from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_structured, language_instruction
 from graphs.progress import report_progress
 from tools.i18n import N_, _
 
@@ -31,8 +32,16 @@ Body of compute_factor (each argument a DataFrame dates x codes):
 {body}
 ```
 Does the code compute what the specification says (right fields, windows, sign and formula)? Ignore style.
-Answer with one JSON object: {{"ok": true|false, "diffs": ["what differs", ...], "reason": "one sentence"}}
+Answer with CodeVerdict.
 """
+
+
+class CodeVerdict(BaseModel):
+    """Whether the code computes what the specification says."""
+
+    ok: bool = Field(description="true when the code computes what the specification says")
+    diffs: list[str] = Field(default_factory=list, description="what differs from the specification")
+    reason: str = Field(default="", description="one sentence")
 
 
 def semantic_check_node(state: FactorState, config: RunnableConfig,
@@ -51,14 +60,13 @@ def semantic_check_node(state: FactorState, config: RunnableConfig,
     prompt = JUDGE_PROMPT.format(description=spec["description"], fields=", ".join(spec["fields"]),
                                  lookback=spec.get("lookback", 0), body=body)
     try:
-        verdict = invoke_json(judge, [SystemMessage(prompt + language_instruction()), HumanMessage("Judge the code.")],  # type: ignore[arg-type]
-                              N_("verdict"))
+        verdict = invoke_structured(judge, [SystemMessage(prompt + language_instruction()),
+                                            HumanMessage("Judge the code.")], CodeVerdict, N_("verdict"))
     except MODEL_FAILURES as exc:  # no verdict is not a verdict against the code: the reviewer judges it
         return {"semantic_check": {"ok": None, "diffs": [], "by": "llm",
                                    "reason": _("the semantic judge gave no verdict ({failure})").format(
                                        failure=describe_model_failure(exc))}}
-    return {"semantic_check": {"ok": bool(verdict.get("ok")), "diffs": [str(d) for d in verdict.get("diffs") or []],
-                               "reason": str(verdict.get("reason") or ""), "by": "llm"}}
+    return {"semantic_check": {"ok": verdict.ok, "diffs": verdict.diffs, "reason": verdict.reason, "by": "llm"}}
 
 
 def rule_diffs(spec: dict[str, Any], body: str) -> list[str]:
