@@ -16,7 +16,9 @@ import psycopg
 import psycopg_pool
 import sqlalchemy.exc
 from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.pregel import Pregel
 from langgraph.types import Command, Durability, StateSnapshot
 
 from bot.jobs import should_stop, stop_honoured
@@ -66,7 +68,8 @@ class Runner:
             log.warning("the sandbox could not start its workers: %s", exc)
         self.context = workflow_context(settings, app.engine, app.provider, sandbox, stop_requested=should_stop,
                                         stop_honoured=stop_honoured)
-        graphs = [self.graph, *(graph for _name, graph in self.graph.get_subgraphs(recurse=True))]
+        graphs = [self.graph, *(graph for _name, graph in self.graph.get_subgraphs(recurse=True)
+                                if isinstance(graph, Pregel))]
         self._nodes = frozenset(name for graph in graphs for name in graph.nodes)
 
     def _at_node_boundary(self, namespace: tuple[str, ...], update: Any) -> bool:
@@ -116,12 +119,12 @@ class Runner:
     def pending(self, thread_id: str) -> list[dict[str, Any]]:
         return _interrupts(self.graph.get_state(_config(thread_id)))
 
-    def _run(self, thread_id: str, value: Any, progress: Progress | None, config: dict[str, Any],
+    def _run(self, thread_id: str, value: Any, progress: Progress | None, config: RunnableConfig,
              durability: Durability, prose: ProseSink | None = None) -> Outcome:
         with using(config["configurable"].get("language")):  # the graph's nodes read it too (a context variable)
             return self._stream(thread_id, value, progress, config, durability, prose)
 
-    def _stream(self, thread_id: str, value: Any, progress: Progress | None, config: dict[str, Any],
+    def _stream(self, thread_id: str, value: Any, progress: Progress | None, config: RunnableConfig,
                 durability: Durability, prose: ProseSink | None = None) -> Outcome:
         try:
             for namespace, mode, event in self.graph.stream(value, config, context=self.context,
@@ -174,7 +177,7 @@ def _interrupts(state: StateSnapshot) -> list[dict[str, Any]]:
 
 
 def _config(thread_id: str, user: str | None = None, *, account: str | None = None,
-            decided_at: datetime | None = None, language: str | None = None) -> dict[str, Any]:
+            decided_at: datetime | None = None, language: str | None = None) -> RunnableConfig:
     configurable: dict[str, Any] = {"thread_id": thread_id}
     if language:  # the thread's language: questions, cards, results and prompts are written in it
         configurable["language"] = language
