@@ -10,6 +10,7 @@ test:
 	@bash scripts/bootstrap.sh
 	@bash scripts/ensure-postgres.sh
 	.venv/bin/ruff check .
+	.venv/bin/mypy
 	.venv/bin/python -m pytest -q
 
 bench:

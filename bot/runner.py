@@ -10,13 +10,15 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 import psycopg_pool
 import sqlalchemy.exc
 from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.pregel import Pregel
 from langgraph.types import Command, Durability, StateSnapshot
 
 from bot.jobs import should_stop, stop_honoured
@@ -66,7 +68,8 @@ class Runner:
             log.warning("the sandbox could not start its workers: %s", exc)
         self.context = workflow_context(settings, app.engine, app.provider, sandbox, stop_requested=should_stop,
                                         stop_honoured=stop_honoured)
-        graphs = [self.graph, *(graph for _name, graph in self.graph.get_subgraphs(recurse=True))]
+        graphs = [self.graph, *(graph for _name, graph in self.graph.get_subgraphs(recurse=True)
+                                if isinstance(graph, Pregel))]
         self._nodes = frozenset(name for graph in graphs for name in graph.nodes)
 
     def _at_node_boundary(self, namespace: tuple[str, ...], update: Any) -> bool:
@@ -116,17 +119,18 @@ class Runner:
     def pending(self, thread_id: str) -> list[dict[str, Any]]:
         return _interrupts(self.graph.get_state(_config(thread_id)))
 
-    def _run(self, thread_id: str, value: Any, progress: Progress | None, config: dict[str, Any],
+    def _run(self, thread_id: str, value: Any, progress: Progress | None, config: RunnableConfig,
              durability: Durability, prose: ProseSink | None = None) -> Outcome:
         with using(config["configurable"].get("language")):  # the graph's nodes read it too (a context variable)
             return self._stream(thread_id, value, progress, config, durability, prose)
 
-    def _stream(self, thread_id: str, value: Any, progress: Progress | None, config: dict[str, Any],
+    def _stream(self, thread_id: str, value: Any, progress: Progress | None, config: RunnableConfig,
                 durability: Durability, prose: ProseSink | None = None) -> Outcome:
         try:
-            for namespace, mode, event in self.graph.stream(value, config, context=self.context,
-                                                             stream_mode=["custom", "updates"], subgraphs=True,
-                                                             durability=durability):
+            for part in self.graph.stream(value, config, context=self.context, stream_mode=["custom", "updates"],
+                                          subgraphs=True, durability=durability):
+                # with several modes and subgraphs, each part is (namespace, mode, event); the stubs say Any
+                namespace, mode, event = cast(tuple[tuple[str, ...], str, Any], part)
                 if mode == "updates" and self._at_node_boundary(namespace, event) and should_stop():
                     stopped = _outcome(thread_id, self.graph.get_state(config))
                     return Outcome(thread_id, "done", _(STOPPED), workflow=stopped.workflow,
@@ -174,7 +178,7 @@ def _interrupts(state: StateSnapshot) -> list[dict[str, Any]]:
 
 
 def _config(thread_id: str, user: str | None = None, *, account: str | None = None,
-            decided_at: datetime | None = None, language: str | None = None) -> dict[str, Any]:
+            decided_at: datetime | None = None, language: str | None = None) -> RunnableConfig:
     configurable: dict[str, Any] = {"thread_id": thread_id}
     if language:  # the thread's language: questions, cards, results and prompts are written in it
         configurable["language"] = language

@@ -94,7 +94,7 @@ async def deny_by_default(ctx: Auth.types.AuthContext, value: Any) -> bool:
 
 
 @auth.on.threads
-async def own_threads(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.FilterType:
+async def own_threads(ctx: Auth.types.AuthContext, value: Any) -> bool | Auth.types.FilterType:
     """A thread (with its runs, state and interrupts) is its creator's: a created thread, or one a run creates,
     is stamped with the caller as owner (which an update cannot change), and every access is filtered by it.
     Nobody may write a thread's state directly: decisions reach a graph only as resumes of its interrupts."""
@@ -106,11 +106,13 @@ async def own_threads(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.Fil
     return {OWNER: ctx.user.identity}
 
 
-@auth.on.assistants.read
-@auth.on.assistants.search
 async def read_assistants(ctx: Auth.types.AuthContext, value: Any) -> None:
     """The served graphs' assistants: any authenticated caller may list and read them."""
     return None
+
+
+auth.on.assistants.search(read_assistants)  # registered apart: stacked, the one decorator refused the other's type
+auth.on.assistants.read(read_assistants)
 
 
 def main(argv: list[str]) -> int:

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from graphs.context import WorkflowContext
+from tools.rules.schedule import CatchUp
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ class BackgroundCall:
     now: datetime
     owner: str  # the process running it (claims are taken in its name)
     start: Callable[[ScheduledRun, bool], None]  # (run, again): root its thread and queue it; raises on failure
-    catch_up: str = "once"  # QUANTDESK_RULE_CATCH_UP: what to do with schedule ticks missed while nothing ran
+    catch_up: CatchUp = "once"  # QUANTDESK_RULE_CATCH_UP: what to do with schedule ticks missed while nothing ran
     serves: Callable[[str], bool] = field(default=lambda channel: True)  # whether this process's surface owns a channel
 
 

@@ -9,7 +9,8 @@ from contextlib import contextmanager
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-from psycopg.rows import dict_row
+from psycopg import Connection
+from psycopg.rows import DictRow, dict_row
 from psycopg_pool import ConnectionPool
 
 from tools.storage.db import is_sqlite, libpq_url, sqlite_path
@@ -24,13 +25,13 @@ def open_checkpointer(url: str, *, max_connections: int = 10) -> Iterator[BaseCh
         connection = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
         connection.execute("PRAGMA journal_mode=WAL")
         try:
-            saver = SqliteSaver(connection)
-            saver.setup()
-            yield saver
+            sqlite = SqliteSaver(connection)
+            sqlite.setup()
+            yield sqlite
         finally:
             connection.close()
         return
-    pool = ConnectionPool(
+    pool: ConnectionPool[Connection[DictRow]] = ConnectionPool(
         libpq_url(url),
         min_size=1,
         max_size=max_connections,

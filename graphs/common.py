@@ -6,14 +6,14 @@ import json
 import re
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 
 from tools.storage.workspace import Workspace
 
 AGENT_STEP_LIMIT = 16  # recursion limit of every ReAct agent run: each loop is bounded
 
 
-def message_text(message: AnyMessage) -> str:
+def message_text(message: BaseMessage) -> str:
     content = message.content
     if isinstance(content, str):
         return content

@@ -7,13 +7,14 @@ are typed `Runtime[<Workflow>Deps]` (tests/test_workflow_deps.py holds every wor
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import Field, dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Protocol
+from typing import Any, ClassVar, Protocol, TypeVar, cast, overload
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import Runtime
 from sqlalchemy import Engine
 
 from tools.broker.paper import PaperConfig
@@ -62,7 +63,40 @@ class WorkflowContext:
     now: Callable[[], datetime] = lambda: datetime.now(UTC)  # the wall clock (the desk's pre-open sessions)
 
 
-class Models(Protocol):
+class Context(Protocol):
+    """What every declaration extends: the run's context is a dataclass (`WorkflowContext`), and LangGraph takes
+    only a dataclass, a TypedDict or a pydantic model as a graph's context type (`Runtime[...]`, `context_schema`)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+
+
+StateT = TypeVar("StateT", contravariant=True)
+DepsT = TypeVar("DepsT", bound=Context)
+
+
+class RuntimeNode(Protocol[StateT, DepsT]):
+    """A node as LangGraph's types know one that reads its runtime: what `node` hands `add_node`."""
+
+    def __call__(self, state: StateT, *, runtime: Runtime[DepsT]) -> Any: ...
+
+
+@overload
+def node(action: Callable[[StateT, RunnableConfig, Runtime[DepsT]], Any]) -> RuntimeNode[StateT, DepsT]: ...
+
+
+@overload
+def node(action: Callable[[StateT, Runtime[DepsT], RunnableConfig], Any]) -> RuntimeNode[StateT, DepsT]: ...
+
+
+def node(action: Callable[..., Any]) -> RuntimeNode[Any, Any]:
+    """A node that takes its config and its runtime, for `add_node`, unchanged."""
+    # LangGraph hands a node its config and its runtime both, by parameter name (Runtime's own docs: "add a
+    # `config: RunnableConfig` parameter"), but its StateNode types have no signature with both: the overloads
+    # above check the node's state and context types, and the cast only names the node as the runtime-only kind.
+    return cast(RuntimeNode[Any, Any], action)
+
+
+class Models(Context, Protocol):
     """The chat models by role (None: not configured)."""
 
     llm: BaseChatModel | None
@@ -70,20 +104,20 @@ class Models(Protocol):
     deep_llm: BaseChatModel | None
 
 
-class Storage(Protocol):
+class Storage(Context, Protocol):
     """The database and the run's stored files."""
 
     engine: Engine
     artifacts: ArtifactStore
 
 
-class Market(Protocol):
+class Market(Context, Protocol):
     """The market data provider."""
 
     provider: MarketDataProvider
 
 
-class Roles(Protocol):
+class Roles(Context, Protocol):
     """Who may do what on which paper account: each account's own traders and admins, else the global ones."""
 
     traders: frozenset[str]
@@ -130,6 +164,15 @@ def model_for(context: Models, role: str) -> BaseChatModel | None:
     if role == DEEP:
         return context.deep_llm or context.llm
     return context.llm
+
+
+def model_required(context: Models, role: str) -> BaseChatModel:
+    """The model of a role where the workflow has already made sure one is configured (its route, or its path
+    without a model, ran first): none here is a bug, and says so."""
+    model = model_for(context, role)
+    if model is None:
+        raise LookupError(f"no {role} model is configured")
+    return model
 
 
 def thread_id(config: RunnableConfig) -> str:

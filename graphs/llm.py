@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 
 import openai
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, InvalidToolCall
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, InvalidToolCall
 from langgraph.errors import GraphRecursionError
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, SecretStr, ValidationError
 
 from graphs.common import last_ai_text, message_text, parse_json_object
 from tools.i18n import _, current, ngettext, using
@@ -43,7 +43,7 @@ def _chat(settings: Settings, model: str) -> BaseChatModel | None:
     from langchain_openai import ChatOpenAI
 
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else "not-needed"
-    return ChatOpenAI(model=model, api_key=key, base_url=settings.openai_base_url, temperature=0,
+    return ChatOpenAI(model=model, api_key=SecretStr(key), base_url=settings.openai_base_url, temperature=0,
                       timeout=settings.llm_timeout_seconds, max_retries=LLM_MAX_RETRIES)
 
 
@@ -66,20 +66,21 @@ def bounded(model: BaseChatModel, seconds: float) -> BaseChatModel:
     """`model` for a call that must end within `seconds`: each attempt's timeout is the smaller of its own and
     `seconds`, and only the retries that fit in `seconds` are kept (the client gives every attempt the full
     timeout). A model without an OpenAI client (a scripted one) comes back as it is."""
-    own, root = getattr(model, "request_timeout", None), getattr(model, "root_client", None)
-    if not isinstance(own, int | float) or root is None:
+    from langchain_openai import ChatOpenAI  # loaded already when `model` is one: the start does not wait for it
+
+    if not isinstance(model, ChatOpenAI) or not isinstance(model.request_timeout, int | float):
         return model
+    own, root = model.request_timeout, model.root_client
     timeout = min(float(own), max(seconds, 0.0))
-    retries = min(getattr(model, "max_retries", None) or 0, max(int(seconds // timeout) - 1, 0) if timeout else 0)
-    if timeout == own and retries == model.max_retries:  # type: ignore[attr-defined]
+    retries = min(model.max_retries or 0, max(int(seconds // timeout) - 1, 0) if timeout else 0)
+    if timeout == own and retries == model.max_retries or root is None:
         return model
     copy = model.model_copy(update={"request_timeout": timeout, "max_retries": retries})
-    copy.root_client = root.with_options(timeout=timeout, max_retries=retries)  # type: ignore[attr-defined]
-    copy.client = copy.root_client.chat.completions  # type: ignore[attr-defined]
-    if getattr(model, "root_async_client", None) is not None:
-        copy.root_async_client = model.root_async_client.with_options(  # type: ignore[attr-defined]
-            timeout=timeout, max_retries=retries)
-        copy.async_client = copy.root_async_client.chat.completions  # type: ignore[attr-defined]
+    copy.root_client = root.with_options(timeout=timeout, max_retries=retries)
+    copy.client = copy.root_client.chat.completions
+    if model.root_async_client is not None:
+        copy.root_async_client = model.root_async_client.with_options(timeout=timeout, max_retries=retries)
+        copy.async_client = copy.root_async_client.chat.completions
     return copy
 
 
@@ -146,7 +147,7 @@ def _broken_detail(error: BaseException | None, broken: Sequence[InvalidToolCall
     return str(broken[0].get("error") or "")[:160] if broken else ""
 
 
-def agent_json_answer(messages: Sequence[BaseMessage], what: str, tools: Collection[str]) -> dict[str, Any]:
+def agent_json_answer(messages: Sequence[AnyMessage], what: str, tools: Collection[str]) -> dict[str, Any]:
     """The JSON object in an agent run's last answer (see `parse_json_answer`); when the run ended on a tool call
     that could not be made (an unknown tool, arguments that are not JSON), a ModelAnswerError naming it."""
     last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
@@ -208,8 +209,8 @@ def _after_retries(exc: Exception) -> str:
 def _timeout(exc: openai.APIError) -> str:
     seconds = exc.request.headers.get("x-stainless-read-timeout")
     try:
-        return f"{float(seconds):g} s"
-    except (TypeError, ValueError):
+        return f"{float(seconds):g} s" if seconds is not None else _("the configured time")
+    except ValueError:
         return _("the configured time")
 
 

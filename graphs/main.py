@@ -68,6 +68,7 @@ def route_node(state: MainState, runtime: Runtime[WorkflowContext]) -> Command:
     text = message_text(messages[-1]) if messages and isinstance(messages[-1], HumanMessage) else ""
     current = state.get("workflow")
     request = state.get("background_request") or {}
+    workflow: str | None
     if request.get("workflow") in WORKFLOWS:
         workflow, reply = str(request["workflow"]), ""
     else:
@@ -108,7 +109,8 @@ def _choose(text: str, current: str | None, ctx: WorkflowContext) -> tuple[str |
     return None, answer.reply or _("I can run these:\n{requests}").format(requests=grammar_help())
 
 
-def build_main_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
+def build_main_graph(checkpointer: BaseCheckpointSaver | None = None,
+                     ) -> CompiledStateGraph[MainState, WorkflowContext, MainState, MainState]:
     graph = StateGraph(MainState, context_schema=WorkflowContext)
     graph.add_node("route", route_node, destinations=(*WORKFLOWS, END))
     graph.add_edge(START, "route")

@@ -91,7 +91,8 @@ def input_schema(name: str, what: str, examples: list[str]) -> type:
     messages = Field(description=f"The request as a human message, as typed in Slack, e.g. {shown}. A reply to a "
                                  "question is another human message in the same thread.")
     fields = {"messages": Annotated[list[AnyMessage], messages, add_messages]}
-    schema = TypedDict(f"{name.capitalize()}Input", fields)  # noqa: UP013 - one schema per graph, named for it
+    # one schema per graph, named for it at run time (mypy's TypedDict() takes only a literal name)
+    schema = TypedDict(f"{name.capitalize()}Input", fields)  # type: ignore[misc]  # noqa: UP013 - a run-time name
     schema.__doc__ = what
     return schema
 
@@ -122,7 +123,7 @@ def _with_input(graph: CompiledStateGraph, schema: type) -> CompiledStateGraph:
     return served.compile(name=graph.name)
 
 
-async def _served(build: Callable[[], CompiledStateGraph], schema: type) -> CompiledStateGraph:
+async def _served(build: Callable[[], CompiledStateGraph[Any, Any, Any, Any]], schema: type) -> CompiledStateGraph:
     """`build`'s graph without a checkpointer, on the server context, taking `schema` as input. The context is built
     in a worker thread: the server calls factories on its event loop, where opening the database would block every
     other request."""

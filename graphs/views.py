@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tools.i18n import display_width, pad_left
+from tools.storage.artifacts import ArtifactRef
 
 
 @dataclass(frozen=True)
@@ -34,4 +35,4 @@ class View:
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     users: list[str] = field(default_factory=list)  # user ids named in the text (Slack shows them as mentions)
-    artifacts: list[dict] = field(default_factory=list)  # refs of stored charts and files that go with it
+    artifacts: list[ArtifactRef] = field(default_factory=list)  # refs of stored charts and files that go with it

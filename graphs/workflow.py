@@ -64,7 +64,7 @@ class Workflow:
     notes: tuple[str, ...]  # more help lines (strategies, kinds, what parameters mean): message ids (N_)
     starts_request: Callable[[str], bool]  # a new request of this workflow (first word is its keyword or a kind)
     looks_structured: Callable[[str], bool]  # the grammar rather than prose
-    build: Callable[..., CompiledStateGraph]  # build(checkpointer=...) -> the compiled subgraph
+    build: Callable[..., CompiledStateGraph[Any, Any, Any, Any]]  # build(checkpointer=...) -> the compiled subgraph
     present: Callable[[dict[str, Any]], View]  # a finished run's result as a view
     deps: type  # the Protocol of what its nodes read from the run's context: its deps.py
     subcommands: dict[str, Subcommand] = field(default_factory=dict)

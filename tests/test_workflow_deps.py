@@ -18,8 +18,18 @@ GRAPHS = Path(__file__).resolve().parents[1] / "graphs"
 CONTEXT_HOLDERS = {"runtime", "call"}  # `runtime.context` (a node), `call.context` (a subcommand)
 
 
+def members(klass: type) -> dict[str, object]:
+    """A declaration's own members and their types: its fields and its read-only properties (not the dataclass
+    marker every declaration carries for LangGraph)."""
+    hints = {name: hint for name, hint in get_type_hints(klass).items() if not name.startswith("__")}
+    properties = {name: get_type_hints(value.fget)["return"] for name, value in vars(klass).items()
+                  if isinstance(value, property) and value.fget is not None}
+    return hints | properties
+
+
 def declared(deps: type) -> set[str]:
-    return {name for klass in deps.__mro__ for name in getattr(klass, "__annotations__", {})}
+    return {name for klass in deps.__mro__ if klass.__name__ not in {"Protocol", "Generic", "object"}
+            for name in members(klass)}
 
 
 def _is_context(node: ast.expr, names: set[str]) -> bool:
@@ -86,7 +96,7 @@ def test_the_adapters_context_satisfies_each_declaration(workflow: Workflow) -> 
     for klass in workflow.deps.__mro__:
         if klass.__name__ in {"Protocol", "Generic", "object"}:
             continue
-        for name, hint in get_type_hints(klass).items():
+        for name, hint in members(klass).items():
             assert name in fields, f"{workflow.name} declares {name}, which the context does not carry"
             assert fields[name] == hint, f"{workflow.name}'s {name} is {hint}, the context's {fields[name]}"
 

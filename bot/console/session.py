@@ -45,6 +45,7 @@ from graphs.background import Notice as BackgroundNotice
 from graphs.clarify import CANCEL_ANSWER, CANCELLED
 from graphs.interrupts import CLARIFY
 from tools.i18n import N_, _, display_width, pad_right, using
+from tools.storage.artifacts import ArtifactRef
 
 ACCOUNT = CONSOLE_CHANNEL  # the console's paper account unless a request names another
 CONSOLE_SCOPE = CONSOLE.scope  # the thread-id prefix of console threads (bot/surfaces.py)
@@ -156,13 +157,13 @@ class Console:
         self.surface.say(view_text(reply.view))
         self.export(reply.view.artifacts, self.ctx.settings.data_dir / "exports" / "commands")
         for thread_id in reply.closed:  # the cards it closed: their runs end before the next prompt
-            self.core.queue.wait_idle(thread_id)  # type: ignore[attr-defined]
+            _wait_idle(self.core, thread_id)
         if reply.closed:
             self.pending = self.runner.pending(self.thread)
         if reply.background_due and self.background is not None:
             self.background.run_jobs(force=True)
             for thread_id in list(self.surface.opened):  # the runs the pass started (a scheduled rule's)
-                self.core.queue.wait_idle(thread_id)  # type: ignore[attr-defined]
+                _wait_idle(self.core, thread_id)
 
     def submit(self, text: str) -> None:
         """A message into the current thread, run as a job; returns once the run is over or waits."""
@@ -172,7 +173,7 @@ class Console:
     def settled(self) -> None:
         """Wait for the current thread's jobs, then read what it waits on (the checkpoint is the truth). A
         cancelled request is over: the next line starts afresh."""
-        self.core.queue.wait_idle(self.thread)  # type: ignore[attr-defined]
+        _wait_idle(self.core, self.thread)
         self.pending = self.runner.pending(self.thread)
         last = self.surface.last.get(self.thread)
         if not self.pending and isinstance(last, Result) and last.text == _(CANCELLED):
@@ -328,7 +329,7 @@ class Console:
         elif step.message:
             self.surface.say(step.message)
         else:
-            self.decide(step.decision)  # type: ignore[arg-type]
+            self.decide(step.decision)
 
     def decide(self, decision: dict[str, Any]) -> None:
         """Record the decision (the same durable row as a Slack click), then its job applies it, as every
@@ -343,7 +344,7 @@ class Console:
         self.core.decider.confirm(verdict, interrupt_id, self.user, decision, "console")
         self.settled()
 
-    def export(self, artifacts: list[dict[str, Any]], folder: Path) -> None:
+    def export(self, artifacts: list[ArtifactRef], folder: Path) -> None:
         """This machine's copies of stored charts and files, and where they went."""
         for artifact in artifacts:
             path = self.runner.context.artifacts.export(artifact["id"], folder)
@@ -364,6 +365,13 @@ class ConsoleSession:
         self.worker.stop()
 
 
+def _wait_idle(core: Core, thread_id: str) -> None:
+    """Block until the thread has no job waiting or running."""
+    queue = core.queue
+    assert isinstance(queue, LocalJobQueue)  # the console's core runs on the in-process queue (open_session)
+    queue.wait_idle(thread_id)
+
+
 def open_session(ctx: AppServices, checkpointer: BaseCheckpointSaver, out: TextIO,
                  clock: Callable[[], datetime] | None = None) -> ConsoleSession:
     """The console's core on the in-process queue, with the background service (due rules, due orders, the desk's
@@ -374,8 +382,7 @@ def open_session(ctx: AppServices, checkpointer: BaseCheckpointSaver, out: TextI
     console = Console(ctx, core, surface)
     worker = core.queue.start_worker(core)
     background = BackgroundService(core, settings.reconcile_interval_seconds, settings.rule_catch_up,
-                                   serves=CONSOLE.serves_channel, on_notice=console.heard,
-                                   **({"clock": clock} if clock else {}))
+                                   serves=CONSOLE.serves_channel, on_notice=console.heard, clock=clock)
     console.background = background
     background.start()
     return ConsoleSession(console, worker, background)

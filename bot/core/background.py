@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from bot.core.core import Core
 from graphs.background import BackgroundCall, BackgroundJob, Notice
 from graphs.registry import BACKGROUND
+from tools.rules.schedule import CatchUp
 
 log = logging.getLogger(__name__)
 
@@ -26,15 +27,16 @@ INTERVAL_SECONDS = 5.0  # at most 10 s between passes
 
 
 class BackgroundService:
-    def __init__(self, core: Core, interval: float = INTERVAL_SECONDS, catch_up: str = "once",
+    def __init__(self, core: Core, interval: float = INTERVAL_SECONDS, catch_up: CatchUp = "once",
                  serves: Callable[[str], bool] = lambda channel: True,
                  jobs: dict[str, BackgroundJob] | None = None,
                  on_notice: Callable[[Notice], None] | None = None,
-                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+                 clock: Callable[[], datetime] | None = None) -> None:
         """`serves`: whether a channel is this surface's (a rule runs where its channel is served); `on_notice`
-        hears each notice a job handed back (the console says what ran); `clock`: the jobs' now (aware)."""
+        hears each notice a job handed back (the console says what ran); `clock`: the jobs' now (aware; None: the
+        wall clock)."""
         self.core, self.interval, self.catch_up, self.serves = core, interval, catch_up, serves
-        self.clock = clock
+        self.clock: Callable[[], datetime] = clock or (lambda: datetime.now(UTC))
         self.jobs = BACKGROUND if jobs is None else jobs
         self.on_notice = on_notice
         self._stop = threading.Event()

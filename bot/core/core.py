@@ -41,7 +41,7 @@ from graphs.home import HomeAction
 from graphs.registry import WORKFLOWS, command_for
 from graphs.workflow import CommandCall, CommandError
 from tools.i18n import DEFAULT_LANGUAGE, N_, _, choice_of, language_for_locale, using
-from tools.i18n.languages import Language
+from tools.i18n.languages import LANGUAGES, Language
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class Core:
 
     def thread_language(self, thread_id: str) -> Language | None:
         info = self.threads.get(thread_id)
-        return info.language if info is not None else None  # type: ignore[return-value]
+        return info.language if info is not None and info.language in LANGUAGES else None
 
     def notice_text(self, notice: Notice) -> str:
         """A background notice's text in its thread's language."""

@@ -25,7 +25,7 @@ from bot.stores.posts import PostStore
 from bot.stores.threads import ThreadInfo, ThreadRegistry
 from graphs.registry import WORKFLOWS
 from tools.i18n import N_, _, using
-from tools.storage.artifacts import ArtifactStore
+from tools.storage.artifacts import ArtifactRef, ArtifactStore
 
 log = logging.getLogger(__name__)
 
@@ -185,11 +185,12 @@ class Outbox:
                 return
             ref = self._post_question(place, info, interrupt)
             if ref:
-                shown = dict(self.threads.get(info.thread_id).pending)  # type: ignore[union-attr]
+                latest = self.threads.get(info.thread_id) or info  # its pending as of now (info: as of the post)
+                shown = dict(latest.pending)
                 shown[key] = {**shown.get(key, pending_entry(interrupt["value"])), "ts": ref}
                 self.threads.update(info.thread_id, pending=shown)
 
-    def upload(self, place: Place, artifacts: list[dict[str, Any]]) -> None:
+    def upload(self, place: Place, artifacts: list[ArtifactRef]) -> None:
         """Upload the result's chart, CSVs and reports with their bytes from the database, so whichever worker
         finished the run can; a failure is said in the thread (the files stay stored), never with a host path."""
         refs = [a for a in artifacts if a["kind"] in UPLOADED_KINDS]

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from bot.evaluation import output
@@ -108,12 +109,12 @@ def _check_endpoint(settings: Settings, endpoint: str) -> None:
                 error=describe_model_failure(exc))) from None
 
 
-def _run_all(name: str, dataset: Dataset, settings: Settings, repeat: int, judge: object,
+def _run_all(name: str, dataset: Dataset, settings: Settings, repeat: int, judge: BaseChatModel | None,
              judge_meter: Meter) -> list[CaseRun]:
     workflow, runs, total = WORKFLOWS[name], [], len(dataset.cases) * repeat
     for r in range(1, repeat + 1):
         for case in dataset.cases:
-            run = run_case(workflow, case, r, settings, judge, judge_meter)  # type: ignore[arg-type]
+            run = run_case(workflow, case, r, settings, judge, judge_meter)
             runs.append(run)
             print(_("[{done}/{total}] {case} (repeat {repeat}): {outcome}; {calls} model call(s), {tokens} tokens, "
                     "{seconds} s").format(done=len(runs), total=total, case=case.id, repeat=r,

@@ -56,8 +56,8 @@ class Meter(BaseCallbackHandler):
             self._stop(run_id)
             used = self.usage.setdefault(name, ModelUsage())
             used.calls += 1
-            used.input_tokens += int((meta or {}).get("input_tokens", 0))
-            used.output_tokens += int((meta or {}).get("output_tokens", 0))
+            used.input_tokens += int(meta.get("input_tokens", 0)) if meta else 0
+            used.output_tokens += int(meta.get("output_tokens", 0)) if meta else 0
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         with self._lock:

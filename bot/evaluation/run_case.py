@@ -14,6 +14,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from pydantic import SecretStr
@@ -106,7 +107,7 @@ def _run(workflow: Workflow, case: Case, repeat: int, settings: Settings, ctx: W
         run.outcome, run.cost = SET_UP_FAILED.format(error=exc), Decimal(0)
         return run
     meter, graph = Meter(), workflow.build(InMemorySaver())
-    config: dict[str, Any] = {"configurable": {"thread_id": f"eval-{uuid.uuid4().hex[:12]}", "user": EVAL_USER,
+    config: RunnableConfig = {"configurable": {"thread_id": f"eval-{uuid.uuid4().hex[:12]}", "user": EVAL_USER,
                                                "account": EVAL_ACCOUNT}, "callbacks": [meter]}
     seen: list[dict[str, Any]] = []
     started = time.monotonic()
@@ -142,7 +143,7 @@ def set_up(case: Case, ctx: WorkflowContext) -> None:
         sub.run(CommandCall(ctx, args, EVAL_USER, EVAL_ACCOUNT))
 
 
-def _drive(graph: Any, case: Case, ctx: WorkflowContext, config: dict[str, Any],
+def _drive(graph: Any, case: Case, ctx: WorkflowContext, config: RunnableConfig,
            seen: list[dict[str, Any]]) -> None:
     """Invoke, then resume every interrupt until the run ends."""
     answers = list(case.answers)

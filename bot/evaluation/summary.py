@@ -50,9 +50,10 @@ def summarize(runs: list[CaseRun]) -> tuple[dict[str, Figure], dict[str, dict[st
         figures[name] = _figure([statistics.fmean(value_of(r) for r in group) for group in by_repeat.values()],
                                 len(runs))
     if runs and all(r.cost is not None for r in runs):
-        means = [sum((r.cost for r in group), Decimal(0)) / len(group) for group in by_repeat.values()]  # type: ignore[misc]
-        figures["cost"] = Figure(statistics.mean(means).quantize(COST_PLACES),
-                                 (statistics.stdev(means) if len(means) > 1 else Decimal(0)).quantize(COST_PLACES),
+        costs = [sum((r.cost or Decimal(0) for r in group), Decimal(0)) / len(group)  # each cost is known here
+                 for group in by_repeat.values()]
+        figures["cost"] = Figure(statistics.mean(costs).quantize(COST_PLACES),
+                                 (statistics.stdev(costs) if len(costs) > 1 else Decimal(0)).quantize(COST_PLACES),
                                  len(runs))
     distributions: dict[str, dict[str, int]] = {"outcome": dict(Counter(r.outcome.split(":")[0] for r in runs))}
     for run in runs:

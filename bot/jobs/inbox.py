@@ -56,7 +56,7 @@ class InboxRecord(Base):
     done_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), index=True)
 
 
-_inbox = InboxRecord.__table__
+_inbox = Base.metadata.tables[InboxRecord.__tablename__]
 
 
 def posted_at(key: str) -> float:

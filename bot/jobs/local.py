@@ -42,6 +42,9 @@ class _Job:
     args: dict[str, Any]
     stop: str | None = field(default=None)  # set by abort() or shutdown: the job stops at its next node
 
+    def stop_reason(self) -> str | None:
+        return self.stop
+
 
 class LocalJobQueue(JobQueue):
     def __init__(self, engine: Engine, settings: Settings, scope: str = "") -> None:
@@ -136,7 +139,7 @@ class LocalJobQueue(JobQueue):
         inbox = self.inbox
         while (job := self._take()) is not None:
             try:
-                with stop_scope(lambda job=job: job.stop):
+                with stop_scope(job.stop_reason):
                     if job.task == RUN_TEXT:
                         run_text_job(handler, inbox, job.args)
                     else:

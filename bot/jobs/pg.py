@@ -24,7 +24,7 @@ from procrastinate.exceptions import JobAborted
 from procrastinate.job_context import AbortReason
 from procrastinate.jobs import Status
 from procrastinate.utils import utcnow
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, QueuePool, text
 
 from bot.jobs.base import (
     APPLY_DECISION,
@@ -233,7 +233,9 @@ class _ThreadWorker(WorkerHandle):
 async def reap_stalled_jobs(app: App, timeout: float) -> list[int]:
     """Retry the running jobs of workers without a heartbeat for `timeout` seconds (or pruned), releasing their
     thread's lock; fail those that already took MAX_ATTEMPTS. One pass at a time across all hosts."""
-    async with app.connector.pool.connection() as connection, connection.transaction():  # type: ignore[attr-defined]
+    connector = app.connector
+    assert isinstance(connector, PsycopgConnector)  # build_app's: procrastinate types it as the base connector
+    async with connector.pool.connection() as connection, connection.transaction():
         cursor = await connection.execute("SELECT pg_try_advisory_xact_lock(%s)", (REAPER_LOCK_KEY,))
         row = await cursor.fetchone()
         if not row or not row[0]:
@@ -267,7 +269,9 @@ def connection_budget(engine: Engine, settings: Settings) -> tuple[int, int, str
     """(connections all processes may open, the server's max_connections, a warning when the first exceeds the
     second). Per process: the job pool, procrastinate's LISTEN connection, the app engine's pool and overflow,
     and the checkpointer pool."""
-    app_pool = engine.pool.size() + getattr(engine.pool, "_max_overflow", 0)  # type: ignore[attr-defined]
+    pool = engine.pool
+    assert isinstance(pool, QueuePool)  # a PostgreSQL engine's: the base Pool has no size
+    app_pool = pool.size() + getattr(pool, "_max_overflow", 0)
     per_process = settings.job_pool_size + 1 + app_pool + settings.checkpoint_pool_size
     total = per_process * settings.job_processes
     with engine.connect() as connection:

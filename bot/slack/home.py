@@ -154,7 +154,8 @@ def _row_text(row: HomeRow, places: dict[str, Place], link: Link) -> str:
 
 def _row_sections(rows: list[HomeRow], places: dict[str, Place], link: Link) -> list[dict[str, Any]]:
     """Rows as few sections as 3,000 characters a section allow."""
-    sections, lines = [], []
+    sections: list[dict[str, Any]] = []
+    lines: list[str] = []
     for row in rows:
         line = _row_text(row, places, link)
         if lines and len("\n".join([*lines, line])) > SECTION_TEXT_MAX:

@@ -43,7 +43,7 @@ class HttpListener:
 
     @property
     def port(self) -> int:
-        return int(self._server.effective_port)  # type: ignore[union-attr]
+        return int(self._server.effective_port)
 
     def serve_forever(self) -> None:
         self._server.run()

@@ -59,7 +59,9 @@ def serve(ctx: AppServices, checkpointer: BaseCheckpointSaver, host: str, port: 
     settings = ctx.settings
     core = slack_core(ctx, checkpointer)
     try:
-        app = build_app(settings, core.surface.client, core)  # type: ignore[attr-defined]  # auth.test: first call
+        surface = core.surface
+        assert isinstance(surface, SlackSurface)  # slack_core's
+        app = build_app(settings, surface.client, core)  # auth.test: first call
     except (BoltError, SlackApiError, OSError) as exc:
         raise slack_startup_error(exc, "SLACK_BOT_TOKEN", settings.slack_api_url) from None
     worker = start_serve_worker(core.queue, core)  # unless `--no-worker` on PostgreSQL

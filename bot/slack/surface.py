@@ -178,7 +178,8 @@ class SlackSurface:
         except (SlackApiError, OSError) as exc:
             log.warning("could not read the thread to check a re-post: %s", _reason(exc))
             raise Refused(_reason(exc)) from exc
-        return next((str(m["ts"]) for m in replies.get("messages", []) if carries(m, POST_EVENT, "key", key)), None)
+        messages: list[dict[str, Any]] = replies.get("messages", [])
+        return next((str(m["ts"]) for m in messages if carries(m, POST_EVENT, "key", key)), None)
 
     def locale(self, user: str) -> str | None:
         """The user's Slack locale (users.info with include_locale; needs users:read), read once per process; a
@@ -206,10 +207,10 @@ class SlackSurface:
                 self._team = str(self.client.auth_test()["team_id"])
             root = self._root(start) if again and start.marker else None
             if root is None:
-                extra = ({"metadata": {"event_type": THREAD_EVENT, "event_payload": {"execution": start.marker}}}
-                         if start.marker else {})
+                metadata = ({"event_type": THREAD_EVENT, "event_payload": {"execution": start.marker}}
+                            if start.marker else None)  # None: none sent
                 root = str(self.client.chat_postMessage(channel=start.channel, text=mention(start.text, start.users),
-                                                        **extra)["ts"])
+                                                        metadata=metadata)["ts"])
         except (SlackApiError, OSError) as exc:
             raise Refused(_reason(exc)) from exc
         return Place(self._team, start.channel, root)
@@ -221,7 +222,7 @@ class SlackSurface:
         while True:
             page = self.client.conversations_history(channel=start.channel, limit=200, include_all_metadata=True,
                                                      cursor=cursor)
-            messages = page.get("messages", [])
+            messages: list[dict[str, Any]] = page.get("messages", [])
             for message in messages:
                 if carries(message, THREAD_EVENT, "execution", start.marker):
                     log.info("%s: its root %s was posted before; not posting another", start.marker, message["ts"])
@@ -236,11 +237,11 @@ class SlackSurface:
         prose is a keyed message updated chunk by chunk instead."""
         text = prose_text(prose)
         chunks = [text[i:i + STREAM_CHUNK] for i in range(0, len(text), STREAM_CHUNK)] or [""]
-        recipient = {"recipient_user_id": place.user} | ({} if in_direct_messages(place) else
-                                                          {"recipient_team_id": place.team})
+        team = None if in_direct_messages(place) else place.team  # None: none sent
         try:
             ts = str(self.client.chat_startStream(channel=place.channel, thread_ts=place.thread_ts,
-                                                  markdown_text=chunks[0], **recipient)["ts"])
+                                                  markdown_text=chunks[0], recipient_user_id=place.user,
+                                                  recipient_team_id=team)["ts"])
         except SlackApiError as exc:
             log.info("streaming refused (%s): the prose is a message updated as it goes", _reason(exc))
             return self._updated_message(place, chunks, key, started)

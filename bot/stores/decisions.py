@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, or_, select, update
+from sqlalchemy import CursorResult, Engine, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -37,7 +37,7 @@ def claim_row(engine: Engine, record: type[DecisionRecord] | type[PostRecord] | 
             update(record)
             .where(*match, or_(record.claimed_until.is_(None), record.claimed_until < now))
             .values(claimed_by=owner, claimed_until=now + timedelta(seconds=seconds)))
-        return done.rowcount == 1
+        return isinstance(done, CursorResult) and done.rowcount == 1  # an UPDATE's result, typed as a Result
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,7 @@ class DecisionStore:
             done = session.execute(update(DecisionRecord).where(
                 DecisionRecord.interrupt_id == interrupt_id, DecisionRecord.outcome == "failed",
                 DecisionRecord.applied_at.is_(None)).values(outcome=None, attempts=0, next_attempt_at=utcnow()))
-            return done.rowcount == 1
+            return isinstance(done, CursorResult) and done.rowcount == 1
 
     def due(self, now: datetime | None = None, limit: int = 50, scope: str = "") -> list[Decision]:
         """Unapplied decisions whose next attempt is due and that no live worker holds (of threads whose id starts

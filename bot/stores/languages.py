@@ -17,7 +17,7 @@ class LanguageStore:
         """The language `user_id` chose, or None when they never chose."""
         with Session(self.engine) as session:
             row = session.get(PersonLanguage, user_id)
-            return row.language if row is not None and row.language in LANGUAGES else None  # type: ignore[return-value]
+            return row.language if row is not None and row.language in LANGUAGES else None
 
     def choose(self, user_id: str, language: Language) -> None:
         with Session(self.engine) as session, session.begin():

@@ -58,7 +58,7 @@ class PostStore:
                 session.commit()
             except IntegrityError:  # another process recorded it a moment ago
                 session.rollback()
-                return _post(session.get(PostRecord, key)), False  # type: ignore[arg-type]
+                return _post(session.get_one(PostRecord, key)), False
             return _post(row), True
 
     def get(self, key: str) -> Post | None:

@@ -76,7 +76,7 @@ class ThreadRegistry:
                 session.commit()
             except IntegrityError:  # another process created it first
                 session.rollback()
-                return _info(session.get(ThreadRecord, thread_id)), False  # type: ignore[arg-type]
+                return _info(session.get_one(ThreadRecord, thread_id)), False
             return _info(row), True
 
     def find(self, team_id: str, channel_id: str, thread_ts: str) -> ThreadInfo | None:

@@ -19,13 +19,14 @@ from graphs.analyze.state import AnalystInput, AnalystOutput, AnalystSpec, Analy
 
 
 def route_after_agent(state: AnalystState) -> str:
-    last = (state.get("messages") or [None])[-1]
+    messages = state.get("messages")
+    last = messages[-1] if messages else None
     if state.get("stopped") or not getattr(last, "tool_calls", None):
         return "audit"
     return "tools"
 
 
-def build_analyst(spec: AnalystSpec) -> CompiledStateGraph:
+def build_analyst(spec: AnalystSpec) -> CompiledStateGraph[AnalystState, AnalyzeDeps, AnalystInput, AnalystOutput]:
     graph = StateGraph(AnalystState, input_schema=AnalystInput, output_schema=AnalystOutput,
                        context_schema=AnalyzeDeps)
     graph.add_node("start", make_start_node(spec))

@@ -45,8 +45,8 @@ def answer_allowance(prompt: int, used: int, budget: int, most: int) -> int | No
 
 def tokens_of(prompt: Sequence[BaseMessage], answer: AIMessage) -> int:
     """Tokens one call used: `usage_metadata.total_tokens` when the endpoint reports it, else the estimate."""
-    usage = answer.usage_metadata or {}
-    if usage.get("total_tokens"):
+    usage = answer.usage_metadata
+    if usage and usage.get("total_tokens"):
         return int(usage["total_tokens"])
     return prompt_tokens([*prompt, answer])
 

@@ -42,8 +42,10 @@ def make_close(stage: str) -> Callable[..., dict[str, Any]]:
     return close_node
 
 
-def _debate(stage: str, speakers: dict[str, str], judge: str, judge_node: Callable[..., dict[str, Any]],
-            route: Callable[[DebateState], str], output: type) -> CompiledStateGraph:
+def _debate(
+        stage: str, speakers: dict[str, str], judge: str, judge_node: Callable[..., dict[str, Any]],
+        route: Callable[[DebateState], str], output: type,
+) -> CompiledStateGraph[DebateState, AnalyzeDeps, DebateInput, Any]:
     graph = StateGraph(DebateState, input_schema=DebateInput, output_schema=output, context_schema=AnalyzeDeps)
     for role, prompt in speakers.items():
         graph.add_node(role, make_speaker(role, prompt, stage))
@@ -60,11 +62,11 @@ def _debate(stage: str, speakers: dict[str, str], judge: str, judge_node: Callab
     return graph.compile(name=f"{stage}_debate")
 
 
-def build_research_debate() -> CompiledStateGraph:
+def build_research_debate() -> CompiledStateGraph[DebateState, AnalyzeDeps, DebateInput, Any]:
     return _debate("research", {"bull": BULL, "bear": BEAR}, "research_judge", research_judge_node, route_research,
                    ResearchOutput)
 
 
-def build_risk_debate() -> CompiledStateGraph:
+def build_risk_debate() -> CompiledStateGraph[DebateState, AnalyzeDeps, DebateInput, Any]:
     return _debate("risk", {"risky": RISKY, "safe": SAFE, "neutral": NEUTRAL}, "risk_judge", risk_judge_node,
                    route_risk, RiskOutput)

@@ -19,5 +19,11 @@ class AnalyzeDeps(OrderDeps, Models, Protocol):
     replay_token_budget: int  # tokens one replay may use over all its dates
     max_answer_tokens: int  # the most answer tokens one call asks for
     desk_namespace: str  # the desk's memory and decision log ("live"; a replay has its own)
-    stop_requested: Callable[[], bool]  # the adapter's "stop this run", checked inside long nodes
-    stop_honoured: Callable[[], None]  # a long node stopped early for it
+
+    @property
+    def stop_requested(self) -> Callable[[], bool]:  # the adapter's "stop this run", checked inside long nodes
+        ...
+
+    @property
+    def stop_honoured(self) -> Callable[[], None]:  # a long node stopped early for it
+        ...

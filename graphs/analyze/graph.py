@@ -35,17 +35,19 @@ from graphs.analyze.routes import (
     route_after_trader,
 )
 from graphs.analyze.state import AnalyzeState
+from graphs.context import node
 from graphs.order.graph import build_order_approval
 
 SPECS = (MARKET, NEWS, SENTIMENT, FUNDAMENTALS)
 
 
-def build_analyze_graph(checkpointer: BaseCheckpointSaver | Checkpointer = None, *,
-                         replay: bool = False) -> CompiledStateGraph:
+def build_analyze_graph(
+        checkpointer: BaseCheckpointSaver | Checkpointer = None, *, replay: bool = False,
+) -> CompiledStateGraph[AnalyzeState, AnalyzeDeps, AnalyzeState, AnalyzeState]:
     """The desk; `replay=True` is the desk one replay date runs (orders fill in the replay account, no approval,
     and no nested replay)."""
     graph = StateGraph(AnalyzeState, context_schema=AnalyzeDeps)
-    graph.add_node("prepare", prepare_node)
+    graph.add_node("prepare", node(prepare_node))
     graph.add_node("no_llm", no_llm_node)
     if not replay:
         graph.add_node("replay", make_replay_node(build_analyze_graph(replay=True)))
@@ -57,11 +59,12 @@ def build_analyze_graph(checkpointer: BaseCheckpointSaver | Checkpointer = None,
     graph.add_node("memory", memory_summary_node)
     graph.add_node("research", build_research_debate())
     graph.add_node("risk", build_risk_debate())
-    graph.add_node("trader", trader_node)
+    graph.add_node("trader", node(trader_node))
     if not replay:
         graph.add_node("order_approval", build_order_approval())
-    graph.add_node("record", record_node)
-    graph.add_node("report", report_node, defer=True)  # after every memory summary: the result counts their tokens
+    graph.add_node("record", node(record_node))
+    # after every memory summary: the result counts their tokens
+    graph.add_node("report", node(report_node), defer=True)
     graph.add_edge(START, "prepare")
     graph.add_conditional_edges("prepare", route_after_prepare,
                                 [*analysts, "no_llm", END, *([] if replay else ["replay"])])
@@ -73,7 +76,7 @@ def build_analyze_graph(checkpointer: BaseCheckpointSaver | Checkpointer = None,
     graph.add_conditional_edges("research", route_after_research, ["risk", "report"])
     graph.add_conditional_edges("risk", route_after_risk, ["trader", "report"])
     if replay:
-        graph.add_node("replay_fill", replay_fill_node)
+        graph.add_node("replay_fill", node(replay_fill_node))
         graph.add_conditional_edges("trader", route_after_trader, ["replay_fill", "record"])
         graph.add_edge("replay_fill", "record")
     else:

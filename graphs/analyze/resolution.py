@@ -10,12 +10,13 @@ get nothing back), so each resolution is announced once, in the decision's threa
 from __future__ import annotations
 
 from datetime import timedelta
+from functools import partial
 
 from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.memory import HORIZON_DAYS
 from graphs.background import Notice
 from tools.broker.clock import day, ymd
-from tools.desk.log import reflection_text, resolve_due
+from tools.desk.log import Resolution, reflection_text, resolve_due
 from tools.i18n import _
 
 
@@ -27,6 +28,8 @@ def resolve_pass(ctx: AnalyzeDeps) -> list[Notice]:
     known = ymd(day(last) + timedelta(days=1))  # due: the exit day is before the day after the data's last
     resolved = resolve_due(ctx.engine, ctx.provider, namespace=ctx.desk_namespace, as_of_date=known,
                            horizon=HORIZON_DAYS)
-    return [Notice(r.thread_id, f"resolution:{r.decision_id}:{r.horizon}",
-                   lambda r=r: _("Resolved: {reflection}.").format(reflection=reflection_text(r)))  # type: ignore[misc]
-            for r in resolved]
+    return [Notice(r.thread_id, f"resolution:{r.decision_id}:{r.horizon}", partial(_resolved, r)) for r in resolved]
+
+
+def _resolved(resolution: Resolution) -> str:
+    return _("Resolved: {reflection}.").format(reflection=reflection_text(resolution))

@@ -17,7 +17,7 @@ from graphs.analyze.state import DebateState
 from graphs.analyze.verdict import verdict_numbers
 from graphs.analyze.words import debate_stage, judge_stage, judge_word, role_word, stage_word, stopped_in
 from graphs.common import message_text
-from graphs.context import model_for
+from graphs.context import model_required
 from graphs.llm import MODEL_FAILURES, ModelAnswerError, describe_model_failure, language_instruction, parse_json_answer
 from graphs.progress import report_progress, report_prose
 from tools.desk.log import rating_word
@@ -28,7 +28,8 @@ def briefing(state: DebateState) -> str:
     """What every speaker and judge reads: the analysts' memory summaries, then the account and price facts."""
     parts = [f"Stock: {state['company_of_interest']}, decision date {state['trade_date']}."]
     for name in ANALYSTS:
-        summary = state.get(f"{name}_analyst_summary") or {}
+        found = state.get(f"{name}_analyst_summary")  # a key built from the name: its type is not known here
+        summary = found if isinstance(found, dict) else {}
         text = "\n".join(f"[{label}] {summary[key]}" for key, label in (
             ("today_report", "today"), ("memory_summary_pre_open", "pre-open summary"),
             ("memory_summary_post_close", "post-close summary")) if summary.get(key))
@@ -56,8 +57,9 @@ def ask(ctx: AnalyzeDeps, state: DebateState, system: str, stage: str,
     cap = answer_allowance(prompt_tokens(messages), used, budget, ctx.max_answer_tokens)
     if cap is None:
         return None, used, budget_note(stage, used, budget)
+    model = model_required(ctx, MODELS[agent])
     try:
-        answer = model_for(ctx, MODELS[agent]).bind(max_tokens=cap).invoke(messages)  # type: ignore[union-attr]
+        answer = model.bind(max_tokens=cap).invoke(messages)
     except MODEL_FAILURES as exc:
         return None, used, stopped_in(stage, describe_model_failure(exc))
     spent = used + tokens_of(messages, answer)

@@ -87,7 +87,7 @@ class DebateInput(TypedDict, total=False):
     research_summary: dict[str, Any] | None
     account_cash: str
     account_total_value: str
-    current_price: str | None
+    current_price: str
     portfolio_positions: dict[str, dict[str, Any]]
 
 
@@ -150,7 +150,7 @@ class AnalyzeState(TypedDict, total=False):
     final_trade_decision: str | None
     account_cash: str
     account_total_value: str
-    current_price: str | None
+    current_price: str
     previous_close: str | None
     portfolio_positions: dict[str, dict[str, Any]]
     max_drawdown: str | None

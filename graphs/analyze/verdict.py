@@ -11,7 +11,7 @@ from tools.i18n import _
 
 
 def _fraction(body: dict[str, Any], key: str) -> float:
-    value = body.get(key)
+    value: Any = body.get(key)  # whatever the model wrote there
     try:
         number = float(value)
     except (TypeError, ValueError):

@@ -11,6 +11,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from graphs.clarify import after_clarify, clarify_node
+from graphs.context import node
 from graphs.factor.deps import FactorDeps
 from graphs.factor.nodes.backfill import backfill_node
 from graphs.factor.nodes.codegen import codegen_node
@@ -34,19 +35,21 @@ from graphs.factor.routes import (
 from graphs.factor.state import FactorState
 
 
-def build_factor_graph(checkpointer: BaseCheckpointSaver | Checkpointer = None) -> CompiledStateGraph:
+def build_factor_graph(
+        checkpointer: BaseCheckpointSaver | Checkpointer = None,
+) -> CompiledStateGraph[FactorState, FactorDeps, FactorState, FactorState]:
     graph = StateGraph(FactorState, context_schema=FactorDeps)
-    graph.add_node("collect_spec", collect_spec_node)
+    graph.add_node("collect_spec", node(collect_spec_node))
     graph.add_node("clarify", clarify_node)
-    graph.add_node("codegen", codegen_node)
-    graph.add_node("dry_run", dry_run_node)
-    graph.add_node("semantic_check", semantic_check_node)
-    graph.add_node("human_review", human_review_node)
-    graph.add_node("backfill", backfill_node)
-    graph.add_node("evaluate", evaluate_node)
-    graph.add_node("confirm_save", confirm_save_node)
-    graph.add_node("write_db", write_db_node)
-    graph.add_node("record_reject", record_reject_node)
+    graph.add_node("codegen", node(codegen_node))
+    graph.add_node("dry_run", node(dry_run_node))
+    graph.add_node("semantic_check", node(semantic_check_node))
+    graph.add_node("human_review", node(human_review_node))
+    graph.add_node("backfill", node(backfill_node))
+    graph.add_node("evaluate", node(evaluate_node))
+    graph.add_node("confirm_save", node(confirm_save_node))
+    graph.add_node("write_db", node(write_db_node))
+    graph.add_node("record_reject", node(record_reject_node))
     graph.add_node("finish", finish_node)
     graph.add_edge(START, "collect_spec")
     graph.add_conditional_edges("collect_spec", route_after_spec, ["clarify", "codegen", "finish"])

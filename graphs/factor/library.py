@@ -71,7 +71,8 @@ def combination_parts(expression: str) -> list[tuple[float, LibraryFactor, int |
             term(node.right, sign if isinstance(node.op, ast.Add) else -sign)
         elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             term(node.operand, -sign)
-        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and isinstance(node.left, ast.Constant):
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and isinstance(node.left, ast.Constant) \
+                and isinstance(node.left.value, int | float):
             term(node.right, sign * float(node.left.value))
         else:
             terms.append((sign, *_factor_call(node)))

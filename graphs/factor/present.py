@@ -48,7 +48,7 @@ def present_factor(result: dict[str, Any]) -> View:
         for d in result.get("duplicates", [])]
     why_missing = sorted({f"{period}d: {reason}" for period, reasons in result.get("missing", {}).items()
                           for reason in reasons.values()})
-    first = next(iter(result["metrics"].values()), {})
+    first: dict[str, Any] = next(iter(result["metrics"].values()), {})
     summary = _("Factor {name} saved: Rank IC {ic} (first period), {n} near duplicate(s)").format(
         name=result["title"], ic=_num(first.get("rank_ic_mean"), ".4f"), n=len(result.get("duplicates", [])))
     return View(title=_("Factor {name} saved").format(name=result["title"]), summary=summary,

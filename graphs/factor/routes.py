@@ -28,7 +28,7 @@ def route_after_checks(state: FactorState) -> str:
 
 
 def route_after_review(state: FactorState) -> str:
-    status = (state.get("review") or {}).get("status")
+    status: str = (state.get("review") or {}).get("status") or ""
     return {"approved": "backfill", "rejected": "record_reject", "edited": "dry_run"}.get(status, "human_review")
 
 

@@ -87,8 +87,8 @@ def parse(text: str) -> FactorRequest:
             continue
         if kind is None and word.lower() in ("combo", "combination"):
             kind = "combo"
-        elif kind is None and find_factor(word) is not None:
-            kind = find_factor(word).name  # type: ignore[union-attr]
+        elif kind is None and (found := find_factor(word)) is not None:
+            kind = found.name
         else:
             rest.append(word)
     expression = " ".join(rest) if kind == "combo" and rest else None

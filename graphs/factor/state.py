@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
@@ -58,3 +58,12 @@ def failure_of(state: FactorState) -> str | None:
 def duplicates_of_others(name: str, duplicates: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The near duplicates that belong to other factor names (re-running a name makes a version, not a copy)."""
     return [d for d in duplicates if d["name"] != name]
+
+
+def step_output(state: FactorState, step: Literal["backfill", "evaluation"]) -> dict[str, Any]:
+    """What a step the route ran before this node left (the backfill's frame, the evaluation's metrics); none here
+    is a bug, and says so."""
+    output = state.get(step)
+    if output is None:
+        raise LookupError(f"the factor's {step} has not run")
+    return output

@@ -18,12 +18,14 @@ from graphs.views import View
 from graphs.workflow import CommandCall, CommandError
 from tools.broker.money import money_text
 from tools.broker.paper import PaperBroker, account_names, order_account, reset_account
+from tools.broker.protocol import OrderScope
 from tools.broker.reports import account_report
 from tools.broker.store import AccountError, last_switch, set_trading, switch_state
 from tools.i18n import N_, _, current, ngettext
 from tools.research.charts import account_equity
+from tools.storage.artifacts import ArtifactRef
 
-SCOPES = ("open", "today", "all")
+SCOPES: tuple[OrderScope, ...] = ("open", "today", "all")
 
 
 def _broker(call: CommandCall, name: str) -> PaperBroker:
@@ -64,14 +66,14 @@ def account_command(call: CommandCall) -> View:
     account = broker.account()
     marks = broker.marks()
     report = account_report(account, broker.realised(), [equity for _, _, _, equity in marks])
-    chart = None
+    chart: ArtifactRef | None = None
     if marks:
         title = _("Paper account {name}: equity").format(name=name)
         data = account_equity([d for d, *_ in marks], [float(e) for *_, e in marks], float(account.starting_cash),
                               title)
         key = f"{marks[-1][0]}:{marks[-1][3]}:{len(marks)}:{current()}"  # its words are in the reader's language
-        chart = dict(call.context.artifacts.put(f"account:{name}", key, "chart", f"{_file(name)}_equity.png",
-                                                title, "image/png", data))
+        chart = call.context.artifacts.put(f"account:{name}", key, "chart", f"{_file(name)}_equity.png", title,
+                                           "image/png", data)
     enabled, _by, _at = switch_state(call.context.engine)
     return present_account(account, report, broker.notes(), N_("on") if enabled else N_("OFF"), chart)
 
@@ -105,11 +107,12 @@ def _reset(call: CommandCall, words: list[str]) -> View:
 
 def orders_command(call: CommandCall) -> View:
     """`orders [open|today|all] [account=NAME]`."""
-    scope = "open"
+    scope: OrderScope = "open"
     names: list[str] = []
     for word in call.args:
-        if word.lower() in SCOPES:
-            scope = word.lower()
+        lowered = word.lower()
+        if lowered in SCOPES:
+            scope = lowered
         else:
             names.append(word)
     if len(names) > 1:
@@ -117,7 +120,7 @@ def orders_command(call: CommandCall) -> View:
     name = account_arg(call, names)
     broker = _broker(call, name)
     broker.settle()
-    return present_orders(name, scope, broker.orders(scope))  # type: ignore[arg-type]
+    return present_orders(name, scope, broker.orders(scope))
 
 
 CARD_CLOSED = N_("trading was switched off by {user}: {why}")

@@ -19,4 +19,14 @@ class OrderDeps(Market, Storage, Roles, Protocol):
     second_approval_above: Decimal | None  # orders above this notional need two traders (None: off)
     stale_move: Decimal  # an approval on a price basis moved more than this re-checks the card
     rules: RuleStore | None  # a rule's proposal claim is released when its card ends
-    now: Callable[[], datetime]  # the wall clock
+
+    @property
+    def now(self) -> Callable[[], datetime]:  # the wall clock (a property: the context's callable field is read-only)
+        ...
+
+
+def broker_for(ctx: OrderDeps, account: str, by: str | None) -> Broker:
+    """The account's broker, where an order card exists: `propose` makes none without a broker configured."""
+    if ctx.broker is None:
+        raise LookupError("no broker is configured")
+    return ctx.broker(account, by)

@@ -107,9 +107,9 @@ def parse_order(text: str) -> OrderIntent:
             words.append(token)
     unknown = sorted(set(params) - set(PARAMS))
     if unknown:
-        named = ", ".join(name + did_you_mean(f"{name}={params[name]}", PARAMS) for name in unknown)
+        listed = ", ".join(name + did_you_mean(f"{name}={params[name]}", PARAMS) for name in unknown)
         raise OrderGrammarError(_("unknown parameter {names}: an order takes limit=PRICE and account=NAME").format(
-            names=named))
+            names=listed))
     limit = _price(params["limit"]) if "limit" in params else None
     return OrderIntent(code.upper(), side, int(qty), "limit" if limit else "market", limit,
                        account_name(params["account"]) if "account" in params else None, " ".join(words))

@@ -8,6 +8,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
+from graphs.context import node
 from graphs.order.deps import OrderDeps
 from graphs.order.nodes.approve import approve_node
 from graphs.order.nodes.authorize import authorize_node
@@ -20,14 +21,15 @@ from graphs.order.routes import route_after_authorize, route_after_parse, route_
 from graphs.order.state import OrderApprovalInput, OrderApprovalOutput, OrderApprovalState, OrderState
 
 
-def build_order_approval() -> CompiledStateGraph:
+def build_order_approval(
+) -> CompiledStateGraph[OrderApprovalState, OrderDeps, OrderApprovalInput, OrderApprovalOutput]:
     """Input `order_intent`, output `order_outcome`; its own state stays private."""
     graph = StateGraph(OrderApprovalState, input_schema=OrderApprovalInput, output_schema=OrderApprovalOutput,
                        context_schema=OrderDeps)
-    graph.add_node("propose", propose_node)
-    graph.add_node("approve", approve_node)
-    graph.add_node("authorize", authorize_node)
-    graph.add_node("submit", submit_node)
+    graph.add_node("propose", node(propose_node))
+    graph.add_node("approve", node(approve_node))
+    graph.add_node("authorize", node(authorize_node))
+    graph.add_node("submit", node(submit_node))
     graph.add_node("release", release_node)
     graph.add_edge(START, "propose")
     graph.add_conditional_edges("propose", route_after_propose, ["approve", "release"])
@@ -38,7 +40,9 @@ def build_order_approval() -> CompiledStateGraph:
     return graph.compile(name="order_approval")
 
 
-def build_order_graph(checkpointer: BaseCheckpointSaver | Checkpointer = None) -> CompiledStateGraph:
+def build_order_graph(
+        checkpointer: BaseCheckpointSaver | Checkpointer = None,
+) -> CompiledStateGraph[OrderState, OrderDeps, OrderState, OrderState]:
     graph = StateGraph(OrderState, context_schema=OrderDeps)
     graph.add_node("parse", parse_node)
     graph.add_node("order_approval", build_order_approval())

@@ -11,6 +11,7 @@ from tools.broker.money import money_text
 from tools.broker.orders import SIDE_WORDS, STATUS_WORDS, Account, Order
 from tools.broker.reports import AccountReport
 from tools.i18n import N_, _, ngettext
+from tools.storage.artifacts import ArtifactRef
 
 TITLES = {"filled": N_("Order filled"), "open": N_("Order submitted"), "expired": N_("Order not filled"),
           "cancelled": N_("Order cancelled"), "rejected": N_("Order rejected"), "refused": N_("Order refused")}
@@ -54,7 +55,7 @@ def fee_text(fill: dict[str, Any]) -> str:
 
 
 def present_account(account: Account, report: AccountReport, notes: tuple[str, ...], trading: str,
-                    chart: dict[str, Any] | None) -> View:
+                    chart: ArtifactRef | None) -> View:
     rows = [[p.ts_code, p.name or "", f"{p.quantity:,}", f"{p.sellable:,}", str(p.price or "-"),
              money_text(p.value) if p.value is not None else "-", money_text(p.cost),
              money_text(p.unrealised) if p.unrealised is not None else "-"] for p in account.positions]

@@ -51,7 +51,7 @@ def rule_schedule_job(ctx: RuleDeps, call: BackgroundCall) -> list[Notice]:
                                 scheduled_request(rule.id, execution_id), tick.timestamp()), again)
 
     run_due(ctx.engine, ctx.rules, call.now, start, call.owner, is_trading_day=trading_day_checker(ctx.provider),
-            catch_up=call.catch_up, serves=call.serves)  # type: ignore[arg-type]
+            catch_up=call.catch_up, serves=call.serves)
     move = last_move(ctx.engine, ctx.provider, ctx.paper.live_data_days, call.now) if ctx.paper else None
     if move is not None:
         def start_session(rule: Rule, tick: datetime, execution_id: str, again: bool) -> None:
@@ -60,7 +60,7 @@ def rule_schedule_job(ctx: RuleDeps, call: BackgroundCall) -> list[Notice]:
                                     scheduled_request(rule.id, execution_id, move), move.moved_at.timestamp()), again)
 
         run_session(ctx.engine, ctx.rules, day(move.session), move.moved_at, call.now, start_session, call.owner,
-                    catch_up=call.catch_up, serves=call.serves)  # type: ignore[arg-type]
+                    catch_up=call.catch_up, serves=call.serves)
     return []
 
 

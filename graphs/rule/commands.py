@@ -23,7 +23,7 @@ from tools.data.schema import DataError, check_range
 from tools.i18n import N_, _, current
 from tools.rules.backtest import RuleBacktest, backtest_rule
 from tools.rules.parser import parse_rule
-from tools.rules.store import Rule, RuleError, RuleStore, order_tag
+from tools.rules.store import Rule, RuleError, RuleStore, Source, order_tag
 from tools.rules.syntax import RuleSyntaxError
 from tools.storage.artifacts import ArtifactRef
 
@@ -77,7 +77,7 @@ def add_command(call: CommandCall) -> View:
     kind = opts.get("kind", "").lower()
     if kind not in ("", "words", "language"):
         raise CommandError(_("kind= is words (for the model) or language (the rule language)"))
-    source = "llm" if kind == "words" else "language"
+    source: Source = "llm" if kind == "words" else "language"
     if kind != "words":
         try:
             parse_rule(requirements)
@@ -90,7 +90,7 @@ def add_command(call: CommandCall) -> View:
     _check_symbol(call, symbol, _int(opts.get("size"), "size"))
     try:
         rule = _store(call).add(
-            _user(call), call.account, symbol, requirements, source=source,  # type: ignore[arg-type]
+            _user(call), call.account, symbol, requirements, source=source,
             schedule=opts.get("every"), timezone=opts.get("tz") or "Asia/Shanghai",
             size=_int(opts.get("size"), "size"), value_cny=_decimal(opts.get("value"), "value"),
             threshold=float(_decimal(opts.get("threshold"), "threshold") or Decimal("0.6")),

@@ -9,6 +9,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
+from graphs.context import node
 from graphs.order.graph import build_order_approval
 from graphs.rule.deps import RuleDeps
 from graphs.rule.nodes.act import act_node
@@ -21,15 +22,17 @@ from graphs.rule.routes import route_after_decide, route_after_load, route_after
 from graphs.rule.state import RuleRunState
 
 
-def build_rule_graph(checkpointer: BaseCheckpointSaver | Checkpointer = None) -> CompiledStateGraph:
+def build_rule_graph(
+        checkpointer: BaseCheckpointSaver | Checkpointer = None,
+) -> CompiledStateGraph[RuleRunState, RuleDeps, RuleRunState, RuleRunState]:
     graph = StateGraph(RuleRunState, context_schema=RuleDeps)
     graph.add_node("load", load_node)
     graph.add_node("plan", plan_node)
-    graph.add_node("act", act_node)
-    graph.add_node("compute", compute_node)
-    graph.add_node("decide", decide_node)
+    graph.add_node("act", node(act_node))
+    graph.add_node("compute", node(compute_node))
+    graph.add_node("decide", node(decide_node))
     graph.add_node("order_approval", build_order_approval())
-    graph.add_node("report", report_node)
+    graph.add_node("report", node(report_node))
     graph.add_edge(START, "load")
     graph.add_conditional_edges("load", route_after_load, ["plan", "compute", END])
     graph.add_conditional_edges("plan", route_after_plan, ["act", "plan", "decide"])

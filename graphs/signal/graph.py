@@ -9,6 +9,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from graphs.clarify import after_clarify, clarify_node
+from graphs.context import node
 from graphs.signal.deps import SignalDeps
 from graphs.signal.nodes.data_fetch import data_fetch_node
 from graphs.signal.nodes.reflection import reflection_node
@@ -24,14 +25,16 @@ from graphs.signal.routes import (
 from graphs.signal.state import SignalState
 
 
-def build_signal_graph(checkpointer: BaseCheckpointSaver | Checkpointer = None) -> CompiledStateGraph:
+def build_signal_graph(
+        checkpointer: BaseCheckpointSaver | Checkpointer = None,
+) -> CompiledStateGraph[SignalState, SignalDeps, SignalState, SignalState]:
     graph = StateGraph(SignalState, context_schema=SignalDeps)
-    graph.add_node("reflection", reflection_node)
-    graph.add_node("data_fetch", data_fetch_node)
-    graph.add_node("signal_generate", signal_generate_node)
-    graph.add_node("validate", validate_node)
+    graph.add_node("reflection", node(reflection_node))
+    graph.add_node("data_fetch", node(data_fetch_node))
+    graph.add_node("signal_generate", node(signal_generate_node))
+    graph.add_node("validate", node(validate_node))
     graph.add_node("clarify", clarify_node)
-    graph.add_node("report", report_node)
+    graph.add_node("report", node(report_node))
     graph.add_edge(START, "reflection")
     graph.add_conditional_edges("reflection", route_from_reflection,
                                 ["clarify", "data_fetch", "signal_generate", "validate", "report", "reflection", END])

@@ -3,6 +3,7 @@ graphs speak only this."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Literal, Protocol
 
 from tools.broker.clock import Clock
@@ -38,3 +39,9 @@ class Broker(Protocol):
 
     def mark(self, day: str) -> None:
         """Mark the account to market at `day`'s closes (the equity curve's point for that day)."""
+
+    def marks(self) -> list[tuple[str, Decimal, Decimal, Decimal]]:
+        """The equity curve: (date, cash, market value, equity), oldest first."""
+
+    def realised(self) -> Decimal:
+        """Realised P&L over every position, closed ones included."""

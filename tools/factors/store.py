@@ -6,6 +6,7 @@ PostgreSQL `COPY` (binary) on Postgres and batched inserts on SQLite."""
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -217,7 +218,7 @@ class FactorStore:
             return int(conn.scalar(select(func.count()).where(FactorValue.factor_id == factor_id)) or 0)
 
     def near_duplicates(self, frame: pd.DataFrame, threshold: float = DUPLICATE_CORRELATION,
-                        min_overlap: int = 100) -> list[NearDuplicate]:
+                        min_overlap: int = 100) -> builtins.list[NearDuplicate]:
         """Active factors whose stored values correlate with `frame` at `threshold` or more: Pearson over the
         sampled (date, code) cells both have (see `duplicate_sample`), one query for the whole library."""
         dates, codes = duplicate_sample(frame)

@@ -8,6 +8,7 @@ proposer whose one order card at a time tools.broker.proposal_claims keeps."""
 
 from __future__ import annotations
 
+import builtins
 import logging
 import math
 from collections.abc import Callable
@@ -155,7 +156,7 @@ class RuleStore:
         with Session(self.engine) as session:
             return [_rule(row) for row in session.scalars(query)]
 
-    def scheduled(self) -> list[Rule]:
+    def scheduled(self) -> builtins.list[Rule]:
         """Enabled rules with a schedule: what the scheduler evaluates."""
         query = (select(SavedRule).where(SavedRule.enabled.is_(True), SavedRule.schedule.is_not(None))
                  .order_by(SavedRule.id))
@@ -256,7 +257,7 @@ class RuleStore:
                   "logged" if written else "already logged")
         return written
 
-    def steps(self, rule_id: int, execution_id: str | None = None) -> list[Step]:
+    def steps(self, rule_id: int, execution_id: str | None = None) -> builtins.list[Step]:
         """A rule's logged steps: of one execution in step order, or of all in the order they were logged."""
         query = select(ExecutionLog).where(ExecutionLog.rule_id == rule_id)
         if execution_id is not None:
@@ -267,7 +268,7 @@ class RuleStore:
             return [Step(row.rule_id, row.symbol, row.execution_id, row.step, row.action_type, row.action_data,
                          row.result_data, aware(row.timestamp)) for row in session.scalars(query)]
 
-    def executions(self, rule_id: int, limit: int = 20) -> list[Execution]:
+    def executions(self, rule_id: int, limit: int = 20) -> builtins.list[Execution]:
         """A rule's latest executions, newest first."""
         started = func.min(ExecutionLog.timestamp)
         query = (select(ExecutionLog.execution_id, started, func.max(ExecutionLog.timestamp), func.count())

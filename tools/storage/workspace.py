@@ -6,6 +6,7 @@ threads (or two nodes) share mutable frames; another process on the same databas
 
 from __future__ import annotations
 
+import builtins
 import io
 import re
 from dataclasses import dataclass
@@ -154,7 +155,7 @@ class Workspace:
             rows = session.execute(query.order_by(WorkspaceFrame.name)).all()
         return [FrameInfo(*row) for row in rows]
 
-    def names(self) -> list[str]:
+    def names(self) -> builtins.list[str]:
         return [item.name for item in self.list()]
 
     def clear(self) -> None:

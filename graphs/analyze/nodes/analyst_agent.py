@@ -15,7 +15,7 @@ from graphs.analyze.models import MODELS
 from graphs.analyze.state import AnalystSpec, AnalystState
 from graphs.analyze.toolkit import Toolkit
 from graphs.analyze.words import analyst_stage
-from graphs.context import model_for
+from graphs.context import model_required
 from graphs.llm import MODEL_FAILURES, describe_model_failure
 from tools.i18n import _
 
@@ -34,7 +34,7 @@ def make_agent_node(spec: AnalystSpec) -> Callable[..., dict[str, Any]]:
         cap = answer_allowance(prompt_tokens(messages, tools), used, budget, ctx.max_answer_tokens)
         if cap is None:
             return {"stopped": budget_note(analyst_stage(spec.name), used, budget)}
-        llm = model_for(ctx, MODELS["analyst"])
+        llm = model_required(ctx, MODELS["analyst"])
         model = llm.bind_tools(tools) if tools else llm
         try:
             answer = model.bind(max_tokens=cap).invoke(messages)

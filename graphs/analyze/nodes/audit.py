@@ -35,7 +35,8 @@ def make_analyst_audit_node(spec: AnalystSpec) -> Callable[..., dict[str, Any]]:
     """The audit of the analyst's report; an analyst whose last answer is no report has failed, and says why."""
 
     def analyst_audit_node(state: AnalystState, runtime: Runtime[AnalyzeDeps]) -> dict[str, Any]:
-        last = (state.get("messages") or [None])[-1]
+        messages = state.get("messages")
+        last = messages[-1] if messages else None
         report = "" if state.get("stopped") or not isinstance(last, AIMessage) else message_text(last)
         failed = None
         if not report.strip() and not state.get("stopped"):

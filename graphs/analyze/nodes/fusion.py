@@ -18,6 +18,7 @@ from graphs.analyze.memory import memory_of, summary_tokens
 from graphs.analyze.routes import stopped_stage
 from graphs.analyze.state import AnalystMemorySummary, AnalyzeState, session_of
 from graphs.analyze.usage import tokens_used
+from graphs.order.deps import broker_for
 from graphs.progress import report_progress
 from tools.broker.money import price_of
 from tools.broker.reports import account_report
@@ -90,7 +91,7 @@ def _memory_due(ctx: AnalyzeDeps, request: dict[str, Any], runs: dict[str, Any],
 
 
 def _account(ctx: AnalyzeDeps, request: dict[str, Any], requester: str | None) -> dict[str, Any]:
-    broker = ctx.broker(request["account"], requester)
+    broker = broker_for(ctx, request["account"], requester)
     account = broker.account()
     report = account_report(account, broker.realised(), [equity for *_, equity in broker.marks()])
     positions = {p.ts_code: {"quantity": p.quantity, "sellable": p.sellable, "cost": str(p.cost),

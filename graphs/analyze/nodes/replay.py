@@ -34,6 +34,7 @@ from tools.broker.boards import OrderRuleError
 from tools.broker.clock import day
 from tools.broker.fees import fill_fees
 from tools.broker.money import price_of
+from tools.broker.paper import PaperConfig
 from tools.broker.replay import ReplayBroker, ReplayLedger
 from tools.broker.rules import lot_rule
 from tools.broker.sizing import FEE_MARGIN
@@ -42,13 +43,16 @@ from tools.desk.snapshot import price_bars
 from tools.i18n import _
 from tools.research.charts import account_equity
 
+Desk = CompiledStateGraph[AnalyzeState, AnalyzeDeps, AnalyzeState, AnalyzeState]  # the desk one replay date runs
+
 
 @dataclass(frozen=True)
 class _Replay:
     """What every date of one replay shares (a task's input is not checkpointed: only its answer is)."""
 
     ctx: AnalyzeDeps
-    desk: CompiledStateGraph
+    paper: PaperConfig  # the paper account's rates and starting cash, which the replay account shares
+    desk: Desk
     request: dict[str, Any]
     requester: str | None
     thread: str  # the replay's thread; each date's desk runs in one of its own, within the artifacts' 64 characters
@@ -57,7 +61,7 @@ class _Replay:
     account: str
 
 
-def make_replay_node(desk: CompiledStateGraph) -> Callable[..., dict[str, Any]]:
+def make_replay_node(desk: Desk) -> Callable[..., dict[str, Any]]:
     """The replay node, deciding each date with `desk` (the desk compiled once, for replay dates)."""
 
     def replay_node(state: AnalyzeState, runtime: Runtime[AnalyzeDeps],
@@ -67,13 +71,15 @@ def make_replay_node(desk: CompiledStateGraph) -> Callable[..., dict[str, Any]]:
     return replay_node
 
 
-def _replay(desk: CompiledStateGraph, state: AnalyzeState, ctx: AnalyzeDeps,
-            config: RunnableConfig) -> dict[str, Any]:
+def _replay(desk: Desk, state: AnalyzeState, ctx: AnalyzeDeps, config: RunnableConfig) -> dict[str, Any]:
     request = state["request"]
     code, dates, run = request["ts_code"], request["replay_dates"], state["run_id"]
-    replay = _Replay(ctx, desk, request, state.get("requester"), thread_id(config), run,
+    paper = ctx.paper
+    if paper is None:  # the adapters always configure one (graphs/dependencies.py)
+        raise LookupError("no paper account is configured")
+    replay = _Replay(ctx, paper, desk, request, state.get("requester"), thread_id(config), run,
                      f"{REPLAY_PREFIX}{run}", f"replay-{run[:12]}")
-    ledger = ReplayLedger(ctx.paper.starting_cash, ctx.paper.rates)
+    ledger = ReplayLedger(paper.starting_cash, paper.rates)
     steps: list[dict[str, Any]] = []
     closes: dict[str, Decimal] = {}  # the stock's close on each date decided
     spent, stopped = 0, None
@@ -91,8 +97,8 @@ def _replay(desk: CompiledStateGraph, state: AnalyzeState, ctx: AnalyzeDeps,
                          "were not decided").format(total=len(dates), date=date))
             ctx.stop_honoured()  # the report of the dates done is shown, not a bare "Stopped"
             break
-        done = _decide_date(ledger.to_json(), date, left, replay).result()
-        ledger = ReplayLedger.from_json(done["ledger"], ctx.paper.rates)
+        done = replay_date(ledger.to_json(), date, left, replay).result()
+        ledger = ReplayLedger.from_json(done["ledger"], paper.rates)
         closes[date] = Decimal(done["close"])
         spent += done["tokens"]
         steps.append(done["step"])
@@ -103,7 +109,7 @@ def _replay(desk: CompiledStateGraph, state: AnalyzeState, ctx: AnalyzeDeps,
     resolved = resolve_due(ctx.engine, ctx.provider, namespace=replay.namespace,
                            as_of_date=str(ctx.provider.last_date()), horizon=HORIZON_DAYS)
     hits = [r.hit for r in resolved if r.hit is not None]
-    benchmark = _buy_and_hold(ctx, code, closes)
+    benchmark = _buy_and_hold(paper, code, closes)
     result = {"kind": "replay", "request": request, "namespace": replay.namespace, "account": replay.account,
               "steps": steps, "equity": [(d, str(e)) for d, e in ledger.marks],
               "benchmark": [(d, str(v)) for d, v in benchmark],
@@ -118,14 +124,14 @@ def _replay(desk: CompiledStateGraph, state: AnalyzeState, ctx: AnalyzeDeps,
     return {"result": result}
 
 
-@task(name="replay_date")
-def _decide_date(ledger_json: dict[str, Any], date: str, left: int, replay: _Replay) -> dict[str, Any]:
+@task
+def replay_date(ledger_json: dict[str, Any], date: str, left: int, replay: _Replay) -> dict[str, Any]:
     """The desk's decision on `date`, trading in the ledger as the previous date left it, with at most `left` tokens.
     The answer is JSON: the step, the ledger after the date, the date's close, the tokens spent and why the replay
-    stops here (None: it goes on)."""
+    stops here (None: it goes on). The function's name is the task's, in the checkpoints."""
     ctx, request = replay.ctx, replay.request
     code = request["ts_code"]
-    ledger = ReplayLedger.from_json(ledger_json, ctx.paper.rates)
+    ledger = ReplayLedger.from_json(ledger_json, replay.paper.rates)
     close = price_of(price_bars(ctx.provider, code, date, 1)["close"].iloc[-1])
     broker = ReplayBroker(ledger, replay.account, date, {code: close})
     inner = dataclasses.replace(ctx, desk_namespace=replay.namespace, broker=lambda name, by, b=broker: b,
@@ -152,17 +158,17 @@ def _step(date: str, result: dict[str, Any], equity: Decimal, reply: str | None)
             "tokens": int(result.get("tokens") or 0)}
 
 
-def _buy_and_hold(ctx: AnalyzeDeps, code: str, closes: dict[str, Decimal]) -> list[tuple[str, Decimal]]:
+def _buy_and_hold(paper: PaperConfig, code: str, closes: dict[str, Decimal]) -> list[tuple[str, Decimal]]:
     """Buying as many whole lots as the starting cash allows at the first date's close (fees paid), then holding,
     marked at the `closes` of the dates decided."""
     if not closes:
         return []
-    dates, cash = list(closes), ctx.paper.starting_cash
+    dates, cash = list(closes), paper.starting_cash
     try:
         lot = lot_rule(code, day(dates[0]))
     except OrderRuleError:
         return []
     shares = lot.round_down(int(cash * (1 - FEE_MARGIN) / closes[dates[0]]))
     value = closes[dates[0]] * shares
-    left = cash - value - (fill_fees(code, "buy", value, day(dates[0]), ctx.paper.rates).total if shares else 0)
+    left = cash - value - (fill_fees(code, "buy", value, day(dates[0]), paper.rates).total if shares else 0)
     return [(d, left + closes[d] * shares) for d in dates]

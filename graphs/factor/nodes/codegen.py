@@ -12,8 +12,8 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.runtime import Runtime
 
-from graphs.common import AGENT_STEP_LIMIT
-from graphs.context import model_for
+from graphs.common import AGENT_STEP_LIMIT, message_text
+from graphs.context import model_required
 from graphs.factor.deps import FactorDeps
 from graphs.factor.models import MODELS
 from graphs.factor.run import dry_run, load_dry_run_inputs
@@ -82,11 +82,11 @@ def _generate(state: FactorState, ctx: FactorDeps) -> dict[str, Any]:
 
     previous, problem = state.get("factor_body"), failure_of(state)
     template = render(spec["name"], spec["description"], spec["fields"], "...")
-    request = "\n".join(m.content for m in state.get("messages", []) if isinstance(m, HumanMessage))[-2000:]
+    request = "\n".join(message_text(m) for m in state.get("messages", []) if isinstance(m, HumanMessage))[-2000:]
     values = {"name": spec["name"], "description": spec["description"], "request": request, "template": template}
     prompt = (ERRORFIX_PROMPT.format(**values, previous=previous, problem=problem) if previous and problem
               else CODEGEN_PROMPT.format(**values)) + language_instruction()
-    agent = create_agent(model_for(ctx, MODELS["factor coder"]), tools=[try_factor_body], system_prompt=prompt)
+    agent = create_agent(model_required(ctx, MODELS["factor coder"]), tools=[try_factor_body], system_prompt=prompt)
     note = None
     try:
         agent.invoke({"messages": [HumanMessage("Write the factor body.")]}, {"recursion_limit": AGENT_STEP_LIMIT})

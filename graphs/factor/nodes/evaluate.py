@@ -14,7 +14,7 @@ from langgraph.runtime import Runtime
 from graphs.context import thread_id, workspace
 from graphs.factor.breadth import QUANTILES, too_few_codes
 from graphs.factor.deps import FactorDeps
-from graphs.factor.state import FactorState
+from graphs.factor.state import FactorState, step_output
 from graphs.progress import report_progress
 from tools.factors.ic import EvaluationError, FactorEvaluation, evaluate_factor
 from tools.factors.store import FactorStore
@@ -30,7 +30,7 @@ def evaluate_node(state: FactorState, config: RunnableConfig, runtime: Runtime[F
     ctx, spec = runtime.context, state["spec"]
     report_progress(_("evaluation"))
     ws = workspace(ctx, config)
-    factor = ws.get(state["backfill"]["name"])  # type: ignore[index]
+    factor = ws.get(step_output(state, "backfill")["name"])
     close = ws.get("ohlcv/close")
     try:
         tradable = ws.get("ohlcv/vol") > 0

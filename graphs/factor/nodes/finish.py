@@ -7,7 +7,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from graphs.factor.state import FactorState
+from graphs.factor.state import FactorState, step_output
 from graphs.progress import report_progress
 from tools.i18n import N_, _
 
@@ -23,6 +23,7 @@ def finish_node(state: FactorState) -> dict[str, Any]:
         return {"result": None, "final_reply": reply, "messages": [AIMessage(reply)]}
     report_progress(_("summary"))
     spec, backfill, review = state["spec"], state["backfill"] or {}, state.get("review") or {}
+    evaluation = step_output(state, "evaluation")  # saved as active: it was evaluated
     result = {
         "workflow": "factor",
         "name": saved["name"], "version": saved["version"], "factor_id": saved["id"],
@@ -31,11 +32,11 @@ def finish_node(state: FactorState) -> dict[str, Any]:
         "decision": "edit" if review.get("status") == "edited" else "approve", "reviewer": review.get("reviewer"),
         "shape": backfill.get("shape"), "first_date": backfill.get("first_date"),
         "last_date": backfill.get("last_date"),
-        "metrics": state["evaluation"]["metrics"],  # type: ignore[index]
-        "dates_evaluated": state["evaluation"].get("dates_evaluated", {}),  # type: ignore[union-attr]
-        "missing": state["evaluation"].get("missing", {}),  # type: ignore[union-attr]
-        "duplicates": state["evaluation"]["duplicates"],  # type: ignore[index]
-        "warnings": [*backfill.get("warnings", []), *filter(None, [state["evaluation"].get("too_few_codes")])],
+        "metrics": evaluation["metrics"],
+        "dates_evaluated": evaluation.get("dates_evaluated", {}),
+        "missing": evaluation.get("missing", {}),
+        "duplicates": evaluation["duplicates"],
+        "warnings": [*backfill.get("warnings", []), *filter(None, [evaluation.get("too_few_codes")])],
         "conventions": CONVENTIONS,
         "code": state.get("factor_body"),
         "artifacts": list(state.get("artifacts", [])),

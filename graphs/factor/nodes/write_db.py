@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 from graphs.context import workspace
 from graphs.factor.deps import FactorDeps
 from graphs.factor.saving import run_key, stored_spec
-from graphs.factor.state import FactorState
+from graphs.factor.state import FactorState, step_output
 from graphs.progress import report_progress
 from tools.factors.store import FactorStore
 from tools.i18n import _
@@ -20,12 +20,13 @@ from tools.i18n import _
 def write_db_node(state: FactorState, config: RunnableConfig, runtime: Runtime[FactorDeps]) -> dict[str, Any]:
     spec, review = state["spec"], state.get("review") or {}
     report_progress(_("saving"))
-    values = workspace(runtime.context, config).get(state["backfill"]["name"])  # type: ignore[index]
-    metrics = pd.DataFrame.from_dict(state["evaluation"]["metrics"], orient="index")  # type: ignore[index]
+    evaluation = step_output(state, "evaluation")
+    values = workspace(runtime.context, config).get(step_output(state, "backfill")["name"])
+    metrics = pd.DataFrame.from_dict(evaluation["metrics"], orient="index")
     metrics.index = metrics.index.astype(int)
     info, created = FactorStore(runtime.context.engine).save(
         name=spec["name"], description=spec["description"], code=state.get("factor_code") or "",
-        spec=stored_spec(state, near_duplicates=state["evaluation"]["duplicates"],  # type: ignore[index]
+        spec=stored_spec(state, near_duplicates=evaluation["duplicates"],
                          duplicate_approved_by=(state.get("save_approval") or {}).get("approver")),
         author=state.get("requester"), reviewer=review.get("reviewer"),
         decision="edit" if review.get("status") == "edited" else "approve", run_key=run_key(state, config),

@@ -15,7 +15,7 @@ from langgraph.runtime import Runtime
 from graphs.context import AUTH_USER, decider, thread_id
 from graphs.interrupts import validate_args
 from graphs.order.card import edit_schema, expiry_text, order_card
-from graphs.order.deps import OrderDeps
+from graphs.order.deps import OrderDeps, broker_for
 from graphs.order.four_eyes import needs_two, second_refusal
 from graphs.order.payload import preview_json, request_of
 from graphs.order.roles import CARD_SWITCHED_OFF, NO_REASON, trader_refusal
@@ -48,6 +48,7 @@ def authorize_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], confi
     if refused:
         log_event(ctx.engine, cid, account, "refused", who, {"decision": kind, "reason": "not a trader"})
         return _again(refusals, refused)
+    assert who is not None  # trader_refusal refuses an unnamed caller
     if datetime.fromisoformat(state["decided_at"]) > datetime.fromisoformat(proposal["expires_at"]):
         log_event(ctx.engine, cid, account, "expired", who, {"decision": kind, "decided_at": state["decided_at"]})
         return _done("expired", _("This order proposal expired at {at}, before {who}'s {kind}; nothing was placed. "
@@ -91,7 +92,7 @@ def authorize_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], confi
     if "limit_price" in schema:
         intent["limit_price"] = f"{float(args['limit_price']):.2f}"
     try:
-        preview = ctx.broker(account, None).preview(request_of(intent, cid, thread_id(config)))  # type: ignore[misc]
+        preview = broker_for(ctx, account, None).preview(request_of(intent, cid, thread_id(config)))
     except (DataError, ValueError) as exc:
         return _again(refusals, _("the edited order cannot be checked: {error}").format(error=exc))
     edited = preview_json(preview)
@@ -118,7 +119,7 @@ def _recheck(ctx: OrderDeps, state: OrderApprovalState, who: str, config: Runnab
     """The order previewed again on the current account and market: None when the card still holds, else the
     re-checked card to decide again (approvals so far were of the old numbers)."""
     cid, account, intent = state["client_order_id"], state["account"], state["order_intent"]
-    fresh = preview_json(ctx.broker(account, None).preview(request_of(intent, cid, thread_id(config))))  # type: ignore[misc]
+    fresh = preview_json(broker_for(ctx, account, None).preview(request_of(intent, cid, thread_id(config))))
     changes = stale_changes(state["proposal"], fresh, ctx.stale_move)
     if not changes:
         return None
@@ -151,7 +152,7 @@ def _approve(ctx: OrderDeps, state: OrderApprovalState, who: str, refusals: list
 def _clock_moved(ctx: OrderDeps, account: str, proposal: dict[str, Any]) -> str | None:
     """The simulated session date when the simulated clock has left the session the card was made for, else None
     (a card lapses with its simulated session as a live one does at its auction)."""
-    clock = ctx.broker(account, None).clock()  # type: ignore[misc]
+    clock = broker_for(ctx, account, None).clock()
     return clock.today if clock.simulated and clock.today != proposal["session_date"] else None
 
 

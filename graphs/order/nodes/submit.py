@@ -9,7 +9,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from graphs.context import thread_id
-from graphs.order.deps import OrderDeps
+from graphs.order.deps import OrderDeps, broker_for
 from graphs.order.four_eyes import approvers
 from graphs.order.payload import order_json, request_of
 from graphs.order.state import OrderApprovalState
@@ -28,7 +28,7 @@ def submit_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], config: 
     request = request_of(state["order_intent"], state["client_order_id"], thread_id(config), approved_by=approved_by)
     base = {"account": account, "proposal": state["proposal"], "decided_by": approved_by}
     try:
-        order = ctx.broker(account, None).submit(request)  # type: ignore[misc]
+        order = broker_for(ctx, account, None).submit(request)
     except OrderRejected as exc:
         return {"order_outcome": {**base, "status": "refused", "order": None,
                                   "message": _("The broker refused the order: {error}. Nothing was placed.").format(

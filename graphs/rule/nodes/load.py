@@ -40,10 +40,13 @@ def load_node(state: RuleRunState, runtime: Runtime[RuleDeps]) -> dict[str, Any]
                              "order_intent": {}, "order_outcome": {}}
     request = state.get("background_request") or {}
     match = RUN.match(" ".join(split(text)))  # normalised: `规则 run １` is `rule run 1`
-    if not (request or match):
+    if request:
+        rule_id = int(request["rule_id"])
+    elif match:
+        rule_id = int(match.group(1))
+    else:
         return {**fresh, "final_reply": _("Usage: `{usage}` (the IDs: `rule list`); `rule help` lists every rule "
                                           "command.").format(usage=USAGE)}
-    rule_id = int(request["rule_id"]) if request else int(match.group(1))  # type: ignore[union-attr]
     store = runtime.context.rules
     rule = store.get(rule_id) if store is not None else None
     if rule is None:

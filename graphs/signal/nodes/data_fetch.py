@@ -14,7 +14,7 @@ from langchain_core.tools import tool
 from langgraph.runtime import Runtime
 
 from graphs.common import AGENT_STEP_LIMIT
-from graphs.context import model_for, workspace
+from graphs.context import model_required, workspace
 from graphs.llm import AGENT_FAILURES, describe_model_failure
 from graphs.progress import report_progress
 from graphs.signal.deps import SignalDeps
@@ -150,7 +150,7 @@ def _fetch_llm(state: SignalState, ctx: SignalDeps, ws: Workspace, params: dict)
     @tool
     def daily_bar(ts_code: str, start_date: str, end_date: str) -> str:
         """Fetch daily OHLCV bars for comma-separated ts_codes between two YYYYMMDD dates into ohlcv/."""
-        fields = [f for f in ("open", "high", "low", "close", "vol", "amount")
+        fields: list[str] = [f for f in ("open", "high", "low", "close", "vol", "amount")
                   if f in ctx.provider.available_fields(DAILY)]
         return run(fields, ts_code, start_date, end_date)
 
@@ -167,7 +167,8 @@ def _fetch_llm(state: SignalState, ctx: SignalDeps, ws: Workspace, params: dict)
         ts_code=params.get("ts_code"), start_date=params.get("start_date"), end_date=params.get("end_date"),
         required_indicators=params.get("required_indicators") or [],
     )
-    agent = create_agent(model_for(ctx, MODELS["data fetcher"]), tools=[daily_bar, daily_basic], system_prompt=prompt)
+    agent = create_agent(model_required(ctx, MODELS["data fetcher"]), tools=[daily_bar, daily_basic],
+                         system_prompt=prompt)
     try:
         agent.invoke({"messages": [HumanMessage("Fetch the data for this task.")]},
                      {"recursion_limit": AGENT_STEP_LIMIT})

@@ -14,7 +14,7 @@ from langgraph.runtime import Runtime
 
 from graphs.clarify import CANCELLED, ask, is_cancel
 from graphs.common import AGENT_STEP_LIMIT, new_human_text, workspace_summary
-from graphs.context import model_for, workspace
+from graphs.context import model_for, model_required, workspace
 from graphs.grammar import is_ignore, suggestions, unused_question
 from graphs.llm import AGENT_FAILURES, agent_json_answer, describe_model_failure, language_instruction
 from graphs.progress import report_progress
@@ -169,11 +169,12 @@ def _reflect_structured(state: SignalState, text: str, provider: MarketDataProvi
                                               "e.g. 20200101 20200630."))}
     if "strategy" in missing:
         return {**update, **_clarify(state, _("Which strategy?") + f"\n{library_help()}", strategy_names())}
-    strategy = STRATEGIES[request.strategy]  # type: ignore[index]
+    assert request.strategy and request.start and request.end  # missing() named none of them
+    strategy = STRATEGIES[request.strategy]
     try:
         params = strategy.resolve(request.params)
         codes = normalize_codes(request.codes)
-        start, end = check_range(request.start, request.end)  # type: ignore[arg-type]
+        start, end = check_range(request.start, request.end)
     except (ValueError, DataError) as exc:
         return {**update, **_clarify(state, _("{error}. Reply with a corrected value, or `cancel`.").format(
             error=exc))}
@@ -228,7 +229,7 @@ def _reflect_llm(state: SignalState, text: str, config: RunnableConfig,
         errors="\n".join(state.get("error_messages", [])) or "(none)", retry_count=retries,
         max_retries=MAX_RETRIES, conversation=conversation or text,
     )
-    agent = create_agent(model_for(runtime.context, MODELS["planner"]), tools=[workspace_status],
+    agent = create_agent(model_required(runtime.context, MODELS["planner"]), tools=[workspace_status],
                          system_prompt=prompt + language_instruction())
     try:
         run = agent.invoke({"messages": [HumanMessage(text or "Decide the next step.")]},

@@ -41,7 +41,9 @@ def report_node(state: SignalState, config: RunnableConfig, runtime: Runtime[Sig
     ctx = runtime.context
     report_progress(_("backtest and chart"))
     ws = workspace(ctx, config)
-    signal = ws.get(state["signal_name"])  # type: ignore[arg-type]
+    signal_name = state["signal_name"]
+    assert signal_name is not None  # the routes reach the report only with a validated signal
+    signal = ws.get(signal_name)
     close = ws.get("ohlcv/close")
     try:
         price = ws.get("ohlcv/open")
@@ -50,13 +52,13 @@ def report_node(state: SignalState, config: RunnableConfig, runtime: Runtime[Sig
     backtest = run_backtest(signal, price, fee_rate=ctx.fee_rate, long_only=ctx.long_only)
     warnings = [*state.get("warnings", []), *degeneracy_warnings(signal, backtest).values()]
     params = (state.get("user_intent") or {}).get("params") or {}
-    name = state["signal_name"].split("/", 1)[1]  # type: ignore[union-attr]
+    name = signal_name.split("/", 1)[1]
     title = params.get("strategy") or name
     if params.get("strategy_params"):
         title += " (" + ", ".join(f"{k}={v:g}" for k, v in params["strategy_params"].items()) + ")"
     artifacts = _store_artifacts(ctx.artifacts, thread_id(config), _run_key(state.get("messages", [])), name,
                                  title, signal, close, backtest)
-    result = {
+    result: dict[str, Any] = {
         "workflow": "signal",
         "title": title,
         "strategy": params.get("strategy"),

@@ -14,7 +14,7 @@ from langchain_core.tools import tool
 from langgraph.runtime import Runtime
 
 from graphs.common import AGENT_STEP_LIMIT, frame_inputs
-from graphs.context import model_for, workspace
+from graphs.context import model_required, workspace
 from graphs.llm import AGENT_FAILURES, describe_model_failure
 from graphs.progress import report_progress
 from graphs.signal.deps import SignalDeps
@@ -109,7 +109,7 @@ def _generate_llm(state: SignalState, ctx: SignalDeps, ws: Workspace, params: di
     strategy = params.get("strategy_desc") or "(none given)"
     if feedback:
         strategy += f"\n\nThe previous attempt failed; avoid this problem:\n{feedback}"
-    agent = create_agent(model_for(ctx, MODELS["signal coder"]), tools=[run_signal_code],
+    agent = create_agent(model_required(ctx, MODELS["signal coder"]), tools=[run_signal_code],
                          system_prompt=SIGNAL_PROMPT.format(available=available or "none", strategy=strategy))
     try:
         agent.invoke({"messages": [HumanMessage("Generate the signal.")]}, {"recursion_limit": AGENT_STEP_LIMIT})
