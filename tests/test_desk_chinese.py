@@ -50,7 +50,7 @@ def test_a_chinese_decision_its_order_card_and_report_read_in_chinese(tmp_path: 
     text = _chat(tmp_path, openai_server, "lang zh", f"分析 {CODE} analysts=market", "批准")
     lines = text.splitlines()
     for shown in ("  理由: 决策台：买入 600519.SH（截至 20200824），目标仓位 20%（信心 0.60）",
-                  "--- 批准 | 编辑 quantity=… | 拒绝 理由（拒绝：不提交委托；拒绝及理由会被记录。）---",
+                  "--- 批准 | 编辑 数量=… | 拒绝 理由（拒绝：不提交委托；拒绝及理由会被记录。）---",
                   "  仓位：目标仓位 20.0%（总资产 1,000,000.00 元），价格 1696.35，目标 100 股；"
                   "已持有 0 股。买入 100 股"):
         assert shown in lines, shown
