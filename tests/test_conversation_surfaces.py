@@ -41,15 +41,28 @@ ANSWERED = [
     ("zh", "回测规则 2 20200101 20200601", "没有规则 2"), ("zh", "时钟", "当前交易日为 20200824"),
     ("zh", "授权", "没有交易授权范围"), ("zh", "决策", "还没有决策"), ("zh", "交易开关", "交易已开启"),
     ("zh", "撤单 99", "没有委托 99"), ("zh", "规则 回测", "rule backtest ID START END"),
+    ("zh", "显示规则 9", "没有规则 9"), ("zh", "规则日志 9", "没有规则 9"), ("zh", "暂停规则 9 等财报", "没有规则 9"),
+    ("zh", "规则 恢复 9", "没有规则 9"), ("zh", "今日委托", "今天没有委托"), ("zh", "未成交委托", "没有未成交委托"),
+    ("zh", "所有规则", "没有规则（全部）"), ("zh", "规则 清单", "没有规则"),
+    ("zh", "决策 600519.SH", "还没有决策（600519.SH）"),
+    ("zh", "状态", "没有未结束的 QuantDesk 线程"), ("zh", "委托", "没有未成交委托"), ("zh", "撤单 12", "没有委托 12"),
+    ("zh", "交易授权", "没有交易授权范围"),
     ("en", "help", "paper account and desk commands"), ("en", "account", "Equity 1,000,000.00"),
     ("en", "orders all", "No orders in account"), ("en", "rule list", "No rules"), ("en", "delete rule 2", "no rule 2"),
     ("en", "factor list", "No factors saved yet"), ("en", "clock", "20200824"), ("en", "decisions", "No decisions"),
     ("en", "trading", "Trading is on."), ("en", "cancel 99", "no order 99"),
+    ("en", "rule show 9", "no rule 9"), ("en", "rule log 9", "no rule 9"), ("en", "rule pause 9 earnings", "no rule 9"),
+    ("en", "rule resume 9", "no rule 9"), ("en", "orders today", "No orders today in account"),
+    ("en", "orders open", "No open orders in account"), ("en", "rule list mine", "No rules (mine)"),
+    ("en", "mandate", "has no mandate"), ("en", "decisions 600519.SH", "No decisions yet (for 600519.SH)"),
+    ("en", "status", "no open QuantDesk threads"), ("en", "cancel 12", "no order 12"),
+    ("en", "factor show nothing_here", "No factor named 'nothing_here'"),
 ]
 # a request: (language, typed, what the first thing its thread shows holds: a question, a card or a result)
 STARTED = [
     ("zh", "买入 000001.SZ 200股 限价 12.5", "跌停价"), ("zh", "信号 均线金叉 贵州茅台", "哪个日期区间"),
-    ("zh", "分析贵州茅台", "技术指标（未配置 LLM）"),
+    ("zh", "分析贵州茅台", "技术指标（未配置 LLM）"), ("zh", "买平安银行2手", "买入 200 股 000001.SZ"),
+    ("zh", "卖出 601318.SH 300股", "禁止卖空"), ("en", "sell 601318.SH 300", "no short selling"),
     ("en", "buy 000001.SZ 200 limit=12.5", "limit-down"), ("en", "signal ma_cross 600519.SH", "Which date range"),
     ("en", "analyze 600519.SH", "indicators (no LLM configured)"),
 ]
@@ -162,6 +175,11 @@ def test_the_four_surfaces_start_a_request_the_same(slack: SlackServer, bot: Bot
                                     and f"`/quant {typed}`" in text_of(c) and c.ok), None), "the thread's root")
     assert expected in _in_thread(slack, channel, root, expected)
     assert not [c for c in slack.fake.of("respond") if c.args.get("_hook") == hook]
+
+
+def test_the_table_has_sixty_phrasings_thirty_of_them_chinese() -> None:
+    phrasings = [*ANSWERED, *STARTED]
+    assert len(phrasings) >= 60 and sum(language == "zh" for language, _typed, _expected in phrasings) >= 30
 
 
 def test_an_unknown_word_typed_outside_a_thread_is_answered_in_a_thread_of_its_own(slack: SlackServer,
