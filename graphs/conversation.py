@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from graphs.grammar import Word, english, normalize, read_words, unquote_marks, vocabulary
 from graphs.interrupts import CLARIFY
-from graphs.registry import COMMANDS, WORKFLOWS, command_for, workflow_for
+from graphs.registry import COMMANDS, WORKFLOWS, command_of, workflow_for
 from graphs.workflow import Subcommand
 from tools.i18n import N_, _
 
@@ -108,7 +108,7 @@ def read(text: str, waiting: str | None = None, local: Collection[str] = ()) -> 
         return Pending(tuple(word.read for word in words[1:]))
     if first in local:
         return LocalCommand(first, tuple(word.part for word in _parts(words[1:])))
-    found = command_for(text)
+    found = command_of(words)
     if found is not None:
         return Command(found[0], tuple(found[1]))
     if first in COMMANDS:

@@ -38,7 +38,7 @@ _LOTS = re.compile(r"(?<![\d.])(\d[\d,]*)\s*手")  # 2手 is 200 shares: one lot
 _LIMIT = re.compile(r"(?:限价|价格)\s*[:=]?\s*(\d+(?:\.\d+)?)\s*元?")  # 限价 12.5 (元) is limit=12.5
 _PARAM_NAME = re.compile(r"([\u4e00-\u9fff]+)\s*[=:]\s*(?=\S)")  # a Chinese parameter name before its value
 
-# What a person types in Chinese, by role: each word has one role only (tests/test_grammar_words.py holds it). The
+# What a person types in Chinese, by role: each word has one role only (tests/test_conversation.py holds it). The
 # conversation's own words are here; each workflow's (its commands, parameters, strategies or kinds) are in its own
 # package, collected by the registry (`graphs.registry.WORDS`). A word is translated only as a whole token or as a
 # piece of an unspaced run of Chinese (`segment`).
@@ -134,6 +134,7 @@ def _parameter_name(match: re.Match[str]) -> str:
         return match[0]
     return f"{run[:-len(name)]} {params[name]}=" if len(name) < len(run) else f"{params[name]}="
 
+
 def _date_of(match: re.Match[str]) -> str:
     return f"{match[1]}{int(match[2]):02d}{int(match[3]):02d}"
 
@@ -145,10 +146,6 @@ def english(word: str) -> str:
 
 def is_yes(text: str) -> bool:
     return normalize(text).strip().lower() in YES_WORDS
-
-
-def is_no(text: str) -> bool:
-    return normalize(text).strip().lower() in NO_WORDS
 
 
 def argument(word: str) -> str:
@@ -179,7 +176,7 @@ def segment(word: str) -> list[str]:
 
 def _cut(run: str, known: Vocabulary) -> list[str]:
     """A run of Chinese characters as known words, longest first, and the unknown pieces between them."""
-    if run in known.segments or run in names.table().full_names():
+    if run in known.segments:  # a keyword, a filler or a stock's full name as a whole
         return [] if run in FILLER_WORDS else [run]
     found: list[str] = []
     unknown = ""
@@ -282,21 +279,21 @@ _PART = re.compile(r"""(?:[^\s"']|"[^"]*"|'[^']*')+""")  # a space-separated par
 _QUOTES = re.compile(r"""["']""")
 
 
-def parts(text: str) -> list[str]:
-    """The line's space-separated parts as typed, quoted text (`"buy when …"`, “…”, 「…」) one part without its
-    quotes; a line whose quotes do not close is cut at its spaces alone."""
+def _parts(text: str) -> list[tuple[str, bool]]:
+    """The line's space-separated parts as typed, each with whether it holds quoted text (`"buy when …"`, “…”,
+    「…」: one part, without its quotes); a line whose quotes do not close is cut at its spaces alone."""
     text = unquote_marks(text).strip()
     if text.count('"') % 2 or text.count("'") % 2:
-        return text.split()
-    return [_QUOTES.sub("", part) if '"' in part or "'" in part else part for part in _PART.findall(text)]
+        return [(part, False) for part in text.split()]
+    return [(_QUOTES.sub("", part), True) if '"' in part or "'" in part else (part, False)
+            for part in _PART.findall(text)]
 
 
 def read_words(text: str) -> list[Word]:
     """A command line's words: a quoted part is one word kept as typed, the rest read as `split` reads it."""
-    plain = unquote_marks(text)
     words: list[Word] = []
-    for at, part in enumerate(parts(text)):
-        if part not in plain.split():  # it was quoted
+    for at, (part, quoted) in enumerate(_parts(text)):
+        if quoted:
             words.append(Word(part, part, at, part))
         else:
             words += _words(filter(None, _SPLIT.split(normalize(part).strip())), part, at)
@@ -304,13 +301,15 @@ def read_words(text: str) -> list[Word]:
 
 
 def _words(tokens: Iterable[str], typed: str | None = None, at: int = 0) -> list[Word]:
-    """Each token cut into its words and read; a token that stays whole keeps `typed` (the person's spelling)."""
+    """Each token cut into its words and read. `typed`: the part the tokens came from, as typed; a part that is one
+    token and one word keeps it as that word's spelling."""
+    tokens = list(tokens)
     words: list[Word] = []
     for token in tokens:
         pieces = segment(token)
         whole = typed if typed is not None else token
         if len(pieces) == 1:
-            words.append(Word(whole, english(token), at, whole))
+            words.append(Word(whole if len(tokens) == 1 else token, english(token), at, whole))
         else:
             words += [Word(piece, english(piece), at, whole) for piece in pieces]
     return words

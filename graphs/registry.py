@@ -195,7 +195,11 @@ def suggested_prompts(ctx: WorkflowContext, channel: str | None, room: int,
 def command_for(text: str) -> tuple[Subcommand, list[str]] | None:
     """The command `text` calls (top-level like `account`, or a workflow's like `factor list`, in either language
     and either order: `删除规则 2`) and its arguments, if any."""
-    words = read_words(text)
+    return command_of(read_words(text))
+
+
+def command_of(words: list[Word]) -> tuple[Subcommand, list[str]] | None:
+    """`command_for` of a line read already (`read_words`)."""
     if not words:
         return None
     name = words[0].read.lower().lstrip("/")
@@ -212,25 +216,24 @@ def command_for(text: str) -> tuple[Subcommand, list[str]] | None:
 
 
 def _arguments(command: Subcommand, named: list[Word], words: list[Word]) -> list[str]:
-    """The command's arguments as it reads them (`argument`): each part typed apart from the command's words whole
-    (a rule's words stay as written), the pieces of one typed together with them (`删除规则2`) one by one; a person's
-    free text (a reason, from `free_text_from` on) as typed: `恢复` in a reason is not the keyword `resume`."""
+    """The command's arguments as it reads them (`argument`): a part typed apart from the command's words whole (a
+    rule's words stay as written), the pieces of one typed together with them (`删除规则2`) one by one, a part that
+    reads as several dates (`2020年1月1日至2020年6月1日`) date by date; a person's free text (a reason, from
+    `free_text_from` on) as typed: `恢复` in a reason is not the keyword `resume`."""
     shared = {word.at for word in named}
-    args: list[str] = []
-    seen: set[int] = set()
+    by_part: dict[int, list[Word]] = {}
     for word in words:
-        if word.at in shared or _structured([w for w in words if w.at == word.at]):
-            args.append(argument(word.read if word.read != word.typed else word.typed))
-        elif word.at not in seen:
-            seen.add(word.at)
-            args.append(word.part)
+        by_part.setdefault(word.at, []).append(word)
+    args: list[str] = []
+    for at, part in by_part.items():
+        if at in shared:
+            args += [word.typed for word in part]
+        elif len(part) > 1 and all(DATE.match(word.read) for word in part):
+            args += [word.read for word in part]
+        else:
+            args.append(part[0].part)
     cut = len(args) if command.free_text_from is None else command.free_text_from
     return [argument(arg) for arg in args[:cut]] + args[cut:]
-
-
-def _structured(part: list[Word]) -> bool:
-    """A part typed as one that reads as several dates (`2020年1月1日至2020年6月1日`): its words are arguments."""
-    return len(part) > 1 and all(DATE.match(word.read) for word in part)
 
 
 def workflow_for(text: str) -> Workflow | None:

@@ -83,31 +83,30 @@ def test_the_language_is_read_as_people_type_it(clean_env: Path, monkeypatch: py
     assert Settings(QUANTDESK_LANGUAGE=typed).language == language
 
 
-@pytest.mark.parametrize("typed", ["zh_TW", "zh-Hant", "fr", "klingon", ""])
-def test_an_unknown_language_is_one_line_naming_what_works(clean_env: Path, monkeypatch: pytest.MonkeyPatch,
-                                                           typed: str) -> None:
-    monkeypatch.setenv("QUANTDESK_LANGUAGE", typed)
+def _refusal(monkeypatch: pytest.MonkeyPatch, **environment: str) -> str:
+    """What the settings say when read with `environment` set: they must refuse it."""
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
     get_settings.cache_clear()
     try:
         with pytest.raises(SettingsError) as refused:
             get_settings()
     finally:
         get_settings.cache_clear()
-    (line,) = str(refused.value).splitlines()
+    return str(refused.value)
+
+
+@pytest.mark.parametrize("typed", ["zh_TW", "zh-Hant", "fr", "klingon", ""])
+def test_an_unknown_language_is_one_line_naming_what_works(clean_env: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           typed: str) -> None:
+    (line,) = _refusal(monkeypatch, QUANTDESK_LANGUAGE=typed).splitlines()
     assert line.startswith(f"QUANTDESK_LANGUAGE: {typed!r} is not a language QuantDesk speaks; use zh-CN (")
     assert all(word in line for word in ("zh-Hans", "cn", "中文", "en-GB", "english", "英语"))
 
 
 def test_a_settings_error_names_each_bad_setting_but_never_its_value(clean_env: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("QUANTDESK_FEE_RATE", "lots")
-    monkeypatch.setenv("QUANTDESK_DATA_PROVIDER", "sk-secret-456")
-    get_settings.cache_clear()
-    try:
-        with pytest.raises(SettingsError) as refused:
-            get_settings()
-    finally:
-        get_settings.cache_clear()
-    assert str(refused.value).splitlines() == [
+    refusal = _refusal(monkeypatch, QUANTDESK_FEE_RATE="lots", QUANTDESK_DATA_PROVIDER="sk-secret-456")
+    assert refusal.splitlines() == [
         "QUANTDESK_DATA_PROVIDER: Input should be 'auto', 'sample', 'local' or 'tushare'",
         "QUANTDESK_FEE_RATE: Input should be a valid number, unable to parse string as a number"]

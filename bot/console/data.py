@@ -41,6 +41,7 @@ class DataCommands:
                               self.ws),
             "show": DataCommand("show NAME", N_("head and tail of a workspace frame"), (1, 1), self.show),
         }
+        self.help = tuple((command.usage, command.summary) for command in self.table.values())  # the core reads it
 
     def run(self, name: str, args: list[str]) -> None:
         """One command: its usage when the number of arguments is wrong, its error when it fails."""

@@ -123,9 +123,8 @@ class Console:
             return True
         text = line.strip()
         waiting = kind_of(self.pending[0]["value"]).name if self.pending else None
-        local = [(command.usage, command.summary) for command in self.data.table.values()]
-        reply = self.core.intake.answer(Typed(self.place, text, waiting=waiting, local=local, session=True), ACCOUNT,
-                                        close_cards=True)
+        reply = self.core.intake.answer(Typed(self.place, text, waiting=waiting, local=self.data.help, session=True),
+                                        ACCOUNT)
         intent = reply.intent
         if reply.answered:
             self.show_reply(reply)

@@ -16,6 +16,7 @@ from bot.core.surface import Place, Refused, ThreadStart
 from bot.jobs import Message
 from bot.stores.threads import dedupe_key
 from graphs import conversation
+from graphs.clarify import is_cancel
 from graphs.conversation import Answer, Cancel, HelpSection, Intent, Leave, LocalCommand, Pending, Request
 
 __all__ = ["Answer", "Cancel", "HelpSection", "Intake", "Leave", "LocalCommand", "Pending", "Reply", "Request",
@@ -48,7 +49,6 @@ class Reply:
     help: tuple[HelpSection, ...] = ()
     answered: bool = True
     queued: bool = False
-    started: Place | None = None
     closed: tuple[str, ...] = ()  # threads whose open cards a command closed (a trading switch-off)
     background_due: bool = False  # a command made background work due (a clock move's rule runs)
     failed: bool = False  # `text` says what went wrong
@@ -76,15 +76,19 @@ class Intake:
         local = {usage.split()[0] for usage, _summary in typed.local}
         return conversation.read(clean_text(typed.text), typed.waiting, local)
 
-    def answer(self, typed: Typed, account: str, close_cards: bool = True) -> Reply:
+    def answer(self, typed: Typed, account: str) -> Reply:
         """What the core answers at once, in the typist's language; `answered=False` for the rest (the intent
         says what it is). `account`: the paper account commands default to."""
-        with using(self.core.language_of(typed.place.user)):
-            return self._answer(typed, account, close_cards)
+        return self._answer(self.read(typed), typed, account)
 
-    def _answer(self, typed: Typed, account: str, close_cards: bool) -> Reply:
-        intent = self.read(typed)
+    def _answer(self, intent: Intent, typed: Typed, account: str) -> Reply:
+        with using(self.core.language_of(typed.place.user)):
+            return self._reply(intent, typed, account)
+
+    def _reply(self, intent: Intent, typed: Typed, account: str) -> Reply:
         user = typed.place.user
+        if not answered_at_once(intent, typed.session):
+            return Reply(intent, answered=False)
         if isinstance(intent, conversation.Empty):
             return Reply(intent)
         if isinstance(intent, conversation.Help):
@@ -97,15 +101,12 @@ class Intake:
             return Reply(intent, text=_("Usage: `{usage}`. `help` lists every command.").format(usage=intent.usage),
                          failed=True)
         if isinstance(intent, conversation.Command):
-            return self._run(intent, user, account, close_cards)
-        if not typed.session and isinstance(intent, conversation.Pending):
+            return self._run(intent, user, account)
+        if isinstance(intent, conversation.Pending):  # outside a session: what waits for this person
             return Reply(intent, text=self.status_text(user))
-        if not typed.session and isinstance(intent, conversation.Leave):
-            return Reply(intent, text=_("There is no session to leave here; `cancel` stops a request in its "
-                                        "thread."))
-        return Reply(intent, answered=False)
+        return Reply(intent, text=_("There is no session to leave here; `cancel` stops a request in its thread."))
 
-    def _run(self, intent: conversation.Command, user: str, account: str, close_cards: bool) -> Reply:
+    def _run(self, intent: conversation.Command, user: str, account: str) -> Reply:
         """A command run as `user`: its view, the cards it closed and whether it made background work due."""
         closed: list[str] = []
         due: list[bool] = []
@@ -114,10 +115,10 @@ class Intake:
             closed.extend(self.core.decider.close_cards(action, reason, user))
             return len(closed)
 
-        hooks = {"close_cards": close} if close_cards else {}
         try:
             view = intent.command.run(self.core.command_call(list(intent.args), user or None, account,
-                                                             background_due=lambda: due.append(True), **hooks))
+                                                             background_due=lambda: due.append(True),
+                                                             close_cards=close))
         except (CommandError, DataError, ValueError) as exc:
             return Reply(intent, text=str(exc), failed=True)
         return Reply(intent, view=view, closed=tuple(closed), background_due=bool(due))
@@ -126,12 +127,14 @@ class Intake:
         """A message typed in a thread (a mention, a reply, a direct message, the assistant pane): answered here
         once (a redelivered event is not answered twice: `Reply.answered` with nothing to show), else recorded and
         queued on its thread, whose job reads it against what the thread waits on."""
-        reply = self.answer(typed, account)
-        if not reply.answered:  # `queued` is False for a redelivery: recorded before
-            return Reply(reply.intent, answered=False, queued=self.submit_text(typed.place, typed.text, typed.key))
-        if isinstance(reply.intent, conversation.Empty) or not self.answered_once(typed.place, typed.text, typed.key):
-            return Reply(reply.intent)
-        return reply
+        intent = self.read(typed)
+        if isinstance(intent, conversation.Empty):
+            return Reply(intent)
+        if not answered_at_once(intent, typed.session):  # `queued` is False for a redelivery: recorded before
+            return Reply(intent, answered=False, queued=self.submit_text(typed.place, typed.text, typed.key))
+        if not self.answered_once(typed.place, typed.text, typed.key):  # a redelivery: its command ran once
+            return Reply(intent)
+        return self._answer(intent, typed, account)
 
     def start(self, typed: Typed, account: str, title: str) -> Reply:
         """A line typed outside any thread (`/quant …`): what the core answers at once, else a request or free text
@@ -153,14 +156,14 @@ class Intake:
                 return Reply(reply.intent, text=text, failed=True)
         place = Place(root.team, root.channel, root.thread_ts, typed.place.user)
         self.submit_text(place, typed.text, f"msg:{root.channel}:{root.thread_ts}")
-        return Reply(reply.intent, answered=False, queued=True, started=place)
+        return Reply(reply.intent, answered=False, queued=True)
 
     def submit_text(self, place: Place, text: str, key: str) -> bool:
         """Record the message (its dedupe key) and queue its run behind the thread's earlier jobs. `cancel` also
         stops the thread's running job at its next step at once, without waiting its turn."""
         text = clean_text(text)
         message = Message(dedupe_key(key), place.team, place.channel, place.thread_ts, place.user, text)
-        if isinstance(conversation.read(text), conversation.Cancel) and self.core.queue.abort(message.thread_id):
+        if is_cancel(text) and self.core.queue.abort(message.thread_id):
             log.info("stop requested for thread %s", message.thread_id)
         return self.core.queue.submit_text(message)
 
@@ -194,6 +197,14 @@ class Intake:
                                                                                   error=p.last_error or waiting)
                   for p in core.posts.unposted() if p.thread_id in mine]
         return "\n".join(lines + ([_("Stuck:"), *stuck] if stuck else []))
+
+
+def answered_at_once(intent: Intent, session: bool) -> bool:
+    """Whether the core answers `intent` where it was typed (`Intake._reply`), rather than its thread's job or the
+    session surface (which keeps `pending N` and `quit` for itself)."""
+    return isinstance(intent, conversation.Empty | conversation.Help | conversation.Status | conversation.Language
+                      | conversation.Usage | conversation.Command) or (
+        not session and isinstance(intent, conversation.Pending | conversation.Leave))
 
 
 def clean_text(text: str) -> str:
