@@ -6,7 +6,9 @@ tests/test_conversation_surfaces.py."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -234,3 +236,28 @@ def test_an_approval_is_edited_with_the_words_its_card_shows() -> None:
                                   "买入条件是什么", "卖出后资金什么时候到账"])
 def test_prose_that_starts_with_a_side_is_no_order(text: str) -> None:
     assert not isinstance(conversation.read(text), conversation.Request)
+
+
+def test_a_command_delivered_twice_runs_once(tmp_path: Path) -> None:
+    """Slack delivers an event again when its ack was late: the same message key. A command typed in a thread is
+    recorded before it runs, so the second delivery neither runs it again nor answers again."""
+    from bot.console.surface import ConsoleSurface
+    from bot.core import Place, Typed
+    from bot.core.wiring import build_core
+    from bot.jobs.local import LocalJobQueue
+    from bot.startup import build_context
+    from graphs.checkpointer import open_checkpointer
+    from tools.rules.store import RuleStore
+
+    url = f"sqlite:///{tmp_path / 'q.db'}"
+    settings = Settings(_env_file=None, DATABASE_URL=url, QUANTDESK_DATA_DIR=str(tmp_path / "d"))
+    ctx = build_context(settings)
+    with open_checkpointer(url) as saver:
+        core = build_core(ctx, saver, ConsoleSurface(io.StringIO(), tmp_path / "exports"), "slack-",
+                          LocalJobQueue(ctx.engine, settings, "slack-"))
+        typed = Typed(Place("T1", "C1", "1.1", "U1"), '规则 添加 600519.SH “buy when close > ma(30)” size=100',
+                      "msg:C1:1.1")
+        first, again = core.intake.take(typed, "C1"), core.intake.take(typed, "C1")
+    assert first.view is not None and first.view.title.startswith("Rule 1")
+    assert (again.answered, again.view, again.text) == (True, None, "")
+    assert [rule.id for rule in RuleStore(ctx.engine, frozenset()).list()] == [1]
