@@ -132,6 +132,7 @@ PHRASINGS: list[tuple[str, str | None, tuple[object, ...]]] = [
     ("买平安银行2手", None, ("request", "order", PINGAN, "buy", 200, None)),
     ("下单 贵州茅台 买入 1手 限价=1700", None, ("request", "order", MAOTAI, "buy", 100, "1700.00")),
     ("buy 000001.SZ 200 limit=12.5", None, ("request", "order", PINGAN, "buy", 200, "12.50")),
+    ("买入 600519 1手", None, ("request", "order", "600519 is not a ts_code (like 600519.SH or 000001.SZ)")),
     ("order 600519.SH sell 100", None, ("request", "order", MAOTAI, "sell", 100, None)),
     # requests: analyze and rule runs
     ("分析 贵州茅台 2020年6月30日 深度=2", None, ("request", "analyze", MAOTAI, "20200630", 2)),
@@ -236,6 +237,18 @@ def test_an_approval_is_edited_with_the_words_its_card_shows() -> None:
                                   "买入条件是什么", "卖出后资金什么时候到账"])
 def test_prose_that_starts_with_a_side_is_no_order(text: str) -> None:
     assert not isinstance(conversation.read(text), conversation.Request)
+
+
+@pytest.mark.parametrize("request_text", ["factor reversal 20190301 20200601", 'rule add 600519.SH "buy when close > '
+                                          'ma(30)" size=100\nrule run 1'])
+def test_cancel_where_nothing_waits_ends_in_every_workflow(tmp_path: Path, request_text: str) -> None:
+    """`cancel` typed into a finished factor or rule thread is cancelled there, as in the signal, order and analyze
+    workflows (it was read as a free-text factor request that needs an LLM)."""
+    from tests.test_cli import _quantdesk
+
+    out = _quantdesk(["chat"], tmp_path, f"{request_text}\napprove\ncancel\n")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1] == "Cancelled; nothing was run."
 
 
 def test_a_command_delivered_twice_runs_once(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from decimal import Decimal, InvalidOperation
 
 from graphs import names
 from graphs.grammar import CODE, PARAM, Words, did_you_mean, english, normalize, segment, split
+from tools.data.codes import CODE_LIKE
 from tools.i18n import _
 
 KEYWORD = "order"
@@ -51,7 +52,7 @@ def starts_request(text: str) -> bool:
     if not words or words[0].lower() in (KEYWORD, f"/{KEYWORD}"):
         return bool(words)
     return (len(words) >= 3 and words[0].lower() in SIDES and words[2].replace(",", "").isdigit()
-            and (bool(CODE.match(words[1])) or bool(names.table().codes_for(words[1]))))
+            and (bool(CODE_LIKE.match(words[1])) or bool(names.table().codes_for(words[1]))))
 
 
 def looks_structured(text: str) -> bool:

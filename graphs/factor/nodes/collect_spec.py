@@ -15,7 +15,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from graphs.clarify import ask
+from graphs.clarify import CANCELLED, ask, is_cancel
 from graphs.common import new_human_text
 from graphs.context import model_for
 from graphs.factor import spec as grammar
@@ -78,6 +78,8 @@ def collect_spec_node(state: FactorState, config: RunnableConfig,
     report_progress(_("reading the request"))
     text = new_human_text(messages, state.get("consumed", 0))
     update: dict[str, Any] = {"consumed": len(messages), **_reset(), "clarification_needed": None}
+    if is_cancel(text):  # typed where nothing waits: ends here, as in every workflow
+        return {**update, "final_reply": CANCELLED}
     answering = state.get("clarification_count", 0) > 0 and state.get("spec") is None
     if not answering:
         update["clarification_count"] = 0

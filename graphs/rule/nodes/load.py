@@ -17,6 +17,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from graphs.clarify import CANCELLED, is_cancel
 from graphs.common import new_human_text
 from graphs.grammar import split
 from graphs.progress import report_progress
@@ -40,6 +41,8 @@ def load_node(state: RuleRunState, runtime: Runtime[RuleDeps]) -> dict[str, Any]
                              "order_intent": {}, "order_outcome": {}}
     request = state.get("background_request") or {}
     match = RUN.match(" ".join(split(text)))  # normalised: `规则 run １` is `rule run 1`
+    if not request and is_cancel(text):  # typed where nothing waits: ends here, as in every workflow
+        return {**fresh, "final_reply": CANCELLED}
     if request:
         rule_id = int(request["rule_id"])
     elif match:
