@@ -18,8 +18,11 @@ from graphs.views import View
 from graphs.workflow import CommandCall
 from tests.graph_thread import GraphThread
 from tests.test_paper_clock import TRADER, _ctx
+from tools.broker.clock import day
+from tools.broker.sim_clock import last_move
 from tools.data.klines import AShareKlines
 from tools.data.local import SampleProvider
+from tools.rules.schedule import session_ticks
 from tools.rules.store import RuleStore
 from tools.sandbox import Sandbox
 
@@ -129,3 +132,21 @@ def test_a_session_run_does_nothing_once_the_clock_moved_on(own_url: str, own_en
                                   "has moved to 20200824 since; nothing was run.")
     assert ctx.rules.steps(rule.id) == []  # type: ignore[union-attr]
 
+
+
+def test_a_tick_a_pass_claimed_as_the_clock_moved_is_this_moves_run(own_engine: Engine, sandbox: Sandbox,
+                                                                     provider: SampleProvider) -> None:
+    """The background loop's pass can claim a session's tick between the move and the clock command's reply (its
+    clock read before the move): the reply still says the rule runs now, and still asks the surface to wait for
+    it (the console read the next line while that run was queued, and the clock moved on under it)."""
+    ctx = _rules_ctx(own_engine, sandbox, provider)
+    rule = ctx.rules.add(TRADER, "console", CODE, LANGUAGE, source="language", schedule=CRON)  # type: ignore[union-attr]
+    before = datetime.now(UTC)
+    _clock(ctx, "clock set 20200821")
+    started: list[ScheduledRun] = []
+    rule_schedule_job(ctx, BackgroundCall(before, "w1", lambda run, again: started.append(run)))
+    assert [run.key for run in started] == [f"rule{rule.id}-20200821T0130Z"]
+    move = last_move(own_engine, provider, ctx.paper.live_data_days)  # type: ignore[union-attr]
+    assert move is not None
+    (tick,) = session_ticks(own_engine, ctx.rules, day("20200821"), move.moved_at)  # type: ignore[arg-type]
+    assert tick.claimed and not tick.ran_before(move.moved_at)

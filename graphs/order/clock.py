@@ -5,6 +5,8 @@ tick, as of that session; graphs/rule/background.py)."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from graphs.order.commands import TRADERS_ONLY
 from graphs.views import View
 from graphs.workflow import CommandCall, CommandError
@@ -44,22 +46,23 @@ def clock_command(call: CommandCall) -> View:
         move = move_clock(ctx.engine, ctx.provider, ctx.paper, to, call.user or "?", ctx.now().astimezone(SHANGHAI))
     except ClockError as exc:
         raise CommandError(str(exc)) from None
-    ticks = _due(call, move.after)
-    if any(not tick.claimed for tick in ticks):
+    moved_at, ticks = _due(call, move.after)
+    if any(not tick.ran_before(moved_at) for tick in ticks):  # unclaimed, or claimed by a pass that ran meanwhile
         call.background_due()
-    return _moved(move, call.user or "?", ticks)
+    return _moved(move, call.user or "?", _rule_lines(ticks, move.after, moved_at))
 
 
-def _due(call: CommandCall, session: str) -> list[SessionTick]:
-    """The scheduled rules' ticks on the session the clock just moved to (as the schedule pass will run them)."""
+def _due(call: CommandCall, session: str) -> tuple[datetime, list[SessionTick]]:
+    """When the clock moved, and the scheduled rules' ticks on the session it just moved to (as the schedule pass
+    runs them)."""
     ctx = call.context
     moved = last_move(ctx.engine, ctx.provider, ctx.paper.live_data_days, ctx.now()) if ctx.paper else None
     if ctx.rules is None or moved is None or moved.session != session:
-        return []
-    return session_ticks(ctx.engine, ctx.rules, day(session), moved.moved_at)
+        return ctx.now(), []
+    return moved.moved_at, session_ticks(ctx.engine, ctx.rules, day(session), moved.moved_at)
 
 
-def _rule_lines(ticks: list[SessionTick], session: str) -> list[str]:
+def _rule_lines(ticks: list[SessionTick], session: str, moved_at: datetime) -> list[str]:
     if not ticks:
         return [_("No scheduled rule is due on {day}.").format(day=session)]
     lines = []
@@ -67,7 +70,7 @@ def _rule_lines(ticks: list[SessionTick], session: str) -> list[str]:
         rule, at = tick.rule, tick.tick.astimezone(SHANGHAI)
         what = _("Rule {id} ({symbol}, schedule `{schedule}` {zone})").format(
             id=rule.id, symbol=rule.symbol, schedule=rule.schedule, zone=rule.timezone)
-        text = (_("{what} ran for {day} at {time} already (each tick runs once).") if tick.claimed else
+        text = (_("{what} ran for {day} at {time} already (each tick runs once).") if tick.ran_before(moved_at) else
                 _("{what} runs for {day} at {time} Asia/Shanghai, on bars up to {day}, in a new thread of its "
                   "channel."))
         lines.append(text.format(what=what, day=session, time=f"{at:%H:%M}"))
@@ -95,13 +98,13 @@ def _show(state: ClockState) -> View:
                 users=[state.moved_by] if state.moved_by else [])
 
 
-def _moved(move: ClockMove, user: str, ticks: list[SessionTick]) -> View:
+def _moved(move: ClockMove, user: str, rule_lines: list[str]) -> View:
     moved = (_("The simulated clock moved back from {before} to {after} (by {user}; {shared}).")
              if move.after < move.before else
              _("The simulated clock moved from {before} to {after} (by {user}; {shared})."))
     lines = [order.summary() for order in move.changed]
     lines.append(_("Marked {n} account(s) at the closes of {day}; shares bought before {day} are sellable "
                    "(T+1).").format(n=len(move.marked), day=move.after))
-    lines += _rule_lines(ticks, move.after)
+    lines += rule_lines
     return View(_("Clock moved"), moved.format(before=move.before, after=move.after, user=user, shared=_(SHARED)),
                 lines=lines, notes=[_(RULES_NOTE)], users=[user])

@@ -155,11 +155,20 @@ def last_ticks(engine: Engine) -> dict[int, datetime]:
 
 @dataclass(frozen=True)
 class SessionTick:
-    """A rule's tick on a simulated session; `claimed`: it ran (or was skipped) already."""
+    """A rule's tick on a simulated session; `claimed_at`: when a pass ran (or skipped) it, None while unclaimed."""
 
     rule: Rule
     tick: datetime
-    claimed: bool
+    claimed_at: datetime | None
+
+    @property
+    def claimed(self) -> bool:
+        return self.claimed_at is not None
+
+    def ran_before(self, moved_at: datetime) -> bool:
+        """Claimed before the clock moved at `moved_at`: an earlier move's run, not this one's (which a pass may
+        have claimed the moment the move was stored)."""
+        return self.claimed_at is not None and self.claimed_at < _utc(moved_at)
 
 
 def session_ticks(engine: Engine, store: RuleStore, session: date, moved_at: datetime,
@@ -180,9 +189,10 @@ def session_ticks(engine: Engine, store: RuleStore, session: date, moved_at: dat
         if not ticks:
             continue
         with Session(engine) as db:
-            claimed = {aware(t) for t in db.scalars(select(RuleTick.tick).where(RuleTick.rule_id == rule.id,
-                                                                               RuleTick.tick.in_(ticks)))}
-        found += [SessionTick(rule, tick, tick in claimed) for tick in ticks]
+            query = select(RuleTick.tick, RuleTick.claimed_at).where(RuleTick.rule_id == rule.id,
+                                                                     RuleTick.tick.in_(ticks))
+            claimed = {aware(tick): aware(at) for tick, at in db.execute(query)}
+        found += [SessionTick(rule, tick, claimed.get(tick)) for tick in ticks]
     return found
 
 
@@ -193,6 +203,7 @@ def run_session(engine: Engine, store: RuleStore, session: date, moved_at: datet
     A move older than ON_TIME was missed: "once" runs each rule's latest tick of the session, "skip" none (the
     rest are recorded "skipped")."""
     late = _utc(now_utc) - _utc(moved_at) >= ON_TIME
+    at = max(_utc(now_utc), _utc(moved_at))  # a claim of this move's ticks is never dated before the move
     due: dict[int, list[SessionTick]] = {}
     for found in session_ticks(engine, store, session, moved_at, serves):
         if not found.claimed:
@@ -202,8 +213,8 @@ def run_session(engine: Engine, store: RuleStore, session: date, moved_at: datet
         chosen = ticks if not late else ticks[-1:] if catch_up == "once" else []
         for found in ticks:
             if found not in chosen:
-                _insert_tick(engine, found.rule.id, found.tick, owner, "skipped", now_utc)
-            elif claim_tick(engine, found.rule.id, found.tick, owner, now_utc):
+                _insert_tick(engine, found.rule.id, found.tick, owner, "skipped", at)
+            elif claim_tick(engine, found.rule.id, found.tick, owner, at):
                 runs += _start(engine, found.rule, found.tick, enqueue, owner, again=False, catch_up=late)
     return runs
 
