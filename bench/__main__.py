@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 BENCHES = ("data_workspace", "sandbox", "signal_workflow", "slack_ack", "slack_scale", "factor_eval", "queue",
-           "broker", "indicators", "decision", "console_start", "home", "conversation")
+           "broker", "indicators", "decision", "console_start", "home", "conversation", "decision_record")
 
 
 def main(args: list[str]) -> int:

@@ -199,8 +199,11 @@ def decider(config: RunnableConfig) -> str | None:
 
 
 def decided_at(config: RunnableConfig) -> datetime | None:
-    """When the decision this run resumes with was made (the adapter's record), if it says."""
-    value = config.get("configurable", {}).get("decided_at")
+    """When the decision this run resumes with was made (the adapter's durable record), if it says. Under LangGraph
+    Agent Server the caller writes `configurable`, so a time it names is ignored (None: the node's own clock, the
+    server's): a caller must not approve an expired card by dating its approval back."""
+    configurable = config.get("configurable", {})
+    value = None if AUTH_USER in configurable else configurable.get("decided_at")
     return datetime.fromisoformat(value) if value else None
 
 

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from bot.stores.threads import AuditLog
+from bot.stores.decisions import DecisionStore
 from tools.broker.store import log_event
 from tools.storage.db import make_engine
 
@@ -19,13 +19,13 @@ PAUSE = 0.002  # seconds between a writer's appends
 
 def main(url: str, account: str, writer: str, count: int, start: Path) -> None:
     engine = make_engine(url)
-    audit = AuditLog(engine)
+    decisions = DecisionStore(engine)
     while not start.exists():
         time.sleep(0.01)
     for i in range(count):
         log_event(engine, f"{writer}-{i}", account, "proposed", writer, {"n": i})
         if i % 10 == 0:
-            audit.record(f"console-{writer}", writer, "approve", f"{writer}-{i}")
+            decisions.accept(f"{writer}-{i}", f"console-{writer}", {"type": "approve"}, writer, "console")
         time.sleep(PAUSE)
     engine.dispose()
 

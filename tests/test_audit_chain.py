@@ -22,7 +22,7 @@ import pytest
 from sqlalchemy import Engine, select, text, update
 from sqlalchemy.orm import Session
 
-from bot.stores.threads import AuditLog
+from bot.stores.decisions import DecisionStore
 from tools.audit.canonical import entry_hash, row_hash
 from tools.audit.chain import row_fields
 from tools.audit.export import export_csv
@@ -61,7 +61,7 @@ def desk_day(engine: Engine) -> None:
     log_event(engine, "t2:1", "g2", "proposed", "U_BO", {"code": "000001.SZ", "quantity": 200})
     set_trading(engine, False, "U_ADMIN")
     set_trading(engine, True, "U_ADMIN")
-    AuditLog(engine).record("console-1", "U_ANNA", "approve", "i-1", {"note": "好"})
+    DecisionStore(engine).accept("i-1", "console-1", {"type": "reject", "message": "好"}, "U_ANNA", "console")
 
 
 def event_id(engine: Engine, account: str, event: str) -> int:

@@ -207,3 +207,12 @@ def test_conversation_quick(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert result.messages >= 60 and "not judged (quick)" in out
     assert 0 < result.median_ms <= result.p99_ms and result.reference_median_ms > 0
+
+
+def test_decision_record_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import decision_record
+
+    (sqlite,) = decision_record.run(quick=True)
+    out = capsys.readouterr().out
+    assert sqlite.database == "SQLite" and "not judged" in out
+    assert sqlite.accept_ms > 0 and sqlite.check_ms > 0 and sqlite.reference_ms > 0

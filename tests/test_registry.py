@@ -7,6 +7,7 @@ import uuid
 
 from sqlalchemy import Engine
 
+from bot.stores.decisions import DecisionStore
 from bot.stores.threads import MAX_KEY, AuditLog, ThreadRegistry, dedupe_key, thread_id_for
 
 
@@ -43,10 +44,14 @@ def test_long_dedupe_keys_are_hashed_not_truncated() -> None:
     assert dedupe_key(short) == short and dedupe_key("e" * MAX_KEY) == "e" * MAX_KEY
 
 
-def test_audit_log(engine: Engine) -> None:
-    audit = AuditLog(engine)
+def test_a_decision_is_audited_as_it_is_accepted(engine: Engine) -> None:
     thread = f"slack-{uuid.uuid4().hex[:8]}"
-    audit.record(thread, "U1", "approve", "int-1", {"note": "ok"})
-    audit.record(thread, "U2", "reject", "int-2")
-    assert [e["action"] for e in audit.entries(thread)] == ["approve", "reject"]
-    assert audit.entries(thread)[0]["detail"] == {"note": "ok"}
+    decisions = DecisionStore(engine)
+    assert decisions.accept(f"{thread}-1", thread, {"type": "approve"}, "U1", "button")
+    assert decisions.accept(f"{thread}-2", thread, {"type": "reject", "message": "too big"}, "U2", "modal")
+    entries = AuditLog(engine).entries(thread)
+    assert [(e["action"], e["interrupt_id"]) for e in entries] == [("approve", f"{thread}-1"),
+                                                                    ("reject", f"{thread}-2")]
+    decided_at = decisions.get(f"{thread}-2").decided_at  # type: ignore[union-attr]
+    assert entries[1]["detail"] == {"source": "modal", "decision": {"type": "reject", "message": "too big"},
+                                    "reason": "too big", "decided_at": decided_at.isoformat()}

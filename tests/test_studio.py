@@ -202,6 +202,17 @@ def test_under_the_server_only_the_resuming_identity_decides_an_order(data_dir: 
     assert _events(thread.thread)[-2:] == [("proposed", None), ("refused", VIEWER)]
 
 
+def test_under_the_server_a_decision_time_the_caller_names_is_ignored(data_dir: Path) -> None:
+    """Issue 38, item 3: the decision time is the server's. A caller dating its approval back could approve an
+    expired card; here one dating it after the card's expiry is not believed either: the order fills."""
+    thread = ServedThread(studio.order)
+    (card,) = thread.say("order 000001.SZ buy 100")["__interrupt__"]  # small: the module's other orders filled
+    late = {"langgraph_auth_user_id": TRADER, "decided_at": "2999-01-01T00:00:00+00:00"}
+    done = thread.run(Command(resume={card.id: {"type": "approve"}}), late)
+    assert done["result"]["status"] == "filled" and done["result"]["decided_by"] == TRADER
+    assert ("expired", TRADER) not in _events(thread.thread)
+
+
 def test_the_router_sends_an_order_to_the_order_workflow_and_its_approval(data_dir: Path) -> None:
     out = ServedThread(studio.main).say(ORDER)
     assert out["workflow"] == "order" and out["__interrupt__"][0].value["type"] == "approval"

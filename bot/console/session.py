@@ -340,7 +340,7 @@ class Console:
                              _("error: {error}").format(error=verdict.reason))
             self.settled()
             return
-        self.core.decider.confirm(verdict, interrupt_id, self.user, decision, "console")
+        self.core.decider.confirm(verdict, interrupt_id, self.user, decision)
         self.settled()
 
     def export(self, artifacts: list[ArtifactRef], folder: Path) -> None:

@@ -34,7 +34,7 @@ from bot.stores.decisions import CLAIM_SECONDS, DecisionStore
 from bot.stores.homes import HomeStore
 from bot.stores.languages import LanguageStore
 from bot.stores.posts import PostStore
-from bot.stores.threads import AuditLog, ThreadInfo, ThreadRegistry, dedupe_key
+from bot.stores.threads import ThreadInfo, ThreadRegistry, dedupe_key
 from graphs import conversation
 from graphs.background import Notice, ScheduledRun
 from graphs.home import HomeAction
@@ -57,7 +57,6 @@ class Core:
         engine = queue.engine
         self.runner, self.surface, self.queue, self.policy, self.scope = runner, surface, queue, policy, scope
         self.threads = ThreadRegistry(engine)
-        self.audit = AuditLog(engine)
         self.languages = LanguageStore(engine)
         self.language: Language = language
         self.decisions = DecisionStore(engine, claim_seconds)
@@ -166,7 +165,7 @@ class Core:
             if not (verdict.allowed or verdict.already):  # a button click answered it first: nothing to say
                 self.surface.tell(place, verdict.reason)
         if verdict.allowed:
-            self.decider.confirm(verdict, interrupt["id"], place.user, decision, "thread reply")
+            self.decider.confirm(verdict, interrupt["id"], place.user, decision)
 
     def apply_decision(self, interrupt_id: str, thread_id: str) -> None:
         """The apply job of an accepted decision (see Decider.apply_decision)."""

@@ -14,9 +14,10 @@ from bot.core.outbox import DECIDED_POST, pending_entry, place_of
 from bot.core.policy import ALREADY_HANDLED
 from bot.core.surface import Answered, Decided
 from bot.runner import INFRASTRUCTURE_ERRORS
-from bot.stores.decisions import MAX_ATTEMPTS
+from bot.stores.decisions import MAX_ATTEMPTS, Decision
 from bot.stores.homes import HomeStore
 from bot.stores.threads import ThreadInfo
+from graphs.context import admins_of
 from tools.i18n import N_, _, using
 
 if TYPE_CHECKING:
@@ -86,49 +87,40 @@ class Decider:
             return Verdict(False, unrecorded(exc))
         return verdict
 
-    def confirm(self, verdict: Verdict, interrupt_id: str, user: str, decision: dict[str, Any], source: str,
+    def confirm(self, verdict: Verdict, interrupt_id: str, user: str, decision: dict[str, Any],
                 message_ref: str | None = None) -> None:
-        """After `decide` wrote the row: audit it, show it on its card, and queue its application. If the database
-        fails here, the background service queues it (nothing is lost)."""
+        """After `decide` wrote the row and its chained audit entry: show it on its card, and queue its
+        application. If the database fails here, the background service queues it (nothing is lost)."""
         info = verdict.thread
         if info is None:
             return
         try:
             with using(info.language):  # the card is the thread's
-                self._show_decision(info, interrupt_id, user, decision, source, message_ref)
+                self._show_decision(info, interrupt_id, user, decision, message_ref)
             self.core.queue.submit_decision(interrupt_id, info.thread_id)
             self.core.presenter.home_changed(info, user)
         except INFRASTRUCTURE_ERRORS as exc:
             log.warning("decision %s recorded, not queued yet (%s): the background service will queue it",
                         interrupt_id, type(exc).__name__)
 
-    def _show_decision(self, info: ThreadInfo, interrupt_id: str, user: str, decision: dict[str, Any], source: str,
+    def _show_decision(self, info: ThreadInfo, interrupt_id: str, user: str, decision: dict[str, Any],
                        message_ref: str | None) -> None:
         kind = decision["type"]
-        detail: dict[str, Any] = {"source": source}
         shown = info.pending.get(interrupt_id) or {}
         ref = message_ref or shown.get("ts")
+        if not ref:
+            return
         place = place_of(info, user)
         if kind == "respond":
             answer = str(decision.get("message") or "")
-            if source == "button":
-                detail["choice"] = answer
-            self.core.audit.record(info.thread_id, user, "respond", interrupt_id, detail)
-            if ref:
-                self.core.surface.update(place, ref, Answered(shown.get("question", _("Question")), user, answer))
+            self.core.surface.update(place, ref, Answered(shown.get("question", _("Question")), user, answer))
             return
-        if kind == "reject":
-            detail["reason"] = decision.get("message", "")
-        edited = (decision.get("edited_action") or {}).get("args") or {}
+        note = str(decision.get("message", "")) if kind == "reject" else ""
         if kind == "edit":
-            detail["edited"] = edited
-        self.core.audit.record(info.thread_id, user, kind, interrupt_id, detail)
-        if ref:
-            note = detail.get("reason", "") if kind == "reject" else ""
-            if kind == "edit":
-                note = (_("the edited code is being dry-run and checked") if "code" in edited else
-                        _("the edited values are being checked again"))
-            self.core.surface.update(place, ref, Decided(shown.get("question") or _("Code review"), user, kind, note))
+            edited = (decision.get("edited_action") or {}).get("args") or {}
+            note = (_("the edited code is being dry-run and checked") if "code" in edited else
+                    _("the edited values are being checked again"))
+        self.core.surface.update(place, ref, Decided(shown.get("question") or _("Code review"), user, kind, note))
 
     def pending_value(self, thread_id: str, interrupt_id: str) -> dict[str, Any] | None:
         return next((p["value"] for p in self.core.runner.pending(thread_id) if p["id"] == interrupt_id), None)
@@ -183,6 +175,8 @@ class Decider:
         if info is None:
             self.core.decisions.mark_failed(interrupt_id, "the thread is not in the registry")
             return
+        if self._refused_unproven(info, record):
+            return
         place = place_of(info, record.decided_by or "")
         try:
             still_pending = interrupt_id in {p["id"] for p in self.core.runner.pending(record.thread_id)}
@@ -210,6 +204,29 @@ class Decider:
         self.core.presenter.show(place, info, outcome, status)
         self.core.decisions.mark_applied(interrupt_id)
 
+    def _refused_unproven(self, info: ThreadInfo, record: Decision) -> bool:
+        """A decision without its chained audit entry (a row written into `decisions` by hand) is not applied: it
+        is removed, the attempt chained as evidence, the card left open for a real decision, and the thread's
+        admins and approvers told. True when it was refused."""
+        problem = self.core.decisions.unproven(record)
+        if problem is None:
+            return False
+        log.error("decision %s on %s refused: %s", record.interrupt_id, record.thread_id, problem)
+        self.core.decisions.refuse(record, problem)
+        account = str((self.pending_value(record.thread_id, record.interrupt_id) or {}).get("args", {}).get(
+            "account") or "")
+        told = self.core.policy.approvers | admins_of(self.core.runner.context, account)
+        with using(info.language):
+            text = _(":no_entry: A decision on this question ({kind}, in the name of {who}) is not in the audit "
+                     "record, so it was not applied: {problem}. The question still waits for a decision made here. "
+                     "{told}: find out who wrote it into the database.").format(
+                kind=record.decision.get("type"), who=record.decided_by or "?", problem=problem,
+                told=", ".join(sorted(told)) or _("Admins"))
+        named = tuple(sorted(told | ({record.decided_by} if record.decided_by else set())))
+        self.core.notify(info.thread_id, f"unproven:{record.interrupt_id}:{record.decided_at.isoformat()}", text,
+                         named)
+        return True
+
     def _retry_later(self, place: Place, interrupt_id: str, error: str) -> None:
         attempts = self.core.decisions.mark_retry(interrupt_id, error)
         if attempts >= MAX_ATTEMPTS:
@@ -235,7 +252,7 @@ class Decider:
             if not verdict.allowed:
                 continue
             if info.thread_id.startswith(self.core.scope):
-                self.confirm(verdict, pending["id"], user, decision, SWITCH_SOURCE)
+                self.confirm(verdict, pending["id"], user, decision)
             else:
                 self._close_elsewhere(info, pending["id"], user, reason)
             closed.append(info.thread_id)
@@ -247,8 +264,6 @@ class Decider:
         now stays due for that surface's background service (nothing is lost)."""
         try:
             with using(info.language):
-                self.core.audit.record(info.thread_id, user, "reject", interrupt_id, {"source": SWITCH_SOURCE,
-                                                                                 "reason": reason})
                 shown = info.pending.get(interrupt_id) or {}
                 if shown.get("ts"):
                     self.core.posts.record(f"decided:{interrupt_id}", info.thread_id, DECIDED_POST, {
@@ -264,6 +279,8 @@ class Decider:
         record = self.core.decisions.get(interrupt_id)
         if record is None or not self.core.decisions.claim(interrupt_id, self.core.owner):
             return  # that surface is applying it already
+        if self._refused_unproven(info, record):
+            return
         outcome = self.core.runner.resume(info.thread_id, interrupt_id, record.decision, record.decided_by,
                                      decided_at=record.decided_at, language=info.language)
         if outcome.status == "failed" and outcome.retryable:

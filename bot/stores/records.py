@@ -49,7 +49,7 @@ class AuditEntry(Base):
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
                                     autoincrement=True)
     thread_id: Mapped[str] = mapped_column(String(64), index=True)
-    interrupt_id: Mapped[str | None] = mapped_column(String(64))
+    interrupt_id: Mapped[str | None] = mapped_column(String(64), index=True)  # 0020
     user_id: Mapped[str] = mapped_column(String(32))
     action: Mapped[str] = mapped_column(String(32))
     detail: Mapped[dict] = mapped_column(JSON, default=dict)

@@ -18,7 +18,6 @@ from sqlalchemy.orm import Session
 
 from bot.stores.records import AuditEntry, ThreadRecord
 from bot.surfaces import surface_of
-from tools.audit.chain import append
 from tools.storage.models import utcnow
 
 STATUSES = ("running", "waiting", "done", "failed")
@@ -143,18 +142,11 @@ def dedupe_key(key: str, limit: int = MAX_KEY) -> str:
 
 
 class AuditLog:
-    """Every human decision, append-only, each in the global audit chain."""
+    """Every human decision, append-only, each in the global audit chain: written with its decision
+    (`DecisionStore.accept`), read here."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-
-    def record(self, thread_id: str, user_id: str, action: str, interrupt_id: str | None = None,
-               detail: dict[str, Any] | None = None) -> None:
-        with Session(self.engine) as session, session.begin():
-            row = AuditEntry(thread_id=thread_id, interrupt_id=interrupt_id, user_id=user_id, action=action,
-                             detail=detail or {})
-            session.add(row)
-            append(session, row)
 
     def entries(self, thread_id: str) -> list[dict[str, Any]]:
         with Session(self.engine) as session:

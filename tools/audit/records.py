@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, DateTime, String, UniqueConstraint
+from sqlalchemy import BigInteger, DateTime, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from tools.storage.models import ID, Base, utcnow
@@ -16,7 +16,8 @@ class ChainEntry(Base):
     JSON, the previous entry's hash and its own."""
 
     __tablename__ = "audit_chain"
-    __table_args__ = (UniqueConstraint("chain", "seq", name="uq_audit_chain_seq"),)
+    __table_args__ = (UniqueConstraint("chain", "seq", name="uq_audit_chain_seq"),
+                      Index("ix_audit_chain_source", "source", "source_id"))  # 0020
 
     id: Mapped[int] = mapped_column(ID, primary_key=True, autoincrement=True)
     chain: Mapped[str] = mapped_column(String(80))  # "global" or "account:NAME"

@@ -60,7 +60,7 @@ def register(app: App, core: Core) -> None:
                 say(body, place, verdict.reason)
                 return
         card = None if on_home(body) else body["message"]["ts"]  # from the Home: the card in the thread
-        core.decider.confirm(verdict, interrupt_id, place.user, decision, "button", card)
+        core.decider.confirm(verdict, interrupt_id, place.user, decision, card)
 
     @app.action(re.compile(r"^clarify_choice_\d+$"))
     def on_choice(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:

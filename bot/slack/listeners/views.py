@@ -74,4 +74,4 @@ def register(app: App, core: Core) -> None:
             ack(response_action="errors", errors={block: verdict.reason})
             return
         ack()
-        core.decider.confirm(verdict, interrupt_id, user, decision, "modal", message_ts)
+        core.decider.confirm(verdict, interrupt_id, user, decision, message_ts)

@@ -1,0 +1,44 @@
+"""Whether one audited row is in its chain, checked where a control depends on it (an approval is resumed only when
+its audit entry is): the entry exists, its hashes are its own and its row's, it follows the entry before it, and the
+chain's head is at or past it, signed with the audit key when one is configured. `audit verify` walks whole chains;
+this reads four rows."""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any
+
+from sqlalchemy import inspect, select
+from sqlalchemy.orm import Session
+
+from tools.audit.canonical import GENESIS, entry_hash, row_hash, sign_head
+from tools.audit.chain import audit_key, chain_of, row_fields
+from tools.audit.records import ChainEntry, ChainHead
+
+
+def entry_problem(session: Session, row: Any) -> str | None:
+    """Why the audited `row` (a mapped row read back) is not provably in its chain, or None when it is."""
+    table = inspect(row).mapper.local_table.name
+    fields = row_fields(row)
+    entry = session.scalars(select(ChainEntry).where(ChainEntry.source == table,
+                                                     ChainEntry.source_id == fields["id"])).first()
+    if entry is None:
+        return f"{table} {fields['id']} has no audit chain entry"
+    if entry.chain != chain_of(fields.get("account")):
+        return f"{table} {fields['id']} is chained in {entry.chain}, not its own chain"
+    if entry.row_hash != row_hash(table, fields):
+        return f"{table} {fields['id']} differs from what its chain entry #{entry.seq} recorded"
+    if entry.hash != entry_hash(entry.chain, entry.seq, entry.source, entry.source_id, entry.row_hash,
+                                entry.prev_hash, entry.at):
+        return f"chain entry #{entry.seq} of {entry.chain} was edited"
+    before = session.scalars(select(ChainEntry.hash).where(ChainEntry.chain == entry.chain,
+                                                           ChainEntry.seq == entry.seq - 1)).first()
+    if (before if entry.seq > 1 else GENESIS) != entry.prev_hash:
+        return f"chain entry #{entry.seq} of {entry.chain} does not follow the entry before it"
+    head = session.get(ChainHead, entry.chain)
+    if head is None or head.seq < entry.seq:
+        return f"the head of {entry.chain} does not reach entry #{entry.seq}"
+    key = audit_key()
+    if key and not hmac.compare_digest(head.signature, sign_head(key, head.chain, head.seq, head.hash)):
+        return f"the head of {entry.chain} is not signed with QUANTDESK_AUDIT_KEY"
+    return None
