@@ -192,6 +192,22 @@ def test_the_next_sessions_st_status_is_the_last_known_one_said_as_carried_forwa
     assert order.status == "open" and order.reserved == reserve  # 100 × limit-up, 5.00 commission, 0.01 transfer fee
 
 
+def test_a_real_st_code_ordered_for_the_session_after_the_data_keeps_its_st_limits(
+        engine: Engine, shared_data: Path, account: str) -> None:
+    """000408.SZ was ST on 2020-08-24, the baostock data's last day (close 8.15); an order for 2020-08-25 is judged
+    on main-board ST limits, ±5 %: 8.15 × 1.05 = 8.5575 → 8.56 and 8.15 × 0.95 = 7.7425 → 7.74 (not 8.97 / 7.34)."""
+    provider = LocalProvider(shared_data / "cn_csi300_baostock_qfq")
+    morning = datetime(2020, 8, 25, 8, 0, tzinfo=SHANGHAI)
+    broker = PaperBroker(engine, provider, account, CONFIG, now=lambda: morning)
+    request = OrderRequest(f"fc-{uuid.uuid4().hex[:8]}", "000408.SZ", "buy", 100, approved_by=TRADER)
+    preview = broker.preview(request)
+    assert (preview.session_date, preview.limit_up, preview.limit_down) == ("20200825", Decimal("8.56"),
+                                                                            Decimal("7.74"))
+    assert ("ST status carried forward: 000408.SZ was ST on 20200824, the last day of its ST data"
+            in preview.notes)
+    assert broker.submit(request).reserved == Decimal("861.02")  # 856.00, 5.00 commission, 0.002 % transfer fee
+
+
 def test_settle_checks_the_mandate_again_before_it_fills(engine: Engine, tmp_path: Path, account: str) -> None:
     folder = tmp_path / "d"
     broker = PaperBroker(engine, _data(folder, {"20240927": 0, "20240930": 0}), account, CONFIG,
