@@ -18,9 +18,11 @@ _known: set[str] = set()
 
 
 def _parts(value: str) -> set[str]:
-    """A secret and the secrets inside it: comma-separated tokens, a URL's password."""
+    """The secrets in a secret value: a URL's password (the rest of a database URL is no secret), else the value
+    and its comma-separated tokens."""
     parts = {value, *(piece.strip() for piece in value.split(","))}
     if "://" in value:
+        parts = set()
         with contextlib.suppress(ValueError):
             parts.add(urlsplit(value).password or "")
     return {part for part in parts if len(part) >= MIN_SECRET}
