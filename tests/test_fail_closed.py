@@ -21,6 +21,7 @@ from graphs.factor.library import CombinationError, combination_parts
 from graphs.factor.template import edit_problems
 from graphs.llm import get_light_llm, get_llm
 from graphs.order.grammar import OrderGrammarError, parse_order
+from graphs.workflow import CommandError
 from tests.fakes.openai_server import API_KEY, OpenAIServer, echoing_error
 from tests.graph_thread import GraphThread
 from tests.test_llm_client import FREE_TEXT, LIGHT, settings_for
@@ -113,6 +114,23 @@ def test_an_edited_quantity_or_price_goes_through_the_same_bounds(db_url: str, e
     assert _orders(engine, account) == []
     done = run.decide(out, {"type": "approve"}, user=TRADER)  # the card still stands, as first checked
     assert done["result"]["status"] == "filled"
+
+
+@pytest.mark.parametrize(("setting", "refusal"), [
+    ("max_exposure=1e30", "max_exposure must be an amount in CNY from 0 to 1,000,000,000,000.00, not '1e30'"),
+    ("max_turnover=nan", "max_turnover must be an amount in CNY from 0 to 1,000,000,000,000.00, not 'nan'"),
+    ("max_exposure=-5", "max_exposure must be an amount in CNY from 0 to 1,000,000,000,000.00, not '-5'"),
+    ("max_orders=99999999999999999999", "max_orders must be at most 1,000,000, not 99999999999999999999"),
+])
+def test_a_mandate_amount_out_of_bounds_is_refused_in_one_line(engine: Engine, sandbox: Sandbox,
+                                                               provider: SampleProvider, account: str, setting: str,
+                                                               refusal: str) -> None:
+    ctx = context(engine, sandbox, provider)
+    with pytest.raises(CommandError) as refused:
+        mandate(ctx, ADMIN, account, "set", setting)
+    assert str(refused.value) == refusal
+    assert mandate(ctx, ADMIN, account, "set", "max_exposure=500,000", "max_orders=5").lines == [
+        "at most 5 orders a day", "gross exposure at most 500,000.00 CNY"]  # the command still works
 
 
 # --- (5/6) the sandbox's pre-check contains any failure --------------------------------------------------------

@@ -30,6 +30,8 @@ from tools.storage.models import utcnow
 
 BOARDS = {"main": Board.MAIN, "chinext": Board.CHINEXT, "star": Board.STAR, "bse": Board.BSE}
 KEYS = ("allow", "block", "max_orders", "max_exposure", "max_turnover")
+MAX_ORDERS = 1_000_000  # a day's orders: more than any account places; the column is a 32-bit integer
+MAX_AMOUNT = Decimal("1000000000000")  # one trillion CNY: any real exposure or turnover fits, and so does its fen
 MANDATE_CHECK = N_("mandate")  # the order check's name: stored and compared in English, shown translated
 
 
@@ -90,17 +92,28 @@ def parse_settings(words: list[str]) -> dict[str, Any]:
         elif key in ("allow", "block"):
             changes[key] = tuple(_symbol(part) for part in value.split(",") if part)
         elif key == "max_orders":
-            if not value.isdigit():
+            if not value.isdigit() or not value.isascii():
                 raise MandateError(_("max_orders must be a whole number of orders, not {value}").format(
-                    value=repr(value)))
+                    value=repr(value[:24])))
+            if len(value) > len(str(MAX_ORDERS)) or int(value) > MAX_ORDERS:
+                raise MandateError(_("max_orders must be at most {most}, not {value}").format(
+                    most=f"{MAX_ORDERS:,}", value=value[:24]))
             changes[key] = int(value)
         else:
-            try:
-                changes[key] = Decimal(value.replace(",", ""))
-            except ArithmeticError:
-                raise MandateError(_("{key} must be an amount in CNY, not {value}").format(key=key, value=repr(value))
-                                   ) from None
+            changes[key] = _amount(key, value)
     return changes
+
+
+def _amount(key: str, value: str) -> Decimal:
+    """An amount in CNY from 0 to MAX_AMOUNT, as typed (1,000,000 or 1e6); anything else is refused."""
+    try:
+        amount = Decimal(value.replace(",", ""))
+    except ArithmeticError:
+        amount = Decimal("NaN")
+    if not amount.is_finite() or not Decimal(0) <= amount <= MAX_AMOUNT:
+        raise MandateError(_("{key} must be an amount in CNY from 0 to {most}, not {value}").format(
+            key=key, most=money_text(MAX_AMOUNT), value=repr(value[:24])))
+    return amount
 
 
 def _symbol(part: str) -> str:
