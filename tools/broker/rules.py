@@ -46,8 +46,10 @@ def lot_rule(code: str, on: date) -> LotRule:
 #   order, limit and market alike (no separate market-order cap in either text);
 # - STAR Market: SSE STAR Market special trading provisions, art. 20: limit 100,000, market 50,000;
 # - ChiNext: SZSE ChiNext special trading provisions 2.8: limit 300,000, market 150,000;
-# - BSE: BSE Trading Rules (trial) 3.3: at least 100 shares in steps of 1, at most 1,000,000 an order.
-# Checked 2026-11 against secondary sources quoting those articles (the exchanges' own pages were not reachable).
+# - BSE: at least 100 shares in steps of 1, at most 1,000,000 an order (a broker interface's documentation; no
+#   separate market-order cap was found, so the same one: unverified against the BSE's own text).
+# Checked 2026-11 against secondary sources quoting those articles (the exchanges' own pages were not reachable);
+# the STAR and ChiNext market-order caps are half their limit-order caps, the main board's are not.
 # After-hours fixed-price orders (1,000,000 on STAR and ChiNext) are not modelled.
 _MAX_ORDER: dict[Board, dict[str, int]] = {
     Board.MAIN: {"limit": 1_000_000, "market": 1_000_000},
