@@ -12,6 +12,7 @@ from pathlib import Path
 from bot.heap import paused_for_startup, startup_done
 from bot.logs import configure_logging
 from tools.i18n import _
+from tools.redact import remember_settings
 from tools.settings import Settings, SettingsError, get_settings
 
 LONG_RUNNING = ("chat", "serve", "worker")  # the commands that start a process to serve for a long time
@@ -130,6 +131,7 @@ def _main(args: argparse.Namespace) -> int:
     except SettingsError as exc:  # every command reads the settings first: a bad value is said, one line each
         print("\n".join(f"quantdesk: {line}" for line in str(exc).splitlines()), file=sys.stderr)
         return 2
+    remember_settings(settings)  # masked in every log line from here on
     if args.command == "chat":  # the screen is for the conversation: warnings on it, everything in the log file
         explicit = "log_level" in settings.model_fields_set
         configure_logging(settings.log_level, terminal_level=None if explicit else "WARNING",

@@ -6,6 +6,8 @@ import logging
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
+from tools.redact import RedactingFilter
+
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 LOG_FILE_BYTES = 5_000_000  # a log file rolls over at this size, keeping LOG_FILE_BACKUPS old ones
 LOG_FILE_BACKUPS = 3
@@ -28,6 +30,8 @@ def configure_logging(level: str, *, terminal_level: str | None = None, log_file
             terminal.setLevel((terminal_level or level).upper())
         except OSError as exc:
             problem = exc.strerror or str(exc)
+    for handler in handlers:  # no secret reaches a log, whoever logs it (an endpoint's echoed key, a traceback)
+        handler.addFilter(RedactingFilter())
     logging.basicConfig(level=level, format=FORMAT, handlers=handlers)
     logging.getLogger("alembic").setLevel(logging.DEBUG if level == "DEBUG" else logging.WARNING)
     if problem:

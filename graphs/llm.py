@@ -11,6 +11,7 @@ import logging
 from collections.abc import Collection, Sequence
 from typing import Any, TypeVar
 
+import httpx
 import openai
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, InvalidToolCall
@@ -19,6 +20,7 @@ from pydantic import BaseModel, SecretStr, ValidationError
 
 from graphs.common import last_ai_text, message_text, parse_json_object
 from tools.i18n import _, current, ngettext, using
+from tools.redact import redact, remember_settings
 from tools.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -42,6 +44,7 @@ def _chat(settings: Settings, model: str) -> BaseChatModel | None:
         return None
     from langchain_openai import ChatOpenAI
 
+    remember_settings(settings)  # an endpoint's error that echoes a secret is masked wherever it goes
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else "not-needed"
     return ChatOpenAI(model=model, api_key=SecretStr(key), base_url=settings.openai_base_url, temperature=0,
                       timeout=settings.llm_timeout_seconds, max_retries=LLM_MAX_RETRIES)
@@ -164,10 +167,17 @@ def agent_json_answer(messages: Sequence[AnyMessage], what: str, tools: Collecti
 
 
 def describe_model_failure(exc: Exception) -> str:
-    """One sentence for the user saying what the model or its endpoint did wrong; logged (without secrets)."""
+    """One sentence for the user saying what the model or its endpoint did wrong; logged. The API key the request
+    carried, anything after `Bearer ` and every configured secret are masked first: a gateway may echo them."""
     with using("en"):  # the log stays English whatever the thread's language
-        log.warning("model failure: %s", _describe(exc))
-    return _describe(exc)
+        log.warning("model failure: %s", _redacted(exc))
+    return _redacted(exc)
+
+
+def _redacted(exc: Exception) -> str:
+    request = getattr(exc, "request", None)
+    sent = request.headers.get("authorization", "") if isinstance(request, httpx.Request) else ""
+    return redact(_describe(exc), sent, sent.partition(" ")[2])
 
 
 def _describe(exc: Exception) -> str:

@@ -128,9 +128,9 @@ def test_local_stock_basic_and_namechange_files(tmp_path: Path, sample: SamplePr
     found = LocalProvider(tmp_path).securities(["600848.SH", "000001.SZ", "000002.SZ", "600000.SH"])
     assert found == {
         "600848.SH": Security("600848.SH", "上海临港", "19940324", (("20010508", "20070513"),)),
-        # no name changes listed: ST history from the daily file's is_st column
-        "000001.SZ": Security("000001.SZ", "平安银行", "19910403", (("20200102", "20200110"),)),
-        "000002.SZ": Security("000002.SZ", "万科A", None, ()),
+        # no name changes listed: ST history from the daily file's is_st column, its last day carried forward
+        "000001.SZ": Security("000001.SZ", "平安银行", "19910403", (("20200102", "20200110"),), "20200110"),
+        "000002.SZ": Security("000002.SZ", "万科A", None, (), "20200110"),
         "600000.SH": Security("600000.SH", None, None, None),
     }
 
@@ -160,8 +160,12 @@ def test_baostock_is_st_history(shared_data: Path) -> None:
     found = LocalProvider(shared_data / "cn_csi300_baostock_qfq").securities("000408.SZ,000792.SZ,000001.SZ")
     assert found["000408.SZ"].st_periods == (("20170103", "20170522"), ("20200506", "20200824"))
     assert found["000792.SZ"].st_periods == (("20190430", "20200824"),)
-    assert found["000001.SZ"] == Security("000001.SZ", None, None, ())
+    assert found["000001.SZ"] == Security("000001.SZ", None, None, (), "20200824")
     assert [found["000408.SZ"].is_st(d) for d in ("20170522", "20170523", "20200506")] == [True, False, True]
+    # the session after the data's end (issue 38, item 4): the last known status, said to be carried forward
+    assert [found[code].is_st("20200825") for code in ("000408.SZ", "000792.SZ", "000001.SZ")] == [True, True, False]
+    assert found["000792.SZ"].st_carried_from("20200825") == "20200824"
+    assert found["000792.SZ"].st_carried_from("20200824") is None
 
 
 def test_price_basis_of_each_provider(tmp_path: Path, sample: SampleProvider) -> None:

@@ -142,7 +142,7 @@ def test_an_edit_is_checked_against_the_rules_before_anything_is_placed(db_url: 
     card = _card(out)
     # 20200824's previous close 14.46 (the bar's pre_close): ±10 % → 13.01 … 15.91 → rounded half-up to the fen
     assert card["args_schema"]["quantity"] == {"type": "integer", "title": "Quantity (shares)", "minimum": 100,
-                                               "multiple_of": 100}
+                                               "maximum": 1_000_000, "multiple_of": 100}
     lot = thread.decide(out, {"type": "edit", "edited_action": {"name": "place_order", "args": {"quantity": 150}}},
                         user=TRADER)
     assert "quantity (shares) must be a multiple of 100" in _card(lot)["description"].lower()

@@ -312,6 +312,13 @@ def test_factor_review_edit_modal_uses_the_edited_code(slack: SlackServer, bot: 
                         "application/x-www-form-urlencoded")
     assert status == 200 and json.loads(body)["response_action"] == "errors"
     assert "import of 'os' is not allowed" in json.loads(body)["errors"]["code"]
+    # code nested too deeply to parse or check is refused in the form too, and the bot serves the next request
+    for depth in (500, 100_000):  # a RecursionError and a MemoryError inside the parser or the check (issue 38)
+        status, body = post(bot.url, view_body(ALICE, "review_edit_modal", metadata,
+                                               {"code": {"code": "return " + "-" * depth + "close"}}),
+                            "application/x-www-form-urlencoded")
+        assert status == 200 and json.loads(body)["errors"]["code"] == (
+            "line 1: the code is nested too deeply or is too large to check")
     # a broken edit is dry-run, refused and asked again with the failure shown
     broken = view_body(ALICE, "review_edit_modal", metadata, {"code": {"code": "return close.stack()"}})
     status, body = post(bot.url, broken, "application/x-www-form-urlencoded")

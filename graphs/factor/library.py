@@ -7,6 +7,7 @@ import ast
 from dataclasses import dataclass
 
 from tools.i18n import N_, _
+from tools.sandbox.policy import parse_untrusted
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def find_factor(word: str) -> LibraryFactor | None:
 def combination_parts(expression: str) -> list[tuple[float, LibraryFactor, int | None]]:
     """Parse `0.5*momentum(20) - volatility(20) + reversal` into (weight, factor, window) terms."""
     try:
-        tree = ast.parse(expression, mode="eval").body
+        tree = parse_untrusted(expression, mode="eval").body
     except SyntaxError:
         raise CombinationError(_("cannot read the combination {expression}").format(expression=repr(expression))
                                ) from None
@@ -77,7 +78,11 @@ def combination_parts(expression: str) -> list[tuple[float, LibraryFactor, int |
         else:
             terms.append((sign, *_factor_call(node)))
 
-    term(tree, 1.0)
+    try:
+        term(tree, 1.0)
+    except RecursionError:
+        raise CombinationError(_("the combination {expression} is nested too deeply").format(
+            expression=repr(expression[:40]))) from None
     if len(terms) < 2:
         raise CombinationError(_("a combination needs at least two library factors, e.g. momentum(20) - "
                                  "volatility(20)"))

@@ -7,7 +7,7 @@ import ast
 import textwrap
 
 from tools.i18n import _
-from tools.sandbox.policy import check_code
+from tools.sandbox.policy import UncheckableCode, check_code, parse_untrusted
 
 HEADER = '''# Factor: {name}
 # {description}
@@ -44,7 +44,9 @@ def body_of(text: str) -> str:
     if "def compute_factor" not in text:
         return text + "\n"
     try:
-        tree = ast.parse(text)
+        tree = parse_untrusted(text)
+    except UncheckableCode as exc:
+        raise TemplateError(exc.msg) from None
     except SyntaxError as exc:
         raise TemplateError(_("the edited code does not parse (line {line}: {problem})").format(
             line=exc.lineno, problem=exc.msg)) from None

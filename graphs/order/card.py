@@ -3,6 +3,7 @@ traders may approve or edit."""
 
 from __future__ import annotations
 
+import contextlib
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -12,7 +13,7 @@ from tools.broker.boards import OrderRuleError
 from tools.broker.clock import SHANGHAI, day
 from tools.broker.money import money_text
 from tools.broker.notes import note_text
-from tools.broker.rules import lot_rule
+from tools.broker.rules import MAX_ORDER_QUANTITY, MAX_PRICE, lot_rule, max_order_quantity
 from tools.i18n import N_, _
 
 ACTION = "place_order"
@@ -97,7 +98,10 @@ def edit_schema(proposal: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """What a trader may change: the quantity (in the board's lots for buys) and a limit order's price (within
     the day's price limits)."""
     request = proposal["request"]
-    quantity: dict[str, Any] = {"type": "integer", "title": _("Quantity (shares)"), "minimum": 1}
+    quantity: dict[str, Any] = {"type": "integer", "title": _("Quantity (shares)"), "minimum": 1,
+                                "maximum": MAX_ORDER_QUANTITY}
+    with contextlib.suppress(OrderRuleError):  # a code no board trades: the broker's check names it
+        quantity["maximum"] = max_order_quantity(request["ts_code"], request["price_type"])
     if request["side"] == "buy":
         try:
             rule = lot_rule(request["ts_code"], day(proposal["session_date"]))
@@ -108,7 +112,8 @@ def edit_schema(proposal: dict[str, Any]) -> dict[str, dict[str, Any]]:
             pass
     schema = {"quantity": quantity}
     if request["price_type"] == "limit":
-        price: dict[str, Any] = {"type": "number", "title": _("Limit price (CNY)"), "minimum": 0.01, "decimals": 2}
+        price: dict[str, Any] = {"type": "number", "title": _("Limit price (CNY)"), "minimum": 0.01,
+                                 "maximum": float(MAX_PRICE), "decimals": 2}
         if proposal.get("limit_down"):
             price["minimum"] = float(proposal["limit_down"])
         if proposal.get("limit_up"):

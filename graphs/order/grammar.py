@@ -9,6 +9,9 @@ from decimal import Decimal, InvalidOperation
 
 from graphs import names
 from graphs.grammar import CODE, PARAM, Words, did_you_mean, english, normalize, segment, split
+from tools.broker.boards import OrderRuleError
+from tools.broker.orders import PriceType
+from tools.broker.rules import MAX_ORDER_QUANTITY, MAX_PRICE, order_size_problem
 from tools.data.codes import CODE_LIKE
 from tools.i18n import _
 
@@ -91,13 +94,16 @@ def parse_order(text: str) -> OrderIntent:
         raise OrderGrammarError(_("{code} is not a ts_code (like 600519.SH or 000001.SZ)").format(code=code))
     if side not in ("buy", "sell"):
         raise OrderGrammarError(_("the side must be buy or sell, not {word}").format(word=repr(tokens[1])))
-    if not qty.lstrip("-").isdigit():
+    if not qty.lstrip("-").isdigit() or not qty.isascii():  # '²' is a digit to isdigit, not to int
         raise OrderGrammarError(_("the quantity must be a whole number of shares, not {word}").format(
             word=repr(tokens[2])))
-    if int(qty) <= 0:  # a buy's lot rule is the broker's check (100 shares on most boards, 200 on the STAR board)
+    if qty.startswith("-") or not qty.strip("0"):  # a buy's lot rule is the broker's check (100 or 200 shares)
         least = _("one lot (100 shares on most boards)") if side == "buy" else "1"
         raise OrderGrammarError(_("the quantity must be a whole number of shares of at least {least}, not {word}")
-                                .format(least=least, word=tokens[2]))
+                                .format(least=least, word=_shortened(tokens[2])))
+    if len(qty.lstrip("0")) > len(str(MAX_ORDER_QUANTITY)):  # before int(): thousands of digits are refused
+        raise OrderGrammarError(_("the quantity {word} is more than any order may ask for (at most {most} shares)")
+                                .format(word=_shortened(tokens[2]), most=f"{MAX_ORDER_QUANTITY:,}"))
     params: dict[str, str] = {}
     words: list[str] = []
     for token in rest:
@@ -112,17 +118,32 @@ def parse_order(text: str) -> OrderIntent:
         raise OrderGrammarError(_("unknown parameter {names}: an order takes limit=PRICE and account=NAME").format(
             names=listed))
     limit = _price(params["limit"]) if "limit" in params else None
-    return OrderIntent(code.upper(), side, int(qty), "limit" if limit else "market", limit,
+    price_type: PriceType = "limit" if limit else "market"
+    try:
+        too_many = order_size_problem(code.upper(), int(qty), price_type)
+    except OrderRuleError:  # a code no board trades: the broker's check names it
+        too_many = None
+    if too_many:
+        raise OrderGrammarError(too_many)
+    return OrderIntent(code.upper(), side, int(qty), price_type, limit,
                        account_name(params["account"]) if "account" in params else None, " ".join(words))
 
 
+def _shortened(word: str) -> str:
+    return word if len(word) <= 24 else word[:20] + "…"
+
+
 def _price(text: str) -> str:
+    """A limit price as text with two decimals; anything that is not a price in fen is refused."""
     try:
         price = Decimal(text)
-    except InvalidOperation:
-        raise OrderGrammarError(_("limit={text} is not a price").format(text=text)) from None
+    except (InvalidOperation, ValueError):
+        raise OrderGrammarError(_("limit={text} is not a price").format(text=_shortened(text))) from None
     if not price.is_finite() or price <= 0:
-        raise OrderGrammarError(_("limit={text} must be a positive price").format(text=text))
+        raise OrderGrammarError(_("limit={text} must be a positive price").format(text=_shortened(text)))
+    if price > MAX_PRICE:
+        raise OrderGrammarError(_("limit={text} is not a price: A-share prices are below {most} CNY").format(
+            text=_shortened(text), most=f"{MAX_PRICE:,}"))
     if price != price.quantize(Decimal("0.01")):
         raise OrderGrammarError(_("limit={text}: A-share prices tick by 0.01 (two decimals at most)").format(text=text))
     return str(price.quantize(Decimal("0.01")))

@@ -53,6 +53,14 @@ def http_error(status: int, retry_after: float | None = None) -> HttpError:
     return HttpError(status, retry_after)
 
 
+ECHO = "{authorization}"  # in an HttpError's message: the request's Authorization header, as a careless gateway
+
+
+def echoing_error(status: int = 400) -> HttpError:
+    """An error whose message echoes the request's Authorization header (`Bearer <the API key>`)."""
+    return HttpError(status, message=f"malformed request; headers were: Authorization: {ECHO}")
+
+
 def hang(seconds: float = 10.0) -> Hang:
     return Hang(seconds)
 
@@ -247,7 +255,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if isinstance(step, HttpError):
             exchange.status = step.status
-            message = step.message or f"fake HTTP {step.status}"
+            message = (step.message or f"fake HTTP {step.status}").replace(ECHO, exchange.headers.get(
+                "authorization", ""))
             headers = {"retry-after": f"{step.retry_after:g}"} if step.retry_after is not None else {}
             self._send(step.status, _error_body(step.status, message), headers)
             return

@@ -11,7 +11,7 @@ from tools.broker.clock import day
 from tools.broker.fees import FeeRates, estimate_fees
 from tools.broker.money import money_text
 from tools.broker.orders import Check, OrderRequest
-from tools.broker.rules import PriceLimits, buy_quantity_problem, sell_quantity_problem
+from tools.broker.rules import PriceLimits, buy_quantity_problem, order_size_problem, sell_quantity_problem
 from tools.i18n import N_, _
 
 PRICE_LIMIT = N_("price limit")  # a check's name is an English id; the card shows it translated
@@ -66,12 +66,11 @@ def pre_trade_checks(request: OrderRequest, *, on: str, trading_on: bool, limits
                     _("trading is on") if trading_on else _("trading is switched off (`trading on` turns it back on)"))]
     checks.append(Check(N_("price data"), quote_ok is None, quote_ok or _("the code has a recent close")))
     try:
-        if request.side == "buy":
+        problem = order_size_problem(request.ts_code, request.quantity, request.price_type)
+        if problem is None and request.side == "buy":
             problem = buy_quantity_problem(request.ts_code, request.quantity, day(on))
-        elif state.held:  # selling what is not held is the short-selling check's to refuse
+        elif problem is None and state.held:  # selling what is not held is the short-selling check's to refuse
             problem = sell_quantity_problem(request.ts_code, request.quantity, state.held, day(on))
-        else:
-            problem = None
     except OrderRuleError as exc:
         problem = str(exc)
     checks.append(Check(N_("lot size"), problem is None,

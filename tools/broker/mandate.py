@@ -14,6 +14,14 @@ from sqlalchemy.orm import Session
 
 from tools.broker.boards import Board, board_of
 from tools.broker.money import money_text, to_fen, yuan
+from tools.broker.notes import (
+    MANDATE_BLOCKED,
+    MANDATE_EXPOSURE,
+    MANDATE_NOT_ALLOWED,
+    MANDATE_ORDERS,
+    MANDATE_ST_UNKNOWN,
+    MANDATE_TURNOVER,
+)
 from tools.broker.orders import Check
 from tools.broker.records import PaperMandate
 from tools.broker.store import record_event, write_lock
@@ -22,6 +30,8 @@ from tools.storage.models import utcnow
 
 BOARDS = {"main": Board.MAIN, "chinext": Board.CHINEXT, "star": Board.STAR, "bse": Board.BSE}
 KEYS = ("allow", "block", "max_orders", "max_exposure", "max_turnover")
+MAX_ORDERS = 1_000_000  # a day's orders: more than any account places; the column is a 32-bit integer
+MAX_AMOUNT = Decimal("1000000000000")  # one trillion CNY: any real exposure or turnover fits, and so does its fen
 MANDATE_CHECK = N_("mandate")  # the order check's name: stored and compared in English, shown translated
 
 
@@ -82,17 +92,28 @@ def parse_settings(words: list[str]) -> dict[str, Any]:
         elif key in ("allow", "block"):
             changes[key] = tuple(_symbol(part) for part in value.split(",") if part)
         elif key == "max_orders":
-            if not value.isdigit():
+            if not value.isdigit() or not value.isascii():
                 raise MandateError(_("max_orders must be a whole number of orders, not {value}").format(
-                    value=repr(value)))
+                    value=repr(value[:24])))
+            if len(value) > len(str(MAX_ORDERS)) or int(value) > MAX_ORDERS:
+                raise MandateError(_("max_orders must be at most {most}, not {value}").format(
+                    most=f"{MAX_ORDERS:,}", value=value[:24]))
             changes[key] = int(value)
         else:
-            try:
-                changes[key] = Decimal(value.replace(",", ""))
-            except ArithmeticError:
-                raise MandateError(_("{key} must be an amount in CNY, not {value}").format(key=key, value=repr(value))
-                                   ) from None
+            changes[key] = _amount(key, value)
     return changes
+
+
+def _amount(key: str, value: str) -> Decimal:
+    """An amount in CNY from 0 to MAX_AMOUNT, as typed (1,000,000 or 1e6); anything else is refused."""
+    try:
+        amount = Decimal(value.replace(",", ""))
+    except ArithmeticError:
+        amount = Decimal("NaN")
+    if not amount.is_finite() or not Decimal(0) <= amount <= MAX_AMOUNT:
+        raise MandateError(_("{key} must be an amount in CNY from 0 to {most}, not {value}").format(
+            key=key, most=money_text(MAX_AMOUNT), value=repr(value[:24])))
+    return amount
 
 
 def _symbol(part: str) -> str:
@@ -138,14 +159,15 @@ def set_mandate(engine: Engine, account: str, changes: dict[str, Any], by: str) 
 
 
 def symbol_refusal(mandate: Mandate, ts_code: str, is_st: bool | None) -> str | None:
-    """The mandate line a symbol breaks, or None."""
+    """The mandate line a symbol breaks, or None. An unknown ST status fails closed: `block ST` refuses it."""
     tags = {ts_code, _board_word(ts_code), *(["ST"] if is_st else [])}
     blocked = [entry for entry in mandate.block if entry in tags]
     if blocked:
-        return _("{code} is blocked (mandate: block {entries})").format(code=ts_code, entries=", ".join(blocked))
+        return _(MANDATE_BLOCKED).format(code=ts_code, entries=", ".join(blocked))
+    if is_st is None and "ST" in mandate.block:
+        return _(MANDATE_ST_UNKNOWN).format(code=ts_code)
     if mandate.allow and not tags & set(mandate.allow):
-        return _("{code} is not allowed (mandate: allow only {entries})").format(code=ts_code,
-                                                                               entries=", ".join(mandate.allow))
+        return _(MANDATE_NOT_ALLOWED).format(code=ts_code, entries=", ".join(mandate.allow))
     return None
 
 
@@ -160,14 +182,12 @@ def mandate_check(mandate: Mandate, ts_code: str, is_st: bool | None, side: str,
     `exposure`: the positions at their marks before the order; `turnover_today`: the value of today's orders."""
     problem = symbol_refusal(mandate, ts_code, is_st)
     if problem is None and mandate.max_orders_per_day is not None and orders_today >= mandate.max_orders_per_day:
-        problem = _("{n} orders already this session (mandate: at most {most} orders a day)").format(
-            n=orders_today, most=mandate.max_orders_per_day)
+        problem = _(MANDATE_ORDERS).format(n=orders_today, most=mandate.max_orders_per_day)
     after = exposure + value if side == "buy" else exposure
     if problem is None and mandate.max_exposure is not None and after > mandate.max_exposure:
-        problem = _("gross exposure would be {amount} CNY (mandate: gross exposure at most {most} CNY)").format(
-            amount=money_text(after), most=money_text(mandate.max_exposure))
+        problem = _(MANDATE_EXPOSURE).format(amount=money_text(after), most=money_text(mandate.max_exposure))
     if problem is None and mandate.max_turnover is not None and turnover_today + value > mandate.max_turnover:
-        problem = _("turnover would be {amount} CNY this session (mandate: turnover at most {most} CNY a day)").format(
-            amount=money_text(turnover_today + value), most=money_text(mandate.max_turnover))
+        problem = _(MANDATE_TURNOVER).format(amount=money_text(turnover_today + value),
+                                             most=money_text(mandate.max_turnover))
     return Check(MANDATE_CHECK, problem is None, problem or _("within the account's mandate: {lines}").format(
         lines=_("; ").join(mandate.lines())))

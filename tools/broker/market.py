@@ -15,6 +15,7 @@ from tools.broker.clock import day, ymd
 from tools.broker.money import price_of
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError
+from tools.data.securities import Security
 from tools.i18n import _
 
 BAR_FIELDS = ("open", "high", "low", "close", "pre_close", "vol")
@@ -47,6 +48,7 @@ class Quote:
     last_close: Decimal | None  # the latest close on or before the session date
     last_close_date: str | None
     is_st: bool | None
+    st_note: str | None  # set when the session's ST status is carried forward from the data's last day
     listing_day: int | None  # trading-day number since listing (1 = listing day); None: unknown or long listed
 
 
@@ -94,8 +96,19 @@ def quote(provider: MarketDataProvider, code: str, session: str, until: str) -> 
         last_close=traded[-1].close if traded else None,
         last_close_date=traded[-1].trade_date if traded else None,
         is_st=security.is_st(session) if security else None,
+        st_note=_st_note(security, session),
         listing_day=_listing_day(provider, security.list_date if security else None, session),
     )
+
+
+def _st_note(security: Security | None, session: str) -> str | None:
+    carried = security.st_carried_from(session) if security else None
+    if carried is None or security is None:
+        return None
+    text = (_("ST status carried forward: {code} was ST on {day}, the last day of its ST data") if
+            security.is_st(carried) else
+            _("ST status carried forward: {code} was not ST on {day}, the last day of its ST data"))
+    return text.format(code=security.ts_code, day=carried)
 
 
 def _listing_day(provider: MarketDataProvider, list_date: str | None, session: str) -> int | None:

@@ -23,9 +23,19 @@ LIMIT_FILLED = {"buy": N_("limit buy filled on {day}"), "sell": N_("limit sell f
 NO_CASH = N_("not filled: not enough cash at the fill price")
 NO_SHARES = N_("not filled: the position no longer holds the shares")
 CANCELLED_BY = N_("cancelled by {who}")
+# the lines of an account's mandate an order breaks (tools/broker/mandate.py), and a settle that refuses a fill
+MANDATE_BLOCKED = N_("{code} is blocked (mandate: block {entries})")
+MANDATE_NOT_ALLOWED = N_("{code} is not allowed (mandate: allow only {entries})")
+MANDATE_ST_UNKNOWN = N_("{code}'s ST status is unknown, so the mandate's block ST cannot be checked: refused until "
+                        "the data says whether it is ST")
+MANDATE_ORDERS = N_("{n} orders already this session (mandate: at most {most} orders a day)")
+MANDATE_EXPOSURE = N_("gross exposure would be {amount} CNY (mandate: gross exposure at most {most} CNY)")
+MANDATE_TURNOVER = N_("turnover would be {amount} CNY this session (mandate: turnover at most {most} CNY a day)")
+MANDATE_REFUSED = N_("not filled: the account's mandate refuses it at the fill: {why}")
 TEMPLATES = (SIMULATED, SIMULATED_ON, *FILLS_AT.values(), *NO_TRADING_DAY.values(), *FILLED_AT.values(), SUSPENDED,
              BLOCKED, LOCKED_UP, LOCKED_DOWN, LOW_NOT_REACHED, HIGH_NOT_REACHED, *LIMIT_FILLED.values(), NO_CASH,
-             NO_SHARES, CANCELLED_BY)
+             NO_SHARES, CANCELLED_BY, MANDATE_REFUSED, MANDATE_BLOCKED, MANDATE_NOT_ALLOWED, MANDATE_ST_UNKNOWN,
+             MANDATE_ORDERS, MANDATE_EXPOSURE, MANDATE_TURNOVER)
 
 
 def note_text(note: str) -> str:

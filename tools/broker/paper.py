@@ -4,6 +4,7 @@ the account's write lock."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -15,15 +16,16 @@ from sqlalchemy.orm import Session
 
 from tools.broker.checks import AccountState, RiskLimits, estimate, pre_trade_checks
 from tools.broker.clock import SHANGHAI, Clock, day, expiry, session_for, trading_days, ymd
-from tools.broker.fees import FeeRates, fill_fees
+from tools.broker.fees import FEN, FeeRates, fill_fees
 from tools.broker.fills import fill_price
-from tools.broker.mandate import load_mandate, mandate_check
+from tools.broker.mandate import Mandate, load_mandate, mandate_check
 from tools.broker.market import Prices, Quote
 from tools.broker.money import to_fen, yuan
-from tools.broker.notes import CANCELLED_BY, NO_CASH, NO_SHARES, NO_TRADING_DAY, SIMULATED
+from tools.broker.notes import CANCELLED_BY, MANDATE_REFUSED, NO_CASH, NO_SHARES, NO_TRADING_DAY, SIMULATED
 from tools.broker.orders import (
     STATUS_WORDS,
     Account,
+    Check,
     Fill,
     Order,
     OrderRejected,
@@ -37,7 +39,9 @@ from tools.broker.rules import PriceLimits, price_limits
 from tools.broker.sim_clock import paper_clock
 from tools.broker.store import AccountError, ensure_account, log_event, record_event, trading_enabled, write_lock
 from tools.data.provider import MarketDataProvider
-from tools.i18n import N_, _
+from tools.i18n import N_, _, using
+
+log = logging.getLogger(__name__)
 
 NOT_MODELLED = N_("dividends and bonus shares are not modelled: positions and cash ignore them")
 BASIS_NOTES = {
@@ -235,19 +239,29 @@ class PaperBroker:
                                   quote_ok=problem, est=est, state=state, risk=self.config.risk)
         mandate = load_mandate(session, self.name)
         if mandate is not None:
-            orders_today, turnover_today = self._session_activity(session, sess.date)
-            checks += (mandate_check(mandate, request.ts_code, q.is_st, request.side, est.value,
-                                     orders_today=orders_today, exposure=equity - yuan(account.cash_fen),
-                                     turnover_today=turnover_today),)
+            checks += (self._mandate_check(session, mandate, request.ts_code, request.side, est.value, q, sess.date,
+                                           clock, None),)
         sign = -1 if request.side == "buy" else 1
         cash_after = yuan(account.cash_fen) + sign * est.value - est.fees
         position_after = held + (request.quantity if request.side == "buy" else -request.quantity)
         moves = _(SIMULATED_MOVES).format(today=clock.today) if clock.simulated else None
-        notes = tuple(n for n in (limits.note, q.prev_close_note, sess.calendar_note, moves, *self.notes()) if n)
+        notes = tuple(n for n in (limits.note, q.st_note, q.prev_close_note, sess.calendar_note, moves,
+                                  *self.notes()) if n)
         return Preview(request, q.name, sess.date, sess.fill_at, sess.label, est.reference_price, est.value, est.fees,
                        cash_after, position_after, limits.up, limits.down, checks, notes,
                        expiry(clock, sess, self.config.order_ttl).isoformat(),
                        tuple(mandate.lines()) if mandate else (), clock.today if clock.simulated else None)
+
+    def _mandate_check(self, session: Session, mandate: Mandate, code: str, side: str, value: Decimal, q: Quote,
+                       session_date: str, clock: Clock, placed: PaperOrder | None) -> Check:
+        """The order against the account's mandate (the one shared check); `placed`: the order is placed already,
+        so it is left out of the session's activity it is judged against."""
+        orders_today, turnover_today = self._session_activity(session, session_date)
+        if placed is not None:
+            orders_today, turnover_today = orders_today - 1, turnover_today - yuan(placed.reserved_fen)
+        exposure = self._market_value(session, clock)
+        return mandate_check(mandate, code, q.is_st, side, value, orders_today=orders_today, exposure=exposure,
+                             turnover_today=turnover_today)
 
     def _session_activity(self, session: Session, session_date: str) -> tuple[int, Decimal]:
         """(orders, turnover) of the account in a session, for its mandate: every order placed for it, and the
@@ -303,9 +317,27 @@ class PaperBroker:
         if outcome.price is None:
             self._close(session, row, "expired", outcome.reason, None)
             return True
+        refusal = self._mandate_refusal(session, row, outcome.price, q, clock)
+        if refusal is not None:
+            self._close(session, row, "expired", MANDATE_REFUSED.format(why=refusal), None)
+            return True
         basis = SIMULATED if row.note.startswith(SIMULATED) else outcome.reason  # as placed
         self._fill(session, row, outcome.price, basis, clock.data_end)
         return True
+
+    def _mandate_refusal(self, session: Session, row: PaperOrder, price: Decimal, q: Quote, clock: Clock
+                         ) -> str | None:
+        """Why the account's mandate, checked again at the fill (its lines, the session's ST status), refuses the
+        order, in English as the order's note keeps it; None when it allows it or there is none."""
+        mandate = load_mandate(session, self.name)
+        if mandate is None:
+            return None
+        with using("en"):
+            check = self._mandate_check(session, mandate, row.ts_code, row.side, (price * row.quantity).quantize(FEN),
+                                        q, row.session_date, clock, row)
+        if not check.passed:
+            log.info("order %s of %s refused at the fill by the mandate: %s", row.id, self.name, check.detail)
+        return None if check.passed else check.detail
 
     def _fill(self, session: Session, row: PaperOrder, price: Decimal, basis: str, data_end: str) -> None:
         value = (price * row.quantity).quantize(Decimal("0.01"))

@@ -9,6 +9,7 @@ from decimal import Decimal
 from tools.broker.boards import Board, OrderRuleError, Side, board_name, board_of, check_open, exchange_of
 from tools.broker.fees import FEN, round_fen
 from tools.broker.notes import LOCKED_DOWN, LOCKED_UP
+from tools.broker.orders import PriceType
 from tools.i18n import _
 
 
@@ -38,6 +39,41 @@ _LOTS: dict[Board, LotRule] = {
 def lot_rule(code: str, on: date) -> LotRule:
     """The buy lot rule for `code` on `on`; a date before its board opened is refused."""
     return _LOTS[check_open(code, on)]
+
+
+# The most shares one order may ask for, per board and order type (continuous auction, buy or sell):
+# - main board: SSE Trading Rules (2023 revision) 3.3.9 and SZSE Trading Rules 3.3.10, at most 1,000,000 shares an
+#   order, limit and market alike (no separate market-order cap in either text);
+# - STAR Market: SSE STAR Market special trading provisions, art. 20: limit 100,000, market 50,000;
+# - ChiNext: SZSE ChiNext special trading provisions 2.8: limit 300,000, market 150,000;
+# - BSE: at least 100 shares in steps of 1, at most 1,000,000 an order (a broker interface's documentation; no
+#   separate market-order cap was found, so the same one: unverified against the BSE's own text).
+# Checked 2026-11 against secondary sources quoting those articles (the exchanges' own pages were not reachable);
+# the STAR and ChiNext market-order caps are half their limit-order caps, the main board's are not.
+# After-hours fixed-price orders (1,000,000 on STAR and ChiNext) are not modelled.
+_MAX_ORDER: dict[Board, dict[str, int]] = {
+    Board.MAIN: {"limit": 1_000_000, "market": 1_000_000},
+    Board.CHINEXT: {"limit": 300_000, "market": 150_000},
+    Board.STAR: {"limit": 100_000, "market": 50_000},
+    Board.BSE: {"limit": 1_000_000, "market": 1_000_000},
+}
+MAX_ORDER_QUANTITY = max(most for caps in _MAX_ORDER.values() for most in caps.values())  # on any board
+MAX_PRICE = Decimal("99999.99")  # no A-share has traded near it; the day's price band refuses far less
+
+
+def max_order_quantity(code: str, price_type: PriceType) -> int:
+    """The most shares one `price_type` order for `code` may ask for."""
+    return _MAX_ORDER[board_of(code)][price_type]
+
+
+def order_size_problem(code: str, qty: int, price_type: PriceType) -> str | None:
+    """Why `qty` shares is more than one order may ask for, or None."""
+    most = max_order_quantity(code, price_type)
+    if qty <= most:
+        return None
+    text = (_("one {board} limit order is for at most {most} shares, not {qty}") if price_type == "limit" else
+            _("one {board} market order is for at most {most} shares, not {qty}"))
+    return text.format(board=board_name(board_of(code)), most=f"{most:,}", qty=f"{qty:,}")
 
 
 def _buy_rule_text(board: Board, rule: LotRule) -> str:

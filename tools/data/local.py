@@ -15,6 +15,7 @@ from tools.data.securities import (
     Period,
     Security,
     day_or_none,
+    last_flag_days,
     st_periods_from_flags,
     st_periods_from_names,
     text_or_none,
@@ -40,7 +41,8 @@ class LocalProvider(MarketDataProvider):
 
     Securities come from optional files in tushare's schema: `stock_basic.parquet|csv` (ts_code, name,
     list_date) and `namechange.parquet|csv` (ts_code, name, start_date, end_date) for ST history; for codes
-    without name changes, an `is_st` column (1 on ST days) of the daily file gives ST history within its dates.
+    without name changes, an `is_st` column (1 on ST days) of the daily file gives ST history within its dates
+    (a later day carries the code's last flagged status forward).
     """
 
     def __init__(self, root: str | Path, name: str = N_("local"), price_basis: PriceBasis = "unknown") -> None:
@@ -59,6 +61,7 @@ class LocalProvider(MarketDataProvider):
         self._codes: frozenset[str] | None = None
         self._days: list[str] | None = None
         self._st_flags: dict[str, tuple[Period, ...]] | None = None  # from the daily file's is_st column
+        self._st_flag_ends: dict[str, str] = {}  # each code's last flagged day: later days carry its status
         self._reference: dict[str, Security] | None = None
 
     def _find(self, stem: str) -> Path | None:
@@ -82,6 +85,7 @@ class LocalProvider(MarketDataProvider):
                              trade_date=frame["trade_date"].astype(str).str.replace("-", "", regex=False))
         if dataset == DAILY and "is_st" in frame.columns:
             self._st_flags = st_periods_from_flags(frame)  # suspended days included: ST on them too
+            self._st_flag_ends = last_flag_days(frame)
         if "tradestatus" in frame.columns:
             frame = frame[frame["tradestatus"] == 1]
         keep = [c for c in (*KEY_COLUMNS, *DATASET_FIELDS[dataset]) if c in frame.columns]
@@ -138,8 +142,10 @@ class LocalProvider(MarketDataProvider):
                  for code, name, listed in zip(basics["ts_code"], basics["name"], basics["list_date"], strict=True)}
         changes = self._read_table(NAMECHANGE, ["ts_code", "name", "start_date", "end_date"])
         self._load(DAILY)  # sets the is_st flags aside when the file has them
-        st = {**(self._st_flags or {}), **st_periods_from_names(changes)}
-        return {code: Security(code, *names.get(code, (None, None)), st_periods=st.get(code))
+        renamed = st_periods_from_names(changes)
+        st = {**(self._st_flags or {}), **renamed}
+        return {code: Security(code, *names.get(code, (None, None)), st_periods=st.get(code),
+                               st_known_until=None if code in renamed else self._st_flag_ends.get(code))
                 for code in {*names, *st}}
 
     def _read_table(self, stem: str, columns: list[str]) -> pd.DataFrame:

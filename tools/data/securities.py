@@ -20,13 +20,22 @@ class Security:
     name: str | None = None
     list_date: str | None = None  # YYYYMMDD
     st_periods: tuple[Period, ...] | None = None  # when it was ST or *ST, oldest first; () never
+    st_known_until: str | None = None  # the last day the ST history covers (YYYYMMDD); None: it is current
 
     def is_st(self, on: str) -> bool | None:
-        """Whether it was ST (or *ST) on the day `on`; None when its ST history is unknown."""
+        """Whether it was ST (or *ST) on the day `on`; None when its ST history is unknown. After the history's
+        last day the status of that day is carried forward (see `st_carried_from`)."""
         if self.st_periods is None:
             return None
         day = normalize_date(on)
+        if self.st_known_until is not None and day > self.st_known_until:
+            day = self.st_known_until
         return any(start <= day and (end is None or day <= end) for start, end in self.st_periods)
+
+    def st_carried_from(self, on: str) -> str | None:
+        """The history's last day when the status on `on` is carried forward from it, else None."""
+        known = self.st_known_until
+        return known if self.st_periods is not None and known is not None and normalize_date(on) > known else None
 
 
 def text_or_none(value: object) -> str | None:
@@ -68,7 +77,8 @@ def st_periods_from_names(names: pd.DataFrame) -> dict[str, tuple[Period, ...]]:
 
 def st_periods_from_flags(flags: pd.DataFrame) -> dict[str, tuple[Period, ...]]:
     """ST periods per code from daily rows with an `is_st` flag (1 on ST days): each run of flagged rows is
-    a period from its first to its last flagged day, so periods never reach past the rows' dates."""
+    a period from its first to its last flagged day, so periods never reach past the rows' dates (a day after a
+    code's last row carries that row's status: `last_flag_days`)."""
     frame = flags.loc[:, ["ts_code", "trade_date", "is_st"]].sort_values(["ts_code", "trade_date"])
     st = pd.to_numeric(frame["is_st"], errors="coerce").eq(1)
     run = (st.ne(st.shift()) | frame["ts_code"].ne(frame["ts_code"].shift())).cumsum()
@@ -78,6 +88,11 @@ def st_periods_from_flags(flags: pd.DataFrame) -> dict[str, tuple[Period, ...]]:
     for code, rows in runs.groupby("ts_code", sort=False):
         result[str(code)] = tuple(zip(rows["start"].astype(str), rows["end"].astype(str), strict=True))
     return result
+
+
+def last_flag_days(flags: pd.DataFrame) -> dict[str, str]:
+    """Each code's last day with an `is_st` flag: the last day its flag history covers."""
+    return {str(code): str(last) for code, last in flags.groupby("ts_code")["trade_date"].max().items()}
 
 
 def _merged(periods: list[Period]) -> tuple[Period, ...]:

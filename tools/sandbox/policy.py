@@ -10,6 +10,7 @@ import ast
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import Literal, overload
 
 ALLOWED_MODULES = frozenset({
     "pandas", "numpy", "math", "statistics", "datetime", "itertools", "functools", "collections",
@@ -234,12 +235,42 @@ def _format_fields(template: str) -> list[tuple[str, str | None, str | None, str
         return []
 
 
-def check_code(code: str) -> list[Violation]:
-    """All policy violations in `code` (a syntax error is reported as one violation with its line)."""
+class UncheckableCode(SyntaxError):
+    """Code the parser or the check gave up on (nested too deeply, too large): refused like a syntax error."""
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, RecursionError | MemoryError):
+        return "the code is nested too deeply or is too large to check"
+    return f"the code cannot be checked ({type(exc).__name__}: {' '.join(str(exc).split())[:120]})"
+
+
+@overload
+def parse_untrusted(code: str, mode: Literal["exec"] = "exec") -> ast.Module: ...
+@overload
+def parse_untrusted(code: str, mode: Literal["eval"]) -> ast.Expression: ...
+def parse_untrusted(code: str, mode: str = "exec") -> ast.AST:
+    """`ast.parse` of code a person or a model wrote: a SyntaxError (UncheckableCode for any other failure of the
+    parser, such as RecursionError or MemoryError) rather than an exception that takes the process down."""
     try:
-        tree = ast.parse(code, filename="<user code>", mode="exec")
+        return ast.parse(code, filename="<user code>", mode=mode)
+    except SyntaxError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the parser raises, the code is refused, not the process
+        raise UncheckableCode(_why(exc)) from None
+
+
+def check_code(code: str) -> list[Violation]:
+    """All policy violations in `code` (a syntax error, or code too deep or large to check, is reported as one
+    violation with its line). Never raises: whatever goes wrong checking the code refuses it."""
+    try:
+        tree = parse_untrusted(code)
+        checker = _Checker()
+        checker.visit(tree)
+    except UncheckableCode as exc:
+        return [Violation(0, exc.msg, syntax=True)]
     except SyntaxError as exc:
         return [Violation(exc.lineno or 0, f"syntax error: {exc.msg}", syntax=True)]
-    checker = _Checker()
-    checker.visit(tree)
+    except Exception as exc:  # noqa: BLE001 - the check itself failing refuses the code
+        return [Violation(0, _why(exc), syntax=True)]
     return sorted(checker.violations, key=lambda v: v.line)

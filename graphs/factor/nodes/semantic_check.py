@@ -21,6 +21,7 @@ from graphs.factor.state import FactorState
 from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_structured, language_instruction
 from graphs.progress import report_progress
 from tools.i18n import N_, _
+from tools.sandbox.policy import parse_untrusted
 
 JUDGE_PROMPT = """You review a stock-selection factor's code against its specification.
 
@@ -72,7 +73,7 @@ def semantic_check_node(state: FactorState, config: RunnableConfig,
 def rule_diffs(spec: dict[str, Any], body: str) -> list[str]:
     """What a reader can tell without a model: the spec's fields are used, no negative shifts."""
     try:
-        tree = ast.parse("def _f():\n" + textwrap.indent(textwrap.dedent(body), "    "))
+        tree = parse_untrusted("def _f():\n" + textwrap.indent(textwrap.dedent(body), "    "))
     except SyntaxError:
         return []  # the dry run reports syntax errors
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
