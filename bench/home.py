@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from bench import goals
 from bench.slack_load import quiet_server
 from bot.core.background import BackgroundService
 from bot.jobs import start_serve_worker
@@ -109,7 +110,7 @@ def run(quick: bool = False) -> list[Round]:
                 if worker is not None:
                     worker.stop()
     worst = max(r.fill_to_home for r in results)
-    verdict = "not judged (quick)" if quick else ("ok" if worst <= GOAL_S else "MISSED")
+    verdict = goals.judge(f"fill → Home <= {GOAL_S:.0f} s", worst <= GOAL_S, quick)
     print(f"fill → the trader's republished App Home, {rounds} order(s) approved from the Home "
           f"({datetime.now(UTC):%Y-%m-%d}); goal: fill → Home <= {GOAL_S:.0f} s")
     print(f"  {'':16} {'p50 s':>7} {'max s':>7}  goal")

@@ -77,7 +77,7 @@ def run(quick: bool = False) -> list[Row]:
         p50, p95, p99 = (row.load.percentile(q) for q in (0.50, 0.95, 0.99))
         ratio = p99 / reference.percentile(0.99)
         shown = "-" if row.answered is None else f"{row.answered}/{len(row.load.threads)}"
-        goal = verdict(row.load, reference, row.answered, quick) if "PostgreSQL" in row.name else "-"
+        goal = verdict(row.name, row.load, reference, row.answered, quick) if "PostgreSQL" in row.name else "-"
         print(f"  {row.name:18} {p50:8.1f} {p95:8.1f} {p99:8.1f} {row.load.bad:8d} {ratio:8.2f}x {shown:>9}  "
               f"{goal}")
     return rows

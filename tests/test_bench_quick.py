@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -189,12 +190,13 @@ def test_every_bench_has_a_quick_mode() -> None:
 
 def test_several_benches_run_each_in_a_process_of_its_own(shared_data: Path) -> None:
     """`python -m bench` with several names (make bench: all of them) runs each to the end in its own process."""
-    done = subprocess.run([sys.executable, "-m", "bench", "--quick", "indicators", "console_start"],
+    done = subprocess.run([sys.executable, "-m", "bench", "--quick", "--check", "indicators", "console_start"],
                           capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert out.index("== indicators") < out.index("MACD(12,26,9)") < out.index("== console_start")
     assert "start → help answered" in out.split("== console_start", 1)[1]
+    assert all(f"--check: {name}'s goals not judged (quick)" in out for name in ("indicators", "console_start"))
     unknown = subprocess.run([sys.executable, "-m", "bench", "indicators", "nonsense"], capture_output=True,
                              text=True, cwd=ROOT, timeout=60)
     assert unknown.returncode == 2 and "unknown benchmark 'nonsense'" in unknown.stderr and not unknown.stdout
@@ -207,3 +209,44 @@ def test_conversation_quick(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert result.messages >= 60 and "not judged (quick)" in out
     assert 0 < result.median_ms <= result.p99_ms and result.reference_median_ms > 0
+
+
+def _stub_bench(monkeypatch: pytest.MonkeyPatch, name: str, met: bool) -> None:
+    """A bench `name` in the registry whose one figure meets its goal or misses it (the gate is what is tested)."""
+    from bench import __main__ as runner
+    from bench import goals
+
+    def main(quick: bool = False) -> None:
+        print(f"  figure 1.0  goal <= 0.5: {goals.judge(f'{name}: figure <= 0.5', met, quick)}")
+
+    module = types.ModuleType(f"bench.{name}")
+    module.main = main  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setattr(runner, "BENCHES", (*runner.BENCHES, name))
+    monkeypatch.setattr(goals, "missed", [])
+
+
+def test_check_fails_a_bench_whose_figure_misses_its_goal(monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.__main__ import main
+
+    _stub_bench(monkeypatch, "missing", met=False)
+    assert main(["missing"]) == 0  # without --check the figures are only shown
+    assert main(["missing", "--check"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.count("goal <= 0.5: MISSED") == 2
+    assert "--check: missing missed its goal: missing: figure <= 0.5" in captured.err
+
+
+def test_check_passes_a_bench_that_meets_its_goals_and_judges_nothing_quick(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.__main__ import main
+
+    _stub_bench(monkeypatch, "meeting", met=True)
+    assert main(["meeting", "--check"]) == 0
+    _stub_bench(monkeypatch, "missing", met=False)
+    assert main(["missing", "--check", "--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "goal <= 0.5: met" in out and "goal <= 0.5: not judged (quick)" in out
+    assert "--check: missing's goals not judged (quick)" in out
+
