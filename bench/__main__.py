@@ -13,8 +13,8 @@ import sys
 
 from bench import goals
 
-BENCHES = ("data_workspace", "sandbox", "signal_workflow", "slack_ack", "slack_scale", "factor_eval", "queue",
-           "broker", "indicators", "decision", "console_start", "home", "conversation")
+BENCHES = ("data_workspace", "sandbox", "signal_workflow", "slack_ack", "slack_scale", "slack_idle", "factor_eval",
+           "queue", "broker", "indicators", "decision", "console_start", "home", "conversation")
 FLAGS = ("--quick", "--check")
 
 

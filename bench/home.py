@@ -19,7 +19,6 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from bench import goals
-from bench.slack_load import quiet_server
 from bot.core.background import BackgroundService
 from bot.jobs import start_serve_worker
 from bot.slack.app import build_app
@@ -86,7 +85,6 @@ def _round(slack: SlackServer, url: str, engine: Any, channel: str) -> Round:
 
 def run(quick: bool = False) -> list[Round]:
     rounds = QUICK_ROUNDS if quick else ROUNDS
-    quiet_server()
     with SlackServer() as slack, tempfile.TemporaryDirectory() as tmp:
         settings = Settings(SLACK_BOT_TOKEN="xoxb-bench", SLACK_SIGNING_SECRET=SECRET, SLACK_API_URL=slack.url,
                             QUANTDESK_DATA_DIR=tmp, DATABASE_URL=f"sqlite:///{Path(tmp) / 'bench.db'}",

@@ -17,7 +17,7 @@ from slack_bolt import App
 from slack_sdk import WebClient
 
 from bench import goals
-from bench.slack_load import GOAL_RATIO, Load, answered, fire, meets, quiet_server, sizes
+from bench.slack_load import GOAL_RATIO, Load, answered, fire, meets, sizes
 from bot.jobs import start_serve_worker
 from bot.slack.app import build_app
 from bot.slack.http import make_server, serve_in_thread
@@ -46,7 +46,6 @@ def _first_message(slack: SlackServer, url: str) -> tuple[float, float]:
 def run(quick: bool = False) -> tuple[Load, Load, int]:
     """Print the first-message times and the ack table; return the bare app's load, QuantDesk's, threads answered."""
     events, concurrency = sizes(quick)
-    quiet_server()
     with SlackServer() as slack, tempfile.TemporaryDirectory() as tmp:
         settings = Settings(SLACK_BOT_TOKEN="xoxb-bench", SLACK_SIGNING_SECRET=SECRET, SLACK_API_URL=slack.url,
                             QUANTDESK_DATA_DIR=tmp, DATABASE_URL=f"sqlite:///{Path(tmp) / 'bench.db'}")

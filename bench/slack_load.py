@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -16,11 +15,6 @@ EVENTS, CONCURRENCY = 200, 50
 QUICK_EVENTS, QUICK_CONCURRENCY = 20, 10
 GOAL_RATIO = 2.0  # ack p99 at most this many times the bare Bolt app's in the same run
 REQUEST = "signal rsi 600519.SH"
-
-
-def quiet_server() -> None:
-    """Keep waitress's 'Task queue depth is N' warnings (one per request queued behind its 16 threads) off the table."""
-    logging.getLogger("waitress.queue").setLevel(logging.ERROR)
 
 
 def sizes(quick: bool) -> tuple[int, int]:

@@ -17,7 +17,7 @@ from slack_bolt import App
 from slack_sdk import WebClient
 
 from bench.pg import PostgresUnavailable, scratch_database
-from bench.slack_load import GOAL_RATIO, Load, answered, fire, quiet_server, sizes, verdict
+from bench.slack_load import GOAL_RATIO, Load, answered, fire, sizes, verdict
 from bot.slack.http import make_server, serve_in_thread
 from tests.fakes.slack_server import SlackServer
 from tests.slack_harness import SECRET, BotProcess
@@ -51,7 +51,6 @@ def _serve_on(slack: SlackServer, database_url: str, data_dir: Path, prefix: str
 def run(quick: bool = False) -> list[Row]:
     """Fire at the bare app, serve on SQLite and serve on PostgreSQL; print and return the rows."""
     events, concurrency = sizes(quick)
-    quiet_server()
     with SlackServer() as slack, tempfile.TemporaryDirectory() as tmp:
         bare = App(client=WebClient(token="xoxb-bench", base_url=slack.url), signing_secret=SECRET)
         bare.event("app_mention")(lambda: None)

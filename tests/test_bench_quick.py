@@ -250,3 +250,15 @@ def test_check_passes_a_bench_that_meets_its_goals_and_judges_nothing_quick(
     assert "goal <= 0.5: met" in out and "goal <= 0.5: not judged (quick)" in out
     assert "--check: missing's goals not judged (quick)" in out
 
+
+def test_slack_idle_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    """The 87 s stall's regression test: every mention is acked while 1,500 idle connections are held open."""
+    from bench import slack_idle, slack_load
+
+    result = slack_idle.run(quick=True)  # the listener raises this process's open-file limit for both ends
+    assert result.opened == result.held == slack_idle.QUICK_IDLE
+    for load in (result.reference, result.idle):
+        assert len(load.latencies) == slack_load.QUICK_EVENTS and load.bad == 0
+    rows = _rows(capsys.readouterr().out, "no idle connections", "1,500 idle connections")
+    assert all(len(_finite_figures(row)) >= 4 for row in rows)  # p50, p99, non-2xx, ratio
+    assert "1500/1500" in rows[1] and rows[1].endswith("not judged (quick)")
