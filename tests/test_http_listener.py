@@ -113,6 +113,12 @@ def test_a_body_at_the_limit_is_read_and_one_over_is_refused(listener: tuple[int
     assert seen == []
 
 
+def test_a_body_that_is_not_utf8_fails_the_signature_check(listener: tuple[int, list[str]]) -> None:
+    port, seen = listener
+    _body, headers = _signed_command("help")
+    assert _post(port, b"\xff\xfecommand=%2Fquant&text=help", headers)[0] == 401 and seen == []
+
+
 @pytest.mark.parametrize("length", [b"-5", b"lots"])
 def test_a_malformed_length_is_a_bad_request(listener: tuple[int, list[str]], length: bytes) -> None:
     port, _seen = listener

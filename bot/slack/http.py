@@ -72,7 +72,7 @@ class _Protocol(HttpToolsProtocol):
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
-        if not self.transport.is_closing():
+        if self.timeout_keep_alive_task is not None:  # uvicorn awaits the next request (none pipelined, not closing)
             self._await_head()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -136,7 +136,8 @@ class _BoltAsgi:
             await _answer(send, 408, "Request body timed out", close=True)
             return
         headers: dict[str, str | Sequence[str]] = dict(fields)
-        request = BoltRequest(body=body.decode("utf-8"), query=scope["query_string"].decode("latin-1"),
+        request = BoltRequest(body=body.decode("utf-8", errors="replace"),  # not UTF-8: its signature fails (401)
+                              query=scope["query_string"].decode("latin-1"),
                               headers=headers)
         response: BoltResponse = await asyncio.get_running_loop().run_in_executor(
             self._pool, self._app.dispatch, request)
