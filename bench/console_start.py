@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import goals
+
 STARTS = 5
 GOAL_S = 1.0
 PROMPT = b"quant> "
@@ -146,13 +148,13 @@ def run(quick: bool = False) -> Result:
             starts.append(start_once(Path(tmp)))
     result = Result(not quick, starts, imports)
     kind = "warm (second start on the same data dir)" if result.warm else "cold (fresh data dir)"
-    verdict = "not judged (quick)" if quick else "met" if result.prompt_s <= GOAL_S else "MISSED"
+    verdict = goals.judge(f"start → prompt <= {GOAL_S:.1f} s", result.prompt_s <= GOAL_S, quick)
     print(f"quantdesk chat on a pseudo-terminal, {kind}, median of {len(starts)} start(s); reference: "
           f"python -c \"import bot.cli\" in this run; goal: prompt <= {GOAL_S:.1f} s")
     print(f"  {'':28} {'s':>7} {'import s':>9} {'ratio':>7}  goal")
     print(f"  {'start → prompt':28} {result.prompt_s:7.3f} {result.reference_s:9.3f} "
           f"{result.prompt_s / result.reference_s:6.2f}x  <= {GOAL_S:.1f} s: {verdict}")
-    first = "not judged (quick)" if quick else "met" if result.help_s <= result.piped_s else "MISSED"
+    first = goals.judge("start → help answered <= piped", result.help_s <= result.piped_s, quick)
     print(f"  {'start → help answered':28} {result.help_s:7.3f} {result.reference_s:9.3f} "
           f"{result.help_s / result.reference_s:6.2f}x  <= piped: {first}")
     print(f"  {'start → help, piped (before)':28} {result.piped_s:7.3f} {result.reference_s:9.3f} "

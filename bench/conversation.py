@@ -13,6 +13,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
+from bench import goals
 from graphs import conversation, names
 from graphs.grammar import forget, unquote_marks
 from tests.test_conversation import PHRASINGS
@@ -64,7 +65,7 @@ def run(quick: bool = False) -> Result:
             references.append((time.perf_counter() - started) * 1000)
     result = Result(first_ms, statistics.median(reads), _p99(reads), statistics.median(references),
                     _p99(references), len(PHRASINGS))
-    verdict = "not judged (quick)" if quick else "met" if result.p99_ms <= GOAL_MS else "MISSED"
+    verdict = goals.judge(f"conversation.read p99 <= {GOAL_MS:.0f} ms", result.p99_ms <= GOAL_MS, quick)
     print(f"reading a typed line, {result.messages} phrasings x {1 if quick else ROUNDS} round(s); reference: "
           f"shlex.split of the same line in this run; goal: p99 <= {GOAL_MS:.0f} ms")
     print(f"  {'':32} {'median ms':>10} {'p99 ms':>8}  goal")

@@ -46,6 +46,7 @@ from langgraph.graph.state import CompiledStateGraph
 from pydantic import Field
 from sqlalchemy import Engine
 
+from bench import goals
 from bot.heap import startup_done
 from graphs.analyze.graph import SPECS, build_analyze_graph
 from graphs.analyze.routes import RESEARCH_ROUNDS, RISK_ROUNDS, research_turns, risk_turns, route_after_prepare
@@ -239,7 +240,7 @@ def run(quick: bool = False) -> tuple[Stage, list[EndToEnd]]:
             print(f"  analyst stage, fresh day, {len(ANALYSTS)} analysts ({ANALYST_ROUNDS} own calls each, then a "
                   f"memory summary): parallel {stage.parallel_s:.3f} s, sequential {stage.sequential_s:.3f} s | goal "
                   f"parallel <= {STAGE_GOAL * own:.2f} s, sequential > {SEQUENTIAL_GOAL * own:.2f} s | "
-                  f"{'PASS' if stage.ok else 'FAIL'}")
+                  f"{goals.judge('analyst stage in parallel', stage.ok, quick)}")
             print(f"  {'depth':>5} | {'calls':>5} | {'calls s':>7} | {'critical path s':>15} | {'wall s':>6} | "
                   f"{'desk own s':>10} | {'tokens':>7} | goal (wall - own <= {PATH_GOAL} x critical path)")
             for depth in depths:
@@ -249,13 +250,14 @@ def run(quick: bool = False) -> tuple[Stage, list[EndToEnd]]:
                 paths.append(path)
                 print(f"  {depth:>5} | {path.calls:>5} | {path.calls_s:>7.2f} | {path.critical_s:>15.2f} | "
                       f"{path.wall_s:>6.2f} | {path.own_s:>10.2f} | {path.tokens:>7,} | "
-                      f"{'PASS' if path.ok else 'FAIL'}")
+                      f"{goals.judge(f'depth {depth}: wall - own <= {PATH_GOAL} x critical path', path.ok, quick)}")
             engine.dispose()
     finally:
         sandbox.close()
     failed = (not stage.ok) + sum(not path.ok for path in paths)
-    print(f"  goals {'met' if not failed else 'NOT met'} ({failed} failed); calls and tokens are the same in every "
-          "run and the desk's own token count equals the two models' together")
+    judged = goals.NOT_JUDGED if quick else f"{'met' if not failed else 'NOT met'} ({failed} failed)"
+    print(f"  goals {judged}; calls and tokens are the same in every run and the desk's own token count equals the "
+          "two models' together")
     return stage, paths
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from bench import goals
 from bench.pg import PostgresUnavailable, scratch_database
 from bot.stores.decisions import DecisionStore
 from bot.stores.records import DecisionRecord
@@ -99,7 +100,7 @@ def run(quick: bool = False) -> list[Figures]:
           f"(before), in the same run; goal: accept + check add <= {GOAL_MS:.0f} ms")
     print(f"  {'database':12} {'accept ms':>10} {'check ms':>9} {'row alone':>10} {'added ms':>9}  goal")
     for f in figures:
-        verdict = "not judged" if quick else ("met" if f.added_ms <= GOAL_MS else "MISSED")
+        verdict = goals.judge(f"decision_record {f.database}: added <= {GOAL_MS:.0f} ms", f.added_ms <= GOAL_MS, quick)
         print(f"  {f.database:12} {f.accept_ms:10.2f} {f.check_ms:9.2f} {f.reference_ms:10.2f} {f.added_ms:9.2f}  "
               f"{verdict}")
     return figures

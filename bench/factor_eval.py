@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from bench import goals
 from bench.pg import PostgresUnavailable, scratch_database
 from tools.factors.ic import FactorEvaluation, evaluate_factor
 from tools.factors.store import FactorStore
@@ -141,7 +142,9 @@ def run(quick: bool = False) -> list[Row]:
     rows = []
     for label, (f, prices) in panels.items():
         row = compare(label, f, prices, rounds)
-        goal = f" | goal {GOAL:.0f}x: {'met' if row.ratio >= GOAL else 'NOT met'}" if label == made else ""
+        goal = ""
+        if label == made:
+            goal = f" | goal {GOAL:.0f}x: {goals.judge(f'{GOAL:.0f}x faster', row.ratio >= GOAL, quick)}"
         print(f"{label}: alphalens-reloaded {row.alphalens_s:.2f} s | evaluate_factor {row.ours_s:.3f} s "
               f"(peak {row.ours_peak_mib:.0f} MiB) | {row.ratio:.1f}x faster{goal} | max |diff| Rank IC "
               f"{row.rank_ic_diff:.1e}, quantile means {row.quantile_mean_diff:.1e}")

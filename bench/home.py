@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from bench.slack_load import quiet_server
+from bench import goals
 from bot.core.background import BackgroundService
 from bot.jobs import start_serve_worker
 from bot.slack.app import build_app
@@ -85,7 +85,6 @@ def _round(slack: SlackServer, url: str, engine: Any, channel: str) -> Round:
 
 def run(quick: bool = False) -> list[Round]:
     rounds = QUICK_ROUNDS if quick else ROUNDS
-    quiet_server()
     with SlackServer() as slack, tempfile.TemporaryDirectory() as tmp:
         settings = Settings(SLACK_BOT_TOKEN="xoxb-bench", SLACK_SIGNING_SECRET=SECRET, SLACK_API_URL=slack.url,
                             QUANTDESK_DATA_DIR=tmp, DATABASE_URL=f"sqlite:///{Path(tmp) / 'bench.db'}",
@@ -109,7 +108,7 @@ def run(quick: bool = False) -> list[Round]:
                 if worker is not None:
                     worker.stop()
     worst = max(r.fill_to_home for r in results)
-    verdict = "not judged (quick)" if quick else ("ok" if worst <= GOAL_S else "MISSED")
+    verdict = goals.judge(f"fill → Home <= {GOAL_S:.0f} s", worst <= GOAL_S, quick)
     print(f"fill → the trader's republished App Home, {rounds} order(s) approved from the Home "
           f"({datetime.now(UTC):%Y-%m-%d}); goal: fill → Home <= {GOAL_S:.0f} s")
     print(f"  {'':16} {'p50 s':>7} {'max s':>7}  goal")

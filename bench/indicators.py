@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 import talib
 
+from bench import goals
 from tools.data.provider import to_wide
 from tools.research import indicators as ind
 
@@ -181,7 +182,7 @@ def run(quick: bool = False) -> list[Row]:
     summed = Row("all together", ours, reference, max(r.max_diff for r in rows))
     for row in [*rows, summed, new_frames]:
         print(f"{row.name:15s} {row.talib_ms:8.2f} {row.ours_ms:8.2f} {row.ratio:6.2f} {GOAL:6.1f}  "
-              f"{row.max_diff:10.1e}  {'met' if row.ratio <= GOAL else 'NOT met'}")
+              f"{row.max_diff:10.1e}  {goals.judge(f'{row.name} <= {GOAL:.1f}x TA-Lib', row.ratio <= GOAL, quick)}")
     print("  (all together: the rows' sum, frames prepared; new frames: the seven in one go on new frames, "
           "preparing them included)")
     print(f"{'KDJ(9,3,3)':15s} {'':8s} {_kdj_ms(high, low, close, rounds):8.2f}   (TA-Lib has no KDJ)")

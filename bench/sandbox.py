@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from bench import goals
 from bench.timing import median_ms, samples
 from tools.sandbox import Sandbox
 
@@ -41,7 +42,8 @@ def main(quick: bool = False) -> None:
             local = samples(in_process, runs)
             overhead = median_ms(sandboxed) - median_ms(local)
             ratio = median_ms(sandboxed) / median_ms(local)
-            verdict = "not judged (quick)" if quick else "met" if overhead < GOAL_OVERHEAD_MS else "MISSED"
+            verdict = goals.judge(f"{label}: sandbox overhead < {GOAL_OVERHEAD_MS:.0f} ms", overhead < GOAL_OVERHEAD_MS,
+                                  quick)
             print(f"  {label:24s} sandbox {median_ms(sandboxed):7.1f} ms  in-process {median_ms(local):7.1f} ms"
                   f"  ratio {ratio:6.1f}x  overhead {overhead:6.1f} ms  goal < {GOAL_OVERHEAD_MS:.0f} ms: {verdict}")
     finally:

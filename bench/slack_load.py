@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from bench import goals
 from tests.fakes.slack_server import SlackServer
 from tests.slack_harness import event_body, mention, post
 
@@ -15,11 +15,6 @@ EVENTS, CONCURRENCY = 200, 50
 QUICK_EVENTS, QUICK_CONCURRENCY = 20, 10
 GOAL_RATIO = 2.0  # ack p99 at most this many times the bare Bolt app's in the same run
 REQUEST = "signal rsi 600519.SH"
-
-
-def quiet_server() -> None:
-    """Keep waitress's 'Task queue depth is N' warnings (one per request queued behind its 16 threads) off the table."""
-    logging.getLogger("waitress.queue").setLevel(logging.ERROR)
 
 
 def sizes(quick: bool) -> tuple[int, int]:
@@ -70,10 +65,14 @@ def answered(slack: SlackServer, threads: list[tuple[str, str]], timeout: float)
         time.sleep(0.1)
 
 
-def verdict(load: Load, bare: Load, answered_count: int | None, quick: bool) -> str:
-    """'met' or 'MISSED' against the goal (p99 ratio, no non-2xx, every thread answered); quick runs are not judged."""
-    if quick:
-        return "not judged (quick)"
+def meets(load: Load, bare: Load, answered_count: int | None) -> bool:
+    """The goal: p99 within GOAL_RATIO of the reference's, no non-2xx, every thread answered (None: not counted)."""
     ok = load.percentile(0.99) <= GOAL_RATIO * bare.percentile(0.99) and load.bad == 0
-    return "met" if ok and answered_count in (None, len(load.threads)) else "MISSED"
+    return ok and answered_count in (None, len(load.threads))
+
+
+def verdict(name: str, load: Load, bare: Load, answered_count: int | None, quick: bool) -> str:
+    """'met' or 'MISSED' for `name`'s row against the goal (bench/goals.py); quick runs are not judged."""
+    return goals.judge(f"{name}: ack p99 <= {GOAL_RATIO:.0f}x the reference's, 0 non-2xx, every thread answered",
+                       meets(load, bare, answered_count), quick)
 

@@ -17,7 +17,7 @@ from slack_bolt import App
 from slack_sdk import WebClient
 
 from bench.pg import PostgresUnavailable, scratch_database
-from bench.slack_load import GOAL_RATIO, Load, answered, fire, quiet_server, sizes, verdict
+from bench.slack_load import GOAL_RATIO, Load, answered, fire, sizes, verdict
 from bot.slack.http import make_server, serve_in_thread
 from tests.fakes.slack_server import SlackServer
 from tests.slack_harness import SECRET, BotProcess
@@ -51,7 +51,6 @@ def _serve_on(slack: SlackServer, database_url: str, data_dir: Path, prefix: str
 def run(quick: bool = False) -> list[Row]:
     """Fire at the bare app, serve on SQLite and serve on PostgreSQL; print and return the rows."""
     events, concurrency = sizes(quick)
-    quiet_server()
     with SlackServer() as slack, tempfile.TemporaryDirectory() as tmp:
         bare = App(client=WebClient(token="xoxb-bench", base_url=slack.url), signing_secret=SECRET)
         bare.event("app_mention")(lambda: None)
@@ -77,7 +76,7 @@ def run(quick: bool = False) -> list[Row]:
         p50, p95, p99 = (row.load.percentile(q) for q in (0.50, 0.95, 0.99))
         ratio = p99 / reference.percentile(0.99)
         shown = "-" if row.answered is None else f"{row.answered}/{len(row.load.threads)}"
-        goal = verdict(row.load, reference, row.answered, quick) if "PostgreSQL" in row.name else "-"
+        goal = verdict(row.name, row.load, reference, row.answered, quick) if "PostgreSQL" in row.name else "-"
         print(f"  {row.name:18} {p50:8.1f} {p95:8.1f} {p99:8.1f} {row.load.bad:8d} {ratio:8.2f}x {shown:>9}  "
               f"{goal}")
     return rows

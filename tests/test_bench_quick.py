@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -189,12 +190,13 @@ def test_every_bench_has_a_quick_mode() -> None:
 
 def test_several_benches_run_each_in_a_process_of_its_own(shared_data: Path) -> None:
     """`python -m bench` with several names (make bench: all of them) runs each to the end in its own process."""
-    done = subprocess.run([sys.executable, "-m", "bench", "--quick", "indicators", "console_start"],
+    done = subprocess.run([sys.executable, "-m", "bench", "--quick", "--check", "indicators", "console_start"],
                           capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert out.index("== indicators") < out.index("MACD(12,26,9)") < out.index("== console_start")
     assert "start → help answered" in out.split("== console_start", 1)[1]
+    assert all(f"--check: {name}'s goals not judged (quick)" in out for name in ("indicators", "console_start"))
     unknown = subprocess.run([sys.executable, "-m", "bench", "indicators", "nonsense"], capture_output=True,
                              text=True, cwd=ROOT, timeout=60)
     assert unknown.returncode == 2 and "unknown benchmark 'nonsense'" in unknown.stderr and not unknown.stdout
@@ -216,3 +218,56 @@ def test_decision_record_quick(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert sqlite.database == "SQLite" and "not judged" in out
     assert sqlite.accept_ms > 0 and sqlite.check_ms > 0 and sqlite.reference_ms > 0
+
+
+def _stub_bench(monkeypatch: pytest.MonkeyPatch, name: str, met: bool) -> None:
+    """A bench `name` in the registry whose one figure meets its goal or misses it (the gate is what is tested)."""
+    from bench import __main__ as runner
+    from bench import goals
+
+    def main(quick: bool = False) -> None:
+        print(f"  figure 1.0  goal <= 0.5: {goals.judge(f'{name}: figure <= 0.5', met, quick)}")
+
+    module = types.ModuleType(f"bench.{name}")
+    module.main = main  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setattr(runner, "BENCHES", (*runner.BENCHES, name))
+    monkeypatch.setattr(goals, "missed", [])
+
+
+def test_check_fails_a_bench_whose_figure_misses_its_goal(monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.__main__ import main
+
+    _stub_bench(monkeypatch, "missing", met=False)
+    assert main(["missing"]) == 0  # without --check the figures are only shown
+    assert main(["missing", "--check"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.count("goal <= 0.5: MISSED") == 2
+    assert "--check: missing missed its goal: missing: figure <= 0.5" in captured.err
+
+
+def test_check_passes_a_bench_that_meets_its_goals_and_judges_nothing_quick(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.__main__ import main
+
+    _stub_bench(monkeypatch, "meeting", met=True)
+    assert main(["meeting", "--check"]) == 0
+    _stub_bench(monkeypatch, "missing", met=False)
+    assert main(["missing", "--check", "--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "goal <= 0.5: met" in out and "goal <= 0.5: not judged (quick)" in out
+    assert "--check: missing's goals not judged (quick)" in out
+
+
+def test_slack_idle_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    """The 87 s stall's regression test: every mention is acked while 1,500 idle connections are held open."""
+    from bench import slack_idle, slack_load
+
+    result = slack_idle.run(quick=True)  # the listener raises this process's open-file limit for both ends
+    assert result.opened == result.held == slack_idle.QUICK_IDLE
+    for load in (result.reference, result.idle):
+        assert len(load.latencies) == slack_load.QUICK_EVENTS and load.bad == 0
+    rows = _rows(capsys.readouterr().out, "no idle connections", "1,500 idle connections")
+    assert all(len(_finite_figures(row)) >= 4 for row in rows)  # p50, p99, non-2xx, ratio
+    assert "1500/1500" in rows[1] and rows[1].endswith("not judged (quick)")

@@ -1,9 +1,11 @@
-"""The HTTP listener of `quantdesk serve` (Bolt's WSGI adapter under waitress) over real sockets: body size cap,
-malformed lengths, health check, idle connections."""
+"""The HTTP listener of `quantdesk serve` (Bolt under uvicorn) over real sockets: body size cap, malformed lengths,
+health check, deadlines for idle, stalled and slow connections, the open-file limit."""
 
 from __future__ import annotations
 
 import http.client
+import logging
+import resource
 import socket
 import time
 from collections.abc import Iterator
@@ -15,7 +17,7 @@ from slack_bolt import App
 from slack_sdk import WebClient
 from slack_sdk.signature import SignatureVerifier
 
-from bot.slack.http import MAX_BODY_BYTES, make_server, serve_in_thread
+from bot.slack.http import MAX_BODY_BYTES, make_server, raise_file_limit, serve_in_thread
 from tests.fakes.slack_server import SlackServer
 
 SECRET = "listener-secret"
@@ -27,8 +29,7 @@ def slack() -> Iterator[SlackServer]:
         yield server
 
 
-@pytest.fixture
-def listener(slack: SlackServer) -> Iterator[tuple[int, list[str]]]:
+def _listen(slack: SlackServer, **deadlines: int) -> Iterator[tuple[int, list[str]]]:
     """A listener on an ephemeral port whose Bolt app records the text of every `/quant` command."""
     app = App(client=WebClient(token="xoxb-test", base_url=slack.url), signing_secret=SECRET)
     seen: list[str] = []
@@ -38,10 +39,21 @@ def listener(slack: SlackServer) -> Iterator[tuple[int, list[str]]]:
         seen.append(command["text"])
         ack()
 
-    server = make_server(app, "127.0.0.1", 0)
+    server = make_server(app, "127.0.0.1", 0, **deadlines)
     serve_in_thread(server)
     yield server.port, seen
     server.shutdown()
+
+
+@pytest.fixture
+def listener(slack: SlackServer) -> Iterator[tuple[int, list[str]]]:
+    yield from _listen(slack)
+
+
+@pytest.fixture
+def hasty(slack: SlackServer) -> Iterator[tuple[int, list[str]]]:
+    """A listener whose deadlines for a request's head and for its body are one second."""
+    yield from _listen(slack, head_seconds=1, body_seconds=1)
 
 
 def _signed_command(text: str) -> tuple[bytes, dict[str, str]]:
@@ -101,6 +113,12 @@ def test_a_body_at_the_limit_is_read_and_one_over_is_refused(listener: tuple[int
     assert seen == []
 
 
+def test_a_body_that_is_not_utf8_fails_the_signature_check(listener: tuple[int, list[str]]) -> None:
+    port, seen = listener
+    _body, headers = _signed_command("help")
+    assert _post(port, b"\xff\xfecommand=%2Fquant&text=help", headers)[0] == 401 and seen == []
+
+
 @pytest.mark.parametrize("length", [b"-5", b"lots"])
 def test_a_malformed_length_is_a_bad_request(listener: tuple[int, list[str]], length: bytes) -> None:
     port, _seen = listener
@@ -115,3 +133,55 @@ def test_the_health_check_answers_and_other_paths_do_not(listener: tuple[int, li
     assert b" 404 " in _raw(port, b"POST /elsewhere HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
                                   b"Connection: close\r\n\r\n").split(b"\r\n")[0]
     assert seen == []
+
+
+def _closed_by_server(sock: socket.socket) -> bytes:
+    """What the server sent before closing this connection (the socket's 10 s timeout fails the test first)."""
+    sock.settimeout(10)
+    chunks = []
+    while chunk := sock.recv(65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_a_connection_without_a_complete_head_is_closed_at_its_deadline(hasty: tuple[int, list[str]]) -> None:
+    port, seen = hasty
+    silent = socket.create_connection(("127.0.0.1", port))
+    stalled = socket.create_connection(("127.0.0.1", port))
+    stalled.sendall(b"POST /slack/events HTTP/1.1\r\nHost: x\r\n")
+    kept = socket.create_connection(("127.0.0.1", port))
+    kept.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /heal")  # one request, then half of the next
+    with silent, stalled, kept:
+        assert _closed_by_server(silent) == b"" and _closed_by_server(stalled) == b""
+        assert _closed_by_server(kept).split(b"\r\n")[0].endswith(b" 200 OK")
+    body, headers = _signed_command("help")
+    assert _post(port, body, headers)[0] == 200 and seen == ["help"]
+
+
+def test_a_body_that_does_not_arrive_in_time_is_answered_408(hasty: tuple[int, list[str]]) -> None:
+    port, seen = hasty
+    body, headers = _signed_command("help")
+    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(f"POST /slack/events HTTP/1.1\r\nHost: x\r\n{head}Content-Length: {len(body)}\r\n\r\n"
+                     .encode() + body[:5])
+        assert _closed_by_server(sock).split(b"\r\n")[0].endswith(b" 408 Request Timeout")
+    assert seen == []
+
+
+def test_the_open_file_limit_is_raised_to_the_hard_limit_and_a_low_one_is_named(
+        caplog: pytest.LogCaptureFixture) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY:
+        pytest.skip("no hard limit on open files here")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))
+    try:
+        with caplog.at_level(logging.WARNING, logger="bot.slack.http"):
+            assert raise_file_limit(wanted=hard) == hard and not caplog.records  # enough: nothing said
+            assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == hard
+            raise_file_limit(wanted=hard + 1)
+        assert [r.getMessage() for r in caplog.records] == [
+            f"open-file limit {hard} (its hard limit): the HTTP listener holds fewer than {hard + 1} connections; "
+            "raise the hard limit (ulimit -Hn, systemd LimitNOFILE=) for more"]
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -54,6 +54,12 @@ def register(app: App, core: Core, bot_user: str) -> None:
 
     @app.event("app_mention")
     def on_mention(body: dict[str, Any], event: dict[str, Any]) -> None:
+        """A person's mention; one without a user (a bot's or a workflow's post) is acked and ignored, as the
+        other messages not from a person are."""
+        if not event.get("user"):
+            log.debug("a mention without a user ignored (subtype %s, bot %s)", event.get("subtype"),
+                      event.get("bot_id"))
+            return
         take(body, event, event.get("thread_ts") or event["ts"])
 
     @app.event("message", matchers=[from_a_person, in_a_direct_message])
