@@ -105,6 +105,7 @@ def test_the_english_sentence_finder_finds_sentences_and_leaves_codes_alone() ->
 RULE = "buy when close > ma(30); sell when close < ma(30)"
 PATHS = f"""lang zh
 clock
+时钟 设置 20200824
 规则 添加 600519.SH “{RULE}” size=100
 规则 运行 1
 批准
@@ -126,8 +127,9 @@ def test_a_rule_run_an_order_with_a_fill_the_clock_and_refusals_read_in_chinese(
     out = _session(tmp_path / "zh", PATHS)
     lines = out.splitlines()
     for shown in (
-            "时钟", "模拟时钟：当前交易日为 20200824（本数据库所有模拟账户共用一个模拟时钟；数据截至 20200824）。",
-            "  从未推进：从数据的最后一个交易日开始。",
+            "时钟", "模拟时钟：当前交易日为 20200727（本数据库所有模拟账户共用一个模拟时钟；数据截至 20200824）。",
+            "  尚未推进过：新时钟从数据最后一个交易日往前数 20 个交易日开始，留出一个月可供交易。",
+            "模拟时钟已从 20200727 推进到 20200824（由 root 操作；本数据库所有模拟账户共用一个模拟时钟）。",
             "规则 1（600519.SH）：买入", "买入条件成立：close > ma(30) · 买入 100 股（规则设定的数量）",
             "  2. 计算: close 在 2020-08-24 = 1696.35 → {\"close\": 1696.35}",
             "  5. 计算: 买入条件 close > ma(30) → 成立 → {\"buy_condition\": true}",
