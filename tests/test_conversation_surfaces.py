@@ -59,12 +59,13 @@ ANSWERED = [
     ("en", "status", "no open QuantDesk threads"), ("en", "cancel 12", "no order 12"),
     ("en", "factor show nothing_here", "No factor named 'nothing_here'"),
 ]
-# a request: (language, typed, what the first thing its thread shows holds: a question, a card or a result)
+# a request: (language, typed, what the first thing its thread shows holds: a question, a card or a result); the
+# limit 12.1 is below 000001.SZ's limit-down of 12.15 on 20200727, where a new simulated clock starts
 STARTED = [
-    ("zh", "买入 000001.SZ 200股 限价 12.5", "跌停价"), ("zh", "信号 均线金叉 贵州茅台", "哪个日期区间"),
+    ("zh", "买入 000001.SZ 200股 限价 12.1", "跌停价"), ("zh", "信号 均线金叉 贵州茅台", "哪个日期区间"),
     ("zh", "分析贵州茅台", "技术指标（未配置 LLM）"), ("zh", "买平安银行2手", "买入 200 股 000001.SZ"),
     ("zh", "卖出 601318.SH 300股", "禁止卖空"), ("en", "sell 601318.SH 300", "no short selling"),
-    ("en", "buy 000001.SZ 200 limit=12.5", "limit-down"), ("en", "signal ma_cross 600519.SH", "Which date range"),
+    ("en", "buy 000001.SZ 200 limit=12.1", "limit-down"), ("en", "signal ma_cross 600519.SH", "Which date range"),
     ("en", "analyze 600519.SH", "indicators (no LLM configured)"),
 ]
 
