@@ -172,8 +172,8 @@ def test_the_clock_belongs_to_the_data_it_was_moved_on(sqlite_engine: Engine, sa
                                                        provider: SampleProvider, tmp_path: Path) -> None:
     _clock(_ctx(sqlite_engine, sandbox, provider), "clock set 20200821")
     assert paper_clock(sqlite_engine, provider, 7, SIMULATED_NOW).today == "20200821"
-    other = market(tmp_path / "june", JUNE)  # another data set, two sessions: a new clock starts at its first day
-    assert paper_clock(sqlite_engine, other, 7, SIMULATED_NOW).today == "20240613"
+    other = market(tmp_path / "june", JUNE)  # another data set, two sessions (no month): it starts at its last day
+    assert paper_clock(sqlite_engine, other, 7, SIMULATED_NOW).today == "20240614"
 
 
 def test_a_card_made_before_a_move_expires_by_the_simulated_clock(own_url: str, own_engine: Engine,

@@ -29,10 +29,10 @@ def stored_session(session: Session, lock: bool = False) -> SimulatedClock | Non
 
 
 def start_session(provider: MarketDataProvider, data_end: str) -> str:
-    """Where a new clock starts: `START_SESSIONS` of the data's sessions (days with bars) before `data_end`, or
-    the earliest of the ~three months before it when the data has fewer."""
+    """Where a new clock starts: `START_SESSIONS` of the data's sessions (days with bars) before `data_end`; data
+    with fewer sessions in the ~three months before its end (a few days of bars) starts at its last day."""
     days = [d for d in provider.calendar(ymd(day(data_end) - START_LOOKBACK), data_end) if d <= data_end]
-    return days[max(len(days) - 1 - START_SESSIONS, 0)] if days else data_end
+    return days[-1 - START_SESSIONS] if len(days) > START_SESSIONS else data_end
 
 
 def simulated_today(session: Session, provider: MarketDataProvider, data_end: str) -> str:
