@@ -24,8 +24,13 @@ def _pct(value: float) -> str:
     return f"{value:.2%}"
 
 
+def side_by_side(mine: str, theirs: str) -> str:
+    """A figure of the strategy beside the buy-and-hold's, each named."""
+    return _("strategy {mine} · buy-and-hold {theirs}").format(mine=mine, theirs=theirs)
+
+
 def comparison_facts(strategy: Figures, benchmark: Figures, base: Base, fees: tuple[str, str]) -> list[tuple[str, str]]:
-    """Label/value facts: each figure of the strategy with the buy-and-hold's in brackets, then the base."""
+    """Label/value facts: each figure of the strategy beside the buy-and-hold's, each named, then the base."""
     pairs = [(N_("Total return"), _pct(strategy.total_return), _pct(benchmark.total_return)),
              (N_("Annualised"), _pct(strategy.annual_return), _pct(benchmark.annual_return)),
              (N_("Sharpe"), f"{strategy.sharpe:.2f}", f"{benchmark.sharpe:.2f}"),
@@ -33,8 +38,7 @@ def comparison_facts(strategy: Figures, benchmark: Figures, base: Base, fees: tu
              (N_("Exposure"), f"{strategy.exposure:.0%}", f"{benchmark.exposure:.0%}"),
              (N_("Trades"), str(strategy.trades), str(benchmark.trades)),
              (N_("Fees"), *fees)]
-    return [*((_("{label} (buy-and-hold)").format(label=_(label)), f"{mine} ({theirs})")
-              for label, mine, theirs in pairs),
+    return [*((_(label), side_by_side(mine, theirs)) for label, mine, theirs in pairs),
             (_("Excess return"), _pct(strategy.total_return - benchmark.total_return)),
             (_("Base"), _("; ").join((_(base.short), _(base.sizing))))]
 

@@ -12,6 +12,7 @@ from graphs.grammar import Word, english, normalize, read_words, unquote_marks, 
 from graphs.interrupts import CLARIFY
 from graphs.registry import COMMANDS, WORKFLOWS, command_of, workflow_for
 from graphs.workflow import Subcommand
+from tools.data.provider import MarketDataProvider
 from tools.i18n import N_, _
 
 
@@ -170,14 +171,15 @@ def _said(text: str, keyword: str) -> str:
     return f"{text} · {' / '.join(chinese)}" if chinese else text
 
 
-def help_sections(local: Collection[tuple[str, str]] = ()) -> list[HelpSection]:
-    """The one help, from the registry and the conversation's own words; `local`: the surface's own commands
-    (usage, summary message id). In the language in effect; each surface renders it."""
+def help_sections(provider: MarketDataProvider, local: Collection[tuple[str, str]] = ()) -> list[HelpSection]:
+    """The one help, from the registry and the conversation's own words; what needs data says whether `provider`
+    has it; `local`: the surface's own commands (usage, summary message id). In the language in effect; each surface
+    renders it."""
     sections = []
     for workflow in WORKFLOWS.values():
         entries = [HelpEntry(workflow.usage, _(workflow.summary), heading=True),
                    HelpEntry("", _("e.g. {example}").format(example=workflow.example)),
-                   *(HelpEntry("", note) for note in workflow.help_notes()),
+                   *(HelpEntry("", note) for note in workflow.help_notes(provider)),
                    *(HelpEntry(sub.usage, _(sub.summary)) for sub in workflow.subcommands.values())]
         sections.append(HelpSection(_said(workflow.name, workflow.name), tuple(entries)))
     sections.append(HelpSection(_("paper account and desk commands"),

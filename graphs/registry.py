@@ -57,7 +57,7 @@ from graphs.signal.library import STRATEGIES
 from graphs.signal.measures import measure_signal
 from graphs.signal.models import MODELS as SIGNAL_MODELS
 from graphs.signal.present import present_signal
-from graphs.workflow import Subcommand, Workflow
+from graphs.workflow import Subcommand, Workflow, runnable_names
 from tools.broker.paper import account_names
 from tools.i18n import N_, _
 
@@ -68,7 +68,8 @@ SIGNAL = Workflow(
     example="signal ma_cross 000001.SZ,600000.SH 20200101 20200630 fast=5 slow=20",
     notes=(N_("strategies: {strategies}"),
            N_("momentum's top/bottom are fractions of the codes (top=0.3 = the best 30%)")),
-    note_values={"strategies": ", ".join(STRATEGIES)},
+    note_values=lambda provider: {"strategies": runnable_names({s.name: s.fields for s in STRATEGIES.values()},
+                                                               provider)},
     starts_request=signal_starts, looks_structured=signal_structured, build=build_signal_graph,
     present=present_signal, deps=SignalDeps, measure=measure_signal, models=SIGNAL_MODELS, words=SIGNAL_WORDS,
 )
@@ -79,9 +80,10 @@ FACTOR = Workflow(
                "your code review before anything is saved"),
     usage="factor KIND [CODES] START END [window=N] [name=NAME]",
     example="factor momentum 20190301 20200601 window=20",
-    notes=(N_("kinds: {kinds}, combo (e.g. factor combo 0.5*momentum(20) - volatility(20) 20190301 20200601)"),
+    notes=(N_("kinds: {kinds}"),
+           N_("combo: a weighted sum of kinds, e.g. factor combo 0.5*momentum(20) - volatility(20) 20190301 20200601"),
            N_("CODES default to the data provider's whole universe")),
-    note_values={"kinds": ", ".join(FACTORS)},
+    note_values=lambda provider: {"kinds": runnable_names({f.name: f.fields for f in FACTORS.values()}, provider)},
     starts_request=factor_starts, looks_structured=factor_structured, build=build_factor_graph,
     present=present_factor, deps=FactorDeps,
     subcommands={"list": Subcommand("factor list", N_("saved factors (newest version of each)"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +13,8 @@ from graphs.context import WorkflowContext, traders_of, trades_anywhere
 from graphs.grammar import Words
 from graphs.measures import Measures, RunRecord
 from graphs.views import View
+from tools.data.provider import MarketDataProvider
+from tools.data.schema import DAILY, DAILY_BASIC
 from tools.i18n import _
 
 
@@ -73,13 +75,29 @@ class Workflow:
     # a run its background work started (a structured request) that crashed: (context, thread id, request, error) ->
     # notices; what the run's own bookkeeping would have done (a rule counts toward its auto-pause)
     after_failure: Callable[[WorkflowContext, str, dict[str, Any], str], list[Notice]] | None = None
-    note_values: dict[str, str] = field(default_factory=dict)  # what the notes' {placeholders} stand for
+    # what the notes' {placeholders} stand for, on the active data provider
+    note_values: Callable[[MarketDataProvider], dict[str, str]] = field(default=lambda provider: {})
     words: Words = field(default_factory=Words)  # its Chinese words by role (graphs.grammar.Words)
 
-    def help_notes(self) -> list[str]:
-        """The notes in the language in effect, placeholders filled."""
-        return [_(note).format(**self.note_values) for note in self.notes]
+    def help_notes(self, provider: MarketDataProvider) -> list[str]:
+        """The notes in the language in effect, placeholders filled for `provider`."""
+        values = self.note_values(provider)
+        return [_(note).format(**values) for note in self.notes]
 
     def subcommand(self, words: list[str]) -> Subcommand | None:
         """The subcommand `words` call (`factor list` → list), if any."""
         return self.subcommands.get(words[0].lower()) if words else None
+
+
+def runnable_names(needs: Mapping[str, tuple[str, ...]], provider: MarketDataProvider) -> str:
+    """The names whose fields `provider` serves, then the others, each with the fields it lacks (help's strategies
+    and factor kinds)."""
+    served = {*provider.available_fields(DAILY), *provider.available_fields(DAILY_BASIC)}
+    lacking = {name: [f for f in fields if f not in served] for name, fields in needs.items()}
+    ready = ", ".join(name for name, missing in lacking.items() if not missing)
+    others = [_("{name} (needs {fields})").format(name=name, fields=", ".join(missing))
+              for name, missing in lacking.items() if missing]
+    if not others:
+        return ready
+    return _("{ready}; not on the {provider} data: {others}").format(ready=ready, provider=provider.label(),
+                                                                   others=", ".join(others))

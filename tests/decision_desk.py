@@ -7,7 +7,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -18,6 +18,8 @@ from graphs.context import WorkflowContext
 from tests.fakes.chat import ScriptedChatModel, answer, tool_call
 from tests.fakes.openai_server import Exchange, FakeOpenAI
 from tools.broker.checks import RiskLimits
+from tools.broker.clock import SHANGHAI
+from tools.broker.clock_moves import move_clock
 from tools.broker.fees import DEFAULT_RATES
 from tools.broker.paper import PaperBroker, PaperConfig
 from tools.data.provider import MarketDataProvider
@@ -75,6 +77,15 @@ def desk_context(engine: Engine, sandbox: Sandbox, provider: MarketDataProvider,
                            admins=frozenset({"UALICE"}),  # the requester names accounts (`analyze ... account=`)
                            broker=lambda name, by: PaperBroker(engine, provider, name, CONFIG, opened_by=by),
                            **{"desk_namespace": f"test-{uuid.uuid4().hex[:8]}", **extra})
+
+
+def clock_at_data_end(engine: Engine, provider: MarketDataProvider) -> None:
+    """Move the simulated clock to the data's last day, the day a desk request without DATE decides on: a new clock
+    starts 20 sessions earlier, and the desk proposes no order for a session before the day it decided on. The clock
+    is one per database: call it on a database of the test's own (own_engine)."""
+    end = provider.last_date()
+    assert end is not None
+    move_clock(engine, provider, CONFIG, end, TRADER, datetime.now(SHANGHAI))
 
 
 def account() -> str:

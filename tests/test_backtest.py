@@ -26,7 +26,7 @@ def reference(signal: pd.DataFrame, price: pd.DataFrame, fee: float, long_only: 
     last: dict[str, float] = {}
     entry: dict[str, float] = {}
     equity, traded_days, invested, trades, fees = [], [], [], 0, 0.0
-    buys = sells = round_trips = wins = total_runs = 0
+    buys = sells = round_trips = closed_wins = open_wins = 0
     for i, day in enumerate(dates[:-1]):
         priced = {c: bool(np.isfinite(price.at[day, c]) and price.at[day, c] > 0) for c in codes}
         last.update({c: price.at[day, c] for c in codes if priced[c]})
@@ -40,8 +40,7 @@ def reference(signal: pd.DataFrame, price: pd.DataFrame, fee: float, long_only: 
                 sells += new_held[c] < held[c]
                 if held[c] != 0:
                     round_trips += 1
-                    total_runs += 1
-                    wins += held[c] * (last[c] / entry[c] - 1) > 0
+                    closed_wins += held[c] * (last[c] / entry[c] - 1) > 0
                 entry[c] = last[c]
             if new_held[c] != held[c]:
                 wanted = new_held[c] * value[c] / last[c]
@@ -62,10 +61,10 @@ def reference(signal: pd.DataFrame, price: pd.DataFrame, fee: float, long_only: 
                 target[c] = 0.0 if (long_only and s == -1) else float(s)
     for c in codes:
         if held[c] != 0:
-            total_runs += 1
-            wins += held[c] * (last[c] / entry[c] - 1) > 0
+            open_wins += held[c] * (last[c] / entry[c] - 1) > 0
     return {**performance(equity), "turnover": float(np.mean(traded_days)), "trades": trades,
-            "hit_rate": wins / total_runs, "buys": buys, "sells": sells, "round_trips": round_trips,
+            "win_rate": closed_wins / round_trips if round_trips else None, "open_in_profit": open_wins,
+            "buys": buys, "sells": sells, "round_trips": round_trips,
             "open_positions": sum(1 for c in codes if held[c] != 0), "exposure": float(np.mean(invested)),
             "fees": fees,
             "signal_days_buy": sum(1 for d in dates for c in codes if signal.at[d, c] == 1),
@@ -180,7 +179,8 @@ def test_trades_on_the_next_bar() -> None:
     result = run_backtest(signal, price, fee_rate=0.0)
     assert result.positions["a"].tolist() == [0, 1, 1, 1, 1]
     assert result.daily_returns.round(12).tolist() == [0.0, 0.1, 0.1, 0.1]
-    assert result.metrics.trades == 1 and result.metrics.hit_rate == 1.0
+    assert result.metrics.trades == 1  # one position, still open and up: no round trip closed
+    assert (result.metrics.win_rate, result.metrics.open_in_profit, result.metrics.open_positions) == (None, 1, 1)
 
 
 def test_counts_are_labelled_by_hand_long_only() -> None:
@@ -199,8 +199,8 @@ def test_counts_are_labelled_by_hand_long_only() -> None:
     invested = [0, 0.5, 6 / 11.5, 6.5 / 12, 0, 7 / 12.5]
     assert result.exposure.tolist() == pytest.approx(invested, rel=1e-12)
     assert m.exposure == pytest.approx(sum(invested) / 6, rel=1e-12)
-    # holding periods: bars 1-3 (11 -> 14, a gain) and bar 5 (15 -> 16, a gain)
-    assert m.hit_rate == 1.0
+    # holding periods: bars 1-3 closed (11 -> 14, a gain) and bar 5 open (15 -> 16, a gain)
+    assert (m.win_rate, m.open_in_profit) == (1.0, 1)
 
 
 def test_counts_are_labelled_by_hand_long_short() -> None:
@@ -215,6 +215,8 @@ def test_counts_are_labelled_by_hand_long_short() -> None:
     assert (m.signal_days_buy, m.signal_days_sell) == (2, 1)
     assert (m.buys, m.sells, m.trades) == (2, 1, 3)
     assert (m.round_trips, m.open_positions) == (2, 1)
+    # closed: the long 11 -> 12 won, the short 12 -> 14 lost; open: the long 14 -> 15 is up
+    assert (m.win_rate, m.open_in_profit) == (0.5, 1)
     # the short opened at 12 owes 1/11 share-units: at 13 it is worth 13/11 gross on equity 2*12/11 - 13/11 = 1
     assert m.exposure == pytest.approx((0 + 1 + 1 + 13 / 11 + 1) / 5, rel=1e-12)
 
@@ -297,7 +299,7 @@ def test_a_code_without_a_price_cannot_trade_and_trades_on_its_next_price() -> N
     result = run_backtest(signal, price, fee_rate=0.0)
     assert result.positions["A"].tolist() == [0, 1, 1, 1, 0, 0]  # suspended on bar 2: sold at 15, on bar 4
     assert result.metrics.total_return == pytest.approx(15 / 11 - 1, rel=1e-12)
-    assert (result.metrics.trades, result.metrics.hit_rate) == (2, 1.0)
+    assert (result.metrics.trades, result.metrics.win_rate, result.metrics.open_in_profit) == (2, 1.0, 0)
 
 
 def test_equal_weights_drift_between_trades_instead_of_a_free_daily_rebalance(panel: dict[str, pd.DataFrame]) -> None:

@@ -68,7 +68,7 @@ def test_a_chinese_console_session_drives_every_workflow_with_the_numbers_of_the
     lines = chinese.splitlines()
     assert lines[0] == "今后我用中文回复你。每个线程沿用发起人的语言。"
     for shown in ("信号：ma_cross (fast=5, slow=20)", "信号：ma_cross (fast=10, slow=30)",  # the follow-up re-ran
-                  "  夏普比率（买入持有）: 1.58 (2.59)", "  最大回撤（买入持有）: -12.24% (-12.44%)",
+                  "  夏普比率: 策略 1.58 · 买入持有 2.59", "  最大回撤: 策略 -12.24% · 买入持有 -12.44%",
                   "--- 代码审核：因子 momentum_20（检查通过；沙箱隔离：full）---",
                   "--- 代码审核：因子 reversal_5（检查通过；沙箱隔离：full）---",
                   "--- 审批：买入 100 股 600519.SH 贵州茅台，市价 ---",
@@ -78,7 +78,7 @@ def test_a_chinese_console_session_drives_every_workflow_with_the_numbers_of_the
     assert any(line.startswith("已拒绝：因子 volatility_20 没有回填也没有保存。") and line.endswith("。理由：不需要")
                for line in lines)
     assert "600519.SH · 20200824：技术指标（未配置 LLM）" in lines  # analyze, no LLM
-    assert sum(line.startswith("  交易费用（买入持有）") for line in lines) == 3  # two signal runs, one rule backtest
+    assert sum(line.startswith("  交易费用: 策略 ") for line in lines) == 3  # two signal runs, one rule backtest
     assert not [line for line in lines if line.startswith(("error", "错误"))]
     assert NUMBER.findall(chinese) == NUMBER.findall(english) and len(NUMBER.findall(english)) > 150
     assert english_left(chinese, RULE) == []  # no sentence left in English (the rule's words are the user's)
@@ -105,6 +105,7 @@ def test_the_english_sentence_finder_finds_sentences_and_leaves_codes_alone() ->
 RULE = "buy when close > ma(30); sell when close < ma(30)"
 PATHS = f"""lang zh
 clock
+时钟 设置 20200824
 规则 添加 600519.SH “{RULE}” size=100
 规则 运行 1
 批准
@@ -126,8 +127,9 @@ def test_a_rule_run_an_order_with_a_fill_the_clock_and_refusals_read_in_chinese(
     out = _session(tmp_path / "zh", PATHS)
     lines = out.splitlines()
     for shown in (
-            "时钟", "模拟时钟：当前交易日为 20200824（本数据库所有模拟账户共用一个模拟时钟；数据截至 20200824）。",
-            "  从未推进：从数据的最后一个交易日开始。",
+            "时钟", "模拟时钟：当前交易日为 20200727（本数据库所有模拟账户共用一个模拟时钟；数据截至 20200824）。",
+            "  尚未推进过：新时钟从数据最后一个交易日往前数 20 个交易日开始，留出一个月可供交易。",
+            "模拟时钟已从 20200727 推进到 20200824（由 root 操作；本数据库所有模拟账户共用一个模拟时钟）。",
             "规则 1（600519.SH）：买入", "买入条件成立：close > ma(30) · 买入 100 股（规则设定的数量）",
             "  2. 计算: close 在 2020-08-24 = 1696.35 → {\"close\": 1696.35}",
             "  5. 计算: 买入条件 close > ma(30) → 成立 → {\"buy_condition\": true}",

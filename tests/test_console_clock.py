@@ -1,4 +1,6 @@
-"""`quantdesk chat` on the simulated clock (issue 28, item 12): buy, approve, `clock next`, sell, approve, account."""
+"""`quantdesk chat` on the simulated clock (issue 28, item 12; issue 39, item 8): from a fresh data directory on the
+bundled sample (bars through Monday 20200824) the clock starts 20 sessions earlier, on Monday 20200727, so a
+newcomer's buy, `clock next` and sell work; each dead end names its way out."""
 
 from __future__ import annotations
 
@@ -8,22 +10,42 @@ from pathlib import Path
 from tests.test_console import _chat
 
 
-def test_the_simulated_clock_lets_a_buy_be_sold_the_next_session(tmp_path: Path) -> None:
-    """Issue 28, item 12: on the bundled sample (bars through 20200824) the clock goes back a session, a buy fills
-    there, `clock next` lets T+1 pass and the sell fills at the next session's close."""
-    lines = _chat(tmp_path, "clock set 20200821", "order 000001.SZ buy 100", "approve", "clock next",
-                  "order 000001.SZ sell 100", "approve", "account")
-    assert "The simulated clock moved back from 20200824 to 20200821 (by " in "\n".join(lines)
-    bought = next(i for i, line in enumerate(lines) if line.startswith("Order 1 filled: BUY 100 000001.SZ"))
-    assert " on 20200821 " in lines[bought]
-    moved = next(i for i, line in enumerate(lines) if line.startswith("The simulated clock moved from 20200821 to "
-                                                                      "20200824"))
-    assert bought < moved
-    assert "PASS sellable (T+1): 100 of 100 shares sellable today" in "\n".join(lines[moved:])
-    sold = next(i for i, line in enumerate(lines) if line.startswith("Order 2 filled: SELL 100 000001.SZ"))
-    assert " at 14.46 on 20200824 " in lines[sold]
-    assert "  As of 20200824 (the simulated session; `clock` shows and moves it); trading is on." in lines[sold:]
-    assert "  Market value: 0.00" in lines[sold:]
+def test_a_round_trip_on_the_bundled_data_from_a_fresh_data_directory(tmp_path: Path) -> None:
+    """Issue 39, item 8: order, approve, `clock next`, sell, approve, account. 600519.SH closes at 1622.55 on
+    20200727 and 1670.00 on 20200728 (the sample's daily file). Buy 162,255.00: commission 0.025 % = 40.56,
+    transfer 0.002 % = 3.25 (3.2451 half-up). Sell 167,000.00: commission 41.75, stamp duty 0.1 % = 167.00,
+    transfer 3.34. Cash 1,000,000 - 162,298.81 + 166,787.91 = 1,004,489.10."""
+    lines = _chat(tmp_path, "order 600519.SH buy 100", "approve", "clock next", "order 600519.SH sell 100",
+                  "approve", "account")
+    text = "\n".join(lines)
+    bought = lines.index("Order 1 filled: BUY 100 600519.SH at 1622.55 on 20200727 (simulated fill at the last "
+                         "available close); value 162,255.00, fees 43.81.")
+    moved = lines.index("The simulated clock moved from 20200727 to 20200728 (by "
+                        f"{getpass.getuser()}; one simulated clock for every paper account in this database).")
+    sold = lines.index("Order 2 filled: SELL 100 600519.SH at 1670.00 on 20200728 (simulated fill at the last "
+                       "available close); value 167,000.00, fees 212.09.")
+    assert bought < moved < sold
+    assert "PASS sellable (T+1): 100 of 100 shares sellable today" in text
+    account = lines[sold:]
+    assert "Equity 1,004,489.10 CNY (+4,489.10 since the start), cash 1,004,489.10 of which 0.00 held for open " \
+           "buys." in account
+    assert "  As of 20200728 (the simulated session; `clock` shows and moves it); trading is on." in account
+    assert {"  Realised P&L: +4,489.10", "  Market value: 0.00", "  Marks: 2"} <= set(account)
+
+
+def test_the_dead_ends_of_the_simulated_clock_name_their_way_out(tmp_path: Path) -> None:
+    """A sell of today's buy fails T+1 and names `clock next`; `clock next` at the data's end names `clock set`."""
+    lines = _chat(tmp_path, "clock", "order 000001.SZ buy 100", "approve", "order 000001.SZ sell 100",
+                  "reject not yet", "clock set 20200824", "clock next")
+    assert "Simulated clock: the session is 20200727 (one simulated clock for every paper account in this database; " \
+           "the data ends at 20200824)." in lines
+    assert ("FAIL sellable (T+1): 0 of 100 shares sellable today (shares bought today and shares in open sell orders "
+            "are not); shares bought today become sellable when the simulated clock moves to the next session: "
+            "`clock next`, then propose the sell again") in lines
+    assert lines[-1] == ("error: the data ends at 20200824, so the simulated clock cannot move to 20200825: it moves "
+                         "only over days the data has bars for, since fills need bars. `clock set DATE` moves it back "
+                         "to an earlier session no order is dated after (`account reset NAME` clears an account's "
+                         "orders)")
 
 
 def test_clock_next_runs_the_rule_scheduled_in_the_console_as_of_the_new_session(tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ ANSWERED = [
     ("zh", "持仓", "总资产 1,000,000.00 元"), ("zh", "委托 全部", "没有委托"), ("zh", "规则清单", "没有规则"),
     ("zh", "列出规则", "没有规则"), ("zh", "列出所有因子", "因子库还是空的"), ("zh", "因子列表", "因子库还是空的"),
     ("zh", "删除规则2", "没有规则 2"), ("zh", "恢复规则 2", "没有规则 2"),
-    ("zh", "回测规则 2 20200101 20200601", "没有规则 2"), ("zh", "时钟", "当前交易日为 20200824"),
+    ("zh", "回测规则 2 20200101 20200601", "没有规则 2"), ("zh", "时钟", "当前交易日为 20200727"),
     ("zh", "授权", "没有交易授权范围"), ("zh", "决策", "还没有决策"), ("zh", "交易开关", "交易已开启"),
     ("zh", "撤单 99", "没有委托 99"), ("zh", "规则 回测", "rule backtest ID START END"),
     ("zh", "显示规则 9", "没有规则 9"), ("zh", "规则日志 9", "没有规则 9"), ("zh", "暂停规则 9 等财报", "没有规则 9"),
@@ -49,7 +49,8 @@ ANSWERED = [
     ("zh", "交易授权", "没有交易授权范围"),
     ("en", "help", "paper account and desk commands"), ("en", "account", "Equity 1,000,000.00"),
     ("en", "orders all", "No orders in account"), ("en", "rule list", "No rules"), ("en", "delete rule 2", "no rule 2"),
-    ("en", "factor list", "No factors saved yet"), ("en", "clock", "20200824"), ("en", "decisions", "No decisions"),
+    ("en", "factor list", "No factors saved yet"), ("en", "clock", "the session is 20200727"),
+    ("en", "decisions", "No decisions"),
     ("en", "trading", "Trading is on."), ("en", "cancel 99", "no order 99"),
     ("en", "rule show 9", "no rule 9"), ("en", "rule log 9", "no rule 9"), ("en", "rule pause 9 earnings", "no rule 9"),
     ("en", "rule resume 9", "no rule 9"), ("en", "orders today", "No orders today in account"),
@@ -58,12 +59,13 @@ ANSWERED = [
     ("en", "status", "no open QuantDesk threads"), ("en", "cancel 12", "no order 12"),
     ("en", "factor show nothing_here", "No factor named 'nothing_here'"),
 ]
-# a request: (language, typed, what the first thing its thread shows holds: a question, a card or a result)
+# a request: (language, typed, what the first thing its thread shows holds: a question, a card or a result); the
+# limit 12.1 is below 000001.SZ's limit-down of 12.15 on 20200727, where a new simulated clock starts
 STARTED = [
-    ("zh", "买入 000001.SZ 200股 限价 12.5", "跌停价"), ("zh", "信号 均线金叉 贵州茅台", "哪个日期区间"),
+    ("zh", "买入 000001.SZ 200股 限价 12.1", "跌停价"), ("zh", "信号 均线金叉 贵州茅台", "哪个日期区间"),
     ("zh", "分析贵州茅台", "技术指标（未配置 LLM）"), ("zh", "买平安银行2手", "买入 200 股 000001.SZ"),
     ("zh", "卖出 601318.SH 300股", "禁止卖空"), ("en", "sell 601318.SH 300", "no short selling"),
-    ("en", "buy 000001.SZ 200 limit=12.5", "limit-down"), ("en", "signal ma_cross 600519.SH", "Which date range"),
+    ("en", "buy 000001.SZ 200 limit=12.1", "limit-down"), ("en", "signal ma_cross 600519.SH", "Which date range"),
     ("en", "analyze 600519.SH", "indicators (no LLM configured)"),
 ]
 

@@ -19,7 +19,7 @@ from graphs.analyze.present import present_decision
 from graphs.checkpointer import open_checkpointer
 from graphs.order.mandate_command import mandate_command
 from graphs.workflow import CommandCall
-from tests.decision_desk import ROLES, TRADER, account, desk_context, desk_scripts, risk_answer
+from tests.decision_desk import ROLES, TRADER, account, clock_at_data_end, desk_context, desk_scripts, risk_answer
 from tests.fakes.chat import ScriptedChatModel, ScriptedModels, answer, tool_call
 from tests.graph_thread import GraphThread
 from tools.broker.records import PaperFill, PaperOrder
@@ -63,10 +63,11 @@ def test_without_an_llm_the_desk_gives_the_indicator_table_and_says_what_needs_a
 
 
 def test_a_decision_is_sized_in_code_approved_by_a_trader_filled_and_logged(
-        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, models: ScriptedModels) -> None:
+        own_url: str, own_engine: Engine, sandbox: Sandbox, provider: SampleProvider, models: ScriptedModels) -> None:
+    clock_at_data_end(own_engine, provider)  # the desk decides as of 20200824 and trades there
     name = account()
     llm = models(scripts=desk_scripts())
-    thread, out = _run(db_url, engine, sandbox, provider, llm, f"analyze {CODE} account={name}", _light(models))
+    thread, out = _run(own_url, own_engine, sandbox, provider, llm, f"analyze {CODE} account={name}", _light(models))
     (pending,) = out["__interrupt__"]
     card = pending.value
     # 20% of 1,000,000 CNY at 1,696.35 is 117.9 shares: one lot of 100
@@ -76,10 +77,10 @@ def test_a_decision_is_sized_in_code_approved_by_a_trader_filled_and_logged(
     record = result["execution_record"]
     assert record["status"] == "filled" and record["decided_by"] == TRADER
     assert "= 100 shares" in record["sizing"]
-    with Session(engine) as session:
+    with Session(own_engine) as session:
         fills = list(session.scalars(select(PaperFill).where(PaperFill.account == name)))
     assert [(f.quantity, f.trade_date) for f in fills] == [(100, "20200824")]
-    logged = {d.id: d for d in list_decisions(engine, thread.ctx.desk_namespace, CODE)}
+    logged = {d.id: d for d in list_decisions(own_engine, thread.ctx.desk_namespace, CODE)}
     assert logged[record["decision_id"]].rating == "Buy"
     assert set(logged[record["decision_id"]].report_ids) == {"market", "news", "sentiment", "fundamentals"}
     view = present_decision(result)
@@ -194,7 +195,10 @@ def test_a_buy_on_a_past_date_places_no_order_and_bad_requests_say_what_to_write
     _, out = _run(db_url, engine, sandbox, provider, llm, f"analyze {CODE} 20200823", _light(models))
     result = out["result"]
     assert "__interrupt__" not in out and result["execution_record"]["status"] == "no order"
-    assert "not the latest trading day 20200824" in result["trader_investment_plan"]
+    assert ("the decision is as of 20200821, but the paper account's simulated clock is at 20200727, where an order "
+            "would fill; the desk orders only on the day it decided. `clock set 20200821` moves the clock there; "
+            "`analyze 600519.SH 20200727` decides as of the clock's session"  # a new clock: 20 sessions before the end
+            ) in result["trader_investment_plan"]
     assert result["request"]["trade_date"] == "20200821"  # the 23rd was a Sunday
     for text, expected in ((f"analyze {CODE} 20300101", "the data ends on 20200824"),
                            ("analyze 600519", "did you mean 600519.SH"),
@@ -275,32 +279,34 @@ def test_the_request_readers_answer_without_a_command_is_told(
 
 
 def test_one_desk_order_card_per_stock_until_a_trader_decides_it(
-        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, models: ScriptedModels) -> None:
+        own_url: str, own_engine: Engine, sandbox: Sandbox, provider: SampleProvider, models: ScriptedModels) -> None:
     """A second decision on the stock while the first card waits proposes nothing (approving both would double
     the position); once the first is rejected, the next decision proposes again."""
+    clock_at_data_end(own_engine, provider)  # the desk decides as of 20200824 and trades there
     name = account()
-    first, out = _run(db_url, engine, sandbox, provider, models(scripts=desk_scripts()),
+    first, out = _run(own_url, own_engine, sandbox, provider, models(scripts=desk_scripts()),
                       f"analyze {CODE} account={name}", _light(models))
     (card,) = out["__interrupt__"]
-    _, second = _run(db_url, engine, sandbox, provider, models(scripts=desk_scripts()),
+    _, second = _run(own_url, own_engine, sandbox, provider, models(scripts=desk_scripts()),
                      f"analyze {CODE} account={name}", _light(models))
     assert "__interrupt__" not in second
     plan = second["result"]["trader_investment_plan"]
     assert plan.startswith(f"no order: an order card of the desk on {CODE} in {name} is still waiting for a trader")
     first.decide(out, {"type": "reject", "message": "not now"}, user=TRADER)
-    _, third = _run(db_url, engine, sandbox, provider, models(scripts=desk_scripts()),
+    _, third = _run(own_url, own_engine, sandbox, provider, models(scripts=desk_scripts()),
                     f"analyze {CODE} account={name}", _light(models))
     assert third["__interrupt__"][0].value["args"]["order"] == "BUY 100 600519.SH 贵州茅台 at market"
     assert card.value["args"]["order"] == third["__interrupt__"][0].value["args"]["order"]
 
 
 def test_the_judges_speak_with_the_deep_model_when_one_is_set(
-        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, models: ScriptedModels) -> None:
+        own_url: str, own_engine: Engine, sandbox: Sandbox, provider: SampleProvider, models: ScriptedModels) -> None:
     """QUANTDESK_DEEP_MODEL: the research and risk managers use it (graphs/analyze/models.py), everyone else not."""
+    clock_at_data_end(own_engine, provider)  # the desk decides as of 20200824 and trades there
     scripts = desk_scripts()
     judges = {ROLES[name]: scripts.pop(ROLES[name]) for name in ("research_judge", "risk_judge")}
     llm, deep = models(scripts=scripts), models(scripts=judges)
-    _thread, out = _run(db_url, engine, sandbox, provider, llm, f"analyze {CODE} account={account()}",
+    _thread, out = _run(own_url, own_engine, sandbox, provider, llm, f"analyze {CODE} account={account()}",
                         _light(models), deep_llm=deep)
     assert out["__interrupt__"][0].value["type"] == "approval"  # the desk decided on the judges' verdicts
     assert all(deep.prompts_for(key) for key in judges)
@@ -308,14 +314,15 @@ def test_the_judges_speak_with_the_deep_model_when_one_is_set(
 
 
 def test_a_decision_to_buy_a_symbol_the_mandate_blocks_proposes_no_card_and_names_the_line(
-        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider, models: ScriptedModels) -> None:
+        own_url: str, own_engine: Engine, sandbox: Sandbox, provider: SampleProvider, models: ScriptedModels) -> None:
     """Issue 29, item 4, on the desk's path: the desk decides Buy, but the account's mandate blocks the stock, so no
     card is proposed, nothing is placed, and the result says which mandate line stops it."""
+    clock_at_data_end(own_engine, provider)  # the desk decides as of 20200824 and trades there
     name = account()
-    mandate_command(CommandCall(desk_context(engine, sandbox, provider, None), [name, "set", f"block={CODE}"],
+    mandate_command(CommandCall(desk_context(own_engine, sandbox, provider, None), [name, "set", f"block={CODE}"],
                                 "UALICE", name))  # UALICE administers accounts in the desk's context
-    _, out = _run(db_url, engine, sandbox, provider, models(scripts=desk_scripts()), f"analyze {CODE} account={name}",
-                  _light(models))
+    _, out = _run(own_url, own_engine, sandbox, provider, models(scripts=desk_scripts()),
+                  f"analyze {CODE} account={name}", _light(models))
     assert "__interrupt__" not in out
     result = out["result"]
     record = result["execution_record"]
@@ -323,5 +330,5 @@ def test_a_decision_to_buy_a_symbol_the_mandate_blocks_proposes_no_card_and_name
     assert (record["status"], record["order"], record["decided_by"]) == ("refused", None, None)
     assert record["message"] == (f"The order is outside account {name}'s mandate and is not proposed: {CODE} is "
                                  f"blocked (mandate: block {CODE}).")
-    with Session(engine) as session:
+    with Session(own_engine) as session:
         assert list(session.scalars(select(PaperOrder).where(PaperOrder.account == name))) == []

@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 from graphs.analyze.graph import build_analyze_graph
 from graphs.analyze.present import present_decision
 from graphs.llm import LLM_MAX_RETRIES, get_light_llm, get_llm
-from tests.decision_desk import ROLES, account, desk_context
+from tests.decision_desk import ROLES, account, clock_at_data_end, desk_context
 from tests.fakes.chat import answer, tool_call
 from tests.fakes.openai_server import API_KEY, OpenAIServer, Step, http_error
 from tests.graph_thread import GraphThread
@@ -70,6 +70,7 @@ def test_a_failing_endpoint_stops_the_desk_cleanly_and_a_retry_runs_through(
     settings = Settings(_env_file=None, OPENAI_BASE_URL=openai_server.url, OPENAI_API_KEY=API_KEY,
                         QUANTDESK_MODEL=MAIN, QUANTDESK_LIGHT_MODEL=LIGHT)
     ctx = desk_context(sqlite_engine, sandbox, SampleProvider(), get_llm(settings), get_light_llm(settings))
+    clock_at_data_end(sqlite_engine, ctx.provider)  # the desk decides as of 20200824 and trades there
     thread = GraphThread(sqlite_url, ctx, build_analyze_graph)
     request = f"analyze {CODE} analysts=market,news account={account()}"
     out = thread.say(request)

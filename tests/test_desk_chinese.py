@@ -47,7 +47,9 @@ def test_a_chinese_decision_its_order_card_and_report_read_in_chinese(tmp_path: 
         fake.script(ROLES[role], answer("发言"))
     fake.script(ROLES["research_judge"], _judge("Buy", 0.2))
     fake.script(ROLES["risk_judge"], _judge("Buy", 0.2))
-    text = _chat(tmp_path, openai_server, "lang zh", f"分析 {CODE} analysts=market", "批准")
+    # the desk decides as of the data's last day, 20200824: the simulated clock (it starts 20 sessions earlier) is
+    # moved there first, so the order fills on the day decided
+    text = _chat(tmp_path, openai_server, "lang zh", "时钟 设置 20200824", f"分析 {CODE} analysts=market", "批准")
     lines = text.splitlines()
     for shown in ("  理由: 决策台：买入 600519.SH（截至 20200824），目标仓位 20%（信心 0.60）",
                   "--- 批准 | 编辑 数量=… | 拒绝 理由（拒绝：不提交委托；拒绝及理由会被记录。）---",

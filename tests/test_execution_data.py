@@ -21,6 +21,7 @@ from sqlalchemy import Engine
 from graphs.context import WorkflowContext
 from graphs.rule.background import scheduled_request
 from graphs.rule.present import present_rule_run
+from tests.decision_desk import clock_at_data_end
 from tests.fakes.chat import ScriptedChatModel, answer
 from tests.graph_thread import GraphThread
 from tools.broker.checks import RiskLimits
@@ -129,10 +130,12 @@ def test_on_simulated_data_nothing_is_stale(db_url: str, engine: Engine, sandbox
 RECURSIVE = "buy when ema(12) > ema(26) and rsi(14) < 70; sell when ema(12) < ema(26) or rsi(14) > 75"
 
 
-def test_a_run_as_of_a_day_decides_what_the_backtest_decided_that_day(db_url: str, engine: Engine, sandbox: Sandbox,
-                                                                      tmp_path: Path) -> None:
+def test_a_run_as_of_a_day_decides_what_the_backtest_decided_that_day(own_url: str, own_engine: Engine,
+                                                                      sandbox: Sandbox, tmp_path: Path) -> None:
     """EMA and RSI are recursive: their values depend on the bar they are seeded at, so a run and a backtest
-    agree only when they read the same history. Each run sees the sample cut at its day."""
+    agree only when they read the same history. Each run sees the sample cut at its day, the simulated clock moved
+    there (a new clock starts 20 sessions before the data's last day; the clock is one per database)."""
+    db_url, engine = own_url, own_engine
     backtest = backtest_rule(RECURSIVE, CODE, "20200102", "20200824", SampleProvider())
     actions = backtest.decisions["action"]
     flips = [day for day, before, now in zip(actions.index[1:], actions.iloc[:-1], actions.iloc[1:], strict=True)
@@ -143,6 +146,7 @@ def test_a_run_as_of_a_day_decides_what_the_backtest_decided_that_day(db_url: st
         cut = f"{day:%Y%m%d}"
         provider = _sample_until(tmp_path / cut, {CODE: cut})
         ctx = _ctx(engine, sandbox, provider, datetime(2024, 1, 2, tzinfo=UTC))  # simulated: as of the cut
+        clock_at_data_end(engine, provider)
         rule = ctx.rules.add(OWNER, "c", CODE, RECURSIVE, source="language")  # type: ignore[union-attr]
         out = GraphThread(db_url, ctx, requester=OWNER).say(f"rule run {rule.id}")
         steps = ctx.rules.steps(rule.id)  # type: ignore[union-attr]

@@ -47,9 +47,12 @@ def provider() -> SampleProvider:
 
 @pytest.fixture(scope="module")
 def closes() -> list[float]:
-    """The sample's closes of 600519.SH, oldest first (the raw data, read without the code under test)."""
+    """The sample's closes of 600519.SH up to 20200727, oldest first (the raw data, read without the code under
+    test): a rule run decides as of the simulated session, and a new clock starts 20 sessions before the sample's
+    last day, 20200824."""
     frame = pd.read_parquet(sample_dir() / "daily.parquet")
-    return frame[frame["ts_code"] == CODE].sort_values("trade_date")["close"].tolist()
+    frame = frame[(frame["ts_code"] == CODE) & (frame["trade_date"] <= "20200727")]
+    return frame.sort_values("trade_date")["close"].tolist()
 
 
 def _ctx(engine: Engine, sandbox: Sandbox, provider: SampleProvider, llm: Any = None) -> WorkflowContext:

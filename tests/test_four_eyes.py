@@ -100,14 +100,15 @@ def test_a_reject_by_the_second_trader_ends_it(db_url: str, engine: Engine, sand
 def test_an_edit_after_the_first_approval_starts_the_approvals_again(db_url: str, engine: Engine, sandbox: Sandbox,
                                                                      provider: SampleProvider, account: str) -> None:
     run = thread(db_url, engine, sandbox, provider)
-    first = run.say(f"order 600519.SH buy 100 account={account}")
+    first = run.say(f"order 600519.SH buy 100 limit=1650 account={account}")
     second = run.decide(first, {"type": "approve"}, user=BO)
-    edited = run.decide(second, {"type": "edit", "edited_action": {"name": "place_order", "args": {"quantity": 200}}},
-                        user=CY)
+    edited = run.decide(second, {"type": "edit", "edited_action": {"name": "place_order", "args": {
+        "quantity": 100, "limit_price": "1640.00"}}}, user=CY)  # 164,000 CNY: still above the four-eyes line
     assert _card(edited)["args"]["approvals"] == FIRST_OF_TWO  # Bo approved other numbers
     small = run.decide(edited, {"type": "edit", "edited_action": {"name": "place_order", "args": {"quantity": 50}}},
-                       user=CY)  # 600519.SH buys in lots of 100: refused, the card stays
-    assert "Refused: the edit was refused" in _card(small)["description"]
+                       user=CY)  # 600519.SH buys in lots of 100: not applied, the card stays
+    assert "Refused: the edit was not applied: " in _card(small)["description"]
+    assert _card(small)["args"]["approvals"] == FIRST_OF_TWO  # nothing changed, so nothing to approve again
 
 
 def test_two_traders_approving_at_once_from_two_processes_give_one_order_with_both_names(

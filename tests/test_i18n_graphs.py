@@ -51,10 +51,11 @@ def test_an_orders_refusals_edits_expiry_and_rejection_read_in_chinese(sqlite_ur
         rejected_thread = GraphThread(sqlite_url, thread.ctx, requester="UALICE")
         rejected = rejected_thread.decide(rejected_thread.say("下单 000001.SZ 买入 100 account=z1"),
                                           {"type": "reject"}, user=TRADER)
-    refusal = next(line for line in refused.splitlines() if line.startswith("已拒绝："))
-    assert refusal.startswith("已拒绝：UALICE 不是交易员（QUANTDESK_TRADERS），不能批准账户 z1 的委托")
-    (problem,) = [line for line in edit.splitlines() if line.startswith("已拒绝：")][1:]
-    assert problem == "已拒绝：修改被拒绝：数量（股）必须是 100 的整数倍；side 不可修改"
+    refusal = next(line for line in refused.splitlines() if line.startswith("未受理："))  # not 已拒绝: not rejected
+    assert refusal.startswith("未受理：UALICE 不是交易员（QUANTDESK_TRADERS），不能批准账户 z1 的委托")
+    (problem,) = [line for line in edit.splitlines() if line.startswith("未受理：")][1:]
+    assert problem == ("未受理：修改未生效：数量（股）必须是 100 的整数倍；side 不可修改。"
+                       "卡片仍在等待处理，委托保持原样。")
     expired = late["result"]["message"]
     assert expired.startswith("这笔委托的审批卡片已于 ") and expired.endswith(
         f"过期，早于 {TRADER} 的批准；未下单。请重新下单以重新检查。")

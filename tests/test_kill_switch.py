@@ -1,6 +1,6 @@
 """The kill switch reaches everything (issue 29, item 5): `trading off REASON` records who and why, expires every
 order card made before it (also once trading is on again), and rules propose nothing until `trading on`. Sample
-data (simulated clock at 20200824). The switch is one per database: each test has its own."""
+data (a new simulated clock: 20200727). The switch is one per database: each test has its own."""
 
 from __future__ import annotations
 

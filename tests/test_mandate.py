@@ -1,6 +1,6 @@
 """A mandate per account (issue 29, item 4): set by the account's admins (each change an audit entry), shown on
 every card, enforced in the broker's checks; an order outside it is never proposed, by a rule or by hand (no card),
-and the refusal names the mandate line it breaks. Sample data (simulated clock at 20200824)."""
+and the refusal names the mandate line it breaks. Sample data (a new simulated clock: 20200727)."""
 
 from __future__ import annotations
 

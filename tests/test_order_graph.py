@@ -76,9 +76,10 @@ def test_a_trader_approves_and_the_order_fills_at_the_last_close(db_url: str, en
     assert card["type"] == "approval" and card["deciders"] == "traders"
     assert card["allowed"] == ["approve", "edit", "reject"]
     assert card["args"]["order"] == "BUY 100 600519.SH 贵州茅台 at market"
-    # 100 × 1696.35 = 169,635.00; commission 0.025 % = 42.40875 → 42.41; transfer fee 0.002 % (2020) = 3.3927 → 3.39
-    assert card["args"]["estimated_cost"] == "169,635.00 + fees 45.80 at 1696.35"
-    assert card["args"]["cash_after"] == "830,319.20"
+    # the new clock's session 20200727 (20 sessions before the sample's last day): close 1622.55;
+    # 100 × 1622.55 = 162,255.00; commission 0.025 % = 40.56375 → 40.56; transfer fee 0.002 % (2020) = 3.2451 → 3.25
+    assert card["args"]["estimated_cost"] == "162,255.00 + fees 43.81 at 1622.55"
+    assert card["args"]["cash_after"] == "837,701.19"
     assert card["args"]["why"] == "results beat expectations"
     assert "PASS cash: holds back" in card["description"]
     done = thread.decide(out, {"type": "approve"}, user=TRADER)
@@ -86,7 +87,7 @@ def test_a_trader_approves_and_the_order_fills_at_the_last_close(db_url: str, en
     assert result["status"] == "filled" and result["decided_by"] == TRADER
     (fill,) = _fills(engine, "g1")
     assert (fill.price_fen, fill.value_fen, fill.commission_fen, fill.transfer_fee_fen, fill.stamp_duty_fen) == (
-        169635, 16963500, 4241, 339, 0)
+        162255, 16225500, 4056, 325, 0)
     assert fill.basis == "simulated fill at the last available close"
     assert _events(engine, "g1") == [("account opened", OTHER), ("proposed", OTHER), ("approved", TRADER),
                                      ("submitted", TRADER), ("filled", None)]
@@ -140,7 +141,7 @@ def test_an_edit_is_checked_against_the_rules_before_anything_is_placed(db_url: 
     thread = _thread(db_url, engine, sandbox, provider)
     out = thread.say("order 000001.SZ buy 100 limit=14.50 account=g5")
     card = _card(out)
-    # 20200824's previous close 14.46 (the bar's pre_close): ±10 % → 13.01 … 15.91 → rounded half-up to the fen
+    # 20200727's previous close 13.50 (the bar's pre_close): ±10 % → 12.15 … 14.85
     assert card["args_schema"]["quantity"] == {"type": "integer", "title": "Quantity (shares)", "minimum": 100,
                                                "maximum": 1_000_000, "multiple_of": 100}
     lot = thread.decide(out, {"type": "edit", "edited_action": {"name": "place_order", "args": {"quantity": 150}}},
@@ -163,6 +164,27 @@ def test_an_edit_is_checked_against_the_rules_before_anything_is_placed(db_url: 
     (order,) = _orders(engine, "g5")
     assert (order.quantity, order.limit_price_fen) == (300, 1460)
     assert [e for e, _ in _events(engine, "g5")].count("edited") == 1
+
+
+def test_an_edit_whose_order_fails_its_checks_is_not_applied_and_the_card_waits_as_it_was(
+        db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider) -> None:
+    """Issue 39, item 10: 1,000 shares of 600519.SH (about 1.6 million CNY) fail the cash and the order value checks;
+    the card keeps its 100 shares, approvable, and says the edit was not applied."""
+    thread = _thread(db_url, engine, sandbox, provider)
+    out = thread.say("order 600519.SH buy 100 account=g9")
+    big = thread.decide(out, {"type": "edit", "edited_action": {"name": "place_order", "args": {"quantity": 1000}}},
+                        user=TRADER)
+    card = _card(big)
+    assert card["args"]["quantity"] == 100 and card["allowed"] == ["approve", "edit", "reject"]
+    (line,) = [line for line in card["description"].splitlines() if line.startswith("Refused: ")]
+    assert line.startswith("Refused: the edit was not applied: the edited order (BUY 1,000 600519.SH 贵州茅台 at "
+                           "market) fails its checks (cash: holds back ")
+    assert "; order value limit: " in line and line.endswith("). The card still waits, with the order as it was.")
+    done = thread.decide(big, {"type": "approve"}, user=TRADER)
+    assert done["result"]["status"] == "filled"
+    (order,) = _orders(engine, "g9")
+    assert order.quantity == 100
+    assert [e for e, _ in _events(engine, "g9")].count("edited") == 0
 
 
 def test_a_rejection_places_nothing_and_keeps_its_reason(db_url: str, engine: Engine, sandbox: Sandbox,

@@ -1,6 +1,8 @@
 """The simulated session clock (issue 28, item 12): `clock`, `clock next`, `clock set DATE` on the bundled sample
-(bars through Monday 2020-08-24, Friday 2020-08-21 before it). Moving it settles, marks and lets T+1 pass; only
-traders move it, never on live data; every move is recorded; a card made before a move lapses with its session."""
+(bars through Monday 2020-08-24, Friday 2020-08-21 before it). A new clock starts 20 sessions before the data's last
+day (issue 39, item 8): Monday 2020-07-27, the weekdays from it to 2020-08-21 being 20 sessions without a holiday.
+Moving it settles, marks and lets T+1 pass; only traders move it, never on live data; every move is recorded; a card
+made before a move lapses with its session; each dead end names its way out."""
 
 from __future__ import annotations
 
@@ -71,29 +73,42 @@ def _moves(engine: Engine) -> list[tuple[str | None, dict]]:
 def test_clock_next_lets_yesterdays_buy_be_sold_at_the_next_session(own_engine: Engine, sandbox: Sandbox,
                                                                      provider: SampleProvider) -> None:
     ctx = _ctx(own_engine, sandbox, provider)
-    assert _clock(ctx, "clock").summary.startswith("Simulated clock: the session is 20200824")
-    back = _clock(ctx, "clock set 2020-08-21")
-    assert back.summary.startswith("The simulated clock moved back from 20200824 to 20200821 (by UTRADER")
+    shown = _clock(ctx, "clock")
+    assert shown.summary.startswith("Simulated clock: the session is 20200727")
+    assert shown.lines[0].startswith("`clock next` moves it to 20200728")
+    assert "Never moved: a new clock starts 20 of the data's sessions before its last day" in shown.lines[1]
     broker = PaperBroker(own_engine, provider, "a1", CONFIG, now=lambda: SIMULATED_NOW)
     bought = broker.submit(_order("a1-buy", "buy"))
-    assert (bought.status, bought.session_date, bought.fills[0].price) == ("filled", "20200821", Decimal("14.45"))
+    assert (bought.status, bought.session_date, bought.fills[0].price) == ("filled", "20200727", Decimal("13.24"))
     assert broker.positions()[0].sellable == 0
-    with pytest.raises(OrderRejected, match="sellable"):
+    with pytest.raises(OrderRejected, match=r"sellable.*become sellable when the simulated clock moves to the next "
+                                            r"session: `clock next`, then propose the sell again"):
         broker.submit(_order("a1-sell-early", "sell"))
 
     moved = _clock(ctx, "clock next")
-    assert moved.summary.startswith("The simulated clock moved from 20200821 to 20200824 (by UTRADER")
-    assert broker.clock().today == "20200824"
+    assert moved.summary.startswith("The simulated clock moved from 20200727 to 20200728 (by UTRADER")
+    assert broker.clock().today == "20200728"
     (position,) = broker.positions()
-    assert (position.sellable, position.price, position.price_date) == (100, Decimal("14.46"), "20200824")
-    assert broker.marks()[-1][0] == "20200824"  # the move marked the account at the new session's closes
+    assert (position.sellable, position.price, position.price_date) == (100, Decimal("13.34"), "20200728")
+    assert broker.marks()[-1][0] == "20200728"  # the move marked the account at the new session's closes
     sold = broker.submit(_order("a1-sell", "sell"))
-    assert (sold.status, sold.fills[0].trade_date, sold.fills[0].price) == ("filled", "20200824", Decimal("14.46"))
+    assert (sold.status, sold.fills[0].trade_date, sold.fills[0].price) == ("filled", "20200728", Decimal("13.34"))
     assert broker.positions() == ()
-    assert _moves(own_engine) == [(TRADER, {"from": "20200824", "to": "20200821"}),
-                                  (TRADER, {"from": "20200821", "to": "20200824"})]
+    back = _clock(ctx, "clock set 20200824")
+    assert back.summary.startswith("The simulated clock moved from 20200728 to 20200824 (by UTRADER")
+    assert _moves(own_engine) == [(TRADER, {"from": "20200727", "to": "20200728"}),
+                                  (TRADER, {"from": "20200728", "to": "20200824"})]
     shown = _clock(ctx, "clock", user=OTHER)
     assert f"Last moved by {TRADER} at " in "\n".join(shown.lines)
+
+
+def test_the_clock_moves_back_over_days_no_order_is_dated_on(sqlite_engine: Engine, sandbox: Sandbox,
+                                                             provider: SampleProvider) -> None:
+    ctx = _ctx(sqlite_engine, sandbox, provider)
+    _clock(ctx, "clock set 20200824")
+    back = _clock(ctx, "clock set 2020-08-21")
+    assert back.summary.startswith("The simulated clock moved back from 20200824 to 20200821 (by UTRADER")
+    assert paper_clock(sqlite_engine, provider, 7, SIMULATED_NOW).today == "20200821"
 
 
 def test_only_traders_move_the_clock_and_anyone_may_look(sqlite_engine: Engine, sandbox: Sandbox,
@@ -103,9 +118,10 @@ def test_only_traders_move_the_clock_and_anyone_may_look(sqlite_engine: Engine, 
         with pytest.raises(CommandError, match=r"Only traders \(QUANTDESK_TRADERS\) can move the clock"):
             _clock(ctx, line, user=OTHER)
     shown = _clock(ctx, "clock", user=OTHER)
-    assert shown.summary.startswith("Simulated clock: the session is 20200824")
-    assert "`clock next` cannot move it: the data ends at 20200824" in shown.lines[0]
+    assert shown.summary.startswith("Simulated clock: the session is 20200727")
     assert _moves(sqlite_engine) == []
+    _clock(ctx, "clock set 20200824")
+    assert "`clock next` cannot move it: the data ends at 20200824" in _clock(ctx, "clock", user=OTHER).lines[0]
 
 
 def test_on_live_data_the_clock_is_the_real_one(sqlite_engine: Engine, sandbox: Sandbox,
@@ -121,7 +137,8 @@ def test_on_live_data_the_clock_is_the_real_one(sqlite_engine: Engine, sandbox: 
 
 @pytest.mark.parametrize("line, message", [
     ("clock next", "the data ends at 20200824, so the simulated clock cannot move to 20200825: it moves only over "
-                   "days the data has bars for, since fills need bars"),
+                   "days the data has bars for, since fills need bars. `clock set DATE` moves it back to an earlier "
+                   "session no order is dated after (`account reset NAME` clears an account's orders)"),
     ("clock set 20200825", "the data ends at 20200824, so the simulated clock cannot move to 20200825"),
     ("clock set 20200822", "20200822 is not a trading day of the exchange calendar"),
     ("clock set 20200824", "the simulated clock is already at 20200824"),
@@ -131,9 +148,12 @@ def test_on_live_data_the_clock_is_the_real_one(sqlite_engine: Engine, sandbox: 
 ])
 def test_moves_the_data_cannot_fill_are_refused(sqlite_engine: Engine, sandbox: Sandbox, provider: SampleProvider,
                                                 line: str, message: str) -> None:
-    with pytest.raises(CommandError, match=message.replace("(", r"\(")):
-        _clock(_ctx(sqlite_engine, sandbox, provider), line)
-    assert _moves(sqlite_engine) == []
+    """At the data's last day (the clock moved there first): refused, and nothing more recorded."""
+    ctx = _ctx(sqlite_engine, sandbox, provider)
+    _clock(ctx, "clock set 20200824")
+    with pytest.raises(CommandError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        _clock(ctx, line)
+    assert _moves(sqlite_engine) == [(TRADER, {"from": "20200727", "to": "20200824"})]
 
 
 def test_the_clock_goes_back_only_over_days_no_order_is_dated_on(sqlite_engine: Engine, sandbox: Sandbox,
@@ -152,7 +172,7 @@ def test_the_clock_belongs_to_the_data_it_was_moved_on(sqlite_engine: Engine, sa
                                                        provider: SampleProvider, tmp_path: Path) -> None:
     _clock(_ctx(sqlite_engine, sandbox, provider), "clock set 20200821")
     assert paper_clock(sqlite_engine, provider, 7, SIMULATED_NOW).today == "20200821"
-    other = market(tmp_path / "june", JUNE)  # another data set: it starts at its own last day
+    other = market(tmp_path / "june", JUNE)  # another data set, two sessions (no month): it starts at its last day
     assert paper_clock(sqlite_engine, other, 7, SIMULATED_NOW).today == "20240614"
 
 

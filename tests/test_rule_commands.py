@@ -3,6 +3,7 @@ change or delete a rule (owner, admin, nobody else), the log timeline of a run, 
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import timedelta
 from decimal import Decimal
@@ -133,15 +134,16 @@ def test_a_backtest_reports_like_the_signal_backtest_and_says_where_a_cut_list_g
     command = SUBCOMMANDS["backtest"].run
     view = command(CommandCall(ctx, [str(rule.id), "20180101", "20200601"], OWNER, CHANNELS[id(ctx)]))
     facts = dict(view.facts)
-    for label in ("Total return", "Annualised", "Sharpe", "Max drawdown", "Exposure", "Trades", "Fees"):
-        assert f"{label} (buy-and-hold)" in facts, label
+    for label in ("Total return", "Annualised", "Sharpe", "Max drawdown", "Exposure", "Trades", "Fees",
+                  "Final equity"):  # each figure named: the strategy's, then the buy-and-hold's
+        assert re.fullmatch(r"strategy \S+( CNY)? · buy-and-hold \S+( CNY)?", facts[label]), label
     assert "on the 1,000,000.00 CNY account" in view.summary
     assert facts["Base"].startswith("the 1,000,000.00 CNY account; returns are on the whole account, position-sized")
     (csv,) = view.artifacts
     stored = ctx.artifacts.get(csv["id"])
     assert stored is not None and stored.filename.endswith("_trades.csv")
     rows = stored.data.decode().splitlines()[1:]
-    trades = int(facts["Trades (buy-and-hold)"].split()[0])
+    trades = int(facts["Trades"].split()[1])
     assert len(rows) == trades > 20
     assert view.lines[:20] == [f"{r.split(',')[0]} {r.split(',')[1]} {int(r.split(',')[2]):,} at {r.split(',')[3]} "
                                f"(fees {r.split(',')[10]})" for r in rows[:20]]

@@ -21,7 +21,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from bot.stores.threads import thread_id_for
-from tests.decision_desk import MARKET_REPORT, ROLES, TRADER, desk_scripts
+from tests.decision_desk import MARKET_REPORT, ROLES, TRADER, clock_at_data_end, desk_scripts
 from tests.fakes.chat import answer
 from tests.fakes.openai_server import API_KEY, OpenAIServer
 from tests.fakes.slack_server import TEAM, Call, SlackServer
@@ -38,6 +38,7 @@ from tests.slack_harness import (
     wait_until,
 )
 from tools.broker.records import PaperFill, PaperOrder
+from tools.data.local import SampleProvider
 from tools.desk.log import list_decisions
 from tools.storage.db import make_engine
 
@@ -101,9 +102,12 @@ def _desk(slack: SlackServer, data: Path, **env: str) -> Iterator[Desk]:
 
 @pytest.fixture(scope="module")
 def desk(slack: SlackServer, models: OpenAIServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desk]:
-    """An LLM configured (the fake endpoint), one trader."""
-    yield from _desk(slack, tmp_path_factory.mktemp("desk"), OPENAI_API_KEY=API_KEY, OPENAI_BASE_URL=models.url,
-                     QUANTDESK_MODEL=MAIN_MODEL, QUANTDESK_LIGHT_MODEL=LIGHT_MODEL)
+    """An LLM configured (the fake endpoint), one trader; the simulated clock (a new one starts 20 sessions before
+    the data's last day) moved to 20200824, the day the desk decides on, so its order fills there."""
+    for running in _desk(slack, tmp_path_factory.mktemp("desk"), OPENAI_API_KEY=API_KEY, OPENAI_BASE_URL=models.url,
+                         QUANTDESK_MODEL=MAIN_MODEL, QUANTDESK_LIGHT_MODEL=LIGHT_MODEL):
+        clock_at_data_end(running.engine, SampleProvider())
+        yield running
 
 
 @pytest.fixture(scope="module")

@@ -255,7 +255,8 @@ def test_a_signal_result_compares_with_buy_and_hold(signal_run: SignalRun) -> No
     blocks = blocks_valid(signal_run.result)
     assert re.search(r"against buy-and-hold -?\d+\.\d+%", text_of(signal_run.result)), text_of(signal_run.result)
     facts = [f["text"] for b in blocks if b["type"] == "section" for f in b.get("fields", [])]
-    assert any(f.startswith("*Total return (buy-and-hold)*") for f in facts)
+    total = r"\*Total return\*\nstrategy -?\d+\.\d+% · buy-and-hold -?\d+\.\d+%"  # each figure named
+    assert any(re.fullmatch(total, f) for f in facts), facts
 
 
 # --- Slack failing under the progress updates -------------------------------------------------------------------

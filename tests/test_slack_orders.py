@@ -304,12 +304,13 @@ def test_an_order_is_proposed_as_an_approval_card_in_a_new_thread(desk: Desk, pr
     assert _money(value) == Decimal(price) * 100 and _money(fees) >= Decimal("5.00")  # the minimum commission
     assert _money(facts["Cash after"]) == Decimal("1000000.00") - _money(value) - _money(fees)
     assert facts["Position after"] == "100 shares"
-    assert facts["Fills"] == "simulated fill at the last available close (20200824)"
+    # a new simulated clock stands 20 sessions before the sample's last day (20200824): on Monday 20200727
+    assert facts["Fills"] == "simulated fill at the last available close (20200727)"
     assert facts["Why"] == f"manual order by {ALICE}"
     at, session = facts["Expires"].split(", or when the simulated clock moves on from ")
     expires = datetime.strptime(at, "%Y-%m-%d %H:%M Asia/Shanghai").replace(tzinfo=SHANGHAI)
     assert abs(expires - (datetime.now(SHANGHAI) + TTL)) < timedelta(minutes=3)  # the TTL, and the session:
-    assert session == "20200824"  # a simulated session ends when the clock moves (`clock next`)
+    assert session == "20200727"  # a simulated session ends when the clock moves (`clock next`)
     assert _buttons(card) == ["review_approve", "review_edit", "review_reject"]
     assert "Only traders (QUANTDESK_TRADERS) can approve or edit this order" in _context(card)
     # the thread was opened by the command; nothing was placed by proposing
@@ -319,15 +320,16 @@ def test_an_order_is_proposed_as_an_approval_card_in_a_new_thread(desk: Desk, pr
 
 def test_a_mention_proposes_an_order_in_its_thread(desk: Desk) -> None:
     channel, root = "C7110", new_ts()
-    status, _ = post(desk.bot.url, event_body(mention(channel, ALICE, "order 000001.SZ buy 1,000 limit=15.00 "
+    status, _ = post(desk.bot.url, event_body(mention(channel, ALICE, "order 000001.SZ buy 1,000 limit=14.50 "
                                                                       "account=desk-b rebalancing", root)),
                      "application/json")
     assert status == 200
     card = _card(desk, channel, root)
     facts = _facts(card)
-    assert facts["Order"] == "BUY 1,000 000001.SZ 平安银行 at limit 15.00" and facts["Account"] == "desk-b"
-    assert facts["Limit price"] == "15.00" and facts["Why"] == "rebalancing"
-    assert facts["Estimated cost"].startswith("15,000.00 + fees ")
+    # within 20200727's band: the previous close 13.50 ± 10 % is 12.15 … 14.85
+    assert facts["Order"] == "BUY 1,000 000001.SZ 平安银行 at limit 14.50" and facts["Account"] == "desk-b"
+    assert facts["Limit price"] == "14.50" and facts["Why"] == "rebalancing"
+    assert facts["Estimated cost"].startswith("14,500.00 + fees ")
     assert _buttons(card) == ["review_approve", "review_edit", "review_reject"]
 
 
@@ -370,7 +372,7 @@ def test_a_traders_approval_fills_the_order_once_and_reports_it(desk: Desk, appr
     (fill,) = _fills(desk, proposal.channel)
     _value, fees, price = re.fullmatch(r"([\d,.]+) \+ fees ([\d,.]+) at ([\d.]+)",
                                        _facts(proposal.card)["Estimated cost"]).groups()
-    assert (fill.order_id, fill.quantity, fill.trade_date) == (order.id, 100, "20200824")
+    assert (fill.order_id, fill.quantity, fill.trade_date) == (order.id, 100, "20200727")
     assert fill.price_fen == int(Decimal(price) * 100)  # at the last close the card quoted
     assert fill.basis == "simulated fill at the last available close"
     fill_fees = (fill.commission_fen + fill.stamp_duty_fen + fill.transfer_fee_fen + fill.handling_fee_fen
@@ -378,11 +380,11 @@ def test_a_traders_approval_fills_the_order_once_and_reports_it(desk: Desk, appr
     assert fill_fees == int(_money(fees) * 100)  # the card's fee estimate, to the fen
     # the result in the thread
     result = result_call(desk.slack, proposal.channel, proposal.root, "Order ")
-    assert re.match(rf"Order {order.id} filled: BUY 100 600519\.SH at {re.escape(price)} on 20200824", text_of(result))
+    assert re.match(rf"Order {order.id} filled: BUY 100 600519\.SH at {re.escape(price)} on 20200727", text_of(result))
     assert blocks_valid(result)[0]["text"]["text"] == "Order filled"
     facts = _facts(result)
     assert facts["Decided by"] == TRADER and facts["Order"] == f"{order.id} (filled)"
-    assert facts["Fill"] == f"100 at {price} on 20200824" and facts["Fees"].startswith("commission ")
+    assert facts["Fill"] == f"100 at {price} on 20200727" and facts["Fees"].startswith("commission ")
     # the card shows who approved it, without buttons
     update = wait_until(lambda: _card_updates(desk, proposal), "the card's update")[-1]
     assert f"approved by <@{TRADER}>" in json.dumps(update.args) and "actions" not in json.dumps(update.args)
@@ -727,7 +729,7 @@ def test_orders_all_lists_the_filled_order(desk: Desk, approved: Approved) -> No
                  and b["text"]["text"].startswith("```"))
     row = next(line.split() for line in table.strip("`").splitlines() if line.split()[:1] == [str(order.id)])
     price = str(Decimal(_fills(desk, channel)[0].price_fen) / 100)
-    assert row[1:] == ["20200824", "BUY", "600519.SH", "100", "market", "filled", price, TRADER]
+    assert row[1:] == ["20200727", "BUY", "600519.SH", "100", "market", "filled", price, TRADER]
     assert _reply_text(_command(desk, "orders", channel, BOB)) == f"No open orders in account {channel}."
     assert _reply_text(_command(desk, "orders all", "C7601", BOB)) == "No orders in account C7601."
 
@@ -814,6 +816,6 @@ def test_a_rule_saved_with_quotes_runs_from_slash_and_proposes_its_order(desk: D
         f":warning: rule {rule_id} belongs to")
     proposal = _propose(desk, channel, f"rule run {rule_id}")
     card = proposal.card
-    assert "BUY 100 600519.SH" in text_of(card) and f"rule {rule_id} as of 20200824:" in json.dumps(card.args["blocks"])
+    assert "BUY 100 600519.SH" in text_of(card) and f"rule {rule_id} as of 20200727:" in json.dumps(card.args["blocks"])
     timeline = _command(desk, f"rule log {rule_id}", channel, BOB)
     assert "decision: BUY (confidence 1.00)" in json.dumps(timeline.args["blocks"], ensure_ascii=False)

@@ -92,7 +92,7 @@ class Intake:
         if isinstance(intent, conversation.Empty):
             return Reply(intent)
         if isinstance(intent, conversation.Help):
-            return Reply(intent, help=tuple(conversation.help_sections(typed.local)))
+            return Reply(intent, help=tuple(conversation.help_sections(self.core.runner.context.provider, typed.local)))
         if isinstance(intent, conversation.Status):
             return Reply(intent, text=self.status_text(user))
         if isinstance(intent, conversation.Language):

@@ -12,7 +12,7 @@ from graphs.views import View
 from graphs.workflow import CommandCall, CommandError
 from tools.broker.clock import SHANGHAI, day
 from tools.broker.clock_moves import ClockError, ClockMove, ClockState, clock_state, move_clock
-from tools.broker.sim_clock import last_move
+from tools.broker.sim_clock import START_SESSIONS, last_move
 from tools.data.schema import DataError, normalize_date
 from tools.i18n import N_, _
 from tools.rules.schedule import SessionTick, session_ticks
@@ -92,7 +92,9 @@ def _show(state: ClockState) -> View:
                  "is dated after.").format(end=state.data_end)
     moved = (_("Last moved by {user} at {time} UTC.").format(user=state.moved_by,
                                                              time=f"{state.moved_at:%Y-%m-%d %H:%M}")
-             if state.moved_by and state.moved_at else _("Never moved: it starts at the data's last day."))
+             if state.moved_by and state.moved_at else
+             _("Never moved: a new clock starts {n} of the data's sessions before its last day, a month to trade "
+               "through.").format(n=START_SESSIONS))
     return View(_("Clock"), _("Simulated clock: the session is {today} ({shared}; the data ends at {end}).").format(
         today=state.today, shared=_(SHARED), end=state.data_end), lines=[step, moved, _("Moving it is for traders.")],
                 users=[state.moved_by] if state.moved_by else [])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from graphs.backtest_view import TRADES_SHOWN, Base, comparison_facts, comparison_summary, cut_note
+from graphs.backtest_view import TRADES_SHOWN, Base, comparison_facts, comparison_summary, cut_note, side_by_side
 from graphs.order.present import present_order
 from graphs.views import Table, View
 from tools.broker.proposal_claims import ProposalClaim
@@ -127,8 +127,8 @@ def present_backtest(rule: Rule, result: RuleBacktest, trades_csv: ArtifactRef |
     strategy, benchmark = s.figures, b.figures
     facts = comparison_facts(strategy, benchmark, base, (_("{amount} CNY").format(amount=f"{s.fees_paid:,.2f}"),
                                                          _("{amount} CNY").format(amount=f"{b.fees_paid:,.2f}")))
-    facts.append((_("Final equity (buy-and-hold)"), _("{mine} ({theirs}) CNY").format(
-        mine=f"{s.final_equity:,.2f}", theirs=f"{b.final_equity:,.2f}")))
+    facts.append((_("Final equity"), side_by_side(_("{amount} CNY").format(amount=f"{s.final_equity:,.2f}"),
+                                                  _("{amount} CNY").format(amount=f"{b.final_equity:,.2f}"))))
     sides = {"buy": _("buy"), "sell": _("sell")}
     lines = [_("{day} {side} {n} at {price} (fees {fees})").format(
         day=t.trade_date, side=sides.get(t.side, t.side), n=f"{t.quantity:,}", price=t.price, fees=t.fees.total)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from graphs.grammar import did_you_mean
+from graphs.signal.groups import Group
 from tools.i18n import N_, _
 
 
@@ -28,6 +29,7 @@ class Strategy:
     template: str
     min_codes: int = 1
     aliases: tuple[str, ...] = field(default=())
+    groups: tuple[Group, ...] = ()  # a cross-sectional strategy's ends of the ranking (graphs/signal/groups.py)
 
     def resolve(self, given: dict[str, str]) -> dict[str, float | int]:
         """Parameters with defaults filled in; unknown names and out-of-range values are errors."""
@@ -103,6 +105,7 @@ signal = (rank > 1 - {top}).astype(float) - (rank <= {bottom}).astype(float)
 signal = signal.where(ret.notna())
 """,
     min_codes=3,
+    groups=(Group("top", "buy", low=False), Group("bottom", "sell", low=True)),
 ))
 
 _add(Strategy(
@@ -177,6 +180,7 @@ signal = signal.where(score.notna())
 """,
     min_codes=3,
     aliases=("pe_pb",),
+    groups=(Group("cheap", "buy", low=True), Group("dear", "sell", low=False)),
 ))
 
 

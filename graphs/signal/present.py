@@ -32,7 +32,7 @@ def present_signal(result: dict[str, Any]) -> View:
         (_("Signal days buy / sell"), f"{counts['buy']} / {counts['sell']}"),
         (_("Trades: buys / sells"), _("{buys} / {sells} ({n} round trips)").format(
             buys=m["buys"], sells=m["sells"], n=m["round_trips"])),
-        (_("Hit rate"), f"{m['hit_rate']:.1%}"),
+        *(_outcomes(m) if "open_in_profit" in m else []),  # absent from results stored before it (a re-post)
         (_("Daily turnover, fee a side"), f"{m['turnover']:.2%}, {m['fee_rate']:.2%}"),
     ]
     return View(title=_("Signal: {title}").format(title=result["title"]),
@@ -43,3 +43,18 @@ def present_signal(result: dict[str, Any]) -> View:
                     codes=result["shape"][1])],
                 facts=facts, notes=[*result.get("notes", []), _(result["conventions"])],
                 warnings=list(result.get("warnings", [])))
+
+
+def _outcomes(m: dict[str, Any]) -> list[tuple[str, str]]:
+    """The win rate over closed round trips (n/a when none closed), and apart from it the open positions in profit
+    so far: an open position is not a trade won."""
+    if m["win_rate"] is None:
+        rate = _("n/a: no round trip closed")
+    else:
+        won = round(m["win_rate"] * m["round_trips"])
+        rate = _("{rate} ({won} of {n})").format(rate=f"{m['win_rate']:.1%}", won=won, n=m["round_trips"])
+    facts = [(_("Win rate (closed round trips)"), rate)]
+    if m["open_positions"]:
+        facts.append((_("Open positions in profit"), _("{n} of {open}").format(n=m["open_in_profit"],
+                                                                               open=m["open_positions"])))
+    return facts

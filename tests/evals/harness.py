@@ -55,7 +55,7 @@ from sqlalchemy import Engine
 from graphs.checkpointer import open_checkpointer
 from graphs.context import WorkflowContext
 from graphs.registry import WORKFLOWS
-from tests.decision_desk import desk_context
+from tests.decision_desk import clock_at_data_end, desk_context
 from tests.fakes.chat import ScriptedChatModel, ScriptedModels, ScriptError, answer, tool_call
 from tests.graph_thread import GraphThread
 from tools.data.klines import AShareKlines
@@ -219,6 +219,8 @@ def run_case(case: Case, url: str, engine: Engine, sandbox: Sandbox, models: Scr
     ctx: WorkflowContext = desk_context(engine, sandbox, provider, llm, light, rules=rules,
                                         klines=lambda symbol: AShareKlines(provider))
     request, rule_id = case.spec["request"], None
+    if case.workflow == "analyze":  # the desk decides as of the data's last day and trades there (its own database)
+        clock_at_data_end(engine, provider)
     if "rule" in case.spec.get("setup", {}):
         wanted = dict(case.spec["setup"]["rule"])
         rule = rules.add(REQUESTER, "evals", wanted.pop("symbol"), wanted.pop("requirements"), **wanted)

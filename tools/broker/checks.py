@@ -60,8 +60,10 @@ def estimate(request: OrderRequest, limits: PriceLimits, last_close: Decimal | N
 
 
 def pre_trade_checks(request: OrderRequest, *, on: str, trading_on: bool, limits: PriceLimits,
-                     quote_ok: str | None, est: Estimate, state: AccountState, risk: RiskLimits) -> tuple[Check, ...]:
-    """Every rule, in the order a trader reads them. `quote_ok` is a problem with the price data, if any."""
+                     quote_ok: str | None, est: Estimate, state: AccountState, risk: RiskLimits,
+                     simulated: bool = False) -> tuple[Check, ...]:
+    """Every rule, in the order a trader reads them. `quote_ok` is a problem with the price data, if any;
+    `simulated`: the session is the simulated clock's (a T+1 refusal then says to move it)."""
     checks = [Check(N_("trading switch"), trading_on,
                     _("trading is on") if trading_on else _("trading is switched off (`trading on` turns it back on)"))]
     checks.append(Check(N_("price data"), quote_ok is None, quote_ok or _("the code has a recent close")))
@@ -81,9 +83,14 @@ def pre_trade_checks(request: OrderRequest, *, on: str, trading_on: bool, limits
         checks.append(Check(N_("no short selling"), state.held > 0,
                             _("{n} shares held").format(n=f"{state.held:,}") if state.held else
                             _("the account holds none of it")))
-        checks.append(Check(N_("sellable (T+1)"), request.quantity <= state.sellable,
-                            _("{sellable} of {held} shares sellable today (shares bought today and shares in open "
-                              "sell orders are not)").format(sellable=f"{state.sellable:,}", held=f"{state.held:,}")))
+        sellable = request.quantity <= state.sellable
+        detail = _("{sellable} of {held} shares sellable today (shares bought today and shares in open sell orders "
+                   "are not)").format(sellable=f"{state.sellable:,}", held=f"{state.held:,}")
+        if not sellable:
+            detail += _("; ") + (_("shares bought today become sellable when the simulated clock moves to the next "
+                                   "session: `clock next`, then propose the sell again") if simulated else
+                                 _("shares bought today become sellable on the next trading day"))
+        checks.append(Check(N_("sellable (T+1)"), sellable, detail))
     else:
         checks.append(Check(N_("cash"), est.reserve <= state.available,
                             _("holds back {reserve} of {available} available").format(

@@ -1,6 +1,7 @@
 """The account's clock: live (Asia/Shanghai wall clock and the exchange's trading calendar) when the data has today's or
-recent bars, else simulated, with "today" the simulated session date (the last data date until a trader moves it:
-tools/broker/sim_clock.py). It decides which session an order fills in and when a proposal expires."""
+recent bars, else simulated, with "today" the simulated session date (a month of sessions before the data's last day
+until a trader moves it: tools/broker/sim_clock.py). It decides which session an order fills in and when a proposal
+expires."""
 
 from __future__ import annotations
 

@@ -62,7 +62,7 @@ def clock_state(engine: Engine, provider: MarketDataProvider, live_days: int, no
     if not base.simulated:
         return ClockState("live", base.today, base.data_end, None, None, None)
     with Session(engine) as session:
-        today = simulated_today(session, base.data_end)
+        today = simulated_today(session, provider, base.data_end)
         row = stored_session(session)
         moved = row is not None and row.data_end == base.data_end  # moved on this data
         moved_by, moved_at = (row.moved_by, row.moved_at) if row is not None and moved else (None, None)
@@ -78,7 +78,7 @@ def move_clock(engine: Engine, provider: MarketDataProvider, config: PaperConfig
     try:
         with write_lock(engine) as session:
             stored_session(session, lock=True)
-            before = simulated_today(session, base.data_end)
+            before = simulated_today(session, provider, base.data_end)
             after = to or next_session(provider, before)
             _check(session, provider, before, after, base.data_end, stepping=to is None)
             if after < before:  # the equity curve's marks of the days gone back over are made again
@@ -102,7 +102,9 @@ def _check(session: Session, provider: MarketDataProvider, before: str, after: s
         raise ClockError(_("{day} is not a trading day of the exchange calendar").format(day=after))
     if after > data_end:
         raise ClockError(_("the data ends at {end}, so the simulated clock cannot move to {day}: it moves only over "
-                           "days the data has bars for, since fills need bars").format(end=data_end, day=after))
+                           "days the data has bars for, since fills need bars. `clock set DATE` moves it back to an "
+                           "earlier session no order is dated after (`account reset NAME` clears an account's "
+                           "orders)").format(end=data_end, day=after))
     if after not in provider.calendar(after, after):
         raise ClockError(_("the {provider} data has no bars on {day} (fills need bars): `clock set` a day it "
                            "has").format(provider=provider.label(), day=after))

@@ -236,7 +236,8 @@ class PaperBroker:
             held=held, sellable=self._sellable(session, request.ts_code, held, sess.date),
             held_value=(q.last_close or Decimal(0)) * held)
         checks = pre_trade_checks(request, on=sess.date, trading_on=trading_enabled(session), limits=limits,
-                                  quote_ok=problem, est=est, state=state, risk=self.config.risk)
+                                  quote_ok=problem, est=est, state=state, risk=self.config.risk,
+                                  simulated=clock.simulated)
         mandate = load_mandate(session, self.name)
         if mandate is not None:
             checks += (self._mandate_check(session, mandate, request.ts_code, request.side, est.value, q, sess.date,

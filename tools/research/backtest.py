@@ -30,8 +30,8 @@ Counts, each labelled for what it counts:
 - buys / sells: executed position increases / decreases (long-only: entries / exits; long-short: a
   buy opens a long or covers a short, a sell closes a long or opens a short); trades = buys + sells;
 - round_trips: holding periods closed (a position opened and later closed or reversed);
-  open_positions: codes still holding on the last bar. Holding periods = round_trips + open_positions,
-  the denominator of the hit rate.
+  open_positions: codes still holding on the last bar. The win rate is over the closed round trips only (None
+  when none closed); open positions are counted apart, as those in profit so far (open_in_profit).
 Executed counts cover the bars with a return (a trade on the last date cannot be evaluated).
 """
 
@@ -57,7 +57,8 @@ class BacktestMetrics:
     max_drawdown: float
     turnover: float  # average daily traded notional as a share of capital
     trades: int  # executed changes of position (buys + sells), summed over codes
-    hit_rate: float  # share of closed or open holding periods with a positive return
+    win_rate: float | None  # share of closed round trips that made money before fees; None when none closed
+    open_in_profit: int  # open positions whose price moved their way since entry (before fees)
     bars: int
     fee_rate: float
     long_only: bool
@@ -79,7 +80,7 @@ class BacktestMetrics:
     excess_return: float  # total_return - benchmark_total_return
     excess_annual_return: float  # annual_return - benchmark_annual_return
 
-    def as_dict(self) -> dict[str, float | int | bool]:
+    def as_dict(self) -> dict[str, float | int | bool | None]:
         return asdict(self)
 
 
@@ -149,6 +150,7 @@ def run_backtest(signal: pd.DataFrame, price: pd.DataFrame, fee_rate: float = 0.
     bench = figures(bench_equity, _bench_exposure(price, bench_equity), bought,
                     fee_rate * bought / max(signal.shape[1], 1))
     held = positions.iloc[:-1]
+    win_rate, open_in_profit = _outcomes(held, sleeves.moves)
     metrics = BacktestMetrics(
         total_return=strategy.total_return,
         annual_return=strategy.annual_return,
@@ -156,7 +158,8 @@ def run_backtest(signal: pd.DataFrame, price: pd.DataFrame, fee_rate: float = 0.
         max_drawdown=strategy.max_drawdown,
         turnover=float(sleeves.turnover.mean()) if bars else 0.0,
         trades=strategy.trades,
-        hit_rate=_hit_rate(held, sleeves.moves),
+        win_rate=win_rate,
+        open_in_profit=open_in_profit,
         bars=bars,
         fee_rate=fee_rate,
         long_only=long_only,
@@ -233,21 +236,22 @@ def _bench_exposure(price: pd.DataFrame, equity: pd.Series) -> float:
     return float((1.0 - cash / equity.to_numpy()).mean())
 
 
-def _hit_rate(positions: pd.DataFrame, moves: np.ndarray) -> float:
-    """Share of holding periods (runs of one non-zero position in one code) that made money, before fees: a long
-    whose price rose from entry to exit, a short whose price fell."""
+def _outcomes(positions: pd.DataFrame, moves: np.ndarray) -> tuple[float | None, int]:
+    """Holding periods (runs of one non-zero position in one code) before fees, a long winning when its price rose,
+    a short when it fell: the share of closed ones that won (None when none closed), and the open ones winning."""
     held = positions.to_numpy()
-    if held.size == 0:
-        return 0.0
-    changed = np.vstack([np.ones((1, held.shape[1]), dtype=bool), held[1:] != held[:-1]])
-    run_id = np.cumsum(changed.T.ravel()).reshape(held.shape[1], -1).T  # runs numbered column by column
     active = held != 0
     if not active.any():
-        return 0.0
+        return None, 0
+    changed = np.vstack([np.ones((1, held.shape[1]), dtype=bool), held[1:] != held[:-1]])
+    run_id = np.cumsum(changed.T.ravel()).reshape(held.shape[1], -1).T  # runs numbered column by column
     growth = np.bincount(run_id[active], weights=np.log1p(moves[active]))
     side = np.bincount(run_id[active], weights=held[active])
     present = np.bincount(run_id[active]) > 0
-    return float((side[present] * growth[present] > 0).sum() / present.sum())
+    still_open = np.zeros(len(present), dtype=bool)
+    still_open[run_id[-1][active[-1]]] = True  # runs holding on the last bar
+    won, closed = side * growth > 0, present & ~still_open
+    return (float(won[closed].sum() / closed.sum()) if closed.any() else None), int((won & still_open).sum())
 
 
 def degeneracy_warnings(signal: pd.DataFrame, result: BacktestResult) -> dict[str, str]:

@@ -23,6 +23,7 @@ from tools.broker.clock import day
 from tools.broker.paper import tagged_position
 from tools.broker.proposal_claims import claim_proposal, release_proposals
 from tools.broker.rules import lot_rule
+from tools.broker.sim_clock import paper_clock
 from tools.broker.sizing import size_order
 from tools.desk.log import rating_word
 from tools.i18n import _
@@ -33,11 +34,16 @@ DESK_TAG = "desk"
 def trader_node(state: AnalyzeState, runtime: Runtime[AnalyzeDeps], config: RunnableConfig) -> dict[str, Any]:
     ctx, request, risk = runtime.context, state["request"], state["risk_summary"] or {}
     code = request["ts_code"]
-    latest = ctx.provider.last_date()
+    simulated = _simulated_session(ctx)
+    latest = simulated or ctx.provider.last_date()
     if not request.get("replay") and request["trade_date"] != latest:
-        why = _("the decision is as of {date}, not the latest trading day {latest}; the paper account trades only on "
-                "today's data (a replay trades past dates in its own account)").format(
-                    date=request["trade_date"], latest=latest)
+        why = (_("the decision is as of {date}, but the paper account's simulated clock is at {session}, where an "
+                 "order would fill; the desk orders only on the day it decided. `clock set {date}` moves the clock "
+                 "there; `analyze {code} {session}` decides as of the clock's session")
+               if simulated else
+               _("the decision is as of {date}, not the latest trading day {latest}; the paper account trades only on "
+                 "today's data (a replay trades past dates in its own account)")).format(
+            date=request["trade_date"], latest=latest, session=simulated, code=code)
         return {"trader_investment_plan": _("no order: {why}").format(why=why), "order_intent": {}}
     position = (state.get("portfolio_positions") or {}).get(code) or {}
     try:
@@ -66,6 +72,14 @@ def trader_node(state: AnalyzeState, runtime: Runtime[AnalyzeDeps], config: Runn
             return {"trader_investment_plan": _("no order: {why}").format(why=waiting), "order_intent": {}}
         intent["claim"] = thread_id(config)  # the approval gives it back
     return {"trader_investment_plan": sizing.explanation, "order_intent": intent}
+
+
+def _simulated_session(ctx: AnalyzeDeps) -> str | None:
+    """The paper account's simulated session on static data (its orders fill there); None on live data."""
+    if ctx.paper is None:
+        return None
+    clock = paper_clock(ctx.engine, ctx.provider, ctx.paper.live_data_days, ctx.now())
+    return clock.today if clock.simulated else None
 
 
 def _claim(ctx: AnalyzeDeps, account: str, code: str, holder: str) -> str | None:

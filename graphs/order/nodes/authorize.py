@@ -2,7 +2,8 @@
 path: Slack, console, Studio, SDK), the proposal's expiry (a card made on the simulated clock also lapses when that
 clock moves) and an edit against the rules, and records each outcome in the order audit trail. A refused decision
 asks again; nothing is placed. An edit is never placed as it comes: its order is previewed again (every check) and
-shown as a new card, to be decided again."""
+shown as a new card, to be decided again; an edit whose order fails a check is not applied (the card stays as it
+was, still waiting, and says which checks the edited order failed)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from langgraph.runtime import Runtime
 
 from graphs.context import AUTH_USER, decider, thread_id
 from graphs.interrupts import validate_args
-from graphs.order.card import edit_schema, expiry_text, order_card
+from graphs.order.card import edit_schema, expiry_text, order_card, order_line
 from graphs.order.deps import OrderDeps, broker_for
 from graphs.order.four_eyes import needs_two, second_refusal
 from graphs.order.payload import preview_json, request_of
@@ -24,7 +25,9 @@ from graphs.order.state import OrderApprovalState
 from tools.broker.proposal_claims import fit_claims_to_card
 from tools.broker.store import last_switch, log_event
 from tools.data.schema import DataError
-from tools.i18n import _, pgettext
+from tools.i18n import N_, _, pgettext
+
+STILL_WAITS = N_("The card still waits, with the order as it was.")
 
 
 def authorize_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], config: RunnableConfig,
@@ -87,7 +90,8 @@ def authorize_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], confi
                  if k not in schema and shown.get(k) != v]
     if problems:
         log_event(ctx.engine, cid, account, "refused", who, {"decision": "edit", "problems": problems})
-        return _again(refusals, _("the edit was refused: {problems}").format(problems=_("; ").join(problems)))
+        return _again(refusals, _("the edit was not applied: {problems}. {waits}").format(
+            problems=_("; ").join(problems), waits=_(STILL_WAITS)))
     intent = {**state["order_intent"], "quantity": int(args["quantity"])}
     if "limit_price" in schema:
         intent["limit_price"] = f"{float(args['limit_price']):.2f}"
@@ -96,17 +100,19 @@ def authorize_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], confi
     except (DataError, ValueError) as exc:
         return _again(refusals, _("the edited order cannot be checked: {error}").format(error=exc))
     edited = preview_json(preview)
+    if not edited["passed"]:
+        failed = _("; ").join(f"{_(c['name'])}: {c['detail']}" for c in edited["checks"] if not c["passed"])
+        log_event(ctx.engine, cid, account, "refused", who, {"decision": "edit", "quantity": intent["quantity"],
+                                                            "limit_price": intent.get("limit_price"),
+                                                            "failed": failed})
+        return _again(refusals, _("the edit was not applied: the edited order ({order}) fails its checks ({failed}). "
+                                  "{waits}").format(order=order_line(edited), failed=failed, waits=_(STILL_WAITS)))
     if intent.get("claim"):  # the proposer's card slot lapses with the new card
         fit_claims_to_card(ctx.engine, intent["claim"], datetime.fromisoformat(edited["expires_at"]))
     log_event(ctx.engine, cid, account, "edited", who, {"quantity": intent["quantity"],
-                                                       "limit_price": intent.get("limit_price"),
-                                                       "passed": edited["passed"]})
-    update = {"order_intent": intent, "proposal": edited, "verdict": "ask_again",
-              "edited_by": who, "refusals": refusals, "approvals": []}  # approvals were of the old numbers
-    if not edited["passed"]:
-        failed = _("; ").join(f"{_(c['name'])}: {c['detail']}" for c in edited["checks"] if not c["passed"])
-        update["refusals"] = [*refusals, _("the edited order fails its checks ({failed})").format(failed=failed)]
-    return update
+                                                       "limit_price": intent.get("limit_price"), "passed": True})
+    return {"order_intent": intent, "proposal": edited, "verdict": "ask_again",
+            "edited_by": who, "refusals": refusals, "approvals": []}  # approvals were of the old numbers
 
 
 def decision_word(kind: str) -> str:

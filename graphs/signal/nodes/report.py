@@ -15,6 +15,8 @@ from graphs import names
 from graphs.context import thread_id, workspace
 from graphs.progress import report_progress
 from graphs.signal.deps import SignalDeps
+from graphs.signal.groups import empty_group_warnings
+from graphs.signal.library import STRATEGIES
 from graphs.signal.state import SignalState
 from tools.data.schema import normalize_date
 from tools.i18n import N_, _
@@ -50,8 +52,12 @@ def report_node(state: SignalState, config: RunnableConfig, runtime: Runtime[Sig
     except WorkspaceError:
         price = close
     backtest = run_backtest(signal, price, fee_rate=ctx.fee_rate, long_only=ctx.long_only)
-    warnings = [*state.get("warnings", []), *degeneracy_warnings(signal, backtest).values()]
     params = (state.get("user_intent") or {}).get("params") or {}
+    strategy = STRATEGIES.get(params.get("strategy") or "")
+    warnings = [*state.get("warnings", []),
+                *(empty_group_warnings(strategy.name, strategy.groups, params.get("strategy_params") or {},
+                                       signal.shape[1]) if strategy else []),
+                *degeneracy_warnings(signal, backtest).values()]
     name = signal_name.split("/", 1)[1]
     title = params.get("strategy") or name
     if params.get("strategy_params"):
