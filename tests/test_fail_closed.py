@@ -110,7 +110,7 @@ def test_an_edited_quantity_or_price_goes_through_the_same_bounds(db_url: str, e
                            ({"quantity": 100, "limit_price": "inf"}, "Limit price (CNY) must be at most")):
         out = run.decide(out, {"type": "edit", "edited_action": {"name": "place_order", "args": edits}}, user=TRADER)
         description = _card(out)["description"]
-        assert f"the edit was refused: {refusal}" in description, description
+        assert f"the edit was not applied: {refusal}" in description, description
     assert _orders(engine, account) == []
     done = run.decide(out, {"type": "approve"}, user=TRADER)  # the card still stands, as first checked
     assert done["result"]["status"] == "filled"
