@@ -60,7 +60,9 @@ def test_no_line_of_a_chinese_session_of_every_workflow_and_command_is_english_p
     # names that are no sentence, read in Chinese too: the analyze table's fields, the provider, stored words
     for shown in ("  交易日: 20200824", "  收盘价: 1,696.35", "  换手率: 0.2462", "  注：单位：收盘价 单位为 元",
                   "账户 console 有 1 笔委托", "  版本：v1 启用（root 批准）", "账户 console 的交易授权范围已更改",
-                  "通过 交易授权：符合账户的交易授权：仅允许 600519.SH, 000001.SZ；禁止 ST；每日最多 5 笔委托",
+                  # block=ST fails closed on the sample, which has no ST flag for the code
+                  "该委托超出账户 console 的交易授权范围，不予提议：000001.SZ 的 ST 状态未知，"
+                  "无法核对授权中的“禁止 ST”：在数据表明其是否为 ST 之前拒绝。",
                   "模拟时钟已从 20200820 推进到 20200821（由 root 操作；本数据库所有模拟账户共用一个模拟时钟）。"):
         assert shown in lines, shown
     assert any(line.split() == ["布林上轨", "1,709.47"] for line in lines), [line for line in lines if "布林" in line]
