@@ -220,8 +220,9 @@ def test_analyze_eval_measures_schema_honesty_and_ratings_with_the_model_asked_f
     endpoint_answers(openai_server)
     openai_server.fake.script("most recent market-analyst reports", *[answer("summary of the day")] * 2)  # once per run
     openai_server.fake.script("You keep the long-term memory", *[answer("summary of the day")] * 6)  # 3 analysts, twice
-    path = dataset(tmp_path, "analyze", {"id": "honest", "request": "analyze 600519.SH depth=1"},
-                   {"id": "invented", "request": "analyze 600519.SH depth=1"})
+    on_the_day = ["clock set 20200824"]  # the desk orders only on the account's session: the day it decides on
+    path = dataset(tmp_path, "analyze", {"id": "honest", "request": "analyze 600519.SH depth=1", "setup": on_the_day},
+                   {"id": "invented", "request": "analyze 600519.SH depth=1", "setup": on_the_day})
 
     code, out, err = evaluate(capsys, "analyze", "--dataset", str(path), "--model", "other-main", "--out", str(env))
 
