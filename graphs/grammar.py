@@ -35,7 +35,7 @@ _DASH_RANGE = re.compile(r"(?<!\d)(\d{8})\s*[-~]\s*(\d{8})(?!\d)")  # 20180102-2
 _FROM = re.compile(r"(?:从|自)\s*(?=\d)")  # 从2018年3月1日到…: the range's start
 _SHARES = re.compile(r"(?<![\d.])(\d[\d,]*)\s*股(?!票)")  # 200股 is 200 (shares)
 _LOTS = re.compile(r"(?<![\d.])(\d[\d,]*)\s*手")  # 2手 is 200 shares: one lot is 100
-_LIMIT = re.compile(r"(?:限价|价格)\s*[:=]?\s*(\d+(?:\.\d+)?)\s*元?")  # 限价 12.5 (元) is limit=12.5
+_LIMIT = re.compile(r"(?:限价|价格)\s*[:=]?\s*(\d+(?:\.\d+)?)(?![0-9A-Za-z_.])\s*元?")  # 限价 12.5 (元) is limit=12.5
 _PARAM_NAME = re.compile(r"([\u4e00-\u9fff]+)\s*[=:]\s*(?=\S)")  # a Chinese parameter name before its value
 
 # What a person types in Chinese, by role: each word has one role only (tests/test_conversation.py holds it). The

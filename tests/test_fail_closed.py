@@ -62,6 +62,8 @@ def account() -> str:
 
 @pytest.mark.parametrize(("typed", "refusal"), [
     ("order 000001.SZ buy 100 limit=1e30", "limit=1e30 is not a price: A-share prices are below 99,999.99 CNY"),
+    # typed in Chinese: 限价 with an exponent is the whole value, not 1 with "e30" left over as a reason
+    ("下单 000001.SZ 买入 100股 限价＝1e30", "limit=1e30 is not a price: A-share prices are below 99,999.99 CNY"),
     ("order 000001.SZ buy 99999999999999999999999",
      "the quantity 99999999999999999999999 is more than any order may ask for (at most 1,000,000 shares)"),
     ("order 000001.SZ buy 1" + "0" * 5000, "the quantity 10000000000000000000… is more than any order may ask for"),
