@@ -43,6 +43,8 @@ class HomePanel:
     summary: str
     rows: tuple[HomeRow, ...] = ()
     notes: tuple[str, ...] = ()
+    users: tuple[str, ...] = ()  # people named by id in its texts (graphs/views.py: `named`)
+    accounts: tuple[str, ...] = ()  # paper accounts named in its texts
 
     def actions(self) -> list[HomeAction]:
         return [action for row in self.rows for action in row.actions]

@@ -51,7 +51,7 @@ def account_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
         rows = [*switch, *(HomeRow(position_text(p)) for p in account.positions)]
         rows += [HomeRow(order_text(o), thread_id=o.thread_id) for o in broker.orders("today")]
         panels.append(HomePanel(f"account:{name}", _("Account {name}").format(name=name), summary, tuple(rows),
-                                broker.notes()))
+                                broker.notes(), users=(by,) if switch and by else (), accounts=(name,)))
     return panels
 
 
@@ -202,7 +202,8 @@ def factor_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
     return [HomePanel("factors", _("Factor library"),
                       _("{count} factor(s); the top {shown} by |rank IC| (mean, shortest horizon).").format(
                           count=len(ranked), shown=len(shown)),
-                      tuple(HomeRow(factor_text(f, ic)) for f, ic in shown))]
+                      tuple(HomeRow(factor_text(f, ic)) for f, ic in shown),
+                      users=tuple(u for f, _ic in shown for u in (f.reviewer, f.author) if u))]
 
 
 def _rank_ic(store: FactorStore, factor: FactorInfo) -> tuple[str, float] | None:

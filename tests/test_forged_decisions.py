@@ -108,7 +108,9 @@ def test_a_decision_row_written_by_hand_is_refused_and_the_card_still_waits(desk
     assert [p["id"] for p in desk.core.runner.pending(thread_id)] == [card]  # not resumed: the card is open
     assert ("approved", TRADER) not in desk.events(thread_id) and desk.core.decisions.get(card) is None
     (notice,) = wait_until(lambda: desk.said("is not in the audit record"), "the notice in the thread")
-    assert f"<@{ADMIN}>" in notice["text"] and f"in the name of <@{TRADER}>" in notice["text"]
+    shown = str(notice["blocks"])  # mentions in the message; the notification text names them plainly
+    assert f"<@{ADMIN}>" in shown and f"in the name of <@{TRADER}>" in shown
+    assert f"in the name of {TRADER}" in notice["text"] and "<@" not in notice["text"]
     reports, problems = verify(desk.core.queue.engine, "")
     assert problems == [] and all(r.problem is None for r in reports)  # the attempt is chained evidence
 

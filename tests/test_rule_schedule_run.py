@@ -168,7 +168,7 @@ def test_a_scheduled_run_that_crashes_counts_toward_auto_pause(tmp_path: Path) -
         worker = door.queue.start_worker(door)
         run_background_job(door, "rule schedules", TICK)
         notice = _thread_reply(slack, "C5300", "is paused")
-        assert notice == (f":pause_button: Rule {rule.id} is paused after repeated failures; its owner <@{OWNER}> can "
+        assert notice == (f":pause_button: Rule {rule.id} is paused after repeated failures; its owner {OWNER} can "
                           f"`rule resume {rule.id}` once it is fixed.")
         paused = store.get(rule.id)
         assert paused is not None and (paused.enabled, paused.consecutive_failures) == (False, 1)

@@ -304,7 +304,7 @@ def test_the_desk_proposes_one_lot_for_a_trader_to_approve(decided: Decided) -> 
     blocks = blocks_valid(decided.card)
     assert blocks[0]["text"]["text"].startswith(f"Approval: BUY 100 {CODE}")
     facts = _facts(decided.card)
-    assert facts["Quantity"] == "100" and facts["Account"] == decided.channel
+    assert facts["Quantity"] == "100" and facts["Account"] == f"<#{decided.channel}>"
     assert facts["Why"] == f"decision desk: Buy {CODE} as of 20200824, target 20% (confidence 0.60)"
     actions = [e["action_id"] for b in blocks if b["type"] == "actions" for e in b["elements"]]
     assert actions == ["review_approve", "review_edit", "review_reject"]
@@ -330,7 +330,7 @@ def test_the_decision_card_shows_the_rating_target_and_data_gaps(desk: Desk, dec
     facts = _facts(result)
     assert facts["Rating"] == "Buy" and facts["Target position"] == "20% of the account"
     assert facts["Confidence"] == "0.60" and facts["Research view"] == "Buy (0.70)"
-    assert facts["Price"].startswith("1696.35") and facts["Account"].startswith(f"{decided.channel}: ")
+    assert facts["Price"].startswith("1696.35") and facts["Account"].startswith(f"<#{decided.channel}>: ")
     assert facts["Order"].startswith("Order ") and "filled" in facts["Order"] and "BUY 100" in facts["Order"]
     lines = blocks[1]["text"]["text"]
     assert "Bull: trend is up" in lines and "Bear: RSI is not low" in lines and "Risk: a sharp reversal" in lines

@@ -294,7 +294,8 @@ def test_the_second_approval_is_offered_to_neither_the_first_approver_nor_the_pr
         view = _home_where(desk, user, lambda v: _shows(v, second), f"the second card on {user}'s Home")
         offered = [b["action_id"] for b in _buttons(view) if json.loads(b["value"]).get("i") == second.interrupt_id]
         assert offered == ["review_edit", "review_reject"]
-        assert f"Approve is not offered to you: {refusal}" in _text(_waiting(view))
+        mentioned = refusal.replace(user, f"<@{user}>", 1)  # the Home names the card's people as mentions
+        assert f"Approve is not offered to you: {mentioned}" in _text(_waiting(view))
         forged = {"action_id": "review_approve", "value": button_value(second.thread, second.interrupt_id, "approve")}
         _click(desk, user, forged)  # refused by the same policy (no row below); its Home notice can be lost to a
         # publish in flight for the card's other changes, so the words are checked on the thread's click

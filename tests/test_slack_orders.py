@@ -150,9 +150,9 @@ def _reply_text(reply: Call) -> str:
 
 
 def _card(desk: Desk, channel: str, root: str, n: int = 1) -> Call:
-    """The n-th approval card posted in the thread."""
+    """The n-th approval card posted in the thread (one its checks refuse too)."""
     return desk.slack.fake.wait_for("chat.postMessage", n, where=lambda c: in_thread(channel, root)(c) and c.ok
-                                    and text_of(c).startswith("Approval needed: "))[n - 1]
+                                    and text_of(c).startswith(("Approval needed: ", "Refused by the checks: ")))[n - 1]
 
 
 def _propose(desk: Desk, channel: str, text: str = ORDER, user: str = ALICE) -> Proposal:
@@ -299,14 +299,14 @@ def test_an_order_is_proposed_as_an_approval_card_in_a_new_thread(desk: Desk, pr
     assert len([line for line in lines if line.startswith(("PASS ", "FAIL "))]) == len(BUY_CHECKS)
     facts = _facts(card)
     assert facts["Order"] == "BUY 100 600519.SH 贵州茅台 at market" and facts["Quantity"] == "100"
-    assert facts["Account"] == proposed.channel  # one account per channel
+    assert facts["Account"] == f"<#{proposed.channel}>"  # one account per channel, linked to it
     value, fees, price = re.fullmatch(r"([\d,.]+) \+ fees ([\d,.]+) at ([\d.]+)", facts["Estimated cost"]).groups()
     assert _money(value) == Decimal(price) * 100 and _money(fees) >= Decimal("5.00")  # the minimum commission
     assert _money(facts["Cash after"]) == Decimal("1000000.00") - _money(value) - _money(fees)
     assert facts["Position after"] == "100 shares"
     # a new simulated clock stands 20 sessions before the sample's last day (20200824): on Monday 20200727
     assert facts["Fills"] == "simulated fill at the last available close (20200727)"
-    assert facts["Why"] == f"manual order by {ALICE}"
+    assert facts["Why"] == f"manual order by <@{ALICE}>"
     at, session = facts["Expires"].split(", or when the simulated clock moves on from ")
     expires = datetime.strptime(at, "%Y-%m-%d %H:%M Asia/Shanghai").replace(tzinfo=SHANGHAI)
     assert abs(expires - (datetime.now(SHANGHAI) + TTL)) < timedelta(minutes=3)  # the TTL, and the session:
@@ -383,7 +383,7 @@ def test_a_traders_approval_fills_the_order_once_and_reports_it(desk: Desk, appr
     assert re.match(rf"Order {order.id} filled: BUY 100 600519\.SH at {re.escape(price)} on 20200727", text_of(result))
     assert blocks_valid(result)[0]["text"]["text"] == "Order filled"
     facts = _facts(result)
-    assert facts["Decided by"] == TRADER and facts["Order"] == f"{order.id} (filled)"
+    assert facts["Decided by"] == f"<@{TRADER}>" and facts["Order"] == f"{order.id} (filled)"
     assert facts["Fill"] == f"100 at {price} on 20200727" and facts["Fees"].startswith("commission ")
     # the card shows who approved it, without buttons
     update = wait_until(lambda: _card_updates(desk, proposal), "the card's update")[-1]
@@ -458,7 +458,7 @@ def test_a_valid_edit_is_a_new_card_with_every_check_run_again(edited: Edited) -
     assert edited.orders_before_approval == []  # nothing placed on the edit alone
     assert _facts(edited.card)["Quantity"] == "200"
     description = _description(edited.card)
-    assert description[0] == f"Edited by {TRADER}: every check ran again on the edited order; decide it again."
+    assert description[0] == f"Edited by <@{TRADER}>: every check ran again on the edited order; decide it again."
     assert description[1] == "All checks pass." and _checks(edited.card)
     assert "review_approve" in _buttons(edited.card)
 
@@ -559,8 +559,8 @@ def test_a_switch_off_closes_the_open_cards_of_every_surface_sharing_the_databas
             assert [e.event for e in session.scalars(select(OrderEvent).where(
                 OrderEvent.client_order_id.like(f"{thread}:%")).order_by(OrderEvent.id))] == ["proposed", "rejected"]
         later = chat(tmp_path, url, "tess", "pending", **console)
-        assert later[0] == (f"Order rejected by {TRADER}: trading was switched off by {TRADER}: exchange outage. "
-                            "Nothing was placed.")  # the result the Slack process left, shown before the first prompt
+        assert later[0] == ("Order rejected by tess: trading was switched off by tess: exchange outage. Nothing was "
+                            "placed.")  # the result the Slack process left, shown before the first prompt, by name
         assert later[-1] == "nothing is waiting for an answer"
         _reply_text(_command(desk, "trading on", "C7992", TRADER))
 
@@ -787,7 +787,13 @@ def test_the_trading_switch_is_for_traders_and_shows_on_the_next_card(desk: Desk
         checks = _checks(proposal.card)
         assert checks["trading switch"] == (False, "trading is switched off (`trading on` turns it back on)")
         assert all(passed for name, (passed, _) in checks.items() if name != "trading switch")
-        assert _description(proposal.card)[0] == "Some checks FAIL: approving is not offered; edit or reject."
+        assert _description(proposal.card)[:2] == [
+            "Refused by the checks (failed first below): it cannot be approved as it is. Edit it (every check runs "
+            "again) or reject it.", "FAIL trading switch: trading is switched off (`trading on` turns it back on)"]
+        assert blocks_valid(proposal.card)[0]["text"]["text"].startswith("Refused by the checks: BUY 100 600519.SH")
+        assert text_of(proposal.card).startswith("Refused by the checks: BUY 100 600519.SH")
+        assert text_of(proposal.card).endswith(". Failed: trading switch: trading is switched off (`trading on` "
+                                               "turns it back on). You can edit or reject it.")
         assert _buttons(proposal.card) == ["review_edit", "review_reject"]
     finally:
         on = _reply_text(_command(desk, "trading on", channel, TRADER))

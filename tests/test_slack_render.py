@@ -8,6 +8,7 @@ import pytest
 from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
 
+from bot.slack.names import dressed
 from bot.slack.render import (
     answered_message,
     approval_edit_modal,
@@ -22,6 +23,7 @@ from graphs.interrupts import approval_request, clarify_request, validate_args
 from graphs.signal.library import STRATEGIES
 from graphs.signal.nodes.report import CONVENTIONS
 from graphs.signal.present import present_signal
+from graphs.views import View as ResultView
 
 
 def _valid(message: dict) -> list[dict]:
@@ -136,3 +138,37 @@ def test_status_message_has_a_stop_button_while_running_and_none_after() -> None
     assert button["action_id"] == "run_stop" and json.loads(button["value"]) == {"t": "slack-abc"}
     finished = _valid(status_message("slack-abc", ":white_check_mark: done", running=False))
     assert [b["type"] for b in finished] == ["section"]
+
+
+class _Names:
+    @staticmethod
+    def person(user: str) -> str:
+        return {"UALICE": "alice"}.get(user, user)
+
+    @staticmethod
+    def channel(channel: str) -> str:
+        return "#quant"
+
+
+def test_people_and_channel_accounts_are_mentions_and_links_in_mrkdwn_and_names_elsewhere() -> None:
+    message = {"text": "Order by UALICE in C0QUANT", "blocks": [
+        {"type": "header", "text": {"type": "plain_text", "text": "Account C0QUANT"}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": "by UALICE in C0QUANT, desk-b and UALICEX; 由UALICE下单"
+                                                               " · <https://x.slack.com/archives/C0QUANT|thread>"
+                                                               "\n```approved by UALICE```"}},
+        {"type": "actions", "elements": [{"type": "button", "action_id": "a", "value": "UALICE C0QUANT",
+                                          "text": {"type": "plain_text", "text": "Ask UALICE"}}]}]}
+    shown = dressed(message, ["UALICE"], ["C0QUANT", "desk-b"], _Names())
+    assert shown["text"] == "Order by alice in #quant"  # the notification: plain names
+    header, section, actions = shown["blocks"]
+    assert header["text"]["text"] == "Account #quant"
+    assert section["text"]["text"] == ("by <@UALICE> in <#C0QUANT>, desk-b and UALICEX; 由<@UALICE>下单 · "
+                                       "<https://x.slack.com/archives/C0QUANT|thread>\n```approved by alice```")
+    assert actions["elements"][0]["value"] == "UALICE C0QUANT" and actions["elements"][0]["text"]["text"] == \
+        "Ask alice"
+    assert dressed({"text": "asked by UALICE"}, ["UALICE"], [])["text"] == "asked by <@UALICE>"  # no blocks
+    view = ResultView(title="Paper account C0QUANT", summary="Equity", facts=[("Decided by", "UALICE")],
+                      users=["UALICE"], accounts=["C0QUANT"])
+    blocks = _valid(view_message(view, _Names()))
+    assert blocks[0]["text"]["text"] == "Paper account #quant" and blocks[2]["fields"][0]["text"] == \
+        "*Decided by*\n<@UALICE>"

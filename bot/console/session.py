@@ -153,7 +153,7 @@ class Console:
             self.surface.say(reply.text)
         if reply.view is None:
             return
-        self.surface.say(view_text(reply.view))
+        self.surface.say(view_text(reply.view, self.surface.person))
         self.export(reply.view.artifacts, self.ctx.settings.data_dir / "exports" / "commands")
         for thread_id in reply.closed:  # the cards it closed: their runs end before the next prompt
             _wait_idle(self.core, thread_id)
@@ -179,7 +179,7 @@ class Console:
             self.place = console_place(self.user)
         elif self.pending and not (isinstance(last, Question) and last.interrupt_id == self.pending[-1]["id"]):
             value = self.pending[0]["value"]  # one of several answered: the next is still open (shown before)
-            self.surface.say(kind_of(value).console_text(value))
+            self.surface.say(self.surface.card_text(value))
 
     def heard(self, notice: BackgroundNotice) -> None:
         """A background job's notice: shown in its thread already when the thread is the console's."""
@@ -376,7 +376,8 @@ def open_session(ctx: AppServices, checkpointer: BaseCheckpointSaver, out: TextI
     """The console's core on the in-process queue, with the background service (due rules, due orders, the desk's
     resolution) running while it is open; `clock`: its now."""
     settings = ctx.settings
-    surface = ConsoleSurface(out, settings.data_dir / "exports")
+    surface = ConsoleSurface(out, settings.data_dir / "exports",
+                             {user: login for login, user in settings.console_users.items()})
     core = build_core(ctx, checkpointer, surface, CONSOLE_SCOPE, LocalJobQueue(ctx.engine, settings, CONSOLE_SCOPE))
     console = Console(ctx, core, surface)
     worker = core.queue.start_worker(core)

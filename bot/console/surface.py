@@ -14,6 +14,7 @@ from bot.core.kinds import kind_of
 from bot.core.outbox import kind_word
 from bot.core.surface import Content, Notice, Place, Question, Result, RetryOffer, StoredFile, ThreadStart
 from bot.surfaces import CONSOLE_CHANNEL, CONSOLE_TEAM
+from graphs.views import named
 from tools.i18n import _
 
 
@@ -23,8 +24,9 @@ def console_place(user: str, root: str | None = None) -> Place:
 
 
 class ConsoleSurface:
-    def __init__(self, out: TextIO, exports: Path) -> None:
-        self.out, self.exports = out, exports
+    def __init__(self, out: TextIO, exports: Path, people: dict[str, str] | None = None) -> None:
+        """`people`: user id -> the name the console shows (the login QUANTDESK_CONSOLE_USERS maps to it)."""
+        self.out, self.exports, self.people = out, exports, dict(people or {})
         self._lock = threading.Lock()
         self._refs = itertools.count(1)
         self.last: dict[str, Content] = {}  # thread id -> the last content shown in it
@@ -44,17 +46,25 @@ class ConsoleSurface:
             self.say(text)
         return str(next(self._refs))
 
-    @staticmethod
-    def text_of(content: Content) -> str | None:
+    def person(self, user: str) -> str:
+        """How the console names a person: their login when QUANTDESK_CONSOLE_USERS maps one to them."""
+        return self.people.get(user, user)
+
+    def card_text(self, payload: dict) -> str:
+        """A question's card as console text, the people it names by name."""
+        return named(kind_of(payload).console_text(payload), payload.get("users") or [], self.person)
+
+    def text_of(self, content: Content) -> str | None:
         """A content as console text; None for what the console does not show (status lines)."""
         if isinstance(content, Question):
             number, total = content.position
             prefix = f"[{number}/{total}] " if total > 1 else ""
-            return prefix + kind_of(content.payload).console_text(content.payload)
+            return prefix + self.card_text(content.payload)
         if isinstance(content, Result):
-            return view_text(content.view) if content.view else content.text
+            return view_text(content.view, self.person) if content.view else content.text
         if isinstance(content, Notice):
-            return _("error: {error}").format(error=content.text) if content.failure else content.text
+            text = named(content.text, content.users, self.person)
+            return _("error: {error}").format(error=text) if content.failure else text
         if isinstance(content, RetryOffer):
             return _("error: your decision is recorded but was not applied: {error}").format(error=content.error)
         return None

@@ -7,17 +7,20 @@ version and publishes it at once; the background service publishes what is still
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
 from typing import Any
 
 from bot.core.outbox import place_of
 from bot.core.policy import Policy
-from bot.core.surface import Home, HomeCard, HomeSurface, Question, Refused
+from bot.core.surface import ASKED, DECIDE, OTHERS, Home, HomeCard, HomeSurface, Question, Refused
 from bot.runner import Runner
 from bot.stores.decisions import DecisionStore
 from bot.stores.homes import HomeStore
 from bot.stores.threads import ThreadInfo, ThreadRegistry
 from graphs.home import HomeAction, HomePanel
+from graphs.interrupts import CLARIFY
 from graphs.registry import HOME
 from tools.i18n import using
 
@@ -30,6 +33,20 @@ PUBLISH_ROUNDS = 3  # a change that lands during a publish is shown by the next 
 def primary_decision(payload: dict) -> str:
     """The decision a card is for: approve (a review, an approval) or respond (a question)."""
     return "approve" if "approve" in (payload.get("allowed") or []) else "respond"
+
+
+def ordered(cards: list[HomeCard]) -> list[HomeCard]:
+    """Cards (oldest first) in the order a person must act on them: the decisions waiting for them, soonest expiry
+    first (those without one after, oldest first); then their own questions, then those they may answer for
+    others, newest first."""
+    decide = sorted((c for c in cards if c.group == DECIDE), key=_expiry)  # stable: the untimed stay oldest first
+    newest = cards[::-1]
+    return [*decide, *(c for c in newest if c.group == ASKED), *(c for c in newest if c.group == OTHERS)]
+
+
+def _expiry(card: HomeCard) -> float:
+    at = card.question.payload.get("expires_at")
+    return datetime.fromisoformat(at).timestamp() if at else math.inf
 
 
 class Homes:
@@ -55,8 +72,8 @@ class Homes:
         return Home(user, tuple(self.cards(user)), tuple(panels), places, notice)
 
     def cards(self, user: str) -> list[HomeCard]:
-        """The open questions of this surface's threads that `user` asked or may decide, oldest first; those
-        they may not decide are shown read-only."""
+        """The open questions of this surface's threads that `user` asked or may decide, in the order they must act
+        on them (`ordered`); those they may not decide are shown read-only."""
         found = []
         for info, pending in self.questions():
             if self.decisions.get(pending["id"]) is not None:  # decided, not applied yet
@@ -68,9 +85,11 @@ class Homes:
             withheld = ((primary,) if refusal and primary == "approve" and "edit" in (payload.get("allowed") or [])
                         and self.policy.refusal(info, payload, user, "edit") is None else ())
             if refusal is None or withheld or user == info.user_id:
+                decides = payload.get("type", CLARIFY) != CLARIFY and (refusal is None or bool(withheld))
+                group = DECIDE if decides else ASKED if user == info.user_id else OTHERS
                 question = Question(info.thread_id, pending["id"], payload, info.user_id)
-                found.append(HomeCard(question, place_of(info, user), refusal or "", withheld))
-        return found
+                found.append(HomeCard(question, place_of(info, user), refusal or "", withheld, group))
+        return ordered(found)
 
     def panels(self, user: str) -> list[HomePanel]:
         """The workflows' panels for `user`; a section that fails is left out (and logged), the others shown."""

@@ -118,7 +118,9 @@ class Approval:
 
     @staticmethod
     def title(payload: dict[str, Any]) -> str:
-        return _("Approval: {title}").format(title=payload.get("title") or payload.get("action"))
+        title = payload.get("title") or payload.get("action")
+        return (_("Refused by the checks: {title}") if payload.get("failed") else _("Approval: {title}")).format(
+            title=title)
 
     @staticmethod
     def console_text(payload: dict[str, Any]) -> str:
@@ -126,7 +128,8 @@ class Approval:
         if "edit" in payload.get("allowed", []):
             forms.insert(1, said("edit") + " " + " ".join(f"{_label(k)}=…" for k in payload.get("args_schema") or {}))
         details = "\n".join(f"  {_label(k)}: {v}" for k, v in (payload.get("args") or {}).items())
-        return (_("--- approval: {title} ---").format(title=payload.get("title")) + "\n"
+        head = _("--- refused by the checks: {title} ---") if payload.get("failed") else _("--- approval: {title} ---")
+        return (head.format(title=payload.get("title")) + "\n"
                 + f"{payload.get('description', '')}\n{details}\n"
                 + _("--- {forms} (reject: {consequence}) ---").format(
                     forms=" | ".join(forms), consequence=payload.get("on_reject") or _("the action is not taken")))

@@ -153,15 +153,20 @@ class Surface(Protocol):
     def locale(self, user: str) -> str | None:
         """The person's locale as the surface knows it (Slack's `en-US`, `zh-CN` …), or None; never raises."""
 
+DECIDE, ASKED, OTHERS = "decide", "asked", "others"  # why a card is on a home, in the order a home shows them
+
+
 @dataclass(frozen=True)
 class HomeCard:
     """A question on a person's home: its card, its thread, and why they may not decide it (then it is shown
-    read-only, or without the buttons `withheld` from them: a four-eyes order's Approve for its first approver)."""
+    read-only, or without the buttons `withheld` from them: a four-eyes order's Approve for its first approver);
+    `group`: a decision waiting for them (DECIDE), a question of theirs (ASKED) or one they may answer for others."""
 
     question: Question
     place: Place
     refusal: str = ""
     withheld: tuple[str, ...] = ()  # decisions not offered to them (`refusal` says why); the others are
+    group: str = DECIDE
 
     @property
     def actionable(self) -> bool:

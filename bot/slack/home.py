@@ -5,17 +5,18 @@ a view, 3,000 characters a section): a long list shows its first rows and a "Mor
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from bot.core.surface import Home, HomeCard, Place
+from bot.core.surface import ASKED, DECIDE, OTHERS, Home, HomeCard, Place
+from bot.slack.names import Names, dressed
 from bot.slack.render import BUTTON_TEXT_MAX, SECTION_TEXT_MAX, _clip, _section, question_message
 from graphs.home import HomeAction, HomePanel, HomeRow
-from tools.i18n import N_, _
+from tools.i18n import N_, _, ngettext
 
 VIEW_BLOCKS_MAX = 100
 MODAL_TITLE_MAX = 24
-HOME_CARDS = 5  # cards shown on the Home; the rest in the "More" modal
+HOME_CARDS = 5  # cards shown on the Home, in the order the person must act on them; the rest in the "More" modal
 PANEL_ROWS = 10  # rows of a panel shown on the Home
 ACTION_ROWS = 6  # rows with buttons shown on the Home (each is two blocks)
 ROW_TEXT_MAX = 600
@@ -36,6 +37,7 @@ MORE = N_("More")
 OPEN_THREAD = N_("thread")
 NOT_SHOWN = N_("…and {n} more; `/quant` shows everything.")
 MORE_CARDS = N_("{n} more waiting for you")
+HIDDEN_CARDS = N_("{n} more not shown here: {kinds}.")
 MORE_ROWS = N_("{n} more")
 CLOSE = N_("Close")
 CANCEL = N_("Cancel")
@@ -44,8 +46,9 @@ NOT_MINE = N_("That button's value is not one I wrote, so nothing was done.")
 Link = Callable[[Place], str | None]  # a thread's permalink, when the surface knows it
 
 
-def home_view(home: Home, link: Link) -> dict[str, Any]:
-    """The Home tab's view (`link`: a thread's permalink), in the language in effect."""
+def home_view(home: Home, link: Link, names: Names | None = None) -> dict[str, Any]:
+    """The Home tab's view (`link`: a thread's permalink; `names`: plain names of people and channels), in the
+    language in effect."""
     blocks: list[dict[str, Any]] = [_header(TITLE)]
     if home.notice:
         blocks.append(_section(f":information_source: {home.notice}"))
@@ -55,18 +58,29 @@ def home_view(home: Home, link: Link) -> dict[str, Any]:
             n=len(home.cards)), WAITING)))
     for panel in home.panels:
         sections.append((_panel(panel, home.places, link), _compact(panel.title, panel.summary, panel.name)))
-    for full, compact in sections:
-        room = VIEW_BLOCKS_MAX - len(blocks) - 2  # a divider, and a last line saying what did not fit
-        if len(full) + 1 <= room:
+    for index, (full, compact) in enumerate(sections):
+        later = 2 * (len(sections) - index - 1)  # room kept for each later section's divider and "more"
+        room = VIEW_BLOCKS_MAX - len(blocks) - 1  # and a last line saying what did not fit
+        if len(full) + 1 + later <= room:
             blocks += [{"type": "divider"}, *full]
         elif len(compact) + 1 <= room:
             blocks += [{"type": "divider"}, *compact]
         else:
-            blocks.append(_context(_(NOT_SHOWN).format(n=len(sections))))
+            blocks.append(_context(_(NOT_SHOWN).format(n=len(sections) - index)))
             break
     if len(blocks) == 1 + bool(home.notice):
         blocks.append(_section(_(NOTHING)))
-    return {"type": "home", "blocks": blocks}
+    return _dressed({"type": "home", "blocks": blocks}, home.panels, home.cards, names)
+
+
+def _dressed(view: dict[str, Any], panels: Sequence[HomePanel], cards: Sequence[HomeCard], names: Names | None,
+             ) -> dict[str, Any]:
+    """The view with the people and accounts its panels and cards name shown Slack's way (`dressed`)."""
+    payloads = [c.question.payload for c in cards]
+    users = [*(u for p in panels for u in p.users), *(u for q in payloads for u in q.get("users") or []),
+             *(c.question.requester or "" for c in cards)]
+    accounts = [*(a for p in panels for a in p.accounts), *(a for q in payloads for a in q.get("accounts") or [])]
+    return dressed(view, users, accounts, names)
 
 
 def _waiting(cards: tuple[HomeCard, ...], link: Link) -> list[dict[str, Any]]:
@@ -74,8 +88,18 @@ def _waiting(cards: tuple[HomeCard, ...], link: Link) -> list[dict[str, Any]]:
     for card in cards[:HOME_CARDS]:
         blocks += card_blocks(card, link)
     if len(cards) > HOME_CARDS:
-        blocks.append(_more_button(_(MORE_CARDS).format(n=len(cards) - HOME_CARDS), WAITING))
+        blocks.append(_more_button(hidden_text(cards[HOME_CARDS:]), WAITING))
     return blocks
+
+
+def hidden_text(cards: tuple[HomeCard, ...]) -> str:
+    """How many cards the Home leaves to its "More", and of which kind."""
+    words = {DECIDE: lambda n: ngettext("{n} decision waiting for you", "{n} decisions waiting for you", n),
+             ASKED: lambda n: ngettext("{n} question of yours", "{n} questions of yours", n),
+             OTHERS: lambda n: ngettext("{n} question you may answer", "{n} questions you may answer", n)}
+    counts = [(group, sum(1 for c in cards if c.group == group)) for group in words]
+    kinds = _(", ").join(words[group](n).format(n=n) for group, n in counts if n)
+    return _(HIDDEN_CARDS).format(n=len(cards), kinds=kinds)
 
 
 def card_blocks(card: HomeCard, link: Link) -> list[dict[str, Any]]:
@@ -114,7 +138,8 @@ def _panel(panel: HomePanel, places: dict[str, Place], link: Link) -> list[dict[
     return blocks
 
 
-def more_modal(title: str, panel: HomePanel | None, cards: list[HomeCard], link: Link) -> dict[str, Any]:
+def more_modal(title: str, panel: HomePanel | None, cards: list[HomeCard], link: Link, names: Names | None = None,
+               ) -> dict[str, Any]:
     """The whole panel (or every waiting card) in a modal, as much as its 100 blocks hold."""
     blocks: list[dict[str, Any]] = []
     rest = 0
@@ -140,9 +165,10 @@ def more_modal(title: str, panel: HomePanel | None, cards: list[HomeCard], link:
             rest += 1
     if rest:
         blocks.append(_context(_(NOT_SHOWN).format(n=rest)))
-    return {"type": "modal", "callback_id": "home_more_modal",
-            "title": {"type": "plain_text", "text": _clip(title, MODAL_TITLE_MAX)},
-            "close": {"type": "plain_text", "text": _(CLOSE)}, "blocks": blocks or [_section(_(NOTHING))]}
+    return _dressed({"type": "modal", "callback_id": "home_more_modal",
+                     "title": {"type": "plain_text", "text": _clip(title, MODAL_TITLE_MAX)},
+                     "close": {"type": "plain_text", "text": _(CLOSE)}, "blocks": blocks or [_section(_(NOTHING))]},
+                    [panel] if panel else [], cards, names)
 
 
 def _row_text(row: HomeRow, places: dict[str, Place], link: Link) -> str:

@@ -4,10 +4,10 @@ each message."""
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from bot.core.intake import HelpSection, Reply
+from bot.slack.names import Names, dressed
 from graphs.interrupts import APPROVAL, CLARIFY, CODE_REVIEW
 from graphs.views import View
 from tools.i18n import N_, _
@@ -55,11 +55,11 @@ def clarify_message(thread_id: str, interrupt_id: str, payload: dict[str, Any]) 
     return {"text": question, "blocks": blocks[:MAX_BLOCKS]}
 
 
-def answered_message(question: str, user_id: str, answer: str) -> dict[str, Any]:
+def answered_message(question: str, user_id: str, answer: str, names: Names | None = None) -> dict[str, Any]:
     """What a clarify message becomes once answered: no buttons, who said what."""
-    text = f"{question}\n*<@{user_id}>:* {answer}"
-    return {"text": _("{question} — answered by {user}").format(question=question, user=user_id),
-            "blocks": [_section(text)]}
+    text = f"{question}\n*{user_id}:* {answer}"
+    return dressed({"text": _("{question} — answered by {user}").format(question=question, user=user_id),
+                    "blocks": [_section(text)]}, [user_id], [], names)
 
 
 def reply_message(text: str) -> dict[str, Any]:
@@ -76,11 +76,11 @@ def help_text(sections: tuple[HelpSection, ...]) -> str:
     return "\n".join(lines)
 
 
-def reply_of(reply: Reply) -> dict[str, Any]:
+def reply_of(reply: Reply, names: Names | None = None) -> dict[str, Any]:
     """What the core answered at once, as a message: a command's view, the help (text alone: it is long), or a
     line (a warning when something went wrong)."""
     if reply.view is not None:
-        return view_message(reply.view)
+        return view_message(reply.view, names)
     if reply.help:
         return {"text": _clip(help_text(reply.help), 40_000)}
     return reply_message(f":warning: {reply.text}" if reply.failed else reply.text)
@@ -121,14 +121,15 @@ def code_review_message(thread_id: str, interrupt_id: str, payload: dict[str, An
 
 
 def approval_message(thread_id: str, interrupt_id: str, payload: dict[str, Any], requester: str | None,
-                     ) -> dict[str, Any]:
+                     names: Names | None = None) -> dict[str, Any]:
     """An action waiting for approval: what it is, its details, Approve / Reject and what a rejection means."""
     title = str(payload.get("title") or payload.get("action") or _("action"))
+    failed = [str(line) for line in payload.get("failed") or []]
     details = [{"type": "mrkdwn", "text": _clip(f"*{_(key.replace('_', ' ').capitalize())}*\n{_detail(value)}", 2000)}
                for key, value in (payload.get("args") or {}).items()][:10]
     blocks: list[dict[str, Any]] = [
-        {"type": "header", "text": {"type": "plain_text", "text": _clip(_("Approval: {title}").format(title=title),
-                                                                        150)}},
+        {"type": "header", "text": {"type": "plain_text", "text": _clip(
+            (_("Refused by the checks: {title}") if failed else _("Approval: {title}")).format(title=title), 150)}},
         _section(str(payload.get("description") or title)),
     ]
     if details:
@@ -139,7 +140,11 @@ def approval_message(thread_id: str, interrupt_id: str, payload: dict[str, Any],
     who = str(payload.get("who_decides") or _("{who} can decide.").format(who=_who(requester)))
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(
         f"{who}{on_reject}", SECTION_TEXT_MAX)}]})
-    return {"text": _clip(_("Approval needed: {title}").format(title=title), 3000), "blocks": blocks}
+    text = (_("Refused by the checks: {title}. Failed: {failed}. {can}").format(
+        title=title, failed=_("; ").join(failed), can=_("You can edit or reject it.") if "edit" in allowed else
+        _("You can reject it.")) if failed else _("Approval needed: {title}").format(title=title))
+    return dressed({"text": _clip(text, 3000), "blocks": blocks},
+                   payload.get("users") or [], payload.get("accounts") or [], names)
 
 
 COMPACT_NOTE = N_("Slack refused the full message (too long or malformed), so its details are attached below as a "
@@ -159,13 +164,13 @@ def compact_message(message: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def question_message(thread_id: str, interrupt_id: str, payload: dict[str, Any], requester: str | None,
-                     ) -> dict[str, Any]:
+                     names: Names | None = None) -> dict[str, Any]:
     """A pause as its card: a clarify question, a code review or an approval."""
     kind = payload.get("type") or CLARIFY
     if kind == CODE_REVIEW:
         return code_review_message(thread_id, interrupt_id, payload, requester)
     if kind == APPROVAL:
-        return approval_message(thread_id, interrupt_id, payload, requester)
+        return approval_message(thread_id, interrupt_id, payload, requester, names)
     return clarify_message(thread_id, interrupt_id, payload)
 
 
@@ -217,14 +222,15 @@ def retry_message(interrupt_id: str, error: str) -> dict[str, Any]:
              "value": json.dumps({"i": interrupt_id}, separators=(",", ":"))}]}]}
 
 
-def decided_message(title: str, user_id: str, decision: str, detail: str = "") -> dict[str, Any]:
+def decided_message(title: str, user_id: str, decision: str, detail: str = "", names: Names | None = None,
+                    ) -> dict[str, Any]:
     """What a review message becomes after the decision: who decided what, no buttons."""
     verbs = {"approve": _(":white_check_mark: approved"), "edit": _(":pencil2: edited"),
              "reject": _(":no_entry: rejected")}
-    text = _("*{title}* — {verb} by <@{user}>").format(title=title, verb=verbs.get(decision, decision),
-                                                        user=user_id) + (f"\n>{detail}" if detail else "")
-    return {"text": _("{title}: {decision} by {user}").format(title=title, decision=decision, user=user_id),
-            "blocks": [_section(text)]}
+    text = _("*{title}* — {verb} by {user}").format(title=title, verb=verbs.get(decision, decision),
+                                                     user=user_id) + (f"\n>{detail}" if detail else "")
+    return dressed({"text": _("{title}: {decision} by {user}").format(title=title, decision=decision, user=user_id),
+                    "blocks": [_section(text)]}, [user_id], [], names)
 
 
 def _modal(callback_id: str, title: str, submit: str, metadata: tuple[str, str, str],
@@ -323,12 +329,10 @@ def parse_field(value: str, name: str) -> str:
     return _fields(value, name)[0]
 
 
-def view_message(view: View) -> dict[str, Any]:
+def view_message(view: View, names: Names | None = None) -> dict[str, Any]:
     """A result view as blocks: header, summary and lines, facts as fields, the table and code as preformatted
-    text, notes as small print, warnings."""
+    text, notes as small print, warnings; the people and accounts it names as mentions and channel links."""
     lines = [view.summary, *view.lines]
-    for user in view.users:  # user ids in the text become mentions
-        lines = [re.sub(rf"\b{re.escape(user)}\b", f"<@{user}>", line) for line in lines]
     blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": _clip(view.title, 150)}},
                                     _section("\n".join(lines))]
     for start in range(0, len(view.facts), 10):  # a section holds at most 10 fields
@@ -344,4 +348,5 @@ def view_message(view: View) -> dict[str, Any]:
     for warning in view.warnings[:10]:
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(f":warning: {warning}",
                                                                                         SECTION_TEXT_MAX)}]})
-    return {"text": _clip(view.summary, 3000), "blocks": blocks[:MAX_BLOCKS]}
+    return dressed({"text": _clip(view.summary, 3000), "blocks": blocks[:MAX_BLOCKS]}, view.users, view.accounts,
+                   names)

@@ -6,7 +6,6 @@ tell whether an earlier attempt reached the thread."""
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +32,7 @@ from bot.core.surface import (
 from bot.slack import render
 from bot.slack.assistant_status import AssistantStatuses
 from bot.slack.home import home_view
+from bot.slack.names import Names, SlackNames, dressed
 from tools.i18n import N_, _
 
 log = logging.getLogger(__name__)
@@ -47,28 +47,22 @@ STREAM_CHUNK = 1000  # characters a chat.appendStream carries
 ASSISTANT_STATUS = "assistant-status:"  # the reference of a status shown in the assistant pane, not as a message
 
 
-def mention(text: str, users: tuple[str, ...] | list[str]) -> str:
-    """User ids named in a text, as Slack mentions."""
-    for user in users:
-        if user:
-            text = re.sub(rf"(?<![<@\w]){re.escape(user)}\b", f"<@{user}>", text)
-    return text
-
-
-def message_for(content: Content) -> dict[str, Any]:
-    """The Block Kit message of a content."""
+def message_for(content: Content, names: Names | None = None) -> dict[str, Any]:
+    """The Block Kit message of a content (`names`: the plain names of the people and channels it names)."""
     if isinstance(content, Question):
-        return render.question_message(content.thread_id, content.interrupt_id, content.payload, content.requester)
+        return render.question_message(content.thread_id, content.interrupt_id, content.payload, content.requester,
+                                       names)
     if isinstance(content, Status):
         return render.status_message(content.thread_id, content.text, content.running)
     if isinstance(content, Result):
-        return render.view_message(content.view) if content.view else render.reply_message(content.text or _("Done."))
+        return (render.view_message(content.view, names) if content.view else
+                render.reply_message(content.text or _("Done.")))
     if isinstance(content, Notice):
-        return render.reply_message(mention(content.text, content.users))
+        return dressed(render.reply_message(content.text), content.users, (), names)
     if isinstance(content, Decided):
-        return render.decided_message(content.title, content.user, content.decision, content.note)
+        return render.decided_message(content.title, content.user, content.decision, content.note, names)
     if isinstance(content, Answered):
-        return render.answered_message(content.title, content.user, content.answer)
+        return render.answered_message(content.title, content.user, content.answer, names)
     if isinstance(content, RetryOffer):
         return render.retry_message(content.interrupt_id, content.error)
     raise TypeError(f"no Slack message for {type(content).__name__}")
@@ -103,15 +97,15 @@ class SlackSurface:
         """`status_refresh_seconds`: how often a run's status in the assistant pane is set again."""
         self.client = client
         self.statuses = AssistantStatuses(client, status_refresh_seconds)
+        self.names = SlackNames(client)
         self._team: str | None = None  # the workspace's team id, for threads the bot roots itself
         self._url: str | None = None  # the workspace's address (auth.test), for links to threads
-        self._locales: dict[str, str | None] = {}  # user id -> locale, read once per process (users.info)
 
     def post(self, place: Place, content: Content, key: str | None = None) -> str:
         if isinstance(content, Status) and in_direct_messages(place) and self.statuses.set(
                 place.channel, place.thread_ts, assistant_status(content)):
             return f"{ASSISTANT_STATUS}{place.channel}:{place.thread_ts}"  # the pane shows it: no status message
-        message = message_for(content)
+        message = message_for(content, self.names)
         extra: dict[str, Any] = {"metadata": {"event_type": POST_EVENT, "event_payload": {"key": key}}} if key else {}
         compact = render.compact_message(message)
         forms = [("full", message), *([("compact", compact)] if compact else [])]
@@ -162,7 +156,7 @@ class SlackSurface:
             else:
                 self.statuses.clear(place.channel, place.thread_ts)
             return
-        self._safe(self.client.chat_update, channel=place.channel, ts=ref, **message_for(content))
+        self._safe(self.client.chat_update, channel=place.channel, ts=ref, **message_for(content, self.names))
 
     def upload(self, place: Place, files: list[StoredFile]) -> None:
         uploads = [{"content": f.data, "filename": f.filename, "title": f.title} for f in files]
@@ -184,16 +178,8 @@ class SlackSurface:
     def locale(self, user: str) -> str | None:
         """The user's Slack locale (users.info with include_locale; needs users:read), read once per process; a
         failed read is logged and not kept, so the next message asks again."""
-        if user in self._locales:
-            return self._locales[user]
-        try:
-            found = self.client.users_info(user=user, include_locale=True)
-        except (SlackApiError, OSError) as exc:
-            log.warning("could not read a user's locale: %s", _reason(exc))
-            return None
-        locale = (found.get("user") or {}).get("locale")
-        self._locales[user] = str(locale) if locale else None
-        return self._locales[user]
+        locale = (self.names.user(user) or {}).get("locale")
+        return str(locale) if locale else None
 
     def tell(self, place: Place, text: str) -> None:
         self._safe(self.client.chat_postEphemeral, channel=place.channel, user=place.user, text=text,
@@ -209,8 +195,8 @@ class SlackSurface:
             if root is None:
                 metadata = ({"event_type": THREAD_EVENT, "event_payload": {"execution": start.marker}}
                             if start.marker else None)  # None: none sent
-                root = str(self.client.chat_postMessage(channel=start.channel, text=mention(start.text, start.users),
-                                                        metadata=metadata)["ts"])
+                text = dressed({"text": start.text}, start.users, (), self.names)["text"]  # no blocks: mentions
+                root = str(self.client.chat_postMessage(channel=start.channel, text=text, metadata=metadata)["ts"])
         except (SlackApiError, OSError) as exc:
             raise Refused(_reason(exc)) from exc
         return Place(self._team, start.channel, root)
@@ -289,7 +275,7 @@ class SlackSurface:
 
     def publish_home(self, user: str, home: Home) -> None:
         try:
-            self.client.views_publish(user_id=user, view=home_view(home, self.permalink))
+            self.client.views_publish(user_id=user, view=home_view(home, self.permalink, self.names))
         except (SlackApiError, OSError) as exc:
             raise Refused(_reason(exc)) from exc
 

@@ -66,6 +66,7 @@ def present_decision(result: dict[str, Any]) -> View:
                        "from the prices traded then)"))
     return View(title, str(summary), lines=lines, facts=facts, notes=notes, warnings=warnings,
                 users=[str(record["decided_by"])] if record.get("decided_by") else [],
+                accounts=[str(request["account"])] if request.get("account") else [],
                 artifacts=list(result.get("artifacts") or []))
 
 

@@ -9,6 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 from graphs.interrupts import TRADERS, approval_request
+from graphs.views import refs
 from tools.broker.boards import OrderRuleError
 from tools.broker.clock import SHANGHAI, day
 from tools.broker.money import money_text
@@ -78,20 +79,33 @@ def order_card(proposal: dict[str, Any], account: str, traders_configured: bool,
     if approvals:
         args["approvals"] = approvals
     passed = bool(proposal["passed"])
-    verdict = _("All checks pass.") if passed else _("Some checks FAIL: approving is not offered; edit or reject.")
-    lines = [_("Edited by {user}: every check ran again on the edited order; decide it again.").format(
-        user=edited_by)] if edited_by else []
-    lines += [verdict, *checks_text(proposal), *(_("Note: {note}").format(note=n) for n in proposal.get("notes") or [])]
-    lines += [_("Refused: {reason}").format(reason=r) for r in refusals]
     allowed: tuple[str, ...] = ("reject",)
     if traders_configured:
         allowed = (("approve",) if passed else ()) + ("edit", "reject")
+    checks = list(zip((bool(c["passed"]) for c in proposal["checks"]), checks_text(proposal), strict=True))
+    failed = [line for ok, line in checks if not ok]
+    lines = [_("Edited by {user}: every check ran again on the edited order; decide it again.").format(
+        user=edited_by)] if edited_by else []
+    lines += [_("All checks pass.") if passed else refused_text(allowed), *failed, *(line for ok, line in checks if ok),
+              *(_("Note: {note}").format(note=n) for n in proposal.get("notes") or [])]
+    lines += [_("Refused: {reason}").format(reason=r) for r in refusals]
     payload = approval_request(ACTION, order_line(proposal), args, "\n".join(lines),
                                _("The order is not placed; the rejection and its reason are recorded."), allowed,
                                args_schema=edit_schema(proposal) if "edit" in allowed else None)
     payload.update(deciders=TRADERS, who_decides=_(WHO) if traders_configured else _(NO_TRADERS),
                    expires_at=proposal["expires_at"])
+    if not passed:  # refused by its checks: the surfaces say so first; approving is not offered
+        payload["failed"] = [_("{check}: {detail}").format(check=_(c["name"]), detail=c["detail"])
+                             for c in proposal["checks"] if not c["passed"]]
+    payload.update(refs([request.get("proposed_by"), edited_by], [account]))
     return payload
+
+
+def refused_text(allowed: tuple[str, ...]) -> str:
+    """What a card its checks refuse says first: refused, and what the person can do."""
+    return (_("Refused by the checks (failed first below): it cannot be approved as it is. Edit it (every check runs "
+              "again) or reject it.") if "edit" in allowed else
+            _("Refused by the checks (failed first below): it cannot be approved as it is. Reject it."))
 
 
 def edit_schema(proposal: dict[str, Any]) -> dict[str, dict[str, Any]]:

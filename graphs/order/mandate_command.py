@@ -32,8 +32,8 @@ def mandate_command(call: CommandCall) -> View:
         lines = mandate.lines() if mandate else []
         title = _(TITLE).format(account=name)
         if not lines:
-            return View(title, _(NONE).format(account=name))
-        return View(title, _(WITHIN).format(account=name), lines=lines)
+            return View(title, _(NONE).format(account=name), accounts=[name])
+        return View(title, _(WITHIN).format(account=name), lines=lines, accounts=[name])
     action = words[1].lower()
     if action not in ("set", "clear") or (action == "clear") != (len(words) == 2):
         raise CommandError(_(USAGE).format(settings=" ".join(k + "=…" for k in KEYS)))
@@ -46,4 +46,4 @@ def mandate_command(call: CommandCall) -> View:
         raise CommandError(str(exc)) from None
     lines = set_mandate(call.context.engine, name, changes, call.user).lines()
     summary = _(SET_BY if lines else CLEARED).format(account=name, user=call.user)
-    return View(_(CHANGED).format(account=name), summary, lines=lines, users=[call.user])
+    return View(_(CHANGED).format(account=name), summary, lines=lines, users=[call.user], accounts=[name])

@@ -40,7 +40,8 @@ def present_order(result: dict[str, Any]) -> View:
     users = [str(result["decided_by"])] if result.get("decided_by") else []
     title = _(TITLES[status]) if status in TITLES else _("Order {status}").format(status=status)
     return View(title=title, summary=str(result.get("message") or status),
-                lines=lines, facts=facts, notes=notes, warnings=warnings, users=users)
+                lines=lines, facts=facts, notes=notes, warnings=warnings, users=users,
+                accounts=[str(result["account"])] if result.get("account") else [])
 
 
 def money_text_of(text: str) -> str:
@@ -78,6 +79,7 @@ def present_account(account: Account, report: AccountReport, notes: tuple[str, .
                      _("unrealised")], rows)
         if rows else None,
         notes=[*notes, _("cost includes buy fees; sells reduce it pro rata; marks use the latest close")],
+        accounts=[account.name],
         artifacts=[chart] if chart else [])
 
 
@@ -109,4 +111,5 @@ def present_orders(name: str, scope: str, orders: tuple[Order, ...]) -> View:
     return View(title=_(ORDERS_TITLES[scope]).format(account=name), summary=summary,
                 table=Table([_("id"), _("session"), _("side"), _("code"), _("qty"), _("price"), _("status"),
                              _("fill"), _("approved by")], rows)
-                if rows else None)
+                if rows else None, users=[u for o in orders for u in (o.approved_by or "").split(",") if u],
+                accounts=[name])

@@ -79,6 +79,8 @@ class FakeSlack:
     calls: list[Call] = field(default_factory=list)
     not_in_channels: set[str] = field(default_factory=set)
     locales: dict[str, str] = field(default_factory=dict)  # user id -> the locale users.info reports
+    names: dict[str, str] = field(default_factory=dict)  # user id -> the display name users.info reports
+    channel_names: dict[str, str] = field(default_factory=dict)  # channel id -> the name conversations.info reports
     fail_uploads: bool = False
     socket_url: str | None = None  # apps.connections.open hands this WebSocket URL out (Socket Mode)
     _ts: count = field(default_factory=lambda: count(1))
@@ -239,7 +241,12 @@ class FakeSlack:
             found: dict[str, Any] = {"id": user}
             if _truthy(args.get("include_locale")) and user in self.locales:
                 found["locale"] = self.locales[user]
+            if user in self.names:
+                found["profile"] = {"display_name": self.names[user]}
             return {"ok": True, "user": found}
+        if method == "conversations.info" and args.get("channel") in self.channel_names:
+            channel = str(args["channel"])
+            return {"ok": True, "channel": {"id": channel, "name": self.channel_names[channel]}}
         if method in ("assistant.threads.setStatus", "assistant.threads.setSuggestedPrompts",
                       "assistant.threads.setTitle"):
             return {"ok": True}

@@ -19,6 +19,7 @@ log = logging.getLogger(__name__)
 
 def register(app: App, core: Core) -> None:
     client = app.client
+    names = getattr(core.surface, "names", None)  # the people and channels a reply names, by name where plain
 
     @app.command("/quant")
     def on_command(ack: Any, command: dict[str, Any], respond: Any) -> None:
@@ -35,15 +36,15 @@ def register(app: App, core: Core) -> None:
         if reply.view is not None and reply.view.artifacts:
             show_in_channel(respond, place, reply)
         elif reply.answered or reply.failed:
-            respond(response_type="ephemeral", **render.reply_of(reply))
+            respond(response_type="ephemeral", **render.reply_of(reply, names))
 
     def show_in_channel(respond: Any, place: Place, reply: Reply) -> None:
         """A command's view with a chart: to the channel, the chart uploaded beside it."""
         assert reply.view is not None
         try:
-            ts = client.chat_postMessage(channel=place.channel, **render.view_message(reply.view))["ts"]
+            ts = client.chat_postMessage(channel=place.channel, **render.view_message(reply.view, names))["ts"]
         except SlackApiError as exc:
-            respond(response_type="ephemeral", **render.view_message(reply.view))
+            respond(response_type="ephemeral", **render.view_message(reply.view, names))
             log.warning("could not post a command's view: %s", exc.response.get("error"))
             return
         core.outbox.upload(Place(place.team, place.channel, ts, place.user), reply.view.artifacts)

@@ -45,7 +45,8 @@ def register(app: App, core: Core, bot_user: str) -> None:
 
     def show(place: Place, reply: Reply) -> None:
         try:
-            app.client.chat_postMessage(channel=place.channel, thread_ts=place.thread_ts, **render.reply_of(reply))
+            app.client.chat_postMessage(channel=place.channel, thread_ts=place.thread_ts,
+                                        **render.reply_of(reply, getattr(core.surface, "names", None)))
         except SlackApiError as exc:
             log.warning("could not answer in a thread: %s", exc.response.get("error"))
             return

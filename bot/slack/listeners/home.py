@@ -20,6 +20,7 @@ def register(app: App, core: Core) -> None:
     if homes is None:
         return
     link = getattr(core.surface, "permalink", lambda place: None)
+    names = getattr(core.surface, "names", None)
 
     def speak(user: str) -> Any:
         return using(core.language_of(user))
@@ -39,10 +40,10 @@ def register(app: App, core: Core) -> None:
             return
         with speak(user):
             if name == WAITING:
-                view = more_modal(_(WAITING_TITLE), None, homes.cards(user), link)
+                view = more_modal(_(WAITING_TITLE), None, homes.cards(user), link, names)
             else:
                 panel = homes.panel(user, name)
-                view = more_modal(panel.title if panel else name, panel, [], link)
+                view = more_modal(panel.title if panel else name, panel, [], link, names)
         app.client.views_open(trigger_id=body["trigger_id"], view=view)
 
     @app.action(re.compile(r"^home_action_\d+$"))

@@ -28,6 +28,7 @@ def approve_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], config:
                          state.get("refusals") or [], state.get("edited_by"), shown)
     if shown and approvals:  # maker-checker: the policy offers the second approval to nobody who may not give it
         payload.update(approved_by=approvals, proposed_by=state["order_intent"].get("proposed_by"))
+    payload["users"] += [who for who in approvals if who not in payload["users"]]  # the card's approvals line
     decision = decision_of(interrupt(payload))
     when = decided_at(config) or datetime.now(UTC)
     return {"decision": decision, "decided_by": decider(config), "decided_at": when.isoformat()}
