@@ -13,7 +13,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from tools.audit.canonical import as_utc
-from tools.audit.heads import HEAD_EVENT
+from tools.audit.heads import HEAD_EVENT, UNSIGNED, signature_kind
 from tools.audit.records import ChainEntry, ChainHead
 from tools.audit.verify import audited_rows
 from tools.broker.clock import SHANGHAI
@@ -43,7 +43,7 @@ def export_csv(engine: Engine, chain: str, start: date, end: date, out: TextIO) 
                          json.dumps(row.get("detail") or {}, ensure_ascii=False, sort_keys=True),
                          entry.row_hash, entry.prev_hash, entry.hash])
     if head is not None:
-        writer.writerow([chain, head.seq, "", "HMAC-SHA256 with QUANTDESK_AUDIT_KEY", HEAD_EVENT, "", "",
-                         head.signature or "(unsigned: QUANTDESK_AUDIT_KEY was not set)", "", "", head.hash])
+        writer.writerow([chain, head.seq, "", signature_kind(head.signature), HEAD_EVENT, "", "",
+                         head.signature or UNSIGNED, "", "", head.hash])
     return len(entries)
 
