@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from datetime import date
 from pathlib import Path
 from typing import TextIO
 
@@ -11,9 +10,10 @@ import bot.stores.records  # noqa: F401 - the audited tables: the bot's audit lo
 import tools.broker.records  # noqa: F401
 from tools.audit.chain import chain_of
 from tools.audit.completeness import missing
-from tools.audit.export import export_csv
+from tools.audit.export import Days, export_csv
 from tools.audit.heads import RecordedHead, recorded_heads
 from tools.audit.keys import legacy_key, verify_keys
+from tools.audit.replay import differences
 from tools.audit.signing import write_pair
 from tools.audit.verify import Keys, against_head, verify
 from tools.audit.witness import read_file, witness_problems
@@ -24,8 +24,9 @@ from tools.storage.db import make_engine
 def run_verify(settings: Settings, account: str | None, head: Path | None = None, unsigned: bool = False,
                witness: str | None = None, out: TextIO = sys.stdout) -> int:
     """Print each chain's state; 1 when any chain is broken, a row is in no chain, an account or order has no
-    chain, the database disagrees with a witness, or a head's signature cannot be checked (no public key for it)
-    without `unsigned`; else 0. `head`: an export (`audit export`) whose signed heads the chains must still hold;
+    chain, a state table differs from the replay of the chained events, the database disagrees with a witness,
+    or a head's signature cannot be checked (no public key for it) without `unsigned`; else 0. `head`: an export
+    (`audit export`) whose signed heads the chains must still hold;
     `witness`: a witness file's path, or `slack` (QUANTDESK_AUDIT_CHANNEL); of `account`'s chain only, with one."""
     keys = Keys(verify_keys(), legacy_key())
     engine = make_engine(settings.database_url_value)
@@ -37,6 +38,7 @@ def run_verify(settings: Settings, account: str | None, head: Path | None = None
         return 2
     reports, strays = verify(engine, keys, account)
     absent = list(missing(engine, account))
+    changed = list(differences(engine, account))
     anchored = [(r, against_head(engine, keys, r)) for r in recorded]
     disagreements, newest = (witness_problems(engine, witnessed, keys.check, chain_of(account) if account else None)
                              if witnessed is not None else ([], {}))
@@ -51,6 +53,8 @@ def run_verify(settings: Settings, account: str | None, head: Path | None = None
         print(f"INSERTED: {stray}", file=out)
     for line in absent:
         print(f"MISSING: {line}", file=out)
+    for difference in changed:
+        print(f"STATE: {difference} (the table was changed outside the audit trail)", file=out)
     for found, problem in anchored:
         print(f"{found.chain}: " + (f"BROKEN against the recorded head in {head}: {problem}" if problem else
                                     f"holds the recorded head #{found.seq} of {head}"), file=out)
@@ -65,7 +69,7 @@ def run_verify(settings: Settings, account: str | None, head: Path | None = None
               ("Accepted with --unsigned." if unsigned else
                "Set QUANTDESK_AUDIT_VERIFY_KEYS (and sign with QUANTDESK_AUDIT_SIGNING_KEY), or pass --unsigned to "
                "check the links only."), file=out)
-    broken = (strays or absent or disagreements or any(r.problem for r in reports)
+    broken = (strays or absent or changed or disagreements or any(r.problem for r in reports)
               or any(p for _, p in anchored))
     return 1 if broken or (unchecked and not unsigned) else 0
 
@@ -104,16 +108,17 @@ def _witnessed(settings: Settings, witness: str) -> list[RecordedHead]:
         raise WitnessError(f"cannot read the witness channel {settings.audit_channel}: {exc}") from None
 
 
-def run_export(settings: Settings, account: str | None, start: date, end: date, path: Path | None) -> int:
-    """Write the account's chain (the global chain without one) from `start` to `end` as CSV to `path` (stdout
-    without one)."""
+def run_export(settings: Settings, account: str | None, days: Days | None, path: Path | None,
+               sessions: Days | None = None) -> int:
+    """Write the account's chain (the global chain without one), its entries written on `days` and of trading
+    `sessions` (either or both), as CSV to `path` (stdout without one)."""
     engine = make_engine(settings.database_url_value)
     chain = chain_of(account)
     if path is None:
-        count = export_csv(engine, chain, start, end, sys.stdout)
+        count = export_csv(engine, chain, days, sys.stdout, sessions)
     else:
         with path.open("w", newline="", encoding="utf-8") as out:
-            count = export_csv(engine, chain, start, end, out)
+            count = export_csv(engine, chain, days, out, sessions)
         print(f"{count} audit entries of {chain} written to {path}", file=sys.stderr)
     return 0
 

@@ -36,6 +36,13 @@ def _day(value: str) -> date:
         raise argparse.ArgumentTypeError(f"{value!r} is not a date like 2026-03-02") from None
 
 
+def _days(first: date | None, last: date | None) -> tuple[date, date] | tuple[()] | None:
+    """A pair of days given together: both, () for neither, None for one alone."""
+    if first is not None and last is not None:
+        return first, last
+    return () if first is None and last is None else None
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="quantdesk", description="QuantDesk research desk")
     parser.add_argument("--version", action="version", version=f"%(prog)s {version('quantdesk')}")
@@ -77,8 +84,10 @@ def _parser() -> argparse.ArgumentParser:
     chain.add_argument("--account", help="the paper account's chain")
     chain.add_argument("--global", dest="global_chain", action="store_true",
                        help="the global chain: the trading switch, the session clock, the bot's human decisions")
-    export.add_argument("--from", dest="start", type=_day, required=True, help="first day, YYYY-MM-DD (Shanghai)")
-    export.add_argument("--to", dest="end", type=_day, required=True, help="last day, YYYY-MM-DD (Shanghai)")
+    export.add_argument("--from", dest="start", type=_day, help="first day written, YYYY-MM-DD (Shanghai)")
+    export.add_argument("--to", dest="end", type=_day, help="last day written, YYYY-MM-DD (Shanghai)")
+    export.add_argument("--session-from", type=_day, help="first trading session, YYYY-MM-DD (the simulated clock's)")
+    export.add_argument("--session-to", type=_day, help="last trading session, YYYY-MM-DD")
     export.add_argument("--out", type=Path, help="the CSV file (default: standard output)")
     keygen = audit_sub.add_parser("keygen", help="write a new Ed25519 signing key; print its key id and public key")
     keygen.add_argument("--dir", type=Path, default=Path("."), help="where the private key file goes (default: here)")
@@ -175,7 +184,13 @@ def _command(args: argparse.Namespace, settings: Settings) -> int:
             return run_keygen(args.dir)
         if args.audit_command == "verify":
             return run_verify(settings, args.account, args.head, args.unsigned, args.witness)
-        return run_export(settings, None if args.global_chain else args.account, args.start, args.end, args.out)
+        days, sessions = _days(args.start, args.end), _days(args.session_from, args.session_to)
+        if days == sessions == () or days is None or sessions is None:
+            print("quantdesk audit export: give --from and --to, --session-from and --session-to, or both pairs",
+                  file=sys.stderr)
+            return 2
+        return run_export(settings, None if args.global_chain else args.account, days or None, args.out,
+                          sessions or None)
     if args.command == "db":
         url = settings.database_url_value
         revision = upgrade(make_engine(url))

@@ -241,7 +241,7 @@ def test_export_is_a_readable_csv_carrying_the_signed_head(own_engine: Engine, o
     assert head["hash"] == rows[2]["hash"]
     assert head["record"] == f"Ed25519, key {audit_keys}" and head["detail"].startswith(f"ed25519:{audit_keys}:")
     buffer = io.StringIO()  # another day holds none of them
-    assert export_csv(own_engine, "account:g1", date(2020, 1, 1), date(2020, 1, 2), buffer) == 0
+    assert export_csv(own_engine, "account:g1", (date(2020, 1, 1), date(2020, 1, 2)), buffer) == 0
 
 
 def test_rows_written_before_the_chains_are_chained_by_the_migration(own_engine: Engine, own_url: str,
@@ -256,7 +256,7 @@ def test_rows_written_before_the_chains_are_chained_by_the_migration(own_engine:
         connection.execute(text("INSERT INTO order_events (client_order_id, account, event, actor, detail, at) VALUES "
                                 "('old:1', 'g1', 'proposed', 'U_OLD', '{\"quantity\": 100}', "
                                 "'2026-03-02 01:30:00+00:00'), "
-                                "(NULL, NULL, 'trading off', 'U_OLD', '{}', '2026-03-02 01:31:00+00:00')"))
+                                "(NULL, NULL, 'trading on', 'U_OLD', '{}', '2026-03-02 01:31:00+00:00')"))
         connection.execute(text("INSERT INTO audit_log (thread_id, interrupt_id, user_id, action, detail, created_at) "
                                 "VALUES ('console-0', 'i-0', 'U_OLD', 'approve', '{}', '2026-03-02 01:32:00+00:00')"))
     upgrade(own_engine)

@@ -6,6 +6,7 @@ from paper_orders. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import stat
@@ -33,6 +34,7 @@ from tools.audit.records import ChainEntry, ChainHead
 from tools.audit.signing import sign
 from tools.audit.witness import WitnessFile, current_heads
 from tools.broker.records import OrderEvent, PaperOrder
+from tools.broker.sim_clock import set_session
 from tools.broker.store import ensure_account, log_event
 from tools.settings import Settings
 
@@ -193,6 +195,10 @@ def test_a_chain_deleted_whole_and_an_order_without_events_are_named(own_engine:
         "created outside the audit trail",
         "MISSING: order t9:9 of account g3 is in paper_orders but no chained event records it: its events were "
         "deleted, or it was written outside the audit trail",
+        "STATE: paper_accounts g3 cash_fen: stored 100000000, replayed 0 (the table was changed outside the audit "
+        "trail)",
+        "STATE: paper_orders t9:9 (row): stored 'present', replayed None (the table was changed outside the audit "
+        "trail)",
         f"WITNESS ({path}): account:g3: the database's head is #0, behind the witnessed head #2: entries #1 to #2 "
         "are missing (deleted and an older head put back)",
         "no audit entries"]
@@ -220,3 +226,34 @@ def test_keygen_writes_a_private_key_only_its_owner_reads_and_prints_its_id(tmp_
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and b"PRIVATE KEY" in path.read_bytes()
     assert lines[-1].endswith(f": {ident}:" + lines[-1].rpartition(f"{ident}:")[2])
     assert "PRIVATE" not in result.stdout
+
+
+def test_export_filters_by_trading_session_not_wall_clock(own_engine: Engine, own_url: str, audit_keys: str,
+                                                          tmp_path: Path) -> None:
+    """On a simulated clock the session is not today's date: an order's events are its order's session, any other
+    entry the session the clock stood at when it was written."""
+    ensure_account(own_engine, "g1", Decimal("1000000"), "U_ADMIN")  # before any clock move: today's date
+    with Session(own_engine) as session:
+        set_session(session, "20260302", "20260305", "20260331", "U_ADMIN")
+        session.commit()
+    log_event(own_engine, "t1:1", "g1", "proposed", "U_RULE", {})  # no order row: the clock's session, 03-05
+    with Session(own_engine) as session:
+        session.add(PaperOrder(client_order_id="t1:2", account="g1", ts_code="600000.SH", side="buy", quantity=100,
+                               price_type="market", session_date="20260306", fill_at="open", status="open"))
+        session.commit()
+    log_event(own_engine, "t1:2", "g1", "submitted", "U_ANNA", {})  # its order's session, 03-06
+
+    def exported(*days: str) -> list[tuple[str, str, str]]:
+        out = tmp_path / "g1.csv"
+        result = quantdesk(own_url, "export", "--account", "g1", *days, "--out", str(out))
+        assert result.returncode == 0, result.stderr
+        return [(r["seq"], r["session"], r["event"]) for r in csv.DictReader(out.open(encoding="utf-8"))]
+
+    assert exported("--session-from", "2026-03-05", "--session-to", "2026-03-05") == [
+        ("2", "2026-03-05", "proposed"), ("3", "", "signed head")]
+    assert exported("--session-from", "2026-03-05", "--session-to", "2026-03-06") == [
+        ("2", "2026-03-05", "proposed"), ("3", "2026-03-06", "submitted"), ("3", "", "signed head")]
+    today = f"{datetime.now(ZoneInfo('Asia/Shanghai')).date():%Y-%m-%d}"
+    assert [seq for seq, _s, _e in exported("--from", today, "--to", today)] == ["1", "2", "3", "3"]
+    one_alone = quantdesk(own_url, "export", "--account", "g1", "--session-from", "2026-03-05")
+    assert one_alone.returncode == 2 and "give --from and --to" in one_alone.stderr
