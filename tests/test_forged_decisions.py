@@ -176,17 +176,25 @@ def test_migration_0020_indexes_the_apply_look_up_as_the_models_do(own_url: str)
 
 def test_an_untouched_session_verifies_and_each_state_table_edit_is_named(audit_keys: str, desk: Desk, own_url: str,
                                                                          tmp_path: Path) -> None:
-    """A session of the desk (an order proposed, approved and filled, the switch off and on, a mandate set, the
-    clock moved), witnessed: `audit verify --witness` exits 0 naming each chain, its length and its newest
-    witnessed head. Then each state table is edited with SQL behind the chain's back, and verify names the
-    table, the row, the column, the stored and the replayed value."""
+    """A session of the desk (an order proposed, approved and filled, one approved by two traders, the switch off
+    and on, a mandate set, the clock moved), witnessed: `audit verify --witness` exits 0 naming each chain, its
+    length and its newest witnessed head. Then each state table is edited with SQL behind the chain's back, and
+    verify names the table, the row, the column, the stored and the replayed value."""
     thread_id, card = desk.order("order 000001.SZ buy 100")
     desk.approve(thread_id, card, TRADER)
     desk.until(lambda: any(event == "filled" for event, _who in desk.events(thread_id)), "the approval filled")
+    four_eyes, first = desk.order("order 600519.SH buy 100")  # 169,635.00 CNY: two traders approve
+    desk.approve(four_eyes, first, TRADER)
+    second = desk.until(lambda: [p["id"] for p in desk.core.runner.pending(four_eyes) if p["id"] != first],
+                        "the second approval's card")[0]
+    desk.approve(four_eyes, second, SECOND)
+    desk.until(lambda: any(event == "filled" for event, _who in desk.events(four_eyes)), "the four eyes filled")
     engine = desk.core.queue.engine
     with Session(engine) as session:
-        order = session.scalars(select(PaperOrder)).one()
+        order = session.scalars(select(PaperOrder).where(PaperOrder.ts_code == "000001.SZ")).one()
         account, cid = order.account, order.client_order_id
+        both = session.scalars(select(PaperOrder.approved_by).where(PaperOrder.ts_code == "600519.SH")).one()
+    assert TRADER in str(both) and SECOND in str(both)
     set_trading(engine, False, ADMIN, "lunch")
     set_trading(engine, True, ADMIN)
     assert set_mandate(engine, account, parse_settings(["max_orders=5"]), ADMIN).record() == [
@@ -204,15 +212,20 @@ def test_an_untouched_session_verifies_and_each_state_table_edit_is_named(audit_
                for line in lines)
 
     edits = [  # (the insider's SQL, its undo, what verify says)
-        ("UPDATE paper_orders SET quantity = 200", "UPDATE paper_orders SET quantity = 100",
+        (f"UPDATE paper_orders SET quantity = 200 WHERE client_order_id = '{cid}'",
+         f"UPDATE paper_orders SET quantity = 100 WHERE client_order_id = '{cid}'",
          f"paper_orders {cid} quantity: stored 200, replayed 100"),
-        (f"UPDATE paper_orders SET approved_by = '{SECOND}'", f"UPDATE paper_orders SET approved_by = '{TRADER}'",
+        (f"UPDATE paper_orders SET approved_by = '{SECOND}' WHERE client_order_id = '{cid}'",
+         f"UPDATE paper_orders SET approved_by = '{TRADER}' WHERE client_order_id = '{cid}'",
          f"paper_orders {cid} approved_by: stored '{SECOND}', replayed '{TRADER}'"),
-        ("UPDATE paper_orders SET status = 'open'", "UPDATE paper_orders SET status = 'filled'",
+        (f"UPDATE paper_orders SET status = 'open' WHERE client_order_id = '{cid}'",
+         f"UPDATE paper_orders SET status = 'filled' WHERE client_order_id = '{cid}'",
          f"paper_orders {cid} status: stored 'open', replayed 'filled'"),
-        ("UPDATE paper_fills SET price_fen = price_fen + 1", "UPDATE paper_fills SET price_fen = price_fen - 1",
+        ("UPDATE paper_fills SET price_fen = price_fen + 1 WHERE ts_code = '000001.SZ'",
+         "UPDATE paper_fills SET price_fen = price_fen - 1 WHERE ts_code = '000001.SZ'",
          f"paper_fills of {cid} price_fen: stored"),
-        ("UPDATE paper_positions SET quantity = 1000", "UPDATE paper_positions SET quantity = 100",
+        ("UPDATE paper_positions SET quantity = 1000 WHERE ts_code = '000001.SZ'",
+         "UPDATE paper_positions SET quantity = 100 WHERE ts_code = '000001.SZ'",
          f"paper_positions {account} 000001.SZ quantity: stored 1000, replayed 100"),
         ("UPDATE paper_accounts SET cash_fen = cash_fen + 100000000",
          "UPDATE paper_accounts SET cash_fen = cash_fen - 100000000", f"paper_accounts {account} cash_fen: stored"),
