@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from bot.core.background import BackgroundService
 from bot.core.witness import HeadWitness
 from bot.slack.serve import slack_core
-from bot.startup import build_context
+from bot.startup import StartupError, build_context
 from graphs.checkpointer import open_checkpointer
 from tests.fakes.slack_server import SlackServer
 from tests.test_audit_chain import desk_day, event_id, quantdesk
@@ -257,3 +257,16 @@ def test_export_filters_by_trading_session_not_wall_clock(own_engine: Engine, ow
     assert [seq for seq, _s, _e in exported("--from", today, "--to", today)] == ["1", "2", "3", "3"]
     one_alone = quantdesk(own_url, "export", "--account", "g1", "--session-from", "2026-03-05")
     assert one_alone.returncode == 2 and "give --from and --to" in one_alone.stderr
+
+
+def test_a_signing_key_file_that_cannot_be_read_stops_the_start(tmp_path: Path) -> None:
+    """Else the first audited write would fail: an order event, a decision."""
+    (tmp_path / "not-a-key.pem").write_text("hello", encoding="utf-8")
+    for name, error in (("missing.pem", "FileNotFoundError"), ("not-a-key.pem", "ValueError")):
+        settings = Settings(_env_file=None, DATABASE_URL=f"sqlite:///{tmp_path / 'q.db'}",
+                            QUANTDESK_DATA_DIR=str(tmp_path), QUANTDESK_DATA_PROVIDER="sample",
+                            QUANTDESK_AUDIT_SIGNING_KEY=str(tmp_path / name))
+        with pytest.raises(StartupError) as refused:
+            build_context(settings)
+        assert str(refused.value) == (f"QUANTDESK_AUDIT_SIGNING_KEY: cannot read an Ed25519 private key from "
+                                      f"{tmp_path / name} ({error})")
