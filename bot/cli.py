@@ -36,6 +36,13 @@ def _day(value: str) -> date:
         raise argparse.ArgumentTypeError(f"{value!r} is not a date like 2026-03-02") from None
 
 
+def _days(first: date | None, last: date | None) -> tuple[date, date] | tuple[()] | None:
+    """A pair of days given together: both, () for neither, None for one alone."""
+    if first is not None and last is not None:
+        return first, last
+    return () if first is None and last is None else None
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="quantdesk", description="QuantDesk research desk")
     parser.add_argument("--version", action="version", version=f"%(prog)s {version('quantdesk')}")
@@ -67,11 +74,23 @@ def _parser() -> argparse.ArgumentParser:
     check = audit_sub.add_parser("verify", help="walk the audit chains; exit 1 at an edited, deleted or inserted entry")
     check.add_argument("--account", help="only this paper account's chain")
     check.add_argument("--head", type=Path, help="an `audit export` CSV whose signed head the chain must still hold")
-    export = audit_sub.add_parser("export", help="one account's audit entries and signed head as CSV")
-    export.add_argument("--account", required=True, help="the paper account")
-    export.add_argument("--from", dest="start", type=_day, required=True, help="first day, YYYY-MM-DD (Shanghai)")
-    export.add_argument("--to", dest="end", type=_day, required=True, help="last day, YYYY-MM-DD (Shanghai)")
+    check.add_argument("--witness", metavar="FILE|slack",
+                       help="hold every chain to its witnessed heads: a QUANTDESK_AUDIT_WITNESS_FILE, or `slack` "
+                            "(QUANTDESK_AUDIT_CHANNEL)")
+    check.add_argument("--unsigned", action="store_true",
+                       help="exit 0 even when head signatures cannot be checked (no public key for them)")
+    export = audit_sub.add_parser("export", help="one chain's audit entries and signed head as CSV")
+    chain = export.add_mutually_exclusive_group(required=True)
+    chain.add_argument("--account", help="the paper account's chain")
+    chain.add_argument("--global", dest="global_chain", action="store_true",
+                       help="the global chain: the trading switch, the session clock, the bot's human decisions")
+    export.add_argument("--from", dest="start", type=_day, help="first day written, YYYY-MM-DD (Shanghai)")
+    export.add_argument("--to", dest="end", type=_day, help="last day written, YYYY-MM-DD (Shanghai)")
+    export.add_argument("--session-from", type=_day, help="first trading session, YYYY-MM-DD (the simulated clock's)")
+    export.add_argument("--session-to", type=_day, help="last trading session, YYYY-MM-DD")
     export.add_argument("--out", type=Path, help="the CSV file (default: standard output)")
+    keygen = audit_sub.add_parser("keygen", help="write a new Ed25519 signing key; print its key id and public key")
+    keygen.add_argument("--dir", type=Path, default=Path("."), help="where the private key file goes (default: here)")
     db = sub.add_parser("db", help="database maintenance")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     db_sub.add_parser("upgrade", help="apply migrations to DATABASE_URL")
@@ -159,11 +178,19 @@ def _command(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "eval":
         return _eval(args, settings)
     if args.command == "audit":
-        from bot.audit import run_export, run_verify
+        from bot.audit import run_export, run_keygen, run_verify
 
+        if args.audit_command == "keygen":
+            return run_keygen(args.dir)
         if args.audit_command == "verify":
-            return run_verify(settings, args.account, args.head)
-        return run_export(settings, args.account, args.start, args.end, args.out)
+            return run_verify(settings, args.account, args.head, args.unsigned, args.witness)
+        days, sessions = _days(args.start, args.end), _days(args.session_from, args.session_to)
+        if days == sessions == () or days is None or sessions is None:
+            print("quantdesk audit export: give --from and --to, --session-from and --session-to, or both pairs",
+                  file=sys.stderr)
+            return 2
+        return run_export(settings, None if args.global_chain else args.account, days or None, args.out,
+                          sessions or None)
     if args.command == "db":
         url = settings.database_url_value
         revision = upgrade(make_engine(url))

@@ -48,4 +48,21 @@ def build_context(settings: Settings) -> AppServices:
     log.info("database: %s", redacted(url))
     provider = provider_from_settings(settings)
     log.info("market data provider: %s", provider.name)
+    _check_signing_key(settings)
     return AppServices(settings=settings, engine=engine, provider=provider)
+
+
+def _check_signing_key(settings: Settings) -> None:
+    """Refuse to start with a signing key file that cannot be read (else the first audited write would fail)."""
+    path = settings.audit_signing_key
+    if path is None:
+        log.info("QUANTDESK_AUDIT_SIGNING_KEY is not set: audit heads are written unsigned")
+        return
+    from tools.audit.signing import key_id, load_private  # cryptography: only where a key is configured
+
+    try:
+        key = load_private(path)
+    except (OSError, ValueError) as exc:
+        raise StartupError(_("QUANTDESK_AUDIT_SIGNING_KEY: cannot read an Ed25519 private key from {path} ({error})")
+                           .format(path=path, error=type(exc).__name__)) from None
+    log.info("audit heads signed with key %s", key_id(key.public_key()))

@@ -144,3 +144,18 @@ def openai_server() -> Iterator[OpenAIServer]:
     with OpenAIServer() as server:
         yield server
     server.fake.check()
+
+
+@pytest.fixture
+def audit_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[str]:
+    """A new Ed25519 audit key: its private key file is this process's QUANTDESK_AUDIT_SIGNING_KEY (the writers'),
+    its public key QUANTDESK_AUDIT_VERIFY_KEYS (what `quantdesk audit verify` children get); yields the key id."""
+    from tools.audit.signing import write_pair
+    from tools.settings import get_settings
+
+    path, public = write_pair(tmp_path / "audit-keys")
+    monkeypatch.setenv("QUANTDESK_AUDIT_SIGNING_KEY", str(path))
+    monkeypatch.setenv("QUANTDESK_AUDIT_VERIFY_KEYS", public)
+    get_settings.cache_clear()
+    yield public.partition(":")[0]
+    get_settings.cache_clear()

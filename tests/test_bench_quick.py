@@ -220,6 +220,15 @@ def test_decision_record_quick(capsys: pytest.CaptureFixture[str]) -> None:
     assert sqlite.accept_ms > 0 and sqlite.check_ms > 0 and sqlite.reference_ms > 0
 
 
+def test_audit_verify_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import audit_verify
+
+    (sqlite,) = audit_verify.run(quick=True)
+    out = capsys.readouterr().out
+    assert sqlite.database == "SQLite" and sqlite.entries == audit_verify.QUICK and "not judged" in out
+    assert sqlite.seconds > 0
+
+
 def _stub_bench(monkeypatch: pytest.MonkeyPatch, name: str, met: bool) -> None:
     """A bench `name` in the registry whose one figure meets its goal or misses it (the gate is what is tested)."""
     from bench import __main__ as runner

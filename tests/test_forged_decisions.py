@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Engine, inspect, select, update
+from sqlalchemy import Engine, inspect, select, text, update
 from sqlalchemy.orm import Session
 
 from bot.core import Core
@@ -28,11 +28,16 @@ from graphs.checkpointer import open_checkpointer
 from tests.fakes.slack_faults import FaultySlack
 from tests.fakes.slack_server import TEAM, SlackServer
 from tests.slack_harness import new_ts, run_background_pass, wait_until
-from tools.audit.verify import verify
-from tools.broker.records import OrderEvent
+from tests.test_audit_chain import quantdesk
+from tools.audit.verify import Keys, verify
+from tools.audit.witness import WitnessFile, current_heads
+from tools.broker.mandate import parse_settings, set_mandate
+from tools.broker.records import OrderEvent, PaperOrder
+from tools.broker.sim_clock import set_session
+from tools.broker.store import set_trading
 from tools.settings import Settings
 from tools.storage.db import make_engine
-from tools.storage.migrate import current_revision, downgrade, upgrade
+from tools.storage.migrate import current_revision, downgrade, head_revision, upgrade
 from tools.storage.models import Base, utcnow
 
 ALICE, TRADER, SECOND, ADMIN = "UALICE", "UTRADER", "UTRADER2", "UADMIN"
@@ -111,7 +116,7 @@ def test_a_decision_row_written_by_hand_is_refused_and_the_card_still_waits(desk
     shown = str(notice["blocks"])  # mentions in the message; the notification text names them plainly
     assert f"<@{ADMIN}>" in shown and f"in the name of <@{TRADER}>" in shown
     assert f"in the name of {TRADER}" in notice["text"] and "<@" not in notice["text"]
-    reports, problems = verify(desk.core.queue.engine, "")
+    reports, problems = verify(desk.core.queue.engine, Keys({}))
     assert problems == [] and all(r.problem is None for r in reports)  # the attempt is chained evidence
 
     desk.approve(thread_id, card, TRADER)  # a real decision on the same card still goes through
@@ -161,11 +166,87 @@ def test_migration_0020_indexes_the_apply_look_up_as_the_models_do(own_url: str)
         with engine.connect() as connection:
             context = MigrationContext.configure(connection, opts={"compare_type": True})
             differences = [str(d) for d in compare_metadata(context, Base.metadata)]
-        assert not [d for d in differences if "audit_log" in d or "audit_chain" in d], differences
+        assert not [d for d in differences if "audit_log" in d or "audit_chain" in d or "audit_heads" in d], differences
         assert {"ix_audit_log_interrupt_id"} <= {i["name"] for i in inspect(engine).get_indexes("audit_log")}
         downgrade(engine, "0019")
         assert "ix_audit_chain_source" not in {i["name"] for i in inspect(engine).get_indexes("audit_chain")}
         upgrade(engine)
-        assert current_revision(engine) == "0020"
+        assert current_revision(engine) == head_revision()
     finally:
         engine.dispose()
+
+
+def test_an_untouched_session_verifies_and_each_state_table_edit_is_named(audit_keys: str, desk: Desk, own_url: str,
+                                                                         tmp_path: Path) -> None:
+    """A session of the desk (an order proposed, approved and filled, one approved by two traders, the switch off
+    and on, a mandate set, the clock moved), witnessed: `audit verify --witness` exits 0 naming each chain, its
+    length and its newest witnessed head. Then each state table is edited with SQL behind the chain's back, and
+    verify names the table, the row, the column, the stored and the replayed value."""
+    thread_id, card = desk.order("order 000001.SZ buy 100")
+    desk.approve(thread_id, card, TRADER)
+    desk.until(lambda: any(event == "filled" for event, _who in desk.events(thread_id)), "the approval filled")
+    four_eyes, first = desk.order("order 600519.SH buy 100")  # 169,635.00 CNY: two traders approve
+    desk.approve(four_eyes, first, TRADER)
+    second = desk.until(lambda: [p["id"] for p in desk.core.runner.pending(four_eyes) if p["id"] != first],
+                        "the second approval's card")[0]
+    desk.approve(four_eyes, second, SECOND)
+    desk.until(lambda: any(event == "filled" for event, _who in desk.events(four_eyes)), "the four eyes filled")
+    engine = desk.core.queue.engine
+    with Session(engine) as session:
+        order = session.scalars(select(PaperOrder).where(PaperOrder.ts_code == "000001.SZ")).one()
+        account, cid = order.account, order.client_order_id
+        both = session.scalars(select(PaperOrder.approved_by).where(PaperOrder.ts_code == "600519.SH")).one()
+    assert TRADER in str(both) and SECOND in str(both)
+    set_trading(engine, False, ADMIN, "lunch")
+    set_trading(engine, True, ADMIN)
+    assert set_mandate(engine, account, parse_settings(["max_orders=5"]), ADMIN).record() == [
+        "at most 5 orders a day"]
+    with Session(engine) as session:
+        set_session(session, order.session_date, "20260305", "20260331", TRADER)
+        session.commit()
+    path = tmp_path / "witness.jsonl"
+    WitnessFile(path).publish(current_heads(engine))
+    clean = quantdesk(own_url, "verify", "--witness", str(path))
+    assert clean.returncode == 0, clean.stdout
+    lines = clean.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["global", "account"]
+    assert all("entries intact, head signature valid" in line and "; newest witnessed head #" in line
+               for line in lines)
+
+    edits = [  # (the insider's SQL, its undo, what verify says)
+        (f"UPDATE paper_orders SET quantity = 200 WHERE client_order_id = '{cid}'",
+         f"UPDATE paper_orders SET quantity = 100 WHERE client_order_id = '{cid}'",
+         f"paper_orders {cid} quantity: stored 200, replayed 100"),
+        (f"UPDATE paper_orders SET approved_by = '{SECOND}' WHERE client_order_id = '{cid}'",
+         f"UPDATE paper_orders SET approved_by = '{TRADER}' WHERE client_order_id = '{cid}'",
+         f"paper_orders {cid} approved_by: stored '{SECOND}', replayed '{TRADER}'"),
+        (f"UPDATE paper_orders SET status = 'open' WHERE client_order_id = '{cid}'",
+         f"UPDATE paper_orders SET status = 'filled' WHERE client_order_id = '{cid}'",
+         f"paper_orders {cid} status: stored 'open', replayed 'filled'"),
+        ("UPDATE paper_fills SET price_fen = price_fen + 1 WHERE ts_code = '000001.SZ'",
+         "UPDATE paper_fills SET price_fen = price_fen - 1 WHERE ts_code = '000001.SZ'",
+         f"paper_fills of {cid} price_fen: stored"),
+        ("UPDATE paper_positions SET quantity = 1000 WHERE ts_code = '000001.SZ'",
+         "UPDATE paper_positions SET quantity = 100 WHERE ts_code = '000001.SZ'",
+         f"paper_positions {account} 000001.SZ quantity: stored 1000, replayed 100"),
+        ("UPDATE paper_accounts SET cash_fen = cash_fen + 100000000",
+         "UPDATE paper_accounts SET cash_fen = cash_fen - 100000000", f"paper_accounts {account} cash_fen: stored"),
+        ("UPDATE paper_mandates SET max_orders_per_day = 50", "UPDATE paper_mandates SET max_orders_per_day = 5",
+         f"paper_mandates {account} lines: stored"),
+        ("UPDATE trading_switch SET enabled = false", "UPDATE trading_switch SET enabled = true",
+         "trading_switch 1 enabled: stored False, replayed True"),
+        ("UPDATE simulated_clock SET session_date = '20260310'", "UPDATE simulated_clock SET session_date = '20260305'",
+         "simulated_clock 1 session_date: stored '20260310', replayed '20260305'"),
+    ]
+    for edit, undo, said in edits:
+        with engine.begin() as connection:
+            connection.execute(text(edit))
+        result = quantdesk(own_url, "verify")
+        assert result.returncode == 1, edit
+        stated = [line for line in result.stdout.splitlines() if line.startswith("STATE: ")]
+        assert len(stated) == 1, (edit, result.stdout)
+        line = stated[0]
+        assert line.startswith(f"STATE: {said}"), (edit, line)
+        with engine.begin() as connection:
+            connection.execute(text(undo))
+    assert quantdesk(own_url, "verify").returncode == 0

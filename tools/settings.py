@@ -60,8 +60,15 @@ class Settings(BaseSettings):
                                                     alias="QUANTDESK_ASSISTANT_STATUS_REFRESH")
     # LangGraph Studio / Agent Server callers (bot/studio_auth.py): "SLACK_USER_ID:SHA256_HEX,..." (token hashes)
     studio_tokens: SecretStr | None = Field(default=None, alias="QUANTDESK_STUDIO_TOKENS")
-    # the audit chains' head signatures (HMAC-SHA256, tools/audit): never stored in the database
+    # the audit chains' heads (tools/audit/signing.py): writers sign with the Ed25519 private key in this PEM file
+    # (`quantdesk audit keygen`); `audit verify` checks with the public keys, "KEY_ID:BASE64,..." (old ones kept)
+    audit_signing_key: Path | None = Field(default=None, alias="QUANTDESK_AUDIT_SIGNING_KEY")
+    audit_verify_keys: str = Field(default="", alias="QUANTDESK_AUDIT_VERIFY_KEYS")
+    # legacy: the HMAC-SHA256 key heads were signed with before Ed25519; only `audit verify` reads it now
     audit_key: SecretStr | None = Field(default=None, alias="QUANTDESK_AUDIT_KEY")
+    # witnesses of the signed heads outside the database: an append-only JSON-lines file, a Slack channel id
+    audit_witness_file: Path | None = Field(default=None, alias="QUANTDESK_AUDIT_WITNESS_FILE")
+    audit_channel: str = Field(default="", alias="QUANTDESK_AUDIT_CHANNEL")
 
     # sandbox
     sandbox_require_full: bool = Field(default=False, alias="QUANTDESK_SANDBOX_REQUIRE_FULL")
@@ -160,7 +167,7 @@ class Settings(BaseSettings):
             raise ValueError(f"{value.strip()!r} is not a language QuantDesk speaks; use {choices_text()}")
         return language
 
-    @field_validator("second_approval_above", mode="before")
+    @field_validator("second_approval_above", "audit_signing_key", "audit_witness_file", mode="before")
     @classmethod
     def _empty_is_none(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
@@ -211,7 +218,17 @@ class Settings(BaseSettings):
             table[name.strip()] = (price_in, price_out)
         return table
 
-    @field_validator("data_dir", "local_data_path", "fundamentals_dir", "news_dir", mode="after")
+    @field_validator("audit_verify_keys", mode="after")
+    @classmethod
+    def _verify_keys(cls, value: str) -> str:
+        if value.strip():
+            from tools.audit.signing import parse_verify_keys  # cryptography only where audit keys are set
+
+            parse_verify_keys(value)
+        return value
+
+    @field_validator("data_dir", "local_data_path", "fundamentals_dir", "news_dir", "audit_signing_key",
+                     "audit_witness_file", mode="after")
     @classmethod
     def _expand(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None

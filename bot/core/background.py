@@ -3,7 +3,8 @@
 Each pass queues again accepted decisions that were never applied (a crash, a database or network error) and
 messages recorded but never queued, posts again what the surface refused, then runs the background jobs the
 workflows declare (the registry's BACKGROUND: rule schedules, order settlement, the desk's resolution), each at
-its own interval, posting their notices once, and last publishes the homes still due (a refused publish).
+its own interval, posting their notices once, publishes the homes still due (a refused publish), and last
+witnesses the audit chains' new heads outside the database (bot/core/witness.py).
 Decisions, posts and homes are claimed row by row, so several processes can run one without doing anything twice;
 each takes only its own surface's threads (the core's scope)."""
 
@@ -17,9 +18,11 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from bot.core.core import Core
+from bot.core.witness import HeadWitness
 from graphs.background import BackgroundCall, BackgroundJob, Notice
 from graphs.registry import BACKGROUND
 from tools.rules.schedule import CatchUp
+from tools.settings import get_settings
 
 log = logging.getLogger(__name__)
 
@@ -31,14 +34,15 @@ class BackgroundService:
                  serves: Callable[[str], bool] = lambda channel: True,
                  jobs: dict[str, BackgroundJob] | None = None,
                  on_notice: Callable[[Notice], None] | None = None,
-                 clock: Callable[[], datetime] | None = None) -> None:
+                 clock: Callable[[], datetime] | None = None, witness: HeadWitness | None = None) -> None:
         """`serves`: whether a channel is this surface's (a rule runs where its channel is served); `on_notice`
         hears each notice a job handed back (the console says what ran); `clock`: the jobs' now (aware; None: the
-        wall clock)."""
+        wall clock); `witness`: where new audit heads go (None: QUANTDESK_AUDIT_WITNESS_FILE only)."""
         self.core, self.interval, self.catch_up, self.serves = core, interval, catch_up, serves
         self.clock: Callable[[], datetime] = clock or (lambda: datetime.now(UTC))
         self.jobs = BACKGROUND if jobs is None else jobs
         self.on_notice = on_notice
+        self.witness = witness or HeadWitness(core, get_settings().audit_witness_file)
         self._stop = threading.Event()
         self._first_pass = threading.Event()  # set when the first pass ended, failed or not
         self._thread: threading.Thread | None = None
@@ -60,6 +64,11 @@ class BackgroundService:
         self.run_jobs(now)
         if core.homes is not None:
             core.homes.publish_due()
+        if self.witness.active:
+            try:
+                self.witness.publish()
+            except Exception:  # noqa: BLE001 - the file or the channel is unreachable: the next pass publishes
+                log.warning("witnessing the audit heads failed; will try again", exc_info=True)
 
     def run_jobs(self, now: datetime | None = None, force: bool = False) -> None:
         """The workflows' background jobs that are due (all of them with `force`). A job that fails is logged, and

@@ -13,6 +13,7 @@ from slack_sdk.errors import SlackApiError
 from bot.core import Core
 from bot.core.background import BackgroundService
 from bot.core.wiring import build_core
+from bot.core.witness import HeadWitness
 from bot.heap import startup_done
 from bot.jobs import WorkerHandle, start_serve_worker
 from bot.slack.app import SLACK_SCOPE, build_app, make_client
@@ -52,7 +53,8 @@ def background_service(core: Core, ctx: AppServices) -> BackgroundService:
     """Serve's background service: every Slack channel's rules (the console runs its own)."""
     settings = ctx.settings
     return BackgroundService(core, settings.reconcile_interval_seconds, settings.rule_catch_up,
-                             serves=SLACK.serves_channel)
+                             serves=SLACK.serves_channel,
+                             witness=HeadWitness(core, settings.audit_witness_file, settings.audit_channel))
 
 
 def serve(ctx: AppServices, checkpointer: BaseCheckpointSaver, host: str, port: int) -> None:

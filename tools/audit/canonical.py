@@ -4,7 +4,6 @@ just written or from the row read back (SQLite drops time zones, JSON columns tu
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -27,30 +26,27 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def canonical(fields: Mapping[str, Any]) -> str:
-    """Sorted keys, no spaces, UTF-8 text; values as a JSON column gives them back."""
+def canonical(fields: Mapping[str, Any], read_back: bool = False) -> str:
+    """Sorted keys, no spaces, UTF-8 text; values as a JSON column gives them back. `read_back`: the values were
+    read from the database (a JSON column's keys are strings already), so one encoding gives the same text as the
+    round trip the writer's objects take (an integer key, a tuple) and costs half."""
     plain = {key: _plain(value) for key, value in fields.items()}
-    return json.dumps(json.loads(json.dumps(plain, default=str)), sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=False)
+    if not read_back:
+        plain = json.loads(json.dumps(plain, default=str))
+    return json.dumps(plain, default=str, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def digest(fields: Mapping[str, Any]) -> str:
-    return hashlib.sha256(canonical(fields).encode()).hexdigest()
+def digest(fields: Mapping[str, Any], read_back: bool = False) -> str:
+    return hashlib.sha256(canonical(fields, read_back).encode()).hexdigest()
 
 
-def row_hash(source: str, row: Mapping[str, Any]) -> str:
-    """The hash of one audited row: its table and every column."""
-    return digest({"table": source, **row})
+def row_hash(source: str, row: Mapping[str, Any], read_back: bool = False) -> str:
+    """The hash of one audited row: its table and every column (`read_back`: as read from the database)."""
+    return digest({"table": source, **row}, read_back)
 
 
 def entry_hash(chain: str, seq: int, source: str, source_id: int, row_digest: str, prev_hash: str,
                at: datetime) -> str:
     return digest({"chain": chain, "seq": seq, "source": source, "source_id": source_id, "row_hash": row_digest,
-                   "prev_hash": prev_hash, "at": at})
+                   "prev_hash": prev_hash, "at": at}, read_back=True)  # strings, integers and a time: no round trip
 
-
-def sign_head(key: str, chain: str, seq: int, head_hash: str) -> str:
-    """HMAC-SHA256 of the head with the audit key; empty without a key."""
-    if not key:
-        return ""
-    return hmac.new(key.encode(), f"{chain}\n{seq}\n{head_hash}".encode(), hashlib.sha256).hexdigest()

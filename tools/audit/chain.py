@@ -12,9 +12,10 @@ from sqlalchemy import inspect, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
-from tools.audit.canonical import GENESIS, entry_hash, row_hash, sign_head
+from tools.audit.canonical import GENESIS, entry_hash, row_hash
+from tools.audit.keys import signer
 from tools.audit.records import ChainEntry, ChainHead
-from tools.settings import get_settings
+from tools.audit.signing import sign
 from tools.storage.models import Base, utcnow
 
 GLOBAL = "global"
@@ -36,11 +37,6 @@ def row_fields(row: Any) -> dict[str, Any]:
     return {column.name: getattr(row, attr.key) for attr in mapper.column_attrs for column in attr.columns}
 
 
-def audit_key() -> str:
-    key = get_settings().audit_key
-    return key.get_secret_value() if key is not None else ""
-
-
 def append(session: Session, row: Any) -> ChainEntry:
     """Flush `row` (an audited table's new row) and append it to its chain, in the session's transaction."""
     table = inspect(row).mapper.local_table
@@ -56,7 +52,8 @@ def append(session: Session, row: Any) -> ChainEntry:
     entry = ChainEntry(chain=chain, seq=seq, source=table.name, source_id=fields["id"], row_hash=digest,
                        prev_hash=prev, hash=entry_hash(chain, seq, table.name, fields["id"], digest, prev, at), at=at)
     session.add(entry)
-    signature = sign_head(audit_key(), chain, seq, entry.hash)
+    key = signer()
+    signature = sign(key, chain, seq, entry.hash) if key is not None else ""
     if head is None:
         session.add(ChainHead(chain=chain, seq=seq, hash=entry.hash, signature=signature, updated_at=at))
     else:

@@ -1,19 +1,20 @@
 """Whether one audited row is in its chain, checked where a control depends on it (an approval is resumed only when
 its audit entry is): the entry exists, its hashes are its own and its row's, it follows the entry before it, and the
-chain's head is at or past it, signed with the audit key when one is configured. `audit verify` walks whole chains;
+chain's head is at or past it, its signature valid when this process holds its key. `audit verify` walks whole chains;
 this reads four rows."""
 
 from __future__ import annotations
 
-import hmac
 from typing import Any
 
 from sqlalchemy import inspect, select
 from sqlalchemy.orm import Session
 
-from tools.audit.canonical import GENESIS, entry_hash, row_hash, sign_head
-from tools.audit.chain import audit_key, chain_of, row_fields
+from tools.audit.canonical import GENESIS, entry_hash, row_hash
+from tools.audit.chain import chain_of, row_fields
+from tools.audit.keys import legacy_key, verify_keys
 from tools.audit.records import ChainEntry, ChainHead
+from tools.audit.signing import check
 
 
 def entry_problem(session: Session, row: Any) -> str | None:
@@ -38,7 +39,7 @@ def entry_problem(session: Session, row: Any) -> str | None:
     head = session.get(ChainHead, entry.chain)
     if head is None or head.seq < entry.seq:
         return f"the head of {entry.chain} does not reach entry #{entry.seq}"
-    key = audit_key()
-    if key and not hmac.compare_digest(head.signature, sign_head(key, head.chain, head.seq, head.hash)):
-        return f"the head of {entry.chain} is not signed with QUANTDESK_AUDIT_KEY"
+    signed = check(head.signature, head.chain, head.seq, head.hash, verify_keys(), legacy_key())
+    if signed.valid is False:
+        return f"the head of {entry.chain} is {signed.label}"
     return None

@@ -31,13 +31,14 @@ class ChainEntry(Base):
 
 
 class ChainHead(Base):
-    """A chain's last entry, signed with QUANTDESK_AUDIT_KEY (HMAC-SHA256; empty when no key was set). The key is
-    never in the database, so a chain rewritten with correct hashes cannot carry a valid signature."""
+    """A chain's last entry, signed with the writers' Ed25519 key (`ed25519:KEY_ID:BASE64`, tools/audit/signing.py;
+    a 64-digit legacy HMAC on a head not appended to since 0021; empty when no key was set). The private key is never
+    in the database, so a chain rewritten with correct hashes cannot carry a valid signature."""
 
     __tablename__ = "audit_heads"
 
     chain: Mapped[str] = mapped_column(String(80), primary_key=True)
     seq: Mapped[int] = mapped_column(BigInteger)
     hash: Mapped[str] = mapped_column(String(64))
-    signature: Mapped[str] = mapped_column(String(64), default="")
+    signature: Mapped[str] = mapped_column(String(128), default="")  # 0021
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)

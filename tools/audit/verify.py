@@ -1,21 +1,22 @@
 """`quantdesk audit verify`: walk each chain and name the first entry that was edited, deleted or inserted out of
-order, every audited row that is in no chain, and a head that is not where the chain ends or not signed with
-QUANTDESK_AUDIT_KEY (a chain rewritten whole, with correct hashes, still fails there)."""
+order, every audited row that is in no chain, and a head that is not where the chain ends or whose signature is not
+its key's (a chain rewritten whole, with correct hashes, still fails there unless the signing key signed it)."""
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from sqlalchemy import Engine, Table, select
 from sqlalchemy.orm import Session
 
-from tools.audit.canonical import GENESIS, entry_hash, row_hash, sign_head
+from tools.audit.canonical import GENESIS, entry_hash, row_hash
 from tools.audit.chain import GLOBAL, audited_tables, chain_of
 from tools.audit.heads import RecordedHead
 from tools.audit.records import ChainEntry, ChainHead
+from tools.audit.signing import Check, check
 from tools.storage.models import Base
 
 BATCH = 500
@@ -28,26 +29,39 @@ class ChainReport:
     chain: str
     entries: int
     problem: str | None
-    signed: bool  # the head's signature was checked against the key
+    signature: Check  # what the head's signature proved (valid None: it could not be checked)
 
 
-def verify(engine: Engine, key: str, account: str | None = None) -> tuple[list[ChainReport], list[str]]:
+@dataclass(frozen=True)
+class Keys:
+    """What verify checks signatures with: public keys by id, and the legacy HMAC key ('' when not set)."""
+
+    public: dict[str, Ed25519PublicKey]
+    legacy: str = ""
+
+    def check(self, signature: str, chain: str, seq: int, head_hash: str) -> Check:
+        return check(signature, chain, seq, head_hash, self.public, self.legacy)
+
+
+NOT_WALKED = Check(None, "not checked")
+
+
+def verify(engine: Engine, keys: Keys, account: str | None = None) -> tuple[list[ChainReport], list[str]]:
     """Each chain's report (only `account`'s with an account) and the audited rows that are in no chain."""
     with Session(engine) as session:
         names = [chain_of(account)] if account else _chain_names(session)
-        reports = [_walk(session, name, key) for name in names]
+        reports = [_walk(session, name, keys) for name in names]
         strays = list(_unchained(session, account))
     return reports, strays
 
 
-def against_head(engine: Engine, key: str, recorded: RecordedHead) -> str | None:
-    """Why the chain in the database does not hold the head an export recorded, or None. A chain cut back to an
-    older, validly signed head (its newer entries and rows deleted) walks clean; only an anchor kept outside the
-    database shows the entries it lost."""
-    if key and not hmac.compare_digest(recorded.signature,
-                                       sign_head(key, recorded.chain, recorded.seq, recorded.hash)):
-        return (f"the recorded head (#{recorded.seq}) is not signed with QUANTDESK_AUDIT_KEY: it is not a head this "
-                "desk exported, or the key differs")
+def against_head(engine: Engine, keys: Keys, recorded: RecordedHead) -> str | None:
+    """Why the chain in the database does not hold the head an export or a witness recorded, or None. A chain cut
+    back to an older, validly signed head (its newer entries and rows deleted) walks clean; only an anchor kept
+    outside the database shows the entries it lost."""
+    if keys.check(recorded.signature, recorded.chain, recorded.seq, recorded.hash).valid is False:
+        return (f"the recorded head (#{recorded.seq}) is not validly signed: it is not a head this desk signed, or "
+                "the key differs")
     with Session(engine) as session:
         head = session.get(ChainHead, recorded.chain)
         entry = session.scalars(select(ChainEntry).where(ChainEntry.chain == recorded.chain,
@@ -69,41 +83,53 @@ def _chain_names(session: Session) -> list[str]:
     return sorted(names, key=lambda name: (name != GLOBAL, name))
 
 
-def _walk(session: Session, chain: str, key: str) -> ChainReport:
-    entries = session.scalars(select(ChainEntry).where(ChainEntry.chain == chain).order_by(ChainEntry.seq)).all()
-    rows = audited_rows(session, entries)
+def _walk(session: Session, chain: str, keys: Keys) -> ChainReport:
+    entries = session.execute(select(ChainEntry.__table__).where(ChainEntry.chain == chain)
+                              .order_by(ChainEntry.seq)).all()  # rows, not objects: a walk reads 100,000s
+    rows = _chain_rows(session, chain, {entry.source for entry in entries})
     prev, seq = GENESIS, 0
     for entry in entries:
         problem = _entry_problem(entry, seq, prev, rows.get((entry.source, entry.source_id)))
         if problem:
-            return ChainReport(chain, seq, problem, False)
+            return ChainReport(chain, seq, problem, NOT_WALKED)
         prev, seq = entry.hash, entry.seq
     head = session.get(ChainHead, chain)
     if head is None:
-        return ChainReport(chain, seq, "the chain has no head: its head row was deleted", False)
+        return ChainReport(chain, seq, "the chain has no head: its head row was deleted", NOT_WALKED)
     if (head.seq, head.hash) != (seq, prev):
         return ChainReport(chain, seq, f"the chain ends at entry #{seq} but its head is #{head.seq}: entries after "
-                                       "the head were inserted, or entries up to it deleted", False)
-    if key and not hmac.compare_digest(head.signature, sign_head(key, chain, head.seq, head.hash)):
-        return ChainReport(chain, seq, f"the head (#{head.seq}) is not signed with QUANTDESK_AUDIT_KEY: the chain "
-                                       "was rewritten, or the key differs from the one it was written with", False)
-    return ChainReport(chain, seq, None, bool(key))
+                                       "the head were inserted, or entries up to it deleted", NOT_WALKED)
+    signed = keys.check(head.signature, chain, head.seq, head.hash)
+    if signed.valid is False:
+        return ChainReport(chain, seq, f"the head (#{head.seq}) is {signed.label}: the chain was rewritten, or the "
+                                       "key differs from the one it was written with", signed)
+    return ChainReport(chain, seq, None, signed)
 
 
-def _entry_problem(entry: ChainEntry, seq: int, prev: str, row: dict[str, Any] | None) -> str | None:
-    label = f"entry #{entry.seq} ({entry.source} {entry.source_id}{_what(row)})"
+def _entry_problem(entry: Any, seq: int, prev: str, row: dict[str, Any] | None) -> str | None:
+    """Why the chain entry (a row of audit_chain) does not follow entry `seq` (hash `prev`) or its audited `row`."""
+    problem = _link_problem(entry, seq, prev, row)
+    if problem is None:
+        return None
+    if entry.seq > seq + 1:
+        return problem
+    return f"entry #{entry.seq} ({entry.source} {entry.source_id}{_what(row)}){problem}"
+
+
+def _link_problem(entry: Any, seq: int, prev: str, row: dict[str, Any] | None) -> str | None:
+    """What is wrong with the entry, said after its label (a gap is said whole)."""
     if entry.seq != seq + 1:
         return (f"entry #{seq + 1} is missing (deleted): #{seq} is followed by #{entry.seq}" if entry.seq > seq + 1
-                else f"{label} is out of order")
+                else " is out of order")
     if entry.prev_hash != prev:
-        return f"{label} does not follow entry #{seq}: an entry was deleted or inserted before it"
+        return f" does not follow entry #{seq}: an entry was deleted or inserted before it"
     if entry.hash != entry_hash(entry.chain, entry.seq, entry.source, entry.source_id, entry.row_hash,
                                 entry.prev_hash, entry.at):
-        return f"{label}: the chain entry was edited"
+        return ": the chain entry was edited"
     if row is None:
-        return f"{label}: the audited row was deleted"
-    if row_hash(entry.source, row) != entry.row_hash:
-        return f"{label}: the audited row was edited"
+        return ": the audited row was deleted"
+    if row_hash(entry.source, row, read_back=True) != entry.row_hash:
+        return ": the audited row was edited"
     return None
 
 
@@ -136,6 +162,17 @@ def audited_rows(session: Session, entries: Iterable[ChainEntry]) -> dict[tuple[
         for start in range(0, len(ids), BATCH):
             for row in session.execute(select(table).where(table.c.id.in_(ids[start:start + BATCH]))).mappings():
                 found[(source, row["id"])] = dict(row)
+    return found
+
+
+def _chain_rows(session: Session, chain: str, sources: Iterable[str]) -> dict[tuple[str, int], dict[str, Any]]:
+    """The audited rows a whole chain points at, by (table, id): one query per table."""
+    found: dict[tuple[str, int], dict[str, Any]] = {}
+    for source in sources:
+        table = _table(source)
+        ids = select(ChainEntry.source_id).where(ChainEntry.chain == chain, ChainEntry.source == source)
+        for row in session.execute(select(table).where(table.c.id.in_(ids))).mappings():
+            found[(source, row["id"])] = dict(row)
     return found
 
 

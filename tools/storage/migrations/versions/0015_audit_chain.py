@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from alembic import op
 
-from tools.audit.canonical import GENESIS, as_utc, entry_hash, row_hash, sign_head
+from tools.audit.canonical import GENESIS, as_utc, entry_hash, row_hash
+from tools.audit.signing import legacy_hmac
 from tools.settings import get_settings
 
 revision = "0015"
@@ -73,8 +74,8 @@ def _chain_existing_rows(chain: sa.Table, heads: sa.Table) -> None:
                                            prev_hash=prev, hash=this, at=at))
         last[name] = (seq, this)
     for name, (seq, this) in last.items():
-        bind.execute(heads.insert().values(chain=name, seq=seq, hash=this, signature=sign_head(secret, name, seq, this),
-                                           updated_at=now))
+        signature = legacy_hmac(secret, name, seq, this) if secret else ""
+        bind.execute(heads.insert().values(chain=name, seq=seq, hash=this, signature=signature, updated_at=now))
 
 
 def downgrade() -> None:
