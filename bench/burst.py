@@ -14,19 +14,9 @@ from pathlib import Path
 
 from bench import goals
 from bench.pg import PostgresUnavailable, scratch_database
-from tests.fakes.slack_server import SlackServer
-from tests.slack_harness import (
-    BotProcess,
-    WorkerProcess,
-    event_body,
-    in_thread,
-    mention,
-    message,
-    new_ts,
-    post,
-    text_of,
-    wait_until,
-)
+from testkit.fakes.slack_server import SlackServer
+from testkit.slack import BotProcess, WorkerProcess, event_body, in_thread, mention, message, new_ts, post, text_of
+from testkit.wait import wait_until
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
 

@@ -1,5 +1,5 @@
 """The core's one reader of what people type (graphs/conversation.py `read`, what `Intake` calls before it answers or
-queues a line): its time per message over the phrasings of tests/test_conversation.py (Chinese and English, many
+queues a line): its time per message over the phrasings of testkit/phrasings.py (Chinese and English, many
 without spaces, with the bundled sample's stock names), median and p99 of ROUNDS rounds, beside `shlex.split` of
 the same texts in the same run (the reference: what each surface did before it read a word); goal: p99 <= GOAL_MS,
 so reading text never shows in the ack path. Also the first read of a process, which builds the vocabulary.
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from bench import goals
 from graphs import conversation, names
 from graphs.grammar import forget, unquote_marks
-from tests.test_conversation import PHRASINGS
+from testkit.phrasings import PHRASINGS
 from tools.data.factory import provider_from_settings
 from tools.settings import Settings
 

@@ -2,7 +2,7 @@
 one after another.
 
 Every model call answers after the same latency L (0.5 s; 0.02 s with --quick) and reports fixed token usage. The
-agents are scripted by role marker (tests.decision_desk) on the bundled sample, with a temp SQLite database
+agents are scripted by role marker (testkit.desk) on the bundled sample, with a temp SQLite database
 (migrated) and a SQLite checkpointer; the risk manager answers Hold, so no order approval interrupts a run.
 Each figure is the median of ROUNDS (5) decisions, the parallel and sequential ones interleaved. Like `quantdesk
 worker` before its first job, `main` freezes the process's start-up heap first (bot/heap.py): without that, a full
@@ -52,8 +52,8 @@ from graphs.analyze.graph import SPECS, build_analyze_graph
 from graphs.analyze.routes import RESEARCH_ROUNDS, RISK_ROUNDS, research_turns, risk_turns, route_after_prepare
 from graphs.analyze.state import AnalyzeState
 from graphs.checkpointer import open_checkpointer
-from tests.decision_desk import ROLES, desk_context, desk_scripts, risk_answer
-from tests.fakes.chat import ScriptedChatModel, answer
+from testkit.desk import ROLES, desk_context, desk_scripts, risk_answer
+from testkit.fakes.chat import ScriptedChatModel, answer
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
 from tools.storage.db import make_engine

@@ -26,8 +26,9 @@ from bot.slack.http import make_server, serve_in_thread
 from bot.slack.serve import slack_core
 from bot.startup import build_context
 from graphs.checkpointer import open_checkpointer
-from tests.fakes.slack_server import SlackServer
-from tests.slack_harness import SECRET, command_body, event_body, home_action_body, home_opened, post, wait_until
+from testkit.fakes.slack_server import SlackServer
+from testkit.slack import SECRET, command_body, event_body, home_action_body, home_opened, post
+from testkit.wait import wait_until
 from tools.broker.records import PaperFill, PaperOrder
 from tools.settings import Settings
 

@@ -24,8 +24,8 @@ from bot.slack.http import make_server, serve_in_thread
 from bot.slack.serve import slack_core
 from bot.startup import build_context
 from graphs.checkpointer import open_checkpointer
-from tests.fakes.slack_server import SlackServer
-from tests.slack_harness import SECRET, event_body, mention, post
+from testkit.fakes.slack_server import SlackServer
+from testkit.slack import SECRET, event_body, mention, post
 from tools.settings import Settings
 
 ANSWER_TIMEOUT, QUICK_ANSWER_TIMEOUT = 300.0, 30.0  # seconds to wait for every thread's first post

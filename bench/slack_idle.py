@@ -29,8 +29,8 @@ from bot.slack.http import make_server, serve_in_thread
 from bot.slack.serve import slack_core
 from bot.startup import build_context
 from graphs.checkpointer import open_checkpointer
-from tests.fakes.slack_server import SlackServer
-from tests.slack_harness import SECRET, event_body, mention, post
+from testkit.fakes.slack_server import SlackServer
+from testkit.slack import SECRET, event_body, mention, post
 from tools.settings import Settings
 
 IDLE, QUICK_IDLE = 6_000, 1_500

@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from bench import goals
-from tests.fakes.slack_server import SlackServer
-from tests.slack_harness import event_body, mention, post
+from testkit.fakes.slack_server import SlackServer
+from testkit.slack import event_body, mention, post
 
 EVENTS, CONCURRENCY = 200, 50
 QUICK_EVENTS, QUICK_CONCURRENCY = 20, 10

@@ -19,8 +19,8 @@ from slack_sdk import WebClient
 from bench.pg import PostgresUnavailable, scratch_database
 from bench.slack_load import GOAL_RATIO, Load, answered, fire, sizes, verdict
 from bot.slack.http import make_server, serve_in_thread
-from tests.fakes.slack_server import SlackServer
-from tests.slack_harness import SECRET, BotProcess
+from testkit.fakes.slack_server import SlackServer
+from testkit.slack import SECRET, BotProcess
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
 

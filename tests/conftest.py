@@ -12,8 +12,10 @@ import psycopg
 import pytest
 from sqlalchemy import Engine
 
-from tests.fakes.chat import ScriptedModels
-from tests.fakes.openai_server import OpenAIServer
+from testkit.fakes.chat import ScriptedModels
+from testkit.fakes.openai_server import OpenAIServer
+from testkit.fakes.slack_server import SlackServer
+from testkit.slack import BotProcess
 from tools.sandbox import Sandbox
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
@@ -159,3 +161,22 @@ def audit_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[str]
     get_settings.cache_clear()
     yield public.partition(":")[0]
     get_settings.cache_clear()
+
+
+@pytest.fixture(scope="module")
+def slack() -> Iterator[SlackServer]:
+    """The fake Slack Web API for one test module (its `bot` posts to it); tests tell their calls apart by channel
+    and thread. A module that needs faults or locales defines its own."""
+    with SlackServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def bot(slack: SlackServer, request: pytest.FixtureRequest,
+        tmp_path_factory: pytest.TempPathFactory) -> Iterator[BotProcess]:
+    """One `quantdesk serve` for the module, on SQLite in a folder of its own, with the module's `BOT_ENV`
+    (environment variables) if it has one."""
+    data = tmp_path_factory.mktemp("bot")
+    process = BotProcess(slack.url, f"sqlite:///{data / 'q.db'}", data, **getattr(request.module, "BOT_ENV", {}))
+    yield process
+    process.stop()

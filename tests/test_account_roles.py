@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.test_cli import _quantdesk
+from testkit.console import quantdesk
 
 ROLES = {"QUANTDESK_ACCOUNT_TRADERS": "console=U_ANNA; desk1=U_ANNA", "QUANTDESK_ACCOUNT_ADMINS": "desk2=U_BOB",
          "QUANTDESK_CONSOLE_USERS": "bob=U_BOB,anna=U_ANNA", "QUANTDESK_DATA_PROVIDER": "sample"}
@@ -16,13 +16,13 @@ NO_ROLE = ("{user} has no role on account {account} (trader or admin: QUANTDESK_
 
 
 def chat(tmp_path: Path, url: str, login: str, *lines: str, **env: str) -> list[str]:
-    out = _quantdesk(["chat"], tmp_path, "\n".join(lines) + "\n", DATABASE_URL=url, LOGNAME=login, **env)
+    out = quantdesk(["chat"], tmp_path, "\n".join(lines) + "\n", DATABASE_URL=url, LOGNAME=login, **env)
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     return out.stdout.splitlines()
 
 
 def test_a_console_user_who_is_not_a_trader_cannot_approve_or_name_an_account(tmp_path: Path, own_url: str) -> None:
-    assert _quantdesk(["db", "upgrade"], tmp_path, DATABASE_URL=own_url).returncode == 0
+    assert quantdesk(["db", "upgrade"], tmp_path, DATABASE_URL=own_url).returncode == 0
     bob = chat(tmp_path, own_url, "bob", "order 000001.SZ buy 100", "approve", "account desk1",
                "order 000001.SZ buy 100 account=desk1", "account desk2", **ROLES)
     assert "error: Only traders (QUANTDESK_TRADERS) can approve or edit orders; you can reject it." in bob

@@ -10,11 +10,11 @@ from sqlalchemy import Engine
 
 from graphs.analyze.graph import build_analyze_graph
 from graphs.llm import get_light_llm, get_llm
-from tests.decision_desk import ROLES, account, desk_context, desk_scripts, risk_answer
+from testkit.desk import ROLES, account, desk_context, desk_scripts, risk_answer
+from testkit.fakes.chat import ScriptedModels, answer
+from testkit.fakes.openai_server import API_KEY, FakeOpenAI, OpenAIServer
+from testkit.graph_thread import GraphThread
 from tests.evals.harness import load_cases, path_differences, run_case
-from tests.fakes.chat import ScriptedModels, answer
-from tests.fakes.openai_server import API_KEY, FakeOpenAI, OpenAIServer
-from tests.graph_thread import GraphThread
 from tools.data.local import SampleProvider
 from tools.i18n import using
 from tools.sandbox import Sandbox

@@ -22,8 +22,8 @@ from bot.startup import build_context
 from graphs.checkpointer import open_checkpointer
 from graphs.context import WorkflowContext
 from graphs.signal.graph import build_signal_graph
-from tests.fakes.slack_server import TEAM, SlackServer
-from tests.graph_thread import GraphThread
+from testkit.fakes.slack_server import TEAM, SlackServer
+from testkit.graph_thread import GraphThread
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
 from tools.settings import Settings

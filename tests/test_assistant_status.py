@@ -11,7 +11,7 @@ from slack_sdk import WebClient
 from bot.core.surface import Place, Status
 from bot.slack.assistant_status import AssistantStatuses
 from bot.slack.surface import SlackSurface
-from tests.fakes.slack_server import Fault, SlackServer
+from testkit.fakes.slack_server import Fault, SlackServer
 
 
 @pytest.fixture

@@ -278,8 +278,8 @@ def test_a_thousand_appends_from_two_processes_make_one_unbroken_chain(own_engin
                                                                        tmp_path: Path, audit_keys: str) -> None:
     start = tmp_path / "go"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    children = [subprocess.Popen([sys.executable, "-m", "tests.audit_append_child", own_url, "shared", writer, "500",
-                                  str(start)], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+    children = [subprocess.Popen([sys.executable, "-m", "testkit.children.audit_append", own_url, "shared", writer,
+                                  "500", str(start)], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
                 for writer in ("P1", "P2")]
     start.touch()
     for child in children:

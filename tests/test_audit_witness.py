@@ -25,7 +25,7 @@ from bot.core.witness import HeadWitness
 from bot.slack.serve import slack_core
 from bot.startup import StartupError, build_context
 from graphs.checkpointer import open_checkpointer
-from tests.fakes.slack_server import SlackServer
+from testkit.fakes.slack_server import SlackServer
 from tests.test_audit_chain import desk_day, event_id, quantdesk
 from tools.audit.canonical import GENESIS, entry_hash, row_hash
 from tools.audit.chain import row_fields

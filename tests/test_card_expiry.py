@@ -15,9 +15,9 @@ import pytest
 from sqlalchemy import Engine
 
 from graphs.context import WorkflowContext
-from tests.graph_thread import GraphThread
-from tests.test_order_graph import _card, _orders
-from tests.test_paper_broker import RISK, market
+from testkit.graph_thread import GraphThread
+from testkit.market import RISK, market
+from testkit.paper import interrupt_value, paper_orders
 from tools.broker.clock import SHANGHAI
 from tools.broker.fees import DEFAULT_RATES
 from tools.broker.paper import PaperBroker, PaperConfig
@@ -56,17 +56,17 @@ def test_a_card_before_the_closing_auction_expires_at_1457(db_url: str, engine: 
                                                            tmp_path: Path, account: str) -> None:
     run = thread(db_url, engine, sandbox, tmp_path, at("2024-09-30 14:50"))
     out = run.say(f"order 600000.SH buy 100 account={account}")
-    assert _card(out)["args"]["fills"] == "fills at the close of 20240930 (Asia/Shanghai)"
-    assert _card(out)["args"]["expires"] == "2024-09-30 14:57 Asia/Shanghai"
+    assert interrupt_value(out)["args"]["fills"] == "fills at the close of 20240930 (Asia/Shanghai)"
+    assert interrupt_value(out)["args"]["expires"] == "2024-09-30 14:57 Asia/Shanghai"
     done = approve(run, out, "2024-09-30 14:58")
-    assert done["result"]["status"] == "expired" and _orders(engine, account) == []
+    assert done["result"]["status"] == "expired" and paper_orders(engine, account) == []
 
 
 def test_a_card_after_1457_before_a_holiday_lasts_until_the_next_sessions_auction(
         db_url: str, engine: Engine, sandbox: Sandbox, tmp_path: Path, account: str) -> None:
     run = thread(db_url, engine, sandbox, tmp_path, at("2024-09-30 15:10"))
     out = run.say(f"order 600000.SH buy 100 account={account}")
-    card = _card(out)
+    card = interrupt_value(out)
     assert card["args"]["fills"] == "fills at the close of 20241008 (Asia/Shanghai)"  # 1-7 October: closed
     assert card["args"]["expires"] == "2024-10-08 14:57 Asia/Shanghai"
     assert approve(run, out, "2024-10-08 14:56")["result"]["status"] == "open"

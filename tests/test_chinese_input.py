@@ -16,7 +16,7 @@ from graphs.order.grammar import OrderGrammarError, parse_order
 from graphs.registry import command_for, workflow_for
 from graphs.signal import grammar as signal
 from graphs.signal.library import STRATEGIES
-from tests.test_console import _chat
+from testkit.console import console_lines
 
 REQUESTS = [
     "signal ma_cross 600519.SH,000001.SZ 20190102 20191231 fast=10 slow=30",
@@ -162,7 +162,7 @@ def test_a_full_width_equals_sign_runs_the_parameters_typed_in_the_console(tmp_p
     """End to end in `quantdesk chat`: fast＝10 slow＝30 runs 10/30; an unknown word and a misspelt parameter are
     named back and nothing runs; `账户` at that question runs the account command and the question stays open;
     `order … 买 100` proposes a buy; a rule in curly quotes is saved with its text."""
-    lines = _chat(tmp_path, "signal ma_cross 600519.SH 20190102 20191231 fast＝10 slow＝30",
+    lines = console_lines(tmp_path, "signal ma_cross 600519.SH 20190102 20191231 fast＝10 slow＝30",
                   "signal ma_cross 600519.SH 20190102 20191231 banana slwo=30", "账户", "slow=30",
                   "order 600519.SH 买 100", "拒绝 不要了",
                   "rule add 600519.SH “buy when close > ma(30); sell when close < ma(30)” size＝100", "rule show 1")
@@ -181,7 +181,7 @@ def test_a_full_width_equals_sign_runs_the_parameters_typed_in_the_console(tmp_p
 
 
 def test_a_factor_reads_a_full_width_window_and_ignore_runs_without_the_words_named(tmp_path: Path) -> None:
-    lines = _chat(tmp_path, "因子 动量 20190301 20200601 window＝60", "cancel",
+    lines = console_lines(tmp_path, "因子 动量 20190301 20200601 window＝60", "cancel",
                   "factor momentum 20190301 20200601 banana", "ignore", "cancel",
                   "信号 均线交叉 600519.SH 20190102 20191231 slwo=30", "ignore")
     reviews = [line.split(" (")[0] for line in lines if line.startswith("--- code review: ")]

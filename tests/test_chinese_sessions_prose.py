@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.test_console_chinese import CHINESE, RULE, _session, english_left
+from testkit.console import english_left
+from tests.test_console_chinese import CHINESE, RULE, _session
 
 SESSION = "lang zh\nclock\nclock set 20200820\n" + CHINESE.removeprefix("lang zh\n") + """规则 日志 1
 规则 列表

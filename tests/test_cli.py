@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -11,19 +10,9 @@ from typing import Any
 import pytest
 
 from bot.cli import CONSOLE_LOG
-from tests.fakes.slack_server import FakeSlack, SlackServer
+from testkit.console import cli_env, quantdesk
+from testkit.fakes.slack_server import FakeSlack, SlackServer
 from tools.storage.migrate import head_revision
-
-
-def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("QUANTDESK_", "TUSHARE_", "DATABASE_", "SLACK_"))}
-    env.update({"QUANTDESK_DATA_DIR": str(tmp_path / "data"), "QUANTDESK_LOG_LEVEL": "WARNING", **extra})
-    return env
-
-
-def _quantdesk(args: list[str], tmp_path: Path, stdin: str = "", **extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], input=stdin, capture_output=True,
-                          text=True, env=_env(tmp_path, **extra), cwd=tmp_path, timeout=120)
 
 
 def test_chat_session_on_embedded_defaults(tmp_path: Path) -> None:
@@ -38,7 +27,7 @@ def test_chat_session_on_embedded_defaults(tmp_path: Path) -> None:
         "quit",
         "ws",
     ])
-    out = _quantdesk(["chat"], tmp_path, session)
+    out = quantdesk(["chat"], tmp_path, session)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert "daily_basic: turnover_rate" in lines
@@ -59,7 +48,7 @@ def test_signal_session_with_a_clarify_answered_at_the_prompt(tmp_path: Path) ->
         "cancel",
         "signal rsi 600519.SH 20190101 20190110",
     ])
-    out = _quantdesk(["chat"], tmp_path, session)
+    out = quantdesk(["chat"], tmp_path, session)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].startswith("? Which date range?")
@@ -74,25 +63,25 @@ def test_signal_session_with_a_clarify_answered_at_the_prompt(tmp_path: Path) ->
 
 
 def test_workspace_persists_between_console_runs(tmp_path: Path) -> None:
-    _quantdesk(["chat"], tmp_path, "load vol 000001.SZ 20200101 20200131\n")
-    out = _quantdesk(["chat"], tmp_path, "ws\n")
+    quantdesk(["chat"], tmp_path, "load vol 000001.SZ 20200101 20200131\n")
+    out = quantdesk(["chat"], tmp_path, "ws\n")
     assert "ohlcv/vol 16x1 20200102..20200123" in out.stdout
 
 
 def test_unmigrated_postgres_is_refused_until_db_upgrade(tmp_path: Path, fresh_pg_url: str) -> None:
-    refused = _quantdesk(["chat"], tmp_path, "ws\n", DATABASE_URL=fresh_pg_url)
+    refused = quantdesk(["chat"], tmp_path, "ws\n", DATABASE_URL=fresh_pg_url)
     assert refused.returncode == 2
     assert f"is at revision none, code needs {head_revision()}; run `quantdesk db upgrade`" in refused.stderr
-    upgraded = _quantdesk(["db", "upgrade"], tmp_path, DATABASE_URL=fresh_pg_url)
+    upgraded = quantdesk(["db", "upgrade"], tmp_path, DATABASE_URL=fresh_pg_url)
     assert upgraded.returncode == 0, upgraded.stderr
     assert f"is at revision {head_revision()}" in upgraded.stdout
-    works = _quantdesk(["chat"], tmp_path, "ws\n", DATABASE_URL=fresh_pg_url)
+    works = quantdesk(["chat"], tmp_path, "ws\n", DATABASE_URL=fresh_pg_url)
     assert works.returncode == 0 and "workspace is empty" in works.stdout
 
 
 def test_db_upgrade_hides_the_password(tmp_path: Path, fresh_pg_url: str) -> None:
     with_password = fresh_pg_url.replace("postgres@", "postgres:s3cret-pw@")
-    out = _quantdesk(["db", "upgrade"], tmp_path, DATABASE_URL=with_password)
+    out = quantdesk(["db", "upgrade"], tmp_path, DATABASE_URL=with_password)
     assert out.returncode == 0, out.stderr
     assert "s3cret-pw" not in out.stdout + out.stderr
     assert "***" in out.stdout
@@ -106,13 +95,13 @@ def test_db_upgrade_hides_the_password(tmp_path: Path, fresh_pg_url: str) -> Non
                   "use sqlite:///PATH or postgresql://USER@HOST:PORT/DATABASE"),
 ])
 def test_db_upgrade_on_a_bad_database_says_what_to_fix(tmp_path: Path, url: str, message: str) -> None:
-    out = _quantdesk(["db", "upgrade"], tmp_path, DATABASE_URL=url)
+    out = quantdesk(["db", "upgrade"], tmp_path, DATABASE_URL=url)
     assert out.returncode == 2
     assert out.stderr.splitlines() == [message]
 
 
 def test_serve_with_slack_unreachable_says_what_to_fix(tmp_path: Path) -> None:
-    out = _quantdesk(["serve", "--host", "127.0.0.1", "--port", "0"], tmp_path, SLACK_BOT_TOKEN="xoxb-secret-x",
+    out = quantdesk(["serve", "--host", "127.0.0.1", "--port", "0"], tmp_path, SLACK_BOT_TOKEN="xoxb-secret-x",
                      SLACK_SIGNING_SECRET="s", SLACK_API_URL="http://127.0.0.1:1/api/")
     assert out.returncode == 2
     assert "Traceback" not in out.stderr and "xoxb-secret-x" not in out.stderr
@@ -128,7 +117,7 @@ class _RefusingSlack(FakeSlack):
 
 def test_serve_with_a_refused_token_says_what_to_fix(tmp_path: Path) -> None:
     with SlackServer(_RefusingSlack()) as slack:
-        out = _quantdesk(["serve", "--host", "127.0.0.1", "--port", "0"], tmp_path, SLACK_BOT_TOKEN="xoxb-secret-x",
+        out = quantdesk(["serve", "--host", "127.0.0.1", "--port", "0"], tmp_path, SLACK_BOT_TOKEN="xoxb-secret-x",
                          SLACK_SIGNING_SECRET="s", SLACK_API_URL=slack.url)
     assert out.returncode == 2
     assert "Traceback" not in out.stderr and "xoxb-secret-x" not in out.stderr
@@ -138,7 +127,7 @@ def test_serve_with_a_refused_token_says_what_to_fix(tmp_path: Path) -> None:
 
 
 def test_local_provider_needs_a_directory(tmp_path: Path) -> None:
-    out = _quantdesk(["chat"], tmp_path, "", QUANTDESK_DATA_PROVIDER="local")
+    out = quantdesk(["chat"], tmp_path, "", QUANTDESK_DATA_PROVIDER="local")
     assert out.returncode == 2
     assert "needs QUANTDESK_LOCAL_DATA" in out.stderr
 
@@ -166,7 +155,7 @@ def test_factor_session_with_review_at_the_prompt(tmp_path: Path) -> None:
         "factor list",
         "factor show reversal_5_edit_86c6ab",
     ])
-    out = _quantdesk(["chat"], tmp_path, session)
+    out = quantdesk(["chat"], tmp_path, session)
     assert out.returncode == 0, out.stderr
     text = out.stdout
     assert "--- code review: factor momentum_20 (checks passed; sandbox isolation: full) ---" in text
@@ -187,19 +176,19 @@ def test_factor_session_with_review_at_the_prompt(tmp_path: Path) -> None:
 
 def test_first_start_says_in_one_line_that_it_created_the_database(tmp_path: Path) -> None:
     """At the default log level the migrations are not listed (alembic logs at WARNING); a second start is quiet."""
-    first = _quantdesk(["chat"], tmp_path, "quit\n", QUANTDESK_LOG_LEVEL="INFO")
+    first = quantdesk(["chat"], tmp_path, "quit\n", QUANTDESK_LOG_LEVEL="INFO")
     assert first.returncode == 0, first.stderr
     created = [line for line in first.stderr.splitlines() if "database" in line and "revision" in line]
     assert created == [f"database created at sqlite:///{tmp_path / 'data' / 'quantdesk.db'}, revision "
                        f"{head_revision()}"]
     assert "Running upgrade" not in first.stderr
-    again = _quantdesk(["chat"], tmp_path, "quit\n", QUANTDESK_LOG_LEVEL="INFO")
+    again = quantdesk(["chat"], tmp_path, "quit\n", QUANTDESK_LOG_LEVEL="INFO")
     assert "database created" not in again.stderr
 
 
 def test_the_console_keeps_info_lines_off_the_screen_and_in_its_log_file(tmp_path: Path) -> None:
     """With no QUANTDESK_LOG_LEVEL set, the console's terminal shows warnings only; the log file has everything."""
-    env = {k: v for k, v in _env(tmp_path).items() if k != "QUANTDESK_LOG_LEVEL"}
+    env = {k: v for k, v in cli_env(tmp_path).items() if k != "QUANTDESK_LOG_LEVEL"}
     out = subprocess.run([sys.executable, "-m", "bot.cli", "chat"], input="quit\n", capture_output=True, text=True,
                          env=env, cwd=tmp_path, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -209,14 +198,14 @@ def test_the_console_keeps_info_lines_off_the_screen_and_in_its_log_file(tmp_pat
 
 
 def test_debug_logging_lists_the_migrations(tmp_path: Path) -> None:
-    out = _quantdesk(["chat"], tmp_path, "quit\n", QUANTDESK_LOG_LEVEL="DEBUG")
+    out = quantdesk(["chat"], tmp_path, "quit\n", QUANTDESK_LOG_LEVEL="DEBUG")
     assert out.returncode == 0, out.stderr
     assert "Running upgrade  -> 0001" in out.stderr
 
 
 def test_version_and_serve_help(tmp_path: Path) -> None:
-    out = _quantdesk(["--version"], tmp_path)
+    out = quantdesk(["--version"], tmp_path)
     assert out.returncode == 0 and out.stdout.strip() == f"quantdesk {version('quantdesk')}"
-    help_text = " ".join(_quantdesk(["serve", "--help"], tmp_path).stdout.split())
+    help_text = " ".join(quantdesk(["serve", "--help"], tmp_path).stdout.split())
     assert "--host HOST address the HTTP mode listens on (default 0.0.0.0;" in help_text
     assert "--port PORT port of the HTTP mode's /slack/events (default 3000;" in help_text

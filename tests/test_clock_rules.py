@@ -16,7 +16,7 @@ from graphs.order.clock import clock_command
 from graphs.rule.background import rule_schedule_job
 from graphs.views import View
 from graphs.workflow import CommandCall
-from tests.graph_thread import GraphThread
+from testkit.graph_thread import GraphThread
 from tests.test_paper_clock import TRADER, _ctx
 from tools.broker.clock import day
 from tools.broker.sim_clock import last_move

@@ -11,18 +11,11 @@ import sys
 import threading
 from pathlib import Path
 
-from tests.test_cli import _env, _quantdesk
-
-
-def _chat(tmp_path: Path, *lines: str) -> list[str]:
-    out = _quantdesk(["chat"], tmp_path, "\n".join(lines) + "\n")
-    assert out.returncode == 0, out.stderr
-    assert "Traceback" not in out.stderr
-    return out.stdout.splitlines()
+from testkit.console import cli_env, console_lines
 
 
 def test_data_commands_with_wrong_arguments_print_their_usage_and_the_session_goes_on(tmp_path: Path) -> None:
-    lines = _chat(tmp_path, "load close 600519.SH 20200101", "bars", "bars 600519.SH", "show", "show a b",
+    lines = console_lines(tmp_path, "load close 600519.SH 20200101", "bars", "bars 600519.SH", "show", "show a b",
                   "load close 600519.SH 20200101 20200110 extra", "codes now", "fields")
     assert lines[:7] == ["usage: load FIELD CODES START END", "usage: bars CODES START END [FIELD ...]",
                          "usage: bars CODES START END [FIELD ...]", "usage: show NAME", "usage: show NAME",
@@ -31,7 +24,7 @@ def test_data_commands_with_wrong_arguments_print_their_usage_and_the_session_go
 
 
 def test_cancel_ends_a_pending_question_in_the_factor_workflow(tmp_path: Path) -> None:
-    lines = _chat(tmp_path, "factor momentum window=20", "cancel", "fields", "hello there")
+    lines = console_lines(tmp_path, "factor momentum window=20", "cancel", "fields", "hello there")
     assert lines[0].startswith("? Which dates?")
     assert lines[1] == "Cancelled; nothing was run."
     assert sum(line.startswith("? ") for line in lines) == 1  # asked once, not three more times
@@ -41,13 +34,13 @@ def test_cancel_ends_a_pending_question_in_the_factor_workflow(tmp_path: Path) -
 
 def test_cancel_with_nothing_running_or_waiting_says_so(tmp_path: Path) -> None:
     nothing = "Nothing is running or waiting in this thread, so there is nothing to cancel."
-    lines = _chat(tmp_path, "cancel", "factor momentum window=20", "cancel", "取消")
+    lines = console_lines(tmp_path, "cancel", "factor momentum window=20", "cancel", "取消")
     assert lines[0] == nothing and lines[1].startswith("? Which dates?")
     assert lines[2:] == ["Cancelled; nothing was run.", nothing]  # the second is in a fresh thread: nothing to cancel
 
 
 def test_a_new_request_at_a_prompt_starts_afresh_and_commands_are_not_eaten_as_answers(tmp_path: Path) -> None:
-    lines = _chat(tmp_path,
+    lines = console_lines(tmp_path,
                   "signal rsi 600519.SH 20190101 20200601 window=0",  # out of range: asks for a corrected value
                   "help", "factor list", "fields",  # each runs; none is taken as the answer
                   "signal ma_cross 600519.SH,000001.SZ 20190101 20200601 fast=5 slow=20",
@@ -69,7 +62,7 @@ def test_a_new_request_at_a_prompt_starts_afresh_and_commands_are_not_eaten_as_a
 
 
 def test_malformed_codes_are_named_with_the_code_they_probably_mean(tmp_path: Path) -> None:
-    lines = _chat(tmp_path, "factor momentum 20190301 20200601 600519 window=20", "cancel",
+    lines = console_lines(tmp_path, "factor momentum 20190301 20200601 600519 window=20", "cancel",
                   "signal ma_cross 600519 20190101 20200601", "cancel", "signal rsi 000001 20190101 20200601")
     assert lines[0] == "? 600519 is not a ts_code; did you mean 600519.SH? Reply with the corrected codes, or `cancel`."
     assert lines[1] == "  choices: 600519.SH"  # the suggestion, answered by its number or `yes`
@@ -78,14 +71,14 @@ def test_malformed_codes_are_named_with_the_code_they_probably_mean(tmp_path: Pa
 
 
 def test_a_rejection_needs_a_reason(tmp_path: Path) -> None:
-    lines = _chat(tmp_path, "factor reversal 20190301 20200601", "reject", "reject not what I asked for")
+    lines = console_lines(tmp_path, "factor reversal 20190301 20200601", "reject", "reject not what I asked for")
     assert "reject needs a reason: reject REASON (the rejection is recorded)" in lines
     assert any(line.startswith("Rejected: factor reversal_5 was not backfilled or saved") and
                line.endswith("Reason: not what I asked for") for line in lines)
 
 
 def test_a_new_request_at_an_order_card_rejects_the_card_so_the_rule_can_propose_again(tmp_path: Path) -> None:
-    lines = _chat(tmp_path,
+    lines = console_lines(tmp_path,
                   'rule add 600519.SH "buy when close > ma(30) and rsi(14) < 70; sell when close < ma(30)" size=100',
                   "rule run 1", "signal rsi 600519.SH 20190101 20200601", "rule run 1", "rule log 1")
     cards = [line for line in lines if line.startswith("--- approval: ")]
@@ -98,7 +91,7 @@ def test_a_new_request_at_an_order_card_rejects_the_card_so_the_rule_can_propose
 def test_bars_and_load_suggest_the_code_and_bars_print_each_row_once_in_one_format(tmp_path: Path) -> None:
     """Issue 28, items 7 and 8: the suggestion signal and factor give; 7 rows shown once, not as overlapping head
     and tail; `amount` in one fixed-point format (was 1.669684e+07 beside 6853917.601)."""
-    lines = _chat(tmp_path, "bars 600519 20200101 20200110", "load close 600519,000001.SZ 20200101 20200110",
+    lines = console_lines(tmp_path, "bars 600519 20200101 20200110", "load close 600519,000001.SZ 20200101 20200110",
                   "bars 600519.SH 20200101 20200110 amount")
     assert lines[:2] == ["error: 600519 is not a ts_code; did you mean 600519.SH?"] * 2
     assert lines[2] == "7 rows"
@@ -112,7 +105,7 @@ def test_bars_and_load_suggest_the_code_and_bars_print_each_row_once_in_one_form
 
 def test_an_edited_order_is_shown_again_checked_and_placed_only_once_approved(tmp_path: Path) -> None:
     """Issue 28, item 13: `edit` produces a new card with every check run again; the next `approve` decides it."""
-    lines = _chat(tmp_path, "order 000001.SZ buy 100 limit=14.50", "edit quantity=300 limit_price=14.60",
+    lines = console_lines(tmp_path, "order 000001.SZ buy 100 limit=14.50", "edit quantity=300 limit_price=14.60",
                   "orders all", "approve", "orders all")
     cards = [i for i, line in enumerate(lines) if line.startswith("--- approval: ")]
     assert [lines[i] for i in cards] == ["--- approval: BUY 100 000001.SZ 平安银行 at limit 14.50 ---",
@@ -129,10 +122,10 @@ def test_an_edited_order_is_shown_again_checked_and_placed_only_once_approved(tm
 
 def test_a_card_left_open_is_listed_by_pending_in_a_later_session_and_answered_there(tmp_path: Path) -> None:
     """Issue 28, item 10: the session ends on an order card; it says so, and the next session reaches the card."""
-    first = _chat(tmp_path, "order 000001.SZ buy 100")
+    first = console_lines(tmp_path, "order 000001.SZ buy 100")
     assert first[-1] == ("1 question(s), review(s) or order card(s) are still open; they stay open: in `quantdesk "
                          "chat`, `pending` lists them and `pending N` answers one")
-    second = _chat(tmp_path, "orders open", "pending", "pending 2", "pending 1", "approve", "pending")
+    second = console_lines(tmp_path, "orders open", "pending", "pending 2", "pending 1", "approve", "pending")
     assert second[1:3] == ["1 waiting (`pending N` makes one current: the next line answers it):",
                            "  1. Approval: BUY 100 000001.SZ 平安银行 at market"]
     assert second[3] == "usage: pending [N], N from 1 to 1"
@@ -142,11 +135,11 @@ def test_a_card_left_open_is_listed_by_pending_in_a_later_session_and_answered_t
 
 
 def test_end_of_input_in_the_middle_of_an_edit_says_the_edit_was_dropped(tmp_path: Path) -> None:
-    lines = _chat(tmp_path, "factor reversal 20190301 20200601", "edit", "return close")
+    lines = console_lines(tmp_path, "factor reversal 20190301 20200601", "edit", "return close")
     assert lines[-2:] == ["(the edit you were typing was dropped; nothing was decided and the review is still open)",
                           "1 question(s), review(s) or order card(s) are still open; they stay open: in "
                           "`quantdesk chat`, `pending` lists them and `pending N` answers one"]
-    assert _chat(tmp_path, "pending")[1] == "  1. Code review: reversal_5"
+    assert console_lines(tmp_path, "pending")[1] == "  1. Code review: reversal_5"
 
 
 class _Session:
@@ -155,7 +148,7 @@ class _Session:
     def __init__(self, tmp_path: Path) -> None:
         self.process = subprocess.Popen([sys.executable, "-m", "bot.cli", "chat"], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                        env=_env(tmp_path), cwd=tmp_path)
+                                        env=cli_env(tmp_path), cwd=tmp_path)
         self.lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -203,7 +196,8 @@ def test_ctrl_c_drops_the_edit_being_typed_and_a_second_one_in_a_row_leaves(tmp_
 def test_help_and_order_wording(tmp_path: Path) -> None:
     """Issue 28, item 9: no backticks nested in the help's usages; a zero or negative quantity is not called 'not a
     whole number'."""
-    lines = _chat(tmp_path, "help", "order 600519.SH buy 0", "order 600519.SH sell -5", "order 600519.SH buy 1.5")
+    lines = console_lines(tmp_path, "help", "order 600519.SH buy 0", "order 600519.SH sell -5",
+                          "order 600519.SH buy 1.5")
     assert "  rule run ID" in lines and not any("(see `rule list`)" in line for line in lines)
     text = "\n".join(lines)
     assert ("the quantity must be a whole number of shares of at least one lot (100 shares on most boards), not 0"
@@ -213,14 +207,14 @@ def test_help_and_order_wording(tmp_path: Path) -> None:
 
 
 def test_a_view_whose_summary_begins_with_its_title_prints_it_once(tmp_path: Path) -> None:
-    lines = _chat(tmp_path, 'rule add 600519.SH "buy when close > ma(30); sell when close < ma(30)" size=100')
+    lines = console_lines(tmp_path, 'rule add 600519.SH "buy when close > ma(30); sell when close < ma(30)" size=100')
     assert lines[0].startswith("Rule 1 saved, in the rule language")  # no bare "Rule 1" line before it
 
 
 def test_trading_off_closes_the_open_order_card_before_the_next_prompt(tmp_path: Path) -> None:
     """Issue 29, item 5, in the console: the switch-off rejects the open card on record (who and why), its run
     ends before the next line, and nothing is left waiting or placed."""
-    lines = _chat(tmp_path, "order 600519.SH buy 100", "trading off exchange outage", "pending", "orders all")
+    lines = console_lines(tmp_path, "order 600519.SH buy 100", "trading off exchange outage", "pending", "orders all")
     after = lines[next(i for i, line in enumerate(lines) if line.startswith("Trading is OFF")):]
     assert after[1] == "1 open order card was closed."
     assert re.fullmatch(r"Order rejected by (\S+): trading was switched off by \1: exchange outage\. Nothing was "

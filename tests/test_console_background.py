@@ -18,7 +18,7 @@ from bot.startup import build_context
 from bot.stores.threads import ThreadRegistry
 from bot.surfaces import CONSOLE_CHANNEL, CONSOLE_TEAM
 from graphs.checkpointer import open_checkpointer
-from tests.slack_harness import wait_until
+from testkit.wait import wait_until
 from tools.broker.clock import SHANGHAI
 from tools.broker.orders import OrderRequest
 from tools.broker.paper import PaperBroker, PaperConfig

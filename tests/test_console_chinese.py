@@ -8,7 +8,7 @@ import re
 import unicodedata
 from pathlib import Path
 
-from tests.test_cli import _quantdesk
+from testkit.console import english_left, quantdesk
 
 CHINESE = """lang zh
 信号 均线交叉 贵州茅台 2019年1月2日 2019年12月31日
@@ -56,7 +56,7 @@ NUMBER = re.compile(r"[-+]?\d[\d,]*\.\d+%?")  # every figure with decimals: retu
 
 def _session(folder: Path, script: str, **env: str) -> str:
     folder.mkdir()
-    out = _quantdesk(["chat"], folder, script, **env)
+    out = quantdesk(["chat"], folder, script, **env)
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr
     return out.stdout
@@ -84,16 +84,6 @@ def test_a_chinese_console_session_drives_every_workflow_with_the_numbers_of_the
     assert english_left(chinese, RULE) == []  # no sentence left in English (the rule's words are the user's)
 
 
-SENTENCE = re.compile(r"(?<![\w./=@-])[A-Za-z]+(?: [A-Za-z]+){2,}(?![\w./=(-])")  # three plain words in a row
-
-
-def english_left(text: str, *typed: str) -> list[str]:
-    """Runs of three or more plain English words in `text`: a sentence left in English. What the user typed
-    (`typed`: a rule's words) and commands in backticks are left out; codes (600519.SH), numbers, identifiers
-    (ma_cross, QUANTDESK_TRADERS), settings (size=100) and terms such as ma(30) are not plain words."""
-    for words in typed:
-        text = text.replace(words, "")
-    return SENTENCE.findall(re.sub(r"`[^`]*`", "", text))
 
 
 def test_the_english_sentence_finder_finds_sentences_and_leaves_codes_alone() -> None:

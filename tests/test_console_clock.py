@@ -7,7 +7,7 @@ from __future__ import annotations
 import getpass
 from pathlib import Path
 
-from tests.test_console import _chat
+from testkit.console import console_lines
 
 
 def test_a_round_trip_on_the_bundled_data_from_a_fresh_data_directory(tmp_path: Path) -> None:
@@ -15,7 +15,7 @@ def test_a_round_trip_on_the_bundled_data_from_a_fresh_data_directory(tmp_path: 
     20200727 and 1670.00 on 20200728 (the sample's daily file). Buy 162,255.00: commission 0.025 % = 40.56,
     transfer 0.002 % = 3.25 (3.2451 half-up). Sell 167,000.00: commission 41.75, stamp duty 0.1 % = 167.00,
     transfer 3.34. Cash 1,000,000 - 162,298.81 + 166,787.91 = 1,004,489.10."""
-    lines = _chat(tmp_path, "order 600519.SH buy 100", "approve", "clock next", "order 600519.SH sell 100",
+    lines = console_lines(tmp_path, "order 600519.SH buy 100", "approve", "clock next", "order 600519.SH sell 100",
                   "approve", "account")
     text = "\n".join(lines)
     bought = lines.index("Order 1 filled: BUY 100 600519.SH at 1622.55 on 20200727 (simulated fill at the last "
@@ -35,7 +35,7 @@ def test_a_round_trip_on_the_bundled_data_from_a_fresh_data_directory(tmp_path: 
 
 def test_the_dead_ends_of_the_simulated_clock_name_their_way_out(tmp_path: Path) -> None:
     """A sell of today's buy fails T+1 and names `clock next`; `clock next` at the data's end names `clock set`."""
-    lines = _chat(tmp_path, "clock", "order 000001.SZ buy 100", "approve", "order 000001.SZ sell 100",
+    lines = console_lines(tmp_path, "clock", "order 000001.SZ buy 100", "approve", "order 000001.SZ sell 100",
                   "reject not yet", "clock set 20200824", "clock next")
     assert "Simulated clock: the session is 20200727 (one simulated clock for every paper account in this database; " \
            "the data ends at 20200824)." in lines
@@ -51,7 +51,7 @@ def test_the_dead_ends_of_the_simulated_clock_name_their_way_out(tmp_path: Path)
 def test_clock_next_runs_the_rule_scheduled_in_the_console_as_of_the_new_session(tmp_path: Path) -> None:
     """Issue 28, item 12: a rule scheduled at 09:30 in the console runs once for each session the clock moves to,
     before the next line is read, deciding on bars up to that session only."""
-    lines = _chat(tmp_path, 'rule add 000001.SZ "buy when close > ma(30); sell when close < ma(30)" '
+    lines = console_lines(tmp_path, 'rule add 000001.SZ "buy when close > ma(30); sell when close < ma(30)" '
                             'every="30 9 * * 1-5"', "clock set 20200821", "clock next")
     moved = next(i for i, line in enumerate(lines) if line.startswith("The simulated clock moved from 20200821 to "
                                                                       "20200824"))

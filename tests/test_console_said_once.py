@@ -9,18 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.decision_desk import ROLES
-from tests.fakes.chat import answer, tool_call
-from tests.fakes.openai_server import API_KEY, OpenAIServer, Step, http_error
-from tests.test_cli import _quantdesk
-from tests.test_console import _chat as _console_chat
+from testkit.console import console_lines, quantdesk
+from testkit.desk import ROLES
+from testkit.fakes.chat import answer, tool_call
+from testkit.fakes.openai_server import API_KEY, OpenAIServer, Step, http_error
 
 CODE = "600519.SH"
 MAIN, LIGHT = "main-model", "light-model"
 
 
 def _chat(tmp_path: Path, server: OpenAIServer, *lines: str) -> str:
-    out = _quantdesk(["chat"], tmp_path, "\n".join(lines) + "\n", OPENAI_BASE_URL=server.url, OPENAI_API_KEY=API_KEY,
+    out = quantdesk(["chat"], tmp_path, "\n".join(lines) + "\n", OPENAI_BASE_URL=server.url, OPENAI_API_KEY=API_KEY,
                      QUANTDESK_MODEL=MAIN, QUANTDESK_LIGHT_MODEL=LIGHT)
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     return out.stdout
@@ -68,7 +67,7 @@ def test_a_replay_shows_each_order_whole_and_the_stop_once(tmp_path: Path, opena
 def test_a_date_error_says_only_the_date_error(tmp_path: Path) -> None:
     """Issue 28 item 6 (not reproduced on this code: the test pins it): no date error of a factor request, typed or
     given as the answer to 'Which dates?', ends with the paragraph on free-form requests needing an LLM."""
-    lines = _console_chat(tmp_path, "factor momentum 20300101 20300601", "factor momentum 20200601 20200101",
+    lines = console_lines(tmp_path, "factor momentum 20300101 20300601", "factor momentum 20200601 20200101",
                           "factor momentum 2020-13-45 20200601", "factor momentum 20300101", "factor momentum 20200101",
                           "20300101 20300601", "factor momentum 20100101 20120101")
     said = [line for line in lines if line.startswith("I cannot")]

@@ -12,19 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.slack_server import Call, SlackServer
-from tests.slack_harness import (
-    BotProcess,
-    command_body,
-    event_body,
-    mention,
-    message,
-    new_ts,
-    post,
-    text_of,
-    wait_until,
-)
-from tests.test_cli import _quantdesk
+from testkit.console import quantdesk
+from testkit.fakes.slack_server import Call, SlackServer
+from testkit.slack import BotProcess, command_body, event_body, mention, message, new_ts, post, text_of
+from testkit.wait import wait_until
 
 ZHANG, ALICE = "UZHANG", "UALICE"  # zh-CN and en-US in Slack
 SEPARATOR = {"zh": "lang zh", "en": "lang en"}
@@ -70,19 +61,14 @@ STARTED = [
 ]
 
 
+BOT_ENV = {"QUANTDESK_TRADERS": f"{ZHANG},{ALICE}"}  # both trade, as the console's operator does with no trader named
+
+
 @pytest.fixture(scope="module")
 def slack() -> Iterator[SlackServer]:
     with SlackServer() as server:
         server.fake.locales.update({ZHANG: "zh-CN", ALICE: "en-US"})
         yield server
-
-
-@pytest.fixture(scope="module")
-def bot(slack: SlackServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BotProcess]:
-    data = tmp_path_factory.mktemp("surfaces")  # both trade, as the console's operator does with no trader named
-    process = BotProcess(slack.url, f"sqlite:///{data / 'q.db'}", data, QUANTDESK_TRADERS=f"{ZHANG},{ALICE}")
-    yield process
-    process.stop()
 
 
 def _console(folder: Path, language: str, lines: list[str]) -> list[str]:
@@ -91,7 +77,7 @@ def _console(folder: Path, language: str, lines: list[str]) -> list[str]:
     script = [SEPARATOR[language]]
     for line in lines:
         script += [line, SEPARATOR[language]]
-    out = _quantdesk(["chat"], folder, "\n".join(script) + "\n")
+    out = quantdesk(["chat"], folder, "\n".join(script) + "\n")
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     answers = out.stdout.split(SEPARATOR_SAID[language] + "\n")
     assert len(answers) == len(lines) + 2, out.stdout  # before the first separator, each line's, after the last

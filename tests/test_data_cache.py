@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.fakes.tushare_server import GOOD_TOKEN, FakeTushare, TushareServer
+from testkit.fakes.tushare_server import GOOD_TOKEN, FakeTushare, TushareServer
 from tools.data.cache import CachingProvider
 from tools.data.local import LocalProvider
 from tools.data.schema import BAR_FIELDS

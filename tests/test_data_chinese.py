@@ -13,7 +13,8 @@ import pytest
 
 from graphs.measures import RunRecord
 from graphs.signal.measures import measure_signal
-from tests.test_console_chinese import _session, english_left
+from testkit.console import english_left
+from tests.test_console_chinese import _session
 from tools.data.fundamentals import fundamentals_source
 from tools.data.klines import AShareKlines, KlineError, check_limit, symbol_kind
 from tools.data.local import LocalProvider, SampleProvider

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.fakes.tushare_server import GOOD_TOKEN, NO_PERMISSION_TOKEN, FakeTushare, TushareServer
+from testkit.fakes.tushare_server import GOOD_TOKEN, NO_PERMISSION_TOKEN, FakeTushare, TushareServer
 from tools.data.fundamentals import (
     NO_FUNDAMENTALS,
     ChainedFundamentals,

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from graphs import names
-from tests.fakes.tushare_server import GOOD_TOKEN, FakeTushare, TushareServer
+from testkit.fakes.tushare_server import GOOD_TOKEN, FakeTushare, TushareServer
 from tools.data.cache import CachingProvider
 from tools.data.factory import provider_from_settings
 from tools.data.local import LocalProvider, SampleProvider, sample_dir

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.fakes.tushare_server import (
+from testkit.fakes.tushare_server import (
     DROP,
     GOOD_TOKEN,
     NO_PERMISSION_TOKEN,

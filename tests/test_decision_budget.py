@@ -11,10 +11,10 @@ from graphs.analyze.budget import MIN_ANSWER_TOKENS
 from graphs.analyze.graph import build_analyze_graph
 from graphs.analyze.routes import ANALYST_SHARE
 from graphs.llm import get_light_llm, get_llm
-from tests.decision_desk import ROLES, account, desk_context
-from tests.fakes.chat import answer, tool_call
-from tests.fakes.openai_server import API_KEY, OpenAIServer, http_error
-from tests.graph_thread import GraphThread
+from testkit.desk import ROLES, account, desk_context
+from testkit.fakes.chat import answer, tool_call
+from testkit.fakes.openai_server import API_KEY, OpenAIServer, http_error
+from testkit.graph_thread import GraphThread
 from tools.data.local import SampleProvider
 from tools.desk.memory import MemoryController
 from tools.sandbox import Sandbox

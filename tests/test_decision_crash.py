@@ -1,6 +1,6 @@
 """A SIGKILL mid-debate, then a restart: the run finishes and completed analysts are not re-run (issue 14).
 
-A child process (tests/decision_crash_child.py) runs the decision desk on the sample data: the four analysts answer
+A child process (testkit/children/decision_crash.py) runs the decision desk on the sample data: the four analysts answer
 from their scripts, the bull speaks, and the bear's model call never returns. Once the bear is asked, the child is
 SIGKILLed. This process then resumes the thread from the checkpoint with a strict scripted model that has no answer
 for any analyst nor for the bull: only the bear, the research manager, the three risk voices and the risk manager
@@ -19,16 +19,16 @@ from sqlalchemy.orm import Session
 
 from graphs.analyze.graph import build_analyze_graph
 from graphs.checkpointer import open_checkpointer
-from tests.child_process import kill_child_when
-from tests.decision_desk import MARKET_REPORT, ROLES, account, desk_context, research_answer, risk_answer
-from tests.fakes.chat import ScriptedModels, answer
+from testkit.child_process import kill_child_when
+from testkit.desk import MARKET_REPORT, ROLES, account, desk_context, research_answer, risk_answer
+from testkit.fakes.chat import ScriptedModels, answer
 from tools.data.local import SampleProvider
 from tools.desk.records import AnalystReport, AnalystSummary
 from tools.sandbox import Sandbox
 
-CHILD = "tests.decision_crash_child"
+CHILD = "testkit.children.decision_crash"
 ANALYSTS = ("market", "news", "sentiment", "fundamentals")
-# what the child's analysts write (tests.decision_desk.desk_scripts)
+# what the child's analysts write (testkit.desk.desk_scripts)
 REPORTS = {"market": MARKET_REPORT, "news": "No news could be read.", "sentiment": "No sentiment data.",
            "fundamentals": "Only turnover is available."}
 DEADLINE = 120.0  # seconds for the child to reach the bear's turn (imports and four analysts included)

@@ -10,10 +10,10 @@ from sqlalchemy import Engine
 
 from graphs.analyze.graph import build_analyze_graph
 from graphs.llm import get_light_llm, get_llm
-from tests.decision_desk import ROLES, SlowOpenAI, account, desk_context, desk_scripts, risk_answer
-from tests.fakes.chat import answer
-from tests.fakes.openai_server import API_KEY, OpenAIServer
-from tests.graph_thread import GraphThread
+from testkit.desk import ROLES, SlowOpenAI, account, desk_context, desk_scripts, risk_answer
+from testkit.fakes.chat import answer
+from testkit.fakes.openai_server import API_KEY, OpenAIServer
+from testkit.graph_thread import GraphThread
 from tools.data.local import SampleProvider
 from tools.desk.memory import MemoryController
 from tools.sandbox import Sandbox

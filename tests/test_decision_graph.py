@@ -19,9 +19,9 @@ from graphs.analyze.present import present_decision
 from graphs.checkpointer import open_checkpointer
 from graphs.order.mandate_command import mandate_command
 from graphs.workflow import CommandCall
-from tests.decision_desk import ROLES, TRADER, account, clock_at_data_end, desk_context, desk_scripts, risk_answer
-from tests.fakes.chat import ScriptedChatModel, ScriptedModels, answer, tool_call
-from tests.graph_thread import GraphThread
+from testkit.desk import ROLES, TRADER, account, clock_at_data_end, desk_context, desk_scripts, risk_answer
+from testkit.fakes.chat import ScriptedChatModel, ScriptedModels, answer, tool_call
+from testkit.graph_thread import GraphThread
 from tools.broker.records import PaperFill, PaperOrder
 from tools.data.local import SampleProvider
 from tools.desk.log import list_decisions

@@ -14,10 +14,10 @@ from sqlalchemy import Engine
 from graphs.analyze.graph import build_analyze_graph
 from graphs.analyze.present import present_decision
 from graphs.llm import LLM_MAX_RETRIES, get_light_llm, get_llm
-from tests.decision_desk import ROLES, account, clock_at_data_end, desk_context
-from tests.fakes.chat import answer, tool_call
-from tests.fakes.openai_server import API_KEY, OpenAIServer, Step, http_error
-from tests.graph_thread import GraphThread
+from testkit.desk import ROLES, account, clock_at_data_end, desk_context
+from testkit.fakes.chat import answer, tool_call
+from testkit.fakes.openai_server import API_KEY, OpenAIServer, Step, http_error
+from testkit.graph_thread import GraphThread
 from tools.data.local import SampleProvider
 from tools.desk.memory import MemoryController
 from tools.sandbox import Sandbox

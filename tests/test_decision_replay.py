@@ -10,9 +10,9 @@ from sqlalchemy import Engine
 
 from graphs.analyze.graph import build_analyze_graph
 from graphs.analyze.present import present_decision
-from tests.decision_desk import ROLES, desk_context, research_answer, risk_answer
-from tests.fakes.chat import ScriptedModels, answer, tool_call
-from tests.graph_thread import GraphThread
+from testkit.desk import ROLES, desk_context, research_answer, risk_answer
+from testkit.fakes.chat import ScriptedModels, answer, tool_call
+from testkit.graph_thread import GraphThread
 from tools.data.local import SampleProvider
 from tools.desk.log import list_decisions
 from tools.sandbox import Sandbox

@@ -22,9 +22,9 @@ from bot.startup import build_context
 from bot.stores.threads import thread_id_for
 from graphs.analyze.resolution import resolve_pass
 from graphs.checkpointer import open_checkpointer
-from tests.decision_desk import desk_context
-from tests.fakes.slack_server import TEAM, SlackServer
-from tests.slack_harness import run_background_job
+from testkit.desk import desk_context
+from testkit.fakes.slack_server import TEAM, SlackServer
+from testkit.slack import run_background_job
 from tools.broker.clock import SHANGHAI
 from tools.data.local import SampleProvider
 from tools.desk.log import list_decisions, record_decision

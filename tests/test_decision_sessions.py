@@ -18,9 +18,9 @@ from sqlalchemy.orm import Session
 from graphs.analyze.graph import build_analyze_graph
 from graphs.analyze.present import present_decision
 from graphs.checkpointer import open_checkpointer
-from tests.decision_desk import ROLES, account, desk_context, research_answer, risk_answer
-from tests.fakes.chat import ScriptedChatModel, ScriptedModels, answer, tool_call
-from tests.graph_thread import GraphThread
+from testkit.desk import ROLES, account, desk_context, research_answer, risk_answer
+from testkit.fakes.chat import ScriptedChatModel, ScriptedModels, answer, tool_call
+from testkit.graph_thread import GraphThread
 from tools.broker.clock import SHANGHAI
 from tools.data.local import SampleProvider
 from tools.desk.log import list_decisions

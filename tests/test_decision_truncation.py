@@ -15,7 +15,7 @@ from sqlalchemy import Engine
 
 from graphs.analyze.toolkit import TOOLSETS, Toolkit
 from graphs.context import WorkflowContext
-from tests.decision_desk import desk_context
+from testkit.desk import desk_context
 from tools.data.fundamentals import LocalFundamentals, fundamentals_source
 from tools.data.local import LocalProvider, sample_dir
 from tools.data.news import LocalNews, LocalPosts

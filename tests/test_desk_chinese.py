@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from graphs.analyze.grammar import DecisionGrammarError, parse_request
-from tests.decision_desk import ROLES
-from tests.fakes.chat import answer, tool_call
-from tests.fakes.openai_server import OpenAIServer, Step, http_error
-from tests.test_console_chinese import english_left
+from testkit.console import english_left
+from testkit.desk import ROLES
+from testkit.fakes.chat import answer, tool_call
+from testkit.fakes.openai_server import OpenAIServer, Step, http_error
 from tests.test_console_said_once import LIGHT, _chat
 from tools.broker.rules import lot_rule
 from tools.broker.sizing import size_order

@@ -21,10 +21,11 @@ from bot.stores.decisions import DecisionStore
 from bot.stores.posts import PostStore
 from bot.stores.threads import thread_id_for
 from graphs.checkpointer import open_checkpointer
-from tests.fakes.slack_faults import FaultySlack, post_key
-from tests.fakes.slack_server import TEAM, Fault, SlackServer
-from tests.slack_harness import new_ts as new_key
-from tests.slack_harness import run_background_pass, wait_until
+from testkit.fakes.slack_faults import FaultySlack, post_key
+from testkit.fakes.slack_server import TEAM, Fault, SlackServer
+from testkit.slack import new_ts as new_key
+from testkit.slack import run_background_pass
+from testkit.wait import wait_until
 from tools.settings import Settings
 from tools.storage.db import sqlite_path
 

@@ -17,10 +17,10 @@ from pydantic import SecretStr
 from bot import cli
 from bot.evaluation.command import ENDPOINT_CHECK
 from bot.evaluation.run_case import outcome_text
-from tests.decision_desk import MARKET_REPORT, ROLES, desk_scripts
-from tests.fakes.chat import answer, tool_call
-from tests.fakes.openai_server import API_KEY, OpenAIServer, http_error
-from tests.test_console_chinese import english_left
+from testkit.console import english_left
+from testkit.desk import MARKET_REPORT, ROLES, desk_scripts
+from testkit.fakes.chat import answer, tool_call
+from testkit.fakes.openai_server import API_KEY, OpenAIServer, http_error
 from tools.i18n import using
 from tools.settings import get_settings
 

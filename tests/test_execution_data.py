@@ -21,9 +21,9 @@ from sqlalchemy import Engine
 from graphs.context import WorkflowContext
 from graphs.rule.background import scheduled_request
 from graphs.rule.present import present_rule_run
-from tests.decision_desk import clock_at_data_end
-from tests.fakes.chat import ScriptedChatModel, answer
-from tests.graph_thread import GraphThread
+from testkit.desk import clock_at_data_end
+from testkit.fakes.chat import ScriptedChatModel, answer
+from testkit.graph_thread import GraphThread
 from tools.broker.checks import RiskLimits
 from tools.broker.fees import DEFAULT_RATES
 from tools.broker.paper import PaperBroker, PaperConfig

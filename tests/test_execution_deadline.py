@@ -12,8 +12,8 @@ from sqlalchemy import Engine
 
 from graphs.context import WorkflowContext
 from graphs.llm import get_llm
-from tests.fakes.openai_server import API_KEY, OpenAIServer, hang
-from tests.graph_thread import GraphThread
+from testkit.fakes.openai_server import API_KEY, OpenAIServer, hang
+from testkit.graph_thread import GraphThread
 from tools.broker.checks import RiskLimits
 from tools.broker.fees import DEFAULT_RATES
 from tools.broker.paper import PaperBroker, PaperConfig

@@ -20,8 +20,8 @@ from graphs.rule.background import scheduled_request
 from graphs.rule.commands import show_command
 from graphs.rule.routes import MAX_ROUNDS
 from graphs.workflow import CommandCall
-from tests.fakes.chat import ScriptedChatModel, answer
-from tests.graph_thread import GraphThread
+from testkit.fakes.chat import ScriptedChatModel, answer
+from testkit.graph_thread import GraphThread
 from tools.broker.checks import RiskLimits
 from tools.broker.fees import DEFAULT_RATES
 from tools.broker.paper import PaperBroker, PaperConfig

@@ -15,8 +15,8 @@ from sqlalchemy import Engine
 from graphs.context import WorkflowContext
 from graphs.factor.present import present_factor
 from graphs.factor.state import MAX_RETRIES
-from tests.fakes.chat import ScriptedChatModel, answer, tool_call
-from tests.graph_thread import GraphThread
+from testkit.fakes.chat import ScriptedChatModel, answer, tool_call
+from testkit.graph_thread import GraphThread
 from tools.data.local import SampleProvider
 from tools.factors.store import FactorStore
 from tools.sandbox import Sandbox

@@ -29,7 +29,7 @@ import pytest
 from numpy.lib.stride_tricks import sliding_window_view
 
 from graphs.context import WorkflowContext
-from tests.graph_thread import GraphThread
+from testkit.graph_thread import GraphThread
 from tools.data.local import LocalProvider, SampleProvider, sample_dir
 from tools.data.provider import MarketDataProvider
 from tools.factors.store import FactorStore

@@ -22,11 +22,11 @@ from graphs.factor.template import edit_problems
 from graphs.llm import get_light_llm, get_llm
 from graphs.order.grammar import OrderGrammarError, parse_order
 from graphs.workflow import CommandError
-from tests.fakes.openai_server import API_KEY, OpenAIServer, echoing_error
-from tests.graph_thread import GraphThread
+from testkit.fakes.openai_server import API_KEY, OpenAIServer, echoing_error
+from testkit.graph_thread import GraphThread
+from testkit.paper import CONFIG, interrupt_value, paper_orders
 from tests.test_llm_client import FREE_TEXT, LIGHT, settings_for
 from tests.test_mandate import ADMIN, TRADER, context, mandate
-from tests.test_order_graph import CONFIG, _card, _orders
 from tools.broker.clock import SHANGHAI
 from tools.broker.mandate import set_mandate
 from tools.broker.notes import note_text
@@ -79,9 +79,10 @@ def test_an_unbounded_order_is_refused_in_one_line_and_the_thread_goes_on(
     assert "__interrupt__" not in out
     problem = next(line for line in out["final_reply"].splitlines() if refusal in line)
     assert len(problem) < 200  # one short line, whatever was typed
-    card = _card(run.say(f"order 000001.SZ buy 100 account={account}"))  # the same thread still takes an order
+    # the same thread still takes an order
+    card = interrupt_value(run.say(f"order 000001.SZ buy 100 account={account}"))
     assert "All checks pass." in card["description"]
-    assert _orders(engine, account) == []
+    assert paper_orders(engine, account) == []
 
 
 @pytest.mark.parametrize(("most", "refusal"), [
@@ -104,16 +105,16 @@ def test_an_edited_quantity_or_price_goes_through_the_same_bounds(db_url: str, e
                                                                  provider: SampleProvider, account: str) -> None:
     run = GraphThread(db_url, context(engine, sandbox, provider), requester=ADMIN)
     out = run.say(f"order 000001.SZ buy 100 limit=14.50 account={account}")
-    assert _card(out)["args_schema"]["quantity"]["maximum"] == 1_000_000
+    assert interrupt_value(out)["args_schema"]["quantity"]["maximum"] == 1_000_000
     for edits, refusal in (({"quantity": "99999999999999999999999"}, "Quantity (shares) must be at most 1000000"),
                            ({"quantity": "1" + "0" * 5000}, "Quantity (shares) must be a whole number"),
                            ({"quantity": 1_000_100}, "Quantity (shares) must be at most 1000000"),
                            ({"quantity": 100, "limit_price": "1e30"}, "Limit price (CNY) must be at most"),
                            ({"quantity": 100, "limit_price": "inf"}, "Limit price (CNY) must be at most")):
         out = run.decide(out, {"type": "edit", "edited_action": {"name": "place_order", "args": edits}}, user=TRADER)
-        description = _card(out)["description"]
+        description = interrupt_value(out)["description"]
         assert f"the edit was not applied: {refusal}" in description, description
-    assert _orders(engine, account) == []
+    assert paper_orders(engine, account) == []
     done = run.decide(out, {"type": "approve"}, user=TRADER)  # the card still stands, as first checked
     assert done["result"]["status"] == "filled"
 
@@ -174,7 +175,7 @@ def test_block_st_refuses_a_code_whose_st_status_is_unknown(db_url: str, engine:
     assert out["result"]["message"] == (
         f"The order is outside account {account}'s mandate and is not proposed: 600519.SH's ST status is unknown, so "
         "the mandate's block ST cannot be checked: refused until the data says whether it is ST.")
-    assert _orders(engine, account) == []
+    assert paper_orders(engine, account) == []
 
 
 ST_CODE = "600000.SH"

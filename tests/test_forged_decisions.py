@@ -25,9 +25,10 @@ from bot.startup import build_context
 from bot.stores.records import AuditEntry, DecisionRecord
 from bot.stores.threads import thread_id_for
 from graphs.checkpointer import open_checkpointer
-from tests.fakes.slack_faults import FaultySlack
-from tests.fakes.slack_server import TEAM, SlackServer
-from tests.slack_harness import new_ts, run_background_pass, wait_until
+from testkit.fakes.slack_faults import FaultySlack
+from testkit.fakes.slack_server import TEAM, SlackServer
+from testkit.slack import new_ts, run_background_pass
+from testkit.wait import wait_until
 from tests.test_audit_chain import quantdesk
 from tools.audit.verify import Keys, verify
 from tools.audit.witness import WitnessFile, current_heads

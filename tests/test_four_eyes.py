@@ -18,10 +18,10 @@ from sqlalchemy.orm import Session
 
 from bot.stores.records import DecisionRecord
 from graphs.context import WorkflowContext
-from tests.graph_thread import GraphThread
+from testkit.console import quantdesk
+from testkit.graph_thread import GraphThread
+from testkit.paper import CONFIG, interrupt_value, order_events, paper_orders
 from tests.test_account_roles import chat
-from tests.test_cli import _quantdesk
-from tests.test_order_graph import CONFIG, _card, _events, _orders
 from tools.broker.paper import PaperBroker
 from tools.broker.records import PaperOrder
 from tools.data.local import SampleProvider
@@ -56,34 +56,34 @@ def test_below_the_threshold_one_trader_suffices(db_url: str, engine: Engine, sa
                                                  provider: SampleProvider, account: str) -> None:
     run = thread(db_url, engine, sandbox, provider)
     out = run.say(f"order 000001.SZ buy 100 account={account}")
-    assert "approvals" not in _card(out)["args"]
+    assert "approvals" not in interrupt_value(out)["args"]
     done = run.decide(out, {"type": "approve"}, user=ANNA)
     assert done["result"]["status"] == "filled"
-    assert [o.approved_by for o in _orders(engine, account)] == [ANNA]
+    assert [o.approved_by for o in paper_orders(engine, account)] == [ANNA]
 
 
 def test_two_different_traders_place_it_once_with_both_names(db_url: str, engine: Engine, sandbox: Sandbox,
                                                              provider: SampleProvider, account: str) -> None:
     run = thread(db_url, engine, sandbox, provider, requester=ANNA)  # Anna proposes (the maker)
     first = run.say(f"order 600519.SH buy 100 account={account}")
-    assert _card(first)["args"]["approvals"] == FIRST_OF_TWO
+    assert interrupt_value(first)["args"]["approvals"] == FIRST_OF_TWO
     second = run.decide(first, {"type": "approve"}, user=BO)
     (pending,) = second["__interrupt__"]
     assert pending.id != first["__interrupt__"][0].id  # a second interrupt: its own decision row
-    assert _card(second)["args"]["approvals"] == ("UBO (1 of 2: two traders above 100,000.00 CNY); waits for a "
-                                                  "second, different trader")
-    assert _orders(engine, account) == []
+    assert interrupt_value(second)["args"]["approvals"] == (
+        "UBO (1 of 2: two traders above 100,000.00 CNY); waits for a second, different trader")
+    assert paper_orders(engine, account) == []
     again = run.decide(second, {"type": "approve"}, user=BO)  # the same trader twice counts once
     assert "Refused: UBO already approved this order; a second, different trader must approve it" in \
-        _card(again)["description"]
+        interrupt_value(again)["description"]
     maker = run.decide(again, {"type": "approve"}, user=ANNA)  # the proposer is never the second
     assert ("Refused: UANNA proposed this order and cannot be its second approver (maker-checker): another trader "
-            "must approve it") in _card(maker)["description"]
-    assert _orders(engine, account) == []
+            "must approve it") in interrupt_value(maker)["description"]
+    assert paper_orders(engine, account) == []
     done = run.decide(maker, {"type": "approve"}, user=CY)
     assert done["result"]["status"] == "filled"
-    assert [o.approved_by for o in _orders(engine, account)] == ["UBO,UCY"]
-    assert _events(engine, account)[1:] == [("proposed", ANNA), ("approved", BO), ("refused", BO),
+    assert [o.approved_by for o in paper_orders(engine, account)] == ["UBO,UCY"]
+    assert order_events(engine, account)[1:] == [("proposed", ANNA), ("approved", BO), ("refused", BO),
                                             ("refused", ANNA), ("approved", CY), ("submitted", "UBO,UCY"),
                                             ("filled", None)]
 
@@ -94,7 +94,7 @@ def test_a_reject_by_the_second_trader_ends_it(db_url: str, engine: Engine, sand
     first = run.say(f"order 600519.SH buy 100 account={account}")
     second = run.decide(first, {"type": "approve"}, user=BO)
     done = run.decide(second, {"type": "reject", "message": "too large today"}, user=CY)
-    assert done["result"]["status"] == "rejected" and _orders(engine, account) == []
+    assert done["result"]["status"] == "rejected" and paper_orders(engine, account) == []
 
 
 def test_an_edit_after_the_first_approval_starts_the_approvals_again(db_url: str, engine: Engine, sandbox: Sandbox,
@@ -104,11 +104,11 @@ def test_an_edit_after_the_first_approval_starts_the_approvals_again(db_url: str
     second = run.decide(first, {"type": "approve"}, user=BO)
     edited = run.decide(second, {"type": "edit", "edited_action": {"name": "place_order", "args": {
         "quantity": 100, "limit_price": "1640.00"}}}, user=CY)  # 164,000 CNY: still above the four-eyes line
-    assert _card(edited)["args"]["approvals"] == FIRST_OF_TWO  # Bo approved other numbers
+    assert interrupt_value(edited)["args"]["approvals"] == FIRST_OF_TWO  # Bo approved other numbers
     small = run.decide(edited, {"type": "edit", "edited_action": {"name": "place_order", "args": {"quantity": 50}}},
                        user=CY)  # 600519.SH buys in lots of 100: not applied, the card stays
-    assert "Refused: the edit was not applied: " in _card(small)["description"]
-    assert _card(small)["args"]["approvals"] == FIRST_OF_TWO  # nothing changed, so nothing to approve again
+    assert "Refused: the edit was not applied: " in interrupt_value(small)["description"]
+    assert interrupt_value(small)["args"]["approvals"] == FIRST_OF_TWO  # nothing changed, so nothing to approve again
 
 
 def test_two_traders_approving_at_once_from_two_processes_give_one_order_with_both_names(
@@ -118,19 +118,19 @@ def test_two_traders_approving_at_once_from_two_processes_give_one_order_with_bo
     run.say(f"order 600519.SH buy 100 account={account}")
     start = tmp_path / "go"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    children = [subprocess.Popen([sys.executable, "-m", "tests.four_eyes_child", db_url, run.thread, trader,
+    children = [subprocess.Popen([sys.executable, "-m", "testkit.children.four_eyes", db_url, run.thread, trader,
                                   f"{ANNA},{BO}", str(start)], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
                 for trader in (ANNA, BO)]
     start.touch()
     for child in children:
         _, err = child.communicate(timeout=300)
         assert child.returncode == 0, err
-    (order,) = _orders(engine, account)
+    (order,) = paper_orders(engine, account)
     assert order.status == "filled" and sorted(order.approved_by.split(",")) == [ANNA, BO]
     with Session(engine) as session:
         rows = session.scalars(select(DecisionRecord).where(DecisionRecord.thread_id == run.thread)).all()
     assert sorted(r.decided_by for r in rows) == [ANNA, BO]  # both decisions are rows, one per interrupt
-    approvals = [who for event, who in _events(engine, account) if event == "approved"]
+    approvals = [who for event, who in order_events(engine, account) if event == "approved"]
     assert sorted(approvals) == [ANNA, BO]
 
 
@@ -141,7 +141,7 @@ def test_in_the_console_the_policy_keeps_the_first_approver_and_the_proposer_fro
     language, and a third trader's approval places the order with both names. Real `quantdesk chat` processes."""
     env = {"QUANTDESK_TRADERS": "U_ANNA,U_BO,U_CY", "QUANTDESK_CONSOLE_USERS": "anna=U_ANNA,bo=U_BO,cy=U_CY",
            "QUANTDESK_SECOND_APPROVAL_ABOVE": "100000", "QUANTDESK_DATA_PROVIDER": "sample"}
-    assert _quantdesk(["db", "upgrade"], tmp_path, DATABASE_URL=own_url).returncode == 0
+    assert quantdesk(["db", "upgrade"], tmp_path, DATABASE_URL=own_url).returncode == 0
     bo = chat(tmp_path, own_url, "bo", "order 600519.SH buy 100", **env)  # Bo proposes (the maker)
     assert f"  approvals: {FIRST_OF_TWO}" in bo
     anna = chat(tmp_path, own_url, "anna", "pending 1", "approve", "approve", "lang zh", "approve", **env)

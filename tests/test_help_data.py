@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from graphs.conversation import help_sections
-from tests.test_paper_broker import JUNE, market
+from testkit.market import JUNE, market
 from tools.data.local import SampleProvider
 from tools.data.provider import MarketDataProvider
 from tools.i18n import using

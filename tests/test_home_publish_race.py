@@ -22,9 +22,9 @@ from bot.startup import build_context
 from bot.stores.homes import HomeStore
 from graphs.checkpointer import open_checkpointer
 from graphs.context import WorkflowContext
-from tests.fakes.slack_faults import FaultySlack
-from tests.fakes.slack_server import SlackServer
-from tests.slack_harness import wait_until
+from testkit.fakes.slack_faults import FaultySlack
+from testkit.fakes.slack_server import SlackServer
+from testkit.wait import wait_until
 from tools.broker.paper import PaperConfig
 from tools.broker.store import ensure_account
 from tools.settings import Settings

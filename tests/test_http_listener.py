@@ -18,15 +18,9 @@ from slack_sdk import WebClient
 from slack_sdk.signature import SignatureVerifier
 
 from bot.slack.http import MAX_BODY_BYTES, make_server, raise_file_limit, serve_in_thread
-from tests.fakes.slack_server import SlackServer
+from testkit.fakes.slack_server import SlackServer
 
 SECRET = "listener-secret"
-
-
-@pytest.fixture(scope="module")
-def slack() -> Iterator[SlackServer]:
-    with SlackServer() as server:
-        yield server
 
 
 def _listen(slack: SlackServer, **deadlines: int) -> Iterator[tuple[int, list[str]]]:

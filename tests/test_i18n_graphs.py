@@ -18,9 +18,10 @@ from graphs.main import no_route
 from graphs.rule.background import run_title
 from graphs.rule.nodes.plan import _action, _decision
 from graphs.signal.nodes.signal_generate import check_signal
-from tests.graph_thread import GraphThread
-from tests.test_console_chinese import english_left
-from tests.test_order_graph import TRADER, _card, _ctx
+from testkit.console import english_left
+from testkit.graph_thread import GraphThread
+from testkit.paper import interrupt_value
+from tests.test_order_graph import TRADER, _ctx
 from tools.broker.orders import Fill, Order
 from tools.data.local import SampleProvider
 from tools.desk.log import Decision
@@ -42,11 +43,11 @@ def test_an_orders_refusals_edits_expiry_and_rejection_read_in_chinese(sqlite_ur
     with using("zh-CN"):
         out = thread.say("下单 000001.SZ 买入 100 limit=14.50 account=z1")
         again = thread.decide(out, {"type": "approve"}, user="UALICE")
-        refused = _card(again)["description"]
+        refused = interrupt_value(again)["description"]
         lot = thread.decide(again, {"type": "edit", "edited_action": {"name": "place_order",
                                                                     "args": {"quantity": 150, "side": "sell"}}},
                             user=TRADER)
-        edit = _card(lot)["description"]
+        edit = interrupt_value(lot)["description"]
         late = thread.decide(lot, {"type": "approve"}, user=TRADER, decided_at="2999-01-01T00:00:00+00:00")
         rejected_thread = GraphThread(sqlite_url, thread.ctx, requester="UALICE")
         rejected = rejected_thread.decide(rejected_thread.say("下单 000001.SZ 买入 100 account=z1"),

@@ -24,6 +24,7 @@ from bot.jobs import JobQueue, Message, make_job_queue, should_stop, start_serve
 from bot.jobs.base import RUN_TEXT, RUNS_QUEUE
 from bot.jobs.local import LocalJobQueue
 from bot.jobs.pg import PgJobQueue, connection_budget
+from testkit.wait import wait_until
 from tools.settings import Settings, get_settings
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
@@ -94,23 +95,13 @@ def _events(engine: Engine, thread_id: str | None = None) -> list[tuple[str, str
 
 def _wait_for(engine: Engine, done: Callable[[list[tuple[str, str, int]]], bool],
               timeout: float = WAIT_SECONDS) -> list[tuple[str, str, int]]:
-    """Poll the events until `done(events)`; fail with what was seen after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
+    """The events once `done(events)` holds; fail with what was seen after `timeout` seconds."""
+    def ready() -> tuple[list[tuple[str, str, int]]] | None:
         seen = _events(engine)
-        if done(seen):
-            return seen
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out; events so far: {seen}")
-        time.sleep(0.02)
+        return (seen,) if done(seen) else None
 
-
-def _eventually(condition: Callable[[], bool], what: str, timeout: float = WAIT_SECONDS) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.02)
+    (seen,) = wait_until(ready, "the events asked for", timeout, interval=0.02, seen=lambda: _events(engine))
+    return seen
 
 
 def _has(key: str, phase: str) -> Callable[[list[tuple[str, str, int]]], bool]:
@@ -334,7 +325,7 @@ def test_inbox_dedupes_and_requeues_recorded_but_unqueued_messages(queue_url: st
     seen = _wait_for(queue.engine, _has("C1:100.3", "end"))
     assert [(k, p) for k, p, _ in seen] == [(k, p) for k in ("C1:100.1", "C1:100.2", "C1:100.3")
                                             for p in ("start", "end")]
-    _eventually(lambda: all(queue.inbox.is_done(k) for k in ("C1:100.1", "C1:100.2", "C1:100.3")),
+    wait_until(lambda: all(queue.inbox.is_done(k) for k in ("C1:100.1", "C1:100.2", "C1:100.3")),
                 "the inbox rows to be marked done")
 
 

@@ -10,9 +10,9 @@ from sqlalchemy.orm import Session
 from graphs.context import WorkflowContext
 from graphs.order.commands import trading_command
 from graphs.workflow import CommandCall
-from tests.graph_thread import GraphThread
+from testkit.graph_thread import GraphThread
+from testkit.paper import interrupt_value, paper_orders
 from tests.test_mandate import ADMIN, OWNER, TRADER, context, provider  # noqa: F401 - the module's provider fixture
-from tests.test_order_graph import _card, _orders
 from tools.broker.records import OrderEvent
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
@@ -27,7 +27,7 @@ def test_switching_off_expires_open_cards_with_who_and_why(own_url: str, own_eng
     ctx = context(own_engine, sandbox, provider)
     run = GraphThread(own_url, ctx, requester=ADMIN)
     card = run.say("order 000001.SZ buy 100 account=ks")
-    assert _card(card)["allowed"][0] == "approve"
+    assert interrupt_value(card)["allowed"][0] == "approve"
     assert switch(ctx, TRADER, "off", "exchange", "outage").startswith(
         "Trading is OFF: nothing is submitted or filled, every open order card has expired")
     assert switch(ctx, ADMIN, "on", "outage over").startswith("Trading is on")  # an admin may switch too
@@ -38,7 +38,7 @@ def test_switching_off_expires_open_cards_with_who_and_why(own_url: str, own_eng
     assert done["result"]["message"].startswith(f"Trading was switched off by {TRADER} at ")
     assert "(exchange outage) after this card was made: it expired before UTRADER's approve" in \
         done["result"]["message"]
-    assert _orders(own_engine, "ks") == []
+    assert paper_orders(own_engine, "ks") == []
     with Session(own_engine) as session:
         rows = session.scalars(select(OrderEvent).where(OrderEvent.event.in_(("trading off", "trading on")))
                                .order_by(OrderEvent.id)).all()
@@ -60,4 +60,4 @@ def test_rules_propose_nothing_until_trading_is_on_again(own_url: str, own_engin
             in str(off["result"]))
     switch(ctx, TRADER, "on")
     on = GraphThread(own_url, ctx, requester=OWNER).say(f"rule run {rule.id}")
-    assert _card(on)["args"]["order"].startswith("BUY 100 600519.SH")
+    assert interrupt_value(on)["args"]["order"].startswith("BUY 100 600519.SH")

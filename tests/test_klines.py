@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pandas as pd
 import pytest
 
-from tests.fakes.exchange_server import HOUR_MS, SPOT_PATHS, T0, ExchangeServer, FakeBinance, kline_row
+from testkit.fakes.exchange_server import HOUR_MS, SPOT_PATHS, T0, ExchangeServer, FakeBinance, kline_row
 from tools.data.klines import (
     TIMEFRAMES,
     AShareKlines,

@@ -15,8 +15,9 @@ from sqlalchemy import inspect
 
 from bot.stores.languages import LanguageStore
 from bot.stores.threads import ThreadRegistry
-from tests.fakes.slack_server import SlackServer
-from tests.slack_harness import (
+from testkit.console import quantdesk
+from testkit.fakes.slack_server import SlackServer
+from testkit.slack import (
     BotProcess,
     blocks_valid,
     command_body,
@@ -28,7 +29,6 @@ from tests.slack_harness import (
     question_call,
     text_of,
 )
-from tests.test_cli import _quantdesk
 from tools.storage.db import make_engine
 from tools.storage.migrate import current_revision, downgrade, upgrade
 from tools.storage.models import Base
@@ -74,14 +74,14 @@ def test_a_choice_survives_a_restart_and_a_thread_keeps_its_language(own_url: st
 
 
 def test_console_lang_is_kept_across_sessions(tmp_path: Path) -> None:
-    first = _quantdesk(["chat"], tmp_path, "bars\nlang zh\nbars\nlang fr\n")
+    first = quantdesk(["chat"], tmp_path, "bars\nlang zh\nbars\nlang fr\n")
     assert first.returncode == 0, first.stderr
     assert first.stdout.splitlines() == [
         "usage: bars CODES START END [FIELD ...]",
         "今后我用中文回复你。每个线程沿用发起人的语言。",
         "用法：bars CODES START END [FIELD ...]",
         "用法：`lang zh`（中文）或 `lang en`（English）。你现在使用的语言是 zh-CN。"]
-    second = _quantdesk(["chat"], tmp_path, "bars\n语言 en\nbars\n")  # a new process: the choice was stored
+    second = quantdesk(["chat"], tmp_path, "bars\n语言 en\nbars\n")  # a new process: the choice was stored
     assert second.stdout.splitlines() == [
         "用法：bars CODES START END [FIELD ...]",
         "From now on I answer you in English. A thread keeps the language of the person who started it.",
@@ -89,12 +89,12 @@ def test_console_lang_is_kept_across_sessions(tmp_path: Path) -> None:
 
 
 def test_the_workspace_default_speaks_to_those_who_never_chose(tmp_path: Path) -> None:
-    out = _quantdesk(["chat"], tmp_path, "bars\n", QUANTDESK_LANGUAGE="zh-CN")
+    out = quantdesk(["chat"], tmp_path, "bars\n", QUANTDESK_LANGUAGE="zh-CN")
     assert out.stdout.splitlines() == ["用法：bars CODES START END [FIELD ...]"]
 
 
 def test_quantdesk_language_as_typed_starts_the_console_in_chinese(tmp_path: Path) -> None:
-    out = _quantdesk(["chat"], tmp_path, "help\n", QUANTDESK_LANGUAGE="zh")
+    out = quantdesk(["chat"], tmp_path, "help\n", QUANTDESK_LANGUAGE="zh")
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0] == "工作流请求（新请求开启新线程；其他输入继续当前线程）："
@@ -103,7 +103,7 @@ def test_quantdesk_language_as_typed_starts_the_console_in_chinese(tmp_path: Pat
 
 @pytest.mark.parametrize("command", [["chat"], ["serve", "--port", "0"], ["worker"], ["db", "upgrade"]])
 def test_an_unknown_quantdesk_language_stops_the_start_with_one_line(tmp_path: Path, command: list[str]) -> None:
-    out = _quantdesk(command, tmp_path, "help\n", QUANTDESK_LANGUAGE="klingon")
+    out = quantdesk(command, tmp_path, "help\n", QUANTDESK_LANGUAGE="klingon")
     assert out.returncode == 2 and out.stdout == ""
     (line,) = out.stderr.splitlines()
     assert line.startswith("quantdesk: QUANTDESK_LANGUAGE: 'klingon' is not a language QuantDesk speaks; use zh-CN (")
@@ -112,7 +112,7 @@ def test_an_unknown_quantdesk_language_stops_the_start_with_one_line(tmp_path: P
 
 
 def test_lang_takes_what_people_type_for_a_language(tmp_path: Path) -> None:
-    out = _quantdesk(["chat"], tmp_path, "lang 中文\nbars\nlang english\nbars\nlang zh_CN\nbars\nlang zh_TW\n")
+    out = quantdesk(["chat"], tmp_path, "lang 中文\nbars\nlang english\nbars\nlang zh_CN\nbars\nlang zh_TW\n")
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == [
         "今后我用中文回复你。每个线程沿用发起人的语言。",
@@ -132,14 +132,6 @@ def slack() -> Iterator[SlackServer]:
     with SlackServer() as server:
         server.fake.locales.update({ZHANG: "zh-CN", ALICE: "en-US", LIN: "zh-TW"})
         yield server
-
-
-@pytest.fixture(scope="module")
-def bot(slack: SlackServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BotProcess]:
-    data = tmp_path_factory.mktemp("languages")
-    process = BotProcess(slack.url, f"sqlite:///{data / 'q.db'}", data)
-    yield process
-    process.stop()
 
 
 def _command(slack: SlackServer, bot: BotProcess, text: str, user: str, channel: str = "CLANG") -> str:

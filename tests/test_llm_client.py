@@ -28,9 +28,9 @@ from graphs.llm import (
     invoke_structured,
 )
 from graphs.main import RouteAnswer, no_route
-from tests.fakes.chat import ScriptedChatModel, ScriptedModels, ScriptExhausted, UnboundToolCall, answer, tool_call
-from tests.fakes.openai_server import API_KEY, FakeOpenAI, OpenAIServer, Step, hang, http_error
-from tests.graph_thread import GraphThread
+from testkit.fakes.chat import ScriptedChatModel, ScriptedModels, ScriptExhausted, UnboundToolCall, answer, tool_call
+from testkit.fakes.openai_server import API_KEY, FakeOpenAI, OpenAIServer, Step, hang, http_error
+from testkit.graph_thread import GraphThread
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
 from tools.settings import Settings
@@ -271,8 +271,8 @@ def test_fixture_teardowns_fail_on_leftovers_and_swallowed_exhaustion(pytester: 
         import pytest
         from langchain_core.messages import HumanMessage
         from graphs.llm import get_light_llm
-        from tests.fakes.chat import ScriptedModels, answer, tool_call
-        from tests.fakes.openai_server import API_KEY, OpenAIServer
+        from testkit.fakes.chat import ScriptedModels, answer, tool_call
+        from testkit.fakes.openai_server import API_KEY, OpenAIServer
         from tools.settings import Settings
 
         LIGHT = "light-model"

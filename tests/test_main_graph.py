@@ -5,8 +5,8 @@ from __future__ import annotations
 from sqlalchemy import Engine
 
 from graphs.context import WorkflowContext
-from tests.fakes.chat import ScriptedChatModel, answer, decision, tool_call
-from tests.graph_thread import GraphThread
+from testkit.fakes.chat import ScriptedChatModel, answer, decision, tool_call
+from testkit.graph_thread import GraphThread
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
 from tools.storage.artifacts import ArtifactStore

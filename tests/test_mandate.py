@@ -13,8 +13,8 @@ from sqlalchemy import Engine
 from graphs.context import WorkflowContext
 from graphs.order.mandate_command import mandate_command
 from graphs.workflow import CommandCall, CommandError
-from tests.graph_thread import GraphThread
-from tests.test_order_graph import CONFIG, _card, _events, _orders
+from testkit.graph_thread import GraphThread
+from testkit.paper import CONFIG, interrupt_value, order_events, paper_orders
 from tools.audit.verify import Keys, verify
 from tools.broker.paper import PaperBroker
 from tools.data.local import SampleProvider
@@ -57,7 +57,7 @@ def test_admins_set_the_mandate_and_each_change_is_audited(engine: Engine, sandb
     with pytest.raises(CommandError, match="'gem' is not a code"):
         mandate(ctx, ADMIN, account, "set", "allow=gem")
     assert mandate(ctx, ADMIN, account, "clear").summary == f"Account {account} has no mandate now (cleared by UADMIN)."
-    assert [e for e in _events(engine, account) if e[0] == "mandate set"] == [("mandate set", ADMIN)] * 2
+    assert [e for e in order_events(engine, account) if e[0] == "mandate set"] == [("mandate set", ADMIN)] * 2
     reports, strays = verify(engine, Keys({}), account)
     assert [r.problem for r in reports] == [None] and strays == []
 
@@ -71,7 +71,8 @@ def test_a_hand_typed_order_outside_the_mandate_is_refused_naming_its_line(
     assert "__interrupt__" not in out
     assert out["result"]["message"] == (f"The order is outside account {account}'s mandate and is not proposed: "
                                         "600519.SH is blocked (mandate: block 600519.SH).")
-    card = _card(run.say(f"order 000001.SZ buy 100 account={account}"))  # within it: the card shows the mandate
+    # within it: the card shows the mandate
+    card = interrupt_value(run.say(f"order 000001.SZ buy 100 account={account}"))
     assert card["args"]["mandate"] == "block 600519.SH; at most 1 orders a day"
     assert "PASS mandate: within the account's mandate" in card["description"]
 
@@ -86,7 +87,7 @@ def test_the_daily_order_cap_refuses_the_next_order(db_url: str, engine: Engine,
     second = run.say(f"order 000001.SZ buy 100 account={account}")
     assert "__interrupt__" not in second
     assert second["result"]["message"].endswith("1 orders already this session (mandate: at most 1 orders a day).")
-    assert len(_orders(engine, account)) == 1
+    assert len(paper_orders(engine, account)) == 1
 
 
 def test_a_rule_on_a_blocked_symbol_proposes_nothing(db_url: str, engine: Engine, sandbox: Sandbox,
@@ -98,4 +99,4 @@ def test_a_rule_on_a_blocked_symbol_proposes_nothing(db_url: str, engine: Engine
     out = GraphThread(db_url, ctx, requester=OWNER).say(f"rule run {rule.id}")
     assert "__interrupt__" not in out
     assert "600519.SH is blocked (mandate: block main)" in str(out["result"])
-    assert _orders(engine, account) == []
+    assert paper_orders(engine, account) == []

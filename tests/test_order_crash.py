@@ -18,18 +18,10 @@ from sqlalchemy.orm import Session
 
 from bot.stores.records import DecisionRecord, PostRecord
 from bot.stores.threads import thread_id_for
-from tests.fakes.slack_faults import FaultySlack, post_key
-from tests.fakes.slack_server import TEAM, Call, SlackServer
-from tests.slack_harness import (
-    BotProcess,
-    action_body,
-    button_of,
-    command_body,
-    in_thread,
-    post,
-    text_of,
-    wait_until,
-)
+from testkit.fakes.slack_faults import FaultySlack, post_key
+from testkit.fakes.slack_server import TEAM, Call, SlackServer
+from testkit.slack import BotProcess, action_body, button_of, command_body, in_thread, post, text_of
+from testkit.wait import wait_until
 from tools.broker.records import CashEntry, OrderEvent, PaperFill, PaperOrder
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade

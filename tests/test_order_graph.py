@@ -5,10 +5,6 @@ the account runs on a simulated clock and fills at the last close (20200824)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-from decimal import Decimal
-from typing import Any
-
 import pytest
 from langgraph.graph import END, START, StateGraph
 from sqlalchemy import Engine, select
@@ -17,20 +13,15 @@ from sqlalchemy.orm import Session
 from graphs.context import WorkflowContext
 from graphs.order.nodes.submit import submit_node
 from graphs.order.state import OrderApprovalState
-from tests.graph_thread import GraphThread
-from tools.broker.checks import RiskLimits
-from tools.broker.fees import DEFAULT_RATES
-from tools.broker.paper import PaperBroker, PaperConfig
-from tools.broker.records import OrderEvent, PaperFill, PaperOrder
+from testkit.graph_thread import GraphThread
+from testkit.paper import CONFIG, interrupt_value, order_events, paper_fills, paper_orders
+from tools.broker.paper import PaperBroker
+from tools.broker.records import OrderEvent
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
 from tools.storage.artifacts import ArtifactStore
 
 TRADER, OTHER = "UTRADER", "UALICE"
-CONFIG = PaperConfig(DEFAULT_RATES, RiskLimits(Decimal("500000"), Decimal("0.3"), Decimal("0.05")),
-                     Decimal("1000000"), "open", 7, timedelta(minutes=120))
-
-
 @pytest.fixture(scope="module")
 def provider() -> SampleProvider:
     return SampleProvider()
@@ -47,32 +38,11 @@ def _thread(db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvi
     return GraphThread(db_url, _ctx(engine, sandbox, provider, traders), requester=OTHER)
 
 
-def _card(out: dict[str, Any]) -> dict[str, Any]:
-    (pending,) = out["__interrupt__"]
-    return pending.value
-
-
-def _events(engine: Engine, account: str) -> list[tuple[str, str | None]]:
-    with Session(engine) as session:
-        rows = session.scalars(select(OrderEvent).where(OrderEvent.account == account).order_by(OrderEvent.id))
-        return [(r.event, r.actor) for r in rows]
-
-
-def _orders(engine: Engine, account: str) -> list[PaperOrder]:
-    with Session(engine) as session:
-        return list(session.scalars(select(PaperOrder).where(PaperOrder.account == account)))
-
-
-def _fills(engine: Engine, account: str) -> list[PaperFill]:
-    with Session(engine) as session:
-        return list(session.scalars(select(PaperFill).where(PaperFill.account == account)))
-
-
 def test_a_trader_approves_and_the_order_fills_at_the_last_close(db_url: str, engine: Engine, sandbox: Sandbox,
                                                                   provider: SampleProvider) -> None:
     thread = _thread(db_url, engine, sandbox, provider)
     out = thread.say("order 600519.SH buy 100 account=g1 results beat expectations")
-    card = _card(out)
+    card = interrupt_value(out)
     assert card["type"] == "approval" and card["deciders"] == "traders"
     assert card["allowed"] == ["approve", "edit", "reject"]
     assert card["args"]["order"] == "BUY 100 600519.SH 贵州茅台 at market"
@@ -85,11 +55,11 @@ def test_a_trader_approves_and_the_order_fills_at_the_last_close(db_url: str, en
     done = thread.decide(out, {"type": "approve"}, user=TRADER)
     result = done["result"]
     assert result["status"] == "filled" and result["decided_by"] == TRADER
-    (fill,) = _fills(engine, "g1")
+    (fill,) = paper_fills(engine, "g1")
     assert (fill.price_fen, fill.value_fen, fill.commission_fen, fill.transfer_fee_fen, fill.stamp_duty_fen) == (
         162255, 16225500, 4056, 325, 0)
     assert fill.basis == "simulated fill at the last available close"
-    assert _events(engine, "g1") == [("account opened", OTHER), ("proposed", OTHER), ("approved", TRADER),
+    assert order_events(engine, "g1") == [("account opened", OTHER), ("proposed", OTHER), ("approved", TRADER),
                                      ("submitted", TRADER), ("filled", None)]
 
 
@@ -101,27 +71,27 @@ def test_a_decision_by_no_trader_is_refused_recorded_and_asked_again(db_url: str
     thread = _thread(db_url, engine, sandbox, provider)
     out = thread.say(f"order 000001.SZ buy 100 account={account}")
     again = thread.decide(out, {"type": "approve"}, user=who)
-    card = _card(again)  # a new approval: the order still waits for a trader
+    card = interrupt_value(again)  # a new approval: the order still waits for a trader
     assert "not a trader (QUANTDESK_TRADERS) and cannot approve orders" in card["description"]
-    assert _orders(engine, account) == []
-    assert ("refused", who) in _events(engine, account)
+    assert paper_orders(engine, account) == []
+    assert ("refused", who) in order_events(engine, account)
     edit = thread.decide(again, {"type": "edit", "edited_action": {"name": "place_order", "args": {"quantity": 200}}},
                          user=who)
-    assert "cannot edit orders" in _card(edit)["description"] and _orders(engine, account) == []
+    assert "cannot edit orders" in interrupt_value(edit)["description"] and paper_orders(engine, account) == []
     done = thread.decide(edit, {"type": "approve"}, user=TRADER)
     assert done["result"]["status"] == "filled"
-    assert len(_fills(engine, account)) == 1
+    assert len(paper_fills(engine, account)) == 1
 
 
 def test_with_no_traders_configured_an_order_can_only_be_rejected(db_url: str, engine: Engine, sandbox: Sandbox,
                                                                    provider: SampleProvider) -> None:
     thread = _thread(db_url, engine, sandbox, provider, traders=frozenset())
     out = thread.say("order 000001.SZ buy 100 account=g3")
-    card = _card(out)
+    card = interrupt_value(out)
     assert card["allowed"] == ["reject"]
     assert "set QUANTDESK_TRADERS" in card["who_decides"]
     again = thread.decide(out, {"type": "approve"}, user=TRADER)  # Studio or the SDK can still send one
-    assert "not a trader" in _card(again)["description"] and _orders(engine, "g3") == []
+    assert "not a trader" in interrupt_value(again)["description"] and paper_orders(engine, "g3") == []
 
 
 def test_an_expired_proposal_cannot_be_approved(db_url: str, engine: Engine, sandbox: Sandbox,
@@ -131,8 +101,8 @@ def test_an_expired_proposal_cannot_be_approved(db_url: str, engine: Engine, san
     late = "2999-01-01T00:00:00+00:00"
     done = thread.decide(out, {"type": "approve"}, user=TRADER, decided_at=late)
     assert done["result"]["status"] == "expired"
-    assert "expired at" in done["result"]["message"] and _orders(engine, "g4") == []
-    assert ("expired", TRADER) in _events(engine, "g4")
+    assert "expired at" in done["result"]["message"] and paper_orders(engine, "g4") == []
+    assert ("expired", TRADER) in order_events(engine, "g4")
 
 
 def test_an_edit_is_checked_against_the_rules_before_anything_is_placed(db_url: str, engine: Engine,
@@ -140,30 +110,30 @@ def test_an_edit_is_checked_against_the_rules_before_anything_is_placed(db_url: 
                                                                          provider: SampleProvider) -> None:
     thread = _thread(db_url, engine, sandbox, provider)
     out = thread.say("order 000001.SZ buy 100 limit=14.50 account=g5")
-    card = _card(out)
+    card = interrupt_value(out)
     # 20200727's previous close 13.50 (the bar's pre_close): ±10 % → 12.15 … 14.85
     assert card["args_schema"]["quantity"] == {"type": "integer", "title": "Quantity (shares)", "minimum": 100,
                                                "maximum": 1_000_000, "multiple_of": 100}
     lot = thread.decide(out, {"type": "edit", "edited_action": {"name": "place_order", "args": {"quantity": 150}}},
                         user=TRADER)
-    assert "quantity (shares) must be a multiple of 100" in _card(lot)["description"].lower()
+    assert "quantity (shares) must be a multiple of 100" in interrupt_value(lot)["description"].lower()
     price = thread.decide(lot, {"type": "edit", "edited_action": {"name": "place_order",
                                                                   "args": {"quantity": 200, "limit_price": 99}}},
                           user=TRADER)
-    assert "Limit price (CNY) must be at most" in _card(price)["description"]
-    assert _orders(engine, "g5") == []
+    assert "Limit price (CNY) must be at most" in interrupt_value(price)["description"]
+    assert paper_orders(engine, "g5") == []
     edited = thread.decide(price, {"type": "edit", "edited_action": {"name": "place_order", "args": {
         "quantity": 300, "limit_price": "14.60"}}}, user=TRADER)
-    card = _card(edited)  # a valid edit is not placed as it comes: a new card, every check run again on it
+    card = interrupt_value(edited)  # a valid edit is not placed as it comes: a new card, every check run again on it
     assert (card["args"]["quantity"], card["args"]["limit_price"]) == (300, "14.60")
     assert card["description"].startswith(f"Edited by {TRADER}: every check ran again")
     assert "All checks pass." in card["description"] and card["allowed"] == ["approve", "edit", "reject"]
-    assert _orders(engine, "g5") == []
+    assert paper_orders(engine, "g5") == []
     done = thread.decide(edited, {"type": "approve"}, user=TRADER)
     assert done["result"]["status"] == "filled"
-    (order,) = _orders(engine, "g5")
+    (order,) = paper_orders(engine, "g5")
     assert (order.quantity, order.limit_price_fen) == (300, 1460)
-    assert [e for e, _ in _events(engine, "g5")].count("edited") == 1
+    assert [e for e, _ in order_events(engine, "g5")].count("edited") == 1
 
 
 def test_an_edit_whose_order_fails_its_checks_is_not_applied_and_the_card_waits_as_it_was(
@@ -174,7 +144,7 @@ def test_an_edit_whose_order_fails_its_checks_is_not_applied_and_the_card_waits_
     out = thread.say("order 600519.SH buy 100 account=g9")
     big = thread.decide(out, {"type": "edit", "edited_action": {"name": "place_order", "args": {"quantity": 1000}}},
                         user=TRADER)
-    card = _card(big)
+    card = interrupt_value(big)
     assert card["args"]["quantity"] == 100 and card["allowed"] == ["approve", "edit", "reject"]
     (line,) = [line for line in card["description"].splitlines() if line.startswith("Refused: ")]
     assert line.startswith("Refused: the edit was not applied: the edited order (BUY 1,000 600519.SH 贵州茅台 at "
@@ -182,9 +152,9 @@ def test_an_edit_whose_order_fails_its_checks_is_not_applied_and_the_card_waits_
     assert "; order value limit: " in line and line.endswith("). The card still waits, with the order as it was.")
     done = thread.decide(big, {"type": "approve"}, user=TRADER)
     assert done["result"]["status"] == "filled"
-    (order,) = _orders(engine, "g9")
+    (order,) = paper_orders(engine, "g9")
     assert order.quantity == 100
-    assert [e for e, _ in _events(engine, "g9")].count("edited") == 0
+    assert [e for e, _ in order_events(engine, "g9")].count("edited") == 0
 
 
 def test_a_rejection_places_nothing_and_keeps_its_reason(db_url: str, engine: Engine, sandbox: Sandbox,
@@ -192,7 +162,7 @@ def test_a_rejection_places_nothing_and_keeps_its_reason(db_url: str, engine: En
     thread = _thread(db_url, engine, sandbox, provider)
     out = thread.say("order 000001.SZ buy 100 account=g6")
     done = thread.decide(out, {"type": "reject", "message": "too close to the close"}, user=OTHER)
-    assert done["result"]["status"] == "rejected" and _orders(engine, "g6") == []
+    assert done["result"]["status"] == "rejected" and paper_orders(engine, "g6") == []
     with Session(engine) as session:
         event = session.scalars(select(OrderEvent).where(OrderEvent.account == "g6",
                                                          OrderEvent.event == "rejected")).one()
@@ -203,14 +173,15 @@ def test_failing_checks_offer_no_approve_and_an_edit_can_fix_them(db_url: str, e
                                                                    provider: SampleProvider) -> None:
     thread = _thread(db_url, engine, sandbox, provider)
     out = thread.say("order 600519.SH buy 1000 account=g7")  # 1,696,350.00: above the cash and the value limit
-    card = _card(out)
+    card = interrupt_value(out)
     assert card["allowed"] == ["edit", "reject"]
     assert "FAIL cash" in card["description"] and "FAIL order value limit" in card["description"]
     again = thread.decide(out, {"type": "approve"}, user=TRADER)
-    assert "approve is not possible while checks fail" in _card(again)["description"]
+    assert "approve is not possible while checks fail" in interrupt_value(again)["description"]
     edited = thread.decide(again, {"type": "edit", "edited_action": {"name": "place_order",
                                                                      "args": {"quantity": 100}}}, user=TRADER)
-    assert _card(edited)["allowed"] == ["approve", "edit", "reject"]  # the edit fixed them: now it may be approved
+    # the edit fixed them: now it may be approved
+    assert interrupt_value(edited)["allowed"] == ["approve", "edit", "reject"]
     done = thread.decide(edited, {"type": "approve"}, user=TRADER)
     assert done["result"]["status"] == "filled"
 
@@ -233,7 +204,7 @@ def test_running_the_submit_step_again_places_nothing_twice(engine: Engine, sand
     second = step.invoke(state, config, context=ctx)  # type: ignore[arg-type]
     assert first["order_outcome"]["order"]["id"] == second["order_outcome"]["order"]["id"]
     assert second["order_outcome"]["status"] == "filled"
-    assert len(_orders(engine, "g8")) == 1 and len(_fills(engine, "g8")) == 1
+    assert len(paper_orders(engine, "g8")) == 1 and len(paper_fills(engine, "g8")) == 1
 
 
 @pytest.mark.parametrize("text, problem", [

@@ -16,8 +16,8 @@ from bot.slack.serve import slack_core
 from bot.startup import build_context
 from bot.stores.threads import thread_id_for
 from graphs.checkpointer import open_checkpointer
-from tests.fakes.slack_server import TEAM, SlackServer
-from tests.slack_harness import in_thread, run_background_job, text_of
+from testkit.fakes.slack_server import TEAM, SlackServer
+from testkit.slack import in_thread, run_background_job, text_of
 from tools.broker.clock import SHANGHAI
 from tools.broker.orders import OrderRequest
 from tools.broker.paper import PaperBroker

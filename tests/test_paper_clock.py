@@ -20,8 +20,8 @@ from graphs.context import WorkflowContext
 from graphs.order.clock import clock_command
 from graphs.views import View
 from graphs.workflow import CommandCall, CommandError
-from tests.graph_thread import GraphThread
-from tests.test_paper_broker import JUNE, market
+from testkit.graph_thread import GraphThread
+from testkit.market import JUNE, market
 from tools.broker.checks import RiskLimits
 from tools.broker.clock import SHANGHAI
 from tools.broker.fees import DEFAULT_RATES

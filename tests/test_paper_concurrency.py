@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from tests.test_paper_broker import (
+from testkit.market import (
     JUNE,
     JUNE_17,
     MONDAY_EVENING,

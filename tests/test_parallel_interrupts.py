@@ -19,9 +19,9 @@ from bot.startup import build_context
 from bot.stores.threads import thread_id_for
 from graphs.checkpointer import open_checkpointer
 from graphs.interrupts import answer_text, clarify_request
-from tests.fakes.slack_faults import post_key
-from tests.fakes.slack_server import TEAM
-from tests.slack_harness import wait_until
+from testkit.fakes.slack_faults import post_key
+from testkit.fakes.slack_server import TEAM
+from testkit.wait import wait_until
 from tests.test_durable_decisions import Desk, desk  # noqa: F401 - the in-process Slack desk fixture
 from tools.settings import Settings
 

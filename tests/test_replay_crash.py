@@ -1,6 +1,6 @@
 """A SIGKILL in the middle of a replay's second date, then a restart: the first date is not decided again (issue 14).
 
-A child process (tests/replay_crash_child.py) replays the desk (market analyst only) over 20200803, 20200810 and
+A child process (testkit/children/replay_crash.py) replays the desk (market analyst only) over 20200803, 20200810 and
 20200817 of the sample data: the first date is a Buy that fills in the replay account; on the second the bear's
 model call never returns. Once the bear is asked, and the first date's answer is in the checkpoint, the child is
 SIGKILLed. This process then resumes the thread from the same database with a strict scripted model that has answers
@@ -20,16 +20,16 @@ from sqlalchemy.orm import Session
 
 from graphs.analyze.graph import build_analyze_graph
 from graphs.checkpointer import open_checkpointer
-from tests.child_process import kill_child_when
-from tests.decision_desk import ROLES, desk_context
-from tests.fakes.chat import ScriptedModels, answer
-from tests.replay_crash_child import first_date
+from testkit.child_process import kill_child_when
+from testkit.children.replay_crash import first_date
+from testkit.desk import ROLES, desk_context
+from testkit.fakes.chat import ScriptedModels, answer
 from tools.data.local import SampleProvider
 from tools.desk.log import list_decisions
 from tools.desk.records import AnalystSummary
 from tools.sandbox import Sandbox
 
-CHILD = "tests.replay_crash_child"
+CHILD = "testkit.children.replay_crash"
 CODE = "600519.SH"
 DATES = ["20200803", "20200810", "20200817"]
 RETURN = "__return__"  # the channel of a task's answer among a checkpoint's pending writes

@@ -11,10 +11,11 @@ from bot.startup import build_context
 from bot.stores.decisions import DecisionStore
 from bot.stores.threads import thread_id_for
 from graphs.checkpointer import open_checkpointer
-from tests.child_process import kill_child_when
-from tests.fakes.slack_server import TEAM, SlackServer
-from tests.reply_crash_child import REPLY
-from tests.slack_harness import in_thread, run_background_pass, text_of, wait_until
+from testkit.child_process import kill_child_when
+from testkit.children.reply_crash import REPLY
+from testkit.fakes.slack_server import TEAM, SlackServer
+from testkit.slack import in_thread, run_background_pass, text_of
+from testkit.wait import wait_until
 from tools.settings import Settings
 
 CHANNEL, ROOT = "C7100", "1800000100.000100"
@@ -24,7 +25,7 @@ def test_a_reply_recorded_before_a_crash_is_applied_once_after_the_restart(tmp_p
     url = f"sqlite:///{tmp_path / 'q.db'}"
     marker = tmp_path / "recorded"
     with SlackServer() as slack:
-        kill_child_when("tests.reply_crash_child", [url, str(tmp_path), slack.url, CHANNEL, ROOT, str(marker)],
+        kill_child_when("testkit.children.reply_crash", [url, str(tmp_path), slack.url, CHANNEL, ROOT, str(marker)],
                         tmp_path, [(marker.exists, "the reply's decision row, before its apply")], 180.0)
         settings = Settings(_env_file=None, DATABASE_URL=url, QUANTDESK_DATA_DIR=str(tmp_path),
                             QUANTDESK_DATA_PROVIDER="sample", OPENAI_API_KEY=None, OPENAI_BASE_URL=None,

@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 from graphs.context import WorkflowContext
 from graphs.rule.commands import SUBCOMMANDS
 from graphs.workflow import CommandCall, CommandError
-from tests.graph_thread import GraphThread
+from testkit.graph_thread import GraphThread
 from tools.broker.checks import RiskLimits
 from tools.broker.fees import DEFAULT_RATES
 from tools.broker.paper import PaperBroker, PaperConfig

@@ -16,9 +16,10 @@ from bot.core import Core
 from bot.slack.serve import slack_core
 from bot.startup import AppServices, build_context
 from graphs.checkpointer import open_checkpointer
-from tests.child_process import kill_child_when
-from tests.fakes.slack_server import SlackServer
-from tests.slack_harness import in_thread, run_background_job, text_of, wait_until
+from testkit.child_process import kill_child_when
+from testkit.fakes.slack_server import SlackServer
+from testkit.slack import in_thread, run_background_job, text_of
+from testkit.wait import wait_until
 from tools.broker.proposal_claims import live_claims
 from tools.rules.store import RuleStore, order_tag
 from tools.settings import Settings
@@ -134,7 +135,7 @@ def test_a_scheduler_killed_between_the_root_post_and_the_enqueue_leaves_one_roo
         rule = store.add(OWNER, "C5500", "600519.SH", LANGUAGE, source="language", schedule="30 9 * * 1-5",
                          size=100)
         marker = tmp_path / "root-posted"
-        kill_child_when("tests.rule_root_crash_child", [str(app.engine.url), str(tmp_path), slack.url,
+        kill_child_when("testkit.children.rule_root_crash", [str(app.engine.url), str(tmp_path), slack.url,
                                                         TICK.isoformat(), str(marker)], tmp_path,
                         [(marker.exists, "the root post, before the enqueue")], 120.0)
         (root,) = _roots(slack, "C5500")

@@ -12,8 +12,8 @@ from bot.jobs.base import stop_scope
 from bot.runner import STOPPED, Runner
 from bot.startup import build_context
 from graphs.checkpointer import open_checkpointer
-from tests.decision_desk import ROLES, research_answer, risk_answer
-from tests.fakes.chat import ScriptedModels, answer, tool_call
+from testkit.desk import ROLES, research_answer, risk_answer
+from testkit.fakes.chat import ScriptedModels, answer, tool_call
 from tools.settings import Settings
 
 REPLAY = "analyze 600519.SH 20200728..20200730 every=1d analysts=market"

@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 from bot.jobs import Message, make_job_queue
-from tests.conftest import migrated_pg_database
-from tests.fakes.slack_server import TEAM, SlackServer
-from tests.slack_harness import (
+from testkit.fakes.slack_server import TEAM, SlackServer
+from testkit.slack import (
     BotProcess,
     WorkerProcess,
     children,
@@ -26,8 +25,9 @@ from tests.slack_harness import (
     new_ts,
     post,
     text_of,
-    wait_until,
 )
+from testkit.wait import wait_until
+from tests.conftest import migrated_pg_database
 from tools.settings import Settings
 from tools.storage.db import make_engine
 

@@ -19,9 +19,9 @@ from graphs.signal.graph import build_signal_graph
 from graphs.signal.library import STRATEGIES
 from graphs.signal.nodes.reflection import no_llm_reply
 from graphs.signal.present import present_signal
-from tests.fakes.chat import ScriptedChatModel, answer, decision, tool_call
-from tests.fakes.tushare_server import GOOD_TOKEN, FakeTushare, TushareServer
-from tests.graph_thread import GraphThread
+from testkit.fakes.chat import ScriptedChatModel, answer, decision, tool_call
+from testkit.fakes.tushare_server import GOOD_TOKEN, FakeTushare, TushareServer
+from testkit.graph_thread import GraphThread
 from tools.data.cache import CachingProvider
 from tools.data.local import LocalProvider, SampleProvider
 from tools.data.provider import MarketDataProvider

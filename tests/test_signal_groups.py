@@ -8,7 +8,7 @@ from pathlib import Path
 
 from graphs.signal.groups import empty_group_warnings
 from graphs.signal.library import STRATEGIES
-from tests.test_console import _chat
+from testkit.console import console_lines
 
 MOMENTUM, VALUATION = STRATEGIES["momentum"], STRATEGIES["valuation"]
 
@@ -34,7 +34,7 @@ def test_valuation_on_three_codes_never_buys_with_cheap_below_a_third() -> None:
 
 
 def test_the_issue_s_momentum_run_reports_no_win_rate_and_says_what_it_did(tmp_path: Path) -> None:
-    lines = _chat(tmp_path, "signal momentum 000001.SZ,600036.SH,601318.SH 20190102 20200601 window=20")
+    lines = console_lines(tmp_path, "signal momentum 000001.SZ,600036.SH,601318.SH 20190102 20200601 window=20")
     assert "  Trades: buys / sells: 3 / 0 (0 round trips)" in lines
     assert "  Win rate (closed round trips): n/a: no round trip closed" in lines
     assert any(line.startswith("  Open positions in profit: ") and line.endswith(" of 3") for line in lines)

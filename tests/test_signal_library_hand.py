@@ -24,7 +24,7 @@ import pytest
 
 from graphs.context import WorkflowContext
 from graphs.signal.graph import build_signal_graph
-from tests.graph_thread import GraphThread
+from testkit.graph_thread import GraphThread
 from tools.data.local import LocalProvider, SampleProvider, sample_dir
 from tools.data.provider import MarketDataProvider
 from tools.sandbox import Sandbox

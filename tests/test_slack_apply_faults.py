@@ -18,9 +18,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from bot.stores.records import DecisionRecord
-from tests.conftest import migrated_pg_database
-from tests.fakes.slack_server import Call, SlackServer
-from tests.slack_harness import (
+from testkit.fakes.slack_server import Call, SlackServer
+from testkit.slack import (
     BotProcess,
     WorkerProcess,
     action_body,
@@ -33,8 +32,9 @@ from tests.slack_harness import (
     result_call,
     review_call,
     text_of,
-    wait_until,
 )
+from testkit.wait import wait_until
+from tests.conftest import migrated_pg_database
 from tools.factors.store import FactorStore
 from tools.storage.db import make_engine
 

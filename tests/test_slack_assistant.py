@@ -7,23 +7,11 @@ cleared; a command is answered in the thread at once, once."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
-from tests.fakes.slack_server import TEAM, Call, SlackServer
-from tests.slack_harness import (
-    BotProcess,
-    command_body,
-    event_body,
-    in_thread,
-    message,
-    new_ts,
-    post,
-    text_of,
-    wait_until,
-)
+from testkit.fakes.slack_server import TEAM, Call, SlackServer
+from testkit.slack import BotProcess, command_body, event_body, in_thread, message, new_ts, post, text_of
+from testkit.wait import wait_until
 
 ALICE = "UALICE"
 DM = "DASSIST"
@@ -31,19 +19,8 @@ FORM = "application/x-www-form-urlencoded"
 SIGNAL = "signal ma_cross 000001.SZ,600000.SH 20200101 20200630 fast=5 slow=20"
 
 
-@pytest.fixture(scope="module")
-def slack() -> Iterator[SlackServer]:
-    with SlackServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def bot(slack: SlackServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BotProcess]:
-    data = tmp_path_factory.mktemp("assistant")
-    process = BotProcess(slack.url, f"sqlite:///{data / 'q.db'}", data, QUANTDESK_ASSISTANT_STATUS_REFRESH="0.2",
-                         QUANTDESK_ACCOUNT_ADMINS=f"CVIEW={ALICE}")  # naming an account needs a role on it
-    yield process
-    process.stop()
+BOT_ENV = {"QUANTDESK_ASSISTANT_STATUS_REFRESH": "0.2",
+           "QUANTDESK_ACCOUNT_ADMINS": f"CVIEW={ALICE}"}  # naming an account needs a role on it
 
 
 def _thread_event(kind: str, thread_ts: str, channel_in_view: str | None = None,

@@ -15,10 +15,9 @@ from sqlalchemy.orm import Session
 
 from bot.stores.records import DecisionRecord, PostRecord
 from bot.stores.threads import thread_id_for
-from tests.conftest import migrated_pg_database
-from tests.fakes.slack_faults import FaultySlack, post_key
-from tests.fakes.slack_server import TEAM, SlackServer
-from tests.slack_harness import (
+from testkit.fakes.slack_faults import FaultySlack, post_key
+from testkit.fakes.slack_server import TEAM, SlackServer
+from testkit.slack import (
     BotProcess,
     action_body,
     button_of,
@@ -29,8 +28,9 @@ from tests.slack_harness import (
     post,
     review_call,
     text_of,
-    wait_until,
 )
+from testkit.wait import wait_until
+from tests.conftest import migrated_pg_database
 from tools.factors.store import FactorStore
 from tools.storage.db import make_engine
 

@@ -1,6 +1,6 @@
 """The trading decision desk (issue 14) end to end in Slack: `quantdesk serve` as a real process (Bolt over signed
 HTTP) against the fake Slack Web API, on the bundled sample data. The agents are scripted by role marker on the fake
-OpenAI-compatible server (the same answers tests/decision_desk.py gives the in-process desk), so the bot builds its
+OpenAI-compatible server (the same answers testkit/desk.py gives the in-process desk), so the bot builds its
 models from OPENAI_BASE_URL like any deployment. `/quant analyze` shows each analyst finishing on the status message,
 proposes the sized order for a trader's approval, and after the approval posts the decision card with its chart and
 Markdown report; without an LLM it answers the indicator table; `decisions` lists the decision; a code without its
@@ -21,11 +21,11 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from bot.stores.threads import thread_id_for
-from tests.decision_desk import MARKET_REPORT, ROLES, TRADER, clock_at_data_end, desk_scripts
-from tests.fakes.chat import answer
-from tests.fakes.openai_server import API_KEY, OpenAIServer
-from tests.fakes.slack_server import TEAM, Call, SlackServer
-from tests.slack_harness import (
+from testkit.desk import MARKET_REPORT, ROLES, TRADER, clock_at_data_end, desk_scripts
+from testkit.fakes.chat import answer
+from testkit.fakes.openai_server import API_KEY, OpenAIServer
+from testkit.fakes.slack_server import TEAM, Call, SlackServer
+from testkit.slack import (
     BotProcess,
     action_body,
     blocks_valid,
@@ -35,8 +35,8 @@ from tests.slack_harness import (
     new_ts,
     post,
     text_of,
-    wait_until,
 )
+from testkit.wait import wait_until
 from tools.broker.records import PaperFill, PaperOrder
 from tools.data.local import SampleProvider
 from tools.desk.log import list_decisions
@@ -72,13 +72,7 @@ class Desk:
 
 
 @pytest.fixture(scope="module")
-def slack() -> Iterator[SlackServer]:
-    with SlackServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def models() -> Iterator[OpenAIServer]:
+def desk_models() -> Iterator[OpenAIServer]:
     """The desk's agents, one answer queue per role marker (main model) and the light model's summaries; at the
     end, every request was scripted and every scripted answer was asked for."""
     with OpenAIServer() as server:
@@ -101,11 +95,12 @@ def _desk(slack: SlackServer, data: Path, **env: str) -> Iterator[Desk]:
 
 
 @pytest.fixture(scope="module")
-def desk(slack: SlackServer, models: OpenAIServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desk]:
+def desk(slack: SlackServer, desk_models: OpenAIServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desk]:
     """An LLM configured (the fake endpoint), one trader; the simulated clock (a new one starts 20 sessions before
     the data's last day) moved to 20200824, the day the desk decides on, so its order fills there."""
-    for running in _desk(slack, tmp_path_factory.mktemp("desk"), OPENAI_API_KEY=API_KEY, OPENAI_BASE_URL=models.url,
-                         QUANTDESK_MODEL=MAIN_MODEL, QUANTDESK_LIGHT_MODEL=LIGHT_MODEL):
+    for running in _desk(slack, tmp_path_factory.mktemp("desk"), OPENAI_API_KEY=API_KEY,
+                         OPENAI_BASE_URL=desk_models.url, QUANTDESK_MODEL=MAIN_MODEL,
+                         QUANTDESK_LIGHT_MODEL=LIGHT_MODEL):
         clock_at_data_end(running.engine, SampleProvider())
         yield running
 
@@ -290,11 +285,11 @@ def test_the_reports_the_debate_and_the_traders_reasoning_stream_into_the_thread
     assert fake.calls.index(streams[-1]) < fake.calls.index(decided.card)  # before the approval was asked
 
 
-def test_every_agent_was_asked_what_its_script_answers(models: OpenAIServer, decided: Decided) -> None:
-    models.fake.check()  # nothing left unscripted, nothing scripted left unasked, by the time the order is asked
-    assert {e.body["model"] for e in models.fake.exchanges} == {MAIN_MODEL, LIGHT_MODEL}
-    assert len(models.fake.of(ROLES["market"])) == 2  # a tool call, then the report with the tool's answer
-    market_report = models.fake.of(ROLES["market"])[1].body["messages"]
+def test_every_agent_was_asked_what_its_script_answers(desk_models: OpenAIServer, decided: Decided) -> None:
+    desk_models.fake.check()  # nothing left unscripted, nothing scripted left unasked, by the time the order is asked
+    assert {e.body["model"] for e in desk_models.fake.exchanges} == {MAIN_MODEL, LIGHT_MODEL}
+    assert len(desk_models.fake.of(ROLES["market"])) == 2  # a tool call, then the report with the tool's answer
+    market_report = desk_models.fake.of(ROLES["market"])[1].body["messages"]
     assert market_report[-1]["role"] == "tool" and "1664.65" in market_report[-1]["content"]  # MA(20) on 20200824
 
 

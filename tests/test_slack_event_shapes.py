@@ -14,8 +14,9 @@ from bot.slack.http import make_server, serve_in_thread
 from bot.slack.serve import slack_core
 from bot.startup import build_context
 from graphs.checkpointer import open_checkpointer
-from tests.fakes.slack_server import SlackServer
-from tests.slack_harness import SECRET, event_body, in_thread, mention, new_ts, post, wait_until
+from testkit.fakes.slack_server import SlackServer
+from testkit.slack import SECRET, event_body, in_thread, mention, new_ts, post
+from testkit.wait import wait_until
 from tools.settings import Settings
 
 EVENTS = "bot.slack.listeners.events"

@@ -12,8 +12,8 @@ from dataclasses import dataclass, replace
 import pytest
 
 from graphs.registry import COMMANDS, WORKFLOWS
-from tests.fakes.slack_server import Call, Fault, SlackServer
-from tests.slack_harness import (
+from testkit.fakes.slack_server import Call, Fault, SlackServer
+from testkit.slack import (
     BotProcess,
     action_body,
     blocks_valid,
@@ -37,20 +37,6 @@ DONE = ":white_check_mark: done"
 WAITING = ":speech_balloon: waiting for your answer"
 SIGNAL_REQUEST = "signal ma_cross 000001.SZ,600000.SH 20200101 20200630"
 SIGNAL_STEPS = ["planning", "data", "signal", "checks", "backtest and chart"]
-@pytest.fixture(scope="module")
-def slack() -> Iterator[SlackServer]:
-    with SlackServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def bot(slack: SlackServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BotProcess]:
-    data = tmp_path_factory.mktemp("flows")
-    process = BotProcess(slack.url, f"sqlite:///{data / 'q.db'}", data)
-    yield process
-    process.stop()
-
-
 @pytest.fixture(autouse=True)
 def _no_faults_left_behind(slack: SlackServer) -> Iterator[None]:
     yield

@@ -20,8 +20,8 @@ from bot.slack.render import button_value
 from bot.stores.homes import HomeStore
 from bot.stores.records import DecisionRecord
 from bot.stores.threads import thread_id_for
-from tests.fakes.slack_server import TEAM, WORKSPACE_URL, Call, Fault, SlackServer
-from tests.slack_harness import (
+from testkit.fakes.slack_server import TEAM, WORKSPACE_URL, Call, Fault, SlackServer
+from testkit.slack import (
     BotProcess,
     action_body,
     button_of,
@@ -32,8 +32,8 @@ from tests.slack_harness import (
     in_thread,
     post,
     text_of,
-    wait_until,
 )
+from testkit.wait import wait_until
 from tools.broker.records import PaperFill, PaperOrder
 from tools.storage.db import make_engine
 

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,8 +16,8 @@ from slack_sdk.models.views import View
 
 from bot.stores.decisions import DecisionStore
 from bot.stores.threads import AuditLog, ThreadRegistry, thread_id_for
-from tests.fakes.slack_server import TEAM, SlackServer
-from tests.slack_harness import (
+from testkit.fakes.slack_server import TEAM, SlackServer
+from testkit.slack import (
     BotProcess,
     action_body,
     blocks_valid,
@@ -33,25 +32,14 @@ from tests.slack_harness import (
     question_call,
     review_call,
     view_body,
-    wait_until,
 )
+from testkit.wait import wait_until
 from tools.factors.store import FactorStore
 from tools.storage.artifacts import ArtifactStore
 from tools.storage.db import make_engine
 
 ALICE, BOB, CAROL = "UALICE", "UBOB", "UCAROL"
-@pytest.fixture(scope="module")
-def slack() -> Iterator[SlackServer]:
-    with SlackServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def bot(slack: SlackServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BotProcess]:
-    data = tmp_path_factory.mktemp("bot")
-    process = BotProcess(slack.url, f"sqlite:///{data / 'q.db'}", data, QUANTDESK_APPROVERS=CAROL)
-    yield process
-    process.stop()
+BOT_ENV = {"QUANTDESK_APPROVERS": CAROL}
 
 
 def test_mention_clarify_reply_result_with_chart(slack: SlackServer, bot: BotProcess) -> None:

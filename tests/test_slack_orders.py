@@ -27,8 +27,8 @@ from bot.slack.home import typed_id
 from bot.slack.render import button_value
 from bot.stores.records import DecisionRecord, ThreadRecord
 from bot.stores.threads import thread_id_for
-from tests.fakes.slack_server import TEAM, Call, SlackServer
-from tests.slack_harness import (
+from testkit.fakes.slack_server import TEAM, Call, SlackServer
+from testkit.slack import (
     BotProcess,
     action_body,
     blocks_valid,
@@ -44,8 +44,8 @@ from tests.slack_harness import (
     result_call,
     text_of,
     view_body,
-    wait_until,
 )
+from testkit.wait import wait_until
 from tests.test_account_roles import chat
 from tools.broker.records import OrderEvent, PaperAccount, PaperFill, PaperOrder, TradingSwitch
 from tools.storage.db import make_engine
@@ -78,12 +78,6 @@ class Desk:
     slack: SlackServer
     bot: BotProcess
     engine: Engine
-
-
-@pytest.fixture(scope="module")
-def slack() -> Iterator[SlackServer]:
-    with SlackServer() as server:
-        yield server
 
 
 def _desk(slack: SlackServer, data: Path, **env: str) -> Iterator[Desk]:

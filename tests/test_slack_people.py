@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from slack_sdk.models.views import View
 
-from tests.fakes.slack_server import Call, SlackServer
-from tests.slack_harness import (
+from testkit.fakes.slack_server import Call, SlackServer
+from testkit.slack import (
     BotProcess,
     action_body,
     blocks_valid,

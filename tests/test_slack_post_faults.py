@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import migrated_pg_database
-from tests.fakes.slack_server import Call, Fault, SlackServer
-from tests.slack_harness import (
+from testkit.fakes.slack_server import Call, Fault, SlackServer
+from testkit.slack import (
     BotProcess,
     action_body,
     blocks_valid,
@@ -29,6 +28,7 @@ from tests.slack_harness import (
     result_call,
     text_of,
 )
+from tests.conftest import migrated_pg_database
 
 ALICE, TRADER = "UALICE", "UTRADER"
 FORM = "application/x-www-form-urlencoded"

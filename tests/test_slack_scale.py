@@ -17,8 +17,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.fakes.slack_server import Call, SlackServer
-from tests.slack_harness import (
+from testkit.fakes.slack_server import Call, SlackServer
+from testkit.slack import (
     BotProcess,
     WorkerProcess,
     action_body,
@@ -32,8 +32,8 @@ from tests.slack_harness import (
     post,
     process_env,
     text_of,
-    wait_until,
 )
+from testkit.wait import wait_until
 from tools.factors.store import FactorStore
 from tools.storage.db import make_engine
 

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.fakes.slack_server import SlackServer
-from tests.fakes.socket_mode import SocketModeServer
-from tests.slack_harness import (
+from testkit.fakes.slack_server import SlackServer
+from testkit.fakes.socket_mode import SocketModeServer
+from testkit.slack import (
     BotProcess,
     action_payload,
     command_payload,

@@ -11,7 +11,7 @@ from slack_sdk import WebClient
 
 from bot.core.surface import Place, Prose
 from bot.slack.surface import STREAM_CHUNK, SlackSurface
-from tests.fakes.slack_server import Fault, SlackServer
+from testkit.fakes.slack_server import Fault, SlackServer
 
 REPORT = "\n".join(f"Line {n}: the close held above its 20-day average." for n in range(80))  # a few chunks
 WHOLE = f"*Market analyst's report*\n{REPORT}"

@@ -15,9 +15,9 @@ import pytest
 from sqlalchemy import Engine
 
 from graphs.context import WorkflowContext
-from tests.graph_thread import GraphThread
-from tests.test_order_graph import _card, _events, _orders
-from tests.test_paper_broker import JUNE, MONDAY_EVENING, broker, buy, config, market
+from testkit.graph_thread import GraphThread
+from testkit.market import JUNE, MONDAY_EVENING, broker, buy, config, market
+from testkit.paper import interrupt_value, order_events, paper_orders
 from tools.broker.paper import PaperBroker
 from tools.data.local import LocalProvider
 from tools.sandbox import Sandbox
@@ -62,17 +62,17 @@ def test_a_price_move_of_three_percent_gives_a_rechecked_card_not_a_fill(db_url:
     live = Market(tmp_path)
     run = thread(db_url, engine, sandbox, live)
     out = run.say(f"order 600000.SH buy 1000 account={account}")
-    assert _card(out)["args"]["estimated_cost"].endswith("at 10.37")
+    assert interrupt_value(out)["args"]["estimated_cost"].endswith("at 10.37")
     live.bar_arrives("10.70")  # +3.18 %
     again = approve(run, out)
-    card = _card(again)
+    card = interrupt_value(again)
     assert ("Refused: re-checked at UTRADER's approval, nothing was placed: the price basis moved +3.2% (10.37 → "
             "10.70), more than 2%; the card shows the new numbers, decide again") in card["description"]
     assert card["args"]["estimated_cost"].endswith("at 10.70")
-    assert _orders(engine, account) == []
-    assert ("stale", TRADER) in _events(engine, account)
+    assert paper_orders(engine, account) == []
+    assert ("stale", TRADER) in order_events(engine, account)
     done = approve(run, again)  # decided on the numbers shown: placed
-    assert done["result"]["status"] == "open" and len(_orders(engine, account)) == 1
+    assert done["result"]["status"] == "open" and len(paper_orders(engine, account)) == 1
 
 
 def test_a_move_within_the_threshold_is_placed(db_url: str, engine: Engine, sandbox: Sandbox, tmp_path: Path,
@@ -82,7 +82,7 @@ def test_a_move_within_the_threshold_is_placed(db_url: str, engine: Engine, sand
     out = run.say(f"order 600000.SH buy 1000 account={account}")
     live.bar_arrives("10.50")  # +1.25 %
     done = approve(run, out)
-    assert done["result"]["status"] == "open" and len(_orders(engine, account)) == 1
+    assert done["result"]["status"] == "open" and len(paper_orders(engine, account)) == 1
 
 
 def test_cash_spent_by_another_order_in_between_gives_a_rechecked_card(db_url: str, engine: Engine, sandbox: Sandbox,
@@ -90,10 +90,10 @@ def test_cash_spent_by_another_order_in_between_gives_a_rechecked_card(db_url: s
     live = Market(tmp_path)
     run = thread(db_url, engine, sandbox, live)
     out = run.say(f"order 600000.SH buy 8000 account={account}")  # holds back 8000 × 11.41 of 100,000 cash
-    assert _card(out)["allowed"][0] == "approve"
+    assert interrupt_value(out)["allowed"][0] == "approve"
     broker(engine, live.provider, account, now=MONDAY_EVENING).submit(buy(f"{account}-other", "600036.SH", 1000))
     again = approve(run, out)
-    card = _card(again)
+    card = interrupt_value(again)
     assert "Refused: re-checked at UTRADER's approval, nothing was placed: cash now FAILS" in card["description"]
     assert "approve" not in card["allowed"]  # the re-checked order fails a check: edit or reject
-    assert [o.ts_code for o in _orders(engine, account)] == ["600036.SH"]
+    assert [o.ts_code for o in paper_orders(engine, account)] == ["600036.SH"]

@@ -16,11 +16,12 @@ from bot.startup import build_context
 from bot.stores.posts import PostStore
 from bot.stores.threads import thread_id_for
 from graphs.checkpointer import open_checkpointer
-from tests.child_process import kill_child_when
-from tests.fakes.slack_faults import FaultySlack
-from tests.fakes.slack_server import TEAM, Fault, SlackServer
-from tests.slack_harness import new_ts, wait_until
-from tests.stream_crash_child import ALICE, REPORT, TITLE, settings
+from testkit.child_process import kill_child_when
+from testkit.children.stream_crash import ALICE, REPORT, TITLE, settings
+from testkit.fakes.slack_faults import FaultySlack
+from testkit.fakes.slack_server import TEAM, Fault, SlackServer
+from testkit.slack import new_ts
+from testkit.wait import wait_until
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
 
@@ -44,7 +45,7 @@ def test_a_stream_cut_by_a_sigkill_is_replaced_by_one_complete_report(slack: Sla
     upgrade(engine)
     fake = slack.fake
     assert isinstance(fake, FaultySlack)
-    kill_child_when("tests.stream_crash_child", [url, str(tmp_path), slack.url, CHANNEL, root, KEY], tmp_path,
+    kill_child_when("testkit.children.stream_crash", [url, str(tmp_path), slack.url, CHANNEL, root, KEY], tmp_path,
                     [(fake.held.is_set, "the second chunk held")], 120)
     (started,) = fake.of("chat.startStream")
     ts = str(started.response["ts"])

@@ -14,7 +14,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -38,6 +37,7 @@ from bot import studio_auth
 from graphs import studio
 from graphs.main import build_main_graph
 from graphs.registry import WORKFLOWS
+from testkit.wait import wait_until
 from tools.broker.records import OrderEvent
 from tools.factors.store import FactorStore
 from tools.settings import get_settings
@@ -270,6 +270,13 @@ def test_authenticate_answers_401_without_a_configured_token(monkeypatch: pytest
 # --- a real `langgraph dev` on loopback -------------------------------------------------------------------------
 
 
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -314,18 +321,11 @@ def dev_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
     server = subprocess.Popen(args, cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT)
     engine = None
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            if server.poll() is not None:
-                pytest.fail(f"langgraph dev exited ({server.returncode}):\n{(home / 'server.log').read_text()}")
-            try:
-                if httpx.get(f"{url}/ok", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"langgraph dev did not answer in 90 s:\n{(home / 'server.log').read_text()}")
-            time.sleep(0.5)
+        try:
+            wait_until(lambda: _answers(f"{url}/ok"), "langgraph dev to answer", 90, interval=0.5,
+                       gone=lambda: None if server.poll() is None else f"langgraph dev exited ({server.returncode})")
+        except AssertionError as exc:
+            pytest.fail(f"{exc}:\n{(home / 'server.log').read_text()}")
         engine = make_engine(f"sqlite:///{home / 'data' / 'quantdesk.db'}")
         yield DevServer(url, port, args, engine)
     finally:

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from sqlalchemy import Engine
 
-from tests.fakes.tushare_server import GOOD_TOKEN, FakeTushare, TushareServer
+from testkit.fakes.tushare_server import GOOD_TOKEN, FakeTushare, TushareServer
 from tools.broker.checks import RiskLimits
 from tools.broker.clock import SHANGHAI, trading_days
 from tools.broker.fees import DEFAULT_RATES

@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import Engine
 
 from graphs.factor.routes import route_after_checks
+from testkit.fakes.chat import ScriptedModels
 from tests.evals.harness import (
     DATASETS,
     Case,
@@ -19,7 +20,6 @@ from tests.evals.harness import (
     path_differences,
     run_case,
 )
-from tests.fakes.chat import ScriptedModels
 from tools.sandbox import Sandbox
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade

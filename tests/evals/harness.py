@@ -55,9 +55,9 @@ from sqlalchemy import Engine
 from graphs.checkpointer import open_checkpointer
 from graphs.context import WorkflowContext
 from graphs.registry import WORKFLOWS
-from tests.decision_desk import clock_at_data_end, desk_context
-from tests.fakes.chat import ScriptedChatModel, ScriptedModels, ScriptError, answer, tool_call
-from tests.graph_thread import GraphThread
+from testkit.desk import clock_at_data_end, desk_context
+from testkit.fakes.chat import ScriptedChatModel, ScriptedModels, ScriptError, answer, tool_call
+from testkit.graph_thread import GraphThread
 from tools.data.klines import AShareKlines
 from tools.data.local import SampleProvider
 from tools.rules.store import RuleStore

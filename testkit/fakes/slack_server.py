@@ -19,7 +19,8 @@ from itertools import count
 from typing import Any
 from urllib.parse import parse_qs
 
-from tests.fakes.loopback import LoopbackServer
+from testkit.fakes.loopback import LoopbackServer
+from testkit.wait import wait_until
 
 BOT_USER = "UBOT"
 BOT_ID = "BBOT"
@@ -124,13 +125,11 @@ class FakeSlack:
     def wait_for(self, method: str, n: int = 1, timeout: float = 60.0,
                  where: Any = None) -> list[Call]:
         """Block until `n` calls of `method` (matching `where`) were made."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = [c for c in self.of(method) if where is None or where(c)]
-            if len(found) >= n:
-                return found
-            time.sleep(0.05)
-        raise AssertionError(f"expected {n} {method} call(s); got {[c.method for c in self.calls]}")
+        def found() -> list[Call]:
+            calls = [c for c in self.of(method) if where is None or where(c)]
+            return calls if len(calls) >= n else []
+
+        return wait_until(found, f"{n} {method} call(s)", timeout, seen=lambda: [c.method for c in self.calls])
 
     def home(self, user: str) -> dict[str, Any] | None:
         """The Home view last published for `user` (views.publish), as Slack would show it."""

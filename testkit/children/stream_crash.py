@@ -1,7 +1,7 @@
 """The process tests/test_stream_crash.py kills mid-stream: the real core on the Slack surface streams a long report
 into a thread; the fake Slack takes its second chunk (chat.appendStream) and never answers, until the SIGKILL.
 
-Usage: python -m tests.stream_crash_child DATABASE_URL DATA_DIR SLACK_URL CHANNEL ROOT KEY"""
+Usage: python -m testkit.children.stream_crash DATABASE_URL DATA_DIR SLACK_URL CHANNEL ROOT KEY"""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from bot.core import Place
 from bot.slack.serve import slack_core
 from bot.startup import build_context
 from graphs.checkpointer import open_checkpointer
-from tests.fakes.slack_server import TEAM
+from testkit.fakes.slack_server import TEAM
 from tools.settings import Settings
 
 ALICE = "UALICE"

@@ -2,7 +2,7 @@
 on the Slack surface, whose queue never takes the apply job. A request asks a question; the reply is recorded as
 its decision, then queueing its apply writes the marker file and sleeps until the SIGKILL.
 
-Usage: python -m tests.reply_crash_child DATABASE_URL DATA_DIR SLACK_URL CHANNEL ROOT MARKER"""
+Usage: python -m testkit.children.reply_crash DATABASE_URL DATA_DIR SLACK_URL CHANNEL ROOT MARKER"""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from bot.core import Place
 from bot.slack.serve import slack_core
 from bot.startup import build_context
 from graphs.checkpointer import open_checkpointer
-from tests.fakes.slack_server import TEAM
-from tests.slack_harness import wait_until
+from testkit.fakes.slack_server import TEAM
+from testkit.wait import wait_until
 from tools.settings import Settings
 
 ALICE = "UALICE"

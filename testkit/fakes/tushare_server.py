@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler
 
 import pandas as pd
 
-from tests.fakes.loopback import LoopbackServer
+from testkit.fakes.loopback import LoopbackServer
 
 ROW_LIMIT = 6000
 GOOD_TOKEN = "good-token"

@@ -2,7 +2,7 @@
 answer from their scripts, whose bull speaks, and whose bear never answers. When the bear is asked, the marker
 file appears and the process sleeps until it is SIGKILLed.
 
-Usage: python -m tests.decision_crash_child DATABASE_URL DESK_NAMESPACE THREAD_ID ACCOUNT MARKER"""
+Usage: python -m testkit.children.decision_crash DATABASE_URL DESK_NAMESPACE THREAD_ID ACCOUNT MARKER"""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 from graphs.analyze.graph import build_analyze_graph
 from graphs.checkpointer import open_checkpointer
-from tests.decision_desk import ROLES, desk_context, desk_scripts
-from tests.fakes.chat import ScriptedChatModel, answer
+from testkit.desk import ROLES, desk_context, desk_scripts
+from testkit.fakes.chat import ScriptedChatModel, answer
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
 from tools.storage.db import make_engine

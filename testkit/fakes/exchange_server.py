@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qsl, urlsplit
 
-from tests.fakes.loopback import LoopbackServer
+from testkit.fakes.loopback import LoopbackServer
 
 HOUR_MS = 3_600_000
 T0 = 1_709_251_200_000  # 2024-03-01 00:00 UTC

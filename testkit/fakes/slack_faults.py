@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.fakes.slack_server import FakeSlack
+from testkit.fakes.slack_server import FakeSlack
 
 
 def metadata_of(args: dict[str, Any]) -> dict[str, Any]:

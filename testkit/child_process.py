@@ -7,11 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from testkit.wait import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -19,13 +20,11 @@ ROOT = Path(__file__).resolve().parents[1]
 def wait_for_child(condition: Callable[[], bool], what: str, child: subprocess.Popen[bytes], log: Path,
                    deadline_seconds: float) -> None:
     """Poll `condition` until it holds; fail at once if the child died first, or at the deadline."""
-    deadline = time.monotonic() + deadline_seconds
-    while not condition():
-        if child.poll() is not None:
-            pytest.fail(f"the child exited ({child.returncode}) before {what}:\n{log.read_text()}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"the child did not reach {what} within {deadline_seconds:.0f} s:\n{log.read_text()}")
-        time.sleep(0.05)
+    try:
+        wait_until(condition, what, deadline_seconds,
+                   gone=lambda: None if child.poll() is None else f"the child exited ({child.returncode})")
+    except AssertionError as exc:
+        pytest.fail(f"{exc}:\n{log.read_text()}")
 
 
 def kill_child_when(module: str, args: list[str], tmp_path: Path, moments: list[tuple[Callable[[], bool], str]],

@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 from slack_sdk.models.blocks import Block
 from slack_sdk.signature import SignatureVerifier
 
-from tests.fakes.slack_server import BOT_USER, TEAM, Call, SlackServer
+from testkit.fakes.slack_server import BOT_USER, TEAM, Call, SlackServer
 
 SECRET = "test-signing-secret"
 _ids = count(1)
@@ -30,18 +30,6 @@ _ts = count(1)
 def new_ts() -> str:
     """A Slack message ts no other test of this run uses."""
     return f"{1800000000 + next(_ts)}.{int(time.time() * 1000) % 1000000:06d}"
-
-
-def wait_until(check: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
-    """Poll `check` until it returns something truthy (returned), or fail after `timeout` seconds saying `what`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.05)
 
 
 def _proc_text(path: Path) -> str:

@@ -3,7 +3,7 @@ the market analyst alone. The first date is decided in full (a Buy); on the seco
 answer, and the bear, whose script holds the first date's turn only, never does. When the bear is asked for its
 second turn, the marker file appears and the process sleeps until it is SIGKILLed.
 
-Usage: python -m tests.replay_crash_child DATABASE_URL THREAD_ID MARKER"""
+Usage: python -m testkit.children.replay_crash DATABASE_URL THREAD_ID MARKER"""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from graphs.analyze.graph import build_analyze_graph
 from graphs.checkpointer import open_checkpointer
-from tests.decision_crash_child import AlwaysSummarizes, BearHangs
-from tests.decision_desk import ROLES, desk_context, research_answer, risk_answer
-from tests.fakes.chat import answer, tool_call
+from testkit.children.decision_crash import AlwaysSummarizes, BearHangs
+from testkit.desk import ROLES, desk_context, research_answer, risk_answer
+from testkit.fakes.chat import answer, tool_call
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
 from tools.storage.db import make_engine

@@ -15,8 +15,8 @@ from langchain_core.messages import AIMessage
 from sqlalchemy import Engine
 
 from graphs.context import WorkflowContext
-from tests.fakes.chat import ScriptedChatModel, answer, tool_call
-from tests.fakes.openai_server import Exchange, FakeOpenAI
+from testkit.fakes.chat import ScriptedChatModel, answer, tool_call
+from testkit.fakes.openai_server import Exchange, FakeOpenAI
 from tools.broker.checks import RiskLimits
 from tools.broker.clock import SHANGHAI
 from tools.broker.clock_moves import move_clock

@@ -15,7 +15,7 @@ from bot.stores.decisions import DecisionStore
 from graphs.checkpointer import open_checkpointer
 from graphs.context import WorkflowContext
 from graphs.main import build_main_graph
-from tests.test_order_graph import CONFIG
+from testkit.paper import CONFIG
 from tools.broker.paper import PaperBroker
 from tools.data.local import SampleProvider
 from tools.storage.artifacts import ArtifactStore

@@ -2,7 +2,7 @@
 scheduler pass of a core whose job queue never takes the message. Its submit writes the marker file (the
 root is in Slack by then), then sleeps until the SIGKILL.
 
-Usage: python -m tests.rule_root_crash_child DATABASE_URL DATA_DIR SLACK_URL TICK MARKER"""
+Usage: python -m testkit.children.rule_root_crash DATABASE_URL DATA_DIR SLACK_URL TICK MARKER"""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from bot.jobs import Message
 from bot.slack.serve import slack_core
 from bot.startup import build_context
 from graphs.checkpointer import open_checkpointer
-from tests.slack_harness import run_background_job
+from testkit.slack import run_background_job
 from tools.settings import Settings
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from tests.fakes.loopback import LoopbackServer
+from testkit.fakes.loopback import LoopbackServer
 
 API_KEY = "sk-fake-test-key"
 ROLES = ("system", "developer", "user", "assistant", "tool")
