@@ -46,7 +46,7 @@ from tests.slack_harness import (
     view_body,
     wait_until,
 )
-from tests.test_account_roles import chat
+from tests.test_account_roles import ROOT, chat
 from tools.broker.records import OrderEvent, PaperAccount, PaperFill, PaperOrder, TradingSwitch
 from tools.storage.db import make_engine
 
@@ -541,11 +541,10 @@ def test_a_switch_off_closes_the_open_cards_of_every_surface_sharing_the_databas
     card (its row by who switched it off, its run applied there and then; the console shows the closure at its next
     prompt), and a switch-off in the console closes Slack's (the card updated and the result posted by the Slack
     process's background service)."""
-    console = {"QUANTDESK_TRADERS": TRADER, "QUANTDESK_CONSOLE_USERS": f"tess={TRADER}",
-               "QUANTDESK_DATA_PROVIDER": "sample"}
+    console = {"QUANTDESK_DATA_PROVIDER": "sample"}
     url = f"sqlite:///{tmp_path / 'q.db'}"
-    for desk in _desk(slack, tmp_path, QUANTDESK_TRADERS=TRADER):
-        chat(tmp_path, url, "tess", "order 000001.SZ buy 100", **console)
+    for desk in _desk(slack, tmp_path, QUANTDESK_TRADERS=TRADER, QUANTDESK_ADMINS=ROOT):  # the first start seeds
+        chat(tmp_path, url, TRADER, "order 000001.SZ buy 100", **console)
         with Session(desk.engine) as session:
             (thread,) = session.scalars(select(ThreadRecord.thread_id).where(ThreadRecord.status == "waiting")).all()
         assert thread.startswith("console-")
@@ -558,14 +557,14 @@ def test_a_switch_off_closes_the_open_cards_of_every_surface_sharing_the_databas
             assert session.get(ThreadRecord, thread).status == "done"  # type: ignore[union-attr]
             assert [e.event for e in session.scalars(select(OrderEvent).where(
                 OrderEvent.client_order_id.like(f"{thread}:%")).order_by(OrderEvent.id))] == ["proposed", "rejected"]
-        later = chat(tmp_path, url, "tess", "pending", **console)
+        later = chat(tmp_path, url, TRADER, "pending", **console)
         assert later[0] == (f"Order rejected by {TRADER}: trading was switched off by {TRADER}: exchange outage. "
                             "Nothing was placed.")  # the result the Slack process left, shown before the first prompt
         assert later[-1] == "nothing is waiting for an answer"
         _reply_text(_command(desk, "trading on", "C7992", TRADER))
 
         proposal = _propose(desk, "C7993")
-        lines = chat(tmp_path, url, "tess", "trading off desk closed", **console)
+        lines = chat(tmp_path, url, TRADER, "trading off desk closed", **console)
         assert "1 open order card was closed." in lines
         result = result_call(desk.slack, proposal.channel, proposal.root, "Order ")
         assert text_of(result) == (f"Order rejected by {TRADER}: trading was switched off by {TRADER}: desk closed. "
