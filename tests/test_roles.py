@@ -6,6 +6,7 @@ runs against a real database (SQLite and PostgreSQL)."""
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,15 @@ def test_the_environment_seeds_an_empty_database_once_and_is_ignored_after(own_e
     assert "differ from the database's roles and are ignored" in caplog.text
     stored = load(own_engine)
     assert (stored.traders, stored.admins, stored.logins) == ({ANNA}, {ROOT}, {"anna": ANNA})
+    assert [(event, actor) for event, actor, _ in role_events(own_engine)] == [("roles seeded", "environment")]
+
+
+def test_two_processes_starting_at_once_seed_once(own_engine: Engine) -> None:
+    """Two first starts race on an empty database: one seeds, the other finds the roles there (the global chain's
+    head is held across the check and the write)."""
+    with ThreadPoolExecutor(2) as pool:
+        seeded = list(pool.map(lambda _: seed(own_engine, DESK), range(2)))
+    assert sorted(seeded) == [False, True]
     assert [(event, actor) for event, actor, _ in role_events(own_engine)] == [("roles seeded", "environment")]
 
 

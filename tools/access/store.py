@@ -1,15 +1,19 @@
 """The roles and console logins in the database: read whole, seeded once from the environment, changed only by a
-global admin. Every change is an order event on the global audit chain, in the change's own transaction."""
+global admin. Every change is an order event on the global audit chain, in the change's own transaction, checked and
+written under the chain's locked head (`changing`), so two changes never both pass their checks."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from tools.access.records import ConsoleLogin, RoleGrant
 from tools.access.roles import ADMIN, TRADER, RoleSet, role_set
+from tools.audit.chain import GLOBAL, lock
 from tools.broker.store import record_event, write_lock
 from tools.i18n import N_, _
 
@@ -43,17 +47,19 @@ def identity_of(engine: Engine, login: str) -> str:
 def seed(engine: Engine, wanted: RoleSet) -> bool:
     """Store `wanted` (the environment's roles) when the database holds no roles and no logins; True if it did.
     Otherwise the database's roles hold, and a difference from `wanted` is logged (never applied)."""
-    with write_lock(engine) as session:
-        stored = _load(session)
-        if stored.empty and not wanted.empty:
-            for role, account, who in sorted(wanted.grants()):
-                session.add(RoleGrant(role=role, account=account, identity=who, granted_by=SEEDER))
-            for login, who in sorted(wanted.logins.items()):
-                session.add(ConsoleLogin(login=login, identity=who, mapped_by=SEEDER))
-            record_event(session, None, None, "roles seeded", SEEDER, _detail(wanted))
-            log.info("roles seeded from the environment: %d grants, %d console logins", len(wanted.grants()),
-                     len(wanted.logins))
-            return True
+    stored = load(engine)
+    if stored.empty and not wanted.empty:
+        with changing(engine) as session:
+            if _load(session).empty:  # no other process seeded meanwhile
+                for role, account, who in sorted(wanted.grants()):
+                    session.add(RoleGrant(role=role, account=account, identity=who, granted_by=SEEDER))
+                for login, who in sorted(wanted.logins.items()):
+                    session.add(ConsoleLogin(login=login, identity=who, mapped_by=SEEDER))
+                record_event(session, None, None, "roles seeded", SEEDER, _detail(wanted))
+                log.info("roles seeded from the environment: %d grants, %d console logins", len(wanted.grants()),
+                         len(wanted.logins))
+                return True
+        stored = load(engine)
     if not wanted.empty and (wanted.grants() != stored.grants() or wanted.logins != stored.logins):
         log.warning("the role variables of the environment (QUANTDESK_TRADERS, QUANTDESK_ADMINS, "
                     "QUANTDESK_ACCOUNT_TRADERS, QUANTDESK_ACCOUNT_ADMINS, QUANTDESK_CONSOLE_USERS) differ from the "
@@ -64,7 +70,7 @@ def seed(engine: Engine, wanted: RoleSet) -> bool:
 
 def grant(engine: Engine, by: str, role: str, identity: str, account: str = "") -> None:
     """Give `identity` a role (of `account`, "" global)."""
-    with write_lock(engine) as session:
+    with changing(engine) as session:
         _require_admin(session, by)
         if session.get(RoleGrant, (role, account, identity)) is not None:
             raise AccessError(_("{identity} is already {role} {scope}.").format(
@@ -76,7 +82,7 @@ def grant(engine: Engine, by: str, role: str, identity: str, account: str = "") 
 
 def revoke(engine: Engine, by: str, role: str, identity: str, account: str = "") -> None:
     """Take a role back; the last global admin stays (else nobody could change roles again)."""
-    with write_lock(engine) as session:
+    with changing(engine) as session:
         stored = _require_admin(session, by)
         row = session.get(RoleGrant, (role, account, identity))
         if row is None:
@@ -91,7 +97,7 @@ def revoke(engine: Engine, by: str, role: str, identity: str, account: str = "")
 
 def map_login(engine: Engine, by: str, login: str, identity: str) -> None:
     """Let the console login `login` act as `identity` (replacing what it acted as)."""
-    with write_lock(engine) as session:
+    with changing(engine) as session:
         stored = _require_admin(session, by)
         _not_own(stored, by, login)
         holder = next((other for other, who in stored.logins.items() if who == identity), None)
@@ -112,7 +118,7 @@ def map_login(engine: Engine, by: str, login: str, identity: str) -> None:
 
 def unmap_login(engine: Engine, by: str, login: str) -> None:
     """Forget what `login` acts as (it acts as itself again)."""
-    with write_lock(engine) as session:
+    with changing(engine) as session:
         stored = _require_admin(session, by)
         _not_own(stored, by, login)
         row = session.get(ConsoleLogin, login)
@@ -120,6 +126,14 @@ def unmap_login(engine: Engine, by: str, login: str) -> None:
             raise AccessError(_("Login {login} is not mapped.").format(login=login))
         session.delete(row)
         record_event(session, None, None, "login unmapped", by, {"login": login, "identity": row.identity})
+
+
+@contextmanager
+def changing(engine: Engine) -> Iterator[Session]:
+    """A write transaction holding the global chain's head (every role change is appended there)."""
+    with write_lock(engine) as session:
+        lock(session, GLOBAL)
+        yield session
 
 
 def scope_text(account: str) -> str:
