@@ -15,6 +15,8 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, inspect, select
 from sqlalchemy.orm import Session
 
+from graphs.access import roles_command
+from graphs.registry import command_for
 from tests.test_account_roles import ROOT, act_as, chat, desk
 from tests.test_audit_chain import KEY, keyed, quantdesk  # noqa: F401 (keyed: a fixture)
 from tests.test_cli import _quantdesk
@@ -170,3 +172,17 @@ def test_every_role_change_from_the_console_is_in_the_verified_global_chain(tmp_
     result = quantdesk(own_url, "verify")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "global: 6 entries intact, head signature valid" in result.stdout.splitlines()
+
+
+@pytest.mark.parametrize(("typed", "args"), [
+    ("roles grant trader U123", ["grant", "trader", "U123"]),
+    ("角色 授予 交易员 U123", ["grant", "trader", "U123"]),
+    ("角色 撤销 管理员 U123 account=desk1", ["revoke", "admin", "U123", "account=desk1"]),
+    ("角色 映射 anna U_ANNA", ["map", "anna", "U_ANNA"]),
+    ("角色 解除映射 anna", ["unmap", "anna"]),
+    ("角色 列表", ["list"]),
+])
+def test_roles_reads_the_same_in_either_language(typed: str, args: list[str]) -> None:
+    """`/quant roles …`, the console and a thread all read a line through the registry: the Chinese words too."""
+    found = command_for(typed)
+    assert found is not None and found[0].run is roles_command and found[1] == args

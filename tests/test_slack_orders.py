@@ -818,3 +818,20 @@ def test_a_rule_saved_with_quotes_runs_from_slash_and_proposes_its_order(desk: D
     assert "BUY 100 600519.SH" in text_of(card) and f"rule {rule_id} as of 20200727:" in json.dumps(card.args["blocks"])
     timeline = _command(desk, f"rule log {rule_id}", channel, BOB)
     assert "decision: BUY (confidence 1.00)" in json.dumps(timeline.args["blocks"], ensure_ascii=False)
+
+
+def test_roles_in_slack_only_an_admin_changes_them_and_it_takes_effect_at_once(slack: SlackServer,
+                                                                               tmp_path: Path) -> None:
+    """`/quant roles` (issue 38, item 2): a non-admin's grant is refused in one line; an admin's grant is stored,
+    chained on the global audit chain, and the new trader switches trading on the next command, no restart."""
+    for desk in _desk(slack, tmp_path, QUANTDESK_TRADERS=TRADER, QUANTDESK_ADMINS=ADMIN):
+        refused = _reply_text(_command(desk, f"roles grant trader {ALICE}", "C7995", ALICE))
+        assert refused == f":warning: Only admins can change roles; {ALICE} is not one (`roles` lists them)."
+        granted = _reply_text(_command(desk, f"roles grant trader {ALICE}", "C7995", ADMIN))
+        assert "is now a trader globally" in granted, granted
+        on = _reply_text(_command(desk, "trading on", "C7995", ALICE))
+        assert on.startswith("Trading is on"), on
+        with Session(desk.engine) as session:
+            assert [(e.event, e.actor, e.account) for e in session.scalars(select(OrderEvent).where(
+                OrderEvent.event.like("role%")).order_by(OrderEvent.id))] == [
+                ("roles seeded", "environment", None), ("role granted", ADMIN, None)]
