@@ -163,7 +163,7 @@ def test_migration_0020_indexes_the_apply_look_up_as_the_models_do(own_url: str)
         assert {"ix_audit_log_interrupt_id"} <= {i["name"] for i in inspect(engine).get_indexes("audit_log")}
         downgrade(engine, "0019")
         assert "ix_audit_chain_source" not in {i["name"] for i in inspect(engine).get_indexes("audit_chain")}
-        upgrade(engine)
+        upgrade(engine, "0020")
         assert current_revision(engine) == "0020"
     finally:
         engine.dispose()

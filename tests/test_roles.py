@@ -56,7 +56,7 @@ def test_migration_0021_up_and_down_and_the_models_agree(own_url: str) -> None:
         assert not [d for d in differences if "role_grants" in d or "console_logins" in d], differences
         downgrade(engine, "0020")
         assert not {"role_grants", "console_logins"} & set(inspect(engine).get_table_names())
-        upgrade(engine)
+        upgrade(engine, "0021")
         assert current_revision(engine) == "0021"
     finally:
         engine.dispose()
