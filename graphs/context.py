@@ -17,6 +17,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from sqlalchemy import Engine
 
+from tools.access.roles import RoleSet
 from tools.broker.paper import PaperConfig
 from tools.broker.protocol import Broker
 from tools.data.fundamentals import FundamentalsSource
@@ -42,6 +43,8 @@ class WorkflowContext:
     long_only: bool = True
     paper: PaperConfig | None = None  # the paper account's rates, limits and clock settings
     broker: Callable[[str, str | None], Broker] | None = None  # (account name, opened by) -> its broker
+    # the database's roles, read at each check (tools/access); None: the fixed roles below (a context in memory)
+    stored_roles: Callable[[], RoleSet] | None = None
     traders: frozenset[str] = field(default_factory=frozenset)  # who may approve or edit orders (the default)
     admins: frozenset[str] = field(default_factory=frozenset)  # who administers accounts (the default)
     account_traders: dict[str, frozenset[str]] = field(default_factory=dict)  # an account's own, instead
@@ -120,6 +123,7 @@ class Market(Context, Protocol):
 class Roles(Context, Protocol):
     """Who may do what on which paper account: each account's own traders and admins, else the global ones."""
 
+    stored_roles: Callable[[], RoleSet] | None
     traders: frozenset[str]
     admins: frozenset[str]
     account_traders: dict[str, frozenset[str]]
@@ -127,16 +131,27 @@ class Roles(Context, Protocol):
     console_operator: str | None
 
 
+def role_set(roles: Roles) -> RoleSet:
+    """The roles as they are now: the database's, else the context's fixed ones."""
+    if roles.stored_roles is not None:
+        return roles.stored_roles()
+    return RoleSet(traders=roles.traders, admins=roles.admins, account_traders=roles.account_traders,
+                   account_admins=roles.account_admins)
+
+
 def traders_of(roles: Roles, account: str) -> frozenset[str]:
     """Who may approve or edit `account`'s orders: its own traders, else the global ones; on a desk with no trader
     configured anywhere, the console's operator (a one-person desk on its own machine)."""
-    if roles.console_operator and not roles.traders and not any(roles.account_traders.values()):
+    now = role_set(roles)
+    if roles.console_operator and not now.traders and not any(now.account_traders.values()):
         return frozenset({roles.console_operator})
-    return roles.account_traders.get(account, roles.traders)
+    return now.account_traders.get(account, now.traders)
 
 
 def admins_of(roles: Roles, account: str) -> frozenset[str]:
-    return roles.account_admins.get(account, roles.admins)
+    """`account`'s own admins, else the global ones (account "": the global ones)."""
+    now = role_set(roles)
+    return now.account_admins.get(account, now.admins)
 
 
 def has_role(roles: Roles, user: str | None, account: str) -> bool:
@@ -146,7 +161,7 @@ def has_role(roles: Roles, user: str | None, account: str) -> bool:
 
 def all_traders(roles: Roles) -> frozenset[str]:
     """Every trader of some account."""
-    return traders_of(roles, "").union(*roles.account_traders.values())
+    return traders_of(roles, "").union(*role_set(roles).account_traders.values())
 
 
 def trades_anywhere(roles: Roles, user: str | None) -> bool:

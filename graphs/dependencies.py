@@ -11,6 +11,8 @@ from sqlalchemy import Engine
 from graphs import names
 from graphs.context import WorkflowContext
 from graphs.llm import get_deep_llm, get_light_llm, get_llm
+from tools.access.roles import from_settings
+from tools.access.store import load, seed
 from tools.broker.paper import PaperBroker, PaperConfig
 from tools.data.factory import desk_sources
 from tools.data.klines import klines_for
@@ -23,7 +25,9 @@ from tools.storage.artifacts import ArtifactStore
 
 def workflow_context(settings: Settings, engine: Engine, provider: MarketDataProvider, sandbox: Sandbox,
                      **adapter: Any) -> WorkflowContext:
-    """Everything the settings decide; `adapter` adds what only the adapter knows (its stop check, say)."""
+    """Everything the settings decide; `adapter` adds what only the adapter knows (its stop check, say). The roles
+    are the database's, read at each check; the settings' role variables only seed a database that holds none."""
+    seed(engine, from_settings(settings))
     paper = PaperConfig.from_settings(settings)
     names.use(provider)  # stock names in requests (贵州茅台) read as codes
     fundamentals, news, posts = desk_sources(settings, provider)
@@ -34,11 +38,10 @@ def workflow_context(settings: Settings, engine: Engine, provider: MarketDataPro
         fee_rate=settings.fee_rate,
         long_only=settings.long_only, paper=paper,
         broker=lambda name, by: PaperBroker(engine, provider, name, paper, opened_by=by),
-        traders=settings.traders, admins=settings.admins, account_traders=settings.account_traders,
-        account_admins=settings.account_admins, second_approval_above=settings.second_approval_above,
+        stored_roles=lambda: load(engine), second_approval_above=settings.second_approval_above,
         stale_move=settings.stale_move,
         decision_token_budget=settings.decision_token_budget,
         replay_token_budget=settings.replay_token_budget, max_answer_tokens=settings.llm_max_answer_tokens,
         fundamentals=fundamentals, news=news, posts=posts,
-        rules=RuleStore(engine, settings.admins, max_failures=settings.rule_max_failures),
+        rules=RuleStore(engine, lambda: load(engine).admins, max_failures=settings.rule_max_failures),
         klines=lambda symbol: klines_for(symbol, settings, provider), **adapter)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from graphs.context import WorkflowContext
+from graphs.context import WorkflowContext, admins_of
 from graphs.factor.present import status_word
 from graphs.home import HomeAction, HomePanel, HomeRow
 from tools.broker.clock import SHANGHAI
@@ -33,7 +33,7 @@ def account_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
     if paper is None:
         return []
     enabled, by, at = switch_state(ctx.engine)
-    switch = [_switch_row(enabled, by, at)] if user in ctx.admins else []
+    switch = [_switch_row(enabled, by, at)] if user in admins_of(ctx, "") else []
     limits = _("limits: order value ≤ {value} CNY, a position ≤ {weight} of equity, daily loss ≤ {loss}").format(
         value=money_text(paper.risk.max_order_value), weight=f"{paper.risk.max_position_weight:.0%}",
         loss=f"{paper.risk.daily_loss_limit:.0%}")

@@ -4,6 +4,7 @@ plus one entry."""
 
 from __future__ import annotations
 
+from graphs.access import roles_command
 from graphs.analyze.commands import decisions_command
 from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.grammar import USAGE as ANALYZE_USAGE
@@ -156,6 +157,9 @@ COMMANDS: dict[str, Subcommand] = {
     "clock": Subcommand("clock [next | set DATE]", N_("the paper accounts' session clock: live on live data; on "
                         "static data one simulated clock a trader moves to the next (or a given) trading day, "
                         "settling orders, marking accounts and letting T+1 pass"), clock_command),
+    "roles": Subcommand("roles [list] | roles grant|revoke trader|admin ID [account=NAME] | roles map|unmap LOGIN [ID]",
+                        N_("who trades and administers which account, and which console login acts as whom: stored "
+                           "in the database, changed by admins (each change audited)"), roles_command),
 }
 
 # the commands' Chinese words (each workflow's are in its package)
@@ -163,6 +167,8 @@ COMMAND_WORDS = Words(commands={
     "账户": "account", "持仓": "account", "委托": "orders", "交易开关": "trading", "开": "on", "关": "off",
     "时钟": "clock", "下一日": "next", "下个交易日": "next", "设置": "set", "重置": "reset", "今日": "today",
     "今天": "today", "未成交": "open", "授权": "mandate", "交易授权": "mandate", "撤单": "cancel", "清除": "clear",
+    "角色": "roles", "授予": "grant", "撤销": "revoke", "映射": "map", "解除映射": "unmap", "交易员": "trader",
+    "管理员": "admin",
 })
 # every Chinese word the grammar reads besides the conversation's own (graphs.grammar.vocabulary)
 WORDS: tuple[Words, ...] = (COMMAND_WORDS, *(w.words for w in WORKFLOWS.values()))

@@ -1,30 +1,61 @@
-"""Who is who, per account (issue 29, item 0): traders and admins per account with the global lists as default; the
-console acts as the identity QUANTDESK_CONSOLE_USERS maps its login to; naming an account needs a role on it; the
-embedded default with no trader configured anywhere is still a one-person desk. Real `quantdesk chat` processes on
-SQLite and PostgreSQL."""
+"""Who is who, per account (issue 29, item 0; issue 38, item 2): traders and admins per account with the global lists
+as default, stored in the database; the console acts as the identity the database maps its operating-system login
+to; naming an account needs a role on it; the embedded default with no trader configured anywhere is still a
+one-person desk. Real `quantdesk chat` processes on SQLite and PostgreSQL.
+
+The operating-system account cannot change in a test, so a test plays different people the way an admin would:
+`desk` stores the roles as a first start seeds them, and `chat` has the admin ROOT map this machine's login to the
+person before each session (`roles map`, through the store the command uses)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from testkit.console import quantdesk
+from tools.access.login import os_login
+from tools.access.roles import RoleSet
+from tools.access.store import identity_of, map_login, seed
+from tools.storage.db import make_engine
+from tools.storage.migrate import upgrade
 
-ROLES = {"QUANTDESK_ACCOUNT_TRADERS": "console=U_ANNA; desk1=U_ANNA", "QUANTDESK_ACCOUNT_ADMINS": "desk2=U_BOB",
-         "QUANTDESK_CONSOLE_USERS": "bob=U_BOB,anna=U_ANNA", "QUANTDESK_DATA_PROVIDER": "sample"}
+ROOT = "U_ROOT"  # the admin who maps the test machine's login to whoever a session plays
+SAMPLE = {"QUANTDESK_DATA_PROVIDER": "sample"}
+ROLES = RoleSet(admins=frozenset({ROOT}), account_traders={"console": frozenset({"U_ANNA"}),
+                                                           "desk1": frozenset({"U_ANNA"})},
+                account_admins={"desk2": frozenset({"U_BOB"})})
 NO_ROLE = ("{user} has no role on account {account} (trader or admin: QUANTDESK_ACCOUNT_TRADERS, "
            "QUANTDESK_ACCOUNT_ADMINS), so cannot name it; leave account= out to use console")
 
 
-def chat(tmp_path: Path, url: str, login: str, *lines: str, **env: str) -> list[str]:
-    out = quantdesk(["chat"], tmp_path, "\n".join(lines) + "\n", DATABASE_URL=url, LOGNAME=login, **env)
+def desk(url: str, roles: RoleSet) -> None:
+    """A migrated database holding `roles`, as a first start seeds them from the environment."""
+    engine = make_engine(url)
+    upgrade(engine)
+    seed(engine, roles)
+    engine.dispose()
+
+
+def act_as(url: str, identity: str) -> None:
+    """The admin ROOT maps this machine's login to `identity` (`roles map LOGIN ID`)."""
+    engine = make_engine(url)
+    if identity_of(engine, os_login()) != identity:
+        map_login(engine, ROOT, os_login(), identity)
+    engine.dispose()
+
+
+def chat(tmp_path: Path, url: str, identity: str | None, *lines: str, **env: str) -> list[str]:
+    """A `quantdesk chat` session as `identity` (None: as this machine's login, unmapped)."""
+    if identity is not None:
+        act_as(url, identity)
+    out = quantdesk(["chat"], tmp_path, "\n".join(lines) + "\n", DATABASE_URL=url, **env)
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     return out.stdout.splitlines()
 
 
 def test_a_console_user_who_is_not_a_trader_cannot_approve_or_name_an_account(tmp_path: Path, own_url: str) -> None:
-    assert quantdesk(["db", "upgrade"], tmp_path, DATABASE_URL=own_url).returncode == 0
-    bob = chat(tmp_path, own_url, "bob", "order 000001.SZ buy 100", "approve", "account desk1",
-               "order 000001.SZ buy 100 account=desk1", "account desk2", **ROLES)
+    desk(own_url, ROLES)
+    bob = chat(tmp_path, own_url, "U_BOB", "order 000001.SZ buy 100", "approve", "account desk1",
+               "order 000001.SZ buy 100 account=desk1", "account desk2", **SAMPLE)
     assert "error: Only traders (QUANTDESK_TRADERS) can approve or edit orders; you can reject it." in bob
     assert "  why: manual order by bob" in bob  # the console acts as its mapped identity, shown by its name
     assert "  mandate: none" in bob and any(line.startswith("  expires: ") for line in bob)  # what the card shows
@@ -33,8 +64,8 @@ def test_a_console_user_who_is_not_a_trader_cannot_approve_or_name_an_account(tm
     assert f"The order cannot be proposed: {NO_ROLE.format(user='U_BOB', account='desk1')}." in bob
     assert not any("has no role on account desk2" in line for line in bob)  # an admin of desk2 may name it
 
-    anna = chat(tmp_path, own_url, "anna", "order 000001.SZ buy 100", "approve", "order 000001.SZ buy 100 "
-                "account=desk1", "approve", **ROLES)
+    anna = chat(tmp_path, own_url, "U_ANNA", "order 000001.SZ buy 100", "approve", "order 000001.SZ buy 100 "
+                "account=desk1", "approve", **SAMPLE)
     placed = [line.split(":")[0] for line in anna if line.startswith("Order ") and " filled:" in line]
     assert placed == ["Order 1 filled", "Order 2 filled"], anna
     assert not any("no role" in line or line.startswith("error:") for line in anna), anna
@@ -42,7 +73,7 @@ def test_a_console_user_who_is_not_a_trader_cannot_approve_or_name_an_account(tm
 
 def test_with_no_trader_configured_anywhere_the_console_is_a_one_person_desk(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'solo.db'}"
-    lines = chat(tmp_path, url, "carol", "order 000001.SZ buy 100 account=side", "approve",
+    lines = chat(tmp_path, url, None, "order 000001.SZ buy 100 account=side", "approve",
                  QUANTDESK_DATA_PROVIDER="sample")
     assert any(line.startswith("Order 1 filled: BUY 100 000001.SZ") for line in lines), lines
     assert not any(line.startswith("error:") for line in lines), lines

@@ -4,7 +4,6 @@ with no line typed. The console runs through the real core, its in-process queue
 
 from __future__ import annotations
 
-import getpass
 import io
 import os
 import threading
@@ -19,6 +18,7 @@ from bot.stores.threads import ThreadRegistry
 from bot.surfaces import CONSOLE_CHANNEL, CONSOLE_TEAM
 from graphs.checkpointer import open_checkpointer
 from testkit.wait import wait_until
+from tools.access.login import os_login
 from tools.broker.clock import SHANGHAI
 from tools.broker.orders import OrderRequest
 from tools.broker.paper import PaperBroker, PaperConfig
@@ -45,7 +45,7 @@ def test_an_open_console_runs_a_due_rule_and_fills_a_due_order_unasked(tmp_path:
                         QUANTDESK_DATA_PROVIDER="local", QUANTDESK_LOCAL_DATA=str(data), OPENAI_API_KEY=None,
                         OPENAI_BASE_URL=None)
     ctx = build_context(settings)
-    user = getpass.getuser()
+    user = os_login()
     thread = ThreadRegistry(ctx.engine).open(CONSOLE_TEAM, CONSOLE_CHANNEL, "earlier-session", user)[0].thread_id
     morning = datetime(2024, 10, 8, 8, 0, tzinfo=SHANGHAI)  # before the open: the order waits for 20241008's bar
     order = PaperBroker(ctx.engine, LocalProvider(data), CONSOLE_CHANNEL, PaperConfig.from_settings(settings),

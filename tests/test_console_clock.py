@@ -4,10 +4,10 @@ newcomer's buy, `clock next` and sell work; each dead end names its way out."""
 
 from __future__ import annotations
 
-import getpass
 from pathlib import Path
 
 from testkit.console import console_lines
+from tools.access.login import os_login
 
 
 def test_a_round_trip_on_the_bundled_data_from_a_fresh_data_directory(tmp_path: Path) -> None:
@@ -21,7 +21,7 @@ def test_a_round_trip_on_the_bundled_data_from_a_fresh_data_directory(tmp_path: 
     bought = lines.index("Order 1 filled: BUY 100 600519.SH at 1622.55 on 20200727 (simulated fill at the last "
                          "available close); value 162,255.00, fees 43.81.")
     moved = lines.index("The simulated clock moved from 20200727 to 20200728 (by "
-                        f"{getpass.getuser()}; one simulated clock for every paper account in this database).")
+                        f"{os_login()}; one simulated clock for every paper account in this database).")
     sold = lines.index("Order 2 filled: SELL 100 600519.SH at 1670.00 on 20200728 (simulated fill at the last "
                        "available close); value 167,000.00, fees 212.09.")
     assert bought < moved < sold
@@ -59,7 +59,7 @@ def test_clock_next_runs_the_rule_scheduled_in_the_console_as_of_the_new_session
     assert ("  Rule 1 (000001.SZ, schedule `30 9 * * 1-5` Asia/Shanghai) runs for 20200824 at 09:30 Asia/Shanghai, "
             "on bars up to 20200824, in a new thread of its channel.") in after
     root = after.index("(Rule 1 (000001.SZ): scheduled run for the simulated session 20200824 (2020-08-24 01:30 UTC), "
-                       f"owner {getpass.getuser()})")
+                       f"owner {os_login()})")
     report = after.index("Rule 1 (000001.SZ): BUY", root)
     assert '"last": "2020-08-24 00:00:00"' in after[report + 2]  # the fetch step: no bar after the session
     assert "  As of: 20200824 (the simulated session; `clock` shows and moves it)" in after[report:]

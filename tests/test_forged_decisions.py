@@ -38,7 +38,7 @@ from tools.broker.sim_clock import set_session
 from tools.broker.store import set_trading
 from tools.settings import Settings
 from tools.storage.db import make_engine
-from tools.storage.migrate import current_revision, downgrade, head_revision, upgrade
+from tools.storage.migrate import current_revision, downgrade, upgrade
 from tools.storage.models import Base, utcnow
 
 ALICE, TRADER, SECOND, ADMIN = "UALICE", "UTRADER", "UTRADER2", "UADMIN"
@@ -171,8 +171,8 @@ def test_migration_0020_indexes_the_apply_look_up_as_the_models_do(own_url: str)
         assert {"ix_audit_log_interrupt_id"} <= {i["name"] for i in inspect(engine).get_indexes("audit_log")}
         downgrade(engine, "0019")
         assert "ix_audit_chain_source" not in {i["name"] for i in inspect(engine).get_indexes("audit_chain")}
-        upgrade(engine)
-        assert current_revision(engine) == head_revision()
+        upgrade(engine, "0020")
+        assert current_revision(engine) == "0020"
     finally:
         engine.dispose()
 

@@ -18,10 +18,11 @@ from sqlalchemy.orm import Session
 
 from bot.stores.records import DecisionRecord
 from graphs.context import WorkflowContext
-from testkit.console import quantdesk
 from testkit.graph_thread import GraphThread
 from testkit.paper import CONFIG, interrupt_value, order_events, paper_orders
-from tests.test_account_roles import chat
+from tests.test_account_roles import ROOT as ROOT_ADMIN
+from tests.test_account_roles import chat, desk
+from tools.access.roles import RoleSet
 from tools.broker.paper import PaperBroker
 from tools.broker.records import PaperOrder
 from tools.data.local import SampleProvider
@@ -139,23 +140,22 @@ def test_in_the_console_the_policy_keeps_the_first_approver_and_the_proposer_fro
     """Maker-checker from the policy (issue 29, item 1): on the second card of a four-eyes order, neither the trader
     who approved first nor the proposer may approve; each is refused before any decision is recorded, in their own
     language, and a third trader's approval places the order with both names. Real `quantdesk chat` processes."""
-    env = {"QUANTDESK_TRADERS": "U_ANNA,U_BO,U_CY", "QUANTDESK_CONSOLE_USERS": "anna=U_ANNA,bo=U_BO,cy=U_CY",
-           "QUANTDESK_SECOND_APPROVAL_ABOVE": "100000", "QUANTDESK_DATA_PROVIDER": "sample"}
-    assert quantdesk(["db", "upgrade"], tmp_path, DATABASE_URL=own_url).returncode == 0
-    bo = chat(tmp_path, own_url, "bo", "order 600519.SH buy 100", **env)  # Bo proposes (the maker)
+    env = {"QUANTDESK_SECOND_APPROVAL_ABOVE": "100000", "QUANTDESK_DATA_PROVIDER": "sample"}
+    desk(own_url, RoleSet(traders=frozenset({"U_ANNA", "U_BO", "U_CY"}), admins=frozenset({ROOT_ADMIN})))
+    bo = chat(tmp_path, own_url, "U_BO", "order 600519.SH buy 100", **env)  # Bo proposes (the maker)
     assert f"  approvals: {FIRST_OF_TWO}" in bo
-    anna = chat(tmp_path, own_url, "anna", "pending 1", "approve", "approve", "lang zh", "approve", **env)
-    assert "  approvals: anna (1 of 2: two traders above 100,000.00 CNY); waits for a second, different trader" \
-        in anna  # the console names the approver by their login
+    anna = chat(tmp_path, own_url, "U_ANNA", "pending 1", "approve", "approve", "lang zh", "approve", **env)
+    assert "  approvals: U_ANNA (1 of 2: two traders above 100,000.00 CNY); waits for a second, different trader" \
+        in anna
     assert anna.count("error: U_ANNA already approved this order; a second, different trader must approve it") == 1
     assert "错误：U_ANNA 已批准此委托；需要另一名交易员再次批准" in anna
-    bo = chat(tmp_path, own_url, "bo", "pending 1", "approve", **env)
+    bo = chat(tmp_path, own_url, "U_BO", "pending 1", "approve", **env)
     assert ("error: U_BO proposed this order and cannot be its second approver (maker-checker): another trader must "
             "approve it") in bo
     with Session(own_engine) as session:  # refused by the policy: no row for either click
         assert [(d.decided_by, d.decision["type"]) for d in session.scalars(
             select(DecisionRecord).order_by(DecisionRecord.decided_at)).all()] == [("U_ANNA", "approve")]
-    cy = chat(tmp_path, own_url, "cy", "pending 1", "approve", **env)
+    cy = chat(tmp_path, own_url, "U_CY", "pending 1", "approve", **env)
     assert any(line.startswith("Order 1 filled: BUY 100 600519.SH") for line in cy), cy
     with Session(own_engine) as session:
         assert session.scalars(select(PaperOrder.approved_by)).all() == ["U_ANNA,U_CY"]

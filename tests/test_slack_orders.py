@@ -46,7 +46,7 @@ from testkit.slack import (
     view_body,
 )
 from testkit.wait import wait_until
-from tests.test_account_roles import chat
+from tests.test_account_roles import ROOT, chat
 from tools.broker.records import OrderEvent, PaperAccount, PaperFill, PaperOrder, TradingSwitch
 from tools.storage.db import make_engine
 
@@ -143,7 +143,7 @@ def _reply_text(reply: Call) -> str:
     return str(reply.args["text"])
 
 
-def _card(desk: Desk, channel: str, root: str, n: int = 1) -> Call:
+def interrupt_value(desk: Desk, channel: str, root: str, n: int = 1) -> Call:
     """The n-th approval card posted in the thread (one its checks refuse too)."""
     return desk.slack.fake.wait_for("chat.postMessage", n, where=lambda c: in_thread(channel, root)(c) and c.ok
                                     and text_of(c).startswith(("Approval needed: ", "Refused by the checks: ")))[n - 1]
@@ -158,7 +158,7 @@ def _propose(desk: Desk, channel: str, text: str = ORDER, user: str = ALICE) -> 
                                        and not c.args.get("thread_ts") and text_of(c).endswith(f"`/quant {text}`"))
     assert text_of(root) == f"<@{user}> asked: `/quant {text}`"
     ts = str(root.response["ts"])
-    return Proposal(channel, ts, _card(desk, channel, ts))
+    return Proposal(channel, ts, interrupt_value(desk, channel, ts))
 
 
 def _click(desk: Desk, user: str, proposal: Proposal, action: dict[str, Any]) -> None:
@@ -244,7 +244,7 @@ def _money(text: str) -> Decimal:
     return Decimal(text.replace(",", ""))
 
 
-def _orders(desk: Desk, account: str) -> list[PaperOrder]:
+def paper_orders(desk: Desk, account: str) -> list[PaperOrder]:
     with Session(desk.engine) as session:
         return list(session.scalars(select(PaperOrder).where(PaperOrder.account == account)
                                     .order_by(PaperOrder.id)).all())
@@ -256,7 +256,7 @@ def _fills(desk: Desk, account: str) -> list[PaperFill]:
                                     .order_by(PaperFill.id)).all())
 
 
-def _events(desk: Desk, proposal: Proposal) -> list[OrderEvent]:
+def order_events(desk: Desk, proposal: Proposal) -> list[OrderEvent]:
     """The order audit trail of the thread's order (its client order id starts with the thread id)."""
     with Session(desk.engine) as session:
         return list(session.scalars(select(OrderEvent).where(OrderEvent.client_order_id.like(f"{proposal.thread}:%"))
@@ -269,7 +269,7 @@ def _decisions(desk: Desk, proposal: Proposal) -> list[DecisionRecord]:
 
 
 def _filled(desk: Desk, account: str) -> list[PaperOrder]:
-    return wait_until(lambda: [o for o in _orders(desk, account) if o.status == "filled"],
+    return wait_until(lambda: [o for o in paper_orders(desk, account) if o.status == "filled"],
                       f"a filled order in {account}")
 
 
@@ -308,8 +308,8 @@ def test_an_order_is_proposed_as_an_approval_card_in_a_new_thread(desk: Desk, pr
     assert _buttons(card) == ["review_approve", "review_edit", "review_reject"]
     assert "Only traders (QUANTDESK_TRADERS) can approve or edit this order" in _context(card)
     # the thread was opened by the command; nothing was placed by proposing
-    assert _orders(desk, proposed.channel) == []
-    assert [e.event for e in _events(desk, proposed)] == ["proposed"]
+    assert paper_orders(desk, proposed.channel) == []
+    assert [e.event for e in order_events(desk, proposed)] == ["proposed"]
 
 
 def test_a_mention_proposes_an_order_in_its_thread(desk: Desk) -> None:
@@ -318,7 +318,7 @@ def test_a_mention_proposes_an_order_in_its_thread(desk: Desk) -> None:
                                                                       "account=desk-b rebalancing", root)),
                      "application/json")
     assert status == 200
-    card = _card(desk, channel, root)
+    card = interrupt_value(desk, channel, root)
     facts = _facts(card)
     # within 20200727's band: the previous close 13.50 ± 10 % is 12.15 … 14.85
     assert facts["Order"] == "BUY 1,000 000001.SZ 平安银行 at limit 14.50" and facts["Account"] == "desk-b"
@@ -343,8 +343,8 @@ def approved(desk: Desk, proposed: Proposal) -> Approved:
     approve = button_of(proposed.card, "review_approve")
     _click(desk, ALICE, proposed, approve)
     refusal = _ephemeral(desk, proposed, ALICE)
-    after = (_decisions(desk, proposed), _orders(desk, proposed.channel), _card_updates(desk, proposed),
-             _events(desk, proposed))
+    after = (_decisions(desk, proposed), paper_orders(desk, proposed.channel), _card_updates(desk, proposed),
+             order_events(desk, proposed))
     _click(desk, TRADER, proposed, approve)
     return Approved(proposed, refusal, after)
 
@@ -383,8 +383,8 @@ def test_a_traders_approval_fills_the_order_once_and_reports_it(desk: Desk, appr
     update = wait_until(lambda: _card_updates(desk, proposal), "the card's update")[-1]
     assert f"approved by <@{TRADER}>" in json.dumps(update.args) and "actions" not in json.dumps(update.args)
     # the audit trail, with who
-    wait_until(lambda: "filled" in [e.event for e in _events(desk, proposal)], "the filled event")
-    events = _events(desk, proposal)
+    wait_until(lambda: "filled" in [e.event for e in order_events(desk, proposal)], "the filled event")
+    events = order_events(desk, proposal)
     assert [e.event for e in events] == ["proposed", "approved", "submitted", "filled"]
     actors = {e.event: e.actor for e in events}
     assert actors["proposed"] == ALICE and actors["approved"] == TRADER and actors["submitted"] == TRADER
@@ -420,9 +420,9 @@ def test_an_edit_outside_the_rules_is_refused_in_the_modal(desk: Desk) -> None:
         assert problem in answer["errors"]["quantity"], answer
     # nothing was decided: no decision row, no order, the card unchanged and still open
     assert _decisions(desk, proposal) == []
-    assert _orders(desk, proposal.channel) == []
+    assert paper_orders(desk, proposal.channel) == []
     assert _card_updates(desk, proposal) == []
-    assert [e.event for e in _events(desk, proposal)] == ["proposed"]
+    assert [e.event for e in order_events(desk, proposal)] == ["proposed"]
 
 
 @dataclass(frozen=True)
@@ -441,8 +441,8 @@ def edited(desk: Desk) -> Edited:
     _click(desk, TRADER, proposal, button_of(proposal.card, "review_edit"))
     view = _modal(desk, proposal)
     answer = _submit(desk, TRADER, view, {"quantity": {"quantity": "200"}})
-    card = _card(desk, proposal.channel, proposal.root, 2)
-    orders = _orders(desk, proposal.channel)
+    card = interrupt_value(desk, proposal.channel, proposal.root, 2)
+    orders = paper_orders(desk, proposal.channel)
     again = Proposal(proposal.channel, proposal.root, card)
     _click(desk, TRADER, again, button_of(card, "review_approve"))
     return Edited(proposal, answer, card, orders)
@@ -465,8 +465,8 @@ def test_a_valid_edit_fills_the_edited_quantity_once_approved(desk: Desk, edited
     assert fill.quantity == 200 and fill.order_id == order.id
     result = result_call(desk.slack, proposal.channel, proposal.root, "Order ")
     assert re.match(rf"Order {order.id} filled: BUY 200 600519\.SH", text_of(result))
-    wait_until(lambda: "filled" in [e.event for e in _events(desk, proposal)], "the filled event")
-    events = _events(desk, proposal)
+    wait_until(lambda: "filled" in [e.event for e in order_events(desk, proposal)], "the filled event")
+    events = order_events(desk, proposal)
     assert [e.event for e in events] == ["proposed", "edited", "approved", "submitted", "filled"]
     assert events[1].actor == TRADER and events[1].detail["quantity"] == 200 and events[1].detail["passed"] is True
     decisions = {d.decision["type"]: d for d in _decisions(desk, proposal)}
@@ -505,10 +505,10 @@ def test_a_rejection_places_nothing_and_records_its_reason(desk: Desk) -> None:
     assert blocks_valid(result)[0]["text"]["text"] == "Order rejected"
     update = wait_until(lambda: _card_updates(desk, proposal), "the card's update")[-1]
     assert f"rejected by <@{ALICE}>" in json.dumps(update.args) and "too big for today" in json.dumps(update.args)
-    events = _events(desk, proposal)
+    events = order_events(desk, proposal)
     assert [e.event for e in events] == ["proposed", "rejected"]
     assert events[1].actor == ALICE and events[1].detail == {"reason": "too big for today"}
-    assert _orders(desk, proposal.channel) == [] and _fills(desk, proposal.channel) == []
+    assert paper_orders(desk, proposal.channel) == [] and _fills(desk, proposal.channel) == []
 
 
 def test_trading_off_closes_every_open_card_at_once(slack: SlackServer, tmp_path: Path) -> None:
@@ -524,9 +524,9 @@ def test_trading_off_closes_every_open_card_at_once(slack: SlackServer, tmp_path
                                        "outage. Nothing was placed.")
             update = wait_until(lambda d=desk, p=proposal: _card_updates(d, p), "the card's update")[-1]
             assert f"rejected by <@{TRADER}>" in json.dumps(update.args)
-            assert [e.event for e in _events(desk, proposal)] == ["proposed", "rejected"]
+            assert [e.event for e in order_events(desk, proposal)] == ["proposed", "rejected"]
             assert [d.source for d in _decisions(desk, proposal)] == ["trading switch"]
-            assert _orders(desk, proposal.channel) == []
+            assert paper_orders(desk, proposal.channel) == []
 
 
 def test_a_switch_off_closes_the_open_cards_of_every_surface_sharing_the_database(slack: SlackServer,
@@ -535,11 +535,10 @@ def test_a_switch_off_closes_the_open_cards_of_every_surface_sharing_the_databas
     card (its row by who switched it off, its run applied there and then; the console shows the closure at its next
     prompt), and a switch-off in the console closes Slack's (the card updated and the result posted by the Slack
     process's background service)."""
-    console = {"QUANTDESK_TRADERS": TRADER, "QUANTDESK_CONSOLE_USERS": f"tess={TRADER}",
-               "QUANTDESK_DATA_PROVIDER": "sample"}
+    console = {"QUANTDESK_DATA_PROVIDER": "sample"}
     url = f"sqlite:///{tmp_path / 'q.db'}"
-    for desk in _desk(slack, tmp_path, QUANTDESK_TRADERS=TRADER):
-        chat(tmp_path, url, "tess", "order 000001.SZ buy 100", **console)
+    for desk in _desk(slack, tmp_path, QUANTDESK_TRADERS=TRADER, QUANTDESK_ADMINS=ROOT):  # the first start seeds
+        chat(tmp_path, url, TRADER, "order 000001.SZ buy 100", **console)
         with Session(desk.engine) as session:
             (thread,) = session.scalars(select(ThreadRecord.thread_id).where(ThreadRecord.status == "waiting")).all()
         assert thread.startswith("console-")
@@ -552,14 +551,14 @@ def test_a_switch_off_closes_the_open_cards_of_every_surface_sharing_the_databas
             assert session.get(ThreadRecord, thread).status == "done"  # type: ignore[union-attr]
             assert [e.event for e in session.scalars(select(OrderEvent).where(
                 OrderEvent.client_order_id.like(f"{thread}:%")).order_by(OrderEvent.id))] == ["proposed", "rejected"]
-        later = chat(tmp_path, url, "tess", "pending", **console)
-        assert later[0] == ("Order rejected by tess: trading was switched off by tess: exchange outage. Nothing was "
-                            "placed.")  # the result the Slack process left, shown before the first prompt, by name
+        later = chat(tmp_path, url, TRADER, "pending", **console)
+        assert later[0] == (f"Order rejected by {TRADER}: trading was switched off by {TRADER}: exchange outage. "
+                            "Nothing was placed.")  # the result the Slack process left, shown before the first prompt
         assert later[-1] == "nothing is waiting for an answer"
         _reply_text(_command(desk, "trading on", "C7992", TRADER))
 
         proposal = _propose(desk, "C7993")
-        lines = chat(tmp_path, url, "tess", "trading off desk closed", **console)
+        lines = chat(tmp_path, url, TRADER, "trading off desk closed", **console)
         assert "1 open order card was closed." in lines
         result = result_call(desk.slack, proposal.channel, proposal.root, "Order ")
         assert text_of(result) == (f"Order rejected by {TRADER}: trading was switched off by {TRADER}: desk closed. "
@@ -567,8 +566,8 @@ def test_a_switch_off_closes_the_open_cards_of_every_surface_sharing_the_databas
         update = wait_until(lambda d=desk, p=proposal: _card_updates(d, p), "the card's update")[-1]
         assert f"rejected by <@{TRADER}>" in json.dumps(update.args) and "desk closed" in json.dumps(update.args)
         assert [d.source for d in _decisions(desk, proposal)] == ["trading switch"]
-        assert [e.event for e in _events(desk, proposal)] == ["proposed", "rejected"]
-        assert _orders(desk, proposal.channel) == []
+        assert [e.event for e in order_events(desk, proposal)] == ["proposed", "rejected"]
+        assert paper_orders(desk, proposal.channel) == []
 
 
 def test_an_admin_switches_trading_off_and_on_from_the_app_home_with_why(slack: SlackServer, tmp_path: Path) -> None:
@@ -660,12 +659,12 @@ def test_a_duplicated_approval_fills_once(desk: Desk) -> None:
     assert _ephemeral(desk, proposal, TRADER2, before + 1)[-1] == ALREADY
     wait_until(lambda: all(d.applied_at for d in _decisions(desk, proposal)), "the decision applied")
     (decision,) = _decisions(desk, proposal)
-    (order,) = _orders(desk, proposal.channel)
+    (order,) = paper_orders(desk, proposal.channel)
     assert decision.decided_by in (TRADER, TRADER2)
     assert order.status == "filled" and order.approved_by == decision.decided_by
     assert len(_fills(desk, proposal.channel)) == 1
     assert len(_results(desk, proposal)) == 1
-    assert [e.event for e in _events(desk, proposal)].count("filled") == 1
+    assert [e.event for e in order_events(desk, proposal)].count("filled") == 1
 
 
 # --- no traders configured --------------------------------------------------------------------------------------
@@ -681,9 +680,9 @@ def test_with_no_traders_the_card_says_how_to_configure_them_and_nothing_can_be_
     assert _ephemeral(untraded, proposal, ALICE) == [NO_TRADERS]
     assert _ephemeral(untraded, proposal, TRADER) == [NO_TRADERS]
     assert _forms_opened(untraded, proposal) == 0
-    assert _decisions(untraded, proposal) == [] and _orders(untraded, proposal.channel) == []
+    assert _decisions(untraded, proposal) == [] and paper_orders(untraded, proposal.channel) == []
     assert _card_updates(untraded, proposal) == []
-    assert [e.event for e in _events(untraded, proposal)] == ["proposed"]
+    assert [e.event for e in order_events(untraded, proposal)] == ["proposed"]
 
 
 # --- commands ---------------------------------------------------------------------------------------------------
@@ -758,7 +757,7 @@ def test_a_filled_order_cannot_be_cancelled(desk: Desk, approved: Approved) -> N
     (order,) = _filled(desk, approved.proposal.channel)
     assert _reply_text(_command(desk, f"cancel {order.id}", "C7710", TRADER)) == \
         f":warning: order {order.id} is filled: only an open order can be cancelled"
-    assert _orders(desk, approved.proposal.channel)[0].status == "filled"
+    assert paper_orders(desk, approved.proposal.channel)[0].status == "filled"
 
 
 def _switch(desk: Desk) -> TradingSwitch | None:
@@ -797,7 +796,7 @@ def test_the_trading_switch_is_for_traders_and_shows_on_the_next_card(desk: Desk
         switches = session.scalars(select(OrderEvent).where(OrderEvent.event.in_(("trading on", "trading off")))
                                    .order_by(OrderEvent.id)).all()
         assert [(e.event, e.actor) for e in switches] == [("trading off", TRADER), ("trading on", TRADER)]
-    assert _orders(desk, channel) == []
+    assert paper_orders(desk, channel) == []
 
 
 # --- saved rules through /quant --------------------------------------------------------------------------------
@@ -819,3 +818,20 @@ def test_a_rule_saved_with_quotes_runs_from_slash_and_proposes_its_order(desk: D
     assert "BUY 100 600519.SH" in text_of(card) and f"rule {rule_id} as of 20200727:" in json.dumps(card.args["blocks"])
     timeline = _command(desk, f"rule log {rule_id}", channel, BOB)
     assert "decision: BUY (confidence 1.00)" in json.dumps(timeline.args["blocks"], ensure_ascii=False)
+
+
+def test_roles_in_slack_only_an_admin_changes_them_and_it_takes_effect_at_once(slack: SlackServer,
+                                                                               tmp_path: Path) -> None:
+    """`/quant roles` (issue 38, item 2): a non-admin's grant is refused in one line; an admin's grant is stored,
+    chained on the global audit chain, and the new trader switches trading on the next command, no restart."""
+    for desk in _desk(slack, tmp_path, QUANTDESK_TRADERS=TRADER, QUANTDESK_ADMINS=ADMIN):
+        refused = _reply_text(_command(desk, f"roles grant trader {ALICE}", "C7995", ALICE))
+        assert refused == f":warning: Only admins can change roles; {ALICE} is not one (`roles` lists them)."
+        granted = _reply_text(_command(desk, f"roles grant trader {ALICE}", "C7995", ADMIN))
+        assert "is now a trader globally" in granted, granted
+        on = _reply_text(_command(desk, "trading on", "C7995", ALICE))
+        assert on.startswith("Trading is on"), on
+        with Session(desk.engine) as session:
+            assert [(e.event, e.actor, e.account) for e in session.scalars(select(OrderEvent).where(
+                OrderEvent.event.like("role%")).order_by(OrderEvent.id))] == [
+                ("roles seeded", "environment", None), ("role granted", ADMIN, None)]

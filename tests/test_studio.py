@@ -35,6 +35,7 @@ from sqlalchemy.orm import Session
 
 from bot import studio_auth
 from graphs import studio
+from graphs.context import traders_of
 from graphs.main import build_main_graph
 from graphs.registry import WORKFLOWS
 from testkit.wait import wait_until
@@ -117,7 +118,7 @@ def test_each_factory_compiles_without_a_checkpointer_on_the_settings_context(da
     assert graph.checkpointer is None and graph.context_schema is studio.ServerContext
     assert graph.get_context_jsonschema() == {"properties": {}, "type": "object"}  # Studio's context form: empty
     context = studio.ServerContext(user=TRADER)  # what LangGraph builds from the server's dict
-    assert context.engine is studio.server_context().engine and context.traders == frozenset({TRADER})
+    assert context.engine is studio.server_context().engine and traders_of(context, "") == frozenset({TRADER})  # seeded
     assert (data_dir / "quantdesk.db").is_file()
 
 

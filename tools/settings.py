@@ -89,6 +89,8 @@ class Settings(BaseSettings):
     job_processes: int = Field(default=2, ge=1, le=1000, alias="QUANTDESK_JOB_PROCESSES")
     in_process_worker: bool = Field(default=True, alias="QUANTDESK_IN_PROCESS_WORKER")
 
+    # the roles (traders, admins, per account) and the console's logins only SEED a database that holds none of
+    # them (tools/access): after that the database's roles hold and `roles grant|revoke|map` changes them
     # paper account (tools/broker): money in CNY, rates as fractions; a schedule is "YYYYMMDD:rate,..." (each
     # rate applies from its date; dates before the first are refused)
     traders: Annotated[frozenset[str], NoDecode] = Field(default=frozenset(), alias="QUANTDESK_TRADERS")
@@ -98,7 +100,7 @@ class Settings(BaseSettings):
         default_factory=dict, alias="QUANTDESK_ACCOUNT_TRADERS")
     account_admins: Annotated[dict[str, frozenset[str]], NoDecode] = Field(
         default_factory=dict, alias="QUANTDESK_ACCOUNT_ADMINS")
-    # who the console acts as: "LOGIN=SLACK_USER_ID,..." (an unmapped login acts as itself)
+    # who the console acts as: "OS_LOGIN=SLACK_USER_ID,..." (an unmapped login acts as itself); one login per identity
     console_users: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict, alias="QUANTDESK_CONSOLE_USERS")
     paper_cash: Decimal = Field(default=Decimal("1000000"), gt=0, alias="QUANTDESK_PAPER_CASH")
     # orders above this notional (CNY) need two different traders; empty: one suffices
@@ -195,6 +197,8 @@ class Settings(BaseSettings):
             login, sep, user = entry.partition("=")
             if not sep or not login.strip() or not user.strip():
                 raise ValueError(f"{entry!r} is not LOGIN=SLACK_USER_ID")
+            if user.strip() in users.values():
+                raise ValueError(f"{user.strip()!r} is mapped from two logins; one login per identity")
             users[login.strip()] = user.strip()
         return users
 

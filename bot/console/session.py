@@ -15,7 +15,6 @@ every console thread (any session), and `pending N` makes one of them the curren
 
 from __future__ import annotations
 
-import getpass
 import itertools
 import sys
 from collections.abc import Callable
@@ -44,6 +43,9 @@ from bot.surfaces import CONSOLE, CONSOLE_CHANNEL, CONSOLE_TEAM
 from graphs.background import Notice as BackgroundNotice
 from graphs.clarify import CANCEL_ANSWER, CANCELLED
 from graphs.interrupts import CLARIFY
+from tools.access.login import os_login
+from tools.access.store import identity_of
+from tools.access.store import load as load_roles
 from tools.i18n import N_, _, display_width, pad_right, using
 from tools.storage.artifacts import ArtifactRef
 
@@ -88,8 +90,8 @@ class Console:
         self.core = core
         self.runner = core.runner
         self.surface = surface
-        login = getpass.getuser()
-        self.user = ctx.settings.console_users.get(login, login)  # who the console acts as (its decisions' name)
+        # who the console acts as (its decisions' name): what the database maps the OS account to, read at start
+        self.user = identity_of(ctx.engine, os_login())
         self.runner.context.console_operator = self.user  # trades on a desk with no trader configured anywhere
         self.place = console_place(self.user)
         self.keys = itertools.count(1)
@@ -377,7 +379,7 @@ def open_session(ctx: AppServices, checkpointer: BaseCheckpointSaver, out: TextI
     resolution) running while it is open; `clock`: its now."""
     settings = ctx.settings
     surface = ConsoleSurface(out, settings.data_dir / "exports",
-                             {user: login for login, user in settings.console_users.items()})
+                             {user: login for login, user in load_roles(ctx.engine).logins.items()})
     core = build_core(ctx, checkpointer, surface, CONSOLE_SCOPE, LocalJobQueue(ctx.engine, settings, CONSOLE_SCOPE))
     console = Console(ctx, core, surface)
     worker = core.queue.start_worker(core)

@@ -25,7 +25,7 @@ def console_place(user: str, root: str | None = None) -> Place:
 
 class ConsoleSurface:
     def __init__(self, out: TextIO, exports: Path, people: dict[str, str] | None = None) -> None:
-        """`people`: user id -> the name the console shows (the login QUANTDESK_CONSOLE_USERS maps to it)."""
+        """`people`: user id -> the name the console shows (the login the database maps to it)."""
         self.out, self.exports, self.people = out, exports, dict(people or {})
         self._lock = threading.Lock()
         self._refs = itertools.count(1)
@@ -47,7 +47,7 @@ class ConsoleSurface:
         return str(next(self._refs))
 
     def person(self, user: str) -> str:
-        """How the console names a person: their login when QUANTDESK_CONSOLE_USERS maps one to them."""
+        """How the console names a person: their console login when one is mapped to them."""
         return self.people.get(user, user)
 
     def card_text(self, payload: dict) -> str:

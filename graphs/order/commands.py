@@ -3,6 +3,7 @@ Changing anything (reset, the switch, cancelling) is for traders only."""
 
 from __future__ import annotations
 
+from graphs.context import admins_of
 from graphs.order.card import ACTION
 from graphs.order.grammar import OrderGrammarError, account_name
 from graphs.order.present import present_account, present_orders
@@ -139,7 +140,7 @@ def trading_command(call: CommandCall) -> View:
     word = call.args[0].lower()
     if word not in ("on", "off"):
         raise CommandError(_("usage: {usage}").format(usage="trading on|off [REASON]"))
-    if not (call.is_trader or (call.user is not None and call.user in call.context.admins)):
+    if not (call.is_trader or (call.user is not None and call.user in admins_of(call.context, ""))):
         raise CommandError(_(TRADERS_ONLY).format(what=_("switch trading on or off")))
     reason = " ".join(call.args[1:])
     set_trading(engine, word == "on", call.user or "?", reason)

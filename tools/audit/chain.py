@@ -62,6 +62,12 @@ def append(session: Session, row: Any) -> ChainEntry:
     return entry
 
 
+def lock(session: Session, chain: str) -> None:
+    """Hold `chain`'s head until the transaction ends: a writer that checks state before it appends (a role change)
+    takes it first, so two such writers never both pass their checks."""
+    _locked_head(session, chain)
+
+
 def _locked_head(session: Session, chain: str) -> ChainHead | None:
     """The chain's head, locked until the transaction ends. On PostgreSQL an absent head is created empty first
     (seq 0), so that two first appends also wait on one row."""

@@ -98,12 +98,13 @@ class Execution:
 class RuleStore:
     """Rules and execution logs on one engine; all state is in the database."""
 
-    def __init__(self, engine: Engine, admins: frozenset[str], *, max_failures: int = 3,
-                 clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(self, engine: Engine, admins: frozenset[str] | Callable[[], frozenset[str]], *,
+                 max_failures: int = 3, clock: Callable[[], datetime] = utcnow) -> None:
+        """`admins`: fixed, or read at each check (the database's roles)."""
         if max_failures < 1:
             raise ValueError("max_failures must be at least 1")
         self.engine = engine
-        self.admins = admins
+        self.admins = admins if callable(admins) else lambda: admins
         self.max_failures = max_failures
         self.clock = clock
 
@@ -288,7 +289,7 @@ class RuleStore:
         row = session.get(SavedRule, rule_id)
         if row is None:
             raise RuleError(_("there is no rule {id}").format(id=rule_id))
-        if user != row.owner and user not in self.admins:
+        if user != row.owner and user not in self.admins():
             log.info("rule %d: %s may not change it (owner %s)", rule_id, user, row.owner)
             raise RuleError(_("rule {id} belongs to {owner}: only its owner or an admin (QUANTDESK_ADMINS) may "
                               "change or delete it").format(id=rule_id, owner=row.owner))

@@ -6,6 +6,7 @@ from alembic import context
 
 # every table of tools/ joins the metadata (each is defined beside its owner; the bot's own are not needed here:
 # migrations are explicit, the metadata only serves comparisons)
+import tools.access.records  # noqa: F401
 import tools.audit.records  # noqa: F401
 import tools.broker.claim_records  # noqa: F401
 import tools.broker.records  # noqa: F401
