@@ -1,6 +1,8 @@
 # The two set-up commands of README.md: `make run` and `make test`.
 .PHONY: run test lint bench
 
+TEST_WORKERS ?= auto  # pytest-xdist workers: one per core; `make test TEST_WORKERS=0` runs the suite in one process
+
 run:
 	@bash scripts/bootstrap.sh
 	.venv/bin/quantdesk chat
@@ -11,7 +13,7 @@ test:
 	@bash scripts/ensure-postgres.sh
 	.venv/bin/ruff check .
 	.venv/bin/mypy
-	.venv/bin/python -m pytest -q
+	.venv/bin/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal
 
 bench:
 	@bash scripts/bootstrap.sh

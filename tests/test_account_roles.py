@@ -57,7 +57,7 @@ def test_a_console_user_who_is_not_a_trader_cannot_approve_or_name_an_account(tm
     bob = chat(tmp_path, own_url, "U_BOB", "order 000001.SZ buy 100", "approve", "account desk1",
                "order 000001.SZ buy 100 account=desk1", "account desk2", **SAMPLE)
     assert "error: Only traders (QUANTDESK_TRADERS) can approve or edit orders; you can reject it." in bob
-    assert "  why: manual order by bob" in bob  # the console acts as its mapped identity, shown by its name
+    assert f"  why: manual order by {os_login()}" in bob  # the console acts as its mapped identity, named by its login
     assert "  mandate: none" in bob and any(line.startswith("  expires: ") for line in bob)  # what the card shows
     assert not any(line.startswith("Order 1 filled") for line in bob)
     assert f"error: {NO_ROLE.format(user='U_BOB', account='desk1')}" in bob

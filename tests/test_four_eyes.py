@@ -22,6 +22,7 @@ from testkit.graph_thread import GraphThread
 from testkit.paper import CONFIG, interrupt_value, order_events, paper_orders
 from tests.test_account_roles import ROOT as ROOT_ADMIN
 from tests.test_account_roles import chat, desk
+from tools.access.login import os_login
 from tools.access.roles import RoleSet
 from tools.broker.paper import PaperBroker
 from tools.broker.records import PaperOrder
@@ -145,8 +146,8 @@ def test_in_the_console_the_policy_keeps_the_first_approver_and_the_proposer_fro
     bo = chat(tmp_path, own_url, "U_BO", "order 600519.SH buy 100", **env)  # Bo proposes (the maker)
     assert f"  approvals: {FIRST_OF_TWO}" in bo
     anna = chat(tmp_path, own_url, "U_ANNA", "pending 1", "approve", "approve", "lang zh", "approve", **env)
-    assert "  approvals: U_ANNA (1 of 2: two traders above 100,000.00 CNY); waits for a second, different trader" \
-        in anna
+    assert (f"  approvals: {os_login()} (1 of 2: two traders above 100,000.00 CNY); waits for a second, different "
+            "trader") in anna  # the console names the approver by the login mapped to them
     assert anna.count("error: U_ANNA already approved this order; a second, different trader must approve it") == 1
     assert "错误：U_ANNA 已批准此委托；需要另一名交易员再次批准" in anna
     bo = chat(tmp_path, own_url, "U_BO", "pending 1", "approve", **env)

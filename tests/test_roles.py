@@ -6,6 +6,7 @@ runs against a real database (SQLite and PostgreSQL)."""
 from __future__ import annotations
 
 import logging
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -17,9 +18,9 @@ from sqlalchemy.orm import Session
 
 from graphs.access import roles_command
 from graphs.registry import command_for
+from testkit.console import quantdesk
 from tests.test_account_roles import ROOT, act_as, chat, desk
-from tests.test_audit_chain import KEY, keyed, quantdesk  # noqa: F401 (keyed: a fixture)
-from tests.test_cli import _quantdesk
+from tests.test_audit_chain import quantdesk as audit
 from tools.access.login import os_login
 from tools.access.roles import RoleSet
 from tools.access.store import AccessError, grant, identity_of, load, map_login, revoke, seed, unmap_login
@@ -119,7 +120,7 @@ def test_the_console_is_its_os_account_whatever_logname_and_user_say(tmp_path: P
     act_as(own_url, ANNA)
     lines = chat(tmp_path, own_url, None, "order 000001.SZ buy 100", "approve", LOGNAME=BO, USER=BO,
                  QUANTDESK_CONSOLE_USERS=f"{os_login()}={BO}", QUANTDESK_DATA_PROVIDER="sample")
-    assert f"  why: manual order by {ANNA}" in lines
+    assert f"  why: manual order by {os_login()}" in lines
     assert any(line.startswith("Order 1 filled: BUY 100 000001.SZ") for line in lines), lines
     engine = make_engine(own_url)
     with Session(engine) as session:
@@ -134,12 +135,12 @@ def test_role_variables_set_after_the_first_start_grant_nothing(tmp_path: Path, 
     desk(own_url, DESK)
     act_as(own_url, EVE)
     typed = ["order 000001.SZ buy 100", "approve", f"roles grant trader {EVE}", "lang zh", f"角色 授予 交易员 {EVE}"]
-    out = _quantdesk(["chat"], tmp_path, "\n".join(typed) + "\n",
+    out = quantdesk(["chat"], tmp_path, "\n".join(typed) + "\n",
         DATABASE_URL=own_url, QUANTDESK_TRADERS=EVE, QUANTDESK_ADMINS=EVE,
         QUANTDESK_CONSOLE_USERS=f"{os_login()}={ANNA}", QUANTDESK_DATA_PROVIDER="sample")
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     lines = out.stdout.splitlines()
-    assert f"  why: manual order by {EVE}" in lines
+    assert f"  why: manual order by {os_login()}" in lines
     assert "error: Only traders (QUANTDESK_TRADERS) can approve or edit orders; you can reject it." in lines
     assert f"error: {NOT_ADMIN.format(user=EVE)}" in lines
     assert f"错误：只有管理员可以更改角色；{EVE} 不是管理员（`roles` 列出管理员）。" in lines
@@ -151,17 +152,18 @@ def test_role_variables_set_after_the_first_start_grant_nothing(tmp_path: Path, 
 
 
 def test_every_role_change_from_the_console_is_in_the_verified_global_chain(tmp_path: Path, own_url: str,
-                                                                           keyed: None) -> None:  # noqa: F811
+                                                                           audit_keys: str) -> None:
     desk(own_url, DESK)
     act_as(own_url, ROOT)
     lines = chat(tmp_path, own_url, None, f"roles grant trader {EVE} account=desk1", f"roles map eve {EVE}",
                  "roles", f"roles revoke trader {BO}", "roles unmap eve", "角色 列表",
-                 QUANTDESK_AUDIT_KEY=KEY, QUANTDESK_DATA_PROVIDER="sample")
-    assert f"{EVE} is now a trader of account desk1 (by {ROOT})." in lines
-    assert f"Console login eve now acts as {EVE} (by {ROOT})." in lines
+                 QUANTDESK_AUDIT_SIGNING_KEY=os.environ["QUANTDESK_AUDIT_SIGNING_KEY"],
+                 QUANTDESK_DATA_PROVIDER="sample")
+    assert f"{EVE} is now a trader of account desk1 (by {os_login()})." in lines
+    assert f"Console login eve now acts as {EVE} (by {os_login()})." in lines
     assert f"  Account desk1: its own traders {EVE} (instead of the global ones)" in lines
-    assert f"{BO} is no longer a trader globally (by {ROOT})." in lines
-    assert "Console login eve acts as itself again (by U_ROOT)." in lines
+    assert f"{BO} is no longer a trader globally (by {os_login()})." in lines
+    assert f"Console login eve acts as itself again (by {os_login()})." in lines
     engine = make_engine(own_url)
     events = role_events(engine)
     engine.dispose()
@@ -169,9 +171,9 @@ def test_every_role_change_from_the_console_is_in_the_verified_global_chain(tmp_
         ("roles seeded", "environment"), ("login mapped", ROOT), ("role granted", ROOT),
         ("login mapped", ROOT), ("role revoked", ROOT), ("login unmapped", ROOT)]
     assert events[2][2] == {"role": "trader", "account": "desk1", "identity": EVE}
-    result = quantdesk(own_url, "verify")
+    result = audit(own_url, "verify")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "global: 6 entries intact, head signature valid" in result.stdout.splitlines()
+    assert f"global: 6 entries intact, head signature valid (key {audit_keys})" in result.stdout.splitlines()
 
 
 @pytest.mark.parametrize(("typed", "args"), [

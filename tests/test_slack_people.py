@@ -28,8 +28,8 @@ from testkit.slack import (
     post,
     result_call,
     text_of,
-    wait_until,
 )
+from testkit.wait import wait_until
 
 TRADER, ALICE, ZHANG = "UPTRADER", "UPALICE", "UPZHANG"
 CHANNEL, CHINESE = "C0QUANT", "C0ZHDESK"
