@@ -1,7 +1,8 @@
 # The two set-up commands of README.md: `make run` and `make test`.
 .PHONY: run test lint bench
 
-TEST_WORKERS ?= auto  # pytest-xdist workers: one per core; `make test TEST_WORKERS=0` runs the suite in one process
+# pytest-xdist workers: one per core; `make test TEST_WORKERS=0` runs the suite in one process
+TEST_WORKERS ?= auto
 
 run:
 	@bash scripts/bootstrap.sh
