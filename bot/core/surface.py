@@ -153,6 +153,14 @@ class Surface(Protocol):
     def locale(self, user: str) -> str | None:
         """The person's locale as the surface knows it (Slack's `en-US`, `zh-CN` …), or None; never raises."""
 
+@runtime_checkable
+class AckSurface(Protocol):
+    """A surface that marks a person's message as seen (Slack: a reaction on it)."""
+
+    def acknowledge(self, place: Place, ref: str) -> None:
+        """Mark the message `ref` of the thread as seen; marking it again changes nothing. Raises Refused."""
+
+
 @dataclass(frozen=True)
 class HomeCard:
     """A question on a person's home: its card, its thread, and why they may not decide it (then it is shown
