@@ -162,6 +162,7 @@ class Core:
             self._start_elsewhere(place, message.text)
             return
         interrupt = next((p for p in pending if kind_of(p["value"]).thread_reply_decides), None)
+        self.waiting.hand_over(place, message.key, f"decision:{interrupt['id']}" if interrupt else None)
         with using(self.language_of(place.user)):  # what only they see is in their own language
             if interrupt is None:
                 self.surface.tell(place, _(kind_of(pending[0]["value"]).reply_hint))

@@ -26,7 +26,6 @@ log = logging.getLogger(__name__)
 
 WAITING_POSTS = ("ack", "status")
 WAIT_SECONDS = 2.0  # a request that waited this long for a job slot says so in its thread
-TAKE_OVER_SECONDS = 10.0  # how long a starting run waits for a queued line another process is posting
 KEY_MAX = 128  # posts.key
 REF_MAX = 32  # posts.ts: a longer reference (the assistant pane's status) is not kept, only used
 ACK_POST, STATUS_POST = WAITING_POSTS
@@ -142,10 +141,24 @@ class Waiting:
             self.core.posts.mark_posted(row, ref)
         self.core.posts.mark_complete(row)
 
+    def hand_over(self, place: Place, message_key: str, key: str | None) -> None:
+        """A message whose job runs no run of its own (an answer, a hint): no queued line is posted for it after
+        now, and one posted before becomes the status line of the run its answer resumes (`key`)."""
+        posts, row = self.core.posts, status_key(message_key)
+        post, created = posts.record(row, place.thread_id, STATUS_POST)
+        if not created:
+            post = self._settled(row, post)
+        posts.mark_complete(row)
+        if post.ts and key is not None:
+            target, made = status_key(key), posts.record(status_key(key), place.thread_id, STATUS_POST)[1]
+            if made:
+                self._posted(target, post.ts)
+
     def _settled(self, row: str, post: Post) -> Post:
         """The row once nobody else is posting it: it has its message, or it is complete, or this process claimed
-        it; at most TAKE_OVER_SECONDS (a claim a dead process left)."""
-        posts, deadline = self.core.posts, time.monotonic() + TAKE_OVER_SECONDS
+        it (a claim a dead process left lapses: at most the claim's length)."""
+        posts = self.core.posts
+        deadline = time.monotonic() + posts.claim_seconds + 1
         while not (post.ts or post.complete or posts.claim(row, self.core.owner)) and time.monotonic() < deadline:
             time.sleep(0.1)
             post = posts.get(row) or post
