@@ -6,15 +6,11 @@ the thread id, across processes), so the runner keeps no lock of its own."""
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
 
-import psycopg
-import psycopg_pool
-import sqlalchemy.exc
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -22,6 +18,7 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command, Durability, StateSnapshot
 
 from bot.jobs import should_stop, stop_honoured
+from bot.jobs.failures import INFRASTRUCTURE_ERRORS
 from bot.startup import AppServices
 from graphs.dependencies import workflow_context
 from graphs.main import build_main_graph
@@ -33,11 +30,6 @@ log = logging.getLogger(__name__)
 
 STOPPED = N_("Stopped at your request after the last finished step; nothing after it ran. Send a new request, "
              "or repeat this one to start it again.")
-
-# Errors of the infrastructure under a run (database, pool, network), as opposed to errors of the graph itself.
-INFRASTRUCTURE_ERRORS: tuple[type[BaseException], ...] = (
-    sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError, sqlite3.OperationalError,
-    psycopg.OperationalError, psycopg.InterfaceError, psycopg_pool.PoolTimeout, ConnectionError, TimeoutError)
 
 Progress = Callable[[str, str | None], None]  # called with each step's label and detail, as nodes report them
 ProseSink = Callable[[str, str, str], None]  # called with each piece of long prose a node finishes: (key, title, text)

@@ -44,6 +44,7 @@ BURST = 30  # thread replies sent into one busy thread
 WORKERS, WORKER_CONCURRENCY = 2, 2
 ALICE = "UALICE"
 WORKING = ":hourglass_flowing_sand: working…"
+QUEUED = ":hourglass: queued"  # a request that waited over 2 s for a job slot says so
 ASK = "signal ma_cross 600519.SH 20190101"  # no end date: the workflow asks for the date range
 ANSWERS = ("20190101 20200601", "20190101 20191231")  # alternated, so each result shows which answer it got
 RESULT = "Signal ma_cross"
@@ -114,7 +115,8 @@ def _results(cluster: Cluster, channel: str, root: str) -> list[Call]:
 
 
 def _statuses(cluster: Cluster, channel: str, root: str) -> list[Call]:
-    return [c for c in cluster.posts(channel, root) if text_of(c) == WORKING]
+    """A run's status lines: posted as it starts, or its queued line (which the run then updates)."""
+    return [c for c in cluster.posts(channel, root) if text_of(c) == WORKING or text_of(c).startswith(QUEUED)]
 
 
 def _factor_name(i: int) -> str | None:

@@ -28,7 +28,9 @@ from bot.core.surface import (
     Surface,
     ThreadStart,
 )
+from bot.core.waiting import WAITING_POSTS, Waiting
 from bot.jobs import JobQueue, Message
+from bot.jobs.failures import RetryLater, last_attempt
 from bot.runner import Outcome, Runner
 from bot.stores.decisions import CLAIM_SECONDS, DecisionStore
 from bot.stores.homes import HomeStore
@@ -64,6 +66,7 @@ class Core:
         self.owner = f"{socket.gethostname()}:{os.getpid()}"  # who claims decisions and posts to work on them
         self.outbox = Outbox(surface, self.posts, self.threads, runner.context.artifacts, self.owner, scope)
         self.intake = Intake(self)
+        self.waiting = Waiting(self)
         self.decider = Decider(self)
         self.presenter = Presenter(self)
         self.homes = (Homes(runner, self.open_questions, self.decisions, policy, surface,
@@ -141,11 +144,15 @@ class Core:
         message_id = f"{self.scope.rstrip('-')}:{message.key}"  # its id in the thread's state
         pending = self.runner.pending(info.thread_id)
         if message.request is not None or not pending or self.runner.took_in(info.thread_id, message_id):
-            status = self.presenter.status(place)
+            status = self.presenter.status(place, message.key)
             outcome = self.runner.start(info.thread_id, message.text, self.presenter.progress(place, status),
                                         user=place.user, account=channel_account(place.channel),
                                         request=message.request, message_id=message_id, language=info.language,
                                         prose=self.presenter.prose(place, message_id))
+            if outcome.retryable and not last_attempt():  # the job runs again and goes on from the checkpoint
+                self.presenter.finish_status(place, status, _(":hourglass_flowing_sand: interrupted (the database "
+                                                              "or network failed); trying again…"))
+                raise RetryLater(outcome.text)
             self.presenter.show(place, info, outcome, status)
             if message.request is not None:
                 self._after_background_run(info.thread_id, message.request, outcome)
@@ -155,6 +162,7 @@ class Core:
             self._start_elsewhere(place, message.text)
             return
         interrupt = next((p for p in pending if kind_of(p["value"]).thread_reply_decides), None)
+        self.waiting.hand_over(place, message.key, f"decision:{interrupt['id']}" if interrupt else None)
         with using(self.language_of(place.user)):  # what only they see is in their own language
             if interrupt is None:
                 self.surface.tell(place, _(kind_of(pending[0]["value"]).reply_hint))
@@ -252,6 +260,11 @@ class Core:
         self.queue.submit_decision(interrupt_id, thread_id)
 
     def repost(self, key: str) -> None:
+        post = self.posts.get(key)
+        if post is not None and post.kind in WAITING_POSTS:
+            if not post.complete and self.posts.claim(key, self.owner):
+                self.waiting.repost(post)
+            return
         self.outbox.repost(key, self.runner.pending)  # in the thread's language (the outbox reads it)
 
     def notify(self, thread_id: str, key: str, text: str, users: tuple[str, ...] = ()) -> None:

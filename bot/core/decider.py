@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from bot.core.outbox import DECIDED_POST, pending_entry, place_of
 from bot.core.policy import ALREADY_HANDLED
 from bot.core.surface import Answered, Decided
-from bot.runner import INFRASTRUCTURE_ERRORS
+from bot.jobs.failures import INFRASTRUCTURE_ERRORS
 from bot.stores.decisions import MAX_ATTEMPTS, Decision
 from bot.stores.homes import HomeStore
 from bot.stores.threads import ThreadInfo
@@ -187,7 +187,7 @@ class Decider:
             self.core.presenter.show(place, info, self.core.runner.current(record.thread_id), None)
             self.core.decisions.mark_applied(interrupt_id)
             return
-        status = self.core.presenter.status(place)
+        status = self.core.presenter.status(place, f"decision:{interrupt_id}")
         outcome = self.core.runner.resume(record.thread_id, interrupt_id, record.decision, record.decided_by,
                                      self.core.presenter.progress(place, status), decided_at=record.decided_at,
                                      language=info.language, prose=self.core.presenter.prose(place, interrupt_id))

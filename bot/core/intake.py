@@ -66,6 +66,7 @@ class Typed:
     waiting: str | None = None
     local: Collection[tuple[str, str]] = field(default_factory=tuple)  # (usage, summary message id)
     session: bool = False  # a session surface (the console): `pending N`, `quit` and its thread are its own
+    ref: str = ""  # the surface's reference of the typed message (acknowledged once queued), if it has one
 
 
 class Intake:
@@ -131,7 +132,10 @@ class Intake:
         if isinstance(intent, conversation.Empty):
             return Reply(intent)
         if not answered_at_once(intent, typed.session):  # `queued` is False for a redelivery: recorded before
-            return Reply(intent, answered=False, queued=self.submit_text(typed.place, typed.text, typed.key))
+            queued = self.submit_text(typed.place, typed.text, typed.key)
+            if queued:
+                self.core.waiting.took_in(typed.place, dedupe_key(typed.key), typed.ref)
+            return Reply(intent, answered=False, queued=queued)
         if not self.answered_once(typed.place, typed.text, typed.key):  # a redelivery: its command ran once
             return Reply(intent)
         return self._answer(intent, typed, account)
@@ -155,7 +159,9 @@ class Intake:
                         _("I could not post here ({error}).").format(error=exc.reason))
                 return Reply(reply.intent, text=text, failed=True)
         place = Place(root.team, root.channel, root.thread_ts, typed.place.user)
-        self.submit_text(place, typed.text, f"msg:{root.channel}:{root.thread_ts}")
+        key = f"msg:{root.channel}:{root.thread_ts}"
+        if self.submit_text(place, typed.text, key):
+            self.core.waiting.took_in(place, dedupe_key(key), "")  # the root it posted is its acknowledgement
         return Reply(reply.intent, answered=False, queued=True)
 
     def submit_text(self, place: Place, text: str, key: str) -> bool:

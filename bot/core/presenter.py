@@ -24,12 +24,9 @@ class Presenter:
     def __init__(self, core: Core) -> None:
         self.core = core
 
-    def status(self, place: Place) -> str | None:
-        try:
-            return self.core.surface.post(place, Status(place.thread_id, _(":hourglass_flowing_sand: working…")))
-        except Refused as exc:
-            log.warning("could not post a status message: %s", exc.reason)
-            return None
+    def status(self, place: Place, key: str) -> str | None:
+        """The status line of the run of a message or decision (`key`): posted once, over its queued line."""
+        return self.core.waiting.status(place, key, Status(place.thread_id, _(":hourglass_flowing_sand: working…")))
 
     def progress(self, place: Place, status_ref: str | None) -> Callable[[str, str | None], None]:
         done: list[str] = []

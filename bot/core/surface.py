@@ -153,6 +153,15 @@ class Surface(Protocol):
     def locale(self, user: str) -> str | None:
         """The person's locale as the surface knows it (Slack's `en-US`, `zh-CN` …), or None; never raises."""
 
+
+@runtime_checkable
+class AckSurface(Protocol):
+    """A surface that marks a person's message as seen (Slack: a reaction on it)."""
+
+    def acknowledge(self, place: Place, ref: str) -> None:
+        """Mark the message `ref` of the thread as seen; marking it again changes nothing. Raises Refused."""
+
+
 DECIDE, ASKED, OTHERS = "decide", "asked", "others"  # why a card is on a home, in the order a home shows them
 
 

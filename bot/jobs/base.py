@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from sqlalchemy import Engine
 
+from bot.jobs.failures import RETRIED_ERRORS
 from bot.jobs.inbox import Inbox, Message
 from tools.settings import Settings
 
@@ -91,6 +92,11 @@ class JobQueue(ABC):
         a job for this decision is already waiting or running (the background service may call this every pass)."""
 
     @abstractmethod
+    def ahead_of(self, key: str) -> int | None:
+        """How many jobs wait to start before the message `key`'s, which waits for a free slot; None when it does
+        not (it runs or ended, is not enqueued yet, or waits behind a job of its own thread)."""
+
+    @abstractmethod
     def abort(self, thread_id: str) -> bool:
         """Ask the thread's running job to stop at its next node boundary, without waiting behind the thread's
         lock. False when nothing of the thread is running."""
@@ -147,7 +153,8 @@ def run_text_job(handler: JobHandler, inbox: Inbox, args: dict[str, Any]) -> Non
     """Run one message, after any message of its thread Slack posted earlier that is not done yet (replies ms
     apart can be enqueued out of order; the thread's jobs run one at a time, so this restores Slack's order and
     the earlier message's own job then finds it done). A row is marked done when its run ends (also when it
-    failed or was aborted by a user), but not when the worker is shutting down: then the job is retried."""
+    failed or was aborted by a user), but not when the worker is shutting down or the database or network failed
+    under it (RETRIED_ERRORS): then the job is retried."""
     message = Message(**args)
     for item in [*inbox.pending_before(message), message]:
         if stop_reason() == STOP_SHUTDOWN:
@@ -157,9 +164,19 @@ def run_text_job(handler: JobHandler, inbox: Inbox, args: dict[str, Any]) -> Non
             continue
         try:
             handler.run_text(item)
-        finally:
-            if stop_reason() != STOP_SHUTDOWN:
-                inbox.mark_done(item.key)
+        except RETRIED_ERRORS as exc:
+            log.warning("message %s of thread %s met %s; its job is retried", item.key, item.thread_id,
+                        type(exc).__name__)
+            raise
+        except BaseException:
+            _mark_done(inbox, item.key)
+            raise
+        _mark_done(inbox, item.key)
+
+
+def _mark_done(inbox: Inbox, key: str) -> None:
+    if stop_reason() != STOP_SHUTDOWN:
+        inbox.mark_done(key)
 
 
 def apply_decision_job(handler: JobHandler, args: dict[str, Any]) -> None:

@@ -8,6 +8,7 @@ restart `start_worker` re-enqueues unfinished messages and the background servic
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from collections import deque
@@ -41,6 +42,7 @@ class _Job:
     task: str
     args: dict[str, Any]
     stop: str | None = field(default=None)  # set by abort() or shutdown: the job stops at its next node
+    order: int = 0  # when it was queued, among this process's jobs
 
     def stop_reason(self) -> str | None:
         return self.stop
@@ -55,6 +57,7 @@ class LocalJobQueue(JobQueue):
         self._ready: deque[str] = deque()  # threads with waiting jobs and none running, in the order they got ready
         self._running: dict[str, _Job] = {}
         self._closed = False
+        self._order = itertools.count()
 
     def _enqueue_recorded(self, message: Message) -> bool:
         with self.engine.begin() as connection:
@@ -71,6 +74,14 @@ class LocalJobQueue(JobQueue):
                 return False
             self._put_locked(_Job(thread_id, APPLY_DECISION, {"interrupt_id": interrupt_id, "thread_id": thread_id}))
         return True
+
+    def ahead_of(self, key: str) -> int | None:
+        with self._cond:
+            waiting = [job for jobs in self._waiting.values() for job in jobs]
+            mine = next((job for job in waiting if job.task == RUN_TEXT and job.args.get("key") == key), None)
+            if mine is None or mine.thread_id in self._running or self._waiting[mine.thread_id][0] is not mine:
+                return None  # started, or behind its own thread's job (not a slot)
+            return sum(job.order < mine.order for job in waiting)
 
     def abort(self, thread_id: str) -> bool:
         with self._cond:
@@ -102,6 +113,7 @@ class LocalJobQueue(JobQueue):
             self._put_locked(job)
 
     def _put_locked(self, job: _Job) -> None:
+        job.order = next(self._order)
         waiting = self._waiting.setdefault(job.thread_id, deque())
         waiting.append(job)
         if len(waiting) == 1 and job.thread_id not in self._running:

@@ -22,7 +22,8 @@ from typing import Any
 from procrastinate import App, JobContext, PsycopgConnector, RetryStrategy
 from procrastinate.exceptions import JobAborted
 from procrastinate.job_context import AbortReason
-from procrastinate.jobs import Status
+from procrastinate.jobs import Job, Status
+from procrastinate.retry import RetryDecision
 from procrastinate.utils import utcnow
 from sqlalchemy import Connection, Engine, QueuePool, text
 
@@ -39,6 +40,7 @@ from bot.jobs.base import (
     run_text_job,
     stop_scope,
 )
+from bot.jobs.failures import RETRIED_ERRORS, attempt_scope
 from bot.jobs.inbox import Message
 from tools.settings import Settings
 from tools.storage.db import libpq_url
@@ -50,8 +52,21 @@ MAX_ATTEMPTS = 5  # a job whose worker died this many times is failed, not retri
 ABORT_POLL_SECONDS = 1.0  # fallback only: abort requests arrive by LISTEN/NOTIFY
 SHUTDOWN_GRACE_SECONDS = 30.0  # then running jobs are asked to stop at their next node, and are retried
 REAPER_LOCK_KEY = 0x71646A6F62  # pg_try_advisory_xact_lock key: one reaper pass at a time across hosts
-# Jobs a stopping worker asked to stop are retried (a user's abort is not: procrastinate skips retries for it).
-SHUTDOWN_RETRY = RetryStrategy(retry_exceptions=[JobAborted])
+RETRIES = 7  # after a database or network failure, at 2, 4, 8 … 128 s: the run's last attempt is the eighth
+
+
+class RunRetry(RetryStrategy):
+    """Procrastinate's retry strategy for database and network failures (RETRIED_ERRORS: connection and
+    serialization errors), with exponential backoff; and a job a stopping worker asked to stop is retried at once,
+    however often (a user's abort is not: procrastinate skips retries for it)."""
+
+    def get_retry_decision(self, *, exception: BaseException, job: Job) -> RetryDecision | None:
+        if isinstance(exception, JobAborted):
+            return RetryDecision(retry_in={"seconds": 0})
+        return super().get_retry_decision(exception=exception, job=job)
+
+
+RUN_RETRY = RunRetry(max_attempts=RETRIES, exponential_wait=2, retry_exceptions=list(RETRIED_ERRORS))
 
 
 # The listener's path: the inbox row (marked enqueued) and its job in one statement, nothing deferred when the key was
@@ -78,14 +93,14 @@ def _stop_reason(context: JobContext) -> str | None:
 
 
 def _run_text_task(context: JobContext, **args: Any) -> None:
-    with stop_scope(lambda: _stop_reason(context)):
+    with stop_scope(lambda: _stop_reason(context)), attempt_scope(context.job.attempts >= RETRIES):
         run_text_job(context.additional_context["handler"], context.additional_context["inbox"], args)
     if context.should_abort():
         raise JobAborted
 
 
 def _apply_decision_task(context: JobContext, **args: Any) -> None:
-    with stop_scope(lambda: _stop_reason(context)):
+    with stop_scope(lambda: _stop_reason(context)), attempt_scope(context.job.attempts >= RETRIES):
         apply_decision_job(context.additional_context["handler"], args)
     if context.should_abort():
         raise JobAborted
@@ -95,7 +110,7 @@ def make_app(conninfo: str, pool_size: int) -> App:
     """A procrastinate App with the two tasks; its pool opens only when a worker opens the app."""
     app = App(connector=PsycopgConnector(conninfo=conninfo, min_size=1, max_size=pool_size))
     for name, func in ((RUN_TEXT, _run_text_task), (APPLY_DECISION, _apply_decision_task)):
-        app.task(name=name, queue=RUNS_QUEUE, pass_context=True, retry=SHUTDOWN_RETRY, priority=RUN_PRIORITY)(func)
+        app.task(name=name, queue=RUNS_QUEUE, pass_context=True, retry=RUN_RETRY, priority=RUN_PRIORITY)(func)
     return app
 
 
@@ -149,6 +164,19 @@ class PgJobQueue(JobQueue):
                 return False
             self._defer(connection, APPLY_DECISION, thread_id, {"interrupt_id": interrupt_id, "thread_id": thread_id})
         return True
+
+    def ahead_of(self, key: str) -> int | None:
+        with self.engine.connect() as connection:
+            row = connection.execute(text(
+                "SELECT mine.status, (SELECT count(*) FROM procrastinate_jobs ahead WHERE ahead.queue_name = :queue "
+                "AND ahead.status = 'todo' AND ahead.id < mine.id), EXISTS (SELECT 1 FROM procrastinate_jobs other "
+                "WHERE other.lock = mine.lock AND (other.status = 'doing' OR other.status = 'todo' AND other.id < "
+                "mine.id)) FROM (SELECT id, status, lock FROM procrastinate_jobs WHERE task_name = :task "
+                "AND args->>'key' = :key ORDER BY id DESC LIMIT 1) mine"),
+                {"queue": RUNS_QUEUE, "task": RUN_TEXT, "key": key}).first()
+        if row is None or row[0] != "todo" or row[2]:  # started, or behind its own thread's job (not a slot)
+            return None
+        return int(row[1])
 
     def abort(self, thread_id: str) -> bool:
         with self.engine.begin() as connection:

@@ -44,6 +44,7 @@ PLAIN_TEXT_NOTE = N_("(Shown as plain text: Slack refused the formatted message.
                      "chat`.)")
 PLAIN_TEXT_MAX = 39_000
 STREAM_CHUNK = 1000  # characters a chat.appendStream carries
+SEEN_REACTION = "eyes"  # on a request the bot took in, at once
 ASSISTANT_STATUS = "assistant-status:"  # the reference of a status shown in the assistant pane, not as a message
 
 
@@ -157,6 +158,16 @@ class SlackSurface:
                 self.statuses.clear(place.channel, place.thread_ts)
             return
         self._safe(self.client.chat_update, channel=place.channel, ts=ref, **message_for(content, self.names))
+
+    def acknowledge(self, place: Place, ref: str) -> None:
+        """An :eyes: reaction on the person's message (reactions:write); one already there is fine."""
+        try:
+            self.client.reactions_add(channel=place.channel, timestamp=ref, name=SEEN_REACTION)
+        except SlackApiError as exc:
+            if exc.response.get("error") != "already_reacted":
+                raise Refused(_reason(exc)) from exc
+        except OSError as exc:
+            raise Refused(_reason(exc)) from exc
 
     def upload(self, place: Place, files: list[StoredFile]) -> None:
         uploads = [{"content": f.data, "filename": f.filename, "title": f.title} for f in files]

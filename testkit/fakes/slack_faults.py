@@ -37,3 +37,26 @@ class FaultySlack(FakeSlack):
             self.held.set()
             self.release.wait(timeout=120)  # the bot is killed meanwhile; its socket is gone when we answer
         return response
+
+
+@dataclass
+class GatedSlack(FakeSlack):
+    """The fake Slack Web API holding back the answers of every call `gate_when(method, args)` picks until the gate
+    opens: Slack took each call (it is recorded, a message kept), and its caller (a run, in a job slot) waits."""
+
+    gate_when: Callable[[str, dict[str, Any]], bool] | None = None
+    gate: threading.Event = field(default_factory=threading.Event)
+    _gated: list[dict[str, Any]] = field(default_factory=list)
+
+    def answer(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
+        response = super().answer(method, args)
+        if self.gate_when is not None and self.gate_when(method, args) and not self.gate.is_set():
+            with self._lock:
+                self._gated.append(args)
+            self.gate.wait(timeout=120)
+        return response
+
+    def gated(self) -> int:
+        """How many calls were held (or are still held)."""
+        with self._lock:
+            return len(self._gated)

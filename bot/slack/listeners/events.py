@@ -36,8 +36,8 @@ def register(app: App, core: Core, bot_user: str) -> None:
         the same post as `message` and `app_mention`, has the same key), anything else recorded and queued."""
         channel = event["channel"]
         place = Place(body["team_id"], channel, root, event["user"])
-        reply = core.intake.take(Typed(place, event.get("text", ""), f"msg:{channel}:{event['ts']}"),
-                                 channel_account(channel))
+        reply = core.intake.take(Typed(place, event.get("text", ""), f"msg:{channel}:{event['ts']}",
+                                       ref=str(event["ts"])), channel_account(channel))
         if reply.answered and (reply.text or reply.view is not None or reply.help):
             with using(core.language_of(event["user"])):
                 show(place, reply)
