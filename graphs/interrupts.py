@@ -81,8 +81,9 @@ def approval_refusal(payload: dict[str, Any], user: str | None, decision_type: s
     if decision_type not in ("approve", "edit") or payload.get("type") != APPROVAL:
         return None
     if payload.get("deciders") == TRADERS and user not in traders:
-        return (_("Only traders (QUANTDESK_TRADERS) can approve or edit orders; you can reject it.") if traders else
-                _("No traders are configured (QUANTDESK_TRADERS), so nobody can approve or edit this order."))
+        return (_("Only traders can approve or edit orders (`roles` lists them); you can reject it.") if traders else
+                _("Nobody is a trader (an admin grants it: `roles grant trader USER`), so nobody can approve or edit "
+                  "this order."))
     approved = [str(who) for who in payload.get("approved_by") or ()]
     if decision_type == "approve" and approved and user is not None:
         refused = second_refusal(approved, payload.get("proposed_by"), user)

@@ -23,8 +23,8 @@ SAMPLE = {"QUANTDESK_DATA_PROVIDER": "sample"}
 ROLES = RoleSet(admins=frozenset({ROOT}), account_traders={"console": frozenset({"U_ANNA"}),
                                                            "desk1": frozenset({"U_ANNA"})},
                 account_admins={"desk2": frozenset({"U_BOB"})})
-NO_ROLE = ("{user} has no role on account {account} (trader or admin: QUANTDESK_ACCOUNT_TRADERS, "
-           "QUANTDESK_ACCOUNT_ADMINS), so cannot name it; leave account= out to use console")
+NO_ROLE = ("{user} has no role on account {account} (trader or admin; `roles` lists them), so cannot name it; "
+           "leave account= out to use console")
 
 
 def desk(url: str, roles: RoleSet) -> None:
@@ -56,7 +56,7 @@ def test_a_console_user_who_is_not_a_trader_cannot_approve_or_name_an_account(tm
     desk(own_url, ROLES)
     bob = chat(tmp_path, own_url, "U_BOB", "order 000001.SZ buy 100", "approve", "account desk1",
                "order 000001.SZ buy 100 account=desk1", "account desk2", **SAMPLE)
-    assert "error: Only traders (QUANTDESK_TRADERS) can approve or edit orders; you can reject it." in bob
+    assert "error: Only traders can approve or edit orders (`roles` lists them); you can reject it." in bob
     assert f"  why: manual order by {os_login()}" in bob  # the console acts as its mapped identity, named by its login
     assert "  mandate: none" in bob and any(line.startswith("  expires: ") for line in bob)  # what the card shows
     assert not any(line.startswith("Order 1 filled") for line in bob)

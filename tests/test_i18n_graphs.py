@@ -53,7 +53,7 @@ def test_an_orders_refusals_edits_expiry_and_rejection_read_in_chinese(sqlite_ur
         rejected = rejected_thread.decide(rejected_thread.say("下单 000001.SZ 买入 100 account=z1"),
                                           {"type": "reject"}, user=TRADER)
     refusal = next(line for line in refused.splitlines() if line.startswith("未受理："))  # not 已拒绝: not rejected
-    assert refusal.startswith("未受理：UALICE 不是交易员（QUANTDESK_TRADERS），不能批准账户 z1 的委托")
+    assert refusal.startswith("未受理：UALICE 不是账户 z1 的交易员，不能批准其委托")
     (problem,) = [line for line in edit.splitlines() if line.startswith("未受理：")][1:]
     assert problem == ("未受理：修改未生效：数量（股）必须是 100 的整数倍；side 不可修改。"
                        "卡片仍在等待处理，委托保持原样。")
@@ -82,9 +82,9 @@ def test_an_approvals_edit_problems_and_refusals_in_chinese_and_english() -> Non
     now = datetime(2020, 8, 24, 8, tzinfo=UTC)
     with using("zh-CN"):
         assert approval_refusal(card, "UALICE", "approve", frozenset({TRADER}), now) == (
-            "只有交易员（QUANTDESK_TRADERS）可以批准或修改委托；你可以拒绝它。")
+            "只有交易员可以批准或修改委托（`roles` 列出交易员）；你可以拒绝它。")
         assert approval_refusal(card, TRADER, "approve", frozenset(), now) == (
-            "没有配置交易员（QUANTDESK_TRADERS），因此没人能批准或修改这笔委托。")
+            "目前没有交易员（由管理员授予：`roles grant trader USER`），因此没人能批准或修改这笔委托。")
         assert approval_refusal(card, TRADER, "approve", frozenset({TRADER}), now) == (
             "该审批卡片已于 2020-08-24 07:00 UTC 过期，不能再批准。请拒绝它，或重新提交以重新检查。")
     with using("en"):

@@ -72,12 +72,12 @@ def test_a_decision_by_no_trader_is_refused_recorded_and_asked_again(db_url: str
     out = thread.say(f"order 000001.SZ buy 100 account={account}")
     again = thread.decide(out, {"type": "approve"}, user=who)
     card = interrupt_value(again)  # a new approval: the order still waits for a trader
-    assert "not a trader (QUANTDESK_TRADERS) and cannot approve orders" in card["description"]
+    assert "and cannot approve its orders (`roles` lists who is)" in card["description"]
     assert paper_orders(engine, account) == []
     assert ("refused", who) in order_events(engine, account)
     edit = thread.decide(again, {"type": "edit", "edited_action": {"name": "place_order", "args": {"quantity": 200}}},
                          user=who)
-    assert "cannot edit orders" in interrupt_value(edit)["description"] and paper_orders(engine, account) == []
+    assert "cannot edit its orders" in interrupt_value(edit)["description"] and paper_orders(engine, account) == []
     done = thread.decide(edit, {"type": "approve"}, user=TRADER)
     assert done["result"]["status"] == "filled"
     assert len(paper_fills(engine, account)) == 1
@@ -89,7 +89,7 @@ def test_with_no_traders_configured_an_order_can_only_be_rejected(db_url: str, e
     out = thread.say("order 000001.SZ buy 100 account=g3")
     card = interrupt_value(out)
     assert card["allowed"] == ["reject"]
-    assert "set QUANTDESK_TRADERS" in card["who_decides"]
+    assert "`roles grant trader USER`" in card["who_decides"]
     again = thread.decide(out, {"type": "approve"}, user=TRADER)  # Studio or the SDK can still send one
     assert "not a trader" in interrupt_value(again)["description"] and paper_orders(engine, "g3") == []
 

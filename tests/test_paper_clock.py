@@ -115,7 +115,7 @@ def test_only_traders_move_the_clock_and_anyone_may_look(sqlite_engine: Engine, 
                                                          provider: SampleProvider) -> None:
     ctx = _ctx(sqlite_engine, sandbox, provider)
     for line in ("clock next", "clock set 20200821"):
-        with pytest.raises(CommandError, match=r"Only traders \(QUANTDESK_TRADERS\) can move the clock"):
+        with pytest.raises(CommandError, match=r"Only traders \(`roles` lists them\) can move the clock"):
             _clock(ctx, line, user=OTHER)
     shown = _clock(ctx, "clock", user=OTHER)
     assert shown.summary.startswith("Simulated clock: the session is 20200727")

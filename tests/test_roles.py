@@ -141,7 +141,7 @@ def test_role_variables_set_after_the_first_start_grant_nothing(tmp_path: Path, 
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     lines = out.stdout.splitlines()
     assert f"  why: manual order by {os_login()}" in lines
-    assert "error: Only traders (QUANTDESK_TRADERS) can approve or edit orders; you can reject it." in lines
+    assert "error: Only traders can approve or edit orders (`roles` lists them); you can reject it." in lines
     assert f"error: {NOT_ADMIN.format(user=EVE)}" in lines
     assert f"错误：只有管理员可以更改角色；{EVE} 不是管理员（`roles` 列出管理员）。" in lines
     assert "differ from the database's roles and are ignored" in out.stderr  # the note at startup

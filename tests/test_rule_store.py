@@ -100,7 +100,7 @@ def test_add_refuses_bad_fields(store: RuleStore, channel: str, kwargs: dict, me
 
 def test_only_the_owner_or_an_admin_may_change_or_delete(store: RuleStore, channel: str, clock: _Clock) -> None:
     rule = store.add("UOWNER", channel, "000001.SZ", "buy when rsi(14) < 30")
-    refused = (f"rule {rule.id} belongs to UOWNER: only its owner or an admin (QUANTDESK_ADMINS) may change or "
+    refused = (f"rule {rule.id} belongs to UOWNER: only its owner or an admin (`roles` lists them) may change or "
                "delete it")
     for change in (lambda: store.update_schedule(rule.id, "UOTHER", "0 10 * * *"),
                    lambda: store.pause(rule.id, "UOTHER"), lambda: store.resume(rule.id, "UOTHER"),

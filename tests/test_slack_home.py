@@ -42,7 +42,7 @@ ALICE = "UALICE"  # asks for the order; not a trader
 BOB = "UBOB"  # neither
 ORDER = "order 600519.SH buy 100"
 FORM = "application/x-www-form-urlencoded"
-NOT_A_TRADER = "Only traders (QUANTDESK_TRADERS) can approve or edit orders; you can reject it."
+NOT_A_TRADER = "Only traders can approve or edit orders (`roles` lists them); you can reject it."
 # four eyes above 200,000 CNY: ORDER (100 shares near 1,700) needs one trader, FOUR_EYES (200 shares) two; a
 # position of 200 shares is 34% of the starting cash, within a 50% position weight limit
 FOUR_EYES = "order 600519.SH buy 200"

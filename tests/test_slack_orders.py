@@ -60,8 +60,9 @@ SHANGHAI = ZoneInfo("Asia/Shanghai")
 TTL = timedelta(minutes=120)  # QUANTDESK_ORDER_TTL_MINUTES' default: on the simulated clock, the only expiry
 BUY_CHECKS = {"trading switch", "price data", "lot size", "price limit", "cash", "order value limit",
               "position weight limit", "daily loss limit"}
-NOT_A_TRADER = "Only traders (QUANTDESK_TRADERS) can approve or edit orders; you can reject it."
-NO_TRADERS = "No traders are configured (QUANTDESK_TRADERS), so nobody can approve or edit this order."
+NOT_A_TRADER = "Only traders can approve or edit orders (`roles` lists them); you can reject it."
+NO_TRADERS = ("Nobody is a trader (an admin grants it: `roles grant trader USER`), so nobody can approve or edit this "
+              "order.")
 ALREADY = "Already handled."
 # 600519.SH closes near 1,700 on the sample's last day: 200 shares are 34% of the 1,000,000 starting cash, over
 # the default 30% position weight limit; the edit test needs 200 shares to pass every check
@@ -306,7 +307,7 @@ def test_an_order_is_proposed_as_an_approval_card_in_a_new_thread(desk: Desk, pr
     assert abs(expires - (datetime.now(SHANGHAI) + TTL)) < timedelta(minutes=3)  # the TTL, and the session:
     assert session == "20200727"  # a simulated session ends when the clock moves (`clock next`)
     assert _buttons(card) == ["review_approve", "review_edit", "review_reject"]
-    assert "Only traders (QUANTDESK_TRADERS) can approve or edit this order" in _context(card)
+    assert "Only traders (`roles` lists them) can approve or edit this order" in _context(card)
     # the thread was opened by the command; nothing was placed by proposing
     assert paper_orders(desk, proposed.channel) == []
     assert [e.event for e in order_events(desk, proposed)] == ["proposed"]
@@ -673,8 +674,8 @@ def test_a_duplicated_approval_fills_once(desk: Desk) -> None:
 def test_with_no_traders_the_card_says_how_to_configure_them_and_nothing_can_be_approved(untraded: Desk) -> None:
     proposal = _propose(untraded, "C7500")
     assert _buttons(proposal.card) == ["review_reject"]  # no Approve, no Edit
-    assert "No traders are configured, so nobody can approve this order: set QUANTDESK_TRADERS to the Slack user " \
-           "ids allowed to trade (comma-separated) and restart." in _context(proposal.card)
+    assert "Nobody is a trader, so nobody can approve this order: an admin grants the role with `roles grant " \
+           "trader USER`" in _context(proposal.card)
     _click(untraded, ALICE, proposal, _crafted(proposal, "approve"))
     _click(untraded, TRADER, proposal, _crafted(proposal, "edit"))
     assert _ephemeral(untraded, proposal, ALICE) == [NO_TRADERS]
@@ -733,7 +734,7 @@ def test_cancel_usage_errors(desk: Desk) -> None:
     assert _reply_text(_command(desk, "cancel abc", channel, TRADER)) == usage
     assert _reply_text(_command(desk, "cancel 1 2", channel, TRADER)) == usage
     assert _reply_text(_command(desk, "cancel 1", channel, BOB)) == \
-        ":warning: Only traders (QUANTDESK_TRADERS) can cancel orders."
+        ":warning: Only traders (`roles` lists them) can cancel orders."
     assert _reply_text(_command(desk, "cancel 999999", channel, TRADER)) == \
         ":warning: there is no order 999999; see `orders all`"
 
@@ -768,7 +769,7 @@ def _switch(desk: Desk) -> TradingSwitch | None:
 def test_the_trading_switch_is_for_traders_and_shows_on_the_next_card(desk: Desk) -> None:
     channel = "C7800"
     refused = _reply_text(_command(desk, "trading off", channel, ALICE))
-    assert refused == ":warning: Only traders (QUANTDESK_TRADERS) can switch trading on or off."
+    assert refused == ":warning: Only traders (`roles` lists them) can switch trading on or off."
     assert _switch(desk) is None or _switch(desk).enabled  # type: ignore[union-attr]
     try:
         off = _reply_text(_command(desk, "trading off", channel, TRADER))

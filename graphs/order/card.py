@@ -18,9 +18,10 @@ from tools.broker.rules import MAX_ORDER_QUANTITY, MAX_PRICE, lot_rule, max_orde
 from tools.i18n import N_, _
 
 ACTION = "place_order"
-NO_TRADERS = N_("No traders are configured, so nobody can approve this order: set QUANTDESK_TRADERS to the Slack "
-                "user ids allowed to trade (comma-separated) and restart. It can still be rejected.")
-WHO = N_("Only traders (QUANTDESK_TRADERS) can approve or edit this order; the requester or a trader can reject it.")
+NO_TRADERS = N_("Nobody is a trader, so nobody can approve this order: an admin grants the role with `roles grant "
+                "trader USER` (QUANTDESK_TRADERS seeds it on a new database only). It can still be rejected.")
+WHO = N_("Only traders (`roles` lists them) can approve or edit this order; the requester or a trader can reject "
+         "it.")
 # the card's fields, as its keys read (the surfaces show a key's label translated)
 FIELDS = (N_("Order"), N_("Quantity"), N_("Limit price"), N_("Account"), N_("Estimated cost"), N_("Cash after"),
           N_("Position after"), N_("Fills"), N_("Expires"), N_("Why"), N_("Mandate"), N_("Approvals"))

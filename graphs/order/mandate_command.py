@@ -13,8 +13,7 @@ from tools.broker.mandate import KEYS, MandateError, load_mandate, parse_setting
 from tools.i18n import N_, _
 
 USAGE = N_("usage: mandate [NAME], mandate NAME set {settings}, or mandate NAME clear")
-ADMINS_ONLY = N_("Only admins of account {account} (QUANTDESK_ADMINS, QUANTDESK_ACCOUNT_ADMINS) can change its "
-                 "mandate.")
+ADMINS_ONLY = N_("Only admins of account {account} (`roles` lists them) can change its mandate.")
 TITLE = N_("Mandate of account {account}")
 CHANGED = N_("Mandate of account {account} changed")
 NONE = N_("Account {account} has no mandate: any symbol, no daily order, exposure or turnover cap.")

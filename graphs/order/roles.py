@@ -7,13 +7,11 @@ from graphs.context import has_role, traders_of
 from graphs.order.deps import OrderDeps
 from tools.i18n import N_, _
 
-TRADERS_ONLY = N_("Only traders (QUANTDESK_TRADERS) can {what}.")
-ACCOUNT_TRADERS_ONLY = N_("Only traders of account {account} (QUANTDESK_TRADERS, QUANTDESK_ACCOUNT_TRADERS) can "
-                          "{what}.")
-NO_ROLE = N_("{user} has no role on account {account} (trader or admin: QUANTDESK_ACCOUNT_TRADERS, "
-             "QUANTDESK_ACCOUNT_ADMINS), so cannot name it; leave account= out to use {default}")
-NOT_A_TRADER = N_("{user} is not a trader (QUANTDESK_TRADERS) and cannot {what} orders of account {account} (an "
-                  "account's own traders: QUANTDESK_ACCOUNT_TRADERS)")
+TRADERS_ONLY = N_("Only traders (`roles` lists them) can {what}.")
+ACCOUNT_TRADERS_ONLY = N_("Only traders of account {account} (`roles` lists them) can {what}.")
+NO_ROLE = N_("{user} has no role on account {account} (trader or admin; `roles` lists them), so cannot name it; "
+             "leave account= out to use {default}")
+NOT_A_TRADER = N_("{user} is not a trader of account {account} and cannot {what} its orders (`roles` lists who is)")
 NOBODY = N_("a caller who named no user")
 
 SWITCHED_ON = N_("Trading is on: approved orders are submitted and filled again (why: {why}).")

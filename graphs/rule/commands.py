@@ -1,5 +1,5 @@
 """The rule commands that need no run: add, list, show, log, schedule, pause, resume, delete, backtest. `rule run
-ID` is the workflow's run. Only a rule's owner or an admin (QUANTDESK_ADMINS) may change or delete it."""
+ID` is the workflow's run. Only a rule's owner or an admin (`roles`) may change or delete it."""
 
 from __future__ import annotations
 

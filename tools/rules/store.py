@@ -291,7 +291,7 @@ class RuleStore:
             raise RuleError(_("there is no rule {id}").format(id=rule_id))
         if user != row.owner and user not in self.admins():
             log.info("rule %d: %s may not change it (owner %s)", rule_id, user, row.owner)
-            raise RuleError(_("rule {id} belongs to {owner}: only its owner or an admin (QUANTDESK_ADMINS) may "
+            raise RuleError(_("rule {id} belongs to {owner}: only its owner or an admin (`roles` lists them) may "
                               "change or delete it").format(id=rule_id, owner=row.owner))
         return row
 
