@@ -47,6 +47,7 @@ from testkit.slack import (
 )
 from testkit.wait import wait_until
 from tests.test_account_roles import ROOT, chat
+from tools.access.login import os_login
 from tools.broker.records import OrderEvent, PaperAccount, PaperFill, PaperOrder, TradingSwitch
 from tools.storage.db import make_engine
 
@@ -553,8 +554,10 @@ def test_a_switch_off_closes_the_open_cards_of_every_surface_sharing_the_databas
             assert [e.event for e in session.scalars(select(OrderEvent).where(
                 OrderEvent.client_order_id.like(f"{thread}:%")).order_by(OrderEvent.id))] == ["proposed", "rejected"]
         later = chat(tmp_path, url, TRADER, "pending", **console)
-        assert later[0] == (f"Order rejected by {TRADER}: trading was switched off by {TRADER}: exchange outage. "
-                            "Nothing was placed.")  # the result the Slack process left, shown before the first prompt
+        # the result the Slack process left, shown before the first prompt; the console names the trader by the
+        # login the database maps to them
+        assert later[0] == (f"Order rejected by {os_login()}: trading was switched off by {os_login()}: exchange "
+                            "outage. Nothing was placed.")
         assert later[-1] == "nothing is waiting for an answer"
         _reply_text(_command(desk, "trading on", "C7992", TRADER))
 
