@@ -179,10 +179,11 @@ def test_migration_0020_indexes_the_apply_look_up_as_the_models_do(own_url: str)
 
 def test_an_untouched_session_verifies_and_each_state_table_edit_is_named(audit_keys: str, desk: Desk, own_url: str,
                                                                          tmp_path: Path) -> None:
-    """A session of the desk (an order proposed, approved and filled, one approved by two traders, the switch off
-    and on, a mandate set, the clock moved), witnessed: `audit verify --witness` exits 0 naming each chain, its
-    length and its newest witnessed head. Then each state table is edited with SQL behind the chain's back, and
-    verify names the table, the row, the column, the stored and the replayed value."""
+    """A session of the desk (the roles seeded, an order proposed, approved and filled, one approved by two traders,
+    the switch off and on, a mandate set, the clock moved), witnessed: `audit verify --witness` exits 0 naming each
+    chain, its length and its newest witnessed head. Then each state table is edited with SQL behind the chain's
+    back (the role tables too), and verify names the table, the row, the column, the stored and the replayed
+    value."""
     thread_id, card = desk.order("order 000001.SZ buy 100")
     desk.approve(thread_id, card, TRADER)
     desk.until(lambda: any(event == "filled" for event, _who in desk.events(thread_id)), "the approval filled")
@@ -238,6 +239,18 @@ def test_an_untouched_session_verifies_and_each_state_table_edit_is_named(audit_
          "trading_switch 1 enabled: stored False, replayed True"),
         ("UPDATE simulated_clock SET session_date = '20260310'", "UPDATE simulated_clock SET session_date = '20260305'",
          "simulated_clock 1 session_date: stored '20260310', replayed '20260305'"),
+        ("INSERT INTO role_grants (role, account, identity, granted_by, granted_at) "
+         "VALUES ('trader', '', 'UMALLORY', 'UMALLORY', CURRENT_TIMESTAMP)",
+         "DELETE FROM role_grants WHERE identity = 'UMALLORY'",
+         "role_grants trader * UMALLORY (row): stored 'present', replayed None"),
+        (f"DELETE FROM role_grants WHERE role = 'trader' AND identity = '{SECOND}'",
+         f"INSERT INTO role_grants (role, account, identity, granted_by, granted_at) "
+         f"VALUES ('trader', '', '{SECOND}', 'environment', CURRENT_TIMESTAMP)",
+         f"role_grants trader * {SECOND} (row): stored None, replayed 'present'"),
+        ("INSERT INTO console_logins (login, identity, mapped_by, mapped_at) "
+         "VALUES ('mallory', 'UMALLORY', 'UMALLORY', CURRENT_TIMESTAMP)",
+         "DELETE FROM console_logins WHERE login = 'mallory'",
+         "console_logins mallory identity: stored 'UMALLORY', replayed None"),
     ]
     for edit, undo, said in edits:
         with engine.begin() as connection:

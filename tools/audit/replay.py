@@ -1,9 +1,10 @@
 """State matches events: the chained order events of the paper accounts replayed into the state they produce, and
 compared with the state tables (a row edited with SQL behind the chain's back is named: table, row, column, stored
-vs replayed). Replayed: the trading switch, the simulated clock, each account's mandate and cash, each order's
-status, session, side, code, quantity, limit price and approvers, each fill's price, value, fees and day, and each
-position's quantity. Not replayed: position cost and realised P&L (pro rata, left to the fills), the cash held
-back for open orders, the ledger's lines and the daily marks."""
+vs replayed). Replayed: the trading switch, the simulated clock, the roles and console logins (seeded, granted,
+revoked, mapped, unmapped), each account's mandate and cash, each order's status, session, side, code, quantity,
+limit price and approvers, each fill's price, value, fees and day, and each position's quantity. Not replayed:
+position cost and realised P&L (pro rata, left to the fills), the cash held back for open orders, the ledger's
+lines and the daily marks."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
+from tools.access.records import ConsoleLogin, RoleGrant
 from tools.audit.records import ChainEntry
 from tools.broker.mandate import load_mandate
 from tools.broker.records import (
@@ -28,6 +30,7 @@ from tools.broker.records import (
 )
 
 STATUS = {"submitted": "open", "filled": "filled", "expired": "expired", "cancelled": "cancelled"}
+ROLE_EVENTS = ("roles seeded", "role granted", "role revoked", "login mapped", "login unmapped")
 FEES = ("commission_fen", "stamp_duty_fen", "transfer_fee_fen", "handling_fee_fen", "regulator_fee_fen")
 
 
@@ -60,6 +63,8 @@ class _Account:
 class _State:
     switch: bool | None = None
     clock: tuple[str, str] | None = None
+    grants: set[tuple[str, str, str]] = field(default_factory=set)  # (role, account, identity)
+    logins: dict[str, str] = field(default_factory=dict)  # console login -> identity
     accounts: dict[str, _Account] = field(default_factory=dict)
 
 
@@ -93,9 +98,27 @@ def _replay(session: Session) -> _State:
             state.switch = event.event == "trading on"
         elif event.event == "clock moved":
             state.clock = (str(detail.get("to")), str(detail.get("data_end")))
+        elif event.event in ROLE_EVENTS:
+            _role(state, event.event, detail)
         elif event.account:
             _apply(state.accounts.setdefault(event.account, _Account()), event, detail)
     return state
+
+
+def _role(state: _State, event: str, detail: dict[str, Any]) -> None:
+    if event == "roles seeded":
+        state.grants = {(str(r), str(a), str(i)) for r, a, i in detail.get("grants") or []}
+        state.logins = {str(login): str(who) for login, who in (detail.get("logins") or {}).items()}
+    elif event in ("role granted", "role revoked"):
+        grant = (str(detail.get("role")), str(detail.get("account") or ""), str(detail.get("identity")))
+        if event == "role granted":
+            state.grants.add(grant)
+        else:
+            state.grants.discard(grant)
+    elif event == "login mapped":
+        state.logins[str(detail.get("login"))] = str(detail.get("identity"))
+    else:
+        state.logins.pop(str(detail.get("login")), None)
 
 
 def _apply(account: _Account, event: Any, detail: dict[str, Any]) -> None:
@@ -145,6 +168,20 @@ def _global(session: Session, state: _State) -> Iterator[Difference]:
             before, after = (stored or (None, None))[index], (state.clock or (None, None))[index]
             if before != after:
                 yield Difference("simulated_clock", "1", column, before, after)
+    yield from _roles(session, state)
+
+
+def _roles(session: Session, state: _State) -> Iterator[Difference]:
+    """A grant or a login written behind the `roles` command's back (or removed) is named by its key."""
+    grants = {(g.role, g.account, g.identity) for g in session.scalars(select(RoleGrant))}
+    for role, account, identity in sorted(grants ^ state.grants):
+        present = (role, account, identity) in grants
+        yield Difference("role_grants", f"{role} {account or '*'} {identity}", "(row)",
+                         "present" if present else None, None if present else "present")
+    logins = {row.login: row.identity for row in session.scalars(select(ConsoleLogin))}
+    for login in sorted(set(logins) | set(state.logins)):
+        if logins.get(login) != state.logins.get(login):
+            yield Difference("console_logins", login, "identity", logins.get(login), state.logins.get(login))
 
 
 def _account(session: Session, name: str, replayed: _Account) -> Iterator[Difference]:
