@@ -220,4 +220,4 @@ def test_a_chinese_users_review_and_order_cards_are_chinese_and_valid(slack: Sla
     blocks = blocks_valid(card)
     assert text_of(card) == "需要审批：买入 100 股 600519.SH 贵州茅台，市价"
     shown = json.dumps(blocks, ensure_ascii=False)
-    assert "通过 交易开关：交易开关已打开" in shown and "*预计金额*" in shown and "尚未配置交易员" in shown
+    assert "通过 交易开关：交易开关已打开" in shown and "*预计金额*" in shown and "目前没有交易员" in shown
