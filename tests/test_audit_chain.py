@@ -21,6 +21,7 @@ from sqlalchemy import Engine, select, text, update
 from sqlalchemy.orm import Session
 
 from bot.stores.decisions import DecisionStore
+from testkit.audit import relink
 from tools.audit.canonical import entry_hash, row_hash
 from tools.audit.chain import row_fields
 from tools.audit.export import export_csv
@@ -150,14 +151,7 @@ def test_a_chain_rewritten_whole_with_correct_hashes_fails_against_the_signed_he
     with Session(own_engine) as session:  # the forger knows the hashing, not the key
         session.get(OrderEvent, approved).actor = "U_MALLORY"
         session.flush()
-        prev = "0" * 64
-        for entry in session.scalars(select(ChainEntry).where(ChainEntry.chain == "account:g1")
-                                     .order_by(ChainEntry.seq)).all():
-            entry.row_hash = row_hash("order_events", row_fields(session.get(OrderEvent, entry.source_id)))
-            entry.prev_hash = prev
-            entry.hash = prev = entry_hash(entry.chain, entry.seq, entry.source, entry.source_id, entry.row_hash,
-                                           entry.prev_hash, entry.at)
-        session.get(ChainHead, "account:g1").hash = prev
+        session.get(ChainHead, "account:g1").hash = relink(session, "account:g1")
         session.commit()
     result = quantdesk(own_url, "verify", "--account", "g1")
     assert result.returncode == 1

@@ -17,7 +17,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
-from sqlalchemy import Engine, select, text
+from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session
 
 from bot.core.background import BackgroundService
@@ -25,12 +25,11 @@ from bot.core.witness import HeadWitness
 from bot.slack.serve import slack_core
 from bot.startup import StartupError, build_context
 from graphs.checkpointer import open_checkpointer
+from testkit.audit import relink
 from testkit.fakes.slack_server import SlackServer
 from tests.test_audit_chain import desk_day, event_id, quantdesk
-from tools.audit.canonical import GENESIS, entry_hash, row_hash
-from tools.audit.chain import row_fields
 from tools.audit.keys import signer
-from tools.audit.records import ChainEntry, ChainHead
+from tools.audit.records import ChainHead
 from tools.audit.signing import sign
 from tools.audit.witness import WitnessFile, current_heads
 from tools.broker.records import OrderEvent, PaperOrder
@@ -132,13 +131,7 @@ def test_a_rewrite_re_signed_with_the_signing_key_is_caught_by_the_witness(own_e
         assert row is not None
         row.actor = "U_MALLORY"
         session.flush()
-        prev = GENESIS
-        for entry in session.scalars(select(ChainEntry).where(ChainEntry.chain == "account:g1")
-                                     .order_by(ChainEntry.seq)).all():
-            entry.row_hash = row_hash("order_events", row_fields(session.get(OrderEvent, entry.source_id)))
-            entry.prev_hash = prev
-            entry.hash = prev = entry_hash(entry.chain, entry.seq, entry.source, entry.source_id, entry.row_hash,
-                                           entry.prev_hash, entry.at)
+        prev = relink(session, "account:g1")
         head = session.get(ChainHead, "account:g1")
         key = signer()
         assert head is not None and key is not None
