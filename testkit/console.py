@@ -10,6 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from testkit.fakes.openai_server import API_KEY, OpenAIServer
+from testkit.llm import LIGHT, MAIN
+
 SENTENCE = re.compile(r"(?<![\w./=@-])[A-Za-z]+(?: [A-Za-z]+){2,}(?![\w./=(-])")  # three plain words in a row
 
 
@@ -40,3 +43,20 @@ def english_left(text: str, *typed: str) -> list[str]:
     for words in typed:
         text = text.replace(words, "")
     return SENTENCE.findall(re.sub(r"`[^`]*`", "", text))
+
+
+def model_chat(tmp_path: Path, server: OpenAIServer, *lines: str) -> str:
+    """A `quantdesk chat` session whose models are the loopback fake server's MAIN and LIGHT; its output."""
+    out = quantdesk(["chat"], tmp_path, "\n".join(lines) + "\n", OPENAI_BASE_URL=server.url, OPENAI_API_KEY=API_KEY,
+                     QUANTDESK_MODEL=MAIN, QUANTDESK_LIGHT_MODEL=LIGHT)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    return out.stdout
+
+
+def console_session(folder: Path, script: str, **env: str) -> str:
+    """`quantdesk chat` in a new data folder `folder` fed `script`; its output (a clean exit asserted)."""
+    folder.mkdir()
+    out = quantdesk(["chat"], folder, script, **env)
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr
+    return out.stdout

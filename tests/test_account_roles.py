@@ -11,45 +11,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from testkit.console import quantdesk
+from testkit.roles import ROOT, chat, desk
 from tools.access.login import os_login
 from tools.access.roles import RoleSet
-from tools.access.store import identity_of, map_login, seed
-from tools.storage.db import make_engine
-from tools.storage.migrate import upgrade
 
-ROOT = "U_ROOT"  # the admin who maps the test machine's login to whoever a session plays
 SAMPLE = {"QUANTDESK_DATA_PROVIDER": "sample"}
 ROLES = RoleSet(admins=frozenset({ROOT}), account_traders={"console": frozenset({"U_ANNA"}),
                                                            "desk1": frozenset({"U_ANNA"})},
                 account_admins={"desk2": frozenset({"U_BOB"})})
 NO_ROLE = ("{user} has no role on account {account} (trader or admin; `roles` lists them), so cannot name it; "
            "leave account= out to use console")
-
-
-def desk(url: str, roles: RoleSet) -> None:
-    """A migrated database holding `roles`, as a first start seeds them from the environment."""
-    engine = make_engine(url)
-    upgrade(engine)
-    seed(engine, roles)
-    engine.dispose()
-
-
-def act_as(url: str, identity: str) -> None:
-    """The admin ROOT maps this machine's login to `identity` (`roles map LOGIN ID`)."""
-    engine = make_engine(url)
-    if identity_of(engine, os_login()) != identity:
-        map_login(engine, ROOT, os_login(), identity)
-    engine.dispose()
-
-
-def chat(tmp_path: Path, url: str, identity: str | None, *lines: str, **env: str) -> list[str]:
-    """A `quantdesk chat` session as `identity` (None: as this machine's login, unmapped)."""
-    if identity is not None:
-        act_as(url, identity)
-    out = quantdesk(["chat"], tmp_path, "\n".join(lines) + "\n", DATABASE_URL=url, **env)
-    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
-    return out.stdout.splitlines()
 
 
 def test_a_console_user_who_is_not_a_trader_cannot_approve_or_name_an_account(tmp_path: Path, own_url: str) -> None:

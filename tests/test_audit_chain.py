@@ -20,61 +20,31 @@ import pytest
 from sqlalchemy import Engine, select, text, update
 from sqlalchemy.orm import Session
 
-from bot.stores.decisions import DecisionStore
-from testkit.audit import relink
+from testkit.audit import audit_cli, desk_day, event_id, relink
+from testkit.paths import REPO
 from tools.audit.canonical import entry_hash, row_hash
 from tools.audit.chain import row_fields
 from tools.audit.export import export_csv
 from tools.audit.records import ChainEntry, ChainHead
 from tools.audit.signing import legacy_hmac, load_private, sign, write_pair
 from tools.broker.records import OrderEvent
-from tools.broker.store import log_event, set_trading
+from tools.broker.store import log_event
 from tools.settings import get_settings
 from tools.storage.migrate import downgrade, upgrade
 
-ROOT = Path(__file__).resolve().parents[1]
 LEGACY_KEY = "compliance-test-key"  # the HMAC key heads were signed with before Ed25519
-
-
-def quantdesk(url: str, *args: str, **settings: str) -> subprocess.CompletedProcess[str]:
-    """`quantdesk audit ARGS` in a child holding the public keys only (no signing key); `settings`: more variables,
-    by name (an empty value removes one)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("QUANTDESK_", "DATABASE_"))}
-    env.update({"DATABASE_URL": url, "PYTHONPATH": str(ROOT),
-                "QUANTDESK_AUDIT_VERIFY_KEYS": os.environ.get("QUANTDESK_AUDIT_VERIFY_KEYS", "")})
-    env.update(settings)
-    return subprocess.run([sys.executable, "-m", "bot.cli", "audit", *args], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=120)
-
-
-def desk_day(engine: Engine) -> None:
-    """A short day: an order proposed, approved and submitted on g1, one on g2, the switch off and on, and a
-    human decision the bot logs (no account)."""
-    log_event(engine, "t1:1", "g1", "proposed", "U_RULE", {"code": "600000.SH", "quantity": 100})
-    log_event(engine, "t1:1", "g1", "approved", "U_ANNA", {})
-    log_event(engine, "t1:1", "g1", "submitted", "U_ANNA", {"order_id": 1})
-    log_event(engine, "t2:1", "g2", "proposed", "U_BO", {"code": "000001.SZ", "quantity": 200})
-    set_trading(engine, False, "U_ADMIN")
-    set_trading(engine, True, "U_ADMIN")
-    DecisionStore(engine).accept("i-1", "console-1", {"type": "reject", "message": "好"}, "U_ANNA", "console")
-
-
-def event_id(engine: Engine, account: str, event: str) -> int:
-    with Session(engine) as session:
-        return session.scalars(select(OrderEvent.id).where(OrderEvent.account == account,
-                                                           OrderEvent.event == event)).one()
 
 
 def test_an_untouched_trail_verifies_with_its_signed_heads(own_engine: Engine, own_url: str, audit_keys: str) -> None:
     desk_day(own_engine)
-    result = quantdesk(own_url, "verify")
+    result = audit_cli(own_url, "verify")
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.splitlines() == [
         f"global: 3 entries intact, head signature valid (key {audit_keys})",
         f"account:g1: 3 entries intact, head signature valid (key {audit_keys})",
         f"account:g2: 1 entries intact, head signature valid (key {audit_keys})",
     ]
-    only = quantdesk(own_url, "verify", "--account", "g1")
+    only = audit_cli(own_url, "verify", "--account", "g1")
     assert only.returncode == 0 and only.stdout.splitlines() == [
         f"account:g1: 3 entries intact, head signature valid (key {audit_keys})"]
 
@@ -84,7 +54,7 @@ def test_an_entry_edited_with_sql_is_named(own_engine: Engine, own_url: str, aud
     approved = event_id(own_engine, "g1", "approved")
     with own_engine.begin() as connection:
         connection.execute(update(OrderEvent).where(OrderEvent.id == approved).values(actor="U_MALLORY"))
-    result = quantdesk(own_url, "verify")
+    result = audit_cli(own_url, "verify")
     assert result.returncode == 1
     assert (f"account:g1: BROKEN after 1 good entries: entry #2 (order_events {approved}: approved by U_MALLORY at "
             in result.stdout)
@@ -97,13 +67,13 @@ def test_an_entry_deleted_with_sql_is_named(own_engine: Engine, own_url: str, au
     approved = event_id(own_engine, "g1", "approved")
     with own_engine.begin() as connection:
         connection.execute(text("DELETE FROM order_events WHERE id = :id"), {"id": approved})
-    result = quantdesk(own_url, "verify", "--account", "g1")
+    result = audit_cli(own_url, "verify", "--account", "g1")
     assert result.returncode == 1
     assert result.stdout.splitlines()[0] == (f"account:g1: BROKEN after 1 good entries: entry #2 (order_events "
                                              f"{approved}): the audited row was deleted")
     with own_engine.begin() as connection:  # the chain entry too: the gap is named
         connection.execute(text("DELETE FROM audit_chain WHERE chain = 'account:g1' AND seq = 2"))
-    result = quantdesk(own_url, "verify", "--account", "g1")
+    result = audit_cli(own_url, "verify", "--account", "g1")
     assert result.returncode == 1
     assert result.stdout.splitlines()[0] == ("account:g1: BROKEN after 1 good entries: entry #2 is missing "
                                              "(deleted): #1 is followed by #3")
@@ -116,7 +86,7 @@ def test_an_entry_inserted_with_sql_is_named(own_engine: Engine, own_url: str, a
                                 "VALUES ('t9:1', 'g1', 'approved', 'U_MALLORY', '{}', '2026-03-02 01:00:00')"))
     with Session(own_engine) as session:
         inserted = session.scalar(select(OrderEvent.id).where(OrderEvent.actor == "U_MALLORY"))
-    result = quantdesk(own_url, "verify", "--account", "g1")
+    result = audit_cli(own_url, "verify", "--account", "g1")
     assert result.returncode == 1
     assert f"account:g1: 3 entries intact, head signature valid (key {audit_keys})" in result.stdout
     stray = [line for line in result.stdout.splitlines() if line.startswith("INSERTED: ")]
@@ -137,7 +107,7 @@ def test_an_entry_inserted_into_the_chain_after_its_head_is_named(own_engine: En
                                prev_hash=last.hash, at=last.at,
                                hash=entry_hash("account:g1", 4, "order_events", row.id, digest, last.hash, last.at)))
         session.commit()
-    result = quantdesk(own_url, "verify", "--account", "g1")
+    result = audit_cli(own_url, "verify", "--account", "g1")
     assert result.returncode == 1
     assert result.stdout.splitlines()[0] == ("account:g1: BROKEN after 4 good entries: the chain ends at entry #4 but "
                                              "its head is #3: entries after the head were inserted, or entries up to "
@@ -153,12 +123,12 @@ def test_a_chain_rewritten_whole_with_correct_hashes_fails_against_the_signed_he
         session.flush()
         session.get(ChainHead, "account:g1").hash = relink(session, "account:g1")
         session.commit()
-    result = quantdesk(own_url, "verify", "--account", "g1")
+    result = audit_cli(own_url, "verify", "--account", "g1")
     assert result.returncode == 1
     assert result.stdout.splitlines()[0] == (f"account:g1: BROKEN after 3 good entries: the head (#3) is not signed "
                                              f"by key {audit_keys} (the signature does not match this head): the chain "
                                              "was rewritten, or the key differs from the one it was written with")
-    unkeyed = quantdesk(own_url, "verify", "--account", "g1", QUANTDESK_AUDIT_VERIFY_KEYS="")
+    unkeyed = audit_cli(own_url, "verify", "--account", "g1", QUANTDESK_AUDIT_VERIFY_KEYS="")
     assert unkeyed.returncode == 1  # without the public key it cannot be told: not a pass
     assert unkeyed.stdout.splitlines() == [
         f"account:g1: 3 entries intact, signed with key {audit_keys}, which QUANTDESK_AUDIT_VERIFY_KEYS does not "
@@ -166,7 +136,7 @@ def test_a_chain_rewritten_whole_with_correct_hashes_fails_against_the_signed_he
         "1 head signature(s) could not be checked (account:g1): a chain rewritten whole with correct hashes cannot be "
         "told apart. Set QUANTDESK_AUDIT_VERIFY_KEYS (and sign with QUANTDESK_AUDIT_SIGNING_KEY), or pass --unsigned "
         "to check the links only."]
-    accepted = quantdesk(own_url, "verify", "--account", "g1", "--unsigned", QUANTDESK_AUDIT_VERIFY_KEYS="")
+    accepted = audit_cli(own_url, "verify", "--account", "g1", "--unsigned", QUANTDESK_AUDIT_VERIFY_KEYS="")
     assert accepted.returncode == 0 and accepted.stdout.splitlines()[-1].endswith("Accepted with --unsigned.")
 
 
@@ -179,7 +149,7 @@ def test_a_chain_cut_back_to_an_older_signed_head_fails_against_the_exported_hea
     older, newer = tmp_path / "older.csv", tmp_path / "newer.csv"
 
     def export(path: Path) -> None:
-        assert quantdesk(own_url, "export", "--account", "g1", "--from", today, "--to", today,
+        assert audit_cli(own_url, "export", "--account", "g1", "--from", today, "--to", today,
                          "--out", str(path)).returncode == 0
 
     export(older)
@@ -198,22 +168,22 @@ def test_a_chain_cut_back_to_an_older_signed_head_fails_against_the_exported_hea
             connection.execute(text("DELETE FROM order_events WHERE id = :id"), {"id": row})
         connection.execute(update(ChainHead).where(ChainHead.chain == "account:g1").values(
             seq=kept.seq, hash=kept.hash, signature=kept.signature))
-    alone = quantdesk(own_url, "verify", "--account", "g1")
+    alone = audit_cli(own_url, "verify", "--account", "g1")
     assert alone.returncode == 0 and alone.stdout.splitlines() == [
         f"account:g1: 3 entries intact, head signature valid (key {audit_keys})"]
-    anchored = quantdesk(own_url, "verify", "--account", "g1", "--head", str(newer))
+    anchored = audit_cli(own_url, "verify", "--account", "g1", "--head", str(newer))
     assert anchored.returncode == 1
     assert anchored.stdout.splitlines()[-1] == (
         f"account:g1: BROKEN against the recorded head in {newer}: the chain ends at entry #3 but the recorded head "
         "is #5: entries #4 to #5 were deleted and an older head put back")
-    matching = quantdesk(own_url, "verify", "--account", "g1", "--head", str(older))
+    matching = audit_cli(own_url, "verify", "--account", "g1", "--head", str(older))
     assert matching.returncode == 0
     assert matching.stdout.splitlines()[-1] == f"account:g1: holds the recorded head #3 of {older}"
     forged = tmp_path / "forged.csv"  # a head the forger signed without the key is not taken as an anchor
     other = load_private(write_pair(tmp_path / "other")[0])  # the forger's own key, passed off as the desk's
     signature = f"ed25519:{audit_keys}:" + sign(other, "account:g1", 3, kept.hash).rpartition(":")[2]
     forged.write_text(older.read_text(encoding="utf-8").replace(kept.signature, signature), encoding="utf-8")
-    refused = quantdesk(own_url, "verify", "--account", "g1", "--head", str(forged))
+    refused = audit_cli(own_url, "verify", "--account", "g1", "--head", str(forged))
     assert refused.returncode == 1 and "the recorded head (#3) is not validly signed" in refused.stdout
 
 
@@ -222,7 +192,7 @@ def test_export_is_a_readable_csv_carrying_the_signed_head(own_engine: Engine, o
     desk_day(own_engine)
     today = datetime.now(ZoneInfo("Asia/Shanghai")).date()
     out = tmp_path / "g1.csv"
-    result = quantdesk(own_url, "export", "--account", "g1", "--from", f"{today:%Y-%m-%d}", "--to",
+    result = audit_cli(own_url, "export", "--account", "g1", "--from", f"{today:%Y-%m-%d}", "--to",
                        f"{today:%Y-%m-%d}", "--out", str(out))
     assert result.returncode == 0, result.stderr
     rows = list(csv.DictReader(out.open(encoding="utf-8")))
@@ -255,14 +225,14 @@ def test_rows_written_before_the_chains_are_chained_by_the_migration(own_engine:
                                 "VALUES ('console-0', 'i-0', 'U_OLD', 'approve', '{}', '2026-03-02 01:32:00+00:00')"))
     upgrade(own_engine)
     log_event(own_engine, "new:1", "g1", "proposed", "U_NEW", {})
-    result = quantdesk(own_url, "verify", QUANTDESK_AUDIT_KEY=LEGACY_KEY)
+    result = audit_cli(own_url, "verify", QUANTDESK_AUDIT_KEY=LEGACY_KEY)
     assert result.returncode == 0, result.stdout
     assert result.stdout.splitlines() == ["global: 2 entries intact, legacy HMAC signature valid",
                                           f"account:g1: 2 entries intact, head signature valid (key {audit_keys})"]
     with Session(own_engine) as session:
         legacy = session.get(ChainHead, "global")
         assert legacy is not None and legacy.signature == legacy_hmac(LEGACY_KEY, "global", 2, legacy.hash)
-    unkeyed = quantdesk(own_url, "verify")  # without the legacy key, that head cannot be checked
+    unkeyed = audit_cli(own_url, "verify")  # without the legacy key, that head cannot be checked
     assert unkeyed.returncode == 1
     assert unkeyed.stdout.splitlines()[0] == ("global: 2 entries intact, legacy HMAC signature not checked "
                                               "(QUANTDESK_AUDIT_KEY is not set)")
@@ -271,9 +241,9 @@ def test_rows_written_before_the_chains_are_chained_by_the_migration(own_engine:
 def test_a_thousand_appends_from_two_processes_make_one_unbroken_chain(own_engine: Engine, own_url: str,
                                                                        tmp_path: Path, audit_keys: str) -> None:
     start = tmp_path / "go"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     children = [subprocess.Popen([sys.executable, "-m", "testkit.children.audit_append", own_url, "shared", writer,
-                                  "500", str(start)], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+                                  "500", str(start)], cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
                 for writer in ("P1", "P2")]
     start.touch()
     for child in children:
@@ -285,7 +255,7 @@ def test_a_thousand_appends_from_two_processes_make_one_unbroken_chain(own_engin
             .where(ChainEntry.chain == "account:shared").order_by(ChainEntry.seq)).all()
     assert len(actors) == 1000 and actors.count("P1") == actors.count("P2") == 500
     assert sum(a != b for a, b in zip(actors, actors[1:], strict=False)) >= 2  # the two really interleaved
-    result = quantdesk(own_url, "verify")
+    result = audit_cli(own_url, "verify")
     assert result.returncode == 0, result.stdout
     valid = f"head signature valid (key {audit_keys})"
     assert result.stdout.splitlines() == [f"global: 100 entries intact, {valid}",

@@ -25,9 +25,8 @@ from bot.core.witness import HeadWitness
 from bot.slack.serve import slack_core
 from bot.startup import StartupError, build_context
 from graphs.checkpointer import open_checkpointer
-from testkit.audit import relink
+from testkit.audit import audit_cli, desk_day, event_id, relink
 from testkit.fakes.slack_server import SlackServer
-from tests.test_audit_chain import desk_day, event_id, quantdesk
 from tools.audit.keys import signer
 from tools.audit.records import ChainHead
 from tools.audit.signing import sign
@@ -104,14 +103,14 @@ def test_a_rollback_is_caught_by_the_file_and_the_slack_witness(own_engine: Engi
                                                    "Audit head global #3", "Audit head account:g1 #5"]
 
     roll_back(own_engine, "account:g1", older)
-    alone = quantdesk(own_url, "verify", "--account", "g1")
+    alone = audit_cli(own_url, "verify", "--account", "g1")
     assert alone.returncode == 0, alone.stdout  # on its own, the cut-back chain walks clean
     expected = ("account:g1: the database's head is #3, behind the witnessed head #5: entries #4 to #5 are missing "
                 "(deleted and an older head put back)")
-    by_file = quantdesk(own_url, "verify", "--witness", str(path))
+    by_file = audit_cli(own_url, "verify", "--witness", str(path))
     assert by_file.returncode == 1
     assert f"WITNESS ({path}): {expected}" in by_file.stdout.splitlines()
-    by_slack = quantdesk(own_url, "verify", "--witness", "slack", **slack_env(slack))
+    by_slack = audit_cli(own_url, "verify", "--witness", "slack", **slack_env(slack))
     assert by_slack.returncode == 1, by_slack.stdout + by_slack.stderr
     assert f"WITNESS (slack): {expected}" in by_slack.stdout.splitlines()
     assert "global: 3 entries intact" in by_slack.stdout  # the other chains match their witness
@@ -137,9 +136,9 @@ def test_a_rewrite_re_signed_with_the_signing_key_is_caught_by_the_witness(own_e
         assert head is not None and key is not None
         head.hash, head.signature = prev, sign(key, "account:g1", head.seq, prev)
         session.commit()
-    alone = quantdesk(own_url, "verify", "--account", "g1")
+    alone = audit_cli(own_url, "verify", "--account", "g1")
     assert alone.returncode == 0  # the key holder's rewrite signs as valid: only a witness tells
-    caught = quantdesk(own_url, "verify", "--account", "g1", "--witness", str(path))
+    caught = audit_cli(own_url, "verify", "--account", "g1", "--witness", str(path))
     assert caught.returncode == 1
     assert caught.stdout.splitlines()[-1] == (
         f"WITNESS ({path}): account:g1: entry #3 is not the one witnessed (hash differs): the chain was rewritten "
@@ -153,14 +152,14 @@ def test_an_untouched_trail_verifies_against_its_witness_naming_the_newest_witne
     witness(own_engine, path)
     WitnessFile(path).publish(current_heads(own_engine))  # a second process sharing the file adds nothing
     assert len(path.read_text(encoding="utf-8").splitlines()) == 3
-    result = quantdesk(own_url, "verify", "--witness", str(path))
+    result = audit_cli(own_url, "verify", "--witness", str(path))
     assert result.returncode == 0, result.stdout
     shown = [line.split("; newest witnessed head ")[1].split(" at ")[0] for line in result.stdout.splitlines()]
     assert shown == ["#3", "#3", "#1"]
     assert result.stdout.splitlines()[0].startswith(
         f"global: 3 entries intact, head signature valid (key {audit_keys}); newest witnessed head #3 at 20")
     log_event(own_engine, "t1:2", "g1", "proposed", "U_RULE", {})  # written after the witness's last pass
-    ahead = quantdesk(own_url, "verify", "--witness", str(path))
+    ahead = audit_cli(own_url, "verify", "--witness", str(path))
     assert ahead.returncode == 1
     assert ahead.stdout.splitlines()[-1].startswith(
         f"WITNESS ({path}): account:g1: the database's head is #4, ahead of the witnessed head #3: entries #4 are "
@@ -181,7 +180,7 @@ def test_a_chain_deleted_whole_and_an_order_without_events_are_named(own_engine:
         session.add(PaperOrder(client_order_id="t9:9", account="g3", ts_code="600000.SH", side="buy", quantity=100,
                                price_type="market", session_date="20260302", fill_at="open", status="open"))
         session.commit()
-    result = quantdesk(own_url, "verify", "--witness", str(path))
+    result = audit_cli(own_url, "verify", "--witness", str(path))
     assert result.returncode == 1
     assert result.stdout.splitlines() == [
         "MISSING: account g3 is in paper_accounts but has no audit chain: its chain was deleted, or the account was "
@@ -202,16 +201,16 @@ def test_the_global_chain_is_exported_like_an_account_chain(own_engine: Engine, 
     desk_day(own_engine)
     today = f"{datetime.now(ZoneInfo('Asia/Shanghai')).date():%Y-%m-%d}"
     out = tmp_path / "global.csv"
-    result = quantdesk(own_url, "export", "--global", "--from", today, "--to", today, "--out", str(out))
+    result = audit_cli(own_url, "export", "--global", "--from", today, "--to", today, "--out", str(out))
     assert result.returncode == 0, result.stderr
     rows = out.read_text(encoding="utf-8").splitlines()
     assert len(rows) == 1 + 3 + 1 and "trading off" in rows[1] and rows[-1].startswith("global,3,")
-    assert quantdesk(own_url, "verify", "--head", str(out)).stdout.splitlines()[-1] == (
+    assert audit_cli(own_url, "verify", "--head", str(out)).stdout.splitlines()[-1] == (
         f"global: holds the recorded head #3 of {out}")
 
 
 def test_keygen_writes_a_private_key_only_its_owner_reads_and_prints_its_id(tmp_path: Path) -> None:
-    result = quantdesk("sqlite://", "keygen", "--dir", str(tmp_path))
+    result = audit_cli("sqlite://", "keygen", "--dir", str(tmp_path))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     ident = lines[0].removeprefix("key id: ")
@@ -238,7 +237,7 @@ def test_export_filters_by_trading_session_not_wall_clock(own_engine: Engine, ow
 
     def exported(*days: str) -> list[tuple[str, str, str]]:
         out = tmp_path / "g1.csv"
-        result = quantdesk(own_url, "export", "--account", "g1", *days, "--out", str(out))
+        result = audit_cli(own_url, "export", "--account", "g1", *days, "--out", str(out))
         assert result.returncode == 0, result.stderr
         return [(r["seq"], r["session"], r["event"]) for r in csv.DictReader(out.open(encoding="utf-8"))]
 
@@ -248,7 +247,7 @@ def test_export_filters_by_trading_session_not_wall_clock(own_engine: Engine, ow
         ("2", "2026-03-05", "proposed"), ("3", "2026-03-06", "submitted"), ("3", "", "signed head")]
     today = f"{datetime.now(ZoneInfo('Asia/Shanghai')).date():%Y-%m-%d}"
     assert [seq for seq, _s, _e in exported("--from", today, "--to", today)] == ["1", "2", "3", "3"]
-    one_alone = quantdesk(own_url, "export", "--account", "g1", "--session-from", "2026-03-05")
+    one_alone = audit_cli(own_url, "export", "--account", "g1", "--session-from", "2026-03-05")
     assert one_alone.returncode == 2 and "give --from and --to" in one_alone.stderr
 
 

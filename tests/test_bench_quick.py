@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from testkit.paths import REPO
 
 
 def test_factor_eval_quick(shared_data: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -191,14 +191,14 @@ def test_every_bench_has_a_quick_mode() -> None:
 def test_several_benches_run_each_in_a_process_of_its_own(shared_data: Path) -> None:
     """`python -m bench` with several names (make bench: all of them) runs each to the end in its own process."""
     done = subprocess.run([sys.executable, "-m", "bench", "--quick", "--check", "indicators", "console_start"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+                          capture_output=True, text=True, cwd=REPO, timeout=600)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert out.index("== indicators") < out.index("MACD(12,26,9)") < out.index("== console_start")
     assert "start → help answered" in out.split("== console_start", 1)[1]
     assert all(f"--check: {name}'s goals not judged (quick)" in out for name in ("indicators", "console_start"))
     unknown = subprocess.run([sys.executable, "-m", "bench", "indicators", "nonsense"], capture_output=True,
-                             text=True, cwd=ROOT, timeout=60)
+                             text=True, cwd=REPO, timeout=60)
     assert unknown.returncode == 2 and "unknown benchmark 'nonsense'" in unknown.stderr and not unknown.stdout
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from testkit.console import english_left
-from tests.test_console_chinese import CHINESE, RULE, _session
+from testkit.console import console_session, english_left
+from testkit.console_scripts import CHINESE, RULE
 
 SESSION = "lang zh\nclock\nclock set 20200820\n" + CHINESE.removeprefix("lang zh\n") + """规则 日志 1
 规则 列表
@@ -55,7 +55,7 @@ def test_the_prose_finder_finds_sentences_and_leaves_names_abbreviations_and_com
 
 
 def test_no_line_of_a_chinese_session_of_every_workflow_and_command_is_english_prose(tmp_path: Path) -> None:
-    lines = _session(tmp_path / "zh", SESSION, QUANTDESK_ADMINS="root").splitlines()
+    lines = console_session(tmp_path / "zh", SESSION, QUANTDESK_ADMINS="root").splitlines()
     english = [line for line in lines if english_prose(line, RULE)]
     assert not english, "English prose in a Chinese session:\n" + "\n".join(english)
     # names that are no sentence, read in Chinese too: the analyze table's fields, the provider, stored words

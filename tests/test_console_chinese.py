@@ -8,29 +8,9 @@ import re
 import unicodedata
 from pathlib import Path
 
-from testkit.console import english_left, quantdesk
+from testkit.console import console_session, english_left
+from testkit.console_scripts import CHINESE, RULE
 
-CHINESE = """lang zh
-信号 均线交叉 贵州茅台 2019年1月2日 2019年12月31日
-fast＝10 slow＝30
-因子 动量 2019年3月1日 2020年6月1日 window＝20
-批准
-因子 反转 2019年3月1日 2020年6月1日
-编辑
-return -(close / close.shift(10) - 1)
-.
-批准
-因子 波动率 2019年3月1日 2020年6月1日
-拒绝 不需要
-分析 600519.SH
-规则 添加 600519.SH “buy when close > ma(30); sell when close < ma(30)” size=100
-规则 回测 1 2020年1月2日 2020年6月30日
-规则 运行 1
-批准
-下单 平安银行 买入 1000股
-批准
-账户
-"""
 ENGLISH = """signal ma_cross 600519.SH 20190102 20191231
 fast=10 slow=30
 factor momentum 20190301 20200601 window=20
@@ -54,17 +34,9 @@ account
 NUMBER = re.compile(r"[-+]?\d[\d,]*\.\d+%?")  # every figure with decimals: returns, ratios, prices, money
 
 
-def _session(folder: Path, script: str, **env: str) -> str:
-    folder.mkdir()
-    out = quantdesk(["chat"], folder, script, **env)
-    assert out.returncode == 0, out.stderr
-    assert "Traceback" not in out.stderr
-    return out.stdout
-
-
 def test_a_chinese_console_session_drives_every_workflow_with_the_numbers_of_the_english_one(tmp_path: Path) -> None:
-    chinese = _session(tmp_path / "zh", CHINESE)
-    english = _session(tmp_path / "en", ENGLISH)
+    chinese = console_session(tmp_path / "zh", CHINESE)
+    english = console_session(tmp_path / "en", ENGLISH)
     lines = chinese.splitlines()
     assert lines[0] == "今后我用中文回复你。每个线程沿用发起人的语言。"
     for shown in ("信号：ma_cross (fast=5, slow=20)", "信号：ma_cross (fast=10, slow=30)",  # the follow-up re-ran
@@ -92,7 +64,6 @@ def test_the_english_sentence_finder_finds_sentences_and_leaves_codes_alone() ->
     assert english_left("规则：buy when close > ma(30)", "buy when close > ma(30)") == []
 
 
-RULE = "buy when close > ma(30); sell when close < ma(30)"
 PATHS = f"""lang zh
 clock
 时钟 设置 20200824
@@ -114,7 +85,7 @@ clock set 20200820
 
 
 def test_a_rule_run_an_order_with_a_fill_the_clock_and_refusals_read_in_chinese(tmp_path: Path) -> None:
-    out = _session(tmp_path / "zh", PATHS)
+    out = console_session(tmp_path / "zh", PATHS)
     lines = out.splitlines()
     for shown in (
             "时钟", "模拟时钟：当前交易日为 20200727（本数据库所有模拟账户共用一个模拟时钟；数据截至 20200824）。",
@@ -149,7 +120,7 @@ def _cells(text: str) -> int:
 
 
 def test_the_chinese_help_lines_up_its_summaries_counting_wide_characters_as_two_cells(tmp_path: Path) -> None:
-    lines = _session(tmp_path / "zh", "lang zh\nhelp\n").splitlines()
+    lines = console_session(tmp_path / "zh", "lang zh\nhelp\n").splitlines()
     usages = ("批准", "编辑 名称=值 …", "拒绝 理由", "语言 zh|en", "帮助", "状态", "待办 [N]", "取消", "codes", "ws",
               "rule list [channel|mine|all]")
     columns = {}
@@ -175,7 +146,7 @@ SWITCH_AND_REFUSALS = """lang zh
 
 def test_the_kill_switch_account_usages_a_rejected_order_and_free_text_without_an_llm_read_in_chinese(
         tmp_path: Path) -> None:
-    out = _session(tmp_path / "zh", SWITCH_AND_REFUSALS)
+    out = console_session(tmp_path / "zh", SWITCH_AND_REFUSALS)
     lines = out.splitlines()
     for shown in ("无需 LLM 我可以运行这些：", "• `rule run ID`，例如 `rule run 1`",
                   "自然语言请求需要 LLM（OPENAI_API_KEY、OPENAI_BASE_URL）。", "交易已开启。",

@@ -9,20 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from testkit.console import console_lines, quantdesk
+from testkit.console import console_lines, model_chat
 from testkit.desk import ROLES
 from testkit.fakes.chat import answer, tool_call
-from testkit.fakes.openai_server import API_KEY, OpenAIServer, Step, http_error
+from testkit.fakes.openai_server import OpenAIServer, Step, http_error
+from testkit.llm import LIGHT
 
 CODE = "600519.SH"
-MAIN, LIGHT = "main-model", "light-model"
-
-
-def _chat(tmp_path: Path, server: OpenAIServer, *lines: str) -> str:
-    out = quantdesk(["chat"], tmp_path, "\n".join(lines) + "\n", OPENAI_BASE_URL=server.url, OPENAI_API_KEY=API_KEY,
-                     QUANTDESK_MODEL=MAIN, QUANTDESK_LIGHT_MODEL=LIGHT)
-    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
-    return out.stdout
 
 
 def _judge(rating: str, target: float) -> Step:
@@ -40,7 +33,7 @@ def _judge(rating: str, target: float) -> Step:
 def test_a_stopped_desk_says_why_once(market: list[Step], reason: str, tmp_path: Path,
                                       openai_server: OpenAIServer) -> None:
     openai_server.fake.script(ROLES["market"], *market)
-    lines = _chat(tmp_path, openai_server, f"analyze {CODE} analysts=market").splitlines()
+    lines = model_chat(tmp_path, openai_server, f"analyze {CODE} analysts=market").splitlines()
     assert lines[:2] == [f"贵州茅台 {CODE} · 20200824: no decision", reason]
     assert not any(line.startswith("warning:") for line in lines)  # not again, nor the analyst's part of it
 
@@ -54,7 +47,7 @@ def test_a_replay_shows_each_order_whole_and_the_stop_once(tmp_path: Path, opena
         fake.script(ROLES[role], *[answer(f"{role} speaks")] * 2)
     for judge in ("research_judge", "risk_judge"):
         fake.script(ROLES[judge], _judge("Buy", 0.2), _judge("Hold", 0.0))
-    text = _chat(tmp_path, openai_server, f"analyze {CODE} 20200728..20200730 every=1d analysts=market")
+    text = model_chat(tmp_path, openai_server, f"analyze {CODE} 20200728..20200730 every=1d analysts=market")
     rows = [line.split() for line in text.splitlines() if line.lstrip().startswith("202007")]
     assert [" ".join(row[4:]) for row in rows] == [
         "auto-filled in the replay account: BUY 100 at 1670.00 on 20200728, fees 45.09",

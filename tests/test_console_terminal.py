@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from testkit.paths import REPO
 
 
 class Terminal:
@@ -23,7 +23,7 @@ class Terminal:
 
     def __init__(self, data_dir: Path, **env: str) -> None:
         environ = {k: v for k, v in os.environ.items() if not k.startswith(("QUANTDESK_", "SLACK_", "OPENAI_"))}
-        environ.update(QUANTDESK_DATA_DIR=str(data_dir), QUANTDESK_LOG_LEVEL="WARNING", PYTHONPATH=str(ROOT), **env)
+        environ.update(QUANTDESK_DATA_DIR=str(data_dir), QUANTDESK_LOG_LEVEL="WARNING", PYTHONPATH=str(REPO), **env)
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child: the console on the terminal
             os.execve(sys.executable, [sys.executable, "-m", "bot.cli", "chat"], environ)

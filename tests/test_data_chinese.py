@@ -13,8 +13,7 @@ import pytest
 
 from graphs.measures import RunRecord
 from graphs.signal.measures import measure_signal
-from testkit.console import english_left
-from tests.test_console_chinese import _session
+from testkit.console import console_session, english_left
 from tools.data.fundamentals import fundamentals_source
 from tools.data.klines import AShareKlines, KlineError, check_limit, symbol_kind
 from tools.data.local import LocalProvider, SampleProvider
@@ -157,7 +156,7 @@ def test_the_look_ahead_test_reads_in_chinese_and_is_recognised_in_either_langua
 
 
 def test_a_chinese_console_session_hitting_data_errors_reads_in_chinese(tmp_path: Path) -> None:
-    out = _session(tmp_path / "zh", "\n".join([
+    out = console_session(tmp_path / "zh", "\n".join([
         "lang zh",
         "bars 600519.SH 20100101 20100301",  # before the data starts
         "bars 600519.SHX 20200101 20200301",  # a malformed code

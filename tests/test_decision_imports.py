@@ -6,7 +6,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "graphs" / "analyze"
+from testkit.paths import REPO
+
+PACKAGE = REPO / "graphs" / "analyze"
 
 
 def _module(path: Path) -> str:

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from graphs.analyze.grammar import DecisionGrammarError, parse_request
-from testkit.console import english_left
+from testkit.console import english_left, model_chat
 from testkit.desk import ROLES
 from testkit.fakes.chat import answer, tool_call
 from testkit.fakes.openai_server import OpenAIServer, Step, http_error
-from tests.test_console_said_once import LIGHT, _chat
+from testkit.llm import LIGHT
 from tools.broker.rules import lot_rule
 from tools.broker.sizing import size_order
 from tools.i18n import using
@@ -49,7 +49,7 @@ def test_a_chinese_decision_its_order_card_and_report_read_in_chinese(tmp_path: 
     fake.script(ROLES["risk_judge"], _judge("Buy", 0.2))
     # the desk decides as of the data's last day, 20200824: the simulated clock (it starts 20 sessions earlier) is
     # moved there first, so the order fills on the day decided
-    text = _chat(tmp_path, openai_server, "lang zh", "时钟 设置 20200824", f"分析 {CODE} analysts=market", "批准")
+    text = model_chat(tmp_path, openai_server, "lang zh", "时钟 设置 20200824", f"分析 {CODE} analysts=market", "批准")
     lines = text.splitlines()
     for shown in ("  理由: 决策台：买入 600519.SH（截至 20200824），目标仓位 20%（信心 0.60）",
                   "--- 批准 | 编辑 数量=… | 拒绝 理由（拒绝：不提交委托；拒绝及理由会被记录。）---",
@@ -66,7 +66,7 @@ def test_a_chinese_decision_its_order_card_and_report_read_in_chinese(tmp_path: 
 
 def test_a_chinese_desk_that_stops_says_why_in_chinese(tmp_path: Path, openai_server: OpenAIServer) -> None:
     openai_server.fake.script(ROLES["market"], answer("  "))
-    text = _chat(tmp_path, openai_server, "lang zh", f"分析 {CODE} analysts=market")
+    text = model_chat(tmp_path, openai_server, "lang zh", f"分析 {CODE} analysts=market")
     assert text.splitlines()[1:3] == [f"贵州茅台 {CODE} · 20200824：无决策",
                                       "在汇总环节停止：没有分析师写出报告（市场分析师没有写出报告：它最后的回答是空的）"]
     assert english_left(text) == []
@@ -83,7 +83,7 @@ def test_a_chinese_replay_shows_its_orders_and_its_stop_in_chinese(tmp_path: Pat
         fake.script(ROLES[role], *[answer("发言")] * 2)
     for judge in ("research_judge", "risk_judge"):
         fake.script(ROLES[judge], _judge("Buy", 0.2), _judge("Hold", 0.0))
-    text = _chat(tmp_path, openai_server, "lang zh", f"分析 {CODE} 20200728..20200730 every=1d analysts=market")
+    text = model_chat(tmp_path, openai_server, "lang zh", f"分析 {CODE} 20200728..20200730 every=1d analysts=market")
     rows = [line.split(maxsplit=4) for line in text.splitlines() if line.lstrip().startswith("202007")]
     assert [row[4] for row in rows] == [
         "回放账户自动成交：买入 100 股，20200728 成交价 1670.00，交易费用 45.09",

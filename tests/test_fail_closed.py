@@ -24,8 +24,8 @@ from graphs.order.grammar import OrderGrammarError, parse_order
 from graphs.workflow import CommandError
 from testkit.fakes.openai_server import API_KEY, OpenAIServer, echoing_error
 from testkit.graph_thread import GraphThread
+from testkit.llm import FREE_TEXT, LIGHT, settings_for
 from testkit.paper import CONFIG, interrupt_value, paper_orders
-from tests.test_llm_client import FREE_TEXT, LIGHT, settings_for
 from tests.test_mandate import ADMIN, TRADER, context, mandate
 from tools.broker.clock import SHANGHAI
 from tools.broker.mandate import set_mandate

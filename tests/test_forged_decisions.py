@@ -25,11 +25,11 @@ from bot.startup import build_context
 from bot.stores.records import AuditEntry, DecisionRecord
 from bot.stores.threads import thread_id_for
 from graphs.checkpointer import open_checkpointer
+from testkit.audit import audit_cli
 from testkit.fakes.slack_faults import FaultySlack
 from testkit.fakes.slack_server import TEAM, SlackServer
 from testkit.slack import new_ts, run_background_pass
 from testkit.wait import wait_until
-from tests.test_audit_chain import quantdesk
 from tools.audit.verify import Keys, verify
 from tools.audit.witness import WitnessFile, current_heads
 from tools.broker.mandate import parse_settings, set_mandate
@@ -208,7 +208,7 @@ def test_an_untouched_session_verifies_and_each_state_table_edit_is_named(audit_
         session.commit()
     path = tmp_path / "witness.jsonl"
     WitnessFile(path).publish(current_heads(engine))
-    clean = quantdesk(own_url, "verify", "--witness", str(path))
+    clean = audit_cli(own_url, "verify", "--witness", str(path))
     assert clean.returncode == 0, clean.stdout
     lines = clean.stdout.splitlines()
     assert [line.split(":")[0] for line in lines] == ["global", "account"]
@@ -255,7 +255,7 @@ def test_an_untouched_session_verifies_and_each_state_table_edit_is_named(audit_
     for edit, undo, said in edits:
         with engine.begin() as connection:
             connection.execute(text(edit))
-        result = quantdesk(own_url, "verify")
+        result = audit_cli(own_url, "verify")
         assert result.returncode == 1, edit
         stated = [line for line in result.stdout.splitlines() if line.startswith("STATE: ")]
         assert len(stated) == 1, (edit, result.stdout)
@@ -263,4 +263,4 @@ def test_an_untouched_session_verifies_and_each_state_table_edit_is_named(audit_
         assert line.startswith(f"STATE: {said}"), (edit, line)
         with engine.begin() as connection:
             connection.execute(text(undo))
-    assert quantdesk(own_url, "verify").returncode == 0
+    assert audit_cli(own_url, "verify").returncode == 0

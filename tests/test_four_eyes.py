@@ -20,8 +20,9 @@ from bot.stores.records import DecisionRecord
 from graphs.context import WorkflowContext
 from testkit.graph_thread import GraphThread
 from testkit.paper import CONFIG, interrupt_value, order_events, paper_orders
-from tests.test_account_roles import ROOT as ROOT_ADMIN
-from tests.test_account_roles import chat, desk
+from testkit.paths import REPO
+from testkit.roles import ROOT as ROOT_ADMIN
+from testkit.roles import chat, desk
 from tools.access.login import os_login
 from tools.access.roles import RoleSet
 from tools.broker.paper import PaperBroker
@@ -31,7 +32,6 @@ from tools.sandbox import Sandbox
 from tools.storage.artifacts import ArtifactStore
 
 ANNA, BO, CY, REQ = "UANNA", "UBO", "UCY", "UREQ"
-ROOT = Path(__file__).resolve().parents[1]
 FIRST_OF_TWO = "none yet (0 of 2: two traders above 100,000.00 CNY)"
 
 
@@ -119,9 +119,9 @@ def test_two_traders_approving_at_once_from_two_processes_give_one_order_with_bo
     run = thread(db_url, engine, sandbox, provider)
     run.say(f"order 600519.SH buy 100 account={account}")
     start = tmp_path / "go"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     children = [subprocess.Popen([sys.executable, "-m", "testkit.children.four_eyes", db_url, run.thread, trader,
-                                  f"{ANNA},{BO}", str(start)], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+                                  f"{ANNA},{BO}", str(start)], cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
                 for trader in (ANNA, BO)]
     start.touch()
     for child in children:

@@ -21,18 +21,18 @@ from bot.core.kinds import said
 from graphs.grammar import english
 from graphs.llm import describe_model_failure
 from graphs.signal.nodes.validate import check_data, check_signal_frame
+from testkit.paths import REPO
 from tools.broker.mandate import Mandate
 from tools.broker.notes import note_text
 from tools.i18n import LOCALES, _, choice_of, current, language_for_locale, translate, using
 from tools.i18n.catalog import LOCALE_DIR
 from tools.i18n.languages import choices_text
 
-ROOT = Path(__file__).resolve().parent.parent
 PYBABEL = str(Path(sys.executable).parent / "pybabel")
 
 
 def _check(locale_dir: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "scripts/i18n.py", "check", "--locale-dir", str(locale_dir)], cwd=ROOT,
+    return subprocess.run([sys.executable, "scripts/i18n.py", "check", "--locale-dir", str(locale_dir)], cwd=REPO,
                           capture_output=True, text=True, timeout=300)
 
 

@@ -641,7 +641,7 @@ def write_golden_files(data_dir: Path) -> None:
 
 
 if __name__ == "__main__":
-    from tests.conftest import SHARED_DATA
+    from testkit.paths import SHARED_DATA
 
     write_golden_files(SHARED_DATA)
     print(f"wrote {GOLDEN} and {KDJ_GOLDEN}")

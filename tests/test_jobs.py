@@ -24,12 +24,12 @@ from bot.jobs import JobQueue, Message, make_job_queue, should_stop, start_serve
 from bot.jobs.base import RUN_TEXT, RUNS_QUEUE
 from bot.jobs.local import LocalJobQueue
 from bot.jobs.pg import PgJobQueue, connection_budget
+from testkit.paths import REPO
 from testkit.wait import wait_until
 from tools.settings import Settings, get_settings
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
 
-ROOT = Path(__file__).resolve().parents[1]
 STEP_SECONDS = 0.05
 WAIT_SECONDS = 60.0
 
@@ -166,7 +166,7 @@ def workers() -> Iterator[Workers]:
     def start(url: str, concurrency: int = 2, stalled_timeout: float = 30.0) -> subprocess.Popen:
         env = {**os.environ, "QUANTDESK_LOG_LEVEL": "WARNING"}
         process = subprocess.Popen([sys.executable, "-m", "tests.test_jobs", url, str(concurrency),
-                                    str(stalled_timeout)], cwd=ROOT, env=env)
+                                    str(stalled_timeout)], cwd=REPO, env=env)
         started.append(process)
         return process
 

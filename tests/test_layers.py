@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from graphs.registry import WORKFLOWS
+from testkit.paths import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
 LINT = [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; "
         "sys.exit(lint_imports_command())"]
 
@@ -28,7 +28,7 @@ def _lint(root: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_contracts_hold() -> None:
-    result = _lint(ROOT)
+    result = _lint(REPO)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Contracts: 5 kept, 0 broken." in result.stdout
 
@@ -44,8 +44,8 @@ def test_the_contracts_hold() -> None:
 ])
 def test_a_planted_import_breaks_its_contract(tmp_path: Path, planted: str, source: str, broken: str) -> None:
     for package in ("bot", "graphs", "tools"):
-        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__", "*.parquet"))
-    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+        shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__", "*.parquet"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
     (tmp_path / planted).write_text(source)
     result = _lint(tmp_path)
     assert result.returncode != 0
@@ -65,7 +65,7 @@ def _naming(tree: ast.AST) -> list[tuple[int, str]]:
 
 def test_the_bot_names_no_workflow() -> None:
     assert {"signal", "factor", "rule"} <= set(WORKFLOWS)
-    offenders = [f"{path.relative_to(ROOT)}:{line}: {text!r}" for path in sorted((ROOT / "bot").rglob("*.py"))
+    offenders = [f"{path.relative_to(REPO)}:{line}: {text!r}" for path in sorted((REPO / "bot").rglob("*.py"))
                  for line, text in _naming(ast.parse(path.read_text()))]
     assert offenders == []
 
@@ -82,12 +82,12 @@ def test_no_class_in_the_bot_has_more_than_twenty_methods() -> None:
     """A class a newcomer can hold in their head (issue 37): the core is split by what it does (intake, decisions,
     presentation), the console's data commands are their own."""
     crowded = []
-    for path in sorted((ROOT / "bot").rglob("*.py")):
+    for path in sorted((REPO / "bot").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ClassDef):
                 methods = [n for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
                 if len(methods) > MOST_METHODS:
-                    crowded.append(f"{path.relative_to(ROOT)}:{node.name} has {len(methods)}")
+                    crowded.append(f"{path.relative_to(REPO)}:{node.name} has {len(methods)}")
     assert crowded == []
 
 
@@ -98,13 +98,13 @@ def test_the_core_and_the_stores_name_no_surface() -> None:
     """Surfaces are registered (bot/surfaces.py: a name, the teams it owns, the channels it serves); the core and
     the stores read the table and never spell a surface's name in a value (docstrings and comments may say it)."""
     named = []
-    for path in sorted([*(ROOT / "bot" / "core").rglob("*.py"), *(ROOT / "bot" / "stores").rglob("*.py")]):
+    for path in sorted([*(REPO / "bot" / "core").rglob("*.py"), *(REPO / "bot" / "stores").rglob("*.py")]):
         tree = ast.parse(path.read_text())
         docstrings = {id(node.body[0].value) for node in ast.walk(tree)
                       if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
                       and node.body and isinstance(node.body[0], ast.Expr)
                       and isinstance(node.body[0].value, ast.Constant)}
-        named += [f"{path.relative_to(ROOT)}:{node.lineno} {node.value!r}" for node in ast.walk(tree)
+        named += [f"{path.relative_to(REPO)}:{node.lineno} {node.value!r}" for node in ast.walk(tree)
                   if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
                   and SURFACE_NAMED.match(node.value.strip())]
     assert named == []

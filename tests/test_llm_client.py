@@ -31,6 +31,7 @@ from graphs.main import RouteAnswer, no_route
 from testkit.fakes.chat import ScriptedChatModel, ScriptedModels, ScriptExhausted, UnboundToolCall, answer, tool_call
 from testkit.fakes.openai_server import API_KEY, FakeOpenAI, OpenAIServer, Step, hang, http_error
 from testkit.graph_thread import GraphThread
+from testkit.llm import FREE_TEXT, LIGHT, MAIN, settings_for
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
 from tools.settings import Settings
@@ -40,14 +41,7 @@ from tools.storage.migrate import upgrade
 
 pytest_plugins = ["pytester"]
 
-MAIN, LIGHT = "main-model", "light-model"
 E = TypeVar("E", bound=BaseException)
-FREE_TEXT = "which of my trading ideas would have worked best last year?"
-
-
-def settings_for(server: OpenAIServer, timeout: float = 10.0, key: str = API_KEY) -> Settings:
-    return Settings(_env_file=None, OPENAI_BASE_URL=server.url, OPENAI_API_KEY=key, QUANTDESK_MODEL=MAIN,
-                    QUANTDESK_LIGHT_MODEL=LIGHT, QUANTDESK_LLM_TIMEOUT=timeout)
 
 
 def failure_of(call: Callable[[], object], kind: type[E]) -> E:

@@ -4,20 +4,20 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from testkit.paths import REPO
+
 MESSAGE_EVENTS = {"message.channels", "message.groups", "message.im"}  # `message` in a channel, group or DM
 
 
 def _manifest() -> dict:
-    return yaml.safe_load((ROOT / "manifest.yml").read_text())
+    return yaml.safe_load((REPO / "manifest.yml").read_text())
 
 
 def _listened_events() -> set[str]:
-    sources = "\n".join(p.read_text() for p in (ROOT / "bot" / "slack" / "listeners").glob("*.py"))
+    sources = "\n".join(p.read_text() for p in (REPO / "bot" / "slack" / "listeners").glob("*.py"))
     return set(re.findall(r'@app\.event\("(\w+)"', sources))
 
 
@@ -35,7 +35,7 @@ def test_the_home_tab_is_enabled() -> None:
 
 def test_the_readme_names_a_requested_scope_for_each_feature() -> None:
     scopes = set(_manifest()["oauth_config"]["scopes"]["bot"])
-    readme = (ROOT / "README.md").read_text()
+    readme = (REPO / "README.md").read_text()
     table = readme[readme.index("| feature | scopes"):].split("\n\n")[0]
     named = set(re.findall(r"`([a-z_.]+:[a-z_.]+)`", table))
     assert named and named <= scopes, named - scopes

@@ -21,8 +21,8 @@ from graphs.checkpointer import open_checkpointer
 from graphs.interrupts import answer_text, clarify_request
 from testkit.fakes.slack_faults import post_key
 from testkit.fakes.slack_server import TEAM
+from testkit.slack_desk import Desk
 from testkit.wait import wait_until
-from tests.test_durable_decisions import Desk, desk  # noqa: F401 - the in-process Slack desk fixture
 from tools.settings import Settings
 
 
@@ -71,20 +71,21 @@ def test_the_console_shows_each_pending_question_and_answers_them_one_by_one(tmp
             worker.stop()
 
 
-def test_slack_posts_each_pending_question_and_a_reply_answers_one(desk: Desk) -> None:  # noqa: F811
-    desk.core.runner.graph = _two_branch_graph(desk.core.runner.graph.checkpointer)
-    desk.say("C2", "500.1", "go")
-    questions = [c for c in desk.fake.of("chat.postMessage") if c.args.get("thread_ts") == "500.1" and post_key(c.args)
+def test_slack_posts_each_pending_question_and_a_reply_answers_one(slack_desk: Desk) -> None:
+    slack_desk.core.runner.graph = _two_branch_graph(slack_desk.core.runner.graph.checkpointer)
+    slack_desk.say("C2", "500.1", "go")
+    questions = [c for c in slack_desk.fake.of("chat.postMessage")
+                 if c.args.get("thread_ts") == "500.1" and post_key(c.args)
                  and not c.args["text"].startswith(":hourglass")]  # keyed posts besides the run's status line
     assert sorted(c.args["text"] for c in questions) == ["Which codes?", "Which dates?"]
     assert len({post_key(c.args) for c in questions}) == 2  # each its own message and key
-    info = desk.core.threads.get(thread_id_for(TEAM, "C2", "500.1"))
+    info = slack_desk.core.threads.get(thread_id_for(TEAM, "C2", "500.1"))
     assert info is not None and len(info.pending) == 2
-    desk.say("C2", "500.1", "an answer")  # a thread reply answers one question (its row, then its apply job)
+    slack_desk.say("C2", "500.1", "an answer")  # a thread reply answers one question (its row, then its apply job)
 
     def one_left() -> list[dict] | None:
-        pending = desk.core.runner.pending(info.thread_id)
+        pending = slack_desk.core.runner.pending(info.thread_id)
         return pending if len(pending) == 1 else None
 
     pending = wait_until(one_left, "the reply's apply job to answer one of the two questions")
-    assert desk.core.decisions.get(pending[0]["id"]) is None  # nothing recorded for the other yet
+    assert slack_desk.core.decisions.get(pending[0]["id"]) is None  # nothing recorded for the other yet

@@ -18,9 +18,9 @@ from sqlalchemy.orm import Session
 
 from graphs.access import roles_command
 from graphs.registry import command_for
+from testkit.audit import audit_cli
 from testkit.console import quantdesk
-from tests.test_account_roles import ROOT, act_as, chat, desk
-from tests.test_audit_chain import quantdesk as audit
+from testkit.roles import ROOT, act_as, chat, desk
 from tools.access.login import os_login
 from tools.access.roles import RoleSet
 from tools.access.store import AccessError, grant, identity_of, load, map_login, revoke, seed, unmap_login
@@ -171,7 +171,7 @@ def test_every_role_change_from_the_console_is_in_the_verified_global_chain(tmp_
         ("roles seeded", "environment"), ("login mapped", ROOT), ("role granted", ROOT),
         ("login mapped", ROOT), ("role revoked", ROOT), ("login unmapped", ROOT)]
     assert events[2][2] == {"role": "trader", "account": "desk1", "identity": EVE}
-    result = audit(own_url, "verify")
+    result = audit_cli(own_url, "verify")
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"global: 6 entries intact, head signature valid (key {audit_keys})" in result.stdout.splitlines()
 

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from testkit.paths import REPO
 from tools.sandbox import Level, Limits, Sandbox, SandboxUnavailable, detect, host
 
 FAST = Limits(wall_seconds=5, cpu_seconds=4, memory_bytes=512 << 20)
@@ -287,7 +288,7 @@ def test_full_level_hides_the_host_file_system(sandbox: Sandbox) -> None:
         pytest.fail("needs full isolation")
     box = Sandbox(workers=1, static_policy=False, runtime_guards=False)
     try:
-        repo = Path(__file__).resolve().parents[1]
+        repo = REPO
         code = textwrap.dedent(f"""
             import os
             seen = {{}}

@@ -14,6 +14,7 @@ import pytest
 
 from bot.jobs import Message, make_job_queue
 from testkit.fakes.slack_server import TEAM, SlackServer
+from testkit.pg import migrated_pg_database
 from testkit.slack import (
     BotProcess,
     WorkerProcess,
@@ -27,7 +28,6 @@ from testkit.slack import (
     text_of,
 )
 from testkit.wait import wait_until
-from tests.conftest import migrated_pg_database
 from tools.settings import Settings
 from tools.storage.db import make_engine
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from testkit.paths import REPO
 from tools.settings import Settings, SettingsError, get_settings
 
 SECRETS = {
@@ -68,7 +69,7 @@ def test_secrets_never_in_repr_or_logs(clean_env: Path, monkeypatch: pytest.Monk
 
 def test_every_setting_is_documented_in_env_example() -> None:
     """.env.example names every environment variable the settings read (set, or commented out with its default)."""
-    text = (Path(__file__).parents[1] / ".env.example").read_text(encoding="utf-8")
+    text = (REPO / ".env.example").read_text(encoding="utf-8")
     names = [field.alias or name for name, field in Settings.model_fields.items()]
     missing = [n for n in names if not re.search(rf"^#? ?{re.escape(n)}=", text, re.MULTILINE)]
     assert not missing, f"not in .env.example: {missing}"

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from bot.stores.records import DecisionRecord
 from testkit.fakes.slack_server import Call, SlackServer
+from testkit.pg import migrated_pg_database
 from testkit.slack import (
     BotProcess,
     WorkerProcess,
@@ -34,7 +35,6 @@ from testkit.slack import (
     text_of,
 )
 from testkit.wait import wait_until
-from tests.conftest import migrated_pg_database
 from tools.factors.store import FactorStore
 from tools.storage.db import make_engine
 

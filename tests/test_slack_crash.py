@@ -18,6 +18,7 @@ from bot.stores.records import DecisionRecord, PostRecord
 from bot.stores.threads import thread_id_for
 from testkit.fakes.slack_faults import FaultySlack, post_key
 from testkit.fakes.slack_server import TEAM, SlackServer
+from testkit.pg import migrated_pg_database
 from testkit.slack import (
     BotProcess,
     action_body,
@@ -31,7 +32,6 @@ from testkit.slack import (
     text_of,
 )
 from testkit.wait import wait_until
-from tests.conftest import migrated_pg_database
 from tools.factors.store import FactorStore
 from tools.storage.db import make_engine
 

@@ -28,6 +28,7 @@ from bot.slack.render import button_value
 from bot.stores.records import DecisionRecord, ThreadRecord
 from bot.stores.threads import thread_id_for
 from testkit.fakes.slack_server import TEAM, Call, SlackServer
+from testkit.roles import ROOT, chat
 from testkit.slack import (
     BotProcess,
     action_body,
@@ -46,7 +47,6 @@ from testkit.slack import (
     view_body,
 )
 from testkit.wait import wait_until
-from tests.test_account_roles import ROOT, chat
 from tools.access.login import os_login
 from tools.broker.records import OrderEvent, PaperAccount, PaperFill, PaperOrder, TradingSwitch
 from tools.storage.db import make_engine

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from testkit.fakes.slack_server import Call, Fault, SlackServer
+from testkit.pg import migrated_pg_database
 from testkit.slack import (
     BotProcess,
     action_body,
@@ -28,7 +29,6 @@ from testkit.slack import (
     result_call,
     text_of,
 )
-from tests.conftest import migrated_pg_database
 
 ALICE, TRADER = "UALICE", "UTRADER"
 FORM = "application/x-www-form-urlencoded"

@@ -15,9 +15,9 @@ import pytest
 
 from testkit.fakes.slack_faults import GatedSlack
 from testkit.fakes.slack_server import Call, SlackServer
+from testkit.pg import migrated_pg_database
 from testkit.slack import BotProcess, event_body, in_thread, mention, new_ts, post, text_of
 from testkit.wait import wait_until
-from tests.conftest import migrated_pg_database
 
 ALICE, BOB = "UALICE", "UBOB"
 SLOW, FREE = "C3901", "C3902"

@@ -38,13 +38,13 @@ from graphs import studio
 from graphs.context import traders_of
 from graphs.main import build_main_graph
 from graphs.registry import WORKFLOWS
+from testkit.paths import REPO
 from testkit.wait import wait_until
 from tools.broker.records import OrderEvent
 from tools.factors.store import FactorStore
 from tools.settings import get_settings
 from tools.storage.db import make_engine
 
-ROOT = Path(__file__).resolve().parents[1]
 TRADER = "UTRADER"
 VIEWER = "UVIEWER"  # has a Studio token, is not a trader
 TOKENS = {TRADER: "trader-" + "t" * 40, VIEWER: "viewer-" + "v" * 40}
@@ -104,7 +104,7 @@ def _events(thread: str, engine: Engine | None = None) -> list[tuple[str, str | 
 
 
 def test_langgraph_json_serves_every_workflow_and_the_router_from_the_factories() -> None:
-    config = json.loads((ROOT / "langgraph.json").read_text())
+    config = json.loads((REPO / "langgraph.json").read_text())
     assert config["graphs"] == {"quantdesk": "graphs.studio:main",
                                 **{name: f"graphs.studio:{name}" for name in WORKFLOWS}}
     assert config["dependencies"] == ["."] and config["python_version"] == "3.11"
@@ -311,9 +311,9 @@ def dev_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
             pytest.fail(message)
         pytest.skip(message)
     home = tmp_path_factory.mktemp("dev")
-    shutil.copy(ROOT / "langgraph.json", home / "langgraph.json")
+    shutil.copy(REPO / "langgraph.json", home / "langgraph.json")
     env = {k: v for k, v in os.environ.items() if k not in UNSET}
-    env.update(ENV, QUANTDESK_DATA_DIR=str(home / "data"), PYTHONPATH=str(ROOT), LANGGRAPH_CLI_NO_ANALYTICS="1",
+    env.update(ENV, QUANTDESK_DATA_DIR=str(home / "data"), PYTHONPATH=str(REPO), LANGGRAPH_CLI_NO_ANALYTICS="1",
                LANGGRAPH_NO_VERSION_CHECK="true")
     port = _free_port()
     url = f"http://127.0.0.1:{port}"

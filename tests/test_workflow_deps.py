@@ -13,8 +13,9 @@ import pytest
 from graphs.context import WorkflowContext
 from graphs.registry import WORKFLOWS
 from graphs.workflow import Workflow
+from testkit.paths import REPO
 
-GRAPHS = Path(__file__).resolve().parents[1] / "graphs"
+GRAPHS = REPO / "graphs"
 CONTEXT_HOLDERS = {"runtime", "call"}  # `runtime.context` (a node), `call.context` (a subcommand)
 
 
