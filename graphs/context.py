@@ -2,7 +2,7 @@
 
 `WorkflowContext` is the one object the adapters build (graphs/dependencies.py). A workflow never names it: each
 declares what it reads as a `Protocol` in its own `deps.py`, built from the small protocols here, and its nodes
-are typed `Runtime[<Workflow>Deps]` (tests/test_workflow_deps.py holds every workflow to its declaration)."""
+are typed `Runtime[<Workflow>Deps]` (tests/graphs/test_workflow_deps.py holds every workflow to its declaration)."""
 
 from __future__ import annotations
 

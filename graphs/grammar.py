@@ -38,7 +38,7 @@ _LOTS = re.compile(r"(?<![\d.])(\d[\d,]*)\s*手")  # 2手 is 200 shares: one lot
 _LIMIT = re.compile(r"(?:限价|价格)\s*[:=]?\s*(\d+(?:\.\d+)?)(?![0-9A-Za-z_.])\s*元?")  # 限价 12.5 (元) is limit=12.5
 _PARAM_NAME = re.compile(r"([\u4e00-\u9fff]+)\s*[=:]\s*(?=\S)")  # a Chinese parameter name before its value
 
-# What a person types in Chinese, by role: each word has one role only (tests/test_conversation.py holds it). The
+# What a person types in Chinese, by role: each word has one role only (tests/graphs/test_conversation.py holds it). The
 # conversation's own words are here; each workflow's (its commands, parameters, strategies or kinds) are in its own
 # package, collected by the registry (`graphs.registry.WORDS`). A word is translated only as a whole token or as a
 # piece of an unspaced run of Chinese (`segment`).

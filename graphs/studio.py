@@ -104,8 +104,8 @@ def _workflow_input(workflow: Workflow) -> type:
 
 def _with_input(graph: CompiledStateGraph, schema: type) -> CompiledStateGraph:
     """`graph` built again through StateGraph's public constructor and methods, the same nodes, edges and branches
-    (the same objects), with `schema` as its input (tests/test_studio.py checks that nothing else differs). Only the
-    served graphs: inside the main router a workflow reads the router's whole state."""
+    (the same objects), with `schema` as its input (tests/project/test_studio.py checks that nothing else
+    differs). Only the served graphs: inside the main router a workflow reads the router's whole state."""
     built = graph.builder
     served = StateGraph(built.state_schema, built.context_schema, input_schema=schema,
                         output_schema=built.output_schema)

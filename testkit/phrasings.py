@@ -1,5 +1,6 @@
 """Phrasings typed as Chinese and English quants type them, many without spaces, each with what the one reader
-(graphs/conversation.py) reads it as: tests/test_conversation.py asserts them, bench/conversation.py times them."""
+(graphs/conversation.py) reads it as: tests/graphs/test_conversation.py asserts them, bench/conversation.py times
+them."""
 
 MAOTAI, PINGAN, PINGAN_INSURANCE = "600519.SH", "000001.SZ", "601318.SH"
 

@@ -1,4 +1,4 @@
-"""The process tests/test_decision_crash.py kills: one decision desk run on the sample data whose four analysts
+"""The process tests/graphs/test_decision_crash.py kills: one decision desk run on the sample data whose four analysts
 answer from their scripts, whose bull speaks, and whose bear never answers. When the bear is asked, the marker
 file appears and the process sleeps until it is SIGKILLed.
 

@@ -1,5 +1,5 @@
-"""The process tests/test_replay_crash.py kills: a replay of the decision desk over three dates on the sample data,
-the market analyst alone. The first date is decided in full (a Buy); on the second the market analyst and the bull
+"""The process tests/graphs/test_replay_crash.py kills: a replay of the decision desk over three dates on the sample
+data, the market analyst alone. The first date is decided in full (a Buy); on the second the market analyst and the bull
 answer, and the bear, whose script holds the first date's turn only, never does. When the bear is asked for its
 second turn, the marker file appears and the process sleeps until it is SIGKILLed.
 

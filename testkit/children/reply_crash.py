@@ -1,5 +1,5 @@
-"""The process tests/test_reply_crash.py kills between a thread reply's decision row and its apply: the real core
-on the Slack surface, whose queue never takes the apply job. A request asks a question; the reply is recorded as
+"""The process tests/bot/core/test_reply_crash.py kills between a thread reply's decision row and its apply: the real
+core on the Slack surface, whose queue never takes the apply job. A request asks a question; the reply is recorded as
 its decision, then queueing its apply writes the marker file and sleeps until the SIGKILL.
 
 Usage: python -m testkit.children.reply_crash DATABASE_URL DATA_DIR SLACK_URL CHANNEL ROOT MARKER"""

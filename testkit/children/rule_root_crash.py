@@ -1,4 +1,4 @@
-"""The process tests/test_rule_schedule_run.py kills between a scheduled run's root post and its enqueue: one
+"""The process tests/bot/core/test_rule_schedule_run.py kills between a scheduled run's root post and its enqueue: one
 scheduler pass of a core whose job queue never takes the message. Its submit writes the marker file (the
 root is in Slack by then), then sleeps until the SIGKILL.
 

@@ -1,5 +1,5 @@
-"""The process tests/test_stream_crash.py kills mid-stream: the real core on the Slack surface streams a long report
-into a thread; the fake Slack takes its second chunk (chat.appendStream) and never answers, until the SIGKILL.
+"""The process tests/bot/core/test_stream_crash.py kills mid-stream: the real core on the Slack surface streams a long
+report into a thread; the fake Slack takes its second chunk (chat.appendStream) and never answers, until the SIGKILL.
 
 Usage: python -m testkit.children.stream_crash DATABASE_URL DATA_DIR SLACK_URL CHANNEL ROOT KEY"""
 

@@ -21,7 +21,7 @@ from graphs.signal.nodes.signal_generate import check_signal
 from testkit.console import english_left
 from testkit.graph_thread import GraphThread
 from testkit.paper import interrupt_value
-from tests.test_order_graph import TRADER, _ctx
+from tests.graphs.test_order_graph import TRADER, _ctx
 from tools.broker.orders import Fill, Order
 from tools.data.local import SampleProvider
 from tools.desk.log import Decision

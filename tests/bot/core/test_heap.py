@@ -1,6 +1,6 @@
 """The collector around a process's start-up (bot/heap.py): paused while `serve`, `worker` or `chat` starts, the
 start's garbage collected once and what it left alive frozen out of later collections, and back on for a start that
-ends early (a refused `quantdesk worker`: tests/test_jobs.py)."""
+ends early (a refused `quantdesk worker`: tests/bot/core/test_jobs.py)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 quants type them, many without spaces, each with what it is read as: a command and its arguments, a new request and
 what its workflow's grammar makes of it, an answer to the question the thread waits on, or free text. Unknown
 words in a Chinese sentence are named back, never dropped. The four surfaces' answers to the same phrasings are in
-tests/test_conversation_surfaces.py."""
+tests/bot/core/test_conversation_surfaces.py."""
 
 from __future__ import annotations
 

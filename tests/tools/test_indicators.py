@@ -633,7 +633,7 @@ def test_talib_process_settings_are_refused_and_restored(panel: dict[str, pd.Dat
 
 
 def write_golden_files(data_dir: Path) -> None:
-    """Rewrite tests/data/indicators_golden.csv and kdj_golden.csv from the shared data and the reference above."""
+    """Rewrite tests/tools/data/indicators_golden.csv and kdj_golden.csv from the shared data and the reference."""
     gold, kdj_bars = _source_bars(data_dir)
     DATA.mkdir(exist_ok=True)
     reference_golden(gold).to_csv(GOLDEN, index=False, lineterminator="\n")

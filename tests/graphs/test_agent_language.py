@@ -11,10 +11,10 @@ from sqlalchemy import Engine
 from graphs.analyze.graph import build_analyze_graph
 from graphs.llm import get_light_llm, get_llm
 from testkit.desk import ROLES, account, desk_context, desk_scripts, risk_answer
+from testkit.evals.harness import load_cases, path_differences, run_case
 from testkit.fakes.chat import ScriptedModels, answer
 from testkit.fakes.openai_server import API_KEY, FakeOpenAI, OpenAIServer
 from testkit.graph_thread import GraphThread
-from tests.evals.harness import load_cases, path_differences, run_case
 from tools.data.local import SampleProvider
 from tools.i18n import using
 from tools.sandbox import Sandbox
@@ -60,7 +60,7 @@ def test_every_desk_agent_is_asked_for_the_threads_language(sqlite_url: str, sql
         or language == "en"
 
 
-# The agents of the other workflows, each run through a reference case of tests/evals with scripted models: every
+# The agents of the other workflows, each run through a reference case of testkit/evals with scripted models: every
 # agent whose words a person reads (a question, a verdict on the code under review, the code's comments, the
 # executor's reasoning) is asked for the thread's language, and the run takes the reference path in both languages.
 WRITES_PROSE = {"reflection": "signal", "spec": "factor", "codegen": "factor", "judge": "factor", "executor": "rule"}

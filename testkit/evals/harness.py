@@ -1,4 +1,4 @@
-"""Trajectory evaluations: each case in tests/evals/*.json is a request to one workflow graph with scripted model
+"""Trajectory evaluations: each case in testkit/evals/*.json is a request to one workflow graph with scripted model
 answers, the answers to its interrupts, and a reference path through the graph written by hand.
 
 `run_case` drives the graph the way the bot does (GraphThread: a fresh SQLite checkpointer per turn, resumes by

@@ -1,6 +1,6 @@
 """Decisions and posts survive faults (issue 12), driven in-process: the real core, runner and graphs on
 SQLite, against the fake Slack Web API with injected faults. The real-process SIGKILL tests are in
-tests/test_slack_crash.py."""
+tests/bot/slack/test_slack_crash.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Stale cards (issue 29, item 2): at approval the order is previewed again on the current account and market; a
 price basis moved more than QUANTDESK_STALE_MOVE (2 %), or cash spent by another order in between, gives the
 re-checked card saying what changed, never a fill on numbers the trader did not see. Live clock on a synthetic
-market (tests/test_paper_broker.py): Monday 2024-06-17 17:00, the data ends Friday (600000.SH closed at 10.37), so
+market (tests/tools/test_paper_broker.py): Monday 2024-06-17 17:00, the data ends Friday (600000.SH closed at 10.37), so
 an order is for Tuesday's open; then Monday's bar arrives."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Trajectory evaluations (issue 16): every request of tests/evals/*.json runs through its workflow graph with
+"""Trajectory evaluations (issue 16): every request of testkit/evals/*.json runs through its workflow graph with
 scripted models and real sample data, offline, and its path through the graph, its interrupts and its agents'
 messages must match the reference written by hand; a failure names the request and the step that changed."""
 
@@ -10,8 +10,7 @@ import pytest
 from sqlalchemy import Engine
 
 from graphs.factor.routes import route_after_checks
-from testkit.fakes.chat import ScriptedModels
-from tests.evals.harness import (
+from testkit.evals.harness import (
     DATASETS,
     Case,
     compare,
@@ -20,6 +19,7 @@ from tests.evals.harness import (
     path_differences,
     run_case,
 )
+from testkit.fakes.chat import ScriptedModels
 from tools.sandbox import Sandbox
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade

@@ -1,6 +1,6 @@
 """Concurrent orders on one paper account never overspend and never fill twice: a row lock on PostgreSQL,
 `BEGIN IMMEDIATE` on SQLite (tools/broker/store.py). Every expected number is a hand calculation on the synthetic
-market of tests/test_paper_broker.py (600000.SH closes at 10.37 on 2024-06-14, limit-up 11.00; opens at 10.50 on
+market of tests/tools/test_paper_broker.py (600000.SH closes at 10.37 on 2024-06-14, limit-up 11.00; opens at 10.50 on
 2024-06-17, limit-up 11.41)."""
 
 from __future__ import annotations

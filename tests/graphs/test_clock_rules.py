@@ -17,7 +17,7 @@ from graphs.rule.background import rule_schedule_job
 from graphs.views import View
 from graphs.workflow import CommandCall
 from testkit.graph_thread import GraphThread
-from tests.test_paper_clock import TRADER, _ctx
+from tests.graphs.test_paper_clock import TRADER, _ctx
 from tools.broker.clock import day
 from tools.broker.sim_clock import last_move
 from tools.data.klines import AShareKlines

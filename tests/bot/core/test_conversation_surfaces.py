@@ -2,7 +2,7 @@
 same answer to the same text, in both languages, because all four hand it to the core's one dispatcher. Each
 phrasing runs on the four surfaces (the console as a real `quantdesk chat` process, Slack through `quantdesk
 serve` with signed requests against the fake Web API); what every surface shows must hold the answer the phrasing
-asks for. What each phrasing is read as, over a larger table, is tests/test_conversation.py."""
+asks for. What each phrasing is read as, over a larger table, is tests/graphs/test_conversation.py."""
 
 from __future__ import annotations
 
