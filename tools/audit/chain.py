@@ -73,8 +73,11 @@ def _locked_head(session: Session, chain: str) -> ChainHead | None:
     (seq 0), so that two first appends also wait on one row."""
     if session.get_bind().dialect.name != "postgresql":
         return session.get(ChainHead, chain, populate_existing=True)
-    session.execute(pg_insert(ChainHead).values(chain=chain, seq=0, hash=GENESIS, signature="", updated_at=utcnow())
-                    .on_conflict_do_nothing(index_elements=["chain"]))
-    head = session.scalars(select(ChainHead).where(ChainHead.chain == chain).with_for_update()
-                           .execution_options(populate_existing=True)).one()
+    locked = select(ChainHead).where(ChainHead.chain == chain).with_for_update().execution_options(
+        populate_existing=True)
+    head = session.scalars(locked).first()
+    if head is None:  # the chain's first append: create the empty head, then wait on it like any other
+        session.execute(pg_insert(ChainHead).values(chain=chain, seq=0, hash=GENESIS, signature="",
+                                                    updated_at=utcnow()).on_conflict_do_nothing(index_elements=["chain"]))
+        head = session.scalars(locked).one()
     return head

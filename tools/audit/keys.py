@@ -30,11 +30,16 @@ def _private(path: Path) -> Ed25519PrivateKey:
 
 def verify_keys() -> dict[str, Ed25519PublicKey]:
     """The public keys by id: QUANTDESK_AUDIT_VERIFY_KEYS, and the signing key's own public key."""
-    keys = parse_verify_keys(get_settings().audit_verify_keys)
+    keys = dict(_public(get_settings().audit_verify_keys))
     private = signer()
     if private is not None:
         keys.setdefault(key_id(private.public_key()), private.public_key())
     return keys
+
+
+@lru_cache(maxsize=4)
+def _public(text: str) -> dict[str, Ed25519PublicKey]:
+    return parse_verify_keys(text)
 
 
 def legacy_key() -> str:
