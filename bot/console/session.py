@@ -379,7 +379,8 @@ def open_session(ctx: AppServices, checkpointer: BaseCheckpointSaver, out: TextI
     resolution) running while it is open; `clock`: its now."""
     settings = ctx.settings
     surface = ConsoleSurface(out, settings.data_dir / "exports",
-                             {user: login for login, user in load_roles(ctx.engine).logins.items()})
+                             {user: login for login, user in load_roles(ctx.engine).logins.items()},
+                             live=out.isatty())
     core = build_core(ctx, checkpointer, surface, CONSOLE_SCOPE, LocalJobQueue(ctx.engine, settings, CONSOLE_SCOPE))
     console = Console(ctx, core, surface)
     worker = core.queue.start_worker(core)

@@ -9,10 +9,21 @@ import uuid
 from pathlib import Path
 from typing import TextIO
 
+from bot.console.progress import ProgressLine
 from bot.console.text import view_text
 from bot.core.kinds import kind_of
 from bot.core.outbox import kind_word
-from bot.core.surface import Content, Notice, Place, Question, Result, RetryOffer, StoredFile, ThreadStart
+from bot.core.surface import (
+    Content,
+    Notice,
+    Place,
+    Question,
+    Result,
+    RetryOffer,
+    Status,
+    StoredFile,
+    ThreadStart,
+)
 from bot.surfaces import CONSOLE_CHANNEL, CONSOLE_TEAM
 from graphs.views import named
 from tools.i18n import _
@@ -24,10 +35,12 @@ def console_place(user: str, root: str | None = None) -> Place:
 
 
 class ConsoleSurface:
-    def __init__(self, out: TextIO, exports: Path, people: dict[str, str] | None = None) -> None:
-        """`people`: user id -> the name the console shows (the login the database maps to it)."""
+    def __init__(self, out: TextIO, exports: Path, people: dict[str, str] | None = None, live: bool = False) -> None:
+        """`people`: user id -> the name the console shows (the login the database maps to it); `live`: `out` is a
+        terminal, where a run's progress shows as one line rewritten in place."""
         self.out, self.exports, self.people = out, exports, dict(people or {})
         self._lock = threading.Lock()
+        self.progress = ProgressLine(out, self._lock) if live else None
         self._refs = itertools.count(1)
         self.last: dict[str, Content] = {}  # thread id -> the last content shown in it
         self.opened: set[str] = set()  # threads a background run opened (a scheduled rule's)
@@ -35,9 +48,24 @@ class ConsoleSurface:
 
     def say(self, text: str) -> None:
         with self._lock:
+            if self.progress is not None:
+                self.progress.clear()
             print(text, file=self.out, flush=True)
+            if self.progress is not None:
+                self.progress.redraw()
+
+    def _track(self, place: Place, content: Content) -> None:
+        """A run's status drives the progress line; its question or result ends it."""
+        if self.progress is None:
+            return
+        with self._lock:
+            if isinstance(content, Status) and content.running:
+                self.progress.show(place.thread_id, content.step)
+            elif isinstance(content, Status | Question | Result | RetryOffer):
+                self.progress.stop(place.thread_id)
 
     def post(self, place: Place, content: Content, key: str | None = None) -> str:
+        self._track(place, content)
         self.last[place.thread_id] = content
         text = self.text_of(content)
         if isinstance(content, Question) and place.thread_id in self.opened:
@@ -70,7 +98,9 @@ class ConsoleSurface:
         return None
 
     def update(self, place: Place, ref: str, content: Content) -> None:
-        """A card becomes its decision: the console showed the decision as it was typed."""
+        """A status moves the progress line; a card becoming its decision shows nothing (the console showed the
+        decision as it was typed)."""
+        self._track(place, content)
 
     def upload(self, place: Place, files: list[StoredFile]) -> None:
         folder = self.exports / place.thread_id

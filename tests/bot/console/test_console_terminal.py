@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pty
+import re
 import select
 import signal
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from testkit.console import console_lines
 from testkit.paths import REPO
 
 
@@ -111,3 +113,29 @@ def test_ctrl_c_cancels_the_line_being_typed_and_leaves_at_an_empty_prompt(tmp_p
     assert term.exit_status() == 130
     assert "Traceback" not in term.screen and "KeyboardInterrupt" not in term.screen
     assert "help" not in term.screen[seen:]  # the cancelled line never ran
+
+
+def test_a_run_shows_its_step_and_time_on_one_line_that_goes_before_its_answer(tmp_path: Path) -> None:
+    """Issue 39, item 13: on a terminal a run's step and its seconds so far are one line rewritten in place (erased
+    and drawn again, never a new line per update), wiped before the run's answer prints."""
+    term = Terminal(tmp_path / "data")
+    seen = term.expect("quant> ")
+    term.keys(b"factor momentum 20190301 20200601 window=20\r")
+    shown = term.expect("\r\x1b[2K⏳ ", seen)
+    term.expect(" s", shown)
+    review = term.expect("approve", shown)
+    run = term.screen[seen:review]
+    last_draw = run.rfind("\r\x1b[2K⏳ ")
+    assert run.find("\r\x1b[2K", last_draw + 1) > last_draw  # the last drawing was wiped before the card
+    steps = [part.split(" · ")[0] for part in run.split("\r\x1b[2K⏳ ")[1:]]
+    assert "reading the request" in steps
+    assert re.search(r"⏳ [^\r\n]*\r?\n", run) is None  # never left standing as a line of its own
+    term.expect("review> ", review)
+    term.keys(b"quit\r")
+    assert term.exit_status() == 0
+
+
+def test_piped_output_carries_no_progress_line(tmp_path: Path) -> None:
+    lines = console_lines(tmp_path, "factor momentum 20190301 20200601 window=20", "reject not needed")
+    assert any(line.startswith("--- code review: factor momentum_20") for line in lines)
+    assert not [line for line in lines if "\x1b" in line or "\r" in line or "⏳" in line]
