@@ -21,6 +21,7 @@ from tools.broker.rules import buy_quantity_problem
 from tools.data.klines import symbol_kind
 from tools.data.schema import DataError, check_range
 from tools.i18n import N_, _, current
+from tools.research.charts import trades_and_equity
 from tools.rules.backtest import RuleBacktest, backtest_rule
 from tools.rules.parser import parse_rule
 from tools.rules.store import Rule, RuleError, RuleStore, Source, order_tag
@@ -222,7 +223,23 @@ def backtest_command(call: CommandCall) -> View:
                                **({"rates": paper.rates} if isinstance(paper, PaperConfig) else {}))
     except (DataError, ValueError) as exc:
         raise CommandError(str(exc)) from None
-    return present_backtest(rule, result, _store_trades(call, rule, result))
+    return present_backtest(rule, result, [_store_chart(call, rule, result), _store_trades(call, rule, result)])
+
+
+def _store_chart(call: CommandCall, rule: Rule, result: RuleBacktest) -> ArtifactRef:
+    """The close with the rule's fills, and its equity beside buy-and-hold's, in the reader's language."""
+    s, b = result.strategy, result.benchmark
+    closes = pd.Series([float(m.close) for m in s.marks], index=[m.trade_date for m in s.marks])
+    equity = pd.Series([float(m.equity) for m in s.marks], index=closes.index)
+    held = pd.Series([float(m.equity) for m in b.marks], index=[m.trade_date for m in b.marks])
+    title = _("Rule {id} backtest: {symbol} {start}–{end}").format(id=rule.id, symbol=rule.symbol, start=result.start,
+                                                                    end=result.end)
+    data = trades_and_equity(closes, [t.trade_date for t in s.trades if t.side == "buy"],
+                             [t.trade_date for t in s.trades if t.side == "sell"], equity, held,
+                             float(s.starting_cash), title)
+    key = f"backtest-chart:{hashlib.sha256(data).hexdigest()[:32]}:{current()}"
+    return call.context.artifacts.put(f"rule:{rule.id}", key, "chart",
+                                      f"rule{rule.id}_{result.start}_{result.end}.png", title, "image/png", data)
 
 
 def _store_trades(call: CommandCall, rule: Rule, result: RuleBacktest) -> ArtifactRef:

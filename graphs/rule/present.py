@@ -114,8 +114,9 @@ def present_rule_run(result: dict[str, Any]) -> View:
     return view
 
 
-def present_backtest(rule: Rule, result: RuleBacktest, trades_csv: ArtifactRef | None = None) -> View:
-    """The rule beside buy-and-hold in the report shape both backtests share; `trades_csv` holds every trade."""
+def present_backtest(rule: Rule, result: RuleBacktest, artifacts: list[ArtifactRef] | None = None) -> View:
+    """The rule beside buy-and-hold in the report shape both backtests share; `artifacts`: its chart and the CSV of
+    every trade."""
     s, b = result.strategy, result.benchmark
     cash = _("{amount} CNY").format(amount=f"{s.starting_cash:,.2f}")
     sized = (_("{n} shares").format(n=f"{rule.size:,}") if rule.size else
@@ -143,4 +144,4 @@ def present_backtest(rule: Rule, result: RuleBacktest, trades_csv: ArtifactRef |
                          "before the start); costs as the paper account (commission minimum, stamp duty, transfer "
                          "fee, lots); Sharpe = mean/std of daily returns x sqrt(252), rf = 0; exposure = mean share "
                          "of equity in the stock").format(warmup=result.warmup, read=result.warmup_bars), *s.notes],
-                artifacts=[trades_csv] if trades_csv else [])
+                artifacts=list(artifacts or []))

@@ -139,7 +139,9 @@ def test_a_backtest_reports_like_the_signal_backtest_and_says_where_a_cut_list_g
         assert re.fullmatch(r"strategy \S+( CNY)? · buy-and-hold \S+( CNY)?", facts[label]), label
     assert "on the 1,000,000.00 CNY account" in view.summary
     assert facts["Base"].startswith("the 1,000,000.00 CNY account; returns are on the whole account, position-sized")
-    (csv,) = view.artifacts
+    chart, csv = view.artifacts
+    drawn = ctx.artifacts.get(chart["id"])
+    assert drawn is not None and drawn.mime == "image/png" and drawn.data.startswith(b"\x89PNG")
     stored = ctx.artifacts.get(csv["id"])
     assert stored is not None and stored.filename.endswith("_trades.csv")
     rows = stored.data.decode().splitlines()[1:]

@@ -14,12 +14,17 @@ import pytest
 from tools.factors.ic import evaluate_factor
 from tools.research.backtest import run_backtest
 from tools.research.charts import (
+    account_equity,
+    account_figure,
     equity_and_signal_counts,
     factor_chart,
     factor_chart_plan,
     note_chart,
     nothing_to_plot,
     price_with_trades,
+    signed_percent,
+    trades_and_equity,
+    trades_figure,
 )
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -102,3 +107,66 @@ def test_factor_chart_leaves_out_a_horizon_without_rank_ic() -> None:
     assert plan.horizons == (1,) and plan.note is None
     assert plan.skipped == {5: "no date has 2 or more evaluated codes whose factor values and 5d returns both vary"}
     assert_png(factor_chart(evaluation, "half"))
+
+
+def _labels(fig, axis: str = "x", panel: int = -1) -> list[str]:
+    """The tick labels a reader sees on one panel, once the figure is drawn."""
+    fig.canvas.draw()
+    ax = fig.axes[panel]
+    ticks = ax.get_xticklabels() if axis == "x" else ax.get_yticklabels()
+    return [t.get_text() for t in ticks if t.get_text()]
+
+
+def test_a_change_that_rounds_to_nothing_reads_plus_zero() -> None:
+    assert signed_percent(-0.00001) == "+0.00%"
+    assert signed_percent(0.0) == "+0.00%"
+    assert signed_percent(-0.0123) == "-1.23%"
+    assert signed_percent(0.5) == "+50.00%"
+
+
+def test_the_account_chart_of_one_mark_shows_its_day_in_yuan_without_an_offset() -> None:
+    """Issue 39, item 12: one mark is one dated point, not hours or four years; money in whole yuan, no 1e6; a
+    flat account is +0.00%."""
+    fig = account_figure(["20200821"], [999_999.99], 1_000_000.0, "acct")
+    ax = fig.axes[0]
+    assert _labels(fig) == ["2020-08-21"]
+    low, high = ax.get_xlim()
+    assert 5 <= high - low <= 7  # a week around the day (matplotlib dates are in days)
+    assert ax.yaxis.get_major_formatter().format_ticks([1_000_000.0]) == ["1,000,000"]
+    assert all("e" not in label and "1e6" not in label for label in _labels(fig, "y"))
+    assert ax.yaxis.get_offset_text().get_text() == ""
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["equity (+0.00%)", "starting cash"]
+
+
+def test_the_account_chart_over_a_few_sessions_ticks_each_session_never_an_hour() -> None:
+    dates = ["20200817", "20200818", "20200819", "20200820", "20200821"]
+    fig = account_figure(dates, [1e6, 1.01e6, 1.02e6, 1.0e6, 1.03e6], 1e6, "acct", [1e6, 1e6, 0.99e6, 0.98e6, 1.01e6],
+                         "buy-and-hold 600519.SH")
+    assert _labels(fig) == ["2020-08-17", "2020-08-18", "2020-08-19", "2020-08-20", "2020-08-21"]
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert legend == ["equity (+3.00%)", "buy-and-hold 600519.SH (+1.00%)", "starting cash"]
+
+
+def test_a_long_chart_ticks_days_months_or_years(close: pd.DataFrame) -> None:
+    dates = [d.strftime("%Y%m%d") for d in close.index]
+    fig = account_figure(dates, list(np.linspace(1e6, 1.2e6, len(dates))), 1e6, "acct")
+    labels = _labels(fig)
+    assert 3 <= len(labels) <= 9
+    assert not [label for label in labels if ":" in label]  # no hours on daily data
+    assert_png(account_equity(dates, list(np.linspace(1e6, 1.2e6, len(dates))), 1e6, "acct"))
+
+
+def test_the_rule_backtest_chart_marks_its_fills_and_compares_with_buy_and_hold() -> None:
+    days = ["20200803", "20200804", "20200805", "20200806", "20200807", "20200810"]
+    closes = pd.Series([10.0, 10.5, 11.0, 10.8, 11.2, 11.5], index=days)
+    equity = pd.Series([1e6, 1e6, 1.02e6, 1.01e6, 1.01e6, 1.01e6], index=days)
+    held = pd.Series([1e6, 1.05e6, 1.1e6, 1.08e6, 1.12e6, 1.15e6], index=days)
+    fig = trades_figure(closes, ["20200804"], ["20200807"], equity, held, 1e6, "Rule 1 backtest")
+    top, bottom = fig.axes
+    assert [t.get_text() for t in top.get_legend().get_texts()] == ["close", "buy (1)", "sell (1)"]
+    assert [t.get_text() for t in bottom.get_legend().get_texts()] == ["strategy (+1.00%)", "buy-and-hold (+15.00%)"]
+    buys, sells = top.collections
+    assert buys.get_offsets().tolist()[0][1] == 10.5 and sells.get_offsets().tolist()[0][1] == 11.2
+    assert _labels(fig) == ["2020-08-03", "2020-08-04", "2020-08-05", "2020-08-06", "2020-08-07", "2020-08-10"]
+    assert bottom.get_ylabel() == "equity (CNY)"
+    assert_png(trades_and_equity(closes, ["20200804"], ["20200807"], equity, held, 1e6, "Rule 1 backtest"))

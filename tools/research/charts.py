@@ -11,11 +11,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter  # noqa: E402
 
 from tools.factors.ic import FactorEvaluation  # noqa: E402
 from tools.i18n import _  # noqa: E402
@@ -25,6 +27,7 @@ from tools.research.backtest import executed_changes  # noqa: E402
 cjk_font.install()  # titles and labels may be Chinese (the catalogs', a stock's name)
 
 ROLLING = 20  # dates in the rolling means of IC and turnover
+FEW_DATES = 8  # up to this many dates, each is a tick of its own
 HORIZON_COLOURS = ("#2c3e50", "#c0392b", "#27ae60", "#8e44ad", "#d35400", "#2980b9")
 
 
@@ -33,6 +36,33 @@ def _png(fig: Figure) -> bytes:
     fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
     return buffer.getvalue()
+
+
+def signed_percent(change: float) -> str:
+    """A change as a signed percentage to two places; a change that rounds to nothing is +0.00%, never -0.00%."""
+    text = f"{change:+.2%}"
+    return "+0.00%" if text == "-0.00%" else text
+
+
+def date_axis(ax: Axes, dates: pd.DatetimeIndex) -> None:
+    """Session dates on the x axis, never hours: each date a tick when there are few (one date alone sits in the
+    middle of a week, not stretched over years), else a concise axis of days, months or years."""
+    if len(dates) <= FEW_DATES:
+        ax.xaxis.set_major_locator(FixedLocator(mdates.date2num(dates)))
+        ax.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d"))
+        pad = pd.Timedelta(days=3)
+        ax.set_xlim(dates.min() - pad, dates.max() + pad)
+        ax.tick_params(axis="x", labelrotation=30)
+    else:
+        locator = mdates.AutoDateLocator(minticks=3, maxticks=8)
+        ax.xaxis.set_major_locator(locator)
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+
+
+def money_axis(ax: Axes) -> None:
+    """Yuan on the y axis as whole numbers with thousands separators, no offset or scientific notation."""
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _position: f"{value:,.0f}"))
+    ax.set_ylabel(_("equity (CNY)"))
 
 
 def note_chart(title: str, note: str) -> bytes:
@@ -78,6 +108,7 @@ def price_with_trades(close: pd.Series, positions: pd.Series, title: str, *, equ
     ax.grid(alpha=0.3)
     if equity is not None and compare:
         _equity_panel(axes[1, 0], equity, benchmark, _("buy-and-hold"))
+    date_axis(axes[-1, 0], pd.DatetimeIndex(close.index))
     return _png(fig)
 
 
@@ -108,15 +139,16 @@ def equity_and_signal_counts(equity: pd.Series, signal: pd.DataFrame, title: str
     bottom.set_ylabel(_("signals"))
     bottom.legend(loc="upper left")
     bottom.grid(alpha=0.3)
+    date_axis(bottom, pd.DatetimeIndex(signal.index))
     return _png(fig)
 
 
 def _equity_panel(ax: Axes, equity: pd.Series, benchmark: pd.Series | None, label: str) -> None:
     ax.plot(equity.index, equity.to_numpy(), color="#2c3e50", linewidth=1.3,
-            label=_("strategy ({change})").format(change=f"{equity.iloc[-1] - 1:+.1%}"))
+            label=_("strategy ({change})").format(change=signed_percent(equity.iloc[-1] - 1)))
     if benchmark is not None and not benchmark.empty:
         ax.plot(benchmark.index, benchmark.to_numpy(), color="#e67e22", linewidth=1.1,
-                label=f"{label} ({benchmark.iloc[-1] - 1:+.1%})")
+                label=f"{label} ({signed_percent(benchmark.iloc[-1] - 1)})")
     ax.axhline(1.0, color="#95a5a6", linewidth=0.8)
     ax.set_ylabel(_("equity"))
     ax.legend(loc="upper left", fontsize=8)
@@ -191,21 +223,78 @@ def factor_chart(evaluation: FactorEvaluation, title: str) -> bytes:
     return _png(fig)
 
 
-def account_equity(dates: list[str], equity: list[float], starting_cash: float, title: str) -> bytes:
-    """A paper account's equity at each mark, against its starting cash."""
-    series = pd.Series(equity, index=pd.to_datetime(dates, format="%Y%m%d"), dtype="float64")
-    note = nothing_to_plot(series, _("marks (the account has not traded yet)"))
+def account_equity(dates: list[str], equity: list[float], starting_cash: float, title: str,
+                   benchmark: list[float] | None = None, benchmark_label: str | None = None) -> bytes:
+    """An account's equity at each mark (YYYYMMDD dates) in yuan, against its starting cash and, when given, a
+    benchmark's equity on the same dates (buy-and-hold from the same cash)."""
+    note = nothing_to_plot(pd.Series(equity, dtype="float64"), _("marks (the account has not traded yet)"))
     if note:
         return note_chart(title, note)
+    return _png(account_figure(dates, equity, starting_cash, title, benchmark, benchmark_label))
+
+
+def account_figure(dates: list[str], equity: list[float], starting_cash: float, title: str,
+                   benchmark: list[float] | None = None, benchmark_label: str | None = None) -> Figure:
+    """`account_equity`'s figure, before it is rendered."""
+    index = pd.to_datetime(dates, format="%Y%m%d")
+    series = pd.Series(equity, index=index, dtype="float64")
     fig, ax = plt.subplots(figsize=(10, 4))
-    ax.plot(series.index, series.to_numpy(), color="#2c3e50", linewidth=1.3, marker="o" if len(series) < 30 else None,
-            label=_("equity ({change})").format(change=f"{series.iloc[-1] / starting_cash - 1:+.2%}"))
+    few = len(series) < 30
+    ax.plot(series.index, series.to_numpy(), color="#2c3e50", linewidth=1.3, marker="o" if few else None,
+            label=_("equity ({change})").format(change=signed_percent(series.iloc[-1] / starting_cash - 1)))
+    if benchmark:
+        compared = pd.Series(benchmark, index=index, dtype="float64")
+        change = signed_percent(compared.iloc[-1] / starting_cash - 1)
+        ax.plot(compared.index, compared.to_numpy(), color="#e67e22", linewidth=1.1, marker="o" if few else None,
+                label=f"{benchmark_label or _('buy-and-hold')} ({change})")
     ax.axhline(starting_cash, color="#95a5a6", linewidth=0.8, label=_("starting cash"))
     ax.set_title(title)
-    ax.set_ylabel("CNY")
+    date_axis(ax, series.index)
+    money_axis(ax)
     ax.legend(loc="upper left", fontsize=8)
     ax.grid(alpha=0.3)
-    return _png(fig)
+    return fig
+
+
+def trades_and_equity(closes: pd.Series, buys: list[str], sells: list[str], equity: pd.Series,
+                      benchmark: pd.Series, starting_cash: float, title: str) -> bytes:
+    """A one-code account's backtest: the close with its buys and sells (YYYYMMDD fill dates) above, its equity in
+    yuan beside buy-and-hold's below; `closes`, `equity` and `benchmark` are indexed by YYYYMMDD dates."""
+    note = nothing_to_plot(closes, _("prices"))
+    if note:
+        return note_chart(title, note)
+    return _png(trades_figure(closes, buys, sells, equity, benchmark, starting_cash, title))
+
+
+def trades_figure(closes: pd.Series, buys: list[str], sells: list[str], equity: pd.Series, benchmark: pd.Series,
+                  starting_cash: float, title: str) -> Figure:
+    """`trades_and_equity`'s figure, before it is rendered."""
+    dated = {name: pd.Series(series.to_numpy(dtype="float64"), index=pd.to_datetime(series.index, format="%Y%m%d"))
+             for name, series in (("close", closes), ("equity", equity), ("benchmark", benchmark))}
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 7), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
+    close = dated["close"]
+    few = len(close) < 30
+    top.plot(close.index, close.to_numpy(), color="#34495e", linewidth=1.2, marker="o" if few else None,
+             label=_("close"))
+    for days, marker, colour, label in ((buys, "^", "#27ae60", _("buy ({n})")),
+                                        (sells, "v", "#c0392b", _("sell ({n})"))):
+        at = pd.to_datetime(pd.Index(days), format="%Y%m%d")
+        top.scatter(at, close.reindex(at).to_numpy(), marker=marker, color=colour, s=60, zorder=3,
+                    label=label.format(n=len(days)))
+    top.set_title(title)
+    top.legend(loc="best")
+    top.grid(alpha=0.3)
+    strategy, held = dated["equity"], dated["benchmark"]
+    bottom.plot(strategy.index, strategy.to_numpy(), color="#2c3e50", linewidth=1.3, marker="o" if few else None,
+                label=_("strategy ({change})").format(change=signed_percent(strategy.iloc[-1] / starting_cash - 1)))
+    bottom.plot(held.index, held.to_numpy(), color="#e67e22", linewidth=1.1, marker="o" if few else None,
+                label=f"{_('buy-and-hold')} ({signed_percent(held.iloc[-1] / starting_cash - 1)})")
+    bottom.axhline(starting_cash, color="#95a5a6", linewidth=0.8)
+    money_axis(bottom)
+    bottom.legend(loc="upper left", fontsize=8)
+    bottom.grid(alpha=0.3)
+    date_axis(bottom, pd.DatetimeIndex(close.index))
+    return fig
 
 
 def price_with_indicators(lines: pd.DataFrame, title: str) -> bytes:
@@ -230,4 +319,5 @@ def price_with_indicators(lines: pd.DataFrame, title: str) -> bytes:
     bottom.set_ylabel("MACD(12,26,9)")
     bottom.legend(loc="best")
     bottom.grid(alpha=0.3)
+    date_axis(bottom, pd.DatetimeIndex(lines.index))
     return _png(fig)

@@ -117,8 +117,11 @@ def _replay(desk: Desk, state: AnalyzeState, ctx: AnalyzeDeps, config: RunnableC
               "hit_rate": f"{sum(hits)}/{len(hits)}" if hits else _("n/a (no rating resolved yet)"),
               "stopped": stopped, "price_basis": ctx.provider.price_basis}
     if ledger.marks:
+        held = dict(benchmark)  # buy-and-hold marked on the dates decided: the ledger's marks
+        compared = [float(held[d]) for d, _ in ledger.marks] if all(d in held for d, _ in ledger.marks) else None
         chart = account_equity([d for d, _ in ledger.marks], [float(e) for _, e in ledger.marks],
-                               float(ledger.starting_cash), _("Replay of the desk on {code}: equity").format(code=code))
+                               float(ledger.starting_cash), _("Replay of the desk on {code}: equity").format(code=code),
+                               compared, _("buy-and-hold {code}").format(code=code))
         result["artifacts"] = [ctx.artifacts.put(thread_id(config), run, "chart", f"replay_{code}.png",
                                                  _("replay of {code}").format(code=code), "image/png", chart)]
     return {"result": result}
