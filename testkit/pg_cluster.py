@@ -58,6 +58,13 @@ class PrivateCluster:
     def restart(self) -> None:
         self._ctl("-m", "fast", "restart")
 
+    def down(self) -> None:
+        """Stop the server (a fast shutdown), keeping its data for `up`."""
+        self._ctl("-m", "fast", "stop")
+
+    def up(self) -> None:
+        self._ctl("start")
+
     def stop(self) -> None:
         """Stop the server and remove its folder."""
         try:

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from bot.core.decider import Decider
 from bot.core.home import Homes
 from bot.core.intake import Intake
@@ -78,7 +80,11 @@ class Core:
     def language_of(self, user: str) -> Language:
         """The language `user` is answered in: their own choice, else their locale where the table maps it
         (tools/i18n/languages.py LOCALES), else the workspace's."""
-        chosen = self.languages.chosen(user) if user else None
+        try:
+            chosen = self.languages.chosen(user) if user else None
+        except SQLAlchemyError:  # the database is down: answer in the locale's or the workspace's language
+            log.warning("the language of %s could not be read", user, exc_info=True)
+            chosen = None
         if chosen is not None:
             return chosen
         return language_for_locale(self.surface.locale(user) if user else None, self.language)

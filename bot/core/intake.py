@@ -12,6 +12,8 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from bot.core.surface import Place, Refused, ThreadStart
 from bot.jobs import Message
 from bot.stores.threads import dedupe_key
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
     from bot.core.core import Core
 
 log = logging.getLogger(__name__)
+NOT_TAKEN = N_(":warning: I could not take this message: my database does not answer, so nothing was recorded or run. "
+              "Send it again in a minute.")
 
 MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
 STATUS_WORDS = {"running": N_("running"), "waiting": N_("waiting"), "done": N_("done"), "failed": N_("failed")}
@@ -131,6 +135,14 @@ class Intake:
         intent = self.read(typed)
         if isinstance(intent, conversation.Empty):
             return Reply(intent)
+        try:
+            return self._take(intent, typed, account)
+        except SQLAlchemyError:  # the person is told, so the message is not lost in silence
+            log.warning("message %s not taken: the database failed", dedupe_key(typed.key), exc_info=True)
+            with using(self.core.language_of(typed.place.user)):
+                return Reply(intent, text=_(NOT_TAKEN), failed=True)
+
+    def _take(self, intent: Intent, typed: Typed, account: str) -> Reply:
         if not answered_at_once(intent, typed.session):  # `queued` is False for a redelivery: recorded before
             queued = self.submit_text(typed.place, typed.text, typed.key)
             if queued:

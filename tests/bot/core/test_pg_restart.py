@@ -87,3 +87,26 @@ def test_every_thread_is_answered_exactly_once_across_a_postgresql_restart(clust
             bot.stop()
         assert [_answers(slack, root) for root in roots] == [1] * len(roots), bot.output()[-3000:]
         print(f"messages whose job the restart broke and that were retried: {bot.output().count('is retried')}")
+
+
+def test_a_mention_while_postgresql_is_down_is_answered_with_why_and_the_next_one_runs(cluster: PrivateCluster,
+                                                                                        database: str,
+                                                                                        tmp_path: Path) -> None:
+    """A message that cannot be recorded is not lost in silence: the thread says the database does not answer and
+    nothing was recorded; once the server is back, the bot takes the next mention as usual."""
+    with SlackServer() as slack:
+        bot = BotProcess(slack.url, database, tmp_path, **FAST)
+        try:
+            cluster.down()
+            lost = new_ts()
+            assert post(bot.url, event_body(mention(CHANNEL, ALICE, REQUEST, lost)), "application/json")[0] == 200
+            (said,) = slack.fake.wait_for("chat.postMessage", timeout=120,
+                                          where=lambda c: in_thread(CHANNEL, lost)(c) and c.ok)
+            assert "my database does not answer, so nothing was recorded or run" in text_of(said)
+            cluster.up()
+            root = new_ts()
+            assert post(bot.url, event_body(mention(CHANNEL, ALICE, REQUEST, root)), "application/json")[0] == 200
+            wait_until(lambda: _answers(slack, root) == 1, "the mention after the restart answered", 180)
+            assert _answers(slack, lost) == 0  # nothing of the lost mention ran
+        finally:
+            bot.stop()
