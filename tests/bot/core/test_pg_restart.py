@@ -81,7 +81,10 @@ def test_every_thread_is_answered_exactly_once_across_a_postgresql_restart(clust
             cluster.restart()
             for root in roots[BEFORE:]:
                 assert post(bot.url, event_body(mention(CHANNEL, ALICE, REQUEST, root)), "application/json")[0] == 200
-            wait_until(lambda: all(_answers(slack, root) for root in roots), "every thread answered", 300)
+            wait_until(lambda: all(_answers(slack, root) for root in roots), "every thread answered", 300,
+                       seen=lambda: {"unanswered": [roots.index(r) for r in roots if not _answers(slack, r)],
+                                     "not taken": [text_of(c) for c in slack.fake.of("chat.postMessage")
+                                                   if "could not take" in text_of(c)]})
             wait_until(lambda: not _unfinished(database) and not _queue(database), "the queue empty", 60)
         finally:
             bot.stop()
