@@ -144,10 +144,6 @@ def english(word: str) -> str:
     return vocabulary().words.get(word, word)
 
 
-def is_yes(text: str) -> bool:
-    return normalize(text).strip().lower() in YES_WORDS
-
-
 def argument(word: str) -> str:
     """A command's argument as the command reads it: a Chinese keyword in English (`全部` is `all`), a date as
     YYYYMMDD; anything else as typed (a rule's words are stored as written)."""
@@ -289,15 +285,16 @@ def _parts(text: str) -> list[tuple[str, bool]]:
             for part in _PART.findall(text)]
 
 
-def read_words(text: str) -> list[Word]:
-    """A command line's words: a quoted part is one word kept as typed, the rest read as `split` reads it."""
+def read_words(text: str, lead: bool = True) -> list[Word]:
+    """A command line's words: a quoted part is one word kept as typed, the rest read as `split` reads it (with
+    `lead`, the workflow or command a line names first; the command grammar reads them as typed)."""
     words: list[Word] = []
     for at, (part, quoted) in enumerate(_parts(text)):
         if quoted:
             words.append(Word(part, part, at, part))
         else:
             words += _words(filter(None, _SPLIT.split(normalize(part).strip())), part, at)
-    return _lead(words)
+    return _lead(words) if lead else words
 
 
 def _words(tokens: Iterable[str], typed: str | None = None, at: int = 0) -> list[Word]:
