@@ -100,7 +100,7 @@ def read(text: str, waiting: str | None = None, local: Collection[str] = ()) -> 
     None when nothing waits; `local`: the surface's own command words. The command grammar (graphs/syntax.py) reads
     the controls, `lang`, `pending`, the surface's commands and every command; a workflow's `starts_request` a new
     request."""
-    words = read_words(text, lead=False)
+    words = read_words(text)
     if not words:
         return Empty()
     parsed = parse(words, local)

@@ -285,16 +285,16 @@ def _parts(text: str) -> list[tuple[str, bool]]:
             for part in _PART.findall(text)]
 
 
-def read_words(text: str, lead: bool = True) -> list[Word]:
-    """A command line's words: a quoted part is one word kept as typed, the rest read as `split` reads it (with
-    `lead`, the workflow or command a line names first; the command grammar reads them as typed)."""
+def read_words(text: str) -> list[Word]:
+    """A command line's words in the order typed (the command grammar, graphs/syntax.py, reads them): a quoted part
+    is one word kept as typed, the rest read as `split` reads it."""
     words: list[Word] = []
     for at, (part, quoted) in enumerate(_parts(text)):
         if quoted:
             words.append(Word(part, part, at, part))
         else:
             words += _words(filter(None, _SPLIT.split(normalize(part).strip())), part, at)
-    return _lead(words) if lead else words
+    return words
 
 
 def _words(tokens: Iterable[str], typed: str | None = None, at: int = 0) -> list[Word]:

@@ -161,7 +161,13 @@ class Parsed:
 
 def parse(words: list[Word], local: Collection[str] = ()) -> Parsed | None:
     """What the grammar makes of `words` (graphs.grammar.read_words, as typed in order); None: no form of it, or a
-    workflow's word with none of its subcommands (`rule 2`)."""
+    workflow's word with none of its subcommands (`rule 2`). A line read as a command is that command before it is
+    one of the surface's own, `local` (显示规则 9 is `rule show 9` on the console too, where `show NAME` is its own):
+    lark reads a word as one terminal, and LOCAL or LEAD for `show` is only told by the words after it."""
+    return _parse(words, ()) or (_parse(words, local) if local else None)
+
+
+def _parse(words: list[Word], local: Collection[str]) -> Parsed | None:
     try:
         tree = parser().parse(_Line(words, local), start="start")  # a custom input, as lark allows
     except LarkError:
@@ -210,7 +216,7 @@ def _subcommand(workflow: Workflow, rule: Tree[Token], words: list[Word]) -> Par
 
 def command_for(text: str) -> tuple[Subcommand, list[str]] | None:
     """The command `text` calls and its arguments as the command reads them (`arguments`), if any."""
-    parsed = parse(read_words(text, lead=False))
+    parsed = parse(read_words(text))
     if parsed is None or parsed.command is None:
         return None
     return parsed.command, arguments(parsed.command, parsed.named, parsed.args)
@@ -240,7 +246,7 @@ def arguments(command: Subcommand, named: Iterable[Word], words: Iterable[Word])
 def answer(text: str) -> str | int | None:
     """An answer to a question as the grammar reads it: "yes" (是, 对, y), "no" (不, n), an option's number, or
     None (anything else)."""
-    words = read_words(text, lead=False)
+    words = read_words(text)
     try:
         tree = parser().parse(_Line(words, ()), start="answer")  # a custom input, as lark allows
     except LarkError:
