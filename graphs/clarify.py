@@ -12,7 +12,6 @@ from langchain_core.messages import HumanMessage
 from langgraph.graph import END
 from langgraph.types import interrupt
 
-from graphs import syntax  # the module: the registry imports this one, the grammar reads the registry
 from graphs.grammar import english, normalize
 from graphs.interrupts import answer_text, clarify_request
 from graphs.progress import report_progress
@@ -44,6 +43,8 @@ def is_cancel(text: str) -> bool:
 def chosen(answer: str, choices: list[str]) -> str:
     """The choice an answer picks: its number (`1`), or yes (`是`, `对`, `y`) when one choice was offered (`did you
     mean 600519.SH?`); any other answer as it is."""
+    from graphs import syntax  # the grammar is built from the registry, which imports this module
+
     read = syntax.answer(answer)
     if isinstance(read, int) and 1 <= read <= len(choices):
         return choices[read - 1]

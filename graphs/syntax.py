@@ -20,7 +20,7 @@ from lark.exceptions import LarkError
 from lark.lexer import Lexer, LexerState
 from lark.parsers.lalr_analysis import Shift
 
-from graphs import registry  # a module, read at call time: the registry's workflows read answers here (clarify)
+from graphs import registry  # a module, read at call time: the registry reads commands here (command_for)
 from graphs.grammar import DATE, NO_WORDS, YES_WORDS, Word, argument, read_words, vocabulary
 from graphs.workflow import Subcommand, Workflow
 
