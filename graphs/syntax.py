@@ -9,6 +9,7 @@ them."""
 from __future__ import annotations
 
 import functools
+import gc
 import re
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
@@ -137,15 +138,20 @@ def grammar_text() -> str:
     ])
 
 
-CACHE = Path(__file__).with_name("syntax.lark.cache")  # not in git: lark's analysis of the grammar, checked by its
-# sha256 and built again when the grammar changes (0.3-0.6 s: mostly lark reading its own grammar; read back, 20 ms)
-
-
 @functools.cache
 def parser() -> Lark:
-    """The grammar's parser, built once a process: LALR(1) with the contextual lexer above; its tables cached beside
-    this module (where the code is, so no other user's file is read back)."""
-    return Lark(grammar_text(), parser="lalr", lexer=_Lexer, start=["start", "answer"], cache=str(CACHE))
+    """The grammar's parser, built once a process at its first read: LALR(1) with the contextual lexer above. The
+    collector waits while lark builds its tables: their thousands of small objects set off full collections over a
+    heap that holds pandas and LangGraph (0.4-0.9 s instead of 0.1-0.2 s, measured in bench/conversation.py's first
+    read)."""
+    text = grammar_text()
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return Lark(text, parser="lalr", lexer=_Lexer, start=["start", "answer"])
+    finally:
+        if collecting:
+            gc.enable()
 
 
 @dataclass(frozen=True)
