@@ -1,10 +1,10 @@
 """The command grammar, parsed by lark: what a line is (a control, `lang`, `pending`, a surface's own command, a
-command and its arguments, a usage) and what an answer is (yes, no, an option's number). graphs/syntax.lark holds
-the conversation's forms and the templates; each command's rules are generated here from its declaration in the
-registry (`COMMANDS`, each workflow's `subcommands`), its terminals from the vocabulary (graphs/grammar.py), so a
-new command or word is one declaration. The parser reads words, not characters: graphs/grammar.py `read_words`
-(normalisation, dates, units, parameter names, segmentation of unspaced Chinese) gives them, `_Lexer` types
-them."""
+command and its arguments) and what an answer is (yes, no, an option's number). graphs/syntax.lark holds the
+conversation's forms and the templates; the rule of each command of its own and of each workflow's subcommands is
+generated here from its declaration in the registry (`COMMANDS`, each workflow's `subcommands`), so a new command
+is one declaration and a new word one entry in its package's `Words`. The parser reads words, not characters:
+graphs/grammar.py `read_words` (normalisation, dates, units, parameter names, segmentation of unspaced Chinese)
+gives them, `_Lexer` types them."""
 
 from __future__ import annotations
 
