@@ -12,7 +12,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.graph import END
 from langgraph.types import interrupt
 
-from graphs.grammar import english, is_yes, normalize
+from graphs.grammar import english, normalize
 from graphs.interrupts import answer_text, clarify_request
 from graphs.progress import report_progress
 from tools.i18n import N_, _
@@ -43,10 +43,12 @@ def is_cancel(text: str) -> bool:
 def chosen(answer: str, choices: list[str]) -> str:
     """The choice an answer picks: its number (`1`), or yes (`是`, `对`, `y`) when one choice was offered (`did you
     mean 600519.SH?`); any other answer as it is."""
-    plain = normalize(answer).strip()
-    if plain.isdigit() and 1 <= int(plain) <= len(choices):
-        return choices[int(plain) - 1]
-    return choices[0] if len(choices) == 1 and is_yes(plain) else answer
+    from graphs import syntax  # the grammar is built from the registry, which imports this module
+
+    read = syntax.answer(answer)
+    if isinstance(read, int) and 1 <= read <= len(choices):
+        return choices[read - 1]
+    return choices[0] if len(choices) == 1 and read == "yes" else answer
 
 
 def clarify_node(state: Mapping[str, Any]) -> dict[str, Any]:

@@ -5,12 +5,13 @@ themselves: the core's dispatcher (bot/core/intake.py) calls `read` and acts on 
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from graphs.grammar import Word, english, normalize, read_words, unquote_marks, vocabulary
 from graphs.interrupts import CLARIFY
-from graphs.registry import COMMANDS, WORKFLOWS, command_of, workflow_for
+from graphs.registry import COMMANDS, WORKFLOWS, workflow_for
+from graphs.syntax import Parsed, arguments, parse
 from graphs.workflow import Subcommand
 from tools.data.provider import MarketDataProvider
 from tools.i18n import N_, _
@@ -96,24 +97,15 @@ CONTROLS: dict[str, Intent] = {"help": Help(), "status": Status(), "quit": Leave
 
 def read(text: str, waiting: str | None = None, local: Collection[str] = ()) -> Intent:
     """What `text` is. `waiting`: the kind of the question the thread waits on (clarify, code_review, approval),
-    None when nothing waits; `local`: the surface's own command words."""
+    None when nothing waits; `local`: the surface's own command words. The command grammar (graphs/syntax.py) reads
+    the controls, `lang`, `pending`, the surface's commands and every command; a workflow's `starts_request` a new
+    request."""
     words = read_words(text)
     if not words:
         return Empty()
-    first = words[0].read.lower().lstrip("/")
-    if len(words) == 1 and first in CONTROLS:
-        return CONTROLS[first]
-    if first == "lang":
-        return Language(" ".join(word.part for word in _parts(words[1:])))
-    if first == "pending":
-        return Pending(tuple(word.read for word in words[1:]))
-    if first in local:
-        return LocalCommand(first, tuple(word.part for word in _parts(words[1:])))
-    found = command_of(words)
-    if found is not None:
-        return Command(found[0], tuple(found[1]))
-    if first in COMMANDS:
-        return Usage(COMMANDS[first].usage)
+    parsed = parse(words, local)
+    if parsed is not None:
+        return _intent(parsed)
     workflow = workflow_for(text)
     if workflow is not None:
         return Request(workflow.name, text)
@@ -122,7 +114,25 @@ def read(text: str, waiting: str | None = None, local: Collection[str] = ()) -> 
     return FreeText(text)
 
 
-def _parts(words: list[Word]) -> list[Word]:
+def _intent(parsed: Parsed) -> Intent:
+    """The intent of a line the command grammar read."""
+    word = parsed.named[0].read.lower().lstrip("/")
+    if parsed.form == "control":
+        return CONTROLS[word]
+    if parsed.form == "lang":
+        return Language(" ".join(word.part for word in _parts(parsed.args)))
+    if parsed.form == "pending":
+        return Pending(tuple(word.read for word in parsed.args))
+    if parsed.form == "local":
+        return LocalCommand(word, tuple(word.part for word in _parts(parsed.args)))
+    command = parsed.command
+    assert command is not None
+    if len(parsed.args) < command.min_args:
+        return Usage(command.usage)
+    return Command(command, tuple(arguments(command, parsed.named, parsed.args)))
+
+
+def _parts(words: Iterable[Word]) -> list[Word]:
     """One word for each part typed (its whole text in `part`)."""
     return list({word.at: word for word in words}.values())
 

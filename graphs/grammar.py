@@ -1,8 +1,10 @@
-"""The one tokeniser behind every workflow's request grammar: words, ts_codes, dates and name=value
-parameters, plus the code-like words that are not ts_codes (so a parser can name them instead of dropping
-them). Every grammar reads a normalised copy of the line (`normalize`: full-width forms as ASCII, Chinese quotes
-and punctuation mapped) with its Chinese words read as the English ones (`vocabulary`: the conversation's words
-here, each workflow's from its package through the registry)."""
+"""The one tokeniser, below the command grammar (graphs/syntax.py, lark) and every workflow's request reader: words,
+ts_codes, dates and name=value parameters, plus the code-like words that are not ts_codes (so a parser can name them
+instead of dropping them). Every reader reads a normalised copy of the line (`normalize`: full-width forms as ASCII,
+Chinese quotes and punctuation mapped) with its Chinese words read as the English ones (`vocabulary`: the
+conversation's words here, each workflow's from its package through the registry). What is done here is done on
+characters before there are words (dates, units, parameter names, cutting unspaced Chinese), which a grammar over
+words cannot do; ARCHITECTURE.md ("One conversation layer") says why it is not in lark."""
 
 from __future__ import annotations
 
@@ -77,8 +79,8 @@ class Vocabulary:
     params: Mapping[str, str]  # a Chinese parameter name -> its English name
     segments: frozenset[str]  # what an unspaced run is cut into: keywords, fillers, confirmations, stock names
     longest: int
-    leaders: frozenset[str]  # the words a command line may start with: workflows and commands
-    keywords: frozenset[str]  # the English keywords that may come before a leader (`删除规则 2`)
+    leaders: frozenset[str]  # the words a request's reading moves first (`split`): workflows and commands
+    keywords: frozenset[str]  # the English keywords that may come before a leader (`回测一下均线交叉…`)
 
 
 _vocabulary: tuple[object, Vocabulary] | None = None
@@ -142,10 +144,6 @@ def _date_of(match: re.Match[str]) -> str:
 def english(word: str) -> str:
     """The English keyword a Chinese command, strategy or factor word stands for; any other word unchanged."""
     return vocabulary().words.get(word, word)
-
-
-def is_yes(text: str) -> bool:
-    return normalize(text).strip().lower() in YES_WORDS
 
 
 def argument(word: str) -> str:
@@ -255,9 +253,9 @@ class Word:
 
 
 def split(text: str, keyword: str | None = None) -> list[str]:
-    """The tokens of the normalised line, Chinese keywords in English; the workflow or command a sentence names
-    leads (`帮我生成一个均线交叉信号` is `signal ma_cross`, `删除规则 2` is `rule delete 2`); a leading `keyword` (or
-    `/keyword`) is dropped."""
+    """The tokens of the normalised line as a request's reader takes them (a bag of pieces: a command's order is
+    the command grammar's, graphs/syntax.py), Chinese keywords in English; the workflow a sentence names leads
+    (`帮我生成一个均线交叉信号` is `signal ma_cross`); a leading `keyword` (or `/keyword`) is dropped."""
     tokens = list(_split(text, vocabulary()))
     if keyword and tokens and tokens[0].lower() in (keyword, f"/{keyword}"):
         tokens = tokens[1:]
@@ -290,14 +288,15 @@ def _parts(text: str) -> list[tuple[str, bool]]:
 
 
 def read_words(text: str) -> list[Word]:
-    """A command line's words: a quoted part is one word kept as typed, the rest read as `split` reads it."""
+    """A command line's words in the order typed (the command grammar, graphs/syntax.py, reads them): a quoted part
+    is one word kept as typed, the rest read as `split` reads it."""
     words: list[Word] = []
     for at, (part, quoted) in enumerate(_parts(text)):
         if quoted:
             words.append(Word(part, part, at, part))
         else:
             words += _words(filter(None, _SPLIT.split(normalize(part).strip())), part, at)
-    return _lead(words)
+    return words
 
 
 def _words(tokens: Iterable[str], typed: str | None = None, at: int = 0) -> list[Word]:
@@ -316,8 +315,8 @@ def _words(tokens: Iterable[str], typed: str | None = None, at: int = 0) -> list
 
 
 def _lead(words: list[Word]) -> list[Word]:
-    """The workflow or command a line names moved first when only keywords come before it (verb first:
-    `删除规则 2`, `回测 规则 2 …`, `列出所有因子`)."""
+    """For a request's reader (`split`): the workflow or command a line names moved first when only keywords come
+    before it (`帮我生成一个均线交叉信号`, `回测 信号 …`)."""
     known = vocabulary()
     leaders, keywords = known.leaders, known.keywords
     for at, word in enumerate(words[:4]):

@@ -4,6 +4,7 @@ plus one entry."""
 
 from __future__ import annotations
 
+from graphs import syntax  # the command grammar, built from this module's tables at its first read
 from graphs.access import roles_command
 from graphs.analyze.commands import decisions_command
 from graphs.analyze.deps import AnalyzeDeps
@@ -26,7 +27,7 @@ from graphs.factor.present import factor_list, factor_show, present_factor
 from graphs.factor.spec import WORDS as FACTOR_WORDS
 from graphs.factor.spec import looks_structured as factor_structured
 from graphs.factor.spec import starts_request as factor_starts
-from graphs.grammar import DATE, Word, Words, argument, first_word, read_words
+from graphs.grammar import Words, first_word
 from graphs.home import HomeSection
 from graphs.home_panels import account_panels, desk_panels, factor_panels, rule_panels
 from graphs.order.background import settlement_job
@@ -202,46 +203,8 @@ def suggested_prompts(ctx: WorkflowContext, channel: str | None, room: int,
 
 def command_for(text: str) -> tuple[Subcommand, list[str]] | None:
     """The command `text` calls (top-level like `account`, or a workflow's like `factor list`, in either language
-    and either order: `删除规则 2`) and its arguments, if any."""
-    return command_of(read_words(text))
-
-
-def command_of(words: list[Word]) -> tuple[Subcommand, list[str]] | None:
-    """`command_for` of a line read already (`read_words`)."""
-    if not words:
-        return None
-    name = words[0].read.lower().lstrip("/")
-    command = COMMANDS.get(name)
-    if command is not None and len(words) - 1 >= command.min_args:
-        return command, _arguments(command, words[:1], words[1:])
-    workflow = WORKFLOWS.get(name)
-    if workflow is None or len(words) < 2:
-        return None
-    sub = workflow.subcommand([words[1].read])
-    if sub is None and words[1].read.lower() == "all" and "list" in workflow.subcommands:  # 所有规则: every rule
-        return workflow.subcommands["list"], _arguments(workflow.subcommands["list"], words[:1], words[1:])
-    return (sub, _arguments(sub, words[:2], words[2:])) if sub is not None else None
-
-
-def _arguments(command: Subcommand, named: list[Word], words: list[Word]) -> list[str]:
-    """The command's arguments as it reads them (`argument`): a part typed apart from the command's words whole (a
-    rule's words stay as written), the pieces of one typed together with them (`删除规则2`) one by one, a part that
-    reads as several dates (`2020年1月1日至2020年6月1日`) date by date; a person's free text (a reason, from
-    `free_text_from` on) as typed: `恢复` in a reason is not the keyword `resume`."""
-    shared = {word.at for word in named}
-    by_part: dict[int, list[Word]] = {}
-    for word in words:
-        by_part.setdefault(word.at, []).append(word)
-    args: list[str] = []
-    for at, part in by_part.items():
-        if at in shared:
-            args += [word.typed for word in part]
-        elif len(part) > 1 and all(DATE.match(word.read) for word in part):
-            args += [word.read for word in part]
-        else:
-            args.append(part[0].part)
-    cut = len(args) if command.free_text_from is None else command.free_text_from
-    return [argument(arg) for arg in args[:cut]] + args[cut:]
+    and either order: `删除规则 2`) and its arguments, as the command grammar reads it (graphs/syntax.py), if any."""
+    return syntax.command_for(text)
 
 
 def workflow_for(text: str) -> Workflow | None:
