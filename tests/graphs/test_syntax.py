@@ -1,7 +1,7 @@
 """Issue 37: the command grammar (graphs/syntax.py, graphs/syntax.lark), parsed by lark. Every declared command has
 its rule, in both orders for a workflow's subcommands; a keyword is a keyword only where the grammar takes one; a
 command goes before a surface's own word; answers are yes, no or a number. What each phrasing is read as, end to
-end, is tests/test_conversation.py."""
+end, is tests/graphs/test_conversation.py."""
 
 from __future__ import annotations
 
