@@ -67,6 +67,7 @@ class WorkflowContext:
     timezone: str = "Asia/Shanghai"  # the day of budgets and usage (QUANTDESK_TIMEZONE)
     token_budget_person_day: int | None = None  # tokens one person may use in a day (None: no limit)
     token_budget_channel_day: int | None = None  # tokens one channel (a team) may use in a day
+    model_prices: dict[str, tuple[Decimal, Decimal]] = field(default_factory=dict)  # per million tokens in, out
 
 
 class Context(Protocol):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,22 +17,21 @@ from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
-from sqlalchemy import Engine
+from sqlalchemy import Engine, insert, select
 
+import tools.broker.records  # noqa: F401  (STATE_TABLES join the metadata)
 from graphs.context import WorkflowContext
 from graphs.runs.outputs import plain
 from graphs.runs.recorded import RecordedChatModel
 from graphs.runs.recorder import Recorder
-from graphs.runs.session import RunSession, when
-from tools.broker.paper import PaperBroker, PaperConfig
-from tools.broker.protocol import Broker
-from tools.data.provider import MarketDataProvider
+from graphs.runs.session import RunSession, paper_broker, replayed_clock
 from tools.rules.store import RuleStore
 from tools.runs.provider import DataRecord, RecordedProvider, RecordingProvider
 from tools.runs.store import RunRow, RunStore
 from tools.storage.artifacts import ArtifactStore
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
+from tools.storage.models import Base
 
 
 @dataclass
@@ -65,7 +64,7 @@ def rerun(ctx: WorkflowContext, run_id: str, live: bool = False) -> Rerun | None
                           manifest["data"]["lookups"])
     report = Rerun(row, live)
     started = time.monotonic()
-    with _scratch() as engine:
+    with _scratch(ctx.engine) as engine:
         live_data = DataRecord()
         provider = (RecordingProvider(ctx.provider, live_data) if live
                     else RecordedProvider(recorded, ctx.provider.trading_calendar))
@@ -73,7 +72,7 @@ def rerun(ctx: WorkflowContext, run_id: str, live: bool = False) -> Rerun | None
         base = dataclasses.replace(
             ctx, provider=provider, engine=engine, artifacts=ArtifactStore(engine),
             rules=RuleStore(engine, ctx.rules.admins if ctx.rules else frozenset()),
-            broker=_broker(engine, provider, ctx.paper),
+            broker=paper_broker(dataclasses.replace(ctx, engine=engine), provider),
             llm=model or ctx.llm, light_llm=model or ctx.light_llm, deep_llm=model or ctx.deep_llm)
         recorder = Recorder(lambda: "")
         session = RunSession(run_id, row.thread_id, manifest, base, recorder, live_data)
@@ -92,20 +91,24 @@ def rerun(ctx: WorkflowContext, run_id: str, live: bool = False) -> Rerun | None
     return report
 
 
-def _broker(engine: Engine, provider: MarketDataProvider,
-            paper: PaperConfig | None) -> Callable[[str, str | None], Broker] | None:
-    if paper is None:
-        return None
-    return lambda name, by: PaperBroker(engine, provider, name, paper, opened_by=by)
+# the state a run reads besides its data, copied as it is now: paper accounts and their clock, switch and mandates
+STATE_TABLES = ("paper_accounts", "paper_positions", "simulated_clock", "trading_switch", "paper_mandates")
 
 
 @contextmanager
-def _scratch() -> Iterator[Engine]:
-    """A migrated SQLite database for the re-run's writes (its saves, orders and artifacts), then dropped."""
+def _scratch(live: Engine) -> Iterator[Engine]:
+    """A migrated SQLite database for the re-run's writes (its saves, orders and artifacts), then dropped; it starts
+    with the paper accounts' state (`STATE_TABLES`) as it is now."""
     with TemporaryDirectory(prefix="quantdesk-rerun-") as tmp:
         engine = make_engine(f"sqlite:///{Path(tmp) / 'rerun.db'}")
         try:
             upgrade(engine)
+            with live.connect() as source, engine.begin() as target:
+                for name in STATE_TABLES:
+                    table = Base.metadata.tables[name]
+                    rows = [dict(row._mapping) for row in source.execute(select(table))]
+                    if rows:
+                        target.execute(insert(table), rows)
             yield engine
         finally:
             engine.dispose()
@@ -139,7 +142,10 @@ def _replay(session: RunSession, manifest: dict[str, Any], live: bool) -> Any:
                 value["requester"] = manifest["user"]
         else:
             value = None
-        context = session.context if live else dataclasses.replace(session.context, now=_clock(manifest, number))
+        context = session.context
+        if not live:  # the run's clock, its brokers' too
+            context = dataclasses.replace(context, now=replayed_clock(manifest, number))
+            context = dataclasses.replace(context, broker=paper_broker(context, context.provider))
         config: RunnableConfig = {"configurable": configurable, "callbacks": [session.recorder]}
         for part in graph.stream(value, config, context=context, stream_mode="updates", subgraphs=True):
             namespace, event = cast(tuple[tuple[str, ...], Any], part)
@@ -152,25 +158,18 @@ def _replay(session: RunSession, manifest: dict[str, Any], live: bool) -> Any:
     return plain(state.values.get("result"))
 
 
-def _clock(manifest: dict[str, Any], segment: int) -> Any:
-    moment = when(manifest, segment)
-    return lambda: moment
-
-
 def first_difference(recorded: list[list[str]], rerun: list[list[str]]) -> str | None:
-    """The first node, in the record's order, whose n-th output differs from (or is missing in) the re-run's n-th
-    output of the same node; then a node the re-run ran that the record does not have."""
+    """The first node, in the record's order, with an output the re-run's outputs of that node do not have (a
+    node's parallel tasks, one per analyst say, may finish in any order); then a node the re-run ran more often."""
     again: dict[str, list[str]] = {}
     for node, value in rerun:
         again.setdefault(node, []).append(value)
-    seen: dict[str, int] = {}
     for node, value in recorded:
-        n = seen.get(node, 0)
-        seen[node] = n + 1
         outputs = again.get(node, [])
-        if n >= len(outputs) or outputs[n] != value:
+        if value not in outputs:
             return node
-    return next((node for node, values in again.items() if len(values) > seen.get(node, 0)), None)
+        outputs.remove(value)
+    return next((node for node, values in again.items() if values), None)
 
 
 def changes(before: Any, after: Any, path: str = "") -> list[tuple[str, Any, Any]]:

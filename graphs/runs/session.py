@@ -7,6 +7,7 @@ import dataclasses
 import importlib
 import os
 import pkgutil
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -19,12 +20,17 @@ from langchain_core.language_models import BaseChatModel
 from graphs.context import DEEP, LIGHT, MAIN, WorkflowContext, model_for
 from graphs.runs.outputs import output_digest, plain
 from graphs.runs.recorder import Recorder
+from tools.broker.clock import SHANGHAI
+from tools.broker.paper import PaperBroker
+from tools.broker.protocol import Broker
+from tools.data.provider import MarketDataProvider
 from tools.runs.environment import code_versions
 from tools.runs.hashing import digest
 from tools.runs.provider import DataRecord, RecordingProvider
 from tools.runs.store import RunStore, new_run_id
 
 Guard = Callable[[Recorder], None]
+BrokerFactory = Callable[[str, str | None], Broker]
 
 
 @dataclass
@@ -71,7 +77,10 @@ def open_session(store: RunStore, context: WorkflowContext, thread_id: str, conf
     manifest["segments"].append(segment)
     data = DataRecord(lookups=dict(manifest["data"]["lookups"]))
     recorder = Recorder(day, guard, first_seq=manifest["calls"])
-    run_context = dataclasses.replace(context, provider=RecordingProvider(context.provider, data))
+    provider = RecordingProvider(context.provider, data)
+    clock = _recording_clock(context.now, segment.setdefault("clock", []))
+    run_context = dataclasses.replace(context, provider=provider, now=clock)
+    run_context = dataclasses.replace(run_context, broker=paper_broker(run_context, provider))
     return RunSession(str(manifest["run"]), thread_id, manifest, run_context, recorder, data,
                       outputs=list(manifest["outputs"]), parameters=manifest.get("parameters"))
 
@@ -92,6 +101,42 @@ def close_session(store: RunStore, session: RunSession, *, status: str, workflow
     return store.save(session.run_id, thread_id=session.thread_id, user=manifest["user"], account=manifest["account"],
                       text=manifest["text"], day=day, status=status, manifest=manifest, workflow=workflow,
                       calls=session.recorder.records, data=session.data, ended=status != "waiting")
+
+
+def _recording_clock(now: Callable[[], datetime], kept: list[str]) -> Callable[[], datetime]:
+    """`now`, each time it is read kept (ISO) for a re-run to read the same times in the same order."""
+    lock = threading.Lock()
+
+    def read() -> datetime:
+        moment = now()
+        with lock:
+            kept.append(moment.isoformat())
+        return moment
+    return read
+
+
+def replayed_clock(manifest: dict[str, Any], segment: int) -> Callable[[], datetime]:
+    """The times a recorded segment read, in order (the last one again once they run out)."""
+    kept = [datetime.fromisoformat(t) for t in manifest["segments"][segment].get("clock") or []]
+    moments = iter(kept)
+    last = [when(manifest, segment)]
+    lock = threading.Lock()
+
+    def read() -> datetime:
+        with lock:
+            last[0] = next(moments, last[0])
+            return last[0]
+    return read
+
+
+def paper_broker(context: WorkflowContext, provider: MarketDataProvider) -> BrokerFactory | None:
+    """The context's paper brokers reading through `provider` (their quotes and limits are data the run read) and
+    the context's clock (a re-run's is the run's)."""
+    paper, engine, now = context.paper, context.engine, context.now
+    if context.broker is None or paper is None:
+        return context.broker
+    return lambda name, by: PaperBroker(engine, provider, name, paper, opened_by=by,
+                                        now=lambda: now().astimezone(SHANGHAI))
 
 
 def _reads(before: list[dict[str, Any]], data: DataRecord) -> list[dict[str, Any]]:

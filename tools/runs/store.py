@@ -13,6 +13,8 @@ from typing import Any
 from sqlalchemy import BigInteger, DateTime, Engine, Integer, LargeBinary, String, Text, func, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
+from tools.audit.chain import GLOBAL, lock
+from tools.broker.store import record_event, write_lock
 from tools.runs.hashing import digest, from_parquet, to_parquet
 from tools.runs.provider import DataRecord, Read, read_key
 from tools.storage.models import ID, Base, utcnow
@@ -240,8 +242,11 @@ class RunStore:
             return int(conn.scalar(query) or 0)
 
     def raise_budget(self, user: str, day: str, tokens: int, by: str) -> None:
-        with Session(self.engine) as session, session.begin():
+        """Add `tokens` to `user`'s budget for `day`, with its entry on the global audit chain."""
+        with write_lock(self.engine) as session:
+            lock(session, GLOBAL)
             session.add(BudgetRaise(user_id=user, day=day, tokens=tokens, raised_by=by, raised_at=utcnow()))
+            record_event(session, None, None, "budget raised", by, {"user": user, "day": day, "tokens": tokens})
 
 def _row(row: Run) -> RunRow:
     return RunRow(row.id, row.thread_id, row.user_id, row.account, row.workflow, row.text, row.status, row.day,
