@@ -18,11 +18,13 @@ from langchain_core.messages import AIMessage
 from bot.runner import Runner
 from bot.startup import build_context
 from graphs.checkpointer import open_checkpointer
+from graphs.llm import get_light_llm, get_llm
 from graphs.runs.commands import present_rerun, runs_command, usage_command
 from graphs.runs.rerun import rerun
 from graphs.workflow import CommandCall
-from testkit.desk import clock_at_data_end, desk_scripts
+from testkit.desk import clock_at_data_end, desk_scripts, research_answer, risk_answer
 from testkit.fakes.chat import ScriptedModels, answer, tool_call
+from testkit.fakes.openai_server import API_KEY, OpenAIServer
 from tools.data.local import SampleProvider
 from tools.desk.log import list_decisions
 from tools.factors.store import FactorStore
@@ -220,3 +222,36 @@ def test_usage_totals_equal_the_recorded_calls(runner: Runner, models: ScriptedM
     assert f"({sum(c.input_tokens for c in calls)} in, {sum(c.output_tokens for c in calls)} out)" in total
 
 
+
+
+def test_a_live_rerun_against_the_model_server_shows_the_changed_rating_and_numbers(
+        runner: Runner, openai_server: OpenAIServer) -> None:
+    settings = Settings(_env_file=None, OPENAI_BASE_URL=openai_server.url, OPENAI_API_KEY=API_KEY,
+                        QUANTDESK_MODEL="main-model", QUANTDESK_LIGHT_MODEL="light-model")
+    fake = openai_server.fake
+
+    def script(rating: str, target: float, confidence: float) -> None:
+        for key, queue in desk_scripts(research_judge=[research_answer(rating, target)],
+                                       risk_judge=[risk_answer(rating, target, confidence)]).items():
+            if not any(other in key for other in ("news", "sentiment", "fundamentals")):
+                fake.script(key, *queue)
+        fake.script("light-model", answer("summary of the day"))
+
+    clock_at_data_end(runner.context.engine, runner.context.provider)
+    runner.context = dataclasses.replace(runner.context, llm=get_llm(settings), light_llm=get_light_llm(settings))
+    script("Buy", 0.2, 0.6)
+    first = runner.start("console-live", "analyze 600519.SH analysts=market", user=USER, account=CHANNEL)
+    assert first.status == "waiting", first.text
+    run_id = _only_run(runner)
+    script("Overweight", 0.25, 0.8)
+    live = rerun(runner.context, run_id, live=True)
+    assert live is not None and not live.same and live.changed_inputs == []
+    moved = {path: (before, after) for path, before, after in live.changes}
+    assert moved["[0].args.why"] == ("decision desk: Buy 600519.SH as of 20200824, target 20% (confidence 0.60)",
+                                     "decision desk: Overweight 600519.SH as of 20200824, target 25% (confidence "
+                                     "0.80)")
+    assert live.first_difference == "analyze/research/research_judge"  # the first agent that concluded otherwise
+    assert live.tokens == sum(e.answer["usage"]["total_tokens"] for e in fake.exchanges[-len(  # type: ignore[index]
+        RunStore(runner.context.engine).calls(run_id)):])
+    shown = present_rerun(live)
+    assert shown.summary.endswith("values changed.") and any("→" in line for line in shown.lines)
