@@ -67,7 +67,8 @@ class Runner:
         graphs = [self.graph, *(graph for _name, graph in self.graph.get_subgraphs(recurse=True)
                                 if isinstance(graph, Pregel))]
         self._nodes = frozenset(name for graph in graphs for name in graph.nodes)
-        self.runs = RunStore(app.engine)  # each run's record: its manifest, model calls and data (issue 41)
+        # each run's record: its manifest, model calls and data (issue 41), purged with the artifacts
+        self.runs = RunStore(app.engine, settings.artifact_retention_days)
 
     def _at_node_boundary(self, namespace: tuple[str, ...], update: Any) -> bool:
         """A node of a workflow's graph finished: the place to honour a stop. Not a task inside a node (the desk's
@@ -153,7 +154,8 @@ class Runner:
 
     def _stream(self, thread_id: str, value: Any, progress: Progress | None, config: RunnableConfig,
                 durability: Durability, prose: ProseSink | None, session: RunSession) -> Outcome:
-        recorded: RunnableConfig = {**config, "callbacks": [session.recorder]}
+        recorded: RunnableConfig = {**config, "configurable": {**config["configurable"], "run_id": session.run_id},
+                                    "callbacks": [session.recorder]}
         try:
             for part in self.graph.stream(value, recorded, context=session.context,
                                           stream_mode=["custom", "updates"], subgraphs=True, durability=durability):

@@ -5,6 +5,7 @@ call; `usage` equal to the recorded calls."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from collections.abc import Iterator
@@ -14,17 +15,21 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from langchain_core.messages import AIMessage
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from bot.runner import Runner
 from bot.startup import build_context
 from graphs.checkpointer import open_checkpointer
 from graphs.llm import get_light_llm, get_llm
-from graphs.runs.commands import present_rerun, runs_command, usage_command
+from graphs.runs.commands import present_rerun, rerun_command, runs_command, usage_command
 from graphs.runs.rerun import rerun
-from graphs.workflow import CommandCall
+from graphs.workflow import CommandCall, CommandError
 from testkit.desk import clock_at_data_end, desk_scripts, research_answer, risk_answer
 from testkit.fakes.chat import ScriptedModels, answer, tool_call
 from testkit.fakes.openai_server import API_KEY, OpenAIServer
+from tools.broker.clock_moves import ClockError
+from tools.broker.records import OrderEvent
 from tools.data.local import SampleProvider
 from tools.desk.log import list_decisions
 from tools.factors.store import FactorStore
@@ -104,7 +109,7 @@ def test_a_factor_the_model_wrote_and_a_reviewer_approved_reruns_exactly(runner:
 
 def _desk(runner: Runner, models: ScriptedModels, scripts: dict[str, list[AIMessage]], summaries: int = 4) -> None:
     """The desk's agents scripted; the clock at the data's end, the day a request without DATE decides on."""
-    if not RunStore(runner.context.engine).recent(user=USER):
+    with contextlib.suppress(ClockError):  # moved there already
         clock_at_data_end(runner.context.engine, runner.context.provider)
     runner.context = dataclasses.replace(runner.context, llm=models(scripts=scripts), light_llm=models(
         script=[answer("summary of the day") for _ in range(summaries)]))
@@ -255,3 +260,23 @@ def test_a_live_rerun_against_the_model_server_shows_the_changed_rating_and_numb
         RunStore(runner.context.engine).calls(run_id)):])
     shown = present_rerun(live)
     assert shown.summary.endswith("values changed.") and any("→" in line for line in shown.lines)
+
+
+def test_the_retention_purge_keeps_the_record_of_a_run_an_order_refers_to(runner: Runner,
+                                                                          models: ScriptedModels) -> None:
+    runner.start("console-sig", SIGNAL, user=USER, account=CHANNEL)
+    _desk(runner, models, desk_scripts())
+    card = runner.start("console-desk", "analyze 600519.SH", user=USER, account=CHANNEL)
+    store = RunStore(runner.context.engine)
+    signal_run, desk_run = (r.id for r in sorted(store.recent(user=USER), key=lambda r: r.thread_id, reverse=True))
+    done = runner.resume("console-desk", card.interrupts[0]["id"], {"type": "approve"}, user=USER)
+    assert done.status == "done" and done.result is not None
+    with Session(runner.context.engine) as session:
+        proposed = session.scalars(select(OrderEvent.detail).where(OrderEvent.event == "proposed")).one()
+    assert proposed["run"] == desk_run  # the order's audit entry names the run that led to it
+    assert store.purge(timedelta(0)) == 1  # the signal run; the desk run is kept for its order
+    assert store.calls(desk_run) and store.reads(desk_run) and not store.reads(signal_run)
+    with pytest.raises(CommandError, match=f"The record of run {signal_run} was purged"):
+        rerun_command(_call(runner, signal_run))
+    again = rerun_command(_call(runner, desk_run))
+    assert again.summary.startswith("Reproduced exactly"), again.lines

@@ -17,7 +17,7 @@ from graphs.views import Table, View
 from graphs.workflow import CommandCall, CommandError
 from tools.i18n import N_, _, ngettext
 from tools.runs.hashing import bytes_digest
-from tools.runs.store import RunRow, RunStore
+from tools.runs.store import PURGED, RunRow, RunStore
 
 STATUSES = {"running": N_("running"), "waiting": N_("waiting"), "done": N_("done"), "failed": N_("failed"),
             "stopped": N_("stopped")}
@@ -119,6 +119,10 @@ def rerun_command(call: CommandCall) -> View:
     args = [a.lower() for a in call.args]
     if not args or len(args) > 2 or (len(args) == 2 and args[1] != "live"):
         raise CommandError(_("usage: rerun ID [live]"))
+    stored = RunStore(call.context.engine).get(call.args[0])
+    if stored is not None and stored.status == PURGED:
+        raise CommandError(_("The record of run {id} was purged: it ended more than the retention ago and no order "
+                             "or saved factor refers to it, so it cannot be re-run.").format(id=stored.id))
     report = rerun(call.context, call.args[0], live=len(args) == 2)
     if report is None:
         raise CommandError(_("There is no run {id}; `runs` lists the recent ones.").format(id=call.args[0]))

@@ -15,7 +15,11 @@ from langgraph.types import Interrupt, Send
 
 from tools.runs.hashing import digest, frame_digest
 
-_IDS = re.compile(r"\b(?:[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b")
+# ids drawn at random (uuid4, hex of 16 or more with letters and digits) and wall-clock stamps (ISO with
+# microseconds: a card's expiry, an order's creation); the texts that show them to people are compared
+_IDS = re.compile(r"\b(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+                  r"|(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{16,})\b")
+_STAMPS = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}\.\d{6}(?:[+-]\d{2}:\d{2}|Z)?")
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
 
 
@@ -34,12 +38,14 @@ def plain(value: Any) -> Any:
         items = [plain(v) for v in value]
         return sorted(items, key=digest) if isinstance(value, set | frozenset) else items
     if isinstance(value, str):
-        return _ADDRESS.sub("", _IDS.sub("<id>", value))
+        return _text(value)
     if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, float):
         return None if value != value else value
-    if isinstance(value, Decimal | datetime | date):
+    if isinstance(value, datetime):
+        return _text(value.isoformat())
+    if isinstance(value, Decimal | date):
         return str(value)
     if isinstance(value, pd.DataFrame | pd.Series):
         return {"frame": frame_digest(value if isinstance(value, pd.DataFrame) else value.to_frame())}
@@ -47,7 +53,11 @@ def plain(value: Any) -> Any:
         return plain(dataclasses.asdict(value))
     if hasattr(value, "model_dump"):
         return plain(value.model_dump())
-    return _ADDRESS.sub("", _IDS.sub("<id>", str(value)))
+    return _text(str(value))
+
+
+def _text(value: str) -> str:
+    return _ADDRESS.sub("", _IDS.sub("<id>", _STAMPS.sub("<time>", value)))
 
 
 def output_digest(update: Any) -> str:

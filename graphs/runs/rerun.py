@@ -17,9 +17,8 @@ from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
-from sqlalchemy import Engine, insert, select
+from sqlalchemy import Engine
 
-import tools.broker.records  # noqa: F401  (STATE_TABLES join the metadata)
 from graphs.context import WorkflowContext
 from graphs.runs.outputs import plain
 from graphs.runs.recorded import RecordedChatModel
@@ -27,11 +26,11 @@ from graphs.runs.recorder import Recorder
 from graphs.runs.session import RunSession, paper_broker, replayed_clock
 from tools.rules.store import RuleStore
 from tools.runs.provider import DataRecord, RecordedProvider, RecordingProvider
+from tools.runs.state import restore
 from tools.runs.store import RunRow, RunStore
 from tools.storage.artifacts import ArtifactStore
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
-from tools.storage.models import Base
 
 
 @dataclass
@@ -64,7 +63,7 @@ def rerun(ctx: WorkflowContext, run_id: str, live: bool = False) -> Rerun | None
                           manifest["data"]["lookups"])
     report = Rerun(row, live)
     started = time.monotonic()
-    with _scratch(ctx.engine) as engine:
+    with _scratch(manifest.get("state") or {}) as engine:
         live_data = DataRecord()
         provider = (RecordingProvider(ctx.provider, live_data) if live
                     else RecordedProvider(recorded, ctx.provider.trading_calendar))
@@ -91,24 +90,15 @@ def rerun(ctx: WorkflowContext, run_id: str, live: bool = False) -> Rerun | None
     return report
 
 
-# the state a run reads besides its data, copied as it is now: paper accounts and their clock, switch and mandates
-STATE_TABLES = ("paper_accounts", "paper_positions", "simulated_clock", "trading_switch", "paper_mandates")
-
-
 @contextmanager
-def _scratch(live: Engine) -> Iterator[Engine]:
+def _scratch(state: dict[str, list[dict[str, Any]]]) -> Iterator[Engine]:
     """A migrated SQLite database for the re-run's writes (its saves, orders and artifacts), then dropped; it starts
-    with the paper accounts' state (`STATE_TABLES`) as it is now."""
+    with the paper accounts' state the run started from."""
     with TemporaryDirectory(prefix="quantdesk-rerun-") as tmp:
         engine = make_engine(f"sqlite:///{Path(tmp) / 'rerun.db'}")
         try:
             upgrade(engine)
-            with live.connect() as source, engine.begin() as target:
-                for name in STATE_TABLES:
-                    table = Base.metadata.tables[name]
-                    rows = [dict(row._mapping) for row in source.execute(select(table))]
-                    if rows:
-                        target.execute(insert(table), rows)
+            restore(engine, state)
             yield engine
         finally:
             engine.dispose()

@@ -27,6 +27,7 @@ from tools.data.provider import MarketDataProvider
 from tools.runs.environment import code_versions
 from tools.runs.hashing import digest
 from tools.runs.provider import DataRecord, RecordingProvider
+from tools.runs.state import snapshot
 from tools.runs.store import RunStore, new_run_id
 
 Guard = Callable[[Recorder], None]
@@ -71,7 +72,8 @@ def open_session(store: RunStore, context: WorkflowContext, thread_id: str, conf
             "user": configurable.get("user"), "account": configurable.get("account") or "",
             "language": configurable.get("language"), "text": segment.get("text", ""),
             "started_at": now.isoformat(), "segments": [], "outputs": [], "data": {"reads": [], "lookups": {}},
-            "code": code_versions(), "models": models_of(context), "seeds": seeds(), "calls": 0}
+            "code": code_versions(), "models": models_of(context), "seeds": seeds(), "calls": 0,
+            "state": snapshot(context.engine)}
     else:
         manifest = row.manifest
     manifest["segments"].append(segment)

@@ -4,20 +4,26 @@ model calls (`run_calls`: request hash, answer, tokens, latency) and the rows it
 from __future__ import annotations
 
 import json
+import logging
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import BigInteger, DateTime, Engine, Integer, LargeBinary, String, Text, func, select
+from sqlalchemy import BigInteger, DateTime, Engine, Integer, LargeBinary, String, Text, delete, func, select, update
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from tools.audit.chain import GLOBAL, lock
+from tools.broker.records import OrderEvent
 from tools.broker.store import record_event, write_lock
+from tools.factors.records import FactorRecord
 from tools.runs.hashing import digest, from_parquet, to_parquet
 from tools.runs.provider import DataRecord, Read, read_key
 from tools.storage.models import ID, Base, utcnow
+
+log = logging.getLogger(__name__)
 
 
 class Run(Base):
@@ -124,13 +130,23 @@ class RunRow:
     output_tokens: int
 
 
+PURGED = "purged"
+ENDED = ("done", "failed", "stopped")
+PURGE_EVERY = 3600.0  # seconds between the retention purges one store runs from `save`
+
+
 def new_run_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
 class RunStore:
-    def __init__(self, engine: Engine) -> None:
+    """`retention_days` > 0: `save` purges, at most once an hour, the calls and rows of runs started longer ago that
+    nothing refers to (see `purge`); 0 keeps every record."""
+
+    def __init__(self, engine: Engine, retention_days: int = 0) -> None:
         self.engine = engine
+        self.retention_days = retention_days
+        self._purged_at: float | None = None
 
     def save(self, run_id: str, *, thread_id: str, user: str | None, account: str, text: str, day: str,
              status: str, manifest: dict[str, Any], workflow: str | None, calls: Sequence[Call] = (),
@@ -164,7 +180,38 @@ class RunStore:
                         session.add(RunRead(run_id=run_id, dataset=read.dataset, codes=",".join(read.codes),
                                             start=read.start, end=read.end, fields=",".join(read.fields),
                                             rows_hash=read.digest, rows=to_parquet(read.rows)))
+        self._purge_if_due()
         return manifest_hash
+
+    def purge(self, older_than: timedelta) -> int:
+        """Drop the model calls and rows of the runs that ended more than `older_than` ago, unless an order's
+        proposal or a library factor refers to them; their `runs` rows stay, marked purged (a re-run says so).
+        Returns how many runs were purged."""
+        cutoff = utcnow() - older_than
+        with Session(self.engine) as session, session.begin():
+            old = {run: thread for run, thread in session.execute(select(Run.id, Run.thread_id).where(
+                Run.started_at < cutoff, Run.status.in_(ENDED)))}
+            if not old:
+                return 0
+            ordered = {str((detail or {}).get("run")) for detail in session.scalars(
+                select(OrderEvent.detail).where(OrderEvent.event == "proposed"))}
+            saved = list(session.scalars(select(FactorRecord.run_key)))
+            doomed = [run for run, thread in old.items()
+                      if run not in ordered and not any(key.startswith(f"{thread}:") for key in saved)]
+            if doomed:
+                session.execute(delete(RunCall).where(RunCall.run_id.in_(doomed)))
+                session.execute(delete(RunRead).where(RunRead.run_id.in_(doomed)))
+                session.execute(update(Run).where(Run.id.in_(doomed)).values(status=PURGED))
+        log.log(logging.INFO if doomed else logging.DEBUG, "purged the records of %d run(s) started before %s",
+                len(doomed), f"{cutoff:%Y-%m-%d %H:%M}")
+        return len(doomed)
+
+    def _purge_if_due(self) -> None:
+        now = time.monotonic()
+        if not self.retention_days or (self._purged_at is not None and now - self._purged_at < PURGE_EVERY):
+            return
+        self._purged_at = now
+        self.purge(timedelta(days=self.retention_days))
 
     def open_run(self, thread_id: str) -> str | None:
         """The run of the thread that waits on a decision, if any (a resume continues it)."""
