@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -26,7 +27,7 @@ from graphs.runs.commands import present_rerun, rerun_command, runs_command, usa
 from graphs.runs.rerun import rerun
 from graphs.workflow import CommandCall, CommandError
 from testkit.desk import clock_at_data_end, desk_scripts, research_answer, risk_answer
-from testkit.fakes.chat import ScriptedModels, answer, tool_call
+from testkit.fakes.chat import ScriptedChatModel, ScriptedModels, answer, tool_call
 from testkit.fakes.openai_server import API_KEY, OpenAIServer
 from tools.broker.clock_moves import ClockError
 from tools.broker.records import OrderEvent
@@ -280,3 +281,29 @@ def test_the_retention_purge_keeps_the_record_of_a_run_an_order_refers_to(runner
         rerun_command(_call(runner, signal_run))
     again = rerun_command(_call(runner, desk_run))
     assert again.summary.startswith("Reproduced exactly"), again.lines
+
+
+def _step(kind: str, step: int, action: dict[str, Any]) -> AIMessage:
+    return answer(json.dumps({"type": kind, "step": step, "reasoning": "scripted", "action": action,
+                              "next_step": "continue"}))
+
+
+def test_a_rule_in_words_reruns_exactly_through_its_order(runner: Runner) -> None:
+    rules = runner.context.rules
+    assert rules is not None
+    rule = rules.add(USER, CHANNEL, "600519.SH", "buy when the price is above its 30-day average and RSI14 < 70",
+                     size=100, threshold=0.7)
+    runner.context = dataclasses.replace(runner.context, llm=ScriptedChatModel(script=[
+        _step("tool_call", 1, {"tool_name": "get_kline_data", "params": {"symbol": "600519.SH", "timeframe": "1d",
+                                                                          "limit": 100}}),
+        _step("calculation", 2, {"calculation_type": "MA", "params": {"period": 30}}),
+        _step("calculation", 3, {"calculation_type": "RSI", "params": {"period": 14}}),
+        _step("decision", 4, {"action": "buy", "reason": "close above MA30, RSI not overbought", "confidence": 0.75}),
+    ]))
+    card = runner.start("console-rule", f"rule run {rule.id}", user=USER, account=CHANNEL)
+    assert card.status == "waiting", card.text
+    done = runner.resume("console-rule", card.interrupts[0]["id"], {"type": "approve"}, user=USER)
+    assert done.status == "done" and done.result is not None and done.result["order"]["status"] == "filled"
+    report = rerun(runner.context, _only_run(runner))
+    assert report is not None and report.same, (report.first_difference, report.failure, report.changes[:3])
+    assert rules.get(rule.id).runtime_status["position"] == 100  # type: ignore[union-attr]  # the run's fill only

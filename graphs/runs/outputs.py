@@ -15,10 +15,10 @@ from langgraph.types import Interrupt, Send
 
 from tools.runs.hashing import digest, frame_digest
 
-# ids drawn at random (uuid4, hex of 16 or more with letters and digits) and wall-clock stamps (ISO with
-# microseconds: a card's expiry, an order's creation); the texts that show them to people are compared
-_IDS = re.compile(r"\b(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-                  r"|(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{16,})\b")
+# ids drawn at random (uuid4, hex of 12 or more with letters and digits, also after a prefix: rule1-m3f…) and
+# wall-clock stamps (ISO with microseconds: a card's expiry, an order's creation); texts showing them are compared
+_IDS = re.compile(r"(?<![0-9a-f])(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+                  r"|(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{12,})(?![0-9a-f])")
 _STAMPS = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}\.\d{6}(?:[+-]\d{2}:\d{2}|Z)?")
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
 

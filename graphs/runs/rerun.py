@@ -23,7 +23,7 @@ from graphs.context import WorkflowContext
 from graphs.runs.outputs import plain
 from graphs.runs.recorded import RecordedChatModel
 from graphs.runs.recorder import Recorder
-from graphs.runs.session import RunSession, paper_broker, replayed_clock
+from graphs.runs.session import RunSession, paper_broker, replayed_clock, share_klines
 from tools.rules.store import RuleStore
 from tools.runs.provider import DataRecord, RecordedProvider, RecordingProvider
 from tools.runs.state import restore
@@ -72,6 +72,7 @@ def rerun(ctx: WorkflowContext, run_id: str, live: bool = False) -> Rerun | None
             ctx, provider=provider, engine=engine, artifacts=ArtifactStore(engine),
             rules=RuleStore(engine, ctx.rules.admins if ctx.rules else frozenset()),
             broker=paper_broker(dataclasses.replace(ctx, engine=engine), provider),
+            klines=share_klines(ctx, provider),
             llm=model or ctx.llm, light_llm=model or ctx.light_llm, deep_llm=model or ctx.deep_llm)
         recorder = Recorder(lambda: "")
         session = RunSession(run_id, row.thread_id, manifest, base, recorder, live_data)
@@ -135,7 +136,8 @@ def _replay(session: RunSession, manifest: dict[str, Any], live: bool) -> Any:
         context = session.context
         if not live:  # the run's clock, its brokers' too
             context = dataclasses.replace(context, now=replayed_clock(manifest, number))
-            context = dataclasses.replace(context, broker=paper_broker(context, context.provider))
+            context = dataclasses.replace(context, broker=paper_broker(context, context.provider),
+                                          klines=share_klines(context, context.provider))
         config: RunnableConfig = {"configurable": configurable, "callbacks": [session.recorder]}
         for part in graph.stream(value, config, context=context, stream_mode="updates", subgraphs=True):
             namespace, event = cast(tuple[tuple[str, ...], Any], part)

@@ -23,6 +23,7 @@ from graphs.runs.recorder import Recorder
 from tools.broker.clock import SHANGHAI
 from tools.broker.paper import PaperBroker
 from tools.broker.protocol import Broker
+from tools.data.klines import AShareKlines, KlineProvider
 from tools.data.provider import MarketDataProvider
 from tools.runs.environment import code_versions
 from tools.runs.hashing import digest
@@ -82,7 +83,8 @@ def open_session(store: RunStore, context: WorkflowContext, thread_id: str, conf
     provider = RecordingProvider(context.provider, data)
     clock = _recording_clock(context.now, segment.setdefault("clock", []))
     run_context = dataclasses.replace(context, provider=provider, now=clock)
-    run_context = dataclasses.replace(run_context, broker=paper_broker(run_context, provider))
+    run_context = dataclasses.replace(run_context, broker=paper_broker(run_context, provider),
+                                      klines=share_klines(context, provider))
     return RunSession(str(manifest["run"]), thread_id, manifest, run_context, recorder, data,
                       outputs=list(manifest["outputs"]), parameters=manifest.get("parameters"))
 
@@ -129,6 +131,18 @@ def replayed_clock(manifest: dict[str, Any], segment: int) -> Callable[[], datet
             last[0] = next(moments, last[0])
             return last[0]
     return read
+
+
+def share_klines(context: WorkflowContext, provider: MarketDataProvider) -> Callable[[str], KlineProvider] | None:
+    """The context's kline sources with A-share bars read through `provider` (crypto bars are not recorded)."""
+    klines = context.klines
+    if klines is None:
+        return None
+
+    def pick(symbol: str) -> KlineProvider:
+        chosen = klines(symbol)
+        return AShareKlines(provider) if isinstance(chosen, AShareKlines) else chosen
+    return pick
 
 
 def paper_broker(context: WorkflowContext, provider: MarketDataProvider) -> BrokerFactory | None:

@@ -1,5 +1,6 @@
-"""The paper accounts' state a run starts from (accounts, positions, the simulated clock, the trading switch,
-mandates), kept in its record as JSON so that a re-run starts from the same state, whatever happened since."""
+"""The state a run starts from besides its data (paper accounts, positions, the simulated clock, the trading
+switch, mandates, saved rules), kept in its record as JSON so that a re-run starts from the same state, whatever
+happened since."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from typing import Any
 from sqlalchemy import JSON, Date, DateTime, Engine, Numeric, Table, insert, select
 
 import tools.broker.records  # noqa: F401  (the tables join the metadata)
+import tools.rules.records  # noqa: F401
 from tools.storage.models import Base
 
-STATE_TABLES = ("paper_accounts", "paper_positions", "simulated_clock", "trading_switch", "paper_mandates")
+STATE_TABLES = ("paper_accounts", "paper_positions", "simulated_clock", "trading_switch", "paper_mandates",
+                "saved_rules")
 
 
 def snapshot(engine: Engine) -> dict[str, list[dict[str, Any]]]:
