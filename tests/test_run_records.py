@@ -23,12 +23,13 @@ from bot.runner import Runner
 from bot.startup import build_context
 from graphs.checkpointer import open_checkpointer
 from graphs.llm import get_light_llm, get_llm
-from graphs.runs.commands import present_rerun, rerun_command, runs_command, usage_command
+from graphs.runs.commands import budget_command, present_rerun, rerun_command, runs_command, usage_command
 from graphs.runs.rerun import rerun
 from graphs.workflow import CommandCall, CommandError
 from testkit.desk import clock_at_data_end, desk_scripts, research_answer, risk_answer
 from testkit.fakes.chat import ScriptedChatModel, ScriptedModels, answer, tool_call
 from testkit.fakes.openai_server import API_KEY, OpenAIServer
+from tools.audit.records import ChainEntry
 from tools.broker.clock_moves import ClockError
 from tools.broker.records import OrderEvent
 from tools.data.local import SampleProvider
@@ -307,3 +308,26 @@ def test_a_rule_in_words_reruns_exactly_through_its_order(runner: Runner) -> Non
     report = rerun(runner.context, _only_run(runner))
     assert report is not None and report.same, (report.first_difference, report.failure, report.changes[:3])
     assert rules.get(rule.id).runtime_status["position"] == 100  # type: ignore[union-attr]  # the run's fill only
+
+
+def test_an_admins_raise_of_a_persons_budget_lets_them_run_today_and_is_audited(runner: Runner,
+                                                                                 models: ScriptedModels) -> None:
+    runner.context = dataclasses.replace(runner.context, token_budget_person_day=1000)
+    _desk(runner, models, {key: [_used(queue[0])] for key, queue in desk_scripts().items() if "market" in key},
+          summaries=0)  # the analyst's first call is made; its second would pass the budget
+    stopped = runner.start("console-r1", "analyze 600519.SH analysts=market", user=USER, account=CHANNEL)
+    assert "your daily token budget is spent (1,000 of 1,000 tokens today)" in stopped.text
+    with pytest.raises(CommandError, match="Only an admin raises a budget"):
+        budget_command(_call(runner, "raise", USER, "50000", user="UBOB"))
+    raised = budget_command(_call(runner, "raise", USER, "50000"))
+    assert raised.title == "Budget raised"
+    with Session(runner.context.engine) as session:
+        event = session.scalars(select(OrderEvent).where(OrderEvent.event == "budget raised")).one()
+        chained = session.scalars(select(ChainEntry).where(ChainEntry.source == "order_events",
+                                                           ChainEntry.source_id == event.id)).one()
+    assert event.actor == USER and event.detail["tokens"] == 50000 and chained.chain == "global"
+    market_only = {key: queue for key, queue in desk_scripts().items()
+                   if not any(other in key for other in ("news", "sentiment", "fundamentals"))}
+    _desk(runner, models, market_only, summaries=1)
+    done = runner.start("console-r2", "analyze 600519.SH analysts=market", user=USER, account=CHANNEL)
+    assert done.status == "waiting", done.text
