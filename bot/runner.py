@@ -24,7 +24,7 @@ from bot.startup import AppServices
 from graphs.dependencies import workflow_context
 from graphs.main import build_main_graph
 from graphs.progress import PROGRESS, PROSE
-from graphs.runs.budget import BudgetReached, budget_guard, local_day
+from graphs.runs.budget import BudgetReached, budget_guard, local_day, usage_line
 from graphs.runs.session import RunSession, close_session, open_session
 from tools.i18n import N_, _, using
 from tools.runs.store import RunStore
@@ -51,6 +51,7 @@ class Outcome:
     workflow: str | None = None
     retryable: bool = False  # failed on the database or the network, not in the graph: the same run may succeed
     checkpoint: str = ""  # the checkpoint the outcome was read from (a stable key for its result post)
+    usage: str = ""  # what the run's models used ("11.7k tokens · ¥0.08 · today 43.0k of 200.0k"); "" for none
 
 
 class Runner:
@@ -149,6 +150,8 @@ class Runner:
             close_session(self.runs, session, status=status, workflow=outcome.workflow,
                           interrupts=outcome.interrupts, checkpoint=outcome.checkpoint, result=outcome.result,
                           day=self._day())
+            if session.recorder.tokens:
+                outcome.usage = usage_line(self.runs, self.context, session.recorder, session.manifest["user"])
         except SQLAlchemyError as exc:
             log.warning("run %s: its record could not be saved: %s", session.run_id, type(exc).__name__)
 

@@ -10,6 +10,7 @@ import dataclasses
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -219,7 +220,10 @@ def test_a_person_budget_reached_mid_decision_stops_at_the_next_call_and_the_nex
 def test_usage_totals_equal_the_recorded_calls(runner: Runner, models: ScriptedModels) -> None:
     scripts = {key: [_used(m, 700) for m in queue] for key, queue in desk_scripts((1, 1)).items()}
     _desk(runner, models, scripts)
-    runner.start("console-u", "analyze 600519.SH", user=USER, account=CHANNEL)
+    runner.context = dataclasses.replace(runner.context, token_budget_person_day=200_000,
+                                         model_prices={"unknown": (Decimal("2"), Decimal("8"))})
+    card = runner.start("console-u", "analyze 600519.SH", user=USER, account=CHANNEL)
+    assert card.usage == "10.5k tokens · ¥0.03 · today 10.5k of 200.0k"  # 15 calls of 600 in and 100 out
     calls = RunStore(runner.context.engine).calls(_only_run(runner))
     day = calls[0].day
     view = usage_command(_call(runner, "day", day))

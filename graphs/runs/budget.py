@@ -9,6 +9,7 @@ from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from graphs.context import WorkflowContext
+from graphs.prices import cost as price
 from graphs.runs.recorder import Recorder
 from tools.i18n import _
 from tools.runs.store import RunStore
@@ -60,3 +61,25 @@ def budget_guard(store: RunStore, ctx: WorkflowContext, user: str | None,
         if spent >= allowed:
             raise BudgetReached(which, spent, allowed, next_midnight(now, ctx.timezone))
     return check
+
+
+def usage_line(store: RunStore, ctx: WorkflowContext, recorder: Recorder, user: str | None) -> str:
+    """What a run's models used, for its result: tokens, their cost when priced, and the person's day so far
+    against their budget."""
+    cost = (f" · ¥{priced:.2f}" if ctx.model_prices and (priced := price(ctx.model_prices, recorder.usage))
+            is not None else "")
+    line = _("{tokens} tokens").format(tokens=short(recorder.tokens)) + cost
+    if user is None:
+        return line
+    day = local_day(ctx.now(), ctx.timezone)
+    spent = short(store.spent(day, user=user))
+    if ctx.token_budget_person_day is None:
+        return line + " · " + _("today {spent}").format(spent=spent)
+    limit = short(ctx.token_budget_person_day + store.raised(day, user))
+    return line + " · " + _("today {spent} of {limit}").format(spent=spent, limit=limit)
+
+
+def short(tokens: int) -> str:
+    """11.7k for 11,700 tokens."""
+    return f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
+

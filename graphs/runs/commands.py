@@ -12,6 +12,7 @@ from graphs.context import admins_of
 from graphs.meter import ModelUsage
 from graphs.prices import cost
 from graphs.runs.budget import local_day
+from graphs.runs.budget import short as _tokens
 from graphs.runs.rerun import Rerun, rerun
 from graphs.views import Table, View
 from graphs.workflow import CommandCall, CommandError
@@ -44,10 +45,6 @@ def _run(store: RunStore, run_id: str) -> RunRow:
     if row is None:
         raise CommandError(_("There is no run {id}; `runs` lists the recent ones.").format(id=run_id))
     return row
-
-
-def _tokens(n: int) -> str:
-    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
 
 
 def _listed(rows: list[RunRow], whose: str) -> View:
