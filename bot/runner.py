@@ -16,6 +16,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Durability, StateSnapshot
+from sqlalchemy.exc import SQLAlchemyError
 
 from bot.jobs import should_stop, stop_honoured
 from bot.jobs.failures import INFRASTRUCTURE_ERRORS
@@ -23,7 +24,10 @@ from bot.startup import AppServices
 from graphs.dependencies import workflow_context
 from graphs.main import build_main_graph
 from graphs.progress import PROGRESS, PROSE
+from graphs.runs.budget import BudgetReached, budget_guard, local_day, usage_line
+from graphs.runs.session import RunSession, close_session, open_session
 from tools.i18n import N_, _, using
+from tools.runs.store import RunStore
 from tools.sandbox import SandboxUnavailable, default_sandbox
 
 log = logging.getLogger(__name__)
@@ -47,6 +51,7 @@ class Outcome:
     workflow: str | None = None
     retryable: bool = False  # failed on the database or the network, not in the graph: the same run may succeed
     checkpoint: str = ""  # the checkpoint the outcome was read from (a stable key for its result post)
+    usage: str = ""  # what the run's models used ("11.7k tokens · ¥0.08 · today 43.0k of 200.0k"); "" for none
 
 
 class Runner:
@@ -63,6 +68,8 @@ class Runner:
         graphs = [self.graph, *(graph for _name, graph in self.graph.get_subgraphs(recurse=True)
                                 if isinstance(graph, Pregel))]
         self._nodes = frozenset(name for graph in graphs for name in graph.nodes)
+        # each run's record: its manifest, model calls and data (issue 41), purged with the artifacts
+        self.runs = RunStore(app.engine, settings.artifact_retention_days)
 
     def _at_node_boundary(self, namespace: tuple[str, ...], update: Any) -> bool:
         """A node of a workflow's graph finished: the place to honour a stop. Not a task inside a node (the desk's
@@ -93,7 +100,8 @@ class Runner:
                                   "background_request": request}
         if user:
             update["requester"] = user
-        return self._run(thread_id, update, progress, config, "async", prose)
+        segment = {"kind": "start", "text": text, "message_id": message_id, "request": request}
+        return self._run(thread_id, update, progress, config, "async", prose, segment)
 
     def took_in(self, thread_id: str, message_id: str) -> bool:
         """Whether the thread's state already holds the message with this id."""
@@ -106,23 +114,58 @@ class Runner:
         the thread's language travel in the config. A decision is what releases side effects (saves, orders), so
         its run checkpoints synchronously: each step is durable before the next one starts."""
         config = _config(thread_id, user, decided_at=decided_at, language=language)
-        return self._run(thread_id, Command(resume={interrupt_id: decision}), progress, config, "sync", prose)
+        segment = {"kind": "resume", "interrupt": interrupt_id, "decision": decision, "user": user,
+                   "decided_at": config["configurable"].get("decided_at")}
+        return self._run(thread_id, Command(resume={interrupt_id: decision}), progress, config, "sync", prose,
+                         segment)
 
     def pending(self, thread_id: str) -> list[dict[str, Any]]:
         return _interrupts(self.graph.get_state(_config(thread_id)))
 
     def _run(self, thread_id: str, value: Any, progress: Progress | None, config: RunnableConfig,
-             durability: Durability, prose: ProseSink | None = None) -> Outcome:
+             durability: Durability, prose: ProseSink | None = None,
+             segment: dict[str, Any] | None = None) -> Outcome:
         with using(config["configurable"].get("language")):  # the graph's nodes read it too (a context variable)
-            return self._stream(thread_id, value, progress, config, durability, prose)
+            session = self._record(thread_id, config, segment or {"kind": "continue"})
+            outcome = self._stream(thread_id, value, progress, config, durability, prose, session)
+            self._keep(session, outcome)
+            return outcome
+
+    def _day(self) -> str:
+        return local_day(self.context.now(), self.context.timezone)
+
+    def _record(self, thread_id: str, config: RunnableConfig, segment: dict[str, Any]) -> RunSession:
+        """The run's recording: its context reads data through the record, its model calls go through the
+        recorder, which checks the budgets of the person who started it and of their channel first."""
+        session = open_session(self.runs, self.context, thread_id, config["configurable"], segment, self._day)
+        manifest = session.manifest
+        session.recorder.guard = budget_guard(self.runs, self.context, manifest["user"], manifest["account"])
+        return session
+
+    def _keep(self, session: RunSession, outcome: Outcome) -> None:
+        """Save the run's record as the outcome leaves it (a failure to save is logged: the outcome stands)."""
+        status = ("stopped" if outcome.checkpoint.startswith("stopped") else
+                  "done" if outcome.status == "done" else outcome.status)
+        try:
+            close_session(self.runs, session, status=status, workflow=outcome.workflow,
+                          interrupts=outcome.interrupts, checkpoint=outcome.checkpoint, result=outcome.result,
+                          day=self._day())
+            if session.recorder.tokens:
+                outcome.usage = usage_line(self.runs, self.context, session.recorder, session.manifest["user"])
+        except SQLAlchemyError as exc:
+            log.warning("run %s: its record could not be saved: %s", session.run_id, type(exc).__name__)
 
     def _stream(self, thread_id: str, value: Any, progress: Progress | None, config: RunnableConfig,
-                durability: Durability, prose: ProseSink | None = None) -> Outcome:
+                durability: Durability, prose: ProseSink | None, session: RunSession) -> Outcome:
+        recorded: RunnableConfig = {**config, "configurable": {**config["configurable"], "run_id": session.run_id},
+                                    "callbacks": [session.recorder]}
         try:
-            for part in self.graph.stream(value, config, context=self.context, stream_mode=["custom", "updates"],
-                                          subgraphs=True, durability=durability):
+            for part in self.graph.stream(value, recorded, context=session.context,
+                                          stream_mode=["custom", "updates"], subgraphs=True, durability=durability):
                 # with several modes and subgraphs, each part is (namespace, mode, event); the stubs say Any
                 namespace, mode, event = cast(tuple[tuple[str, ...], str, Any], part)
+                if mode == "updates":
+                    session.observe(namespace, event)
                 if mode == "updates" and self._at_node_boundary(namespace, event) and should_stop():
                     stopped = _outcome(thread_id, self.graph.get_state(config))
                     return Outcome(thread_id, "done", _(STOPPED), workflow=stopped.workflow,
@@ -132,6 +175,11 @@ class Runner:
                 if mode == "custom" and prose is not None and isinstance(event, dict) and PROSE in event:
                     prose(str(event[PROSE]), str(event.get("title") or ""), str(event.get("text") or ""))
             state = self.graph.get_state(config)
+        except BudgetReached as exc:
+            log.info("run on thread %s stopped at a %s budget", thread_id, exc.which)
+            stopped = _outcome(thread_id, self.graph.get_state(config))
+            return Outcome(thread_id, "done", exc.text(), workflow=stopped.workflow,
+                           checkpoint=f"stopped:{stopped.checkpoint}")
         except SandboxUnavailable as exc:
             return Outcome(thread_id, "failed", _("Generated code cannot run here: {error}").format(error=exc))
         except INFRASTRUCTURE_ERRORS as exc:

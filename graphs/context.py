@@ -64,6 +64,10 @@ class WorkflowContext:
     stop_requested: Callable[[], bool] = lambda: False  # the adapter's "stop this run" (checked inside long nodes)
     stop_honoured: Callable[[], None] = lambda: None  # a long node stopped early for it: let the run finish its report
     now: Callable[[], datetime] = lambda: datetime.now(UTC)  # the wall clock (the desk's pre-open sessions)
+    timezone: str = "Asia/Shanghai"  # the day of budgets and usage (QUANTDESK_TIMEZONE)
+    token_budget_person_day: int | None = None  # tokens one person may use in a day (None: no limit)
+    token_budget_channel_day: int | None = None  # tokens one channel (a team) may use in a day
+    model_prices: dict[str, tuple[Decimal, Decimal]] = field(default_factory=dict)  # per million tokens in, out
 
 
 class Context(Protocol):

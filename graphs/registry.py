@@ -50,6 +50,7 @@ from graphs.rule.measures import measure_rule_run
 from graphs.rule.models import MODELS as RULE_MODELS
 from graphs.rule.nodes.load import USAGE as RULE_RUN_USAGE
 from graphs.rule.present import present_rule_run
+from graphs.runs.commands import budget_command, rerun_command, runs_command, usage_command
 from graphs.signal.deps import SignalDeps
 from graphs.signal.grammar import WORDS as SIGNAL_WORDS
 from graphs.signal.grammar import looks_structured as signal_structured
@@ -161,6 +162,16 @@ COMMANDS: dict[str, Subcommand] = {
     "roles": Subcommand("roles [list] | roles grant|revoke trader|admin ID [account=NAME] | roles map|unmap LOGIN [ID]",
                         N_("who trades and administers which account, and which console login acts as whom: stored "
                            "in the database, changed by admins (each change audited)"), roles_command),
+    "runs": Subcommand("runs [channel] | runs show|export ID", N_("recent runs with what made each (data, models, "
+                       "code, every model call): yours or the channel's; show one, or export it as JSON with the "
+                       "rows it read"), runs_command),
+    "rerun": Subcommand("rerun ID [live]", N_("run a recorded run again from its record (the same data and model "
+                        "answers: every number must match), or live on today's data and model, with what changed"),
+                        rerun_command, min_args=1),
+    "usage": Subcommand("usage [day|month] [DATE]", N_("model tokens and cost per person, channel, workflow and "
+                        "model"), usage_command),
+    "budget": Subcommand("budget raise PERSON TOKENS", N_("raise one person's token budget for today (admins; "
+                         "audited)"), budget_command, min_args=1),
 }
 
 # the commands' Chinese words (each workflow's are in its package)
@@ -169,7 +180,7 @@ COMMAND_WORDS = Words(commands={
     "时钟": "clock", "下一日": "next", "下个交易日": "next", "设置": "set", "重置": "reset", "今日": "today",
     "今天": "today", "未成交": "open", "授权": "mandate", "交易授权": "mandate", "撤单": "cancel", "清除": "clear",
     "角色": "roles", "授予": "grant", "撤销": "revoke", "映射": "map", "解除映射": "unmap", "交易员": "trader",
-    "管理员": "admin",
+    "管理员": "admin", "运行记录": "runs", "重跑": "rerun", "用量": "usage", "预算": "budget",
 })
 # every Chinese word the grammar reads besides the conversation's own (graphs.grammar.vocabulary)
 WORDS: tuple[Words, ...] = (COMMAND_WORDS, *(w.words for w in WORKFLOWS.values()))

@@ -7,6 +7,7 @@ from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -138,6 +139,11 @@ class Settings(BaseSettings):
     decision_token_budget: int = Field(default=200_000, ge=1_000, le=10_000_000,
                                        alias="QUANTDESK_DECISION_TOKEN_BUDGET")
     replay_token_budget: int = Field(default=2_000_000, ge=1_000, le=100_000_000, alias="QUANTDESK_REPLAY_TOKEN_BUDGET")
+    # run records and budgets (issue 41): tokens a person, and a channel (a team), may use in a day (None: no limit),
+    # the day read in this time zone
+    token_budget_person_day: int | None = Field(default=None, ge=1, alias="QUANTDESK_TOKEN_BUDGET_PERSON_DAY")
+    token_budget_channel_day: int | None = Field(default=None, ge=1, alias="QUANTDESK_TOKEN_BUDGET_CHANNEL_DAY")
+    timezone: str = Field(default="Asia/Shanghai", alias="QUANTDESK_TIMEZONE")
     # the most answer tokens one desk call asks for (max_completion_tokens): the model's output limit or less
     llm_max_answer_tokens: int = Field(default=8_192, ge=256, le=200_000, alias="QUANTDESK_LLM_MAX_ANSWER_TOKENS")
     # the desk's other sources: local files, and tushare's news endpoints (a separate paid permission)
@@ -169,10 +175,20 @@ class Settings(BaseSettings):
             raise ValueError(f"{value.strip()!r} is not a language QuantDesk speaks; use {choices_text()}")
         return language
 
-    @field_validator("second_approval_above", "audit_signing_key", "audit_witness_file", mode="before")
+    @field_validator("second_approval_above", "audit_signing_key", "audit_witness_file", "token_budget_person_day",
+                     "token_budget_channel_day", mode="before")
     @classmethod
     def _empty_is_none(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown time zone {value!r} (an IANA name such as Asia/Shanghai)") from exc
+        return value
 
     @field_validator("account_traders", "account_admins", mode="before")
     @classmethod

@@ -64,7 +64,7 @@ class Presenter:
         if outcome.workflow and outcome.workflow != info.workflow:
             self.core.threads.update(info.thread_id, workflow=outcome.workflow)
         if outcome.status == "waiting":
-            self.finish_status(place, status_ref, _(":speech_balloon: waiting for your answer"))
+            self.finish_status(place, status_ref, _(":speech_balloon: waiting for your answer") + _used(outcome))
             pending: dict[str, Any] = {i["id"]: pending_entry(i["value"]) for i in outcome.interrupts}
             self.core.threads.update(info.thread_id, status="waiting", pending=pending)
             shown = self.core.threads.get(info.thread_id) or info
@@ -81,7 +81,7 @@ class Presenter:
             self.core.threads.update(info.thread_id, status="failed", pending={})
             self.home_changed(info, place.user)
             return
-        self.finish_status(place, status_ref, _(":white_check_mark: done"))
+        self.finish_status(place, status_ref, _(":white_check_mark: done") + _used(outcome))
         body = {"workflow": outcome.workflow, "result": outcome.result, "text": outcome.text}
         self.core.outbox.result(place, f"result:{info.thread_id}:{outcome.checkpoint}", body)
         self.core.threads.update(info.thread_id, status="done", pending={})
@@ -98,3 +98,9 @@ class Presenter:
         are published again (on a surface that has homes)."""
         if self.core.homes is not None:
             self.core.homes.changed(self.core.homes.concerned(info, *users))
+
+
+def _used(outcome: Outcome) -> str:
+    """What the run's models used, after its status (nothing for a run that asked none)."""
+    return f" · {outcome.usage}" if outcome.usage else ""
+

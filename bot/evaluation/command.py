@@ -15,10 +15,10 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from bot.evaluation import output
 from bot.evaluation.dataset import Dataset, DatasetError, default_dataset, load_dataset
-from bot.evaluation.meter import Meter
 from bot.evaluation.run_case import CaseRun, outcome_text, run_case
 from bot.evaluation.summary import summarize
 from graphs.llm import MODEL_FAILURES, describe_model_failure, get_light_llm, get_llm
+from graphs.meter import Meter
 from graphs.registry import WORKFLOWS
 from tools.i18n import N_, _
 from tools.settings import Settings

@@ -20,11 +20,11 @@ from langgraph.types import Command
 from pydantic import SecretStr
 
 from bot.evaluation.dataset import Case
-from bot.evaluation.meter import Meter
-from bot.evaluation.prices import cost
 from graphs.context import WorkflowContext
 from graphs.interrupts import APPROVAL, CODE_REVIEW
 from graphs.measures import Measures, RunRecord
+from graphs.meter import Meter
+from graphs.prices import cost
 from graphs.registry import command_for
 from graphs.studio import context_from_settings
 from graphs.workflow import CommandCall, CommandError, Workflow

@@ -280,3 +280,14 @@ def test_slack_idle_quick(capsys: pytest.CaptureFixture[str]) -> None:
     rows = _rows(capsys.readouterr().out, "no idle connections", "1,500 idle connections")
     assert all(len(_finite_figures(row)) >= 4 for row in rows)  # p50, p99, non-2xx, ratio
     assert "1500/1500" in rows[1] and rows[1].endswith("not judged (quick)")
+
+
+def test_run_record_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import run_record
+
+    desk, signal = run_record.run(quick=True)
+    for figures in (desk, signal):
+        assert figures.reproduced and figures.manifest_kb > 0 and figures.rows_kb > 0
+        assert figures.run_s > 0 and figures.rerun_s > 0
+    assert desk.calls_kb > 0 and signal.calls_kb == 0  # the signal's structured path asks no model
+    assert "re-run from the record" in capsys.readouterr().out

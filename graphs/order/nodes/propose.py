@@ -54,9 +54,10 @@ def propose_node(state: OrderApprovalState, runtime: Runtime[OrderDeps], config:
                                                                              line=outside["detail"]), account)}
     if intent.get("claim"):  # an automated proposer's card slot lapses with the card, not hours later
         fit_claims_to_card(ctx.engine, intent["claim"], datetime.fromisoformat(proposal["expires_at"]))
+    run = config["configurable"].get("run_id")  # the run's record (its manifest): what led to this order
     log_event(ctx.engine, client_order_id, account, "proposed", intent.get("proposed_by"),
               {"request": proposal["request"], "passed": proposal["passed"],
-               "failed": [c["name"] for c in proposal["checks"] if not c["passed"]]})
+               "failed": [c["name"] for c in proposal["checks"] if not c["passed"]], **({"run": run} if run else {})})
     return {"account": account, "client_order_id": client_order_id, "proposal": proposal, "order_outcome": {},
             "proposed_at": datetime.now(UTC).isoformat()}
 

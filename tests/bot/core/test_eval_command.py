@@ -386,8 +386,8 @@ def test_an_out_path_that_cannot_hold_reports_is_refused_before_anything_runs(
 
 
 def test_prices_apply_to_the_model_or_its_dated_name_only() -> None:
-    from bot.evaluation.meter import ModelUsage
-    from bot.evaluation.prices import cost, price_of
+    from graphs.meter import ModelUsage
+    from graphs.prices import cost, price_of
 
     table = {"gpt-4o": (Decimal("2.50"), Decimal("10.00")), "deepseek-chat": (Decimal("2"), Decimal("3"))}
     assert price_of(table, "gpt-4o-2024-08-06") == price_of(table, "gpt-4o") == table["gpt-4o"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
-from bot.evaluation.meter import ModelUsage
+from graphs.meter import ModelUsage
 
 MILLION = Decimal(1_000_000)
 DATED = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{4})$")

@@ -51,7 +51,7 @@ class Meter(BaseCallbackHandler):
         generation = response.generations[0][0] if response.generations and response.generations[0] else None
         message = generation.message if isinstance(generation, ChatGeneration) else None
         meta = message.usage_metadata if isinstance(message, AIMessage) else None
-        name = _model_name(response, message)
+        name = model_name(response, message)
         with self._lock:
             self._stop(run_id)
             used = self.usage.setdefault(name, ModelUsage())
@@ -70,6 +70,6 @@ class Meter(BaseCallbackHandler):
             self.model_seconds += time.monotonic() - started
 
 
-def _model_name(response: LLMResult, message: Any) -> str:
+def model_name(response: LLMResult, message: Any) -> str:
     metadata = getattr(message, "response_metadata", None) or {}
     return str(metadata.get("model_name") or (response.llm_output or {}).get("model_name") or "unknown")
