@@ -35,16 +35,25 @@ def runs_command(call: CommandCall) -> View:
         found = store.recent(user=call.user if mine else None, account=None if mine else call.account, limit=15)
         return _listed(found, _("yours") if mine else _("this channel's"))
     if len(args) == 2 and args[0] in ("show", "export"):
-        row = _run(store, call.args[1])
+        row = _run(call, store, call.args[1])
         return _shown(row) if args[0] == "show" else _exported(call, store, row)
     raise CommandError(_("usage: runs [channel] | runs show ID | runs export ID"))
 
 
-def _run(store: RunStore, run_id: str) -> RunRow:
+def _run(call: CommandCall, store: RunStore, run_id: str) -> RunRow:
     row = store.get(run_id)
     if row is None:
         raise CommandError(_("There is no run {id}; `runs` lists the recent ones.").format(id=run_id))
+    if not _may_read(call, row):
+        raise CommandError(_("Run {id} is another person's, in another channel: its record (the data it read, the "
+                             "model's answers) is for them, that channel and its admins.").format(id=run_id))
     return row
+
+
+def _may_read(call: CommandCall, row: RunRow) -> bool:
+    """A run's record is its starter's, its channel's (the account a channel trades in) and its admins'."""
+    return call.user is not None and (call.user == row.user_id or call.account == row.account
+                                      or call.user in admins_of(call.context, row.account))
 
 
 def _listed(rows: list[RunRow], whose: str) -> View:
@@ -116,8 +125,8 @@ def rerun_command(call: CommandCall) -> View:
     args = [a.lower() for a in call.args]
     if not args or len(args) > 2 or (len(args) == 2 and args[1] != "live"):
         raise CommandError(_("usage: rerun ID [live]"))
-    stored = RunStore(call.context.engine).get(call.args[0])
-    if stored is not None and stored.status == PURGED:
+    stored = _run(call, RunStore(call.context.engine), call.args[0])
+    if stored.status == PURGED:
         raise CommandError(_("The record of run {id} was purged: it ended more than the retention ago and no order "
                              "or saved factor refers to it, so it cannot be re-run.").format(id=stored.id))
     report = rerun(call.context, call.args[0], live=len(args) == 2)

@@ -192,6 +192,21 @@ def test_runs_lists_shows_and_exports_with_hashes(runner: Runner) -> None:
     assert rows is not None and rows.data[:4] == b"PAR1"
 
 
+def test_a_runs_record_is_read_only_by_its_starter_its_channel_and_its_admins(runner: Runner) -> None:
+    """The record holds the data a run read and the model's answers: someone in another channel cannot show, export
+    or re-run it; someone in the run's channel can, and so can an admin (USER) anywhere."""
+    runner.start("console-sig", SIGNAL, user="UCAROL", account=CHANNEL)
+    (run,) = RunStore(runner.context.engine).recent(user="UCAROL")
+    run_id = run.id
+    outsider = CommandCall(runner.context, ["show", run_id], "UBOB", "desk9")
+    for words, command in ((["show", run_id], runs_command), (["export", run_id], runs_command),
+                           ([run_id], rerun_command)):
+        with pytest.raises(CommandError, match=f"Run {run_id} is another person's, in another channel"):
+            command(CommandCall(runner.context, words, outsider.user, outsider.account))
+    assert dict(runs_command(CommandCall(runner.context, ["show", run_id], "UDAN", CHANNEL)).facts)["request"]
+    assert dict(runs_command(CommandCall(runner.context, ["show", run_id], USER, "desk9")).facts)["request"]
+
+
 def test_a_person_budget_reached_mid_decision_stops_at_the_next_call_and_the_next_day_it_runs(
         tmp_path: Path, runner: Runner, models: ScriptedModels) -> None:
     day = datetime(2026, 12, 7, 2, 0, tzinfo=UTC)  # 10:00 in Shanghai
