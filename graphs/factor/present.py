@@ -9,6 +9,7 @@ from sqlalchemy import Engine
 from graphs.views import Table, View
 from tools.factors.store import FactorStore
 from tools.i18n import N_, _, ngettext, pgettext
+from tools.research.holdout import MIN_HOLDOUT_SESSIONS
 
 SHOWN_METRICS = (("rank_ic_mean", "Rank IC", "{:.4f}"), ("rank_icir", "ICIR", "{:.2f}"), ("ic_mean", "IC", "{:.4f}"),
                  ("spread_mean", N_("top−bottom"), "{:.4%}"), ("turnover_top", N_("top turnover"), "{:.1%}"))
@@ -33,12 +34,10 @@ def _num(value: float | None, spec: str, scale: float = 1.0, unit: str = "") -> 
 
 def present_factor(result: dict[str, Any]) -> View:
     """A saved factor: metrics per forward-return period as a table, duplicates, conventions."""
-    dates = result.get("dates_evaluated", {})
-    rows = [[f"{period}d", str(dates.get(period, "?")), _num(m["ic_mean"], ".4f"), _num(m["rank_ic_mean"], ".4f"),
-             _num(m["rank_icir"], ".2f"),
-             _num(m["rank_ic_t"], ".1f"), _num(m["spread_mean"], ".1f", 1e4, "bp"),
-             _num(m["long_short_mean"], ".1f", 1e4, "bp"), _num(m["turnover_top"], ".0%")]
-            for period, m in result["metrics"].items()]
+    holdout = result.get("holdout") or {}
+    rows = _metric_rows(result["metrics"], result.get("dates_evaluated", {}), "{period}d")
+    if holdout.get("metrics"):
+        rows += _metric_rows(holdout["metrics"], holdout.get("dates_evaluated", {}), _("{period}d holdout"))
     table = Table([_("period"), _("dates"), "IC", "RankIC", "ICIR", "t", _("top-bot"), _("L/S"), _("turn")], rows)
     decision = _decision(result["decision"])
     decided = _("{decision} by {user}").format(decision=decision, user=result["reviewer"]) \
@@ -54,11 +53,36 @@ def present_factor(result: dict[str, Any]) -> View:
     return View(title=_("Factor {name} saved").format(name=result["title"]), summary=summary,
                 lines=[result["description"], _("{dates} dates × {codes} codes, {first}–{last} · {decided}").format(
                     dates=result["shape"][0], codes=result["shape"][1], first=result["first_date"],
-                    last=result["last_date"], decided=decided)],
+                    last=result["last_date"], decided=decided), *holdout_lines(holdout)],
                 table=table,
                 notes=[_(result["conventions"]), *(_("n/a because {why}").format(why=w) for w in why_missing)],
                 warnings=warnings + list(result.get("warnings", [])),
                 users=[result["reviewer"]] if result.get("reviewer") else [])
+
+
+def _metric_rows(metrics: dict[str, dict[str, float | None]], dates: dict[str, int], label: str) -> list[list[str]]:
+    return [[label.format(period=period), str(dates.get(period, "?")), _num(m["ic_mean"], ".4f"),
+             _num(m["rank_ic_mean"], ".4f"), _num(m["rank_icir"], ".2f"), _num(m["rank_ic_t"], ".1f"),
+             _num(m["spread_mean"], ".1f", 1e4, "bp"), _num(m["long_short_mean"], ".1f", 1e4, "bp"),
+             _num(m["turnover_top"], ".0%")]
+            for period, m in metrics.items()]
+
+
+def holdout_lines(holdout: dict[str, Any]) -> list[str]:
+    """Where the period was cut and what the holdout is (or why there is none)."""
+    split = holdout.get("split")
+    if not split:
+        return []
+    if not split.get("holdout_start"):
+        return [_("No holdout: {n} sessions would be held out, fewer than {minimum}; the figures are in-sample "
+                  "only.").format(n=split["holdout_sessions"], minimum=MIN_HOLDOUT_SESSIONS)]
+    lines = [_("In-sample {start}–{end} ({n} sessions); holdout {first}–{last} ({m} sessions), evaluated once after "
+               "the approval and never tuned on.").format(
+        start=split["start"], end=split["in_sample_end"], n=split["in_sample_sessions"], first=split["holdout_start"],
+        last=split["end"], m=split["holdout_sessions"])]
+    if holdout.get("error"):
+        lines.append(_("The holdout could not be evaluated: {error}").format(error=holdout["error"]))
+    return lines
 
 
 def factor_list(engine: Engine, _args: list[str]) -> View:
@@ -97,6 +121,11 @@ def factor_show(engine: Engine, args: list[str]) -> View:
         for period, row in store.metrics(active.id).iterrows():
             shown = ", ".join(f"{_(label)} {fmt.format(row[key])}" for key, label, fmt in SHOWN_METRICS if key in row)
             lines.append(f"{period}d: {shown}")
+        held = active.spec.get("holdout") or {}
+        for period, m in (held.get("metrics") or {}).items():
+            shown = ", ".join(f"{_(label)} {_num(m.get(key), fmt[2:-1])}" for key, label, fmt in SHOWN_METRICS)
+            lines.append(_("{period}d holdout: {figures}").format(period=period, figures=shown))
+        lines += holdout_lines(held)
         code = (active.spec.get("body") or active.code).rstrip()
     return View(_("Factor {name}").format(name=latest.name), f"{latest.name}: {latest.description}", lines=lines,
                 code=code)

@@ -20,6 +20,7 @@ from graphs.common import new_human_text
 from graphs.context import model_for
 from graphs.factor import spec as grammar
 from graphs.factor.deps import FactorDeps
+from graphs.factor.holdout import with_split
 from graphs.factor.models import MODELS
 from graphs.factor.state import FactorState
 from graphs.grammar import is_ignore, suggestions, unused_question
@@ -117,7 +118,8 @@ def _library(state: FactorState, ctx: FactorDeps, text: str, update: dict[str, A
         spec = grammar.build_spec(request)
     except grammar.SpecError as exc:
         return {**update, "final_reply": _("I cannot build that factor: {error}").format(error=exc)}
-    return {**update, "spec": spec, "run_no": state.get("run_no", 0) + 1, "clarification_count": 0}
+    return {**update, "spec": with_split(spec, ctx.provider, ctx.holdout_fraction),
+            "run_no": state.get("run_no", 0) + 1, "clarification_count": 0}
 
 
 def _llm(state: FactorState, ctx: FactorDeps, model: BaseChatModel, update: dict[str, Any]) -> dict[str, Any]:
@@ -140,7 +142,8 @@ def _llm(state: FactorState, ctx: FactorDeps, model: BaseChatModel, update: dict
     spec, problem = _checked_llm_spec(raw, known)
     if problem:
         return _ask(state, {**update, "spec": None}, problem)
-    return {**update, "spec": spec, "run_no": state.get("run_no", 0) + 1, "clarification_count": 0}
+    return {**update, "spec": with_split(spec, ctx.provider, ctx.holdout_fraction),
+            "run_no": state.get("run_no", 0) + 1, "clarification_count": 0}
 
 
 def _checked_llm_spec(raw: FactorSpecAnswer, known: frozenset[str] | None) -> tuple[dict[str, Any], str | None]:

@@ -27,7 +27,8 @@ def write_db_node(state: FactorState, config: RunnableConfig, runtime: Runtime[F
     info, created = FactorStore(runtime.context.engine).save(
         name=spec["name"], description=spec["description"], code=state.get("factor_code") or "",
         spec=stored_spec(state, near_duplicates=evaluation["duplicates"],
-                         duplicate_approved_by=(state.get("save_approval") or {}).get("approver")),
+                         duplicate_approved_by=(state.get("save_approval") or {}).get("approver"),
+                         holdout=evaluation.get("holdout")),
         author=state.get("requester"), reviewer=review.get("reviewer"),
         decision="edit" if review.get("status") == "edited" else "approve", run_key=run_key(state, config),
         values=values, metrics=metrics.astype(float))
