@@ -23,6 +23,7 @@ from tools.i18n import N_, _
 from tools.research.backtest import BacktestResult, degeneracy_warnings, run_backtest
 from tools.research.charts import equity_and_signal_counts, price_with_trades
 from tools.research.date_span import span_note
+from tools.research.holdout import split_sessions
 from tools.storage.artifacts import ArtifactRef, ArtifactStore
 from tools.storage.workspace import WorkspaceError
 
@@ -76,6 +77,7 @@ def report_node(state: SignalState, config: RunnableConfig, runtime: Runtime[Sig
         "last_date": f"{signal.index.max():%Y-%m-%d}",
         "counts": signal_counts(signal),
         "metrics": backtest.metrics.as_dict(),
+        "split": split_parts(signal, price, ctx),
         "notes": _span_notes(params, signal.index),
         "conventions": CONVENTIONS,
         "warnings": warnings,
@@ -87,6 +89,23 @@ def report_node(state: SignalState, config: RunnableConfig, runtime: Runtime[Sig
              f"{result['metrics']['total_return']:.2%}, Sharpe {result['metrics']['sharpe']:.2f}")
     return {"result": result, "messages": [AIMessage(brief)], "current_task": "end",
             "execution_history": [*state.get("execution_history", []), "report: done"]}
+
+
+def split_parts(signal: pd.DataFrame, price: pd.DataFrame, ctx: SignalDeps) -> dict[str, Any]:
+    """The period's in-sample part and holdout backtested apart, each from flat and beside its own buy-and-hold:
+    {split, in_sample, holdout} (the parts None when the holdout would be under the minimum)."""
+    if signal.empty:
+        return {"split": None, "in_sample": None, "holdout": None}
+    split = split_sessions(list(pd.DatetimeIndex(signal.index).strftime("%Y%m%d")), ctx.holdout_fraction)
+    if not split.held_out:
+        return {"split": split.as_dict(), "in_sample": None, "holdout": None}
+    cut, first = pd.Timestamp(split.in_sample_end), pd.Timestamp(split.holdout_start)
+
+    def part(rows: slice) -> dict[str, Any]:
+        return run_backtest(signal.loc[rows], price.loc[rows], fee_rate=ctx.fee_rate,
+                            long_only=ctx.long_only).metrics.as_dict()
+
+    return {"split": split.as_dict(), "in_sample": part(slice(None, cut)), "holdout": part(slice(first, None))}
 
 
 def _span_notes(params: dict[str, Any], dates: pd.Index) -> list[str]:
