@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from graphs.context import WorkflowContext, admins_of
-from graphs.factor.present import status_word
+from graphs.factor.present import library_line, status_word
 from graphs.home import HomeAction, HomePanel, HomeRow
 from tools.broker.clock import SHANGHAI
 from tools.broker.money import money_text
@@ -19,6 +19,7 @@ from tools.broker.store import switch_state
 from tools.desk.log import Decision, list_decisions, rating_word
 from tools.factors.store import FactorInfo, FactorStore
 from tools.i18n import N_, _, pgettext
+from tools.research.library import TeamLibrary
 from tools.rules.schedule import IsTradingDay, next_tick, trading_day_checker
 from tools.rules.store import Rule
 
@@ -193,7 +194,7 @@ def decision_text(decision: Decision) -> str:
 
 def factor_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
     """The factor library's top factors by rank IC, with status and reviewer."""
-    store = FactorStore(ctx.engine)
+    store, library = FactorStore(ctx.engine), TeamLibrary(ctx.engine).entries()
     ranked = sorted(((f, _rank_ic(store, f)) for f in store.list()),
                     key=lambda pair: -abs(pair[1][1]) if pair[1] else 0.0)
     if not ranked:
@@ -202,7 +203,10 @@ def factor_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
     return [HomePanel("factors", _("Factor library"),
                       _("{count} factor(s); the top {shown} by |rank IC| (mean, shortest horizon).").format(
                           count=len(ranked), shown=len(shown)),
-                      tuple(HomeRow(factor_text(f, ic)) for f, ic in shown),
+                      tuple(HomeRow(factor_text(f, ic) + " · " + library_line(library.get(f.id),
+                                                                              (f.spec.get("honesty") or {}).get("gate")
+                                                                              or {}))
+                            for f, ic in shown),
                       users=tuple(u for f, _ic in shown for u in (f.reviewer, f.author) if u))]
 
 

@@ -23,6 +23,8 @@ from graphs.factor.library import FACTORS
 from graphs.factor.measures import measure_factor
 from graphs.factor.models import MODELS as FACTOR_MODELS
 from graphs.factor.present import factor_list, factor_show, present_factor
+from graphs.factor.save_anyway import USAGE as SAVE_USAGE
+from graphs.factor.save_anyway import factor_save
 from graphs.factor.spec import WORDS as FACTOR_WORDS
 from graphs.factor.spec import looks_structured as factor_structured
 from graphs.factor.spec import starts_request as factor_starts
@@ -90,7 +92,9 @@ FACTOR = Workflow(
     subcommands={"list": Subcommand("factor list", N_("saved factors (newest version of each)"),
                                     lambda call: factor_list(call.context.engine, call.args)),
                  "show": Subcommand("factor show NAME", N_("one factor: versions, reviewer, metrics, code"),
-                                    lambda call: factor_show(call.context.engine, call.args))},
+                                    lambda call: factor_show(call.context.engine, call.args)),
+                 "save": Subcommand(SAVE_USAGE, N_("put a factor the library gate refused in the team library anyway, "
+                                                   "with the reason (audited)"), factor_save, free_text_from=1)},
     measure=measure_factor, models=FACTOR_MODELS, words=FACTOR_WORDS,
 )
 

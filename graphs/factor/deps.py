@@ -11,3 +11,4 @@ from tools.sandbox import Sandbox
 class FactorDeps(Market, Models, Storage, Protocol):
     sandbox: Sandbox  # dry-runs and backfills the reviewed factor code
     holdout_fraction: float  # the last sessions of the period kept from the code's tuning
+    dsr_threshold: float  # the deflated Sharpe probability the team library asks for

@@ -24,6 +24,7 @@ from graphs.llm import AGENT_FAILURES, describe_model_failure, language_instruct
 from graphs.progress import report_progress
 from tools.i18n import _
 from tools.research.holdout import hide_held_out_dates
+from tools.research.trials import body_key
 
 CODEGEN_PROMPT = """You are CodeGen, a quant developer. Write the body of `compute_factor` for this factor:
 
@@ -79,7 +80,7 @@ def _generate(state: FactorState, ctx: FactorDeps) -> dict[str, Any]:
         """Dry-run a body of compute_factor on real data; returns the checks or the error to fix."""
         tried.append(body)
         outcome = dry_run(ctx.sandbox, spec, body, inputs)
-        outcomes.append({"ok": outcome["ok"], "problem": outcome["error"]})
+        outcomes.append({"ok": outcome["ok"], "problem": outcome["error"], "body": body_key(body)})
         return ("checks passed: " if outcome["ok"] else "FAILED: ") + outcome["summary"]
 
     previous, problem = state.get("factor_body"), failure_of(state)

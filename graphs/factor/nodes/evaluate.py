@@ -15,6 +15,7 @@ from graphs.context import thread_id, workspace
 from graphs.factor.breadth import QUANTILES, too_few_codes
 from graphs.factor.deps import FactorDeps
 from graphs.factor.holdout import split_of, tuning_end
+from graphs.factor.honesty import judged
 from graphs.factor.state import FactorState, step_output
 from graphs.progress import report_progress
 from tools.factors.ic import EvaluationError, FactorEvaluation, evaluate_factor
@@ -22,6 +23,7 @@ from tools.factors.store import FactorStore
 from tools.i18n import _
 from tools.research.charts import factor_chart
 from tools.research.holdout import Split
+from tools.research.trials import TrialStore
 from tools.storage.artifacts import ArtifactRef, ArtifactStore
 from tools.storage.workspace import WorkspaceError
 
@@ -47,6 +49,9 @@ def evaluate_node(state: FactorState, config: RunnableConfig, runtime: Runtime[F
         return {"final_reply": _("The factor could not be evaluated: {error}").format(error=exc)}
     holdout = _holdout(factor, close, tradable, split)
     metrics = evaluation.metrics()
+    honesty = judged(TrialStore(ctx.engine), thread_id(config), state.get("requester"), spec,
+                     state.get("factor_body") or "", state.get("attempts", []), evaluation.factor_returns[1],
+                     _records(metrics), holdout.get("metrics"), ctx.dsr_threshold)
     duplicates = [d.__dict__ for d in FactorStore(ctx.engine).near_duplicates(factor)]
     run_no = state.get("run_no", 1)
     artifacts = _store_artifacts(ctx.artifacts, thread_id(config), f"factor/evaluate:{run_no}",
@@ -57,7 +62,7 @@ def evaluate_node(state: FactorState, config: RunnableConfig, runtime: Runtime[F
                            "missing": {str(p): reasons for p, reasons in evaluation.missing_reasons().items()},
                            "shortfall": evaluation.shortfall(),
                            "too_few_codes": too_few_codes(int(factor.notna().any().sum())),
-                           "holdout": holdout},
+                           "holdout": holdout, "honesty": honesty},
             "artifacts": artifacts}
 
 
