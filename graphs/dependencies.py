@@ -37,7 +37,7 @@ def workflow_context(settings: Settings, engine: Engine, provider: MarketDataPro
         llm=get_llm(settings), light_llm=get_light_llm(settings), deep_llm=get_deep_llm(settings),
         fee_rate=settings.fee_rate,
         long_only=settings.long_only, paper=paper, holdout_fraction=settings.holdout_fraction,
-        dsr_threshold=settings.dsr_threshold,
+        dsr_threshold=settings.dsr_threshold, research_channel=settings.research_channel,
         broker=lambda name, by: PaperBroker(engine, provider, name, paper, opened_by=by),
         stored_roles=lambda: load(engine), second_approval_above=settings.second_approval_above,
         stale_move=settings.stale_move,

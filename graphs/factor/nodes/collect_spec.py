@@ -19,6 +19,7 @@ from graphs.clarify import CANCELLED, ask, is_cancel
 from graphs.common import new_human_text
 from graphs.context import model_for
 from graphs.factor import spec as grammar
+from graphs.factor.decay_view import decay_reply
 from graphs.factor.deps import FactorDeps
 from graphs.factor.holdout import with_split
 from graphs.factor.models import MODELS
@@ -79,6 +80,9 @@ def collect_spec_node(state: FactorState, config: RunnableConfig,
     report_progress(_("reading the request"))
     text = new_human_text(messages, state.get("consumed", 0))
     update: dict[str, Any] = {"consumed": len(messages), **_reset(), "clarification_needed": None}
+    decay = (state.get("background_request") or {}).get("decay")
+    if decay:  # the decay monitor's post of a state change: its thread is answered with the figures
+        return {**update, "spec": None, "final_reply": decay_reply(decay)}
     if is_cancel(text):  # typed where nothing waits: ends here, as in every workflow
         return {**update, "final_reply": CANCELLED}
     answering = state.get("clarification_count", 0) > 0 and state.get("spec") is None
