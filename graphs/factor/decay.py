@@ -14,8 +14,8 @@ from typing import Any
 import pandas as pd
 
 from graphs.background import BackgroundCall, Notice, ScheduledRun
-from graphs.context import WorkflowContext
 from graphs.factor.decay_view import figures_line, state_word
+from graphs.factor.deps import FactorDeps
 from graphs.factor.run import BACKFILL_LIMITS, execute, load_inputs, universe
 from tools.broker.clock import clock_for
 from tools.broker.sim_clock import paper_clock
@@ -31,7 +31,7 @@ CATCH_UP = 250  # sessions a first pass (or a long pause) looks back at most
 CALENDAR_DAYS = 2.2  # calendar days searched per session wanted
 
 
-def session_now(ctx: WorkflowContext, now: datetime) -> str:
+def session_now(ctx: FactorDeps, now: datetime) -> str:
     """The last session with data: the simulated clock's on static data, else the provider's latest."""
     live_days = ctx.paper.live_data_days if ctx.paper is not None else 7
     if ctx.paper is not None:
@@ -50,7 +50,7 @@ def reference_ic(info: FactorInfo, store: FactorStore) -> float | None:
     return None
 
 
-def monitor(ctx: WorkflowContext, info: FactorInfo, session: str, reference: float, states: DecayStore) -> Tracker:
+def monitor(ctx: FactorDeps, info: FactorInfo, session: str, reference: float, states: DecayStore) -> Tracker:
     """Step a factor's state over the sessions after the last it saw, up to `session`; saved before it returns."""
     start = str(info.spec.get("end") or session)
     tracker = states.load(info.id) or Tracker("active", start, start, None, 0, {}, [])
@@ -62,7 +62,7 @@ def monitor(ctx: WorkflowContext, info: FactorInfo, session: str, reference: flo
     if not new:
         return tracker
     window = calendar[max(calendar.index(new[0]) - LONG - 1, 0):]
-    spec = info.spec
+    spec = {**info.spec, "name": info.name, "description": info.description}
     codes = universe(ctx.provider, spec)
     inputs = load_inputs(ctx.provider, spec, codes, window[0], session, [])
     factor, error = execute(ctx.sandbox, spec, str(spec.get("body") or ""), inputs, BACKFILL_LIMITS)
@@ -90,7 +90,7 @@ def change_title(name: str, version: int, change: dict[str, Any]) -> str:
         figures=figures_line(change["figures"]))
 
 
-def decay_job(ctx: WorkflowContext, call: BackgroundCall) -> list[Notice]:
+def decay_job(ctx: FactorDeps, call: BackgroundCall) -> list[Notice]:
     """One pass over the team library; the changes not yet posted go to the research channel (when one is set and
     this process serves it), each once."""
     store, states = FactorStore(ctx.engine), DecayStore(ctx.engine)

@@ -52,8 +52,8 @@ def daily_rank_ic(factor: pd.DataFrame, close: pd.DataFrame) -> pd.Series:
     both = np.isfinite(f) & np.isfinite(r)
     f, r = np.where(both, f, np.nan), np.where(both, r, np.nan)
     n = both.sum(axis=1, keepdims=True)
-    rf = pd.DataFrame(f).rank(axis=1).to_numpy()  # average ranks for ties, as Rank IC
-    rr = pd.DataFrame(r).rank(axis=1).to_numpy()
+    rf = pd.DataFrame(f).rank(axis=1).to_numpy(copy=True)  # average ranks for ties, as Rank IC
+    rr = pd.DataFrame(r).rank(axis=1).to_numpy(copy=True)
     rf -= np.nansum(rf, axis=1, keepdims=True) / np.maximum(n, 1)
     rr -= np.nansum(rr, axis=1, keepdims=True) / np.maximum(n, 1)
     num = np.nansum(rf * rr, axis=1)
