@@ -15,6 +15,7 @@ from graphs.background import BackgroundCall, ScheduledRun
 from graphs.context import WorkflowContext
 from graphs.factor.decay import decay_job
 from graphs.factor.decay_view import decay_reply, factor_status
+from graphs.home_panels import factor_panels
 from graphs.workflow import CommandCall
 from testkit.market import config, market
 from tools.audit.chain import GLOBAL, lock
@@ -100,6 +101,8 @@ def test_a_factor_whose_power_stops_goes_weakening_then_dead_with_one_post_each(
     assert "holdout level +0.4500" in title
     reply = decay_reply(changes[1])
     assert reply.startswith(f"{name} v1: weakening → dead") and f"factor status {name}" in reply
+    (panel,) = factor_panels(ctx, "UALICE")
+    assert panel.rows[0].text.endswith(f"in the team library (passed the gate) · dead since {changes[1]['session']}")
     again = BackgroundCall(datetime.now(UTC), "test", lambda run, again: posted.append(run))
     decay_job(ctx, again)  # nothing new: nothing posted twice
     assert len(posted) == 2
