@@ -208,7 +208,12 @@ def factor_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
                           count=len(ranked), shown=len(shown)),
                       tuple(HomeRow(" · ".join([factor_text(f, ic), *_library_texts(f, library, states)]))
                             for f, ic in shown),
-                      users=tuple(u for f, _ic in shown for u in (f.reviewer, f.author) if u))]
+                      users=tuple(u for f, _ic in shown
+                                  for u in (f.reviewer, f.author, _saved_by(library.get(f.id))) if u))]
+
+
+def _saved_by(entry: LibraryEntry | None) -> str | None:
+    return entry.added_by if entry is not None else None
 
 
 def _library_texts(factor: FactorInfo, library: dict[int, LibraryEntry], states: DecayStore) -> list[str]:
