@@ -12,7 +12,6 @@ import pytest
 
 from tools.research.overfitting import (
     Moments,
-    deflated_of_trials,
     deflated_sharpe,
     expected_max_sharpe,
     moments,
@@ -59,7 +58,7 @@ def test_moments_of_a_series_and_the_dsr_of_trials() -> None:
     assert m.skew == pytest.approx(sum(c ** 3 for c in centred) / len(centred) / sd ** 3)
     assert m.kurtosis == pytest.approx(sum(c ** 4 for c in centred) / len(centred) / sd ** 4)
     trial_sharpes = [m.sharpe, 0.01, -0.02, 0.03, 0.0]
-    got = deflated_of_trials(returns, trial_sharpes)
+    got = deflated_sharpe(m, len(trial_sharpes), float(np.var(trial_sharpes, ddof=1)))
     expected = _straightforward_dsr(m.sharpe, 1500, 5, float(np.var(trial_sharpes, ddof=1)), m.skew, m.kurtosis)
     assert got.probability == pytest.approx(expected, abs=1e-12)
     assert got.trials == 5

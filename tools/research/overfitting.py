@@ -89,13 +89,6 @@ def deflated_sharpe(chosen: Moments, trials: int, variance: float) -> Deflated:
                     chosen.sharpe, benchmark, trials)
 
 
-def deflated_of_trials(chosen: np.ndarray, trial_sharpes: list[float]) -> Deflated:
-    """The DSR of the returns `chosen` given every trial's per-observation Sharpe ratio (the chosen one included)."""
-    finite = [s for s in trial_sharpes if math.isfinite(s)]
-    variance = float(np.var(finite, ddof=1)) if len(finite) > 1 else 0.0
-    return deflated_sharpe(moments(chosen), max(len(finite), 1), variance)
-
-
 def pbo(returns: np.ndarray, blocks: int = PBO_BLOCKS) -> float:
     """The probability of backtest overfitting of the trials in the columns of `returns` (T×N) by CSCV with
     `blocks` even blocks of rows (the last T mod blocks rows are left out), each trial scored by its Sharpe ratio
