@@ -17,6 +17,7 @@ from graphs.factor.decay import decay_job
 from graphs.factor.decay_view import decay_reply, factor_status
 from graphs.home_panels import factor_panels
 from graphs.workflow import CommandCall
+from testkit.graph_thread import GraphThread
 from testkit.market import config, market
 from tools.audit.chain import GLOBAL, lock
 from tools.broker.sim_clock import set_session
@@ -65,7 +66,7 @@ def test_hysteresis_needs_stricter_levels_to_leave_a_state() -> None:
 
 
 def test_a_factor_whose_power_stops_goes_weakening_then_dead_with_one_post_each(
-        tmp_path: Path, engine: Engine, sandbox: Sandbox) -> None:
+        tmp_path: Path, db_url: str, engine: Engine, sandbox: Sandbox) -> None:
     bars, days = _bars()
     provider = market(tmp_path / "market", bars)
     ctx = WorkflowContext(provider=provider, engine=engine, sandbox=sandbox, artifacts=ArtifactStore(engine),
@@ -101,6 +102,9 @@ def test_a_factor_whose_power_stops_goes_weakening_then_dead_with_one_post_each(
     assert "holdout level +0.4500" in title
     reply = decay_reply(changes[1])
     assert reply.startswith(f"{name} v1: weakening → dead") and f"factor status {name}" in reply
+    thread = GraphThread(db_url, ctx)  # the post's run, as the channel's thread runs it: the factor workflow answers
+    answered = thread.say(posted[1].titled(), background_request=posted[1].request)
+    assert answered["final_reply"] == reply and "__interrupt__" not in answered
     (panel,) = factor_panels(ctx, "UALICE")
     assert panel.rows[0].text.endswith(f"in the team library (passed the gate) · dead since {changes[1]['session']}")
     again = BackgroundCall(datetime.now(UTC), "test", lambda run, again: posted.append(run))
