@@ -42,6 +42,12 @@ def test_the_card_shows_in_sample_and_holdout_each_beside_its_benchmark(thread: 
     assert f"{split['holdout']['total_return']:.2%} (buy-and-hold " \
            f"{split['holdout']['benchmark_total_return']:.2%})" in facts[f"Holdout {sessions[-held]}–{sessions[-1]}"]
     assert f"In-sample {sessions[0]}–{sessions[-held - 1]}" in facts
+    assert result["honesty"]["trials"] == 1 and facts["Trials"].startswith("1 backtest(s) in this thread")
+    assert facts["Deflated Sharpe ratio"].startswith(f"{result['honesty']['dsr']:.3f}: the probability")
+    assert facts["Probability of backtest overfitting"] == "not computed: it needs 8 backtests in this thread"
+    variant = thread.say("signal ma_cross 600519.SH,000001.SZ 20190102 20200601 fast=3 slow=20")["result"]
+    again = thread.say("signal ma_cross 600519.SH,000001.SZ 20190102 20200601 fast=3 slow=20")["result"]
+    assert variant["honesty"]["trials"] == 2 and again["honesty"]["trials"] == 2  # the same variant is one trial
 
 
 def test_a_short_period_has_no_holdout_and_says_so(thread: GraphThread) -> None:

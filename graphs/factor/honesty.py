@@ -33,7 +33,8 @@ def judged(store: TrialStore, thread: str, person: str | None, spec: dict[str, A
 
     store.record([trial(evaluated, "factor", returns),
                   *(trial(key, "attempt", None) for key in sorted(attempted_bodies(attempts) - {evaluated}))])
-    judgement = judge(returns, store.of_thread(thread), store.count_of(person))
+    trials = [r for r in store.of_thread(thread) if r.kind != "signal"]  # a thread's signal backtests are apart
+    judgement = judge(returns, trials, store.count_of(person))
     in_sample = (metrics.get(PERIOD) or {}).get("rank_ic_mean")
     held = ((holdout or {}).get(PERIOD) or {}).get("rank_ic_mean")
     return {**judgement.as_dict(), "gate": verdict(in_sample, held, judgement.dsr, threshold)}

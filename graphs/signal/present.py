@@ -9,6 +9,7 @@ from graphs.views import View
 from tools.data.schema import codes_text
 from tools.i18n import N_, _
 from tools.research.holdout import MIN_HOLDOUT_SESSIONS
+from tools.research.overfitting import PBO_MIN_TRIALS
 from tools.research.performance import Figures
 
 CODES_SHOWN = 12
@@ -36,6 +37,7 @@ def present_signal(result: dict[str, Any]) -> View:
         *(_outcomes(m) if "open_in_profit" in m else []),  # absent from results stored before it (a re-post)
         (_("Daily turnover, fee a side"), f"{m['turnover']:.2%}, {m['fee_rate']:.2%}"),
         *_split_facts(result.get("split") or {}),
+        *_honesty_facts(result.get("honesty")),
     ]
     return View(title=_("Signal: {title}").format(title=result["title"]),
                 summary=comparison_summary(_("Signal {title}").format(title=result["title"]), strategy, benchmark,
@@ -81,3 +83,19 @@ def _part(m: dict[str, Any]) -> str:
         total=f"{m['total_return']:.2%}", benchmark=f"{m['benchmark_total_return']:.2%}", sharpe=f"{m['sharpe']:.2f}",
         benchmark_sharpe=f"{m['benchmark_sharpe']:.2f}", drawdown=f"{m['max_drawdown']:.2%}",
         benchmark_drawdown=f"{m['benchmark_max_drawdown']:.2%}")
+
+
+def _honesty_facts(honesty: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """The trials behind the backtest, and what the DSR and the PBO say of them (one line each)."""
+    if not honesty:
+        return []
+    pbo = (_("{p}: how often the in-sample best of this thread's backtests ranks in the bottom half out of sample "
+             "(CSCV)").format(p=f"{honesty['pbo']:.2f}") if honesty.get("pbo") is not None
+           else _("not computed: it needs {minimum} backtests in this thread").format(minimum=PBO_MIN_TRIALS))
+    return [(_("Trials"), _("{n} backtest(s) in this thread, {mine} by the requester in all").format(
+                n=honesty["trials"], mine=honesty["person_trials"])),
+            (_("Deflated Sharpe ratio"), _("{p}: the probability that the in-sample Sharpe ratio ({sr} a day) beats "
+                                           "{sr0}, the best {n} backtest(s) without skill would reach by luck").format(
+                p=f"{honesty['dsr']:.3f}", sr=f"{honesty['sharpe']:.3f}", sr0=f"{honesty['benchmark']:.3f}",
+                n=honesty["trials"])),
+            (_("Probability of backtest overfitting"), pbo)]
