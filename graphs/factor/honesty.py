@@ -24,7 +24,8 @@ def judged(store: TrialStore, thread: str, person: str | None, spec: dict[str, A
            attempts: list[dict[str, Any]], returns: pd.Series, metrics: dict[str, dict[str, float | None]],
            holdout: dict[str, dict[str, float | None]] | None, threshold: float) -> dict[str, Any]:
     """Record this run's trials, judge the evaluated one among its thread's, and the gate: {trials..., gate}."""
-    scope = f"{thread}:{universe_key(list(spec.get('codes') or []))}:{spec['start']}:{spec['end']}"
+    cut = (spec.get("split") or {}).get("in_sample_end") or spec["end"]  # another split is another trial
+    scope = f"{thread}:{universe_key(list(spec.get('codes') or []))}:{spec['start']}:{spec['end']}:{cut}"
     evaluated = body_key(body)
 
     def trial(key: str, kind: str, series: pd.Series | None) -> Trial:
