@@ -39,9 +39,11 @@ def _num(value: float | None, spec: str, scale: float = 1.0, unit: str = "") -> 
 def present_factor(result: dict[str, Any]) -> View:
     """A saved factor: metrics per forward-return period as a table, duplicates, conventions."""
     holdout = result.get("holdout") or {}
-    rows = _metric_rows(result["metrics"], result.get("dates_evaluated", {}), "{period}d")
-    if holdout.get("metrics"):
-        rows += _metric_rows(holdout["metrics"], holdout.get("dates_evaluated", {}), _("{period}d holdout"))
+    dates = result.get("dates_evaluated", {})
+    rows = [[f"{period}d", str(dates.get(period, "?")), _num(m["ic_mean"], ".4f"), _num(m["rank_ic_mean"], ".4f"),
+             _num(m["rank_icir"], ".2f"), _num(m["rank_ic_t"], ".1f"), _num(m["spread_mean"], ".1f", 1e4, "bp"),
+             _num(m["long_short_mean"], ".1f", 1e4, "bp"), _num(m["turnover_top"], ".0%")]
+            for period, m in result["metrics"].items()]
     table = Table([_("period"), _("dates"), "IC", "RankIC", "ICIR", "t", _("top-bot"), _("L/S"), _("turn")], rows)
     decision = _decision(result["decision"])
     decided = _("{decision} by {user}").format(decision=decision, user=result["reviewer"]) \
@@ -65,14 +67,6 @@ def present_factor(result: dict[str, Any]) -> View:
                 users=[result["reviewer"]] if result.get("reviewer") else [])
 
 
-def _metric_rows(metrics: dict[str, dict[str, float | None]], dates: dict[str, int], label: str) -> list[list[str]]:
-    return [[label.format(period=period), str(dates.get(period, "?")), _num(m["ic_mean"], ".4f"),
-             _num(m["rank_ic_mean"], ".4f"), _num(m["rank_icir"], ".2f"), _num(m["rank_ic_t"], ".1f"),
-             _num(m["spread_mean"], ".1f", 1e4, "bp"), _num(m["long_short_mean"], ".1f", 1e4, "bp"),
-             _num(m["turnover_top"], ".0%")]
-            for period, m in metrics.items()]
-
-
 def holdout_lines(holdout: dict[str, Any]) -> list[str]:
     """Where the period was cut and what the holdout is (or why there is none)."""
     split = holdout.get("split")
@@ -87,6 +81,9 @@ def holdout_lines(holdout: dict[str, Any]) -> list[str]:
         last=split["end"], m=split["holdout_sessions"])]
     if holdout.get("error"):
         lines.append(_("The holdout could not be evaluated: {error}").format(error=holdout["error"]))
+    for period, m in (holdout.get("metrics") or {}).items():
+        shown = ", ".join(f"{_(label)} {_num(m.get(key), fmt[2:-1])}" for key, label, fmt in SHOWN_METRICS)
+        lines.append(_("{period}d holdout: {figures}").format(period=period, figures=shown))
     return lines
 
 
@@ -165,11 +162,7 @@ def factor_show(engine: Engine, args: list[str]) -> View:
             lines.append(f"{period}d: {shown}")
         honesty = active.spec.get("honesty") or {}
         lines.append(library_line(TeamLibrary(engine).entry(active.id), honesty.get("gate") or {}))
-        held = active.spec.get("holdout") or {}
-        for period, m in (held.get("metrics") or {}).items():
-            shown = ", ".join(f"{_(label)} {_num(m.get(key), fmt[2:-1])}" for key, label, fmt in SHOWN_METRICS)
-            lines.append(_("{period}d holdout: {figures}").format(period=period, figures=shown))
-        lines += holdout_lines(held)
+        lines += holdout_lines(active.spec.get("holdout") or {})
         code = (active.spec.get("body") or active.code).rstrip()
     return View(_("Factor {name}").format(name=latest.name), f"{latest.name}: {latest.description}", lines=lines,
                 code=code)
