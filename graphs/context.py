@@ -41,6 +41,9 @@ class WorkflowContext:
     deep_llm: BaseChatModel | None = None  # the deep model for judges (None: the main one)
     fee_rate: float = 0.0005
     long_only: bool = True
+    holdout_fraction: float = 0.2  # the share of a research period's last sessions held out (tools/research/holdout)
+    dsr_threshold: float = 0.95  # the deflated Sharpe probability the team library asks of a factor
+    research_channel: str = ""  # where the decay monitor posts state changes ("" : nowhere)
     paper: PaperConfig | None = None  # the paper account's rates, limits and clock settings
     broker: Callable[[str, str | None], Broker] | None = None  # (account name, opened by) -> its broker
     # the database's roles, read at each check (tools/access); None: the fixed roles below (a context in memory)

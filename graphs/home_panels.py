@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from graphs.context import WorkflowContext, admins_of
-from graphs.factor.present import status_word
+from graphs.factor.decay_view import state_word
+from graphs.factor.present import library_line, status_word
 from graphs.home import HomeAction, HomePanel, HomeRow
 from tools.broker.clock import SHANGHAI
 from tools.broker.money import money_text
@@ -19,6 +20,9 @@ from tools.broker.store import switch_state
 from tools.desk.log import Decision, list_decisions, rating_word
 from tools.factors.store import FactorInfo, FactorStore
 from tools.i18n import N_, _, pgettext
+from tools.research.decay import DecayStore
+from tools.research.library import TeamLibrary
+from tools.research.records import LibraryEntry
 from tools.rules.schedule import IsTradingDay, next_tick, trading_day_checker
 from tools.rules.store import Rule
 
@@ -193,7 +197,7 @@ def decision_text(decision: Decision) -> str:
 
 def factor_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
     """The factor library's top factors by rank IC, with status and reviewer."""
-    store = FactorStore(ctx.engine)
+    store, library, states = FactorStore(ctx.engine), TeamLibrary(ctx.engine).entries(), DecayStore(ctx.engine)
     ranked = sorted(((f, _rank_ic(store, f)) for f in store.list()),
                     key=lambda pair: -abs(pair[1][1]) if pair[1] else 0.0)
     if not ranked:
@@ -202,8 +206,24 @@ def factor_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
     return [HomePanel("factors", _("Factor library"),
                       _("{count} factor(s); the top {shown} by |rank IC| (mean, shortest horizon).").format(
                           count=len(ranked), shown=len(shown)),
-                      tuple(HomeRow(factor_text(f, ic)) for f, ic in shown),
-                      users=tuple(u for f, _ic in shown for u in (f.reviewer, f.author) if u))]
+                      tuple(HomeRow(" · ".join([factor_text(f, ic), *_library_texts(f, library, states)]))
+                            for f, ic in shown),
+                      users=tuple(u for f, _ic in shown
+                                  for u in (f.reviewer, f.author, _saved_by(library.get(f.id))) if u))]
+
+
+def _saved_by(entry: LibraryEntry | None) -> str | None:
+    return entry.added_by if entry is not None else None
+
+
+def _library_texts(factor: FactorInfo, library: dict[int, LibraryEntry], states: DecayStore) -> list[str]:
+    """Whether the factor is in the team library (and why: the reason it was saved anyway), and its decay state."""
+    entry = library.get(factor.id)
+    texts = [library_line(entry, (factor.spec.get("honesty") or {}).get("gate") or {})]
+    tracker = states.load(factor.id) if entry is not None else None
+    if tracker is not None:
+        texts.append(_("{state} since {since}").format(state=state_word(tracker.state), since=tracker.since))
+    return texts
 
 
 def _rank_ic(store: FactorStore, factor: FactorInfo) -> tuple[str, float] | None:

@@ -18,12 +18,16 @@ from graphs.analyze.present import present_decision
 from graphs.analyze.resolution import resolve_pass
 from graphs.background import BackgroundJob
 from graphs.context import WorkflowContext, has_role
+from graphs.factor.decay import decay_job
+from graphs.factor.decay_view import STATUS_USAGE, factor_status
 from graphs.factor.deps import FactorDeps
 from graphs.factor.graph import build_factor_graph
 from graphs.factor.library import FACTORS
 from graphs.factor.measures import measure_factor
 from graphs.factor.models import MODELS as FACTOR_MODELS
 from graphs.factor.present import factor_list, factor_show, present_factor
+from graphs.factor.save_anyway import USAGE as SAVE_USAGE
+from graphs.factor.save_anyway import factor_save
 from graphs.factor.spec import WORDS as FACTOR_WORDS
 from graphs.factor.spec import looks_structured as factor_structured
 from graphs.factor.spec import starts_request as factor_starts
@@ -92,7 +96,11 @@ FACTOR = Workflow(
     subcommands={"list": Subcommand("factor list", N_("saved factors (newest version of each)"),
                                     lambda call: factor_list(call.context.engine, call.args)),
                  "show": Subcommand("factor show NAME", N_("one factor: versions, reviewer, metrics, code"),
-                                    lambda call: factor_show(call.context.engine, call.args))},
+                                    lambda call: factor_show(call.context.engine, call.args)),
+                 "save": Subcommand(SAVE_USAGE, N_("put a factor the library gate refused in the team library anyway, "
+                                                   "with the reason (audited)"), factor_save, free_text_from=1),
+                 "status": Subcommand(STATUS_USAGE, N_("the team library's factors with their decay state (active, "
+                                                       "weakening, dead)"), factor_status)},
     measure=measure_factor, models=FACTOR_MODELS, words=FACTOR_WORDS,
 )
 
@@ -190,6 +198,7 @@ BACKGROUND: dict[str, BackgroundJob] = {
     "rule schedules": BackgroundJob(5.0, rule_schedule_job),
     "order settlement": BackgroundJob(60.0, settlement_job),
     "decision outcomes": BackgroundJob(60.0, lambda ctx, call: resolve_pass(ctx)),
+    "factor decay": BackgroundJob(60.0, decay_job),
 }
 
 

@@ -78,6 +78,10 @@ class Settings(BaseSettings):
     # backtests
     fee_rate: float = Field(default=0.0005, ge=0, le=0.05, alias="QUANTDESK_FEE_RATE")
     long_only: bool = Field(default=True, alias="QUANTDESK_LONG_ONLY")
+    # research honesty (tools/research/holdout.py, overfitting.py): the last part of a factor's period is held out
+    holdout_fraction: float = Field(default=0.2, ge=0, lt=1, alias="QUANTDESK_HOLDOUT_FRACTION")
+    dsr_threshold: float = Field(default=0.95, gt=0, lt=1, alias="QUANTDESK_DSR_THRESHOLD")
+    research_channel: str = Field(default="", alias="QUANTDESK_RESEARCH_CHANNEL")  # the decay monitor's posts
     decision_claim_seconds: float = Field(default=30.0, gt=0, alias="QUANTDESK_DECISION_CLAIM_SECONDS")
     reconcile_interval_seconds: float = Field(default=5.0, gt=0, le=10, alias="QUANTDESK_RECONCILE_INTERVAL")
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from graphs.factor.holdout import tuning_end
 from graphs.factor.template import render
 from tools.data.provider import MarketDataProvider
 from tools.data.schema import DataError, check_range
@@ -53,9 +54,10 @@ def load_inputs(provider: MarketDataProvider, spec: dict[str, Any], codes: list[
 
 
 def load_dry_run_inputs(provider: MarketDataProvider, spec: dict[str, Any]) -> dict[str, pd.DataFrame]:
-    """Inputs for dry runs: only the DRY_RUN_CODES codes the slice uses, not the whole universe. The provider's
-    notes are dropped here: the backfill reports them for the whole universe."""
-    return load_inputs(provider, spec, universe(provider, spec)[:DRY_RUN_CODES], spec["start"], spec["end"], [])
+    """Inputs for dry runs: only the DRY_RUN_CODES codes the slice uses, not the whole universe, and only up to the
+    in-sample end (the holdout is never tuned on). The provider's notes are dropped here: the backfill reports them
+    for the whole universe."""
+    return load_inputs(provider, spec, universe(provider, spec)[:DRY_RUN_CODES], spec["start"], tuning_end(spec), [])
 
 
 def warmup_rows(frame: pd.DataFrame, start: str) -> int:

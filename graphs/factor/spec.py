@@ -68,7 +68,7 @@ class FactorRequest:
 
 # Chinese names of the library's factors and of the request's parameters
 WORDS = Words(
-    commands={"因子": "factor", "组合": "combo", "评估": "evaluate", "检验": "evaluate"},
+    commands={"因子": "factor", "组合": "combo", "评估": "evaluate", "检验": "evaluate", "入库": "save"},
     params={"窗口": "window", "周期": "window", "名称": "name", "名字": "name"},
     names={"动量": "momentum", "反转": "reversal", "波动率": "volatility", "换手率": "turnover",
            "量价相关": "volume_price_corr", "量价相关性": "volume_price_corr", "价值": "value", "盈利收益率": "value",

@@ -40,6 +40,7 @@ class FactorState(TypedDict, total=False):
     saved: dict[str, Any] | None  # {id, name, version, status}
     artifacts: list[ArtifactRef]  # charts and CSVs stored with the thread (tools/storage/artifacts.py)
     result: dict[str, Any] | None
+    background_request: dict[str, Any] | None  # the decay monitor's post of a state change (graphs/factor/decay.py)
     final_reply: str | None
 
 

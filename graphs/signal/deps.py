@@ -12,3 +12,4 @@ class SignalDeps(Market, Models, Storage, Protocol):
     sandbox: Sandbox  # runs generated strategy code
     fee_rate: float  # the backtest's cost per side
     long_only: bool
+    holdout_fraction: float  # the last sessions of the period backtested apart (tools/research/holdout.py)

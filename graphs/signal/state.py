@@ -12,6 +12,7 @@ MAX_RETRIES = 3
 
 class SignalState(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_messages]
+    requester: str | None  # who asked (the main graph's): a backtest is a trial of theirs
     mode: str  # "structured" (grammar + library) or "llm"
     consumed: int  # how many messages reflection has already read
     request: dict[str, Any]  # structured request (grammar.SignalRequest.as_dict())

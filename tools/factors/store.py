@@ -171,6 +171,11 @@ class FactorStore:
             row = conn.execute(query.order_by(FactorRecord.version.desc()).limit(1)).first()
             return _info(row) if row else None
 
+    def get(self, factor_id: int) -> FactorInfo | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(FactorRecord).where(FactorRecord.id == factor_id)).first()
+            return _info(row) if row else None
+
     def versions(self, name: str) -> list[FactorInfo]:
         with self.engine.connect() as conn:
             rows = conn.execute(select(FactorRecord).where(FactorRecord.name == name)

@@ -15,6 +15,7 @@ from langgraph.runtime import Runtime
 from graphs.common import AGENT_STEP_LIMIT, message_text
 from graphs.context import model_required
 from graphs.factor.deps import FactorDeps
+from graphs.factor.holdout import split_of
 from graphs.factor.models import MODELS
 from graphs.factor.run import dry_run, load_dry_run_inputs
 from graphs.factor.state import FactorState, failure_of
@@ -22,6 +23,8 @@ from graphs.factor.template import render
 from graphs.llm import AGENT_FAILURES, describe_model_failure, language_instruction
 from graphs.progress import report_progress
 from tools.i18n import _
+from tools.research.holdout import hide_held_out_dates
+from tools.research.trials import body_key
 
 CODEGEN_PROMPT = """You are CodeGen, a quant developer. Write the body of `compute_factor` for this factor:
 
@@ -77,12 +80,15 @@ def _generate(state: FactorState, ctx: FactorDeps) -> dict[str, Any]:
         """Dry-run a body of compute_factor on real data; returns the checks or the error to fix."""
         tried.append(body)
         outcome = dry_run(ctx.sandbox, spec, body, inputs)
-        outcomes.append({"ok": outcome["ok"], "problem": outcome["error"]})
+        outcomes.append({"ok": outcome["ok"], "problem": outcome["error"], "body": body_key(body)})
         return ("checks passed: " if outcome["ok"] else "FAILED: ") + outcome["summary"]
 
     previous, problem = state.get("factor_body"), failure_of(state)
     template = render(spec["name"], spec["description"], spec["fields"], "...")
     request = "\n".join(message_text(m) for m in state.get("messages", []) if isinstance(m, HumanMessage))[-2000:]
+    split = split_of(spec)
+    if split is not None:  # the model tunes on the in-sample part only: it is not told the period goes further
+        request = hide_held_out_dates(request, split)
     values = {"name": spec["name"], "description": spec["description"], "request": request, "template": template}
     prompt = (ERRORFIX_PROMPT.format(**values, previous=previous, problem=problem) if previous and problem
               else CODEGEN_PROMPT.format(**values)) + language_instruction()

@@ -19,7 +19,9 @@ from graphs.clarify import CANCELLED, ask, is_cancel
 from graphs.common import new_human_text
 from graphs.context import model_for
 from graphs.factor import spec as grammar
+from graphs.factor.decay_view import decay_reply
 from graphs.factor.deps import FactorDeps
+from graphs.factor.holdout import with_split
 from graphs.factor.models import MODELS
 from graphs.factor.state import FactorState
 from graphs.grammar import is_ignore, suggestions, unused_question
@@ -78,6 +80,9 @@ def collect_spec_node(state: FactorState, config: RunnableConfig,
     report_progress(_("reading the request"))
     text = new_human_text(messages, state.get("consumed", 0))
     update: dict[str, Any] = {"consumed": len(messages), **_reset(), "clarification_needed": None}
+    decay = (state.get("background_request") or {}).get("decay")
+    if decay:  # the decay monitor's post of a state change: its thread is answered with the figures
+        return {**update, "spec": None, "final_reply": decay_reply(decay)}
     if is_cancel(text):  # typed where nothing waits: ends here, as in every workflow
         return {**update, "final_reply": CANCELLED}
     answering = state.get("clarification_count", 0) > 0 and state.get("spec") is None
@@ -117,7 +122,8 @@ def _library(state: FactorState, ctx: FactorDeps, text: str, update: dict[str, A
         spec = grammar.build_spec(request)
     except grammar.SpecError as exc:
         return {**update, "final_reply": _("I cannot build that factor: {error}").format(error=exc)}
-    return {**update, "spec": spec, "run_no": state.get("run_no", 0) + 1, "clarification_count": 0}
+    return {**update, "spec": with_split(spec, ctx.provider, ctx.holdout_fraction),
+            "run_no": state.get("run_no", 0) + 1, "clarification_count": 0}
 
 
 def _llm(state: FactorState, ctx: FactorDeps, model: BaseChatModel, update: dict[str, Any]) -> dict[str, Any]:
@@ -140,7 +146,8 @@ def _llm(state: FactorState, ctx: FactorDeps, model: BaseChatModel, update: dict
     spec, problem = _checked_llm_spec(raw, known)
     if problem:
         return _ask(state, {**update, "spec": None}, problem)
-    return {**update, "spec": spec, "run_no": state.get("run_no", 0) + 1, "clarification_count": 0}
+    return {**update, "spec": with_split(spec, ctx.provider, ctx.holdout_fraction),
+            "run_no": state.get("run_no", 0) + 1, "clarification_count": 0}
 
 
 def _checked_llm_spec(raw: FactorSpecAnswer, known: frozenset[str] | None) -> tuple[dict[str, Any], str | None]:

@@ -14,6 +14,7 @@ from graphs.factor.state import FactorState
 from graphs.progress import report_progress
 from tools.data.schema import DataError
 from tools.i18n import _
+from tools.research.trials import body_key
 
 
 def dry_run_node(state: FactorState, config: RunnableConfig, runtime: Runtime[FactorDeps]) -> dict[str, Any]:
@@ -28,5 +29,5 @@ def dry_run_node(state: FactorState, config: RunnableConfig, runtime: Runtime[Fa
                 "final_reply": _("I cannot run this factor: data: {error}").format(error=exc)}
     outcome = dry_run(ctx.sandbox, spec, state["factor_body"] or "", inputs)
     attempt = {"source": "edit" if state.get("editing") else (spec.get("library") or "llm"),
-               "ok": outcome["ok"], "problem": outcome["error"]}
+               "ok": outcome["ok"], "problem": outcome["error"], "body": body_key(state["factor_body"] or "")}
     return {"dry_run": outcome, "attempts": [*attempts, attempt]}

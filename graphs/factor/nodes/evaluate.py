@@ -14,12 +14,16 @@ from langgraph.runtime import Runtime
 from graphs.context import thread_id, workspace
 from graphs.factor.breadth import QUANTILES, too_few_codes
 from graphs.factor.deps import FactorDeps
+from graphs.factor.holdout import split_of, tuning_end
+from graphs.factor.honesty import judged
 from graphs.factor.state import FactorState, step_output
 from graphs.progress import report_progress
 from tools.factors.ic import EvaluationError, FactorEvaluation, evaluate_factor
 from tools.factors.store import FactorStore
 from tools.i18n import _
 from tools.research.charts import factor_chart
+from tools.research.holdout import Split
+from tools.research.trials import TrialStore
 from tools.storage.artifacts import ArtifactRef, ArtifactStore
 from tools.storage.workspace import WorkspaceError
 
@@ -36,11 +40,18 @@ def evaluate_node(state: FactorState, config: RunnableConfig, runtime: Runtime[F
         tradable = ws.get("ohlcv/vol") > 0
     except WorkspaceError:
         tradable = None
-    try:
-        evaluation = evaluate_factor(factor, close, PERIODS, QUANTILES, tradable=tradable)
+    split = split_of(spec)
+    in_sample_end = pd.Timestamp(tuning_end(spec))
+    try:  # the in-sample figures use no price after the in-sample end (no forward return reaches into the holdout)
+        evaluation = evaluate_factor(factor.loc[:in_sample_end], close.loc[:in_sample_end], PERIODS, QUANTILES,
+                                     tradable=None if tradable is None else tradable.loc[:in_sample_end])
     except EvaluationError as exc:
         return {"final_reply": _("The factor could not be evaluated: {error}").format(error=exc)}
+    holdout = _holdout(factor, close, tradable, split)
     metrics = evaluation.metrics()
+    honesty = judged(TrialStore(ctx.engine), thread_id(config), state.get("requester"), spec,
+                     state.get("factor_body") or "", state.get("attempts", []), evaluation.factor_returns[1],
+                     _records(metrics), holdout.get("metrics"), ctx.dsr_threshold)
     duplicates = [d.__dict__ for d in FactorStore(ctx.engine).near_duplicates(factor)]
     run_no = state.get("run_no", 1)
     artifacts = _store_artifacts(ctx.artifacts, thread_id(config), f"factor/evaluate:{run_no}",
@@ -50,8 +61,25 @@ def evaluate_node(state: FactorState, config: RunnableConfig, runtime: Runtime[F
                            "dates_evaluated": {str(p): h.ic_dates for p, h in evaluation.horizons().items()},
                            "missing": {str(p): reasons for p, reasons in evaluation.missing_reasons().items()},
                            "shortfall": evaluation.shortfall(),
-                           "too_few_codes": too_few_codes(int(factor.notna().any().sum()))},
+                           "too_few_codes": too_few_codes(int(factor.notna().any().sum())),
+                           "holdout": holdout, "honesty": honesty},
             "artifacts": artifacts}
+
+
+def _holdout(factor: pd.DataFrame, close: pd.DataFrame, tradable: pd.DataFrame | None,
+             split: Split | None) -> dict[str, Any]:
+    """The holdout's figures, computed once here (after the approval): {split, metrics, dates_evaluated} or, without
+    a holdout, {split, metrics: None} (the result says why)."""
+    if split is None or not split.held_out:
+        return {"split": split.as_dict() if split else None, "metrics": None}
+    first = pd.Timestamp(split.holdout_start)
+    try:
+        held = evaluate_factor(factor.loc[first:], close.loc[first:], PERIODS, QUANTILES,
+                               tradable=None if tradable is None else tradable.loc[first:])
+    except EvaluationError as exc:
+        return {"split": split.as_dict(), "metrics": None, "error": str(exc)}
+    return {"split": split.as_dict(), "metrics": _records(held.metrics()),
+            "dates_evaluated": {str(p): h.ic_dates for p, h in held.horizons().items()}}
 
 
 def _records(metrics: pd.DataFrame) -> dict[str, dict[str, float | None]]:

@@ -33,6 +33,8 @@ def finish_node(state: FactorState) -> dict[str, Any]:
         "shape": backfill.get("shape"), "first_date": backfill.get("first_date"),
         "last_date": backfill.get("last_date"),
         "metrics": evaluation["metrics"],
+        "holdout": evaluation.get("holdout"),
+        "honesty": evaluation.get("honesty"), "in_library": saved.get("in_library", False),
         "dates_evaluated": evaluation.get("dates_evaluated", {}),
         "missing": evaluation.get("missing", {}),
         "duplicates": evaluation["duplicates"],

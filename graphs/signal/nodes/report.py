@@ -4,6 +4,8 @@ talks to Slack)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 import pandas as pd
@@ -23,6 +25,8 @@ from tools.i18n import N_, _
 from tools.research.backtest import BacktestResult, degeneracy_warnings, run_backtest
 from tools.research.charts import equity_and_signal_counts, price_with_trades
 from tools.research.date_span import span_note
+from tools.research.holdout import split_sessions
+from tools.research.trials import Trial, TrialStore, judge, universe_key
 from tools.storage.artifacts import ArtifactRef, ArtifactStore
 from tools.storage.workspace import WorkspaceError
 
@@ -62,6 +66,8 @@ def report_node(state: SignalState, config: RunnableConfig, runtime: Runtime[Sig
     title = params.get("strategy") or name
     if params.get("strategy_params"):
         title += " (" + ", ".join(f"{k}={v:g}" for k, v in params["strategy_params"].items()) + ")"
+    split, judged = split_parts(signal, price, ctx)
+    judged = backtest.daily_returns if judged is None else judged
     artifacts = _store_artifacts(ctx.artifacts, thread_id(config), _run_key(state.get("messages", [])), name,
                                  title, signal, close, backtest)
     result: dict[str, Any] = {
@@ -76,6 +82,8 @@ def report_node(state: SignalState, config: RunnableConfig, runtime: Runtime[Sig
         "last_date": f"{signal.index.max():%Y-%m-%d}",
         "counts": signal_counts(signal),
         "metrics": backtest.metrics.as_dict(),
+        "split": split,
+        "honesty": _judged(ctx, thread_id(config), state.get("requester"), params, signal, judged),
         "notes": _span_notes(params, signal.index),
         "conventions": CONVENTIONS,
         "warnings": warnings,
@@ -87,6 +95,44 @@ def report_node(state: SignalState, config: RunnableConfig, runtime: Runtime[Sig
              f"{result['metrics']['total_return']:.2%}, Sharpe {result['metrics']['sharpe']:.2f}")
     return {"result": result, "messages": [AIMessage(brief)], "current_task": "end",
             "execution_history": [*state.get("execution_history", []), "report: done"]}
+
+
+def split_parts(signal: pd.DataFrame, price: pd.DataFrame,
+                ctx: SignalDeps) -> tuple[dict[str, Any], pd.Series | None]:
+    """The period's in-sample part and holdout backtested apart, each from flat and beside its own buy-and-hold:
+    {split, in_sample, holdout} (the parts None when the holdout would be under the minimum), and the in-sample
+    part's daily returns (None without a holdout)."""
+    if signal.empty:
+        return {"split": None, "in_sample": None, "holdout": None}, None
+    split = split_sessions(list(pd.DatetimeIndex(signal.index).strftime("%Y%m%d")), ctx.holdout_fraction)
+    if not split.held_out:
+        return {"split": split.as_dict(), "in_sample": None, "holdout": None}, None
+    cut, first = pd.Timestamp(split.in_sample_end), pd.Timestamp(split.holdout_start)
+
+    def part(rows: slice) -> BacktestResult:
+        return run_backtest(signal.loc[rows], price.loc[rows], fee_rate=ctx.fee_rate, long_only=ctx.long_only)
+
+    inside = part(slice(None, cut))
+    return ({"split": split.as_dict(), "in_sample": inside.metrics.as_dict(),
+             "holdout": part(slice(first, None)).metrics.as_dict()}, inside.daily_returns)
+
+
+def _judged(ctx: SignalDeps, thread: str, person: str | None, params: dict[str, Any], signal: pd.DataFrame,
+            returns: pd.Series) -> dict[str, Any] | None:
+    """Record this backtest as a trial of its thread (strategy, parameters, codes, period) and judge it among the
+    thread's signal trials (DSR; PBO from 8)."""
+    if returns.dropna().size < 3:
+        return None
+    codes = [str(c) for c in signal.columns]
+    first, last = f"{signal.index.min():%Y%m%d}", f"{signal.index.max():%Y%m%d}"
+    variant = json.dumps({"strategy": params.get("strategy"), "params": params.get("strategy_params") or {}},
+                         sort_keys=True)
+    key = f"{thread}:{universe_key(codes)}:{first}:{last}:" + hashlib.sha256(variant.encode()).hexdigest()[:12]
+    store = TrialStore(ctx.engine)
+    store.record([Trial(key, thread, person, "signal", str(params.get("strategy") or "signal"), universe_key(codes),
+                        first, last, returns)])
+    trials = [r for r in store.of_thread(thread) if r.kind == "signal"]
+    return judge(returns, trials, store.count_of(person)).as_dict()
 
 
 def _span_notes(params: dict[str, Any], dates: pd.Index) -> list[str]:

@@ -12,6 +12,7 @@ import tools.broker.claim_records  # noqa: F401
 import tools.broker.records  # noqa: F401
 import tools.desk.records  # noqa: F401
 import tools.factors.records  # noqa: F401
+import tools.research.records  # noqa: F401
 import tools.rules.records  # noqa: F401
 import tools.runs.store  # noqa: F401
 import tools.storage.artifacts  # noqa: F401
