@@ -1,10 +1,12 @@
 """`factor save NAME REASON`: the person's word that a factor the library gate refused belongs in the team library
-anyway. The reason is required, audited (the global chain) and shown on the factor from then on."""
+anyway: its author's or an admin's. The reason is required, audited (the global chain) and shown on the factor from
+then on."""
 
 from __future__ import annotations
 
+from graphs.context import admins_of
 from graphs.views import View
-from graphs.workflow import CommandCall
+from graphs.workflow import CommandCall, CommandError
 from tools.factors.store import FactorStore
 from tools.i18n import _
 from tools.research.gate import failures
@@ -23,6 +25,9 @@ def factor_save(call: CommandCall) -> View:
     info = FactorStore(call.context.engine).latest(name)
     if info is None:
         return View(_("Factor"), _("No factor named {name}. See `factor list`.").format(name=repr(name)))
+    if call.user != info.author and call.user not in admins_of(call.context, ""):
+        raise CommandError(_("Only {author}, who saved {name}, or an admin may put it in the team library over the "
+                             "gate.").format(author=info.author or _("its author"), name=info.name))
     gate = (info.spec.get("honesty") or {}).get("gate") or {}
     library = TeamLibrary(call.context.engine)
     if not library.save_anyway(info.id, info.name, info.version, call.user, reason, gate):

@@ -15,7 +15,7 @@ from graphs.context import WorkflowContext
 from graphs.factor.present import factor_show, present_factor
 from graphs.home_panels import factor_panels
 from graphs.registry import command_for
-from graphs.workflow import CommandCall
+from graphs.workflow import CommandCall, CommandError
 from testkit.fakes.chat import ScriptedChatModel, answer, tool_call
 from testkit.graph_thread import GraphThread
 from tools.audit.export import export_csv
@@ -53,6 +53,8 @@ def test_a_refused_factor_is_saved_anyway_with_a_reason_shown_and_audited(db_url
     found = command_for(f"factor save {name} {REASON}")
     assert found is not None
     command, args = found
+    with pytest.raises(CommandError, match=f"Only UALICE, who saved {name}, or an admin may put it in the team"):
+        command.run(CommandCall(ctx, args, "UMALLORY", "console"))  # not its author, not an admin
     view = command.run(CommandCall(ctx, args, "UALICE", "console"))
     assert view.summary.endswith(f"saved to the team library anyway by UALICE: {REASON}")
     again = command.run(CommandCall(ctx, args, "UALICE", "console"))
