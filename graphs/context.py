@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 from sqlalchemy import Engine
 
 from tools.access.roles import RoleSet
-from tools.broker.paper import PaperConfig
+from tools.broker.config import TradingConfig
 from tools.broker.protocol import Broker
 from tools.data.fundamentals import FundamentalsSource
 from tools.data.klines import KlineProvider
@@ -41,8 +41,9 @@ class WorkflowContext:
     deep_llm: BaseChatModel | None = None  # the deep model for judges (None: the main one)
     fee_rate: float = 0.0005
     long_only: bool = True
-    paper: PaperConfig | None = None  # the paper account's rates, limits and clock settings
-    broker: Callable[[str, str | None], Broker] | None = None  # (account name, opened by) -> its broker
+    paper: TradingConfig | None = None  # the accounts' rates, limits and clock settings (None: no trading here)
+    # the account registry's opener (tools/broker/accounts.py): (account name, opened by) -> the broker serving it
+    broker: Callable[[str, str | None], Broker] | None = None
     # the database's roles, read at each check (tools/access); None: the fixed roles below (a context in memory)
     stored_roles: Callable[[], RoleSet] | None = None
     traders: frozenset[str] = field(default_factory=frozenset)  # who may approve or edit orders (the default)

@@ -13,7 +13,8 @@ from graphs.context import WorkflowContext
 from graphs.llm import get_deep_llm, get_light_llm, get_llm
 from tools.access.roles import from_settings
 from tools.access.store import load, seed
-from tools.broker.paper import PaperBroker, PaperConfig
+from tools.broker.accounts import BrokerEnv, brokers_from_settings
+from tools.broker.config import TradingConfig
 from tools.data.factory import desk_sources
 from tools.data.klines import klines_for
 from tools.data.provider import MarketDataProvider
@@ -28,7 +29,7 @@ def workflow_context(settings: Settings, engine: Engine, provider: MarketDataPro
     """Everything the settings decide; `adapter` adds what only the adapter knows (its stop check, say). The roles
     are the database's, read at each check; the settings' role variables only seed a database that holds none."""
     seed(engine, from_settings(settings))
-    paper = PaperConfig.from_settings(settings)
+    paper = TradingConfig.from_settings(settings)
     names.use(provider)  # stock names in requests (贵州茅台) read as codes
     fundamentals, news, posts = desk_sources(settings, provider)
     return WorkflowContext(
@@ -37,7 +38,7 @@ def workflow_context(settings: Settings, engine: Engine, provider: MarketDataPro
         llm=get_llm(settings), light_llm=get_light_llm(settings), deep_llm=get_deep_llm(settings),
         fee_rate=settings.fee_rate,
         long_only=settings.long_only, paper=paper,
-        broker=lambda name, by: PaperBroker(engine, provider, name, paper, opened_by=by),
+        broker=brokers_from_settings(BrokerEnv(engine, provider, paper, settings)),
         stored_roles=lambda: load(engine), second_approval_above=settings.second_approval_above,
         stale_move=settings.stale_move,
         decision_token_budget=settings.decision_token_budget,

@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 from graphs.context import WorkflowContext, admins_of
 from graphs.factor.present import status_word
 from graphs.home import HomeAction, HomePanel, HomeRow
+from graphs.order.deps import accounts
 from tools.broker.clock import SHANGHAI
 from tools.broker.money import money_text
 from tools.broker.notes import note_text
 from tools.broker.orders import SIDE_WORDS, STATUS_WORDS, Order, Position
-from tools.broker.paper import PaperBroker, account_names
 from tools.broker.reports import account_report
 from tools.broker.sim_clock import paper_clock
 from tools.broker.store import switch_state
@@ -30,7 +30,7 @@ def account_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
     """Each paper account: cash, equity, positions (cost, last price, P&L, sellable today), today's orders and
     fills, the trading switch and the risk limits; every figure the paper broker's own."""
     paper = ctx.paper
-    if paper is None:
+    if paper is None or ctx.broker is None:
         return []
     enabled, by, at = switch_state(ctx.engine)
     switch = [_switch_row(enabled, by, at)] if user in admins_of(ctx, "") else []
@@ -38,8 +38,9 @@ def account_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
         value=money_text(paper.risk.max_order_value), weight=f"{paper.risk.max_position_weight:.0%}",
         loss=f"{paper.risk.daily_loss_limit:.0%}")
     panels = []
-    for name in account_names(ctx.engine):
-        broker = PaperBroker(ctx.engine, ctx.provider, name, paper)
+    desk = accounts(ctx)
+    for name in desk.names():
+        broker = desk.broker(name)
         account = broker.account()
         report = account_report(account, broker.realised(), [])
         summary = _("Cash {cash} CNY ({reserved} held for open buys), equity {equity} CNY ({pnl} since the start), "

@@ -32,7 +32,7 @@ from graphs.home_panels import account_panels, desk_panels, factor_panels, rule_
 from graphs.order.background import settlement_job
 from graphs.order.clock import clock_command
 from graphs.order.commands import account_command, cancel_command, orders_command, trading_command
-from graphs.order.deps import OrderDeps
+from graphs.order.deps import OrderDeps, accounts
 from graphs.order.grammar import USAGE as ORDER_USAGE
 from graphs.order.grammar import WORDS as ORDER_WORDS
 from graphs.order.grammar import looks_structured as order_structured
@@ -59,7 +59,6 @@ from graphs.signal.measures import measure_signal
 from graphs.signal.models import MODELS as SIGNAL_MODELS
 from graphs.signal.present import present_signal
 from graphs.workflow import Subcommand, Workflow, runnable_names
-from tools.broker.paper import account_names
 from tools.i18n import N_, _
 
 SIGNAL = Workflow(
@@ -194,7 +193,7 @@ def suggested_prompts(ctx: WorkflowContext, channel: str | None, room: int,
                       user: str | None = None) -> list[tuple[str, str]]:
     """At most `room` (title, request) prompts that work as typed: a signal, an analysis and, when the channel in
     view has a paper account `user` may name (a role on it), that account; else a factor."""
-    has_account = (channel is not None and channel in account_names(ctx.engine)
+    has_account = (channel is not None and channel in accounts(ctx).names()
                    and has_role(ctx, user, channel))
     account = [(_("My account"), f"account {channel}")] if has_account else [(_("A factor"), FACTOR.example)]
     return [(_("A signal"), SIGNAL.example), (_("An analysis"), ANALYZE.example), *account][:room]

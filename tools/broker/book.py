@@ -1,0 +1,60 @@
+"""The desk's own order book, which every broker keeps in the same tables (tools/broker/records.py): the accounts
+it knows, which account an order belongs to, and what a proposer's orders did. A broker reads and writes it; the
+registry (tools/broker/accounts.py) reads it to find accounts and orders whichever broker serves them."""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine, case, func, select
+from sqlalchemy.orm import Session
+
+from tools.broker.money import yuan
+from tools.broker.orders import Fill, Order
+from tools.broker.records import PaperAccount, PaperFill, PaperOrder
+
+
+def account_names(engine: Engine) -> list[str]:
+    with Session(engine) as session:
+        return list(session.scalars(select(PaperAccount.name).order_by(PaperAccount.name)).all())
+
+
+def accounts_with_open_orders(engine: Engine) -> list[str]:
+    with Session(engine) as session:
+        return list(session.scalars(select(PaperOrder.account).where(PaperOrder.status == "open").distinct()
+                                    .order_by(PaperOrder.account)).all())
+
+
+def order_account(engine: Engine, order_id: int) -> str | None:
+    """The account an order belongs to."""
+    with Session(engine) as session:
+        row = session.get(PaperOrder, order_id)
+        return row.account if row is not None else None
+
+
+def tagged_position(engine: Engine, account: str, code: str, tag: str) -> tuple[int, int]:
+    """(shares held, open orders) of what orders tagged `tag` did in `account`'s `code`: net filled quantity, so
+    a proposer's position follows the fills, including fills a settle job made later."""
+    signed = case((PaperFill.side == "buy", PaperFill.quantity), else_=-PaperFill.quantity)
+    with Session(engine) as session:
+        held = session.scalar(select(func.coalesce(func.sum(signed), 0)).join(
+            PaperOrder, PaperOrder.id == PaperFill.order_id).where(
+            PaperOrder.account == account, PaperOrder.ts_code == code, PaperOrder.tag == tag))
+        waiting = session.scalar(select(func.count()).select_from(PaperOrder).where(
+            PaperOrder.account == account, PaperOrder.ts_code == code, PaperOrder.tag == tag,
+            PaperOrder.status == "open"))
+    return int(held or 0), int(waiting or 0)
+
+
+def order_view(session: Session, row: PaperOrder) -> Order:
+    """An order of the book as the protocol gives it, with its fills."""
+    fills = session.scalars(select(PaperFill).where(PaperFill.order_id == row.id).order_by(PaperFill.id)).all()
+    return Order(row.id, row.client_order_id, row.account, row.ts_code, row.name, row.side,  # type: ignore[arg-type]
+                 row.quantity, row.price_type,  # type: ignore[arg-type]
+                 yuan(row.limit_price_fen) if row.limit_price_fen is not None else None, row.session_date,
+                 row.fill_at, row.status, yuan(row.reserved_fen), row.thread_id,  # type: ignore[arg-type]
+                 row.approved_by, row.reason, row.note, row.created_at.isoformat(), tuple(fill_view(f) for f in fills))
+
+
+def fill_view(row: PaperFill) -> Fill:
+    return Fill(row.id, row.order_id, row.ts_code, row.side, row.quantity, yuan(row.price_fen),  # type: ignore[arg-type]
+                yuan(row.value_fen), yuan(row.commission_fen), yuan(row.stamp_duty_fen), yuan(row.transfer_fee_fen),
+                yuan(row.handling_fee_fen), yuan(row.regulator_fee_fen), row.trade_date, row.basis)
