@@ -4,6 +4,7 @@ models from, so a setting cannot reach one adapter and not another."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from sqlalchemy import Engine
@@ -13,7 +14,7 @@ from graphs.context import WorkflowContext
 from graphs.llm import get_deep_llm, get_light_llm, get_llm
 from tools.access.roles import from_settings
 from tools.access.store import load, seed
-from tools.broker.accounts import BrokerEnv, brokers_from_settings
+from tools.broker.accounts import BrokerEnv, brokers_from_settings, start_problems
 from tools.broker.config import TradingConfig
 from tools.data.factory import desk_sources
 from tools.data.klines import klines_for
@@ -23,6 +24,8 @@ from tools.sandbox import Sandbox
 from tools.settings import Settings
 from tools.storage.artifacts import ArtifactStore
 
+log = logging.getLogger(__name__)
+
 
 def workflow_context(settings: Settings, engine: Engine, provider: MarketDataProvider, sandbox: Sandbox,
                      **adapter: Any) -> WorkflowContext:
@@ -30,6 +33,9 @@ def workflow_context(settings: Settings, engine: Engine, provider: MarketDataPro
     are the database's, read at each check; the settings' role variables only seed a database that holds none."""
     seed(engine, from_settings(settings))
     paper = TradingConfig.from_settings(settings)
+    brokers = BrokerEnv(engine, provider, paper, settings)
+    for problem in start_problems(brokers):  # a live broker's server that does not answer: said once, at start
+        log.warning("%s", problem)
     names.use(provider)  # stock names in requests (贵州茅台) read as codes
     fundamentals, news, posts = desk_sources(settings, provider)
     return WorkflowContext(
@@ -38,7 +44,7 @@ def workflow_context(settings: Settings, engine: Engine, provider: MarketDataPro
         llm=get_llm(settings), light_llm=get_light_llm(settings), deep_llm=get_deep_llm(settings),
         fee_rate=settings.fee_rate,
         long_only=settings.long_only, paper=paper,
-        broker=brokers_from_settings(BrokerEnv(engine, provider, paper, settings)),
+        broker=brokers_from_settings(brokers),
         stored_roles=lambda: load(engine), second_approval_above=settings.second_approval_above,
         stale_move=settings.stale_move,
         decision_token_budget=settings.decision_token_budget,

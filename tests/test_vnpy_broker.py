@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from testkit.paper import CONFIG, order_events
+from graphs.context import WorkflowContext
+from testkit.graph_thread import GraphThread
+from testkit.paper import CONFIG, interrupt_value, order_events
 from testkit.vnpy import ROOT, VnpyServer, free_address, vnpy_server
 from testkit.wait import wait_until
 from tools.broker.accounts import Accounts, BrokerEnv
@@ -26,6 +28,8 @@ from tools.broker.store import set_trading
 from tools.broker.vnpy import VnpyBroker
 from tools.broker.vnpy_wire import RemoteAddressRefused, Wire
 from tools.data.local import SampleProvider
+from tools.sandbox import Sandbox
+from tools.storage.artifacts import ArtifactStore
 
 ACCOUNT, TRADER = "live", "UTRADER"
 
@@ -187,3 +191,27 @@ def test_a_remote_address_needs_leave() -> None:
     with pytest.raises(RemoteAddressRefused):
         Wire("tcp://10.20.30.40:2014", "tcp://127.0.0.1:4102", 1)
     Wire("tcp://10.20.30.40:2014", "tcp://10.20.30.40:4102", 1, allow_remote=True)
+
+
+def test_an_order_card_approved_in_the_chat_goes_to_the_gateway(db_url: str, engine: Engine, sandbox: Sandbox,
+                                                               tmp_path: Path, provider: SampleProvider) -> None:
+    with vnpy_server(tmp_path, "zh_CN") as server:
+        wire = Wire(server.req, server.pub, 2.0)
+        env = BrokerEnv(engine, provider, CONFIG, None)
+        ctx = WorkflowContext(provider=provider, engine=engine, sandbox=sandbox, artifacts=ArtifactStore(engine),
+                              paper=CONFIG, traders=frozenset({TRADER}), admins=frozenset({"UASK"}),
+                              broker=lambda name, by: VnpyBroker(env, name, wire, "XTP", opened_by=by))
+        thread = GraphThread(db_url, ctx, requester="UASK")
+        out = thread.say(f"order 600519.SH buy 100 limit=1700 account={ACCOUNT} results beat expectations")
+        card = interrupt_value(out)
+        assert "PASS broker: sent to XTP" in card["description"]
+        done = thread.decide(out, {"type": "approve"}, user=TRADER)["result"]
+        assert done["status"] == "open" and "sent to XTP" in done["message"]
+        (sent,) = server.received()
+        server.call("fill", sent["orderid"], 100.0, 1700.0)
+        desk = Accounts(engine, ctx.broker)
+        changed = wait_until(lambda: [o for o in desk.settle() if o.status == "filled"], "the fill to come back", 30)
+        (filled,) = changed  # what the settle job posts into the card's thread
+        assert filled.thread_id == thread.thread
+        assert "filled 100 @ 1700.00 by XTP (trade 1)" in filled.summary()
+        assert len(server.received()) == 1

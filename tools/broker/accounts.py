@@ -50,6 +50,19 @@ def open_registered(kind: str, env: BrokerEnv, account: str, opened_by: str | No
     return broker
 
 
+def start_problems(env: BrokerEnv) -> list[str]:
+    """What each broker kind the settings use says is wrong at start (a live server that does not answer), one
+    line each; a module without `start_problem` has none."""
+    kinds = {env.settings.broker, *env.settings.broker_accounts.values()}
+    lines = []
+    for kind in sorted(kinds):
+        check = getattr(importlib.import_module(REGISTERED[kind]), "start_problem", None)
+        problem = check(env) if check is not None else None
+        if problem:
+            lines.append(problem)
+    return lines
+
+
 def brokers_from_settings(env: BrokerEnv) -> OpenBroker:
     """The opener the settings describe: each account's broker of its kind."""
     return lambda account, by: open_registered(broker_kind(env.settings, account), env, account, by)

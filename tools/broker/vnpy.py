@@ -35,6 +35,7 @@ from tools.broker.notes import (
     PART_FILLED,
     SENDING,
     SENT,
+    TRADED,
     UNKNOWN,
 )
 from tools.broker.orders import Account, Check, Fill, Order, OrderRejected, OrderRequest, Position, Preview
@@ -71,6 +72,15 @@ def open_broker(env: BrokerEnv, account: str, opened_by: str | None) -> VnpyBrok
     """The registry's entry (tools/broker/accounts.py): an account served by the configured VeighNa server."""
     return VnpyBroker(env, account, _wire(env.settings), env.settings.vnpy_gateway,
                       dry_run=env.settings.vnpy_dry_run, opened_by=opened_by)
+
+
+def start_problem(env: BrokerEnv) -> str | None:
+    """The one line a process prints at start when the configured server does not answer."""
+    try:
+        _wire(env.settings).call("get_all_accounts")
+    except Silent:
+        return _(SILENT).format(address=env.settings.vnpy_req_address)
+    return None
 
 
 class VnpyBroker:
@@ -397,7 +407,8 @@ class VnpyBroker:
             known = set(session.scalars(select(PaperFill.basis).where(PaperFill.order_id == order_id)).all())
             changed = False
             for trade in trades:
-                basis = f"VeighNa trade {trade.tradeid}"
+                basis = TRADED.format(quantity=f"{int(trade.volume):,}", price=f"{Decimal(str(trade.price)):.2f}",
+                                      gateway=self.gateway, trade=trade.tradeid)
                 if basis in known:
                     continue
                 self._fill(session, row, trade, basis)
