@@ -387,7 +387,8 @@ class VnpyBroker:
                               None, {})
                     changed.append(self._view(row.id))
                 continue
-            if self._take_in(row.id, found, [t for t in trades if t.vt_orderid == found.vt_orderid]):
+            reason = self._reason(found) if found.status.name == "REJECTED" else ""  # read before the lock
+            if self._take_in(row.id, found, [t for t in trades if t.vt_orderid == found.vt_orderid], reason):
                 changed.append(self._view(row.id))
         return changed
 
@@ -398,7 +399,7 @@ class VnpyBroker:
         waited = datetime.now(UTC) - created
         return row.client_order_id not in _SENDING and waited > timedelta(seconds=self.wire.timeout)
 
-    def _take_in(self, order_id: int, found: Any, trades: list[Any]) -> bool:
+    def _take_in(self, order_id: int, found: Any, trades: list[Any], reason: str) -> bool:
         """The server's order and trades into the book; whether anything changed."""
         with write_lock(self.engine, self.name) as session:
             row = session.get(PaperOrder, order_id)
@@ -421,8 +422,7 @@ class VnpyBroker:
             elif status == "CANCELLED":
                 row.status, row.note = "cancelled", GATEWAY_CANCELLED.format(gateway=self.gateway)
             elif status == "REJECTED":
-                row.status, row.note = "rejected", GATEWAY_REJECTED.format(gateway=self.gateway,
-                                                                         why=self._reason(found))
+                row.status, row.note = "rejected", GATEWAY_REJECTED.format(gateway=self.gateway, why=reason)
             else:
                 note = (PART_FILLED.format(gateway=self.gateway, filled=f"{filled:,}", quantity=f"{row.quantity:,}")
                         if filled else SENT.format(gateway=self.gateway))
