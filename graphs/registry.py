@@ -31,7 +31,13 @@ from graphs.home import HomeSection
 from graphs.home_panels import account_panels, desk_panels, factor_panels, rule_panels
 from graphs.order.background import settlement_job
 from graphs.order.clock import clock_command
-from graphs.order.commands import account_command, cancel_command, orders_command, trading_command
+from graphs.order.commands import (
+    account_command,
+    cancel_command,
+    orders_command,
+    resolve_command,
+    trading_command,
+)
 from graphs.order.deps import OrderDeps, accounts
 from graphs.order.grammar import USAGE as ORDER_USAGE
 from graphs.order.grammar import WORDS as ORDER_WORDS
@@ -153,6 +159,9 @@ COMMANDS: dict[str, Subcommand] = {
                           "change it)"), mandate_command),
     "cancel": Subcommand("cancel ORDER", N_("cancel an order that has not filled yet (traders)"), cancel_command,
                          min_args=1),
+    "resolve": Subcommand("resolve ORDER filled PRICE|cancelled|unsent", N_("say what became of an order its live "
+                          "broker does not know (unknown), after checking at the broker (traders)"), resolve_command,
+                          min_args=2),
     "clock": Subcommand("clock [next | set DATE]", N_("the paper accounts' session clock: live on live data; on "
                         "static data one simulated clock a trader moves to the next (or a given) trading day, "
                         "settling orders, marking accounts and letting T+1 pass"), clock_command),

@@ -22,9 +22,10 @@ from testkit.graph_thread import GraphThread
 from testkit.paper import CONFIG, interrupt_value, order_events
 from testkit.vnpy import ROOT, VnpyServer, free_address, vnpy_server
 from testkit.wait import wait_until
+from tools.audit.replay import differences
 from tools.broker.accounts import Accounts, BrokerEnv
 from tools.broker.orders import Order, OrderRejected, OrderRequest
-from tools.broker.store import set_trading
+from tools.broker.store import AccountError, set_trading
 from tools.broker.vnpy import VnpyBroker
 from tools.broker.vnpy_wire import RemoteAddressRefused, Wire
 from tools.data.local import SampleProvider
@@ -84,6 +85,7 @@ def test_an_order_arrives_once_with_the_right_fields_and_its_fills_come_back(sql
         assert len(server.received()) == 1
     events = [e for e, _by in order_events(sqlite_engine, ACCOUNT)]
     assert events == ["account opened", "submitted", "sent", "fill", "fill", "filled"]
+    assert list(differences(sqlite_engine, ACCOUNT)) == []  # `audit verify`'s replay agrees with the book
 
 
 def test_a_rejection_shows_the_gateways_reason(sqlite_engine: Engine, tmp_path: Path,
@@ -139,9 +141,19 @@ def test_a_server_that_restarted_and_forgot_the_order_makes_it_unknown(sqlite_en
         server.start()  # same addresses, no memory of the order
         unknown = _settled(broker, order.id, "unknown")
         assert unknown.note.startswith("XTP does not know this order (reference u1)")
+        assert f"`resolve {order.id} filled PRICE|cancelled|unsent`" in unknown.summary()
         assert server.received() == []  # nothing sent again
+        with pytest.raises(AccountError, match="say the price it filled at"):
+            broker.resolve(order.id, "filled", None, TRADER)
+        marked = broker.resolve(order.id, "filled", D("1699.50"), TRADER)  # the trader checked at the broker
+        assert (marked.status, marked.note) == ("filled", "marked filled by UTRADER after checking at the broker")
+        assert [(f.quantity, f.price) for f in marked.fills] == [(100, D("1699.50"))]
+        with pytest.raises(AccountError, match="is not unknown"):
+            broker.resolve(order.id, "cancelled", None, TRADER)
     finally:
         server.kill()
+    assert order_events(sqlite_engine, ACCOUNT)[-2:] == [("unknown", None), ("marked filled", TRADER)]
+    assert list(differences(sqlite_engine, ACCOUNT)) == []
 
 
 def test_trading_off_cancels_open_orders_at_the_gateway(sqlite_engine: Engine, tmp_path: Path,

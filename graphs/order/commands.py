@@ -3,6 +3,8 @@ Changing anything (reset, the switch, cancelling) is for traders only."""
 
 from __future__ import annotations
 
+from decimal import Decimal, InvalidOperation
+
 from graphs.context import admins_of
 from graphs.order.card import ACTION
 from graphs.order.deps import accounts
@@ -18,6 +20,7 @@ from graphs.order.roles import (
 )
 from graphs.views import View
 from graphs.workflow import CommandCall, CommandError
+from tools.broker.book import OUTCOMES
 from tools.broker.money import money_text
 from tools.broker.protocol import Broker, OrderScope
 from tools.broker.reports import account_report
@@ -178,11 +181,41 @@ def cancel_command(call: CommandCall) -> View:
         order = _broker(call, name).cancel(order_id, call.user)
     except AccountError as exc:
         raise CommandError(str(exc)) from None
+    if order.status != "cancelled":  # a live broker's order can fill before the cancel reaches it
+        return View(_("Order {id}").format(id=order.id), order.summary(), users=[call.user or ""])
     return View(_("Order cancelled"), _("Order {id} ({what}) in account {name} is cancelled; the cash it held back is "
                                         "free again.").format(
         id=order.id, what=_("{side} {quantity} {code}").format(side=_(order.side),  # buy or sell, lower case
                                                                quantity=f"{order.quantity:,}", code=order.ts_code),
         name=name), users=[call.user or ""])
+
+
+RESOLVE_USAGE = "resolve ORDER filled PRICE | resolve ORDER cancelled | resolve ORDER unsent"
+
+
+def resolve_command(call: CommandCall) -> View:
+    """`resolve ORDER filled PRICE|cancelled|unsent`: a trader's word on an order its live broker does not know."""
+    words = [w.lower() for w in call.args]
+    if len(words) not in (2, 3) or not words[0].isdigit() or words[1] not in OUTCOMES or \
+            (words[1] == "filled") != (len(words) == 3):
+        raise CommandError(_("usage: {usage}").format(usage=RESOLVE_USAGE))
+    if not call.is_trader:
+        raise CommandError(_(TRADERS_ONLY).format(what=_("mark orders")))
+    order_id = int(words[0])
+    name = accounts(call.context).order_account(order_id)
+    if name is None:
+        raise CommandError(_("there is no order {order}; see `orders all`").format(order=order_id))
+    if not call.is_trader_of(name):
+        raise CommandError(_(ACCOUNT_TRADERS_ONLY).format(account=name, what=_("mark its orders")))
+    try:
+        price = Decimal(words[2]) if len(words) == 3 else None
+    except InvalidOperation:
+        raise CommandError(_("usage: {usage}").format(usage=RESOLVE_USAGE)) from None
+    try:
+        order = _broker(call, name).resolve(order_id, words[1], price, call.user or "?")
+    except AccountError as exc:
+        raise CommandError(str(exc)) from None
+    return View(_("Order {id}").format(id=order.id), order.summary(), users=[call.user or ""])
 
 
 def _file(name: str) -> str:

@@ -4,12 +4,22 @@ registry (tools/broker/accounts.py) reads it to find accounts and orders whichev
 
 from __future__ import annotations
 
+from datetime import datetime
+from decimal import Decimal
+
 from sqlalchemy import Engine, case, func, select
 from sqlalchemy.orm import Session
 
-from tools.broker.money import yuan
+from tools.broker.clock import SHANGHAI
+from tools.broker.fees import FeeRates, fill_fees
+from tools.broker.money import to_fen, yuan
+from tools.broker.notes import MARKED
 from tools.broker.orders import Fill, Order
 from tools.broker.records import PaperAccount, PaperFill, PaperOrder
+from tools.broker.store import AccountError, record_event, write_lock
+from tools.i18n import _
+
+OUTCOMES = {"filled": "filled", "cancelled": "cancelled", "unsent": "expired"}  # a trader's word -> the status
 
 
 def account_names(engine: Engine) -> list[str]:
@@ -58,3 +68,35 @@ def fill_view(row: PaperFill) -> Fill:
     return Fill(row.id, row.order_id, row.ts_code, row.side, row.quantity, yuan(row.price_fen),  # type: ignore[arg-type]
                 yuan(row.value_fen), yuan(row.commission_fen), yuan(row.stamp_duty_fen), yuan(row.transfer_fee_fen),
                 yuan(row.handling_fee_fen), yuan(row.regulator_fee_fen), row.trade_date, row.basis)
+
+
+def resolve_unknown(engine: Engine, account: str, order_id: int, outcome: str, price: Decimal | None, by: str,
+                    rates: FeeRates) -> Order:
+    """A trader's word on an order whose broker does not know it ("unknown"), after checking at the broker: it
+    filled (wholly, at `price`), was cancelled, or never reached the broker. Recorded with who said it."""
+    with write_lock(engine, account) as session:
+        row = session.get(PaperOrder, order_id)
+        if row is None or row.account != account:
+            raise AccountError(_("there is no order {order} in account {account}").format(order=order_id,
+                                                                                          account=account))
+        if row.status != "unknown":
+            raise AccountError(_("order {order} is not unknown: only an order its broker does not know is marked "
+                                 "by hand").format(order=order_id))
+        if outcome == "filled":
+            if price is None or price <= 0:
+                raise AccountError(_("say the price it filled at: resolve ORDER filled PRICE"))
+            value = (price * row.quantity).quantize(Decimal("0.01"))
+            today = datetime.now(SHANGHAI).date()
+            fees = fill_fees(row.ts_code, row.side, value, today, rates)  # type: ignore[arg-type]
+            session.add(PaperFill(order_id=row.id, account=account, ts_code=row.ts_code, side=row.side,
+                                  quantity=row.quantity, price_fen=to_fen(price), value_fen=to_fen(value),
+                                  commission_fen=to_fen(fees.commission), stamp_duty_fen=to_fen(fees.stamp_duty),
+                                  transfer_fee_fen=to_fen(fees.transfer_fee),
+                                  handling_fee_fen=to_fen(fees.handling_fee),
+                                  regulator_fee_fen=to_fen(fees.regulator_fee), trade_date=today.strftime("%Y%m%d"),
+                                  basis=MARKED[outcome].format(who=by)))
+        row.status, row.note = OUTCOMES[outcome], MARKED[outcome].format(who=by)
+        session.flush()
+        record_event(session, row.client_order_id, account, f"marked {outcome}", by,
+                     {"order_id": row.id, **({"price_fen": to_fen(price)} if price is not None else {})})
+        return order_view(session, row)

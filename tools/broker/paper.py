@@ -13,7 +13,7 @@ from sqlalchemy import Engine, delete, func, select
 from sqlalchemy.orm import Session
 
 from tools.broker.accounts import BrokerEnv
-from tools.broker.book import fill_view, order_view
+from tools.broker.book import fill_view, order_view, resolve_unknown
 from tools.broker.clock import SHANGHAI, Clock, day, session_for, trading_days, ymd
 from tools.broker.config import TradingConfig
 from tools.broker.fees import FEN, fill_fees
@@ -172,6 +172,10 @@ class PaperBroker:
     def halt(self, by: str) -> tuple[Order, ...]:
         """The switch alone stops the paper account: its open orders wait (unfilled) until trading is on again."""
         return ()
+
+    def resolve(self, order_id: int, outcome: str, price: Decimal | None, by: str) -> Order:
+        """A paper order is never unknown: this says so (see Broker.resolve)."""
+        return resolve_unknown(self.engine, self.name, order_id, outcome, price, by, self.config.rates)
 
     def reset(self, starting_cash: Decimal, by: str) -> None:
         reset_account(self.engine, self.name, starting_cash, by)

@@ -56,6 +56,10 @@ class Broker(Protocol):
         """Trading was switched off: cancel at the broker what must not fill now; returns the orders that changed.
         The paper broker holds its open orders (the switch stops their fills) and returns none."""
 
+    def resolve(self, order_id: int, outcome: str, price: Decimal | None, by: str) -> Order:
+        """A trader's word on an "unknown" order (tools/broker/book.py `resolve_unknown`): filled at `price`,
+        cancelled, or unsent."""
+
     def reset(self, starting_cash: Decimal, by: str) -> None:
         """Start the account over (a simulated account only); raises AccountError where it cannot be."""
 

@@ -21,7 +21,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tools.broker.accounts import BrokerEnv
-from tools.broker.book import fill_view, order_view
+from tools.broker.book import fill_view, order_view, resolve_unknown
 from tools.broker.clock import SHANGHAI, Clock, clock_for, session_for
 from tools.broker.fees import fill_fees
 from tools.broker.mandate import load_mandate
@@ -347,6 +347,9 @@ class VnpyBroker:
             ended.append(self._await_end(order.id))
         return tuple(ended)
 
+    def resolve(self, order_id: int, outcome: str, price: Decimal | None, by: str) -> Order:
+        return resolve_unknown(self.engine, self.name, order_id, outcome, price, by, self.config.rates)
+
     def reset(self, starting_cash: Decimal, by: str) -> None:
         raise AccountError(_("account {name} trades at {gateway} through VeighNa: a live account cannot be "
                              "reset").format(name=self.name, gateway=self.gateway))
@@ -383,8 +386,8 @@ class VnpyBroker:
             found = server.get(row.client_order_id)
             if found is None:
                 if self._lost(row):
-                    self._end(row.id, "unknown", UNKNOWN.format(gateway=self.gateway, reference=row.client_order_id),
-                              None, {})
+                    self._end(row.id, "unknown", UNKNOWN.format(gateway=self.gateway, reference=row.client_order_id,
+                                                                order=row.id), None, {})
                     changed.append(self._view(row.id))
                 continue
             reason = self._reason(found) if found.status.name == "REJECTED" else ""  # read before the lock
