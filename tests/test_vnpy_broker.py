@@ -80,8 +80,8 @@ def test_an_order_arrives_once_with_the_right_fields_and_its_fills_come_back(sql
         assert done.note == "filled 100 @ 1700.00 by XTP"
         assert [(f.quantity, f.price) for f in done.fills] == [(40, D("1700.00")), (60, D("1700.00"))]
         account = broker.account()
-        assert account.cash == D("830000.00")
-        assert [(p.ts_code, p.quantity) for p in account.positions] == [("600519.SH", 100)]
+        assert (account.cash, account.starting_cash, account.clock) == (D("830000.00"), D("1000000.00"), "live")
+        assert [(p.ts_code, p.quantity, p.cost) for p in account.positions] == [("600519.SH", 100, D("170000.00"))]
         assert len(server.received()) == 1
     events = [e for e, _by in order_events(sqlite_engine, ACCOUNT)]
     assert events == ["account opened", "submitted", "sent", "fill", "fill", "filled"]
@@ -173,10 +173,11 @@ def test_a_position_quantdesk_did_not_make_is_reported(sqlite_engine: Engine, tm
                                                        provider: SampleProvider) -> None:
     with vnpy_server(tmp_path, "en") as server:  # both ends in English here
         broker = _broker(sqlite_engine, provider, server.req, server.pub)
-        server.call("set_position", "000001", "SZSE", 500.0, 500.0)
+        server.call("set_position", "000001", "SZSE", 500.0, 500.0, 12.5)
         wait_until(lambda: any("000001.SZ" in n for n in broker.notes()), "the difference in the notes", 30)
         assert "reconciliation: the broker holds 500 of 000001.SZ, QuantDesk's fills make 0" in broker.notes()
-        assert [(p.ts_code, p.quantity, p.sellable) for p in broker.positions()] == [("000001.SZ", 500, 500)]
+        assert [(p.ts_code, p.quantity, p.sellable, p.cost) for p in broker.positions()] == [
+            ("000001.SZ", 500, 500, D("6250.00"))]
 
 
 def test_a_dry_run_sends_nothing(sqlite_engine: Engine, tmp_path: Path, provider: SampleProvider) -> None:

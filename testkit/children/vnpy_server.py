@@ -46,7 +46,7 @@ class DeskGateway(BaseGateway):
         self.received: list[dict[str, Any]] = []
         self.trades = 0
         self.balance = 1_000_000.0
-        self.held: dict[tuple[str, Exchange], list[float]] = {}  # (symbol, exchange) -> [volume, yesterday's]
+        self.held: dict[tuple[str, Exchange], list[float]] = {}  # (symbol, exchange) -> [volume, yesterday's, cost]
         self.release = threading.Event()
         self.release.set()
 
@@ -96,7 +96,8 @@ class DeskGateway(BaseGateway):
                                 volume=volume, datetime=datetime.now(), gateway_name=self.gateway_name))
         self.on_order(copy(order))
         sign = 1 if order.direction == Direction.LONG else -1
-        held = self.held.setdefault((order.symbol, order.exchange), [0.0, 0.0])
+        held = self.held.setdefault((order.symbol, order.exchange), [0.0, 0.0, 0.0])
+        held[2] += sign * volume * price if sign > 0 else -held[2] * volume / held[0]
         held[0] += sign * volume
         self.balance -= sign * volume * price
         self.push()
@@ -109,9 +110,10 @@ class DeskGateway(BaseGateway):
 
     def push(self) -> None:
         self.on_account(AccountData(accountid="desk", balance=self.balance, frozen=0, gateway_name=self.gateway_name))
-        for (symbol, exchange), (volume, yesterday) in self.held.items():
+        for (symbol, exchange), (volume, yesterday, cost) in self.held.items():
             self.on_position(PositionData(symbol=symbol, exchange=exchange, direction=Direction.NET, volume=volume,
-                                          yd_volume=yesterday, gateway_name=self.gateway_name))
+                                          yd_volume=yesterday, price=cost / volume if volume else 0.0,
+                                          gateway_name=self.gateway_name))
 
 
 def main(rep: str, pub: str, control: str, control_pub: str) -> None:
@@ -129,8 +131,8 @@ def main(rep: str, pub: str, control: str, control_pub: str) -> None:
     def hold(on: bool) -> None:
         (gateway.release.clear if on else gateway.release.set)()
 
-    def set_position(symbol: str, exchange: str, volume: float, yesterday: float) -> None:
-        gateway.held[(symbol, Exchange[exchange])] = [volume, yesterday]
+    def set_position(symbol: str, exchange: str, volume: float, yesterday: float, price: float) -> None:
+        gateway.held[(symbol, Exchange[exchange])] = [volume, yesterday, volume * price]
         gateway.push()
 
     def set_cash(balance: float) -> None:

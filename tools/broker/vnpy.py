@@ -50,6 +50,7 @@ log = logging.getLogger(__name__)
 
 BROKER_CHECK = N_("broker")  # the pre-trade check that the account's server answers
 SILENT = N_("the VeighNa server at {address} does not answer")
+FILLS_AT_BROKER = N_("sent to {gateway} at approval; fills as the market trades it")
 LIVE_NOTE = N_("positions and cash are the VeighNa server's ({gateway}); fees are estimated at QuantDesk's rates")
 DIFFERENCE = N_("reconciliation: the broker holds {broker} of {code}, QuantDesk's fills make {expected}")
 NO_DAILY_LOSS = N_("the daily loss limit is judged from the broker's equity now (no start-of-day mark yet)")
@@ -108,22 +109,34 @@ class VnpyBroker:
 
     def _server_book(self) -> tuple[Decimal, Decimal, dict[str, tuple[int, int]]]:
         """(balance, frozen, {ts_code: (volume, sellable)}) at the gateway."""
+        balance, frozen, held, _costs = self._server_holdings()
+        return balance, frozen, held
+
+    def _server_holdings(self) -> tuple[Decimal, Decimal, dict[str, tuple[int, int]], dict[str, Decimal]]:
+        """`_server_book` and what each position cost (the gateway's average price × volume)."""
         accounts = [a for a in self.wire.call("get_all_accounts") if a.gateway_name == self.gateway]
         balance = sum((Decimal(str(a.balance)) for a in accounts), Decimal(0)).quantize(Decimal("0.01"))
         frozen = sum((Decimal(str(a.frozen)) for a in accounts), Decimal(0)).quantize(Decimal("0.01"))
         held: dict[str, tuple[int, int]] = {}
+        costs: dict[str, Decimal] = {}
         for p in self.wire.call("get_all_positions"):
             code = ts_code(p.symbol, p.exchange) if p.gateway_name == self.gateway else None
             if code is None or p.direction.name == "SHORT" or p.volume <= 0:
                 continue
             volume, sellable = held.get(code, (0, 0))
             held[code] = (volume + int(p.volume), sellable + max(0, int(p.yd_volume) - int(p.frozen)))
-        return balance, frozen, held
+            costs[code] = costs.get(code, Decimal(0)) + (Decimal(str(p.price)) * int(p.volume)).quantize(
+                Decimal("0.01"))
+        return balance, frozen, held, costs
 
     # --- reading ----------------------------------------------------------------------------------------
 
     def clock(self) -> Clock:
-        return clock_for(self.provider, self.config.live_data_days, self._now())
+        """The real clock, always: orders go to the market now, whatever the data's last day (quotes and checks
+        read the data's latest bars)."""
+        now = self._now().astimezone(SHANGHAI)
+        return replace(clock_for(self.provider, self.config.live_data_days, now), mode="live",
+                       today=now.strftime("%Y%m%d"))
 
     def notes(self) -> tuple[str, ...]:
         notes = [_(LIVE_NOTE).format(gateway=self.gateway)]
@@ -149,14 +162,17 @@ class VnpyBroker:
                 if held.get(code, (0, 0))[0] != want]
 
     def account(self) -> Account:
+        """The broker's cash and positions (cost: the gateway's average price), marked at the latest closes; the
+        starting cash is the cash plus what the positions cost, so the P&L shown is the positions'."""
         clock = self.clock()
-        balance, frozen, held = self._server_book()
-        prices = self._prices.closes(list(held), clock.today, clock.data_end)
+        balance, frozen, held, costs = self._server_holdings()
+        prices = self._prices.closes(list(held), clock.data_end, clock.data_end)
         names = self.provider.securities(list(held)) if held else {}
-        positions = tuple(Position(code, getattr(names.get(code), "name", None), volume, sellable, Decimal("0.00"),
+        positions = tuple(Position(code, getattr(names.get(code), "name", None), volume, sellable, costs[code],
                                    Decimal("0.00"), *(prices.get(code) or (None, None)))
                           for code, (volume, sellable) in sorted(held.items()))
-        return Account(self.name, balance, balance, frozen, clock.today, "live", self.provider.price_basis, positions)
+        start = balance + sum(costs.values(), Decimal("0.00"))
+        return Account(self.name, start, balance, frozen, clock.today, "live", self.provider.price_basis, positions)
 
     def positions(self) -> tuple[Position, ...]:
         return self.account().positions
@@ -201,7 +217,7 @@ class VnpyBroker:
         except Silent:
             balance, frozen, held = Decimal(0), Decimal(0), {}
             answer = Check(BROKER_CHECK, False, self.silent_line())
-        prices = self._prices.closes(list(held), clock.today, clock.data_end)
+        prices = self._prices.closes(list(held), clock.data_end, clock.data_end)
         value = sum((prices[c][0] * v for c, (v, _s) in held.items() if c in prices), Decimal(0))
         with Session(self.engine) as session:
             orders_today, turnover_today = self._activity(session, sess.date)
@@ -213,7 +229,8 @@ class VnpyBroker:
                             mandate=load_mandate(session, self.name),
                             notes=(*self._order_notes(), _(NO_DAILY_LOSS)))
         reached = answer or Check(BROKER_CHECK, True, _(SENT).format(gateway=self.gateway))
-        return replace(preview, checks=(reached, *preview.checks))
+        return replace(preview, checks=(reached, *preview.checks),
+                       fill_label=_(FILLS_AT_BROKER).format(gateway=self.gateway))
 
     def _order_notes(self) -> tuple[str, ...]:
         return (_(DRY_RUN).format(gateway=self.gateway),) if self.dry_run else ()

@@ -12,8 +12,10 @@ VeighNa, which is optional (README "Live orders through VeighNa"); it imports no
 from __future__ import annotations
 
 import gettext
+import importlib
 import ipaddress
 import logging
+import signal
 import socket
 import threading
 from collections import deque
@@ -23,12 +25,26 @@ from typing import Any
 from urllib.parse import urlparse
 
 import zmq
-from vnpy.rpc import RpcClient
-from vnpy.rpc.client import RemoteException
 from vnpy.trader import constant
 from vnpy.trader.locale import localedir
 
 log = logging.getLogger(__name__)
+
+
+def _import_keeping_signals(name: str) -> Any:
+    """Import a VeighNa module whose import calls `signal.signal(SIGINT, SIG_DFL)` (vnpy/rpc/common.py): that would
+    drop the bot's own Ctrl-C handling, and fails outside the main thread (the registry loads brokers where it
+    first needs one). The call is skipped for the import's duration."""
+    original = signal.signal
+    signal.signal = lambda signalnum, handler: signal.getsignal(signalnum)  # type: ignore[assignment]
+    try:
+        return importlib.import_module(name)
+    finally:
+        signal.signal = original
+
+
+RpcClient = _import_keeping_signals("vnpy.rpc").RpcClient
+RemoteException = importlib.import_module("vnpy.rpc.client").RemoteException
 
 EXCHANGES = {"SH": "SSE", "SZ": "SZSE", "BJ": "BSE"}  # ts_code suffix -> VeighNa's Exchange member name
 SUFFIXES = {name: suffix for suffix, name in EXCHANGES.items()}
