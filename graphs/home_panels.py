@@ -15,7 +15,7 @@ from tools.broker.notes import note_text
 from tools.broker.orders import SIDE_WORDS, STATUS_WORDS, Order, Position
 from tools.broker.reports import account_report
 from tools.broker.sim_clock import paper_clock
-from tools.broker.store import switch_state
+from tools.broker.store import AccountError, switch_state
 from tools.desk.log import Decision, list_decisions, rating_word
 from tools.factors.store import FactorInfo, FactorStore
 from tools.i18n import N_, _, pgettext
@@ -41,7 +41,12 @@ def account_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
     desk = accounts(ctx)
     for name in desk.names():
         broker = desk.broker(name)
-        account = broker.account()
+        try:
+            account = broker.account()
+        except AccountError as exc:  # a live broker's server that does not answer: said, not guessed
+            panels.append(HomePanel(f"account:{name}", _("Account {name}").format(name=name), str(exc), tuple(switch),
+                                    users=(by,) if switch and by else (), accounts=(name,)))
+            continue
         report = account_report(account, broker.realised(), [])
         summary = _("Cash {cash} CNY ({reserved} held for open buys), equity {equity} CNY ({pnl} since the start), "
                     "as of {today} ({clock} clock, {basis} prices). Trading is {switch}; {limits}.").format(

@@ -198,6 +198,9 @@ def test_a_server_that_does_not_answer_refuses_the_order_with_one_clear_line(sql
     with pytest.raises(OrderRejected, match=line):
         broker.submit(_buy("s1"))
     assert broker.orders("all") == ()  # nothing booked: nothing can be sent when the server comes back
+    with pytest.raises(AccountError, match=line):  # `account` and the Home say so; no figures are guessed
+        broker.account()
+    assert line in broker.notes()
 
 
 def test_a_remote_address_needs_leave() -> None:

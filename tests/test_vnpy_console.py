@@ -54,6 +54,6 @@ def test_a_console_order_goes_to_the_gateway_and_its_fill_comes_back(tmp_path: P
             chat.wait(60)
         printed = "".join(lines)
         assert "filled 100 @ 1700.00 by XTP (trade 1)" in printed
-        assert "cash 830,000.00" in printed
+        assert "Account console (XTP through VeighNa)" in printed and "cash 830,000.00" in printed
         assert len(server.received()) == 1
         print(printed)

@@ -67,7 +67,10 @@ def account_command(call: CommandCall) -> View:
     name = account_arg(call, call.args)
     broker = _broker(call, name)
     broker.settle()  # orders whose bar arrived since the last settle pass fill before the account is shown
-    account = broker.account()
+    try:
+        account = broker.account()
+    except AccountError as exc:  # a live broker's server that does not answer
+        raise CommandError(str(exc)) from None
     marks = broker.marks()
     report = account_report(account, broker.realised(), [equity for _, _, _, equity in marks])
     chart: ArtifactRef | None = None

@@ -146,6 +146,7 @@ class Account:
     clock: str  # live, simulated
     price_basis: str  # unadjusted, forward-adjusted, unknown
     positions: tuple[Position, ...] = field(default=())
+    live_at: str | None = None  # a live broker's account: where it trades (e.g. "XTP through VeighNa"); None: paper
 
     @property
     def available(self) -> Decimal:

@@ -50,6 +50,7 @@ log = logging.getLogger(__name__)
 
 BROKER_CHECK = N_("broker")  # the pre-trade check that the account's server answers
 SILENT = N_("the VeighNa server at {address} does not answer")
+LIVE_AT = N_("{gateway} through VeighNa")
 FILLS_AT_BROKER = N_("sent to {gateway} at approval; fills as the market trades it")
 LIVE_NOTE = N_("positions and cash are the VeighNa server's ({gateway}); fees are estimated at QuantDesk's rates")
 DIFFERENCE = N_("reconciliation: the broker holds {broker} of {code}, QuantDesk's fills make {expected}")
@@ -148,7 +149,7 @@ class VnpyBroker:
             notes.append(self.silent_line())
         return tuple(notes)
 
-    def differences(self) -> list[str]:
+    def differences(self) -> list[str]:  # raises Silent when the server does not answer
         """Where the broker's positions differ from what QuantDesk's fills make them: said, never overwritten."""
         _balance, _frozen, held = self._server_book()
         signed = func.sum(func.coalesce(PaperFill.quantity, 0))
@@ -165,14 +166,18 @@ class VnpyBroker:
         """The broker's cash and positions (cost: the gateway's average price), marked at the latest closes; the
         starting cash is the cash plus what the positions cost, so the P&L shown is the positions'."""
         clock = self.clock()
-        balance, frozen, held, costs = self._server_holdings()
+        try:
+            balance, frozen, held, costs = self._server_holdings()
+        except Silent:
+            raise AccountError(self.silent_line()) from None
         prices = self._prices.closes(list(held), clock.data_end, clock.data_end)
         names = self.provider.securities(list(held)) if held else {}
         positions = tuple(Position(code, getattr(names.get(code), "name", None), volume, sellable, costs[code],
                                    Decimal("0.00"), *(prices.get(code) or (None, None)))
                           for code, (volume, sellable) in sorted(held.items()))
         start = balance + sum(costs.values(), Decimal("0.00"))
-        return Account(self.name, start, balance, frozen, clock.today, "live", self.provider.price_basis, positions)
+        return Account(self.name, start, balance, frozen, clock.today, "live", self.provider.price_basis, positions,
+                       _(LIVE_AT).format(gateway=self.gateway))
 
     def positions(self) -> tuple[Position, ...]:
         return self.account().positions
