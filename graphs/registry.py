@@ -176,7 +176,7 @@ COMMAND_WORDS = Words(commands={
     "时钟": "clock", "下一日": "next", "下个交易日": "next", "设置": "set", "重置": "reset", "今日": "today",
     "今天": "today", "未成交": "open", "授权": "mandate", "交易授权": "mandate", "撤单": "cancel", "清除": "clear",
     "角色": "roles", "授予": "grant", "撤销": "revoke", "映射": "map", "解除映射": "unmap", "交易员": "trader",
-    "管理员": "admin",
+    "管理员": "admin", "订单结果": "resolve",
 })
 # every Chinese word the grammar reads besides the conversation's own (graphs.grammar.vocabulary)
 WORDS: tuple[Words, ...] = (COMMAND_WORDS, *(w.words for w in WORKFLOWS.values()))

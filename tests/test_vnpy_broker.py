@@ -86,6 +86,7 @@ def test_an_order_arrives_once_with_the_right_fields_and_its_fills_come_back(sql
     events = [e for e, _by in order_events(sqlite_engine, ACCOUNT)]
     assert events == ["account opened", "submitted", "sent", "fill", "fill", "filled"]
     assert list(differences(sqlite_engine, ACCOUNT)) == []  # `audit verify`'s replay agrees with the book
+    assert "vnpy.trader.utility" not in sys.modules  # which would make a .vntrader folder in the cwd or the home
 
 
 def test_a_rejection_shows_the_gateways_reason(sqlite_engine: Engine, tmp_path: Path,
