@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 from sqlalchemy import Engine
 
 from tools.access.roles import RoleSet
-from tools.broker.paper import PaperConfig
+from tools.broker.config import TradingConfig
 from tools.broker.protocol import Broker
 from tools.data.fundamentals import FundamentalsSource
 from tools.data.klines import KlineProvider
@@ -44,8 +44,9 @@ class WorkflowContext:
     holdout_fraction: float = 0.2  # the share of a research period's last sessions held out (tools/research/holdout)
     dsr_threshold: float = 0.95  # the deflated Sharpe probability the team library asks of a factor
     research_channel: str = ""  # where the decay monitor posts state changes ("" : nowhere)
-    paper: PaperConfig | None = None  # the paper account's rates, limits and clock settings
-    broker: Callable[[str, str | None], Broker] | None = None  # (account name, opened by) -> its broker
+    paper: TradingConfig | None = None  # the accounts' rates, limits and clock settings (None: no trading here)
+    # the account registry's opener (tools/broker/accounts.py): (account name, opened by) -> the broker serving it
+    broker: Callable[[str, str | None], Broker] | None = None
     # the database's roles, read at each check (tools/access); None: the fixed roles below (a context in memory)
     stored_roles: Callable[[], RoleSet] | None = None
     traders: frozenset[str] = field(default_factory=frozenset)  # who may approve or edit orders (the default)

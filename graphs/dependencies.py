@@ -4,6 +4,7 @@ models from, so a setting cannot reach one adapter and not another."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from sqlalchemy import Engine
@@ -13,7 +14,8 @@ from graphs.context import WorkflowContext
 from graphs.llm import get_deep_llm, get_light_llm, get_llm
 from tools.access.roles import from_settings
 from tools.access.store import load, seed
-from tools.broker.paper import PaperBroker, PaperConfig
+from tools.broker.accounts import BrokerEnv, brokers_from_settings, start_problems
+from tools.broker.config import TradingConfig
 from tools.data.factory import desk_sources
 from tools.data.klines import klines_for
 from tools.data.provider import MarketDataProvider
@@ -22,13 +24,18 @@ from tools.sandbox import Sandbox
 from tools.settings import Settings
 from tools.storage.artifacts import ArtifactStore
 
+log = logging.getLogger(__name__)
+
 
 def workflow_context(settings: Settings, engine: Engine, provider: MarketDataProvider, sandbox: Sandbox,
                      **adapter: Any) -> WorkflowContext:
     """Everything the settings decide; `adapter` adds what only the adapter knows (its stop check, say). The roles
     are the database's, read at each check; the settings' role variables only seed a database that holds none."""
     seed(engine, from_settings(settings))
-    paper = PaperConfig.from_settings(settings)
+    paper = TradingConfig.from_settings(settings)
+    brokers = BrokerEnv(engine, provider, paper, settings)
+    for problem in start_problems(brokers):  # a live broker's server that does not answer: said once, at start
+        log.warning("%s", problem)
     names.use(provider)  # stock names in requests (贵州茅台) read as codes
     fundamentals, news, posts = desk_sources(settings, provider)
     return WorkflowContext(
@@ -38,7 +45,7 @@ def workflow_context(settings: Settings, engine: Engine, provider: MarketDataPro
         fee_rate=settings.fee_rate,
         long_only=settings.long_only, paper=paper, holdout_fraction=settings.holdout_fraction,
         dsr_threshold=settings.dsr_threshold, research_channel=settings.research_channel,
-        broker=lambda name, by: PaperBroker(engine, provider, name, paper, opened_by=by),
+        broker=brokers_from_settings(brokers),
         stored_roles=lambda: load(engine), second_approval_above=settings.second_approval_above,
         stale_move=settings.stale_move,
         decision_token_budget=settings.decision_token_budget,

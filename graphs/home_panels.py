@@ -9,14 +9,14 @@ from graphs.context import WorkflowContext, admins_of
 from graphs.factor.decay_view import state_word
 from graphs.factor.present import library_line, status_word
 from graphs.home import HomeAction, HomePanel, HomeRow
+from graphs.order.deps import accounts
 from tools.broker.clock import SHANGHAI
 from tools.broker.money import money_text
 from tools.broker.notes import note_text
 from tools.broker.orders import SIDE_WORDS, STATUS_WORDS, Order, Position
-from tools.broker.paper import PaperBroker, account_names
 from tools.broker.reports import account_report
 from tools.broker.sim_clock import paper_clock
-from tools.broker.store import switch_state
+from tools.broker.store import AccountError, switch_state
 from tools.desk.log import Decision, list_decisions, rating_word
 from tools.factors.store import FactorInfo, FactorStore
 from tools.i18n import N_, _, pgettext
@@ -34,7 +34,7 @@ def account_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
     """Each paper account: cash, equity, positions (cost, last price, P&L, sellable today), today's orders and
     fills, the trading switch and the risk limits; every figure the paper broker's own."""
     paper = ctx.paper
-    if paper is None:
+    if paper is None or ctx.broker is None:
         return []
     enabled, by, at = switch_state(ctx.engine)
     switch = [_switch_row(enabled, by, at)] if user in admins_of(ctx, "") else []
@@ -42,9 +42,15 @@ def account_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
         value=money_text(paper.risk.max_order_value), weight=f"{paper.risk.max_position_weight:.0%}",
         loss=f"{paper.risk.daily_loss_limit:.0%}")
     panels = []
-    for name in account_names(ctx.engine):
-        broker = PaperBroker(ctx.engine, ctx.provider, name, paper)
-        account = broker.account()
+    desk = accounts(ctx)
+    for name in desk.names():
+        broker = desk.broker(name)
+        try:
+            account = broker.account()
+        except AccountError as exc:  # a live broker's server that does not answer: said, not guessed
+            panels.append(HomePanel(f"account:{name}", _("Account {name}").format(name=name), str(exc), tuple(switch),
+                                    users=(by,) if switch and by else (), accounts=(name,)))
+            continue
         report = account_report(account, broker.realised(), [])
         summary = _("Cash {cash} CNY ({reserved} held for open buys), equity {equity} CNY ({pnl} since the start), "
                     "as of {today} ({clock} clock, {basis} prices). Trading is {switch}; {limits}.").format(

@@ -36,8 +36,14 @@ from graphs.home import HomeSection
 from graphs.home_panels import account_panels, desk_panels, factor_panels, rule_panels
 from graphs.order.background import settlement_job
 from graphs.order.clock import clock_command
-from graphs.order.commands import account_command, cancel_command, orders_command, trading_command
-from graphs.order.deps import OrderDeps
+from graphs.order.commands import (
+    account_command,
+    cancel_command,
+    orders_command,
+    resolve_command,
+    trading_command,
+)
+from graphs.order.deps import OrderDeps, accounts
 from graphs.order.grammar import USAGE as ORDER_USAGE
 from graphs.order.grammar import WORDS as ORDER_WORDS
 from graphs.order.grammar import looks_structured as order_structured
@@ -65,7 +71,6 @@ from graphs.signal.measures import measure_signal
 from graphs.signal.models import MODELS as SIGNAL_MODELS
 from graphs.signal.present import present_signal
 from graphs.workflow import Subcommand, Workflow, runnable_names
-from tools.broker.paper import account_names
 from tools.i18n import N_, _
 
 SIGNAL = Workflow(
@@ -164,6 +169,9 @@ COMMANDS: dict[str, Subcommand] = {
                           "change it)"), mandate_command),
     "cancel": Subcommand("cancel ORDER", N_("cancel an order that has not filled yet (traders)"), cancel_command,
                          min_args=1),
+    "resolve": Subcommand("resolve ORDER filled PRICE|cancelled|unsent", N_("say what became of an order its live "
+                          "broker does not know (unknown), after checking at the broker (traders)"), resolve_command,
+                          min_args=2),
     "clock": Subcommand("clock [next | set DATE]", N_("the paper accounts' session clock: live on live data; on "
                         "static data one simulated clock a trader moves to the next (or a given) trading day, "
                         "settling orders, marking accounts and letting T+1 pass"), clock_command),
@@ -188,7 +196,7 @@ COMMAND_WORDS = Words(commands={
     "时钟": "clock", "下一日": "next", "下个交易日": "next", "设置": "set", "重置": "reset", "今日": "today",
     "今天": "today", "未成交": "open", "授权": "mandate", "交易授权": "mandate", "撤单": "cancel", "清除": "clear",
     "角色": "roles", "授予": "grant", "撤销": "revoke", "映射": "map", "解除映射": "unmap", "交易员": "trader",
-    "管理员": "admin", "运行记录": "runs", "重跑": "rerun", "用量": "usage", "预算": "budget",
+    "管理员": "admin", "运行记录": "runs", "重跑": "rerun", "用量": "usage", "预算": "budget", "订单结果": "resolve",
 })
 # every Chinese word the grammar reads besides the conversation's own (graphs.grammar.vocabulary)
 WORDS: tuple[Words, ...] = (COMMAND_WORDS, *(w.words for w in WORKFLOWS.values()))
@@ -215,7 +223,7 @@ def suggested_prompts(ctx: WorkflowContext, channel: str | None, room: int,
                       user: str | None = None) -> list[tuple[str, str]]:
     """At most `room` (title, request) prompts that work as typed: a signal, an analysis and, when the channel in
     view has a paper account `user` may name (a role on it), that account; else a factor."""
-    has_account = (channel is not None and channel in account_names(ctx.engine)
+    has_account = (channel is not None and channel in accounts(ctx).names()
                    and has_role(ctx, user, channel))
     account = [(_("My account"), f"account {channel}")] if has_account else [(_("A factor"), FACTOR.example)]
     return [(_("A signal"), SIGNAL.example), (_("An analysis"), ANALYZE.example), *account][:room]

@@ -17,6 +17,7 @@ from sqlalchemy import Engine
 from graphs.context import WorkflowContext
 from testkit.fakes.chat import ScriptedChatModel, answer, tool_call
 from testkit.fakes.openai_server import Exchange, FakeOpenAI
+from tools.broker.accounts import Accounts
 from tools.broker.checks import RiskLimits
 from tools.broker.clock import SHANGHAI
 from tools.broker.clock_moves import move_clock
@@ -85,7 +86,8 @@ def clock_at_data_end(engine: Engine, provider: MarketDataProvider) -> None:
     is one per database: call it on a database of the test's own (own_engine)."""
     end = provider.last_date()
     assert end is not None
-    move_clock(engine, provider, CONFIG, end, TRADER, datetime.now(SHANGHAI))
+    desk = Accounts(engine, lambda name, by: PaperBroker(engine, provider, name, CONFIG, opened_by=by))
+    move_clock(engine, provider, CONFIG.live_data_days, desk, end, TRADER, datetime.now(SHANGHAI))
 
 
 def account() -> str:

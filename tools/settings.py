@@ -108,6 +108,19 @@ class Settings(BaseSettings):
     # who the console acts as: "OS_LOGIN=SLACK_USER_ID,..." (an unmapped login acts as itself); one login per identity
     console_users: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict, alias="QUANTDESK_CONSOLE_USERS")
     paper_cash: Decimal = Field(default=Decimal("1000000"), gt=0, alias="QUANTDESK_PAPER_CASH")
+    # which broker serves an account (tools/broker/accounts.py): the default one, and single accounts' own,
+    # "ACCOUNT=KIND,ACCOUNT=KIND"
+    broker: Literal["paper", "vnpy"] = Field(default="paper", alias="QUANTDESK_BROKER")
+    broker_accounts: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict,
+                                                                 alias="QUANTDESK_BROKER_ACCOUNTS")
+    # the VeighNa trader's RPC service (vnpy_rpcservice): its REP and PUB addresses, the gateway orders go to;
+    # loopback only unless allowed (its RPC is pickle over unauthenticated ZeroMQ); dry run: send nothing
+    vnpy_req_address: str = Field(default="tcp://127.0.0.1:2014", alias="QUANTDESK_VNPY_REQ_ADDRESS")
+    vnpy_sub_address: str = Field(default="tcp://127.0.0.1:4102", alias="QUANTDESK_VNPY_SUB_ADDRESS")
+    vnpy_gateway: str = Field(default="XTP", alias="QUANTDESK_VNPY_GATEWAY")
+    vnpy_allow_remote: bool = Field(default=False, alias="QUANTDESK_VNPY_ALLOW_REMOTE")
+    vnpy_dry_run: bool = Field(default=False, alias="QUANTDESK_VNPY_DRY_RUN")
+    vnpy_timeout: float = Field(default=5.0, gt=0, le=120, alias="QUANTDESK_VNPY_TIMEOUT")
     # orders above this notional (CNY) need two different traders; empty: one suffices
     second_approval_above: Decimal | None = Field(default=None, gt=0, alias="QUANTDESK_SECOND_APPROVAL_ABOVE")
     # an approval re-checks the order: a price basis moved more than this fraction shows the card again instead
@@ -206,6 +219,19 @@ class Settings(BaseSettings):
                 raise ValueError(f"{entry!r} is not ACCOUNT=ID ID ... (entries separated by ';')")
             roles[account.strip()] = frozenset(re.split(r"[\s,]+", ids.strip())) - {""}
         return roles
+
+    @field_validator("broker_accounts", mode="before")
+    @classmethod
+    def _broker_accounts(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        kinds: dict[str, str] = {}
+        for entry in filter(None, (part.strip() for part in value.split(","))):
+            account, sep, kind = entry.partition("=")
+            if not sep or not account.strip() or kind.strip() not in ("paper", "vnpy"):
+                raise ValueError(f"{entry!r} is not ACCOUNT=paper or ACCOUNT=vnpy (entries separated by ',')")
+            kinds[account.strip()] = kind.strip()
+        return kinds
 
     @field_validator("console_users", mode="before")
     @classmethod

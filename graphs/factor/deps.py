@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from graphs.context import Market, Models, Storage
-from tools.broker.paper import PaperConfig
+from tools.broker.config import TradingConfig
 from tools.sandbox import Sandbox
 
 
@@ -14,4 +14,4 @@ class FactorDeps(Market, Models, Storage, Protocol):
     holdout_fraction: float  # the last sessions of the period kept from the code's tuning
     dsr_threshold: float  # the deflated Sharpe probability the team library asks for
     research_channel: str  # where the decay monitor posts state changes ("": nowhere)
-    paper: PaperConfig | None  # the clock settings: the decay monitor follows the simulated session on static data
+    paper: TradingConfig | None  # the clock settings: the decay monitor follows the simulated session on static data

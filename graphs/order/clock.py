@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from graphs.order.commands import TRADERS_ONLY
+from graphs.order.deps import accounts
 from graphs.views import View
 from graphs.workflow import CommandCall, CommandError
 from tools.broker.clock import SHANGHAI, day
@@ -43,7 +44,8 @@ def clock_command(call: CommandCall) -> View:
     if not call.is_trader:
         raise CommandError(_(TRADERS_ONLY).format(what=_("move the clock")))
     try:
-        move = move_clock(ctx.engine, ctx.provider, ctx.paper, to, call.user or "?", ctx.now().astimezone(SHANGHAI))
+        move = move_clock(ctx.engine, ctx.provider, ctx.paper.live_data_days, accounts(ctx), to, call.user or "?",
+                          ctx.now().astimezone(SHANGHAI))
     except ClockError as exc:
         raise CommandError(str(exc)) from None
     moved_at, ticks = _due(call, move.after)

@@ -3,8 +3,11 @@ Changing anything (reset, the switch, cancelling) is for traders only."""
 
 from __future__ import annotations
 
+from decimal import Decimal, InvalidOperation
+
 from graphs.context import admins_of
 from graphs.order.card import ACTION
+from graphs.order.deps import accounts
 from graphs.order.grammar import OrderGrammarError, account_name
 from graphs.order.present import present_account, present_orders
 from graphs.order.roles import (
@@ -17,9 +20,9 @@ from graphs.order.roles import (
 )
 from graphs.views import View
 from graphs.workflow import CommandCall, CommandError
+from tools.broker.book import OUTCOMES
 from tools.broker.money import money_text
-from tools.broker.paper import PaperBroker, account_names, order_account, reset_account
-from tools.broker.protocol import OrderScope
+from tools.broker.protocol import Broker, OrderScope
 from tools.broker.reports import account_report
 from tools.broker.store import AccountError, last_switch, set_trading, switch_state
 from tools.i18n import N_, _, current, ngettext
@@ -29,17 +32,17 @@ from tools.storage.artifacts import ArtifactRef
 SCOPES: tuple[OrderScope, ...] = ("open", "today", "all")
 
 
-def _broker(call: CommandCall, name: str) -> PaperBroker:
+def _broker(call: CommandCall, name: str) -> Broker:
     """The broker of an existing account, or of the caller's default one (opened on first use); a name nobody
     opened is an error, not a new account."""
     ctx = call.context
-    if ctx.paper is None:
+    if ctx.paper is None or ctx.broker is None:
         raise CommandError(_("the paper account is not configured in this process"))
-    if name != call.account and name not in (known := account_names(ctx.engine)):
+    if name != call.account and name not in (known := accounts(ctx).names()):
         listed = ", ".join(known) if known else _("none yet")
         raise CommandError(_("there is no paper account named {name} (accounts: {listed}); an order with "
                              "account={name} opens it").format(name=name, listed=listed))
-    return PaperBroker(ctx.engine, ctx.provider, name, ctx.paper, opened_by=call.user)
+    return accounts(ctx).broker(name, call.user)
 
 
 def account_arg(call: CommandCall, words: list[str]) -> str:
@@ -64,7 +67,10 @@ def account_command(call: CommandCall) -> View:
     name = account_arg(call, call.args)
     broker = _broker(call, name)
     broker.settle()  # orders whose bar arrived since the last settle pass fill before the account is shown
-    account = broker.account()
+    try:
+        account = broker.account()
+    except AccountError as exc:  # a live broker's server that does not answer
+        raise CommandError(str(exc)) from None
     marks = broker.marks()
     report = account_report(account, broker.realised(), [equity for _, _, _, equity in marks])
     chart: ArtifactRef | None = None
@@ -97,8 +103,10 @@ def _reset(call: CommandCall, words: list[str]) -> View:
                     _("This cancels its open orders and deletes its orders, fills, positions, ledger and equity curve, "
                       "and starts it again with {cash} CNY. The audit trail stays. To go ahead, send: account reset "
                       "{name} confirm").format(cash=money_text(paper.starting_cash), name=name))
+    if name not in accounts(call.context).names():  # resetting opens no account
+        raise CommandError(_("there is no paper account named {name}").format(name=name))
     try:
-        reset_account(call.context.engine, name, paper.starting_cash, call.user or "?")
+        _broker(call, name).reset(paper.starting_cash, call.user or "?")
     except AccountError as exc:
         raise CommandError(str(exc)) from None
     return View(_("Paper account {name} reset").format(name=name),
@@ -125,6 +133,10 @@ def orders_command(call: CommandCall) -> View:
 
 
 CARD_CLOSED = N_("trading was switched off by {user}: {why}")
+HALTED = {"cancelled": N_("Order {id} was cancelled at the broker: {summary}"),
+          "filled": N_("Order {id} had already filled: {summary}"),
+          "open": N_("Order {id} is still open at the broker (cancel it there): {summary}")}
+ORDER_NOW = N_("Order {id}: {summary}")
 
 
 def trading_command(call: CommandCall) -> View:
@@ -150,6 +162,9 @@ def trading_command(call: CommandCall) -> View:
         closed = call.close_cards(ACTION, _(CARD_CLOSED).format(user=call.user, why=reason or _(NO_REASON)))
         text += "\n" + ngettext("{n} open order card was closed.", "{n} open order cards were closed.",
                                  closed).format(n=closed)
+        if call.context.broker is not None:  # a live broker cancels its open orders (the paper ones just wait)
+            text += "".join("\n" + _(HALTED.get(o.status, ORDER_NOW)).format(id=o.id, summary=o.summary())
+                            for o in accounts(call.context).halt(call.user or "?"))
     return View(_("Trading"), text, users=[call.user or ""])
 
 
@@ -160,7 +175,7 @@ def cancel_command(call: CommandCall) -> View:
     if not call.is_trader:
         raise CommandError(_(TRADERS_ONLY).format(what=_("cancel orders")))
     order_id = int(call.args[0])
-    name = order_account(call.context.engine, order_id)
+    name = accounts(call.context).order_account(order_id)
     if name is None:
         raise CommandError(_("there is no order {order}; see `orders all`").format(order=order_id))
     if not call.is_trader_of(name):
@@ -169,11 +184,41 @@ def cancel_command(call: CommandCall) -> View:
         order = _broker(call, name).cancel(order_id, call.user)
     except AccountError as exc:
         raise CommandError(str(exc)) from None
+    if order.status != "cancelled":  # a live broker's order can fill before the cancel reaches it
+        return View(_("Order {id}").format(id=order.id), order.summary(), users=[call.user or ""])
     return View(_("Order cancelled"), _("Order {id} ({what}) in account {name} is cancelled; the cash it held back is "
                                         "free again.").format(
         id=order.id, what=_("{side} {quantity} {code}").format(side=_(order.side),  # buy or sell, lower case
                                                                quantity=f"{order.quantity:,}", code=order.ts_code),
         name=name), users=[call.user or ""])
+
+
+RESOLVE_USAGE = "resolve ORDER filled PRICE | resolve ORDER cancelled | resolve ORDER unsent"
+
+
+def resolve_command(call: CommandCall) -> View:
+    """`resolve ORDER filled PRICE|cancelled|unsent`: a trader's word on an order its live broker does not know."""
+    words = [w.lower() for w in call.args]
+    if len(words) not in (2, 3) or not words[0].isdigit() or words[1] not in OUTCOMES or \
+            (words[1] == "filled") != (len(words) == 3):
+        raise CommandError(_("usage: {usage}").format(usage=RESOLVE_USAGE))
+    if not call.is_trader:
+        raise CommandError(_(TRADERS_ONLY).format(what=_("mark orders")))
+    order_id = int(words[0])
+    name = accounts(call.context).order_account(order_id)
+    if name is None:
+        raise CommandError(_("there is no order {order}; see `orders all`").format(order=order_id))
+    if not call.is_trader_of(name):
+        raise CommandError(_(ACCOUNT_TRADERS_ONLY).format(account=name, what=_("mark its orders")))
+    try:
+        price = Decimal(words[2]) if len(words) == 3 else None
+    except InvalidOperation:
+        raise CommandError(_("usage: {usage}").format(usage=RESOLVE_USAGE)) from None
+    try:
+        order = _broker(call, name).resolve(order_id, words[1], price, call.user or "?")
+    except AccountError as exc:
+        raise CommandError(str(exc)) from None
+    return View(_("Order {id}").format(id=order.id), order.summary(), users=[call.user or ""])
 
 
 def _file(name: str) -> str:

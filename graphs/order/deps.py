@@ -8,14 +8,15 @@ from decimal import Decimal
 from typing import Protocol
 
 from graphs.context import Market, Roles, Storage
-from tools.broker.paper import PaperConfig
+from tools.broker.accounts import Accounts
+from tools.broker.config import TradingConfig
 from tools.broker.protocol import Broker
 from tools.rules.store import RuleStore
 
 
 class OrderDeps(Market, Storage, Roles, Protocol):
-    paper: PaperConfig | None  # the paper account's rates, limits and clock settings
-    broker: Callable[[str, str | None], Broker] | None  # (account name, opened by) -> its broker
+    paper: TradingConfig | None  # the accounts' rates, limits and clock settings (None: no trading here)
+    broker: Callable[[str, str | None], Broker] | None  # the account registry's opener: (account, opened by) -> broker
     second_approval_above: Decimal | None  # orders above this notional need two traders (None: off)
     stale_move: Decimal  # an approval on a price basis moved more than this re-checks the card
     rules: RuleStore | None  # a rule's proposal claim is released when its card ends
@@ -27,6 +28,9 @@ class OrderDeps(Market, Storage, Roles, Protocol):
 
 def broker_for(ctx: OrderDeps, account: str, by: str | None) -> Broker:
     """The account's broker, where an order card exists: `propose` makes none without a broker configured."""
-    if ctx.broker is None:
-        raise LookupError("no broker is configured")
-    return ctx.broker(account, by)
+    return accounts(ctx).broker(account, by)
+
+
+def accounts(ctx: OrderDeps) -> Accounts:
+    """Every account, each through its broker (tools/broker/accounts.py)."""
+    return Accounts(ctx.engine, ctx.broker)

@@ -63,7 +63,8 @@ def present_account(account: Account, report: AccountReport, notes: tuple[str, .
     clock = (_("the simulated session; `clock` shows and moves it") if account.clock == "simulated"
              else _("live clock (Asia/Shanghai)"))
     return View(
-        title=_("Paper account {name}").format(name=account.name),
+        title=(_("Paper account {name}").format(name=account.name) if account.live_at is None else
+               _("Account {name} ({where})").format(name=account.name, where=account.live_at)),
         summary=_("Equity {equity} CNY ({pnl} since the start), cash {cash} of which {reserved} held for open "
                   "buys.").format(equity=money_text(report.equity), pnl=f"{report.total_pnl:+,.2f}",
                                   cash=money_text(account.cash), reserved=money_text(account.reserved)),

@@ -15,7 +15,7 @@ from graphs.views import View
 from graphs.workflow import CommandCall, CommandError, Subcommand
 from tools.broker.boards import OrderRuleError
 from tools.broker.clock import day
-from tools.broker.paper import PaperConfig
+from tools.broker.config import TradingConfig
 from tools.broker.proposal_claims import live_claims
 from tools.broker.rules import buy_quantity_problem
 from tools.data.klines import symbol_kind
@@ -216,11 +216,11 @@ def backtest_command(call: CommandCall) -> View:
     except DataError as exc:
         raise CommandError(str(exc)) from None
     paper = call.context.paper
-    cash = paper.starting_cash if isinstance(paper, PaperConfig) else Decimal("1000000")
+    cash = paper.starting_cash if isinstance(paper, TradingConfig) else Decimal("1000000")
     try:
         result = backtest_rule(rule.requirements, rule.symbol, start, end, call.context.provider,
                                cash=cash, size=rule.size, value=rule.value_cny,
-                               **({"rates": paper.rates} if isinstance(paper, PaperConfig) else {}))
+                               **({"rates": paper.rates} if isinstance(paper, TradingConfig) else {}))
     except (DataError, ValueError) as exc:
         raise CommandError(str(exc)) from None
     return present_backtest(rule, result, [_store_chart(call, rule, result), _store_trades(call, rule, result)])

@@ -20,8 +20,8 @@ from langchain_core.language_models import BaseChatModel
 from graphs.context import DEEP, LIGHT, MAIN, WorkflowContext, model_for
 from graphs.runs.outputs import output_digest, plain
 from graphs.runs.recorder import Recorder
+from tools.broker.accounts import BrokerEnv, open_registered
 from tools.broker.clock import SHANGHAI
-from tools.broker.paper import PaperBroker
 from tools.broker.protocol import Broker
 from tools.data.klines import AShareKlines, KlineProvider
 from tools.data.provider import MarketDataProvider
@@ -146,13 +146,21 @@ def share_klines(context: WorkflowContext, provider: MarketDataProvider) -> Call
 
 
 def paper_broker(context: WorkflowContext, provider: MarketDataProvider) -> BrokerFactory | None:
-    """The context's paper brokers reading through `provider` (their quotes and limits are data the run read) and
-    the context's clock (a re-run's is the run's)."""
-    paper, engine, now = context.paper, context.engine, context.now
-    if context.broker is None or paper is None:
-        return context.broker
-    return lambda name, by: PaperBroker(engine, provider, name, paper, opened_by=by,
-                                        now=lambda: now().astimezone(SHANGHAI))
+    """The context's paper accounts reading through `provider` (their quotes and limits are data the run read) and
+    the context's clock (a re-run's is the run's); a live account stays with its own broker."""
+    paper, engine, now, opener = context.paper, context.engine, context.now, context.broker
+    if opener is None or paper is None:
+        return opener
+    env = BrokerEnv(engine, provider, paper, None, now=lambda: now().astimezone(SHANGHAI))
+
+    kind_of = getattr(opener, "kind", None)  # the settings' opener knows each account's kind; a test's is paper
+
+    def open_account(name: str, by: str | None) -> Broker:
+        if kind_of is not None and kind_of(name) != "paper":  # a live account: its server's reports are its record
+            return opener(name, by)
+        return open_registered("paper", env, name, by)
+
+    return open_account
 
 
 def _reads(before: list[dict[str, Any]], data: DataRecord) -> list[dict[str, Any]]:

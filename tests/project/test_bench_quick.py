@@ -152,6 +152,14 @@ def test_broker_quick(pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
         assert len(_finite_figures(row.replace(":", " ").replace("(", " "))) >= 5
 
 
+def test_vnpy_orders_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import vnpy_orders
+
+    vnpy_orders.main(quick=True)  # raises when the gateway received another number of orders than were sent
+    rows = _rows(capsys.readouterr().out, "approve", "gateway fill")
+    assert len(rows) == 2 and all(f"over {vnpy_orders.QUICK_ORDERS} orders" in row for row in rows)
+
+
 def test_console_start_quick(capsys: pytest.CaptureFixture[str]) -> None:
     from bench import console_start
 

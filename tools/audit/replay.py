@@ -29,7 +29,10 @@ from tools.broker.records import (
     TradingSwitch,
 )
 
-STATUS = {"submitted": "open", "filled": "filled", "expired": "expired", "cancelled": "cancelled"}
+STATUS = {"submitted": "open", "filled": "filled", "expired": "expired", "cancelled": "cancelled",
+          # a live broker's (tools/broker/vnpy.py) and a trader's word on an order that broker does not know
+          "rejected": "rejected", "unknown": "unknown", "marked filled": "filled", "marked cancelled": "cancelled",
+          "marked unsent": "expired"}
 ROLE_EVENTS = ("roles seeded", "role granted", "role revoked", "login mapped", "login unmapped")
 FEES = ("commission_fen", "stamp_duty_fen", "transfer_fee_fen", "handling_fee_fen", "regulator_fee_fen")
 
@@ -57,6 +60,7 @@ class _Account:
     cash_fen: int = 0
     mandate: list[str] | None = None  # None: no `mandate set` event
     orders: dict[str, _Order] = field(default_factory=dict)  # client order id -> replayed
+    live: bool = False  # a live broker's: its cash, positions and fills are the broker's, not replayed here
 
 
 @dataclass
@@ -141,11 +145,12 @@ def _apply(account: _Account, event: Any, detail: dict[str, Any]) -> None:
         order.fields["limit_price_fen"] = _fen(detail.get("limit_price"))
     elif event.event == "submitted":
         order.fields.update(status="open", session_date=detail.get("session"), approved_by=event.actor)
+        account.live = account.live or detail.get("broker") == "vnpy"
     elif event.event == "rolled":
         order.fields["session_date"] = detail.get("to")
     elif event.event in STATUS and "status" in order.fields:
         order.fields["status"] = STATUS[event.event]
-        if event.event == "filled":
+        if event.event == "filled" and not account.live:
             order.fill = {k: detail.get(k) for k in ("price_fen", "value_fen", "fees_fen", "trade_date")}
             value, fees = int(detail.get("value_fen") or 0), int(detail.get("fees_fen") or 0)
             account.cash_fen += value - fees if order.fields.get("side") == "sell" else -(value + fees)
@@ -205,12 +210,16 @@ def _account(session: Session, name: str, replayed: _Account) -> Iterator[Differ
         for column, value in order.fields.items():
             if getattr(stored, column) != value:
                 yield Difference("paper_orders", cid, column, getattr(stored, column), value)
+        if replayed.live:  # the broker's fills: each a chained `fill` event, not one replayed fill
+            continue
         yield from _fill(cid, fills.get(stored.id), order.fill)
         if order.fields["status"] == "filled":
             sign = -1 if order.fields.get("side") == "sell" else 1
             held[order.fields["ts_code"]] = held.get(order.fields["ts_code"], 0) + sign * int(order.fields["quantity"])
     for cid in sorted(set(orders) - {c for c, o in replayed.orders.items() if "status" in o.fields}):
         yield Difference("paper_orders", cid, "(row)", "present", None)
+    if replayed.live:
+        return
     positions = {p.ts_code: p.quantity for p in session.scalars(select(PaperPosition).where(
         PaperPosition.account == name))}
     for code in sorted(set(positions) | set(held)):

@@ -12,9 +12,9 @@ from sqlalchemy import Engine, delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from tools.broker.accounts import Accounts
 from tools.broker.clock import Clock, clock_for, day, ymd
 from tools.broker.orders import Order
-from tools.broker.paper import PaperBroker, PaperConfig, account_names, settle_all
 from tools.broker.records import PaperMark, PaperOrder
 from tools.broker.sim_clock import set_session, simulated_today, stored_session
 from tools.broker.store import write_lock
@@ -69,10 +69,11 @@ def clock_state(engine: Engine, provider: MarketDataProvider, live_days: int, no
     return ClockState("simulated", today, base.data_end, next_session(provider, today), moved_by, moved_at)
 
 
-def move_clock(engine: Engine, provider: MarketDataProvider, config: PaperConfig, to: str | None, by: str,
-               now: datetime) -> ClockMove:
-    """Move the simulated clock to `to` (None: the next trading day), then settle and mark every account."""
-    base = clock_for(provider, config.live_data_days, now)
+def move_clock(engine: Engine, provider: MarketDataProvider, live_days: int, accounts: Accounts, to: str | None,
+               by: str, now: datetime) -> ClockMove:
+    """Move the simulated clock to `to` (None: the next trading day), then settle and mark every account through
+    its broker."""
+    base = clock_for(provider, live_days, now)
     if not base.simulated:
         raise ClockError(live_refusal(base, provider))
     try:
@@ -86,10 +87,10 @@ def move_clock(engine: Engine, provider: MarketDataProvider, config: PaperConfig
             set_session(session, before, after, base.data_end, by)
     except IntegrityError:  # another first move of the clock committed in between
         raise ClockError(_("someone else moved the clock at the same moment; see `clock` and try again")) from None
-    changed = tuple(settle_all(engine, provider, config, lambda: now))
-    names = tuple(account_names(engine))
+    changed = tuple(accounts.settle(now))
+    names = tuple(accounts.names())
     for name in names:
-        PaperBroker(engine, provider, name, config, now=lambda: now).mark(after)
+        accounts.broker(name).mark(after, now)
     return ClockMove(before, after, changed, names)
 
 

@@ -12,12 +12,14 @@ from tools.i18n import N_, _
 
 Side = Literal["buy", "sell"]
 PriceType = Literal["market", "limit"]
-OrderStatus = Literal["open", "filled", "cancelled", "expired"]
+OrderStatus = Literal["open", "filled", "cancelled", "expired", "rejected", "unknown"]
 SIDES: tuple[str, ...] = ("buy", "sell")
 SIDE_WORDS = {"buy": N_("BUY"), "sell": N_("SELL")}
-STATUS_WORDS = {"open": N_("open"), "filled": N_("filled"), "cancelled": N_("cancelled"), "expired": N_("expired")}
+STATUS_WORDS = {"open": N_("open"), "filled": N_("filled"), "cancelled": N_("cancelled"), "expired": N_("expired"),
+                "rejected": N_("rejected"), "unknown": N_("unknown")}  # the last two: a live broker's
 ENDED = {"filled": N_("Order {id} filled: {what}. {note}"), "cancelled": N_("Order {id} cancelled: {what}. {note}"),
-         "expired": N_("Order {id} expired: {what}. {note}")}  # what happened to an order that is no longer open
+         "expired": N_("Order {id} expired: {what}. {note}"), "rejected": N_("Order {id} rejected: {what}. {note}"),
+         "unknown": N_("Order {id} is unknown: {what}. {note}")}  # what happened to an order that is no longer open
 
 
 class OrderRejected(ValueError):
@@ -144,6 +146,7 @@ class Account:
     clock: str  # live, simulated
     price_basis: str  # unadjusted, forward-adjusted, unknown
     positions: tuple[Position, ...] = field(default=())
+    live_at: str | None = None  # a live broker's account: where it trades (e.g. "XTP through VeighNa"); None: paper
 
     @property
     def available(self) -> Decimal:

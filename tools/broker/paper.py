@@ -6,26 +6,25 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any
 
-from sqlalchemy import Engine, case, delete, func, select
+from sqlalchemy import Engine, delete, func, select
 from sqlalchemy.orm import Session
 
-from tools.broker.checks import AccountState, RiskLimits, estimate, pre_trade_checks
-from tools.broker.clock import SHANGHAI, Clock, day, expiry, session_for, trading_days, ymd
-from tools.broker.fees import FEN, FeeRates, fill_fees
+from tools.broker.accounts import BrokerEnv
+from tools.broker.book import fill_view, order_view, resolve_unknown
+from tools.broker.clock import SHANGHAI, Clock, day, session_for, trading_days, ymd
+from tools.broker.config import TradingConfig
+from tools.broker.fees import FEN, fill_fees
 from tools.broker.fills import fill_price
-from tools.broker.mandate import Mandate, load_mandate, mandate_check
+from tools.broker.mandate import load_mandate
 from tools.broker.market import Prices, Quote
 from tools.broker.money import to_fen, yuan
 from tools.broker.notes import CANCELLED_BY, MANDATE_REFUSED, NO_CASH, NO_SHARES, NO_TRADING_DAY, SIMULATED
 from tools.broker.orders import (
     STATUS_WORDS,
     Account,
-    Check,
     Fill,
     Order,
     OrderRejected,
@@ -33,9 +32,9 @@ from tools.broker.orders import (
     Position,
     Preview,
 )
+from tools.broker.pretrade import AccountFacts, judge, limits_for, mandate_at_fill, reserve_of
 from tools.broker.protocol import OrderScope
 from tools.broker.records import CashEntry, PaperAccount, PaperFill, PaperMark, PaperOrder, PaperPosition
-from tools.broker.rules import PriceLimits, price_limits
 from tools.broker.sim_clock import paper_clock
 from tools.broker.store import AccountError, ensure_account, log_event, record_event, trading_enabled, write_lock
 from tools.data.provider import MarketDataProvider
@@ -49,30 +48,16 @@ BASIS_NOTES = {
     "unknown": N_("the data's price basis is unknown (set QUANTDESK_LOCAL_PRICE_BASIS): fills may be on adjusted "
                   "prices"),
 }
-SIMULATED_MOVES = N_("the simulated clock is at {today}: this proposal lapses when the clock moves (`clock next`), "
-                     "and shares bought are sellable after it moves (T+1)")
 ORDER_HISTORY = 200  # orders `orders all` returns, newest first
 
 
-@dataclass(frozen=True)
-class PaperConfig:
-    rates: FeeRates
-    risk: RiskLimits
-    starting_cash: Decimal
-    live_fill_at: str
-    live_data_days: int
-    order_ttl: timedelta
-
-    @classmethod
-    def from_settings(cls, settings: Any) -> PaperConfig:
-        return cls(FeeRates.from_settings(settings),
-                   RiskLimits(settings.max_order_value, settings.max_position_weight, settings.daily_loss_limit),
-                   settings.paper_cash, settings.live_fill_at, settings.live_data_days,
-                   timedelta(minutes=settings.order_ttl_minutes))
+PaperConfig = TradingConfig  # the paper broker reads the desk's trading configuration as it is
 
 
 class PaperBroker:
     """One paper account (created with the starting cash on first use); see tools.broker.protocol.Broker."""
+
+    kind = "paper"
 
     def __init__(self, engine: Engine, provider: MarketDataProvider, name: str, config: PaperConfig, *,
                  now: Callable[[], datetime] | None = None, opened_by: str | None = None) -> None:
@@ -114,18 +99,18 @@ class PaperBroker:
             query = query.where(PaperOrder.session_date == self.clock().today)
         with Session(self.engine) as session:
             rows = session.scalars(query.limit(ORDER_HISTORY)).all()
-            return tuple(self._order(session, r) for r in rows)
+            return tuple(order_view(session, r) for r in rows)
 
     def order(self, order_id: int) -> Order | None:
         with Session(self.engine) as session:
             row = session.get(PaperOrder, order_id)
-            return self._order(session, row) if row is not None and row.account == self.name else None
+            return order_view(session, row) if row is not None and row.account == self.name else None
 
     def fills(self) -> tuple[Fill, ...]:
         with Session(self.engine) as session:
             rows = session.scalars(select(PaperFill).where(PaperFill.account == self.name)
                                    .order_by(PaperFill.id)).all()
-            return tuple(_fill(r) for r in rows)
+            return tuple(fill_view(r) for r in rows)
 
     def marks(self) -> list[tuple[str, Decimal, Decimal, Decimal]]:
         """The equity curve: (date, cash, market value, equity), oldest first."""
@@ -149,7 +134,7 @@ class PaperBroker:
                 existing = session.scalar(select(PaperOrder).where(
                     PaperOrder.client_order_id == request.client_order_id))
                 if existing is not None:
-                    return self._order(session, existing)
+                    return order_view(session, existing)
                 clock = self.clock()
                 preview = self._preview(session, request, clock)
                 if not preview.passed:
@@ -160,7 +145,7 @@ class PaperBroker:
                 if clock.simulated:
                     self._execute(session, row)
                 session.flush()
-                return self._order(session, row)
+                return order_view(session, row)
         except OrderRejected as exc:
             log_event(self.engine, request.client_order_id, self.name, "refused", request.approved_by,
                       {"reason": str(exc)})
@@ -176,11 +161,30 @@ class PaperBroker:
                 raise AccountError(_("order {order} is {status}: only an open order can be cancelled").format(
                     order=order_id, status=_(STATUS_WORDS.get(row.status, row.status))))
             self._close(session, row, "cancelled", CANCELLED_BY.format(who=by or "unknown"), by)
-            return self._order(session, row)
+            return order_view(session, row)
 
-    def settle(self) -> list[Order]:
+    def at(self, now: datetime | None) -> PaperBroker:
+        """The account as of `now` (None: this broker's own clock)."""
+        if now is None:
+            return self
+        return PaperBroker(self.engine, self.provider, self.name, self.config, now=lambda: now)
+
+    def halt(self, by: str) -> tuple[Order, ...]:
+        """The switch alone stops the paper account: its open orders wait (unfilled) until trading is on again."""
+        return ()
+
+    def resolve(self, order_id: int, outcome: str, price: Decimal | None, by: str) -> Order:
+        """A paper order is never unknown: this says so (see Broker.resolve)."""
+        return resolve_unknown(self.engine, self.name, order_id, outcome, price, by, self.config.rates)
+
+    def reset(self, starting_cash: Decimal, by: str) -> None:
+        reset_account(self.engine, self.name, starting_cash, by)
+
+    def settle(self, now: datetime | None = None) -> list[Order]:
         """Fill (or expire) open orders whose session's bar exists now; roll an order whose day was no trading
         day to the next session. Returns the orders that changed."""
+        if now is not None:
+            return self.at(now).settle()
         clock = self.clock()
         changed: list[Order] = []
         with Session(self.engine) as session:
@@ -194,10 +198,12 @@ class PaperBroker:
                     continue
                 if self._execute(session, row):
                     session.flush()
-                    changed.append(self._order(session, row))
+                    changed.append(order_view(session, row))
         return changed
 
-    def mark(self, day_: str) -> None:
+    def mark(self, day_: str, now: datetime | None = None) -> None:
+        if now is not None:
+            return self.at(now).mark(day_)
         with write_lock(self.engine, self.name) as session:
             self._mark(session, day_, self.clock().data_end)
 
@@ -220,49 +226,28 @@ class PaperBroker:
         return self._prices.quote(request.ts_code, session_date, clock.data_end)
 
     def _preview(self, session: Session, request: OrderRequest, clock: Clock) -> Preview:
+        """The shared pre-trade layer (tools/broker/pretrade.py) on this account's facts, read inside `session`."""
         sess = session_for(clock, self.provider, self.config.live_fill_at)  # type: ignore[arg-type]
         q = self._quote(request, clock, sess.date)
-        limits = _limits(request.ts_code, sess.date, q)
-        problem = None if q.last_close is not None else _("no close of {code} in the last weeks of data").format(
-            code=request.ts_code)
-        est = estimate(request, limits, q.last_close, sess.date, self.config.rates)
-        account = self._row(session)
-        position = self._position(session, request.ts_code)
-        held = position.quantity if position else 0
-        equity = yuan(account.cash_fen) + self._market_value(session, clock)
-        state = AccountState(
-            available=yuan(account.cash_fen - account.reserved_fen), equity=equity,
-            day_start_equity=self._day_start_equity(session, account, clock.today),
-            held=held, sellable=self._sellable(session, request.ts_code, held, sess.date),
-            held_value=(q.last_close or Decimal(0)) * held)
-        checks = pre_trade_checks(request, on=sess.date, trading_on=trading_enabled(session), limits=limits,
-                                  quote_ok=problem, est=est, state=state, risk=self.config.risk,
-                                  simulated=clock.simulated)
-        mandate = load_mandate(session, self.name)
-        if mandate is not None:
-            checks += (self._mandate_check(session, mandate, request.ts_code, request.side, est.value, q, sess.date,
-                                           clock, None),)
-        sign = -1 if request.side == "buy" else 1
-        cash_after = yuan(account.cash_fen) + sign * est.value - est.fees
-        position_after = held + (request.quantity if request.side == "buy" else -request.quantity)
-        moves = _(SIMULATED_MOVES).format(today=clock.today) if clock.simulated else None
-        notes = tuple(n for n in (limits.note, q.st_note, q.prev_close_note, sess.calendar_note, moves,
-                                  *self.notes()) if n)
-        return Preview(request, q.name, sess.date, sess.fill_at, sess.label, est.reference_price, est.value, est.fees,
-                       cash_after, position_after, limits.up, limits.down, checks, notes,
-                       expiry(clock, sess, self.config.order_ttl).isoformat(),
-                       tuple(mandate.lines()) if mandate else (), clock.today if clock.simulated else None)
+        return judge(request, self._facts(session, request.ts_code, sess.date, clock, None), q, sess, clock,
+                     self.config, trading_on=trading_enabled(session), mandate=load_mandate(session, self.name),
+                     notes=self.notes())
 
-    def _mandate_check(self, session: Session, mandate: Mandate, code: str, side: str, value: Decimal, q: Quote,
-                       session_date: str, clock: Clock, placed: PaperOrder | None) -> Check:
-        """The order against the account's mandate (the one shared check); `placed`: the order is placed already,
-        so it is left out of the session's activity it is judged against."""
+    def _facts(self, session: Session, code: str, session_date: str, clock: Clock, placed: PaperOrder | None
+               ) -> AccountFacts:
+        """What the checks read about the account; `placed`: an order placed already, left out of the session's
+        activity it is judged against (the mandate at the fill)."""
+        account = self._row(session)
+        position = self._position(session, code)
+        held = position.quantity if position else 0
         orders_today, turnover_today = self._session_activity(session, session_date)
         if placed is not None:
             orders_today, turnover_today = orders_today - 1, turnover_today - yuan(placed.reserved_fen)
-        exposure = self._market_value(session, clock)
-        return mandate_check(mandate, code, q.is_st, side, value, orders_today=orders_today, exposure=exposure,
-                             turnover_today=turnover_today)
+        return AccountFacts(cash=yuan(account.cash_fen), reserved=yuan(account.reserved_fen),
+                            market_value=self._market_value(session, clock),
+                            day_start_equity=self._day_start_equity(session, account, clock.today), held=held,
+                            sellable=self._sellable(session, code, held, session_date), orders_today=orders_today,
+                            turnover_today=turnover_today)
 
     def _session_activity(self, session: Session, session_date: str) -> tuple[int, Decimal]:
         """(orders, turnover) of the account in a session, for its mandate: every order placed for it, and the
@@ -277,9 +262,7 @@ class PaperBroker:
     def _place(self, session: Session, request: OrderRequest, preview: Preview) -> PaperOrder:
         reserve = 0
         if request.side == "buy":
-            est = estimate(request, PriceLimits(preview.limit_up, preview.limit_down, None, None),
-                           preview.reference_price, preview.session_date, self.config.rates)
-            reserve = to_fen(est.reserve)
+            reserve = to_fen(reserve_of(preview, self.config))
         row = PaperOrder(
             client_order_id=request.client_order_id, account=self.name, ts_code=request.ts_code, name=preview.name,
             side=request.side, quantity=request.quantity, price_type=request.price_type,
@@ -311,7 +294,7 @@ class PaperBroker:
                 row.session_date = following[0]
                 self._execute(session, row)  # the next session's bar may exist already
                 return True
-        limits = _limits(row.ts_code, row.session_date, q)
+        limits = limits_for(row.ts_code, row.session_date, q)
         limit_price = yuan(row.limit_price_fen) if row.limit_price_fen is not None else None
         outcome = fill_price(row.side, row.price_type, limit_price, row.fill_at, q.session_bar, row.session_date,
                              limits)
@@ -333,9 +316,9 @@ class PaperBroker:
         mandate = load_mandate(session, self.name)
         if mandate is None:
             return None
+        facts = self._facts(session, row.ts_code, row.session_date, clock, row)
         with using("en"):
-            check = self._mandate_check(session, mandate, row.ts_code, row.side, (price * row.quantity).quantize(FEN),
-                                        q, row.session_date, clock, row)
+            check = mandate_at_fill(mandate, row.ts_code, row.side, (price * row.quantity).quantize(FEN), q, facts)
         if not check.passed:
             log.info("order %s of %s refused at the fill by the mandate: %s", row.id, self.name, check.detail)
         return None if check.passed else check.detail
@@ -450,20 +433,6 @@ class PaperBroker:
                              .order_by(PaperMark.trade_date.desc()).limit(1))
         return yuan(account.starting_cash_fen if fen is None else fen)
 
-    def _order(self, session: Session, row: PaperOrder) -> Order:
-        fills = session.scalars(select(PaperFill).where(PaperFill.order_id == row.id).order_by(PaperFill.id)).all()
-        return Order(row.id, row.client_order_id, row.account, row.ts_code, row.name, row.side,  # type: ignore[arg-type]
-                     row.quantity, row.price_type,  # type: ignore[arg-type]
-                     yuan(row.limit_price_fen) if row.limit_price_fen is not None else None, row.session_date,
-                     row.fill_at, row.status, yuan(row.reserved_fen), row.thread_id,  # type: ignore[arg-type]
-                     row.approved_by, row.reason, row.note, row.created_at.isoformat(), tuple(_fill(f) for f in fills))
-
-
-def _limits(code: str, session_date: str, q: Quote) -> PriceLimits:
-    if q.prev_close is None:
-        unknown = _("no previous close of {code}: the daily price limits are unknown").format(code=code)
-        return PriceLimits(None, None, None, unknown)
-    return price_limits(code, day(session_date), q.prev_close, q.is_st, q.listing_day)
 
 
 def _pro_rata(cost_fen: int, quantity: int, held: int) -> int:
@@ -477,28 +446,6 @@ def _next_day(day_: str) -> str:
     return ymd(day(day_) + timedelta(days=1))
 
 
-def _fill(row: PaperFill) -> Fill:
-    return Fill(row.id, row.order_id, row.ts_code, row.side, row.quantity, yuan(row.price_fen),  # type: ignore[arg-type]
-                yuan(row.value_fen), yuan(row.commission_fen), yuan(row.stamp_duty_fen), yuan(row.transfer_fee_fen),
-                yuan(row.handling_fee_fen), yuan(row.regulator_fee_fen), row.trade_date, row.basis)
-
-
-def settle_all(engine: Engine, provider: MarketDataProvider, config: PaperConfig,
-               now: Callable[[], datetime] | None = None) -> list[Order]:
-    """The settle job: every account's due open orders (see PaperBroker.settle)."""
-    with Session(engine) as session:
-        accounts = session.scalars(select(PaperOrder.account).where(PaperOrder.status == "open").distinct()).all()
-    changed: list[Order] = []
-    for name in accounts:
-        changed += PaperBroker(engine, provider, name, config, now=now).settle()
-    return changed
-
-
-def order_account(engine: Engine, order_id: int) -> str | None:
-    """The account an order belongs to."""
-    with Session(engine) as session:
-        row = session.get(PaperOrder, order_id)
-        return row.account if row is not None else None
 
 
 def reset_account(engine: Engine, name: str, starting_cash: Decimal, by: str) -> None:
@@ -515,20 +462,6 @@ def reset_account(engine: Engine, name: str, starting_cash: Decimal, by: str) ->
         record_event(session, None, name, "account reset", by, {"starting_cash_fen": cash})
 
 
-def account_names(engine: Engine) -> list[str]:
-    with Session(engine) as session:
-        return list(session.scalars(select(PaperAccount.name).order_by(PaperAccount.name)).all())
-
-
-def tagged_position(engine: Engine, account: str, code: str, tag: str) -> tuple[int, int]:
-    """(shares held, open orders) of what orders tagged `tag` did in `account`'s `code`: net filled quantity, so
-    a proposer's position follows the fills, including fills a settle job made later."""
-    signed = case((PaperFill.side == "buy", PaperFill.quantity), else_=-PaperFill.quantity)
-    with Session(engine) as session:
-        held = session.scalar(select(func.coalesce(func.sum(signed), 0)).join(
-            PaperOrder, PaperOrder.id == PaperFill.order_id).where(
-            PaperOrder.account == account, PaperOrder.ts_code == code, PaperOrder.tag == tag))
-        waiting = session.scalar(select(func.count()).select_from(PaperOrder).where(
-            PaperOrder.account == account, PaperOrder.ts_code == code, PaperOrder.tag == tag,
-            PaperOrder.status == "open"))
-    return int(held or 0), int(waiting or 0)
+def open_broker(env: BrokerEnv, account: str, opened_by: str | None) -> PaperBroker:
+    """The registry's entry (tools/broker/accounts.py): a paper account."""
+    return PaperBroker(env.engine, env.provider, account, env.config, now=env.now, opened_by=opened_by)

@@ -32,9 +32,9 @@ from graphs.context import thread_id
 from graphs.progress import report_progress
 from tools.broker.boards import OrderRuleError
 from tools.broker.clock import day
+from tools.broker.config import TradingConfig
 from tools.broker.fees import fill_fees
 from tools.broker.money import price_of
-from tools.broker.paper import PaperConfig
 from tools.broker.replay import ReplayBroker, ReplayLedger
 from tools.broker.rules import lot_rule
 from tools.broker.sizing import FEE_MARGIN
@@ -51,7 +51,7 @@ class _Replay:
     """What every date of one replay shares (a task's input is not checkpointed: only its answer is)."""
 
     ctx: AnalyzeDeps
-    paper: PaperConfig  # the paper account's rates and starting cash, which the replay account shares
+    paper: TradingConfig  # the paper account's rates and starting cash, which the replay account shares
     desk: Desk
     request: dict[str, Any]
     requester: str | None
@@ -161,7 +161,7 @@ def _step(date: str, result: dict[str, Any], equity: Decimal, reply: str | None)
             "tokens": int(result.get("tokens") or 0)}
 
 
-def _buy_and_hold(paper: PaperConfig, code: str, closes: dict[str, Decimal]) -> list[tuple[str, Decimal]]:
+def _buy_and_hold(paper: TradingConfig, code: str, closes: dict[str, Decimal]) -> list[tuple[str, Decimal]]:
     """Buying as many whole lots as the starting cash allows at the first date's close (fees paid), then holding,
     marked at the `closes` of the dates decided."""
     if not closes:

@@ -17,10 +17,10 @@ from langgraph.runtime import Runtime
 from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.state import AnalyzeState
 from graphs.context import thread_id
+from graphs.order.deps import accounts
 from graphs.progress import report_progress, report_prose
 from tools.broker.boards import OrderRuleError
 from tools.broker.clock import day
-from tools.broker.paper import tagged_position
 from tools.broker.proposal_claims import claim_proposal, release_proposals
 from tools.broker.rules import lot_rule
 from tools.broker.sim_clock import paper_clock
@@ -93,7 +93,7 @@ def _claim(ctx: AnalyzeDeps, account: str, code: str, holder: str) -> str | None
     if claim.holder != holder:
         return _("an order card of the desk on {code} in {account} is still waiting for a trader (thread {thread}); "
                  "approve or reject it first").format(code=code, account=account, thread=claim.holder)
-    _held, open_orders = tagged_position(ctx.engine, account, code, DESK_TAG)
+    _held, open_orders = accounts(ctx).tagged_position(account, code, DESK_TAG)
     if open_orders:
         release_proposals(ctx.engine, holder)
         return _("an order of the desk on {code} is still open in {account}; it fills or expires first").format(

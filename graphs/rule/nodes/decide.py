@@ -16,6 +16,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
 from graphs.context import workspace
+from graphs.order.deps import accounts
 from graphs.order.roles import NO_REASON, RULES_SWITCHED_OFF
 from graphs.progress import report_progress
 from graphs.rule.deps import RuleDeps
@@ -27,7 +28,6 @@ from tools.broker.clock import day
 from tools.broker.freshness import stale_bar
 from tools.broker.market import closes
 from tools.broker.money import price_of
-from tools.broker.paper import tagged_position
 from tools.broker.proposal_claims import claim_proposal
 from tools.broker.rules import lot_rule
 from tools.broker.store import last_switch, switch_state
@@ -90,7 +90,7 @@ def _order(ctx: RuleDeps, state: RuleRunState, config: RunnableConfig, rule: dic
     blocked = _claim(ctx, state, action)
     if blocked:
         return None, blocked
-    held, waiting = tagged_position(ctx.engine, rule_account(rule), rule["symbol"], order_tag(rule["id"]))
+    held, waiting = accounts(ctx).tagged_position(rule_account(rule), rule["symbol"], order_tag(rule["id"]))
     if waiting:
         return None, _("{action}: an order of this rule is still open; no new order until it fills or expires").format(
             action=_(ACTIONS[action]))

@@ -13,10 +13,10 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 
+from graphs.order.deps import accounts
 from graphs.rule.deps import RuleDeps
 from graphs.rule.nodes.decide import rule_account
 from graphs.rule.state import RuleRunState
-from tools.broker.paper import tagged_position
 from tools.broker.proposal_claims import release_proposals
 from tools.rules.store import order_tag
 
@@ -28,7 +28,7 @@ def report_node(state: RuleRunState, runtime: Runtime[RuleDeps], config: Runnabl
     status = dict(rule.get("runtime_status") or {})
     status["last_action"] = decision.get("action")
     status["last_execution"] = state["execution_id"]
-    held, waiting = tagged_position(ctx.engine, rule_account(rule), rule["symbol"], order_tag(rule["id"]))
+    held, waiting = accounts(ctx).tagged_position(rule_account(rule), rule["symbol"], order_tag(rule["id"]))
     status["position"], status["open_orders"] = held, waiting  # what the rule's orders filled, so far
     release_proposals(ctx.engine, state["execution_id"])
     paused = False

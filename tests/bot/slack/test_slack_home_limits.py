@@ -16,7 +16,7 @@ from bot.core.surface import Home, HomeCard, Place, Question
 from bot.slack.home import home_view, more_modal
 from graphs.context import WorkflowContext
 from graphs.home_panels import account_panels, rule_panels
-from tools.broker.paper import PaperConfig
+from tools.broker.paper import PaperBroker, PaperConfig
 from tools.broker.records import PaperPosition
 from tools.broker.store import ensure_account
 from tools.data.local import SampleProvider
@@ -60,7 +60,8 @@ def _context(engine: Engine, sandbox: Sandbox) -> WorkflowContext:
         store.add(OWNER, "CBIG", "600519.SH", f"buy when close > ma({n + 5}); sell when close < ma({n + 5})",
                   source="language", schedule="30 14 * * 1-5")
     return WorkflowContext(provider=provider, engine=engine, sandbox=sandbox, artifacts=ArtifactStore(engine),
-                           paper=paper, rules=store)
+                           paper=paper, rules=store,
+                           broker=lambda name, by: PaperBroker(engine, provider, name, paper, opened_by=by))
 
 
 def _cards(n: int) -> tuple[HomeCard, ...]:
