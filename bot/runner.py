@@ -17,6 +17,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Durability, StateSnapshot
 
+from bot.cards import Malformed, Pending, card_of
 from bot.jobs import should_stop, stop_honoured
 from bot.jobs.failures import INFRASTRUCTURE_ERRORS
 from bot.startup import AppServices
@@ -43,7 +44,7 @@ class Outcome:
     status: str
     text: str = ""
     result: dict[str, Any] | None = None
-    interrupts: list[dict[str, Any]] = field(default_factory=list)  # [{"id": ..., "value": payload}]
+    interrupts: list[Pending] = field(default_factory=list)  # each pause's id and card
     workflow: str | None = None
     retryable: bool = False  # failed on the database or the network, not in the graph: the same run may succeed
     checkpoint: str = ""  # the checkpoint the outcome was read from (a stable key for its result post)
@@ -108,7 +109,8 @@ class Runner:
         config = _config(thread_id, user, decided_at=decided_at, language=language)
         return self._run(thread_id, Command(resume={interrupt_id: decision}), progress, config, "sync", prose)
 
-    def pending(self, thread_id: str) -> list[dict[str, Any]]:
+    def pending(self, thread_id: str) -> list[Pending]:
+        """The thread's open pauses, oldest first. Raises Malformed when one is no card the core knows."""
         return _interrupts(self.graph.get_state(_config(thread_id)))
 
     def _run(self, thread_id: str, value: Any, progress: Progress | None, config: RunnableConfig,
@@ -154,7 +156,14 @@ def _outcome(thread_id: str, state: StateSnapshot) -> Outcome:
     values = state.values
     workflow = values.get("workflow")
     if state.interrupts:
-        return Outcome(thread_id, "waiting", interrupts=_interrupts(state), workflow=workflow, checkpoint=checkpoint)
+        try:
+            pending = _interrupts(state)
+        except Malformed as exc:
+            log.error("thread %s paused on an interrupt that is no card: %s", thread_id, exc)
+            return Outcome(thread_id, "failed", _("The run paused on a question I cannot read ({error}), so nothing "
+                                                  "can be decided on it; it was logged.").format(error=exc),
+                           workflow=workflow, checkpoint=checkpoint)
+        return Outcome(thread_id, "waiting", interrupts=pending, workflow=workflow, checkpoint=checkpoint)
     if values.get("result"):
         return Outcome(thread_id, "done", result=values["result"], workflow=workflow, checkpoint=checkpoint)
     reply = _(values["final_reply"]) if values.get("final_reply") else _("Done.")  # a constant reply is a message id
@@ -165,8 +174,9 @@ def _holds(state: StateSnapshot, message_id: str | None) -> bool:
     return any(getattr(m, "id", None) == message_id for m in state.values.get("messages") or [])
 
 
-def _interrupts(state: StateSnapshot) -> list[dict[str, Any]]:
-    return [{"id": i.id, "value": i.value} for i in state.interrupts]
+def _interrupts(state: StateSnapshot) -> list[Pending]:
+    """The snapshot's interrupts as cards: where a pause's payload leaves the graph, read once."""
+    return [Pending(i.id, card_of(i.value)) for i in state.interrupts]
 
 
 def _config(thread_id: str, user: str | None = None, *, account: str | None = None,

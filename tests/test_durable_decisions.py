@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from bot.cards import Answer, Approve
 from bot.core import Core, Place
 from bot.jobs import Message
 from bot.slack.serve import slack_core
@@ -71,7 +72,7 @@ def test_a_decision_applied_before_a_crash_is_only_marked_applied(desk: Desk) ->
     desk.say("C1", "100.1", "signal ma_cross 600519.SH 20190101")  # asks for the end date
     interrupt_id = _question(desk, "100.1")
     thread_id = thread_id_for(TEAM, "C1", "100.1")
-    assert desk.core.decider.decide(thread_id, interrupt_id, ALICE, {"type": "respond", "message": "20190101 20200601"},
+    assert desk.core.decider.decide(thread_id, interrupt_id, ALICE, Answer("20190101 20200601"),
                             "thread reply").allowed
     # the process applied it and died before marking it: the checkpoint has moved on, the row has not
     desk.core.runner.resume(thread_id, interrupt_id, {"type": "respond", "message": "20190101 20200601"}, ALICE)
@@ -84,7 +85,7 @@ def test_a_decision_applied_before_a_crash_is_only_marked_applied(desk: Desk) ->
     run_background_pass(desk.core)
     desk.core.apply_decision(interrupt_id, thread_id)
     assert len(desk.results("C1", "100.1")) == 1  # and never again
-    verdict = desk.core.decider.decide(thread_id, interrupt_id, ALICE, {"type": "approve"}, "button")
+    verdict = desk.core.decider.decide(thread_id, interrupt_id, ALICE, Approve(), "button")
     assert (verdict.allowed, verdict.reason) == (False, "Already handled.")
 
 
@@ -92,7 +93,7 @@ def test_a_database_failure_during_apply_is_retried_and_applied_once(desk: Desk)
     desk.say("C1", "200.1", "signal ma_cross 600519.SH 20190101")
     interrupt_id = _question(desk, "200.1")
     thread_id = thread_id_for(TEAM, "C1", "200.1")
-    answer = {"type": "respond", "message": "20190101 20200601"}
+    answer = Answer("20190101 20200601")
     desk.core.decider.decide(thread_id, interrupt_id, ALICE, answer, "thread reply")
     blocker = sqlite3.connect(sqlite_path(desk.url), timeout=0)
     blocker.execute("BEGIN EXCLUSIVE")  # the database is unavailable while the decision is applied
