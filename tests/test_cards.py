@@ -8,6 +8,7 @@ import re
 from typing import Any, TypedDict
 
 import pytest
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
@@ -25,7 +26,7 @@ from bot.cards import (
     code_edit,
     decision_of,
 )
-from bot.runner import Runner
+from bot.runner import outcome_of, pending_of
 from graphs.interrupts import TRADERS, approval_request, clarify_request, code_review_request
 from graphs.views import refs
 
@@ -123,10 +124,11 @@ def test_a_run_paused_on_what_is_no_card_fails_closed() -> None:
         return {"answer": interrupt({"type": "poll", "question": "?"})}
 
     graph = StateGraph(_State).add_node("ask", ask).add_edge(START, "ask").add_edge("ask", END)
-    runner = Runner.__new__(Runner)  # the runner's reading of a graph's state, without the app's services
-    runner.graph = graph.compile(checkpointer=InMemorySaver())
-    runner.graph.invoke({}, {"configurable": {"thread_id": "t1"}})
-    outcome = runner.current("t1")
+    compiled = graph.compile(checkpointer=InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": "t1"}}
+    compiled.invoke({}, config)
+    state = compiled.get_state(config)  # what Runner.current and Runner.pending read
+    outcome = outcome_of("t1", state)
     assert outcome.status == "failed" and "cannot read" in outcome.text and "poll" in outcome.text
     with pytest.raises(Malformed, match="unknown interrupt type 'poll'"):
-        runner.pending("t1")
+        pending_of(state)
