@@ -118,7 +118,7 @@ def register(app: App, core: Core) -> None:
         elif isinstance(card, CodeReviewCard):
             name, on_reject = card.name or _("code"), card.on_reject
         else:
-            say(body, place, _(ALREADY_HANDLED))  # a question has no form: its buttons answer it
+            say(body, place, _(MALFORMED))  # a question has no Edit or Reject: not a button I wrote
             return
         if decision == "reject":
             view = render.reject_modal(thread_id, interrupt_id, message_ts, name,
