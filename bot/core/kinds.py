@@ -1,6 +1,6 @@
 """Interrupt kinds as types: each of clarify, code_review and approval owns its title, whether a thread reply
 decides it, its plain-text form (the console, and the details file beside a card Slack refused) and how a typed
-line becomes its decision. The cards and decisions themselves are bot/core/cards.py; payload builders on the graph
+line becomes its decision. The cards and decisions themselves are bot/cards.py; payload builders on the graph
 side are in graphs/interrupts.py; Block Kit is the Slack surface's (bot/slack/render.py)."""
 
 from __future__ import annotations
