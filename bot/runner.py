@@ -6,6 +6,7 @@ the thread id, across processes), so the runner keeps no lock of its own."""
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -14,27 +15,32 @@ from typing import Any, cast
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Durability, StateSnapshot
 from sqlalchemy.exc import SQLAlchemyError
 
+from bot.cards import Malformed, Pending, card_of
 from bot.jobs import should_stop, stop_honoured
 from bot.jobs.failures import INFRASTRUCTURE_ERRORS
 from bot.startup import AppServices
+from graphs import names
+from graphs.context import WorkflowContext
 from graphs.dependencies import workflow_context
-from graphs.main import build_main_graph
+from graphs.main import MainState, build_main_graph
 from graphs.progress import PROGRESS, PROSE
 from graphs.runs.budget import BudgetReached, budget_guard, local_day, usage_line
 from graphs.runs.session import RunSession, close_session, open_session
 from tools.i18n import N_, _, using
 from tools.runs.store import RunStore
-from tools.sandbox import SandboxUnavailable, default_sandbox
+from tools.sandbox import Sandbox, SandboxUnavailable, default_sandbox
 
 log = logging.getLogger(__name__)
 
 STOPPED = N_("Stopped at your request after the last finished step; nothing after it ran. Send a new request, "
              "or repeat this one to start it again.")
 
+MainGraph = CompiledStateGraph[MainState, WorkflowContext, MainState, MainState]
 Progress = Callable[[str, str | None], None]  # called with each step's label and detail, as nodes report them
 ProseSink = Callable[[str, str, str], None]  # called with each piece of long prose a node finishes: (key, title, text)
 
@@ -47,36 +53,80 @@ class Outcome:
     status: str
     text: str = ""
     result: dict[str, Any] | None = None
-    interrupts: list[dict[str, Any]] = field(default_factory=list)  # [{"id": ..., "value": payload}]
+    interrupts: list[Pending] = field(default_factory=list)  # each pause's id and card
     workflow: str | None = None
     retryable: bool = False  # failed on the database or the network, not in the graph: the same run may succeed
     checkpoint: str = ""  # the checkpoint the outcome was read from (a stable key for its result post)
     usage: str = ""  # what the run's models used ("11.7k tokens · ¥0.08 · today 43.0k of 200.0k"); "" for none
 
 
-class Runner:
-    def __init__(self, app: AppServices, checkpointer: BaseCheckpointSaver) -> None:
-        settings = app.settings
-        self.graph = build_main_graph(checkpointer)
-        sandbox = default_sandbox()
+class _Build(threading.Thread):
+    """Behind the start: the stock names every line is read against loaded, the main graph compiled, then the
+    sandbox's workers started. What a person types first (help, a command) is answered meanwhile; the first run
+    waits for the graph (`graph()`)."""
+
+    def __init__(self, checkpointer: BaseCheckpointSaver, sandbox: Sandbox) -> None:
+        super().__init__(name="runner-build", daemon=True)
+        self.checkpointer, self.sandbox = checkpointer, sandbox
+        self._graph: MainGraph | None = None
+        self._nodes: frozenset[str] = frozenset()
+        self._error: BaseException | None = None
+
+    def run(self) -> None:
+        names.table()  # never raises (a failing source is asked again later)
         try:
-            sandbox.warm()  # at start, so the first user's code does not pay for the workers' start-up
+            main = self._graph = build_main_graph(self.checkpointer)
+            graphs = [main, *(graph for _name, graph in main.get_subgraphs(recurse=True) if isinstance(graph, Pregel))]
+            self._nodes = frozenset(name for graph in graphs for name in graph.nodes)
+        except BaseException as exc:  # noqa: BLE001 - raised again where the graph is first wanted
+            self._error = exc
+            return
+        try:
+            self.sandbox.warm()  # so the first user's code does not pay for the workers' start-up
         except SandboxUnavailable as exc:
             log.warning("the sandbox could not start its workers: %s", exc)
-        self.context = workflow_context(settings, app.engine, app.provider, sandbox, stop_requested=should_stop,
+
+    def graph(self) -> MainGraph:
+        self.join()
+        if self._graph is None:
+            raise RuntimeError("the workflow graph could not be built") from self._error
+        return self._graph
+
+    def nodes(self) -> frozenset[str]:
+        self.graph()
+        return self._nodes
+
+    def replace(self, graph: MainGraph) -> None:
+        self.join()
+        self._graph = graph
+
+
+class Runner:
+    def __init__(self, app: AppServices, checkpointer: BaseCheckpointSaver) -> None:
+        sandbox = default_sandbox()
+        self.context = workflow_context(app.settings, app.engine, app.provider, sandbox, stop_requested=should_stop,
                                         stop_honoured=stop_honoured)
-        graphs = [self.graph, *(graph for _name, graph in self.graph.get_subgraphs(recurse=True)
-                                if isinstance(graph, Pregel))]
-        self._nodes = frozenset(name for graph in graphs for name in graph.nodes)
         # each run's record: its manifest, model calls and data (issue 41), purged with the artifacts
-        self.runs = RunStore(app.engine, settings.artifact_retention_days)
+        self.runs = RunStore(app.engine, app.settings.artifact_retention_days)
+        self._build = _Build(checkpointer, sandbox)
+        self._build.start()
+
+    @property
+    def graph(self) -> MainGraph:
+        """The main graph (waits for its build on first use)."""
+        return self._build.graph()
+
+    @graph.setter
+    def graph(self, graph: MainGraph) -> None:
+        self._build.replace(graph)
 
     def _at_node_boundary(self, namespace: tuple[str, ...], update: Any) -> bool:
         """A node of a workflow's graph finished: the place to honour a stop. Not a task inside a node (the desk's
         replay decides each date in a task and checks for a stop before the next date itself, so its partial
         report is kept) nor anything a task runs."""
-        outside_tasks = all(part.split(":", 1)[0] in self._nodes for part in namespace)
-        return outside_tasks and isinstance(update, dict) and any(name in self._nodes for name in update)
+        nodes = self._build.nodes()
+        outside_tasks = all(part.split(":", 1)[0] in nodes for part in namespace)
+        return outside_tasks and isinstance(update, dict) and any(name in nodes for name in update)
 
     def start(self, thread_id: str, text: str, progress: Progress | None = None, user: str | None = None,
               account: str | None = None, request: dict[str, Any] | None = None,
@@ -95,7 +145,7 @@ class Runner:
             if state.next and not state.interrupts:  # its run was cut short between two steps
                 log.info("thread %s: message %s was taken in before; continuing its run", thread_id, message_id)
                 return self._run(thread_id, None, progress, config, "async", prose)
-            return _outcome(thread_id, state)
+            return outcome_of(thread_id, state)
         update: dict[str, Any] = {"messages": [HumanMessage(text, id=message_id)],
                                   "background_request": request}
         if user:
@@ -119,8 +169,9 @@ class Runner:
         return self._run(thread_id, Command(resume={interrupt_id: decision}), progress, config, "sync", prose,
                          segment)
 
-    def pending(self, thread_id: str) -> list[dict[str, Any]]:
-        return _interrupts(self.graph.get_state(_config(thread_id)))
+    def pending(self, thread_id: str) -> list[Pending]:
+        """The thread's open pauses, oldest first. Raises Malformed when one is no card the core knows."""
+        return pending_of(self.graph.get_state(_config(thread_id)))
 
     def _run(self, thread_id: str, value: Any, progress: Progress | None, config: RunnableConfig,
              durability: Durability, prose: ProseSink | None = None,
@@ -148,7 +199,8 @@ class Runner:
                   "done" if outcome.status == "done" else outcome.status)
         try:
             close_session(self.runs, session, status=status, workflow=outcome.workflow,
-                          interrupts=outcome.interrupts, checkpoint=outcome.checkpoint, result=outcome.result,
+                          interrupts=[{"id": p.id, "value": p.card.payload()} for p in outcome.interrupts],
+                          checkpoint=outcome.checkpoint, result=outcome.result,
                           day=self._day())
             if session.recorder.tokens:
                 outcome.usage = usage_line(self.runs, self.context, session.recorder, session.manifest["user"])
@@ -167,7 +219,7 @@ class Runner:
                 if mode == "updates":
                     session.observe(namespace, event)
                 if mode == "updates" and self._at_node_boundary(namespace, event) and should_stop():
-                    stopped = _outcome(thread_id, self.graph.get_state(config))
+                    stopped = outcome_of(thread_id, self.graph.get_state(config))
                     return Outcome(thread_id, "done", _(STOPPED), workflow=stopped.workflow,
                                    checkpoint=f"stopped:{stopped.checkpoint}")
                 if mode == "custom" and progress is not None and isinstance(event, dict) and PROGRESS in event:
@@ -177,7 +229,7 @@ class Runner:
             state = self.graph.get_state(config)
         except BudgetReached as exc:
             log.info("run on thread %s stopped at a %s budget", thread_id, exc.which)
-            stopped = _outcome(thread_id, self.graph.get_state(config))
+            stopped = outcome_of(thread_id, self.graph.get_state(config))
             return Outcome(thread_id, "done", exc.text(), workflow=stopped.workflow,
                            checkpoint=f"stopped:{stopped.checkpoint}")
         except SandboxUnavailable as exc:
@@ -190,19 +242,26 @@ class Runner:
             log.exception("run failed on thread %s", thread_id)
             return Outcome(thread_id, "failed", _("Something went wrong in this run; it was logged. You can try "
                                                   "again or start a new request."))
-        return _outcome(thread_id, state)
+        return outcome_of(thread_id, state)
 
     def current(self, thread_id: str) -> Outcome:
         """Where the thread stands now, without running anything (what a lost post would have shown)."""
-        return _outcome(thread_id, self.graph.get_state(_config(thread_id)))
+        return outcome_of(thread_id, self.graph.get_state(_config(thread_id)))
 
 
-def _outcome(thread_id: str, state: StateSnapshot) -> Outcome:
+def outcome_of(thread_id: str, state: StateSnapshot) -> Outcome:
     checkpoint = str(state.config.get("configurable", {}).get("checkpoint_id") or "")
     values = state.values
     workflow = values.get("workflow")
     if state.interrupts:
-        return Outcome(thread_id, "waiting", interrupts=_interrupts(state), workflow=workflow, checkpoint=checkpoint)
+        try:
+            pending = pending_of(state)
+        except Malformed as exc:
+            log.error("thread %s paused on an interrupt that is no card: %s", thread_id, exc)
+            return Outcome(thread_id, "failed", _("The run paused on a question I cannot read ({error}), so nothing "
+                                                  "can be decided on it; it was logged.").format(error=exc),
+                           workflow=workflow, checkpoint=checkpoint)
+        return Outcome(thread_id, "waiting", interrupts=pending, workflow=workflow, checkpoint=checkpoint)
     if values.get("result"):
         return Outcome(thread_id, "done", result=values["result"], workflow=workflow, checkpoint=checkpoint)
     reply = _(values["final_reply"]) if values.get("final_reply") else _("Done.")  # a constant reply is a message id
@@ -213,8 +272,9 @@ def _holds(state: StateSnapshot, message_id: str | None) -> bool:
     return any(getattr(m, "id", None) == message_id for m in state.values.get("messages") or [])
 
 
-def _interrupts(state: StateSnapshot) -> list[dict[str, Any]]:
-    return [{"id": i.id, "value": i.value} for i in state.interrupts]
+def pending_of(state: StateSnapshot) -> list[Pending]:
+    """The snapshot's interrupts as cards: where a pause's payload leaves the graph, read once."""
+    return [Pending(i.id, card_of(i.value)) for i in state.interrupts]
 
 
 def _config(thread_id: str, user: str | None = None, *, account: str | None = None,

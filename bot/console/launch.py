@@ -6,6 +6,7 @@ Only the standard library is imported here, at module level."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -34,6 +35,7 @@ class _Warmup(threading.Thread):
         self._session: Any = None
 
     def run(self) -> None:
+        threading.Thread(target=_probe_sandbox, name="quantdesk-sandbox-probe", daemon=True).start()
         try:
             from bot.console.session import open_session
             from bot.heap import startup_done
@@ -57,6 +59,15 @@ class _Warmup(threading.Thread):
     def session(self) -> Any:
         self.join()
         return self._session
+
+
+def _probe_sandbox() -> None:
+    """The sandbox's isolation probe (it runs a process) while the warm-up imports the rest; the runner takes the
+    sandbox it made. A failure is left for the runner, which asks again and says what failed."""
+    with contextlib.suppress(Exception):
+        from tools.sandbox import default_sandbox
+
+        default_sandbox()
 
 
 def launch(settings: Any, stdin: TextIO, out: TextIO,

@@ -21,10 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from bot import cards
+from bot.cards import ClarifyCard, Decision, Reject, code_edit
 from bot.console.data import DataCommands
 from bot.console.prompt import LINE_CANCELLED, LineReader
 from bot.console.surface import ConsoleSurface, console_place
@@ -32,7 +34,7 @@ from bot.console.text import view_text
 from bot.core import Core
 from bot.core.background import BackgroundService
 from bot.core.intake import Answer, Cancel, HelpSection, Leave, LocalCommand, Pending, Reply, Request, Typed
-from bot.core.kinds import EDIT_BODY, code_edit, kind_of
+from bot.core.kinds import EDIT_BODY, kind_of
 from bot.core.outbox import kind_word
 from bot.core.surface import Place, Question, Result
 from bot.core.wiring import build_core
@@ -42,7 +44,6 @@ from bot.startup import AppServices
 from bot.surfaces import CONSOLE, CONSOLE_CHANNEL, CONSOLE_TEAM
 from graphs.background import Notice as BackgroundNotice
 from graphs.clarify import CANCEL_ANSWER, CANCELLED
-from graphs.interrupts import CLARIFY
 from tools.access.login import os_login
 from tools.access.store import identity_of
 from tools.access.store import load as load_roles
@@ -95,7 +96,7 @@ class Console:
         self.runner.context.console_operator = self.user  # trades on a desk with no trader configured anywhere
         self.place = console_place(self.user)
         self.keys = itertools.count(1)
-        self.pending: list[dict[str, Any]] = []  # [{"id", "value"}] of the current thread, oldest first
+        self.pending: list[cards.Pending] = []  # the current thread's open pauses, oldest first
         self.editing: list[str] | None = None  # body lines of an `edit` being typed
         self.background: BackgroundService | None = None  # the session's (open_session sets it)
         self.data = DataCommands(ctx, self.surface.say, lambda: self.thread)  # codes, bars, load, ws …
@@ -108,7 +109,7 @@ class Console:
     def prompt(self) -> str:
         if self.editing is not None:
             return "... "
-        return kind_of(self.pending[0]["value"]).prompt if self.pending else "quant> "
+        return kind_of(self.pending[0].card).prompt if self.pending else "quant> "
 
     def handle(self, line: str) -> bool:
         """Run one input line, answering in the operator's language; False means the session is over."""
@@ -124,7 +125,7 @@ class Console:
                 self.editing.append(line.rstrip("\n"))
             return True
         text = line.strip()
-        waiting = kind_of(self.pending[0]["value"]).name if self.pending else None
+        waiting = self.pending[0].card.kind if self.pending else None
         reply = self.core.intake.answer(Typed(self.place, text, waiting=waiting, local=self.data.help, session=True),
                                         ACCOUNT)
         intent = reply.intent
@@ -179,9 +180,9 @@ class Console:
         last = self.surface.last.get(self.thread)
         if not self.pending and isinstance(last, Result) and last.text == _(CANCELLED):
             self.place = console_place(self.user)
-        elif self.pending and not (isinstance(last, Question) and last.interrupt_id == self.pending[-1]["id"]):
-            value = self.pending[0]["value"]  # one of several answered: the next is still open (shown before)
-            self.surface.say(self.surface.card_text(value))
+        elif self.pending and not (isinstance(last, Question) and last.interrupt_id == self.pending[-1].id):
+            # one of several answered: the next is still open (shown before)
+            self.surface.say(self.surface.card_text(self.pending[0].card))
 
     def heard(self, notice: BackgroundNotice) -> None:
         """A background job's notice: shown in its thread already when the thread is the console's."""
@@ -244,7 +245,7 @@ class Console:
                     n=len(waiting)))
         return code
 
-    def open_threads(self) -> list[tuple[Place, list[dict[str, Any]]]]:
+    def open_threads(self) -> list[tuple[Place, list[cards.Pending]]]:
         """Every console thread waiting on a person (any session), oldest first, with what it waits on."""
         found = []
         for info in self.core.threads.waiting_in(CONSOLE_TEAM, CONSOLE_CHANNEL):
@@ -262,18 +263,18 @@ class Console:
             lines = [_("{n} waiting (`pending N` makes one current: the next line answers it):").format(
                 n=len(waiting))]
             for number, (place, pending) in enumerate(waiting, 1):
-                value = pending[0]["value"]
+                card = pending[0].card
                 more = _(" (and {n} more in that thread)").format(n=len(pending) - 1) if len(pending) > 1 else ""
                 current = _(" (current)") if place.thread_id == self.thread else ""
-                lines.append(f"  {number}. {kind_of(value).title(value)}{more}{current}")
+                lines.append(f"  {number}. {kind_of(card).title(card)}{more}{current}")
             self.surface.say("\n".join(lines))
             return
         if len(args) > 1 or not args[0].isdigit() or not 1 <= int(args[0]) <= len(waiting):
             self.surface.say(_("usage: pending [N], N from 1 to {n}").format(n=len(waiting)))
             return
         self.place, self.pending = waiting[int(args[0]) - 1]
-        value = self.pending[0]["value"]
-        self.surface.say(kind_of(value).console_text(value))
+        card = self.pending[0].card
+        self.surface.say(kind_of(card).console_text(card))
 
     def catch_up(self) -> None:
         """Before a prompt: what another surface's process left for the console's threads (a switch-off there closed
@@ -295,8 +296,8 @@ class Console:
                 continue
             self.place, self.pending = Place(place.team, place.channel, place.thread_ts, self.user), pending
             del self.surface.asked[thread_id]
-            value = pending[0]["value"]
-            self.surface.say(_("(now answering: {title})").format(title=kind_of(value).title(value)))
+            card = pending[0].card
+            self.surface.say(_("(now answering: {title})").format(title=kind_of(card).title(card)))
             return
 
     def new_request(self, text: str) -> None:
@@ -306,36 +307,35 @@ class Console:
         for _step in range(MAX_SETTLE_STEPS):
             if not self.pending:
                 break
-            if kind_of(self.pending[0]["value"]).name == CLARIFY:
+            if isinstance(self.pending[0].card, ClarifyCard):
                 self.surface.say(_("(the previous request's pending question was cancelled; starting the new request)"))
-                self.decide({"type": "respond", "message": CANCEL_ANSWER})
+                self.decide(cards.Answer(CANCEL_ANSWER))
             else:
                 self.surface.say(_("(the previous request's pending review or approval is rejected first)"))
-                self.decide({"type": "reject", "message": _("superseded by a new request in the console")})
+                self.decide(Reject(_("superseded by a new request in the console")))
         self.place, self.pending = console_place(self.user), []
         self.submit(text)
 
     def answer(self, text: str) -> None:
         """A line typed while the run waits: the answer or decision for the oldest pending interrupt (a decision's
         word read in English by the core: `批准` is approve)."""
-        payload = self.pending[0]["value"]
-        kind = kind_of(payload)
-        if text == CANCEL_ANSWER and kind.name != CLARIFY:  # a review or approval ends as a rejection, recorded
-            self.decide({"type": "reject", "message": _("cancelled in the console")})
+        card = self.pending[0].card
+        if text == CANCEL_ANSWER and not isinstance(card, ClarifyCard):  # a review or approval: a rejection, recorded
+            self.decide(Reject(_("cancelled in the console")))
             return
-        step = kind.console_step(text, payload)
+        step = kind_of(card).console_step(text, card)
         if step.message == EDIT_BODY:
             self.editing = []
             self.surface.say(_("type the new body of compute_factor; end with a line holding only `.`"))
         elif step.message:
             self.surface.say(step.message)
-        else:
+        elif step.decision is not None:
             self.decide(step.decision)
 
-    def decide(self, decision: dict[str, Any]) -> None:
+    def decide(self, decision: Decision) -> None:
         """Record the decision (the same durable row as a Slack click), then its job applies it, as every
         decision is."""
-        interrupt_id = self.pending[0]["id"]
+        interrupt_id = self.pending[0].id
         verdict = self.core.decider.decide(self.thread, interrupt_id, self.user, decision, "console")
         if not verdict.allowed:
             self.surface.say(_("already handled") if verdict.already else

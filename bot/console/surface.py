@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 from typing import TextIO
 
+from bot.cards import Card
 from bot.console.progress import ProgressLine
 from bot.console.text import view_text
 from bot.core.kinds import kind_of
@@ -78,16 +79,16 @@ class ConsoleSurface:
         """How the console names a person: their console login when one is mapped to them."""
         return self.people.get(user, user)
 
-    def card_text(self, payload: dict) -> str:
+    def card_text(self, card: Card) -> str:
         """A question's card as console text, the people it names by name."""
-        return named(kind_of(payload).console_text(payload), payload.get("users") or [], self.person)
+        return named(kind_of(card).console_text(card), list(card.users or ()), self.person)
 
     def text_of(self, content: Content) -> str | None:
         """A content as console text; None for what the console does not show (status lines)."""
         if isinstance(content, Question):
             number, total = content.position
             prefix = f"[{number}/{total}] " if total > 1 else ""
-            return prefix + self.card_text(content.payload)
+            return prefix + self.card_text(content.card)
         if isinstance(content, Result):
             return view_text(content.view, self.person) if content.view else content.text
         if isinstance(content, Notice):

@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from bot.cards import Answer, Malformed, Pending
 from bot.core.decider import Decider
 from bot.core.home import Homes
 from bot.core.intake import Intake
@@ -164,22 +165,22 @@ class Core:
                 self._after_background_run(info.thread_id, message.request, outcome)
             return
         # a command was answered where it was typed (Intake.take); a new request is not an answer: its own thread
-        if isinstance(conversation.read(message.text, kind_of(pending[0]["value"]).name), conversation.Request):
+        if isinstance(conversation.read(message.text, pending[0].card.kind), conversation.Request):
             self._start_elsewhere(place, message.text)
             return
-        interrupt = next((p for p in pending if kind_of(p["value"]).thread_reply_decides), None)
-        self.waiting.hand_over(place, message.key, f"decision:{interrupt['id']}" if interrupt else None)
+        interrupt = next((p for p in pending if kind_of(p.card).thread_reply_decides), None)
+        self.waiting.hand_over(place, message.key, f"decision:{interrupt.id}" if interrupt else None)
         with using(self.language_of(place.user)):  # what only they see is in their own language
             if interrupt is None:
-                self.surface.tell(place, _(kind_of(pending[0]["value"]).reply_hint))
+                self.surface.tell(place, _(kind_of(pending[0].card).reply_hint))
                 return
-            decision = {"type": "respond", "message": message.text}
-            verdict = self.decider.decide(info.thread_id, interrupt["id"], place.user, decision, "thread reply",
+            decision = Answer(message.text)
+            verdict = self.decider.decide(info.thread_id, interrupt.id, place.user, decision, "thread reply",
                                           message.key)
             if not (verdict.allowed or verdict.already):  # a button click answered it first: nothing to say
                 self.surface.tell(place, verdict.reason)
         if verdict.allowed:
-            self.decider.confirm(verdict, interrupt["id"], place.user, decision)
+            self.decider.confirm(verdict, interrupt.id, place.user, decision)
 
     def apply_decision(self, interrupt_id: str, thread_id: str) -> None:
         """The apply job of an accepted decision (see Decider.apply_decision)."""
@@ -247,18 +248,18 @@ class Core:
         hooks.setdefault("close_cards", lambda action, reason: len(self.decider.close_cards(action, reason, user)))
         return CommandCall(self.runner.context, args, user, account, **hooks)
 
-    def open_questions(self, everywhere: bool = False) -> Iterator[tuple[ThreadInfo, dict[str, Any]]]:
-        """The open questions ({"id", "value"}) of this surface's waiting threads, or of every surface's sharing the
-        database (`everywhere`), oldest thread first; the checkpoint is the truth."""
+    def open_questions(self, everywhere: bool = False) -> Iterator[tuple[ThreadInfo, Pending]]:
+        """The open questions of this surface's waiting threads, or of every surface's sharing the database
+        (`everywhere`), oldest thread first; the checkpoint is the truth. A thread paused on what is no card is
+        left out (logged): nothing is shown or decided on it."""
         for info in self.threads.waiting("" if everywhere else self.scope):
-            for pending in self.runner.pending(info.thread_id):
-                yield info, pending
-
-
-
-
-
-
+            try:
+                pending = self.runner.pending(info.thread_id)
+            except Malformed as exc:
+                log.error("thread %s waits on an interrupt that is no card: %s", info.thread_id, exc)
+                continue
+            for question in pending:
+                yield info, question
     # --- what the background service calls -----------------------------------------------------------------------
 
     def reapply(self, interrupt_id: str, thread_id: str) -> None:

@@ -8,13 +8,15 @@ from __future__ import annotations
 import contextlib
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from bot.cards import Answer, ApprovalCard, Card, Decision, Edit, Malformed, Reject
 from bot.core.outbox import DECIDED_POST, pending_entry, place_of
 from bot.core.policy import ALREADY_HANDLED
 from bot.core.surface import Answered, Decided
 from bot.jobs.failures import INFRASTRUCTURE_ERRORS
-from bot.stores.decisions import MAX_ATTEMPTS, Decision
+from bot.stores.decisions import MAX_ATTEMPTS
+from bot.stores.decisions import Decision as DecisionRecord
 from bot.stores.homes import HomeStore
 from bot.stores.threads import ThreadInfo
 from graphs.context import admins_of
@@ -44,7 +46,7 @@ class Verdict:
     allowed: bool
     reason: str = ""
     thread: ThreadInfo | None = None
-    payload: dict[str, Any] | None = None
+    card: Card | None = None
     already: bool = False  # refused because the pause was decided before (a click raced it): often said nothing
 
 
@@ -63,31 +65,35 @@ class Decider:
                 return Verdict(False, _("This thread is not one of mine any more."))
             if self.core.decisions.get(interrupt_id) is not None:
                 return Verdict(False, _(ALREADY_HANDLED), info, already=True)
-            payload = self.pending_value(thread_id, interrupt_id)  # the checkpoint is the truth
+            card = self.pending_value(thread_id, interrupt_id)  # the checkpoint is the truth
         except INFRASTRUCTURE_ERRORS as exc:
             log.warning("could not check a decision on %s: %s", thread_id, type(exc).__name__)
             return Verdict(False, unrecorded(exc))
-        if payload is None:
+        except Malformed as exc:  # fail closed: nothing is decided on what cannot be read
+            log.error("thread %s waits on an interrupt that is no card: %s", thread_id, exc)
+            return Verdict(False, _("This question cannot be read ({error}), so nothing can be decided on it.").format(
+                error=exc), info)
+        if card is None:
             return Verdict(False, _("This question is no longer open: the run has moved on."), info)
-        refusal = self.core.policy.refusal(info, payload, user, decision_type) if ask_policy else None
-        return Verdict(refusal is None, refusal or "", info, payload)
+        refusal = self.core.policy.refusal(info, card, user, decision_type) if ask_policy else None
+        return Verdict(refusal is None, refusal or "", info, card)
 
-    def decide(self, thread_id: str, interrupt_id: str, user: str, decision: dict[str, Any], source: str,
+    def decide(self, thread_id: str, interrupt_id: str, user: str, decision: Decision, source: str,
                message_key: str | None = None, ask_policy: bool = True) -> Verdict:
-        """Check and record a decision: its durable row is written here; the first decision wins. `message_key`:
-        the message it was typed in (a thread reply); `ask_policy`: see `may_decide`."""
-        verdict = self.may_decide(thread_id, interrupt_id, user, str(decision.get("type")), ask_policy)
+        """Check and record a decision: its durable row (the HITL dict) is written here; the first decision wins.
+        `message_key`: the message it was typed in (a thread reply); `ask_policy`: see `may_decide`."""
+        verdict = self.may_decide(thread_id, interrupt_id, user, decision.type, ask_policy)
         if not verdict.allowed:
             return verdict
         try:
-            if not self.core.decisions.accept(interrupt_id, thread_id, decision, user, source, message_key):
+            if not self.core.decisions.accept(interrupt_id, thread_id, decision.hitl(), user, source, message_key):
                 return Verdict(False, _(ALREADY_HANDLED), verdict.thread, already=True)
         except INFRASTRUCTURE_ERRORS as exc:
             log.warning("could not record a decision on %s: %s", thread_id, type(exc).__name__)
             return Verdict(False, unrecorded(exc))
         return verdict
 
-    def confirm(self, verdict: Verdict, interrupt_id: str, user: str, decision: dict[str, Any],
+    def confirm(self, verdict: Verdict, interrupt_id: str, user: str, decision: Decision,
                 message_ref: str | None = None) -> None:
         """After `decide` wrote the row and its chained audit entry: show it on its card, and queue its
         application. If the database fails here, the background service queues it (nothing is lost)."""
@@ -103,27 +109,27 @@ class Decider:
             log.warning("decision %s recorded, not queued yet (%s): the background service will queue it",
                         interrupt_id, type(exc).__name__)
 
-    def _show_decision(self, info: ThreadInfo, interrupt_id: str, user: str, decision: dict[str, Any],
+    def _show_decision(self, info: ThreadInfo, interrupt_id: str, user: str, decision: Decision,
                        message_ref: str | None) -> None:
-        kind = decision["type"]
         shown = info.pending.get(interrupt_id) or {}
         ref = message_ref or shown.get("ts")
         if not ref:
             return
         place = place_of(info, user)
-        if kind == "respond":
-            answer = str(decision.get("message") or "")
-            self.core.surface.update(place, ref, Answered(shown.get("question", _("Question")), user, answer))
+        if isinstance(decision, Answer):
+            self.core.surface.update(place, ref, Answered(shown.get("question", _("Question")), user,
+                                                          decision.message))
             return
-        note = str(decision.get("message", "")) if kind == "reject" else ""
-        if kind == "edit":
-            edited = (decision.get("edited_action") or {}).get("args") or {}
-            note = (_("the edited code is being dry-run and checked") if "code" in edited else
+        note = decision.message if isinstance(decision, Reject) else ""
+        if isinstance(decision, Edit):
+            note = (_("the edited code is being dry-run and checked") if "code" in decision.args else
                     _("the edited values are being checked again"))
-        self.core.surface.update(place, ref, Decided(shown.get("question") or _("Code review"), user, kind, note))
+        self.core.surface.update(place, ref, Decided(shown.get("question") or _("Code review"), user, decision.type,
+                                                     note))
 
-    def pending_value(self, thread_id: str, interrupt_id: str) -> dict[str, Any] | None:
-        return next((p["value"] for p in self.core.runner.pending(thread_id) if p["id"] == interrupt_id), None)
+    def pending_value(self, thread_id: str, interrupt_id: str) -> Card | None:
+        """The card of an open pause, or None. Raises Malformed when the pause is no card."""
+        return next((p.card for p in self.core.runner.pending(thread_id) if p.id == interrupt_id), None)
 
     def retry(self, interrupt_id: str, user: str) -> str:
         """A human pressed Retry on a failed decision: apply it again (the requester or an approver only)."""
@@ -179,7 +185,7 @@ class Decider:
             return
         place = place_of(info, record.decided_by or "")
         try:
-            still_pending = interrupt_id in {p["id"] for p in self.core.runner.pending(record.thread_id)}
+            still_pending = interrupt_id in {p.id for p in self.core.runner.pending(record.thread_id)}
         except INFRASTRUCTURE_ERRORS as exc:
             self._retry_later(place, interrupt_id, _("the database failed ({error})").format(error=type(exc).__name__))
             return
@@ -204,7 +210,7 @@ class Decider:
         self.core.presenter.show(place, info, outcome, status)
         self.core.decisions.mark_applied(interrupt_id)
 
-    def _refused_unproven(self, info: ThreadInfo, record: Decision) -> bool:
+    def _refused_unproven(self, info: ThreadInfo, record: DecisionRecord) -> bool:
         """A decision without its chained audit entry (a row written into `decisions` by hand) is not applied: it
         is removed, the attempt chained as evidence, the card left open for a real decision, and the thread's
         admins and approvers told. True when it was refused."""
@@ -213,8 +219,8 @@ class Decider:
             return False
         log.error("decision %s on %s refused: %s", record.interrupt_id, record.thread_id, problem)
         self.core.decisions.refuse(record, problem)
-        account = str((self.pending_value(record.thread_id, record.interrupt_id) or {}).get("args", {}).get(
-            "account") or "")
+        card = self.pending_value(record.thread_id, record.interrupt_id)
+        account = card.account if isinstance(card, ApprovalCard) else ""
         told = self.core.policy.approvers | admins_of(self.core.runner.context, account)
         with using(info.language):
             text = _(":no_entry: A decision on this question ({kind}, in the name of {who}) is not in the audit "
@@ -243,18 +249,18 @@ class Decider:
         if not user:
             return []
         closed: list[str] = []
-        decision = {"type": "reject", "message": reason}
+        decision = Reject(reason)
         for info, pending in list(self.core.open_questions(everywhere=True)):
-            if pending["value"].get("action") != action:
+            if not (isinstance(pending.card, ApprovalCard) and pending.card.action == action):
                 continue
             # whoever may switch trading off (the command checked: a trader or an admin) closes every card it ends
-            verdict = self.decide(info.thread_id, pending["id"], user, decision, SWITCH_SOURCE, ask_policy=False)
+            verdict = self.decide(info.thread_id, pending.id, user, decision, SWITCH_SOURCE, ask_policy=False)
             if not verdict.allowed:
                 continue
             if info.thread_id.startswith(self.core.scope):
-                self.confirm(verdict, pending["id"], user, decision)
+                self.confirm(verdict, pending.id, user, decision)
             else:
-                self._close_elsewhere(info, pending["id"], user, reason)
+                self._close_elsewhere(info, pending.id, user, reason)
             closed.append(info.thread_id)
         return closed
 
@@ -292,9 +298,9 @@ class Decider:
             self.core.outbox.notify(info.thread_id, f"failed:{interrupt_id}", outcome.text)
         elif outcome.status == "waiting":
             self.core.threads.update(info.thread_id, status="waiting",
-                                pending={i["id"]: pending_entry(i["value"]) for i in outcome.interrupts})
+                                pending={i.id: pending_entry(i.card) for i in outcome.interrupts})
             for question in outcome.interrupts:
-                self.core.posts.record(question["id"], info.thread_id, "interrupt")
+                self.core.posts.record(question.id, info.thread_id, "interrupt")
         else:
             self.core.posts.record(f"result:{info.thread_id}:{outcome.checkpoint}", info.thread_id, "result",
                               {"workflow": outcome.workflow, "result": outcome.result, "text": outcome.text})

@@ -9,9 +9,8 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Iterable, Iterator
-from datetime import datetime
-from typing import Any
 
+from bot.cards import ApprovalCard, Card, ClarifyCard, Pending
 from bot.core.outbox import place_of
 from bot.core.policy import Policy
 from bot.core.surface import ASKED, DECIDE, OTHERS, Home, HomeCard, HomeSurface, Question, Refused
@@ -20,19 +19,18 @@ from bot.stores.decisions import DecisionStore
 from bot.stores.homes import HomeStore
 from bot.stores.threads import ThreadInfo, ThreadRegistry
 from graphs.home import HomeAction, HomePanel
-from graphs.interrupts import CLARIFY
 from graphs.registry import HOME
 from tools.i18n import using
 
 log = logging.getLogger(__name__)
 
-OpenQuestions = Callable[[], Iterator[tuple[ThreadInfo, dict[str, Any]]]]  # (thread, {"id", "value"}) oldest first
+OpenQuestions = Callable[[], Iterator[tuple[ThreadInfo, Pending]]]  # (thread, open pause) oldest first
 PUBLISH_ROUNDS = 3  # a change that lands during a publish is shown by the next round (else the next pass)
 
 
-def primary_decision(payload: dict) -> str:
+def primary_decision(card: Card) -> str:
     """The decision a card is for: approve (a review, an approval) or respond (a question)."""
-    return "approve" if "approve" in (payload.get("allowed") or []) else "respond"
+    return "approve" if "approve" in card.allowed else "respond"
 
 
 def ordered(cards: list[HomeCard]) -> list[HomeCard]:
@@ -45,8 +43,8 @@ def ordered(cards: list[HomeCard]) -> list[HomeCard]:
 
 
 def _expiry(card: HomeCard) -> float:
-    at = card.question.payload.get("expires_at")
-    return datetime.fromisoformat(at).timestamp() if at else math.inf
+    expires = card.question.card.expires if isinstance(card.question.card, ApprovalCard) else None
+    return expires.timestamp() if expires else math.inf
 
 
 class Homes:
@@ -76,18 +74,18 @@ class Homes:
         on them (`ordered`); those they may not decide are shown read-only."""
         found = []
         for info, pending in self.questions():
-            if self.decisions.get(pending["id"]) is not None:  # decided, not applied yet
+            if self.decisions.get(pending.id) is not None:  # decided, not applied yet
                 continue
-            payload = pending["value"]
-            primary = primary_decision(payload)
-            refusal = self.policy.refusal(info, payload, user, primary)
+            card = pending.card
+            primary = primary_decision(card)
+            refusal = self.policy.refusal(info, card, user, primary)
             # a trader the policy keeps from approving (maker-checker) may still edit or reject: only Approve goes
-            withheld = ((primary,) if refusal and primary == "approve" and "edit" in (payload.get("allowed") or [])
-                        and self.policy.refusal(info, payload, user, "edit") is None else ())
+            withheld = ((primary,) if refusal and primary == "approve" and "edit" in card.allowed
+                        and self.policy.refusal(info, card, user, "edit") is None else ())
             if refusal is None or withheld or user == info.user_id:
-                decides = payload.get("type", CLARIFY) != CLARIFY and (refusal is None or bool(withheld))
+                decides = not isinstance(card, ClarifyCard) and (refusal is None or bool(withheld))
                 group = DECIDE if decides else ASKED if user == info.user_id else OTHERS
-                question = Question(info.thread_id, pending["id"], payload, info.user_id)
+                question = Question(info.thread_id, pending.id, card, info.user_id)
                 found.append(HomeCard(question, place_of(info, user), refusal or "", withheld, group))
         return ordered(found)
 

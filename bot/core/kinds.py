@@ -1,7 +1,7 @@
 """Interrupt kinds as types: each of clarify, code_review and approval owns its title, whether a thread reply
 decides it, its plain-text form (the console, and the details file beside a card Slack refused) and how a typed
-line becomes its HITL decision. Payload builders and decision parsing on the graph side are in graphs/interrupts.py;
-Block Kit is the Slack surface's (bot/slack/render.py)."""
+line becomes its decision. The cards and decisions themselves are bot/cards.py; payload builders on the graph
+side are in graphs/interrupts.py; Block Kit is the Slack surface's (bot/slack/render.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bot.cards import (
+    Answer,
+    ApprovalCard,
+    Approve,
+    Card,
+    ClarifyCard,
+    CodeReviewCard,
+    Decision,
+    Edit,
+    Reject,
+    code_edit,
+)
 from graphs.interrupts import APPROVAL, CLARIFY, CODE_REVIEW, validate_args
 from tools.i18n import N_, _, pgettext
 
@@ -21,7 +33,7 @@ class ConsoleStep:
     """What a console line did to a pending interrupt: a decision to resume with, or a message (and nothing
     resumes), or the start of a multi-line body (`EDIT_BODY`)."""
 
-    decision: dict[str, Any] | None = None
+    decision: Decision | None = None
     message: str | None = None
 
 
@@ -31,19 +43,19 @@ class Clarify:
     thread_reply_decides = True
 
     @staticmethod
-    def title(payload: dict[str, Any]) -> str:
-        return str(payload.get("question") or _("Question"))
+    def title(card: ClarifyCard) -> str:
+        return card.question or _("Question")
 
     @staticmethod
-    def console_text(payload: dict[str, Any]) -> str:
-        text = f"? {payload.get('question', '')}"
-        if payload.get("choices"):
-            text += "\n  " + _("choices: {choices}").format(choices=" | ".join(payload["choices"]))
+    def console_text(card: ClarifyCard) -> str:
+        text = f"? {card.question}"
+        if card.choices:
+            text += "\n  " + _("choices: {choices}").format(choices=" | ".join(card.choices))
         return text
 
     @staticmethod
-    def console_step(line: str, payload: dict[str, Any]) -> ConsoleStep:
-        return ConsoleStep({"type": "respond", "message": line.strip()})
+    def console_step(line: str, card: ClarifyCard) -> ConsoleStep:
+        return ConsoleStep(Answer(line.strip()))
 
 
 def said(word: str) -> str:
@@ -53,14 +65,14 @@ def said(word: str) -> str:
     return words.get(word, word)
 
 
-def _allowed(payload: dict[str, Any]) -> str:
-    return " | ".join(said(word) for word in payload.get("allowed", []))
+def _allowed(card: CodeReviewCard | ApprovalCard) -> str:
+    return " | ".join(said(word) for word in card.allowed)
 
 
 def _reject(rest: str, what: str) -> ConsoleStep:
     if not rest:
         return ConsoleStep(message=_("reject needs a reason: reject REASON ({what})").format(what=what))
-    return ConsoleStep({"type": "reject", "message": rest})
+    return ConsoleStep(Reject(rest))
 
 
 class CodeReview:
@@ -71,26 +83,24 @@ class CodeReview:
                     "(a thread reply does not decide it).")
 
     @staticmethod
-    def title(payload: dict[str, Any]) -> str:
-        return _("Code review: {name}").format(name=payload.get("name", "code"))
+    def title(card: CodeReviewCard) -> str:
+        return _("Code review: {name}").format(name=card.name)
 
     @staticmethod
-    def console_text(payload: dict[str, Any]) -> str:
-        verdict = (_("checks FAILED: {failure}").format(failure=payload["failure"]) if payload.get("failure") else
-                   _("checks passed"))
+    def console_text(card: CodeReviewCard) -> str:
+        verdict = _("checks FAILED: {failure}").format(failure=card.failure) if card.failure else _("checks passed")
         return "\n".join([
             _("--- code review: factor {name} ({verdict}; sandbox isolation: {isolation}) ---").format(
-                name=payload.get("name"), verdict=verdict, isolation=payload.get("isolation", "unknown")),
-            str(payload.get("summary", "")), _("--- body of compute_factor ---"),
-            str(payload.get("code", "")).rstrip(),
-            _("--- review> {allowed} (edit [FILE]; reject REASON) ---").format(allowed=_allowed(payload))])
+                name=card.name, verdict=verdict, isolation=card.isolation),
+            card.summary, _("--- body of compute_factor ---"), card.code.rstrip(),
+            _("--- review> {allowed} (edit [FILE]; reject REASON) ---").format(allowed=_allowed(card))])
 
     @staticmethod
-    def console_step(line: str, payload: dict[str, Any]) -> ConsoleStep:
+    def console_step(line: str, card: CodeReviewCard) -> ConsoleStep:
         word, _sep, rest = line.strip().partition(" ")
         word, rest = word.lower(), rest.strip()
         if word == "approve":
-            return ConsoleStep({"type": "approve"})
+            return ConsoleStep(Approve())
         if word == "reject":
             return _reject(rest, _("the rejection is recorded"))
         if word == "edit" and rest:
@@ -105,10 +115,6 @@ class CodeReview:
         return ConsoleStep(message=_("the code is waiting for review: approve, edit [FILE], or reject REASON"))
 
 
-def code_edit(body: str) -> dict[str, Any]:
-    return {"type": "edit", "edited_action": {"name": CODE_REVIEW, "args": {"code": body}}}
-
-
 class Approval:
     name = APPROVAL
     prompt = "approve> "
@@ -117,40 +123,38 @@ class Approval:
                     "reply does not decide it).")
 
     @staticmethod
-    def title(payload: dict[str, Any]) -> str:
-        title = payload.get("title") or payload.get("action")
-        return (_("Refused by the checks: {title}") if payload.get("failed") else _("Approval: {title}")).format(
-            title=title)
+    def title(card: ApprovalCard) -> str:
+        title = card.title or card.action
+        return (_("Refused by the checks: {title}") if card.failed else _("Approval: {title}")).format(title=title)
 
     @staticmethod
-    def console_text(payload: dict[str, Any]) -> str:
+    def console_text(card: ApprovalCard) -> str:
         forms = [said("approve"), _("reject REASON")]
-        if "edit" in payload.get("allowed", []):
-            forms.insert(1, said("edit") + " " + " ".join(f"{_label(k)}=…" for k in payload.get("args_schema") or {}))
-        details = "\n".join(f"  {_label(k)}: {v}" for k, v in (payload.get("args") or {}).items())
-        head = _("--- refused by the checks: {title} ---") if payload.get("failed") else _("--- approval: {title} ---")
-        return (head.format(title=payload.get("title")) + "\n"
-                + f"{payload.get('description', '')}\n{details}\n"
+        if "edit" in card.allowed:
+            forms.insert(1, said("edit") + " " + " ".join(f"{_label(k)}=…" for k in card.args_schema))
+        details = "\n".join(f"  {_label(k)}: {v}" for k, v in card.args.items())
+        head = _("--- refused by the checks: {title} ---") if card.failed else _("--- approval: {title} ---")
+        return (head.format(title=card.title) + "\n" + f"{card.description}\n{details}\n"
                 + _("--- {forms} (reject: {consequence}) ---").format(
-                    forms=" | ".join(forms), consequence=payload.get("on_reject") or _("the action is not taken")))
+                    forms=" | ".join(forms), consequence=card.on_reject or _("the action is not taken")))
 
     @staticmethod
-    def console_step(line: str, payload: dict[str, Any]) -> ConsoleStep:
+    def console_step(line: str, card: ApprovalCard) -> ConsoleStep:
         word, _sep, rest = line.strip().partition(" ")
         word, rest = word.lower(), rest.strip()
         if word == "approve":
-            return ConsoleStep({"type": "approve"})
+            return ConsoleStep(Approve())
         if word == "reject":
-            return _reject(rest, str(payload.get("on_reject") or _("the action is not taken")))
-        if word == "edit" and "edit" in payload.get("allowed", []):
+            return _reject(rest, card.on_reject or _("the action is not taken"))
+        if word == "edit" and "edit" in card.allowed:
             raw = {EDIT_NAMES.get(name, name): value
                    for name, _eq, value in (part.partition("=") for part in rest.split() if "=" in part)}
-            args, errors = validate_args(payload.get("args_schema") or {}, payload.get("args") or {}, raw)
+            args, errors = validate_args(dict(card.args_schema), dict(card.args), raw)
             if errors:
                 return ConsoleStep(message=_("error: {error}").format(error="; ".join(errors)))
-            return ConsoleStep({"type": "edit", "edited_action": {"name": payload.get("action"), "args": args}})
+            return ConsoleStep(Edit(card.action, args))
         return ConsoleStep(message=_("this waits for approval: {allowed} (reject needs a REASON)").format(
-            allowed=_allowed(payload)))
+            allowed=_allowed(card)))
 
 
 def _label(key: str) -> str:
@@ -162,6 +166,6 @@ def _label(key: str) -> str:
 KINDS: dict[str, Any] = {k.name: k for k in (Clarify, CodeReview, Approval)}
 
 
-def kind_of(payload: dict[str, Any]) -> Any:
-    """The kind class of an interrupt payload (clarify when unmarked)."""
-    return KINDS.get(payload.get("type") or CLARIFY, Clarify)
+def kind_of(card: Card) -> Any:
+    """The kind class of a card (its methods take that card)."""
+    return KINDS[card.kind]

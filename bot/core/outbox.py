@@ -6,8 +6,10 @@ outcome again after a crash posts nothing twice, and a post the surface refused 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
+from bot.cards import Card, Pending
 from bot.core.kinds import kind_of
 from bot.core.surface import (
     Decided,
@@ -21,7 +23,7 @@ from bot.core.surface import (
     StreamSurface,
     Surface,
 )
-from bot.stores.posts import PostStore
+from bot.stores.posts import Post, PostStore
 from bot.stores.threads import ThreadInfo, ThreadRegistry
 from graphs.registry import WORKFLOWS
 from tools.i18n import N_, _, using
@@ -46,10 +48,13 @@ def place_of(info: ThreadInfo, user: str | None = None) -> Place:
     return Place(info.team_id, info.channel_id, info.thread_ts, user if user is not None else info.user_id or "")
 
 
-def pending_entry(value: dict[str, Any]) -> dict[str, Any]:
-    """What the registry keeps about a pause: its kind and the title its message shows."""
-    kind = kind_of(value)
-    return {"kind": kind.name, "question": kind.title(value)}
+PendingReader = Callable[[str], list[Pending]]  # a thread's open pauses (Runner.pending)
+
+
+def pending_entry(card: Card) -> dict[str, Any]:
+    """What the registry keeps about a pause (a JSON row): its kind and the title its message shows."""
+    kind = kind_of(card)
+    return {"kind": kind.name, "question": kind.title(card)}
 
 
 class Outbox:
@@ -60,11 +65,11 @@ class Outbox:
         self.surface, self.posts, self.threads, self.artifacts = surface, posts, threads, artifacts
         self.owner, self.scope = owner, scope
 
-    def question(self, place: Place, info: ThreadInfo, interrupt: dict[str, Any], position: tuple[int, int],
-                 pending: Any) -> str | None:
+    def question(self, place: Place, info: ThreadInfo, interrupt: Pending, position: tuple[int, int],
+                 pending: PendingReader) -> str | None:
         """Post one question, review or approval once; returns its message's reference. `pending` reads the
         thread's open interrupts (a re-post checks the question is still open)."""
-        key = interrupt["id"]
+        key = interrupt.id
         _post, created = self.posts.record(key, info.thread_id, "interrupt")
         if created and self.posts.claim(key, self.owner):  # the background service keeps off it
             return self._post_question(place, info, interrupt, position)
@@ -72,12 +77,12 @@ class Outbox:
         post = self.posts.get(key)
         return post.ts if post else None
 
-    def _post_question(self, place: Place, info: ThreadInfo, interrupt: dict[str, Any],
+    def _post_question(self, place: Place, info: ThreadInfo, interrupt: Pending,
                        position: tuple[int, int] = (1, 1)) -> str | None:
-        content = Question(info.thread_id, interrupt["id"], interrupt["value"], info.user_id, position)
-        ref = self._post(place, interrupt["id"], content)
+        content = Question(info.thread_id, interrupt.id, interrupt.card, info.user_id, position)
+        ref = self._post(place, interrupt.id, content)
         if ref is not None:
-            self.posts.mark_complete(interrupt["id"])
+            self.posts.mark_complete(interrupt.id)
         return ref
 
     def result(self, place: Place, key: str, body: dict[str, Any]) -> None:
@@ -148,7 +153,7 @@ class Outbox:
             self.upload(place, result.get("artifacts", []))
         self.posts.mark_complete(key)
 
-    def repost(self, key: str, pending: Any = None) -> None:
+    def repost(self, key: str, pending: PendingReader | None = None) -> None:
         """Post a question or result the surface refused before, unless the thread shows it already (a crash can
         come after the surface took a post and before its reference was saved) or the question is no longer
         open. `pending` reads the thread's open interrupts. In the thread's language."""
@@ -159,7 +164,7 @@ class Outbox:
         with using(info.language):
             self._repost(key, post, info, pending)
 
-    def _repost(self, key: str, post: Any, info: ThreadInfo, pending: Any) -> None:
+    def _repost(self, key: str, post: Post, info: ThreadInfo, pending: PendingReader | None) -> None:
         place = place_of(info)
         if post.kind == DECIDED_POST:  # its card becomes the decision another surface's process took
             body = post.body
@@ -179,7 +184,7 @@ class Outbox:
         elif ref:
             self.posts.mark_complete(key)
         else:
-            interrupt = next((p for p in (pending(info.thread_id) if pending else []) if p["id"] == key), None)
+            interrupt = next((p for p in (pending(info.thread_id) if pending else []) if p.id == key), None)
             if interrupt is None:
                 self.posts.mark_complete(key)  # answered or moved on meanwhile: nothing left to ask
                 return
@@ -187,7 +192,7 @@ class Outbox:
             if ref:
                 latest = self.threads.get(info.thread_id) or info  # its pending as of now (info: as of the post)
                 shown = dict(latest.pending)
-                shown[key] = {**shown.get(key, pending_entry(interrupt["value"])), "ts": ref}
+                shown[key] = {**shown.get(key, pending_entry(interrupt.card)), "ts": ref}
                 self.threads.update(info.thread_id, pending=shown)
 
     def upload(self, place: Place, artifacts: list[ArtifactRef]) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
+from bot.cards import ApprovalCard, Card
 from bot.stores.threads import ThreadInfo
 from graphs.interrupts import TRADERS, approval_refusal
 from tools.i18n import N_, _
@@ -27,13 +27,13 @@ class Policy:
         """Whether `user` may answer or stop the thread: its requester or a configured approver."""
         return user == thread.user_id or user in self.approvers
 
-    def refusal(self, thread: ThreadInfo, payload: dict[str, Any], user: str, decision_type: str) -> str | None:
+    def refusal(self, thread: ThreadInfo, card: Card, user: str, decision_type: str) -> str | None:
         """Why `user` may not take `decision_type` on this pause, or None. Approvals for traders (orders) are
         approved or edited by traders only, and not after expiry; anyone who may answer the thread, or a trader,
         may reject them."""
-        traders = self.traders(str((payload.get("args") or {}).get("account") or ""))
-        if payload.get("deciders") == TRADERS:
-            refused = approval_refusal(payload, user, decision_type, traders, datetime.now(UTC))
+        if isinstance(card, ApprovalCard) and card.deciders == TRADERS:
+            traders = self.traders(card.account)
+            refused = approval_refusal(card.payload(), user, decision_type, traders, datetime.now(UTC))
             if refused:
                 return refused
             if not (self.authorised(thread, user) or user in traders):

@@ -65,12 +65,12 @@ class Presenter:
             self.core.threads.update(info.thread_id, workflow=outcome.workflow)
         if outcome.status == "waiting":
             self.finish_status(place, status_ref, _(":speech_balloon: waiting for your answer") + _used(outcome))
-            pending: dict[str, Any] = {i["id"]: pending_entry(i["value"]) for i in outcome.interrupts}
+            pending: dict[str, Any] = {i.id: pending_entry(i.card) for i in outcome.interrupts}
             self.core.threads.update(info.thread_id, status="waiting", pending=pending)
             shown = self.core.threads.get(info.thread_id) or info
             total = len(outcome.interrupts)
             for index, interrupt in enumerate(outcome.interrupts):
-                pending[interrupt["id"]]["ts"] = self.core.outbox.question(place, shown, interrupt, (index + 1, total),
+                pending[interrupt.id]["ts"] = self.core.outbox.question(place, shown, interrupt, (index + 1, total),
                                                                       self.core.runner.pending)
             self.core.threads.update(info.thread_id, pending=pending)
             self.home_changed(info, place.user)

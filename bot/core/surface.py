@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
+from bot.cards import Card
 from bot.stores.threads import thread_id_for
 from graphs.home import HomePanel
 from graphs.views import View
@@ -51,11 +52,11 @@ class Status:
 
 @dataclass(frozen=True)
 class Question:
-    """A pause for a human: a clarify question, a code review or an approval (the interrupt's payload)."""
+    """A pause for a human: a clarify question, a code review or an approval (its card)."""
 
     thread_id: str
     interrupt_id: str
-    payload: dict[str, Any]
+    card: Card
     requester: str | None
     position: tuple[int, int] = (1, 1)  # which of the run's pending questions, of how many
 

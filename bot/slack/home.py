@@ -76,10 +76,10 @@ def home_view(home: Home, link: Link, names: Names | None = None) -> dict[str, A
 def _dressed(view: dict[str, Any], panels: Sequence[HomePanel], cards: Sequence[HomeCard], names: Names | None,
              ) -> dict[str, Any]:
     """The view with the people and accounts its panels and cards name shown Slack's way (`dressed`)."""
-    payloads = [c.question.payload for c in cards]
-    users = [*(u for p in panels for u in p.users), *(u for q in payloads for u in q.get("users") or []),
+    shown = [c.question.card for c in cards]
+    users = [*(u for p in panels for u in p.users), *(u for q in shown for u in q.users or ()),
              *(c.question.requester or "" for c in cards)]
-    accounts = [*(a for p in panels for a in p.accounts), *(a for q in payloads for a in q.get("accounts") or [])]
+    accounts = [*(a for p in panels for a in p.accounts), *(a for q in shown for a in q.accounts or ())]
     return dressed(view, users, accounts, names)
 
 
@@ -107,7 +107,7 @@ def card_blocks(card: HomeCard, link: Link) -> list[dict[str, Any]]:
     cards), read-only when the person may not decide it, and a link to its thread."""
     q = card.question
     blocks = [{k: v for k, v in b.items() if k != "block_id"}
-              for b in question_message(q.thread_id, q.interrupt_id, q.payload, q.requester)["blocks"]]
+              for b in question_message(q.thread_id, q.interrupt_id, q.card, q.requester)["blocks"]]
     if not card.actionable:
         blocks = [b for b in blocks if b["type"] != "actions"]
         blocks.append(_context(_(READ_ONLY).format(reason=card.refusal)))

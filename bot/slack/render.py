@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from bot.cards import ApprovalCard, Card, ClarifyCard, CodeReviewCard
 from bot.core.intake import HelpSection, Reply
 from bot.slack.names import Names, dressed
-from graphs.interrupts import APPROVAL, CLARIFY, CODE_REVIEW
 from graphs.views import View
 from tools.i18n import N_, _
 
@@ -35,11 +35,11 @@ def button_value(thread_id: str, interrupt_id: str, decision: str) -> str:
     return value
 
 
-def clarify_message(thread_id: str, interrupt_id: str, payload: dict[str, Any]) -> dict[str, Any]:
+def clarify_message(thread_id: str, interrupt_id: str, card: ClarifyCard) -> dict[str, Any]:
     """A clarify question; choices become buttons, any thread reply answers too."""
-    question = str(payload.get("question") or _("Could you say more?"))
+    question = card.question or _("Could you say more?")
     blocks: list[dict[str, Any]] = [_section(f":question: {question}")]
-    choices = list(payload.get("choices") or [])[:CHOICE_BUTTONS_MAX]
+    choices = list(card.choices)[:CHOICE_BUTTONS_MAX]
     for start in range(0, len(choices), 5):  # an actions block holds at most 25 elements; 5 a row reads better
         blocks.append({
             "type": "actions",
@@ -91,27 +91,25 @@ MODAL_INPUT_MAX = 3000
 DECISION_LABELS = {"approve": N_("Approve"), "edit": N_("Edit"), "reject": N_("Reject")}
 
 
-def code_review_message(thread_id: str, interrupt_id: str, payload: dict[str, Any], requester: str | None,
+def code_review_message(thread_id: str, interrupt_id: str, card: CodeReviewCard, requester: str | None,
                         ) -> dict[str, Any]:
     """Code for review: verdict, dry-run and check summary, the code (inline when it fits), the decisions."""
-    name, code = payload.get("name", "code"), str(payload.get("code") or "")
-    failure = payload.get("failure")
+    name, code, failure = card.name, card.code, card.failure
     verdict = (_(":x: *Checks failed:* {failure}").format(failure=failure) if failure else
                _(":white_check_mark: *Checks passed*")) + _(" · sandbox isolation: {isolation}").format(
-        isolation=payload.get("isolation", "unknown"))
+        isolation=card.isolation)
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": _clip(_("Code review: {name}").format(name=name),
                                                                         150)}},
         _section(verdict),
-        {"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(str(payload.get("summary") or "-"),
-                                                                           SECTION_TEXT_MAX)}]},
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(card.summary or "-", SECTION_TEXT_MAX)}]},
     ]
     if len(code) <= CODE_INLINE_MAX:
         blocks.append(_section(_("*Body of `compute_factor`*") + f"\n```{code.rstrip()}```"))
     else:
         blocks.append(_section(_("*Body of `compute_factor`* is {n} characters, too long to show here: it is attached "
                                  "below as a file.").format(n=f"{len(code):,}")))
-    blocks.append(_decision_buttons(thread_id, interrupt_id, payload.get("allowed") or []))
+    blocks.append(_decision_buttons(thread_id, interrupt_id, list(card.allowed)))
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _(
         "{who} can decide. Edit opens the code in a form; edited code is dry-run and checked again.").format(
         who=_who(requester))}]})
@@ -120,31 +118,31 @@ def code_review_message(thread_id: str, interrupt_id: str, payload: dict[str, An
     return {"text": _clip(text, 3000), "blocks": blocks}
 
 
-def approval_message(thread_id: str, interrupt_id: str, payload: dict[str, Any], requester: str | None,
+def approval_message(thread_id: str, interrupt_id: str, card: ApprovalCard, requester: str | None,
                      names: Names | None = None) -> dict[str, Any]:
     """An action waiting for approval: what it is, its details, Approve / Reject and what a rejection means."""
-    title = str(payload.get("title") or payload.get("action") or _("action"))
-    failed = [str(line) for line in payload.get("failed") or []]
+    title = card.title or card.action or _("action")
+    failed = list(card.failed or ())
     details = [{"type": "mrkdwn", "text": _clip(f"*{_(key.replace('_', ' ').capitalize())}*\n{_detail(value)}", 2000)}
-               for key, value in (payload.get("args") or {}).items()][:10]
+               for key, value in card.args.items()][:10]
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": _clip(
             (_("Refused by the checks: {title}") if failed else _("Approval: {title}")).format(title=title), 150)}},
-        _section(str(payload.get("description") or title)),
+        _section(card.description or title),
     ]
     if details:
         blocks.append({"type": "section", "fields": details})
-    allowed = [d for d in payload.get("allowed") or [] if d in DECISION_LABELS]
+    allowed = [d for d in card.allowed if d in DECISION_LABELS]
     blocks.append(_decision_buttons(thread_id, interrupt_id, allowed))
-    on_reject = _(" Reject: {consequence}").format(consequence=payload["on_reject"]) if payload.get("on_reject") else ""
-    who = str(payload.get("who_decides") or _("{who} can decide.").format(who=_who(requester)))
+    on_reject = _(" Reject: {consequence}").format(consequence=card.on_reject) if card.on_reject else ""
+    who = card.who_decides or _("{who} can decide.").format(who=_who(requester))
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(
         f"{who}{on_reject}", SECTION_TEXT_MAX)}]})
     text = (_("Refused by the checks: {title}. Failed: {failed}. {can}").format(
         title=title, failed=_("; ").join(failed), can=_("You can edit or reject it.") if "edit" in allowed else
         _("You can reject it.")) if failed else _("Approval needed: {title}").format(title=title))
     return dressed({"text": _clip(text, 3000), "blocks": blocks},
-                   payload.get("users") or [], payload.get("accounts") or [], names)
+                   list(card.users or ()), list(card.accounts or ()), names)
 
 
 COMPACT_NOTE = N_("Slack refused the full message (too long or malformed), so its details are attached below as a "
@@ -163,15 +161,14 @@ def compact_message(message: dict[str, Any]) -> dict[str, Any] | None:
             "blocks": [*header, _section(_(COMPACT_NOTE)), *actions]}
 
 
-def question_message(thread_id: str, interrupt_id: str, payload: dict[str, Any], requester: str | None,
+def question_message(thread_id: str, interrupt_id: str, card: Card, requester: str | None,
                      names: Names | None = None) -> dict[str, Any]:
     """A pause as its card: a clarify question, a code review or an approval."""
-    kind = payload.get("type") or CLARIFY
-    if kind == CODE_REVIEW:
-        return code_review_message(thread_id, interrupt_id, payload, requester)
-    if kind == APPROVAL:
-        return approval_message(thread_id, interrupt_id, payload, requester, names)
-    return clarify_message(thread_id, interrupt_id, payload)
+    if isinstance(card, CodeReviewCard):
+        return code_review_message(thread_id, interrupt_id, card, requester)
+    if isinstance(card, ApprovalCard):
+        return approval_message(thread_id, interrupt_id, card, requester, names)
+    return clarify_message(thread_id, interrupt_id, card)
 
 
 def _detail(value: Any) -> str:
@@ -275,14 +272,14 @@ def reject_modal(thread_id: str, interrupt_id: str, message_ts: str, name: str, 
                                 "max_length": 1000}}])
 
 
-def approval_edit_modal(thread_id: str, interrupt_id: str, message_ts: str, payload: dict[str, Any]) -> dict[str, Any]:
+def approval_edit_modal(thread_id: str, interrupt_id: str, message_ts: str, card: ApprovalCard) -> dict[str, Any]:
     """A form with one input per editable argument of an approval (its `args_schema`), prefilled with the
     current values; the submission is validated against the same schema."""
-    args = payload.get("args") or {}
+    args = card.args
     blocks: list[dict[str, Any]] = [_section(_clip(_("Edit *{title}*. The edited values are checked again before "
                                                      "anything is done.").format(
-        title=payload.get("title") or payload.get("action")), SECTION_TEXT_MAX))]
-    for name, rule in list((payload.get("args_schema") or {}).items())[:MAX_BLOCKS - 1]:
+        title=card.title or card.action), SECTION_TEXT_MAX))]
+    for name, rule in list(card.args_schema.items())[:MAX_BLOCKS - 1]:
         element: dict[str, Any] = {"type": "plain_text_input", "action_id": name, "max_length": 200}
         if args.get(name) is not None:
             element["initial_value"] = str(args[name])

@@ -12,6 +12,7 @@ from typing import Any
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
+from bot.cards import CodeReviewCard
 from bot.core.kinds import kind_of
 from bot.core.surface import (
     Answered,
@@ -51,7 +52,7 @@ ASSISTANT_STATUS = "assistant-status:"  # the reference of a status shown in the
 def message_for(content: Content, names: Names | None = None) -> dict[str, Any]:
     """The Block Kit message of a content (`names`: the plain names of the people and channels it names)."""
     if isinstance(content, Question):
-        return render.question_message(content.thread_id, content.interrupt_id, content.payload, content.requester,
+        return render.question_message(content.thread_id, content.interrupt_id, content.card, content.requester,
                                        names)
     if isinstance(content, Status):
         return render.status_message(content.thread_id, content.text, content.running)
@@ -131,18 +132,17 @@ class SlackSurface:
     def _beside_question(self, place: Place, question: Question, form: str) -> None:
         """What goes beside a posted card: the details Slack refused to show, as a file; or a code body too long
         to show inline, as a snippet."""
-        value, kind = question.payload, kind_of(question.payload)
+        card, kind = question.card, kind_of(question.card)
         if form != "full":
-            self._safe(self.client.files_upload_v2, content=kind.console_text(value), filename="details.txt",
-                       title=_("{title} (details)").format(title=kind.title(value)), channel=place.channel,
+            self._safe(self.client.files_upload_v2, content=kind.console_text(card), filename="details.txt",
+                       title=_("{title} (details)").format(title=kind.title(card)), channel=place.channel,
                        thread_ts=place.thread_ts)
             return
-        code = str(value.get("code") or "")
-        if len(code) <= render.CODE_INLINE_MAX:
+        if not isinstance(card, CodeReviewCard) or len(card.code) <= render.CODE_INLINE_MAX:
             return
         try:
-            self.client.files_upload_v2(content=value.get("program") or code, filename=f"{value['name']}.py",
-                                        title=_("{name}.py (code under review)").format(name=value["name"]),
+            self.client.files_upload_v2(content=card.program or card.code, filename=f"{card.name}.py",
+                                        title=_("{name}.py (code under review)").format(name=card.name),
                                         channel=place.channel, thread_ts=place.thread_ts)
         except (SlackApiError, OSError) as exc:
             log.warning("code snippet upload failed: %s", _reason(exc))

@@ -26,7 +26,6 @@ from tools.broker.protocol import Broker, OrderScope
 from tools.broker.reports import account_report
 from tools.broker.store import AccountError, last_switch, set_trading, switch_state
 from tools.i18n import N_, _, current, ngettext
-from tools.research.charts import account_equity
 from tools.storage.artifacts import ArtifactRef
 
 SCOPES: tuple[OrderScope, ...] = ("open", "today", "all")
@@ -75,6 +74,8 @@ def account_command(call: CommandCall) -> View:
     report = account_report(account, broker.realised(), [equity for _, _, _, equity in marks])
     chart: ArtifactRef | None = None
     if marks:
+        from tools.research.charts import account_equity  # matplotlib on first draw: not at the start
+
         title = _("Paper account {name}: equity").format(name=name)
         data = account_equity([d for d, *_ in marks], [float(e) for *_, e in marks], float(account.starting_cash),
                               title)

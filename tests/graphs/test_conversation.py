@@ -134,6 +134,7 @@ def test_a_question_about_one_doubtful_word_offers_what_it_may_mean() -> None:
 def test_an_approval_is_edited_with_the_words_its_card_shows() -> None:
     """The card says 数量 and 限价; `编辑 数量=300 限价=14.6` is read as quantity and limit_price (it was refused as
     `数量 cannot be edited`), and the console's hint names them so."""
+    from bot.cards import Edit, card_of
     from bot.core.kinds import Approval
     from tools.i18n import using
 
@@ -143,12 +144,12 @@ def test_an_approval_is_edited_with_the_words_its_card_shows() -> None:
                                "limit_price": {"type": "number", "minimum": 0.01, "decimals": 2}}}
     line = conversation.decision_line("编辑 数量=300 限价=14.6")
     assert line == "edit quantity=300 limit=14.6"
-    step = Approval.console_step(line, payload)
-    assert step.decision == {"type": "edit", "edited_action": {"name": "order", "args": {"quantity": 300,
-                                                                                         "limit_price": 14.6}}}
+    card = card_of(payload)
+    step = Approval.console_step(line, card)
+    assert step.decision == Edit("order", {"quantity": 300, "limit_price": 14.6})
     with using("zh-CN"):
-        assert "编辑 数量=… 限价=…" in Approval.console_text(payload)
-    assert "edit quantity=… limit_price=…" in Approval.console_text(payload)
+        assert "编辑 数量=… 限价=…" in Approval.console_text(card)
+    assert "edit quantity=… limit_price=…" in Approval.console_text(card)
 
 
 @pytest.mark.parametrize("text", ["buy Moutai when it dips", "sell when the 5-day average crosses below",

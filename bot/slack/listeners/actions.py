@@ -11,10 +11,10 @@ from typing import Any
 
 from slack_bolt import App
 
+from bot.cards import Answer, ApprovalCard, Approve, CodeReviewCard, Decision
 from bot.core import ALREADY_HANDLED, Core, Place
 from bot.slack import render
 from bot.slack.render import Malformed, parse_button_value, parse_field
-from graphs.interrupts import APPROVAL
 from tools.i18n import N_, _, using
 
 NO_CARD = N_("This question's card has not reached its thread yet; try again in a moment.")
@@ -41,7 +41,7 @@ def register(app: App, core: Core) -> None:
         else:
             core.surface.tell(place, text)
 
-    def decide(ack: Any, body: dict[str, Any], value: str, decision_of: Any) -> None:
+    def decide(ack: Any, body: dict[str, Any], value: str, decision_of: Callable[[str], Decision]) -> None:
         """A decision button, in its thread or on the Home (its value carries the thread): record the row, then
         ack (an acked click is never lost), then show and queue it. What only the clicker sees is in their
         language; the card, in the thread's."""
@@ -64,11 +64,11 @@ def register(app: App, core: Core) -> None:
 
     @app.action(re.compile(r"^clarify_choice_\d+$"))
     def on_choice(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
-        decide(ack, body, action["value"], lambda choice: {"type": "respond", "message": choice})
+        decide(ack, body, action["value"], Answer)
 
     @app.action("review_approve")
     def on_approve(ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
-        decide(ack, body, action["value"], lambda _choice: {"type": "approve"})
+        decide(ack, body, action["value"], lambda _choice: Approve())
 
     def answer(ack: Any, body: dict[str, Any], value: str, field: str, act: Callable[[str, str], str]) -> None:
         """A button that names one thing (`field` of its value): ack, `act` on it as the clicker, say the result."""
@@ -104,8 +104,8 @@ def register(app: App, core: Core) -> None:
             say(body, place, _(MALFORMED))
             return
         verdict = core.decider.may_decide(thread_id, interrupt_id, place.user, decision)
-        value = verdict.payload
-        if not verdict.allowed or value is None or verdict.thread is None:
+        card = verdict.card
+        if not verdict.allowed or card is None or verdict.thread is None:
             say(body, place, verdict.reason or _(ALREADY_HANDLED))
             return
         shown = verdict.thread.pending.get(interrupt_id) or {}
@@ -113,12 +113,18 @@ def register(app: App, core: Core) -> None:
         if not message_ts:
             say(body, place, _(NO_CARD))
             return
-        name = str(value.get("title") or value.get("name") or _("code"))
+        if isinstance(card, ApprovalCard):
+            name, on_reject = card.title or _("code"), card.on_reject
+        elif isinstance(card, CodeReviewCard):
+            name, on_reject = card.name or _("code"), card.on_reject
+        else:
+            say(body, place, _(MALFORMED))  # a question has no Edit or Reject: not a button I wrote
+            return
         if decision == "reject":
             view = render.reject_modal(thread_id, interrupt_id, message_ts, name,
-                                       str(value.get("on_reject") or _("The action is not taken.")))
-        elif value.get("type") == APPROVAL:
-            view = render.approval_edit_modal(thread_id, interrupt_id, message_ts, value)
+                                       on_reject or _("The action is not taken."))
+        elif isinstance(card, ApprovalCard):
+            view = render.approval_edit_modal(thread_id, interrupt_id, message_ts, card)
         else:
-            view = render.edit_modal(thread_id, interrupt_id, message_ts, name, str(value.get("code") or ""))
+            view = render.edit_modal(thread_id, interrupt_id, message_ts, name, card.code)
         app.client.views_open(trigger_id=body["trigger_id"], view=view)

@@ -7,8 +7,10 @@ from typing import Any
 
 from slack_bolt import App
 
+from bot.cards import ApprovalCard, Decision, Edit, Malformed, Reject, code_edit
 from bot.core import ALREADY_HANDLED, Core
-from bot.slack.render import Malformed, parse_metadata
+from bot.slack.render import Malformed as NotMine
+from bot.slack.render import parse_metadata
 from graphs.factor.template import edit_problems
 from graphs.interrupts import validate_args
 from tools.i18n import N_, _, using
@@ -28,8 +30,7 @@ def register(app: App, core: Core) -> None:
         if problems:  # errors the sandbox's static check would raise, shown in the form before anything runs
             ack(response_action="errors", errors={"code": "; ".join(problems)[:1000]})
             return
-        decided_in_form(ack, body, view, {"type": "edit",
-                                          "edited_action": {"name": "code_review", "args": {"code": code}}}, "code")
+        decided_in_form(ack, body, view, code_edit(code), "code")
 
     @app.view("approval_edit_modal")
     def on_approval_edit_submitted(ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
@@ -40,32 +41,35 @@ def register(app: App, core: Core) -> None:
         first = next(iter(view["state"]["values"]), "x")
         try:
             thread_id, interrupt_id, _message_ts = parse_metadata(view["private_metadata"])
-        except Malformed:
+        except NotMine:
             ack(response_action="errors", errors={first: _(NOT_MY_FORM)})
             return
-        value = core.decider.pending_value(thread_id, interrupt_id)
-        if value is None:
+        try:
+            card = core.decider.pending_value(thread_id, interrupt_id)
+        except Malformed as exc:  # fail closed: nothing is decided on what cannot be read
+            ack(response_action="errors", errors={first: str(exc)[:1000]})
+            return
+        if not isinstance(card, ApprovalCard):
             ack(response_action="errors", errors={first: _(ALREADY_HANDLED)})
             return
         edits = {name: (block.get(name) or {}).get("value") for name, block in view["state"]["values"].items()}
-        args, problems = validate_args(value.get("args_schema") or {}, value.get("args") or {}, edits)
+        args, problems = validate_args(dict(card.args_schema), dict(card.args), edits)
         if problems:  # shown in the form, against the first field; nothing is decided
             ack(response_action="errors", errors={next(iter(edits)): "; ".join(problems)[:1000]})
             return
-        decided_in_form(ack, body, view, {"type": "edit", "edited_action": {"name": value.get("action"),
-                                                                            "args": args}}, next(iter(edits)))
+        decided_in_form(ack, body, view, Edit(card.action, args), next(iter(edits)))
 
     @app.view("review_reject_modal")
     def on_reject_submitted(ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
         reason = (view["state"]["values"]["reason"]["reason"].get("value") or "").strip()
         with using(core.language_of(body["user"]["id"])):
-            decided_in_form(ack, body, view, {"type": "reject", "message": reason}, "reason")
+            decided_in_form(ack, body, view, Reject(reason), "reason")
 
-    def decided_in_form(ack: Any, body: dict[str, Any], view: dict[str, Any], decision: dict[str, Any],
+    def decided_in_form(ack: Any, body: dict[str, Any], view: dict[str, Any], decision: Decision,
                         block: str) -> None:
         try:
             thread_id, interrupt_id, message_ts = parse_metadata(view["private_metadata"])
-        except Malformed:
+        except NotMine:
             ack(response_action="errors", errors={block: _(NOT_MY_FORM)})
             return
         user = body["user"]["id"]

@@ -41,7 +41,6 @@ from tools.broker.sizing import FEE_MARGIN
 from tools.desk.log import rating_word, resolve_due
 from tools.desk.snapshot import price_bars
 from tools.i18n import _
-from tools.research.charts import account_equity
 
 Desk = CompiledStateGraph[AnalyzeState, AnalyzeDeps, AnalyzeState, AnalyzeState]  # the desk one replay date runs
 
@@ -117,6 +116,8 @@ def _replay(desk: Desk, state: AnalyzeState, ctx: AnalyzeDeps, config: RunnableC
               "hit_rate": f"{sum(hits)}/{len(hits)}" if hits else _("n/a (no rating resolved yet)"),
               "stopped": stopped, "price_basis": ctx.provider.price_basis}
     if ledger.marks:
+        from tools.research.charts import account_equity  # matplotlib on first draw: not at the start
+
         held = dict(benchmark)  # buy-and-hold marked on the dates decided: the ledger's marks
         compared = [float(held[d]) for d, _ in ledger.marks] if all(d in held for d, _ in ledger.marks) else None
         chart = account_equity([d for d, _ in ledger.marks], [float(e) for _, e in ledger.marks],

@@ -17,7 +17,6 @@ from graphs.analyze.words import analyst_word, stage_word
 from graphs.context import thread_id
 from tools.desk.snapshot import indicator_lines, price_bars
 from tools.i18n import _, ngettext
-from tools.research.charts import price_with_indicators
 from tools.storage.artifacts import ArtifactRef
 
 CHART_DAYS = 120
@@ -51,6 +50,8 @@ def _analyst(run: dict[str, Any], memory: dict[str, Any]) -> dict[str, Any]:
 
 def _artifacts(ctx: AnalyzeDeps, config: RunnableConfig, state: AnalyzeState,
                result: dict[str, Any]) -> list[ArtifactRef]:
+    from tools.research.charts import price_with_indicators  # matplotlib on first draw: not at the start
+
     request, thread, key = state["request"], thread_id(config), state["run_id"]
     code, date = request["ts_code"], request["trade_date"]
     bars = price_bars(ctx.provider, code, date, CHART_DAYS)

@@ -21,7 +21,6 @@ from graphs.progress import report_progress
 from tools.factors.ic import EvaluationError, FactorEvaluation, evaluate_factor
 from tools.factors.store import FactorStore
 from tools.i18n import _
-from tools.research.charts import factor_chart
 from tools.research.holdout import Split
 from tools.research.trials import TrialStore
 from tools.storage.artifacts import ArtifactRef, ArtifactStore
@@ -90,6 +89,8 @@ def _records(metrics: pd.DataFrame) -> dict[str, dict[str, float | None]]:
 
 def _store_artifacts(store: ArtifactStore, thread: str, run_key: str, stem: str, title: str,
                      evaluation: FactorEvaluation, metrics: pd.DataFrame) -> list[ArtifactRef]:
+    from tools.research.charts import factor_chart  # matplotlib on first draw: not at the start
+
     ic = pd.concat({"ic": evaluation.ic, "rank_ic": evaluation.rank_ic}, axis=1)
     ic.columns = [f"{kind}_{p}d" for kind, p in ic.columns]
     chart = factor_chart(evaluation, _("{title}: evaluation").format(title=title))

@@ -23,7 +23,6 @@ from graphs.signal.state import SignalState
 from tools.data.schema import normalize_date
 from tools.i18n import N_, _
 from tools.research.backtest import BacktestResult, degeneracy_warnings, run_backtest
-from tools.research.charts import equity_and_signal_counts, price_with_trades
 from tools.research.date_span import span_note
 from tools.research.holdout import split_sessions
 from tools.research.trials import Trial, TrialStore, judge, universe_key
@@ -153,6 +152,8 @@ def _run_key(messages: list[AnyMessage]) -> str:
 
 def _store_artifacts(store: ArtifactStore, thread: str, run_key: str, name: str, title: str, signal: pd.DataFrame,
                      close: pd.DataFrame, backtest: BacktestResult) -> list[ArtifactRef]:
+    from tools.research.charts import equity_and_signal_counts, price_with_trades  # matplotlib on first draw
+
     if signal.shape[1] == 1:
         code = signal.columns[0]
         named = f"{code} {names.table().names.get(code, '')}".strip()  # 600519.SH 贵州茅台

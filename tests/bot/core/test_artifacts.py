@@ -201,17 +201,17 @@ def test_a_replica_on_another_data_dir_delivers_the_charts_of_a_run_it_did_not_d
         with open_checkpointer(url) as saver:
             runner_a = Runner(app_a, saver)
             first = runner_a.start("orig-thread", "factor reversal 20190301 20200601 name=orig", user="UALICE")
-            runner_a.resume("orig-thread", first.interrupts[0]["id"], {"type": "approve"}, "UALICE")
+            runner_a.resume("orig-thread", first.interrupts[0].id, {"type": "approve"}, "UALICE")
             review = runner_a.start("twin-thread", "factor reversal window=5 20190301 20200601 name=twin",
                                     user="UALICE")
-            approval = runner_a.resume("twin-thread", review.interrupts[0]["id"], {"type": "approve"}, "UALICE")
-        assert approval.status == "waiting" and approval.interrupts[0]["value"]["type"] == "approval"
+            approval = runner_a.resume("twin-thread", review.interrupts[0].id, {"type": "approve"}, "UALICE")
+        assert approval.status == "waiting" and approval.interrupts[0].card.kind == "approval"
         drawn = {r["kind"]: r for r in ArtifactStore(app_a.engine).list("twin-thread")}
         assert set(drawn) == {"chart", "metrics_csv", "ic_csv"}
 
         with open_checkpointer(url) as saver:
             core = slack_core(app_b, saver)
-            done = core.runner.resume("twin-thread", approval.interrupts[0]["id"], {"type": "approve"}, "UALICE")
+            done = core.runner.resume("twin-thread", approval.interrupts[0].id, {"type": "approve"}, "UALICE")
             assert done.status == "done" and [r["id"] for r in done.result["artifacts"]] == [
                 drawn[k]["id"] for k in ("chart", "metrics_csv", "ic_csv")]
             where = Place(TEAM, "C1", "1800000000.000100", "UALICE")

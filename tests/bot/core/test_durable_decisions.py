@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from bot.cards import Answer, Approve
 from bot.core import Place
 from bot.slack.surface import POST_EVENT
 from bot.stores.decisions import DecisionStore
@@ -30,8 +31,8 @@ def test_a_decision_applied_before_a_crash_is_only_marked_applied(slack_desk: De
     slack_desk.say("C1", "100.1", "signal ma_cross 600519.SH 20190101")  # asks for the end date
     interrupt_id = _question(slack_desk, "100.1")
     thread_id = thread_id_for(TEAM, "C1", "100.1")
-    answer = {"type": "respond", "message": "20190101 20200601"}
-    assert slack_desk.core.decider.decide(thread_id, interrupt_id, ALICE, answer, "thread reply").allowed
+    assert slack_desk.core.decider.decide(thread_id, interrupt_id, ALICE, Answer("20190101 20200601"),
+                                          "thread reply").allowed
     # the process applied it and died before marking it: the checkpoint has moved on, the row has not
     slack_desk.core.runner.resume(thread_id, interrupt_id, {"type": "respond", "message": "20190101 20200601"}, ALICE)
     store = DecisionStore(slack_desk.core.queue.engine)
@@ -43,7 +44,7 @@ def test_a_decision_applied_before_a_crash_is_only_marked_applied(slack_desk: De
     run_background_pass(slack_desk.core)
     slack_desk.core.apply_decision(interrupt_id, thread_id)
     assert len(slack_desk.results("C1", "100.1")) == 1  # and never again
-    verdict = slack_desk.core.decider.decide(thread_id, interrupt_id, ALICE, {"type": "approve"}, "button")
+    verdict = slack_desk.core.decider.decide(thread_id, interrupt_id, ALICE, Approve(), "button")
     assert (verdict.allowed, verdict.reason) == (False, "Already handled.")
 
 
@@ -51,7 +52,7 @@ def test_a_database_failure_during_apply_is_retried_and_applied_once(slack_desk:
     slack_desk.say("C1", "200.1", "signal ma_cross 600519.SH 20190101")
     interrupt_id = _question(slack_desk, "200.1")
     thread_id = thread_id_for(TEAM, "C1", "200.1")
-    answer = {"type": "respond", "message": "20190101 20200601"}
+    answer = Answer("20190101 20200601")
     slack_desk.core.decider.decide(thread_id, interrupt_id, ALICE, answer, "thread reply")
     blocker = sqlite3.connect(sqlite_path(slack_desk.url), timeout=0)
     blocker.execute("BEGIN EXCLUSIVE")  # the database is unavailable while the decision is applied

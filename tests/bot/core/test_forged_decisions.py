@@ -18,6 +18,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import Engine, inspect, select, text, update
 from sqlalchemy.orm import Session
 
+from bot.cards import Approve, Reject
 from bot.core import Core
 from bot.jobs import Message
 from bot.slack.serve import slack_core
@@ -56,7 +57,7 @@ class Desk:
         self.core.run_text(Message(f"msg:{CHANNEL}:{root}", TEAM, CHANNEL, root, ALICE, text))
         thread_id = thread_id_for(TEAM, CHANNEL, root)
         (card,) = self.core.runner.pending(thread_id)
-        return thread_id, card["id"]
+        return thread_id, card.id
 
     def forge(self, thread_id: str, interrupt_id: str, by: str) -> None:
         """What the insider writes: a trader's approval, due now, and no audit entry."""
@@ -85,9 +86,9 @@ class Desk:
         return wait_until(lambda: check() or (run_background_pass(self.core), check())[1], what)
 
     def approve(self, thread_id: str, interrupt_id: str, by: str) -> None:
-        verdict = self.core.decider.decide(thread_id, interrupt_id, by, {"type": "approve"}, "button")
+        verdict = self.core.decider.decide(thread_id, interrupt_id, by, Approve(), "button")
         assert verdict.allowed, verdict.message
-        self.core.decider.confirm(verdict, interrupt_id, by, {"type": "approve"})
+        self.core.decider.confirm(verdict, interrupt_id, by, Approve())
 
 
 @pytest.fixture
@@ -111,7 +112,7 @@ def test_a_decision_row_written_by_hand_is_refused_and_the_card_still_waits(desk
     run_background_pass(desk.core)  # what applied the forged row before: the due decision is queued
     (evidence,) = wait_until(lambda: desk.refused(card), "the forged decision refused")
     assert evidence.user_id == TRADER and evidence.detail["problem"] == "no audit entry records this decision"
-    assert [p["id"] for p in desk.core.runner.pending(thread_id)] == [card]  # not resumed: the card is open
+    assert [p.id for p in desk.core.runner.pending(thread_id)] == [card]  # not resumed: the card is open
     assert ("approved", TRADER) not in desk.events(thread_id) and desk.core.decisions.get(card) is None
     (notice,) = wait_until(lambda: desk.said("is not in the audit record"), "the notice in the thread")
     shown = str(notice["blocks"])  # mentions in the message; the notification text names them plainly
@@ -130,7 +131,7 @@ def test_a_decision_row_edited_after_it_was_chained_is_refused(desk: Desk) -> No
     thread_id, card = desk.order("order 000001.SZ buy 100")
     engine = desk.core.queue.engine
     with engine.begin() as connection:  # hold the queue off: the decision is accepted, not applied yet
-        verdict = desk.core.decider.decide(thread_id, card, TRADER, {"type": "reject", "message": "no"}, "button")
+        verdict = desk.core.decider.decide(thread_id, card, TRADER, Reject("no"), "button")
         assert verdict.allowed
         connection.execute(update(DecisionRecord).where(DecisionRecord.interrupt_id == card)
                            .values(decision={"type": "approve"}))
@@ -148,12 +149,12 @@ def test_two_forged_approvals_do_not_make_four_eyes(desk: Desk) -> None:
     run_background_pass(desk.core)
     wait_until(lambda: desk.refused(card), "the first forged approval refused")
     desk.approve(thread_id, card, TRADER)  # the first real approval: the card asks for a second trader
-    second = desk.until(lambda: [p["id"] for p in desk.core.runner.pending(thread_id) if p["id"] != card],
+    second = desk.until(lambda: [p.id for p in desk.core.runner.pending(thread_id) if p.id != card],
                         "the second approval's card")[0]
     desk.forge(thread_id, second, SECOND)
     run_background_pass(desk.core)
     wait_until(lambda: desk.refused(second), "the forged second approval refused")
-    assert [p["id"] for p in desk.core.runner.pending(thread_id)] == [second]
+    assert [p.id for p in desk.core.runner.pending(thread_id)] == [second]
     assert [event for event, _who in desk.events(thread_id)].count("filled") == 0
     assert ("approved", SECOND) not in desk.events(thread_id)
 
@@ -189,7 +190,7 @@ def test_an_untouched_session_verifies_and_each_state_table_edit_is_named(audit_
     desk.until(lambda: any(event == "filled" for event, _who in desk.events(thread_id)), "the approval filled")
     four_eyes, first = desk.order("order 600519.SH buy 100")  # 169,635.00 CNY: two traders approve
     desk.approve(four_eyes, first, TRADER)
-    second = desk.until(lambda: [p["id"] for p in desk.core.runner.pending(four_eyes) if p["id"] != first],
+    second = desk.until(lambda: [p.id for p in desk.core.runner.pending(four_eyes) if p.id != first],
                         "the second approval's card")[0]
     desk.approve(four_eyes, second, SECOND)
     desk.until(lambda: any(event == "filled" for event, _who in desk.events(four_eyes)), "the four eyes filled")

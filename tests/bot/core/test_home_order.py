@@ -9,6 +9,7 @@ from typing import Any
 
 from slack_sdk.models.views import View
 
+from bot.cards import card_of
 from bot.core.home import ordered
 from bot.core.surface import ASKED, DECIDE, OTHERS, Home, HomeCard, Place, Question
 from bot.slack.home import HOME_CARDS, home_view
@@ -24,8 +25,8 @@ def _card(n: int, group: str, expires: str | None = None) -> HomeCard:
                                      "allowed": ["approve", "reject"], "args": {}})
     if expires:
         payload["expires_at"] = expires
-    return HomeCard(Question(f"slack-T-C-{n}", f"int{n}", payload, USER), Place("T", "C", f"1700000000.{n:06d}"),
-                    group=group)
+    return HomeCard(Question(f"slack-T-C-{n}", f"int{n}", card_of(payload), USER),
+                    Place("T", "C", f"1700000000.{n:06d}"), group=group)
 
 
 def _link(place: Place) -> str:

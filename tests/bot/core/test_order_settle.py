@@ -61,7 +61,7 @@ def test_the_settle_job_fills_at_the_sessions_open_and_posts_it_once(tmp_path: P
                                   "order 600000.SH buy 1000"))
             thread = thread_id_for(TEAM, channel, root)
             (pending,) = door.runner.pending(thread)
-            assert "fills at the open of 20241008" in pending["value"]["args"]["fills"]
+            assert "fills at the open of 20241008" in pending.card.args["fills"]
             # the approval itself is covered elsewhere (tests/graphs/test_order_graph.py); place what it would place
             order = ctx.broker("C9100", None).submit(OrderRequest(f"{thread}:o1", "600000.SH", "buy", 1000,
                                                                   thread_id=thread, approved_by=TRADER))

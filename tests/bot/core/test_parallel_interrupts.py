@@ -11,6 +11,7 @@ from typing import Annotated, TypedDict
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
+from bot.cards import Pending
 from bot.console.session import CONSOLE_SCOPE, Console
 from bot.console.surface import ConsoleSurface
 from bot.core.wiring import build_core
@@ -83,9 +84,9 @@ def test_slack_posts_each_pending_question_and_a_reply_answers_one(slack_desk: D
     assert info is not None and len(info.pending) == 2
     slack_desk.say("C2", "500.1", "an answer")  # a thread reply answers one question (its row, then its apply job)
 
-    def one_left() -> list[dict] | None:
+    def one_left() -> list[Pending] | None:
         pending = slack_desk.core.runner.pending(info.thread_id)
         return pending if len(pending) == 1 else None
 
     pending = wait_until(one_left, "the reply's apply job to answer one of the two questions")
-    assert slack_desk.core.decisions.get(pending[0]["id"]) is None  # nothing recorded for the other yet
+    assert slack_desk.core.decisions.get(pending[0].id) is None  # nothing recorded for the other yet

@@ -98,7 +98,7 @@ def test_a_factor_the_model_wrote_and_a_reviewer_approved_reruns_exactly(runner:
     assert waiting.status == "waiting"
     run_id = _only_run(runner)
     assert RunStore(runner.context.engine).get(run_id).status == "waiting"  # type: ignore[union-attr]
-    done = runner.resume("console-fac", waiting.interrupts[0]["id"], {"type": "approve"}, user=USER)
+    done = runner.resume("console-fac", waiting.interrupts[0].id, {"type": "approve"}, user=USER)
     assert done.status == "done" and done.result is not None and done.result["decision"] == "approve"
     row = RunStore(runner.context.engine).get(run_id)
     assert row is not None and row.status == "done" and [s["kind"] for s in row.manifest["segments"]] == [
@@ -290,7 +290,7 @@ def test_the_retention_purge_keeps_the_record_of_a_run_an_order_refers_to(runner
     card = runner.start("console-desk", "analyze 600519.SH", user=USER, account=CHANNEL)
     store = RunStore(runner.context.engine)
     signal_run, desk_run = (r.id for r in sorted(store.recent(user=USER), key=lambda r: r.thread_id, reverse=True))
-    done = runner.resume("console-desk", card.interrupts[0]["id"], {"type": "approve"}, user=USER)
+    done = runner.resume("console-desk", card.interrupts[0].id, {"type": "approve"}, user=USER)
     assert done.status == "done" and done.result is not None
     with Session(runner.context.engine) as session:
         proposed = session.scalars(select(OrderEvent.detail).where(OrderEvent.event == "proposed")).one()
@@ -322,7 +322,7 @@ def test_a_rule_in_words_reruns_exactly_through_its_order(runner: Runner) -> Non
     ]))
     card = runner.start("console-rule", f"rule run {rule.id}", user=USER, account=CHANNEL)
     assert card.status == "waiting", card.text
-    done = runner.resume("console-rule", card.interrupts[0]["id"], {"type": "approve"}, user=USER)
+    done = runner.resume("console-rule", card.interrupts[0].id, {"type": "approve"}, user=USER)
     assert done.status == "done" and done.result is not None and done.result["order"]["status"] == "filled"
     report = rerun(runner.context, _only_run(runner))
     assert report is not None and report.same, (report.first_difference, report.failure, report.changes[:3])

@@ -12,6 +12,7 @@ from slack_sdk.models.views import View
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from bot.cards import ClarifyCard
 from bot.core.surface import Home, HomeCard, Place, Question
 from bot.slack.home import home_view, more_modal
 from graphs.context import WorkflowContext
@@ -65,9 +66,9 @@ def _context(engine: Engine, sandbox: Sandbox) -> WorkflowContext:
 
 
 def _cards(n: int) -> tuple[HomeCard, ...]:
-    return tuple(HomeCard(Question(f"slack-T-C-{i}", f"int{i:04d}", {
-        "type": "clarify", "question": f"Which dates for request {i}?", "choices": ["2019", "2020", "2021"]},
-        OWNER), Place("T", "C", f"17000000{i:02d}.000100", OWNER)) for i in range(n))
+    return tuple(HomeCard(Question(f"slack-T-C-{i}", f"int{i:04d}", ClarifyCard(
+        question=f"Which dates for request {i}?", choices=("2019", "2020", "2021")), OWNER),
+        Place("T", "C", f"17000000{i:02d}.000100", OWNER)) for i in range(n))
 
 
 def test_a_home_with_300_positions_and_50_rules_stays_within_slack_limits(sqlite_engine: Engine,

@@ -8,6 +8,7 @@ import pytest
 from slack_sdk.models.blocks import Block
 from slack_sdk.models.views import View
 
+from bot.cards import card_of
 from bot.slack.names import dressed
 from bot.slack.render import (
     answered_message,
@@ -39,7 +40,7 @@ def _valid(message: dict) -> list[dict]:
 
 def test_clarify_with_choices_makes_buttons() -> None:
     payload = clarify_request("Which strategy?", list(STRATEGIES))
-    blocks = _valid(clarify_message("slack-abc", "int-1", payload))
+    blocks = _valid(clarify_message("slack-abc", "int-1", card_of(payload)))
     buttons = [e for b in blocks if b["type"] == "actions" for e in b["elements"]]
     assert [b["text"]["text"] for b in buttons] == list(STRATEGIES)
     assert json.loads(buttons[0]["value"]) == {"t": "slack-abc", "i": "int-1", "d": "ma_cross"}
@@ -48,7 +49,7 @@ def test_clarify_with_choices_makes_buttons() -> None:
 
 def test_long_texts_are_clipped_to_slack_limits() -> None:
     payload = clarify_request("x" * 5000, ["y" * 200])
-    blocks = _valid(clarify_message("slack-abc", "int-1", payload))
+    blocks = _valid(clarify_message("slack-abc", "int-1", card_of(payload)))
     assert len(blocks[0]["text"]["text"]) == 3000
     assert len(blocks[1]["elements"][0]["text"]["text"]) == 75
 
@@ -93,7 +94,7 @@ def test_plain_reply() -> None:
 def test_approval_shows_details_within_limits_and_its_decisions() -> None:
     args = {f"field_{i}": ["x" * 900, "y" * 900, "z" * 900] if i == 0 else i for i in range(14)}
     payload = approval_request("place_order", "buy 600519.SH", args, "d" * 5000, on_reject="No order is sent.")
-    blocks = _valid(approval_message("slack-abc", "int-9", payload, "U1"))
+    blocks = _valid(approval_message("slack-abc", "int-9", card_of(payload), "U1"))
     fields = next(b for b in blocks if b.get("fields"))["fields"]
     assert len(fields) == 10 and len(fields[0]["text"]) == 2000 and fields[0]["text"].startswith("*Field 0*")
     buttons = next(b for b in blocks if b["type"] == "actions")["elements"]
@@ -104,12 +105,12 @@ def test_approval_shows_details_within_limits_and_its_decisions() -> None:
 
 def test_a_refused_message_compacts_to_its_header_and_buttons_and_one_without_buttons_does_not() -> None:
     payload = approval_request("place_order", "buy 600519.SH", {"quantity": 100}, "d" * 5000, on_reject="-")
-    full = approval_message("slack-abc", "int-9", payload, "U1")
+    full = approval_message("slack-abc", "int-9", card_of(payload), "U1")
     blocks = _valid(compact_message(full))  # type: ignore[arg-type]
     assert [b["type"] for b in blocks] == ["header", "section", "actions"]
     assert blocks[0] == full["blocks"][0] and blocks[2] == next(b for b in full["blocks"] if b["type"] == "actions")
     assert "attached below as a file" in blocks[1]["text"]["text"]
-    assert compact_message(clarify_message("slack-abc", "int-1", clarify_request("Which dates?"))) is None
+    assert compact_message(clarify_message("slack-abc", "int-1", card_of(clarify_request("Which dates?")))) is None
 
 
 def test_approval_with_edit_needs_a_schema_and_gets_a_form_built_from_it() -> None:
@@ -119,9 +120,10 @@ def test_approval_with_edit_needs_a_schema_and_gets_a_form_built_from_it() -> No
               "limit": {"type": "number", "title": "Limit price"}}
     payload = approval_request("place_order", "buy 600519.SH", {"shares": 300, "limit": 1700.5, "code": "600519.SH"},
                                "d", on_reject="No order.", allowed=("approve", "edit", "reject"), args_schema=schema)
-    buttons = next(b for b in _valid(approval_message("t", "i", payload, "U1")) if b["type"] == "actions")["elements"]
+    card = card_of(payload)
+    buttons = next(b for b in _valid(approval_message("t", "i", card, "U1")) if b["type"] == "actions")["elements"]
     assert [b["action_id"] for b in buttons] == ["review_approve", "review_edit", "review_reject"]
-    modal = approval_edit_modal("t", "i", "171.1", payload)
+    modal = approval_edit_modal("t", "i", "171.1", card)
     View(**modal).validate_json()  # slack_sdk's own checks of a modal
     inputs = {b["block_id"]: b for b in modal["blocks"] if b["type"] == "input"}
     assert set(inputs) == {"shares", "limit"} and inputs["shares"]["element"]["initial_value"] == "300"
