@@ -23,6 +23,7 @@ class ConsoleStep:
 
     decision: dict[str, Any] | None = None
     message: str | None = None
+    name: str | None = None  # the name an `edit` being typed asks for (`edit name=NAME`)
 
 
 class Clarify:
@@ -81,9 +82,12 @@ class CodeReview:
         return "\n".join([
             _("--- code review: factor {name} ({verdict}; sandbox isolation: {isolation}) ---").format(
                 name=payload.get("name"), verdict=verdict, isolation=payload.get("isolation", "unknown")),
-            str(payload.get("summary", "")), _("--- body of compute_factor ---"),
-            str(payload.get("code", "")).rstrip(),
-            _("--- review> {allowed} (edit [FILE]; reject REASON) ---").format(allowed=_allowed(payload))])
+            str(payload.get("summary", "")),
+            *([_("--- changes against the code first reviewed ---"), str(payload["diff"])] if payload.get("diff")
+              else []),
+            _("--- body of compute_factor ---"), str(payload.get("code", "")).rstrip(),
+            _("--- review> {allowed} (edit [FILE] [name=NAME]; reject REASON) ---").format(
+                allowed=_allowed(payload))])
 
     @staticmethod
     def console_step(line: str, payload: dict[str, Any]) -> ConsoleStep:
@@ -93,20 +97,32 @@ class CodeReview:
             return ConsoleStep({"type": "approve"})
         if word == "reject":
             return _reject(rest, _("the rejection is recorded"))
-        if word == "edit" and rest:
-            try:
-                body = Path(rest).expanduser().read_text()
-            except OSError as exc:
-                problem = _("error: cannot read {path}: {error}").format(path=rest, error=exc.strerror)
-                return ConsoleStep(message=problem)
-            return ConsoleStep(code_edit(body))
         if word == "edit":
-            return ConsoleStep(message=EDIT_BODY)
-        return ConsoleStep(message=_("the code is waiting for review: approve, edit [FILE], or reject REASON"))
+            path, name = _edit_words(rest)
+            if not path:
+                return ConsoleStep(message=EDIT_BODY, name=name)
+            try:
+                body = Path(path).expanduser().read_text()
+            except OSError as exc:
+                problem = _("error: cannot read {path}: {error}").format(path=path, error=exc.strerror)
+                return ConsoleStep(message=problem)
+            return ConsoleStep(code_edit(body, name))
+        return ConsoleStep(message=_("the code is waiting for review: approve, edit [FILE] [name=NAME], or reject "
+                                     "REASON"))
 
 
-def code_edit(body: str) -> dict[str, Any]:
-    return {"type": "edit", "edited_action": {"name": CODE_REVIEW, "args": {"code": body}}}
+def _edit_words(rest: str) -> tuple[str, str | None]:
+    """An `edit` line's file and the name it asks for: `edit [FILE] [name=NAME]`."""
+    words = rest.split()
+    names = [word.partition("=")[2] for word in words if word.startswith("name=")]
+    path = " ".join(word for word in words if not word.startswith("name="))
+    return path, (names[-1] or None) if names else None
+
+
+def code_edit(body: str, name: str | None = None) -> dict[str, Any]:
+    """A code review's `edit` decision; `name` is the name the reviewer gives the edited factor."""
+    args = {"code": body, **({"name": name} if name else {})}
+    return {"type": "edit", "edited_action": {"name": CODE_REVIEW, "args": args}}
 
 
 class Approval:

@@ -29,7 +29,7 @@ def write_db_node(state: FactorState, config: RunnableConfig, runtime: Runtime[F
         spec=stored_spec(state, near_duplicates=evaluation["duplicates"],
                          duplicate_approved_by=(state.get("save_approval") or {}).get("approver")),
         author=state.get("requester"), reviewer=review.get("reviewer"),
-        decision="edit" if review.get("status") == "edited" else "approve", run_key=run_key(state, config),
+        decision="edit" if review.get("edited") else "approve", run_key=run_key(state, config),
         values=values, metrics=metrics.astype(float))
     return {"saved": {"id": info.id, "name": info.name, "version": info.version, "status": info.status,
                       "created": created}}
