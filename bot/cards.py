@@ -122,6 +122,7 @@ class CodeReviewCard:
     allowed: tuple[str, ...] = ("approve", "edit", "reject")
     on_reject: str = ""
     description: str = ""
+    diff: str | None = None  # an edit's changes against the code first reviewed (unified diff lines)
     users: tuple[str, ...] | None = None
     accounts: tuple[str, ...] | None = None
 
@@ -129,14 +130,14 @@ class CodeReviewCard:
     def read(cls, raw: JSON) -> CodeReviewCard:
         return cls(name=_text(raw, "name"), code=_text(raw, "code"), program=_text(raw, "program", ""),
                    summary=_text(raw, "summary", ""), failure=_maybe_text(raw, "failure"),
-                   isolation=_text(raw, "isolation", "unknown"), allowed=_allowed(raw),
+                   diff=_maybe_text(raw, "diff"), isolation=_text(raw, "isolation", "unknown"), allowed=_allowed(raw),
                    on_reject=_text(raw, "on_reject", ""), description=_description(raw),
                    users=_maybe_texts(raw, "users"), accounts=_maybe_texts(raw, "accounts"))
 
     def payload(self) -> dict[str, Any]:
         payload = {"type": CODE_REVIEW, "name": self.name, "code": self.code, "program": self.program,
                    "summary": self.summary, "failure": self.failure, "isolation": self.isolation,
-                   "allowed": list(self.allowed), "on_reject": self.on_reject}
+                   "allowed": list(self.allowed), "on_reject": self.on_reject, "diff": self.diff}
         payload = _hitl(payload, CODE_REVIEW, {"name": self.name, "code": self.code}, self.description, self.allowed)
         return _put(payload, users=self.users, accounts=self.accounts)
 
@@ -275,9 +276,9 @@ class Answer:
 Decision = Approve | Edit | Reject | Answer
 
 
-def code_edit(body: str) -> Edit:
-    """A code review's edit: the new body of its code."""
-    return Edit(CODE_REVIEW, {"code": body})
+def code_edit(body: str, name: str | None = None) -> Edit:
+    """A code review's edit: the new body of its code, and the name the reviewer gives the edited factor."""
+    return Edit(CODE_REVIEW, {"code": body, **({"name": name} if name else {})})
 
 
 def decision_of(value: Any) -> Decision:

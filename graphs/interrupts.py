@@ -26,13 +26,16 @@ def clarify_request(question: str, choices: list[str] | None = None) -> dict[str
 
 
 def code_review_request(name: str, code: str, program: str, summary: str, failure: str | None,
-                        allowed: list[str], isolation: Any) -> dict[str, Any]:
+                        allowed: list[str], isolation: Any, diff: str | None = None) -> dict[str, Any]:
     """Code for a human to approve, edit or reject; `code` is the editable part (the template's body);
-    `isolation` is the sandbox level the code ran under (shown to the reviewer)."""
+    `isolation` is the sandbox level the code ran under (shown to the reviewer); `diff` is an edit's change
+    against the code first reviewed (unified-diff lines), when the code under review is an edit."""
     isolation = str(getattr(isolation, "value", isolation))
     verdict = _("checks FAILED: {failure}").format(failure=failure) if failure else _("checks passed")
     description = _("Factor {name}: {verdict} (sandbox isolation: {isolation})\n{summary}").format(
         name=name, verdict=verdict, isolation=isolation, summary=summary)
+    if diff:
+        description += "\n" + _("Changes:") + "\n" + diff
     return {
         "type": CODE_REVIEW,
         "name": name,
@@ -40,6 +43,7 @@ def code_review_request(name: str, code: str, program: str, summary: str, failur
         "program": program,
         "summary": summary,
         "failure": failure,
+        "diff": diff,
         "isolation": isolation,
         "allowed": list(allowed),
         "on_reject": _("Nothing is backfilled or saved; the rejection is recorded."),

@@ -98,6 +98,7 @@ class Console:
         self.keys = itertools.count(1)
         self.pending: list[cards.Pending] = []  # the current thread's open pauses, oldest first
         self.editing: list[str] | None = None  # body lines of an `edit` being typed
+        self.edit_name: str | None = None  # the name that edit asks for (`edit name=NAME`)
         self.background: BackgroundService | None = None  # the session's (open_session sets it)
         self.data = DataCommands(ctx, self.surface.say, lambda: self.thread)  # codes, bars, load, ws …
 
@@ -120,7 +121,7 @@ class Console:
         if self.editing is not None:
             if line.rstrip("\n") == ".":
                 body, self.editing = "\n".join(self.editing), None
-                self.decide(code_edit(body))
+                self.decide(code_edit(body, self.edit_name))
             else:
                 self.editing.append(line.rstrip("\n"))
             return True
@@ -325,7 +326,7 @@ class Console:
             return
         step = kind_of(card).console_step(text, card)
         if step.message == EDIT_BODY:
-            self.editing = []
+            self.editing, self.edit_name = [], step.name
             self.surface.say(_("type the new body of compute_factor; end with a line holding only `.`"))
         elif step.message:
             self.surface.say(step.message)

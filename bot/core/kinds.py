@@ -35,6 +35,7 @@ class ConsoleStep:
 
     decision: Decision | None = None
     message: str | None = None
+    name: str | None = None  # the name an `edit` being typed asks for (`edit name=NAME`)
 
 
 class Clarify:
@@ -92,8 +93,10 @@ class CodeReview:
         return "\n".join([
             _("--- code review: factor {name} ({verdict}; sandbox isolation: {isolation}) ---").format(
                 name=card.name, verdict=verdict, isolation=card.isolation),
-            card.summary, _("--- body of compute_factor ---"), card.code.rstrip(),
-            _("--- review> {allowed} (edit [FILE]; reject REASON) ---").format(allowed=_allowed(card))])
+            card.summary,
+            *([_("--- changes against the code first reviewed ---"), card.diff] if card.diff else []),
+            _("--- body of compute_factor ---"), card.code.rstrip(),
+            _("--- review> {allowed} (edit [FILE] [name=NAME]; reject REASON) ---").format(allowed=_allowed(card))])
 
     @staticmethod
     def console_step(line: str, card: CodeReviewCard) -> ConsoleStep:
@@ -103,16 +106,26 @@ class CodeReview:
             return ConsoleStep(Approve())
         if word == "reject":
             return _reject(rest, _("the rejection is recorded"))
-        if word == "edit" and rest:
-            try:
-                body = Path(rest).expanduser().read_text()
-            except OSError as exc:
-                problem = _("error: cannot read {path}: {error}").format(path=rest, error=exc.strerror)
-                return ConsoleStep(message=problem)
-            return ConsoleStep(code_edit(body))
         if word == "edit":
-            return ConsoleStep(message=EDIT_BODY)
-        return ConsoleStep(message=_("the code is waiting for review: approve, edit [FILE], or reject REASON"))
+            path, name = _edit_words(rest)
+            if not path:
+                return ConsoleStep(message=EDIT_BODY, name=name)
+            try:
+                body = Path(path).expanduser().read_text()
+            except OSError as exc:
+                problem = _("error: cannot read {path}: {error}").format(path=path, error=exc.strerror)
+                return ConsoleStep(message=problem)
+            return ConsoleStep(code_edit(body, name))
+        return ConsoleStep(message=_("the code is waiting for review: approve, edit [FILE] [name=NAME], or reject "
+                                     "REASON"))
+
+
+def _edit_words(rest: str) -> tuple[str, str | None]:
+    """An `edit` line's file and the name it asks for: `edit [FILE] [name=NAME]`."""
+    words = rest.split()
+    names = [word.partition("=")[2] for word in words if word.startswith("name=")]
+    path = " ".join(word for word in words if not word.startswith("name="))
+    return path, (names[-1] or None) if names else None
 
 
 class Approval:

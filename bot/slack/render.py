@@ -104,6 +104,9 @@ def code_review_message(thread_id: str, interrupt_id: str, card: CodeReviewCard,
         _section(verdict),
         {"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(card.summary or "-", SECTION_TEXT_MAX)}]},
     ]
+    if card.diff:
+        blocks.append(_section(_clip(_("*Changes against the code first reviewed*") + f"\n```{card.diff}```",
+                                     SECTION_TEXT_MAX)))
     if len(code) <= CODE_INLINE_MAX:
         blocks.append(_section(_("*Body of `compute_factor`*") + f"\n```{code.rstrip()}```"))
     else:
@@ -111,8 +114,8 @@ def code_review_message(thread_id: str, interrupt_id: str, card: CodeReviewCard,
                                  "below as a file.").format(n=f"{len(code):,}")))
     blocks.append(_decision_buttons(thread_id, interrupt_id, list(card.allowed)))
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _(
-        "{who} can decide. Edit opens the code in a form; edited code is dry-run and checked again.").format(
-        who=_who(requester))}]})
+        "{who} can decide. Edit opens the code in a form; edited code is dry-run, checked and shown here again "
+        "for review.").format(who=_who(requester))}]})
     text = (_("Code review for factor {name}: checks failed ({failure})").format(name=name, failure=failure)
             if failure else _("Code review for factor {name}: checks passed").format(name=name))
     return {"text": _clip(text, 3000), "blocks": blocks}
@@ -251,14 +254,20 @@ def edit_modal(thread_id: str, interrupt_id: str, message_ts: str, name: str, co
                                "max_length": MODAL_INPUT_MAX}
     if fits:
         element["initial_value"] = code
-    intro = (_("Edit the body of `compute_factor`. It is dry-run and checked again before it is accepted.")
+    intro = (_("Edit the body of `compute_factor`. It is dry-run, checked and reviewed again before it is saved.")
              if fits else _("The current body is {n} characters, more than a form can hold (3,000). It is attached "
                             "in the thread; write a shorter body here to replace it.").format(n=f"{len(code):,}"))
     return _modal("review_edit_modal", _("Edit factor code"), _("Dry-run & submit"),
                   (thread_id, interrupt_id, message_ts),
                   [_section(_clip(f"*{name}*: {intro}", SECTION_TEXT_MAX)),
                    {"type": "input", "block_id": "code", "label": {"type": "plain_text", "text": _("Code")},
-                    "element": element}])
+                    "element": element},
+                   {"type": "input", "block_id": "name", "optional": True,
+                    "label": {"type": "plain_text", "text": _("Name of the edited factor")},
+                    "hint": {"type": "plain_text", "text": _clip(_(
+                        "Empty: {name}_edit_ and a code hash. Lower-case letters, digits and _.").format(name=name),
+                        150)},
+                    "element": {"type": "plain_text_input", "action_id": "name", "max_length": 64}}])
 
 
 def reject_modal(thread_id: str, interrupt_id: str, message_ts: str, name: str, consequence: str) -> dict[str, Any]:

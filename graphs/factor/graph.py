@@ -1,7 +1,8 @@
 """The factor-coding subgraph (seed 003): collect_spec → codegen → dry_run → semantic_check → (retry codegen,
 at most 5 times) → human_review (code_review interrupt) → backfill → evaluate → confirm_save (approval
 interrupt, only for a near duplicate of another factor) → write_db → finish; clarify pauses for missing
-essentials, a rejection is recorded and ends the run. Routes live in routes.py; this file only wires."""
+essentials, a rejection is recorded and ends the run; an edit is dry-run and checked, then reviewed again.
+Routes live in routes.py; this file only wires."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ def build_factor_graph(
     graph.add_conditional_edges("clarify", after_clarify("collect_spec"), ["collect_spec", END])
     graph.add_edge("codegen", "dry_run")
     graph.add_edge("dry_run", "semantic_check")
-    graph.add_conditional_edges("semantic_check", route_after_checks, ["codegen", "human_review", "backfill", "finish"])
+    graph.add_conditional_edges("semantic_check", route_after_checks, ["codegen", "human_review", "finish"])
     graph.add_conditional_edges("human_review", route_after_review,
                                 ["backfill", "record_reject", "dry_run", "human_review"])
     graph.add_conditional_edges("backfill", route_after_backfill, ["evaluate", "finish"])

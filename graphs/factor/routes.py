@@ -15,13 +15,14 @@ def route_after_spec(state: FactorState) -> str:
 
 
 def route_after_checks(state: FactorState) -> str:
-    """After the dry run and the semantic check: retry code generation (at most MAX_RETRIES times), accept a
-    passing human edit, or go to the review gate (with the failure shown when there is one)."""
+    """After the dry run and the semantic check: retry code generation (at most MAX_RETRIES times) or go to the
+    review gate (with the failure shown when there is one); a human edit always goes back to review, passing or
+    not, and only an `approve` there saves it."""
     if (state.get("dry_run") or {}).get("fatal"):
         return "finish"
     failure = failure_of(state)
     if state.get("editing"):
-        return "backfill" if failure is None else "human_review"
+        return "human_review"
     if failure is not None and state.get("mode") == "llm" and state.get("retry_count", 0) < MAX_RETRIES:
         return "codegen"
     return "human_review"

@@ -33,7 +33,7 @@ class FactorState(TypedDict, total=False):
     attempts: list[dict[str, Any]]  # every dry run {source, ok, problem}; every code generation {source: "llm",
     # note, tries: [{ok, problem}] of the bodies the agent tried}
     editing: bool  # the body under test is a human edit
-    review: dict[str, Any] | None  # {status: approved|edited|rejected|pending, reviewer, reason, note}
+    review: dict[str, Any] | None  # {status: approved|edited|rejected|pending, reviewer, reason, note, edited}
     backfill: dict[str, Any] | None  # {name, shape, first_date, last_date}
     evaluation: dict[str, Any] | None  # {metrics: {period: {...}}, duplicates: [...]}
     save_approval: dict[str, Any] | None  # {approver}: saving a near duplicate was approved

@@ -121,15 +121,20 @@ def test_broken_edit_is_asked_again_then_a_good_edit_is_used(make_thread, engine
     assert shown["name"] == edit_name(name, "return close.stack()")  # the code under review is the edit
     lookahead = thread.decide(again, edit("return close.shift(-5) / close - 1"))
     assert "negative period" in review(lookahead)["failure"] or "look-ahead" in review(lookahead)["failure"]
-    done = thread.decide(lookahead, edit("def compute_factor(close):\n    return close / close.shift(10) - 1\n"))
-    assert done["result"]["decision"] == "edit"
+    passed = thread.decide(lookahead, edit("def compute_factor(close):\n    return close / close.shift(10) - 1\n"))
     new_name = edit_name(name, "return close / close.shift(10) - 1")
+    shown = review(passed)  # a passing edit is reviewed again, not saved at once
+    assert shown["name"] == new_name and shown["failure"] is None
+    assert shown["diff"] == "-return close / close.shift(20) - 1\n+return close / close.shift(10) - 1"
+    done = thread.decide(passed, {"type": "approve"})
+    assert done["result"]["decision"] == "edit"
     assert done["result"]["name"] == new_name
     store = FactorStore(engine)
     saved = store.latest(new_name)
     assert "close.shift(10)" in saved.code and saved.decision == "edit" and f"# Factor: {new_name}" in saved.code
-    assert saved.description == ("return over the last 20 trading days; edited by UBOB: was "
-                                 "`return close / close.shift(20) - 1`, now `return close / close.shift(10) - 1`")
+    assert saved.description == (f"Edited by UBOB from {name}: was `return close / close.shift(20) - 1`, now "
+                                 "`return close / close.shift(10) - 1`. Before the edit: return over the last 20 "
+                                 "trading days")
     assert saved.spec["edited_from"]["name"] == name
     assert store.latest(name, status=None) is None  # the library name keeps meaning the library factor
 
@@ -142,7 +147,7 @@ def test_an_edit_is_saved_under_a_new_name_and_checked_against_the_original(make
     # the same request, edited to twice the values: another name, so it is a near duplicate of r_{tag}
     second = make_thread()
     body = "return -(close / close.shift(7) - 1) * 2"
-    out = second.decide(second.say(request), edit(body))
+    out = second.decide(second.decide(second.say(request), edit(body)), {"type": "approve"})
     (pending,) = out["__interrupt__"]
     assert pending.value["type"] == "approval" and pending.value["args"]["name"] == edit_name(f"r_{tag}", body)
     assert pending.value["args"]["near_duplicates"] == [f"r_{tag} v1 (1.000)"]
@@ -158,12 +163,48 @@ def test_an_edit_is_saved_under_a_new_name_and_checked_against_the_original(make
     shown = review(out)
     assert shown["summary"].startswith("Edit not used: factor name 'Twelve'") and shown["name"] == f"r_{tag}"
     named["edited_action"]["args"]["name"] = f"r12_{tag}"
-    done = third.decide(out, named, user="UCAROL")
+    again = third.decide(out, named, user="UCAROL")
+    shown = review(again)
+    assert shown["name"] == f"r12_{tag}" and f"approve saves it as r12_{tag}: Edited by UCAROL" in shown["summary"]
+    done = third.decide(again, {"type": "approve"}, user="UDAVE")  # another reviewer approves the edit
     assert done.get("result"), done.get("final_reply") or done.get("__interrupt__")
     saved = FactorStore(engine).latest(f"r12_{tag}")
-    assert done["result"]["name"] == f"r12_{tag}" and saved.reviewer == "UCAROL"
-    assert saved.description == ("minus the return over the last 7 trading days (short-term reversal); edited by "
-                                 "UCAROL: was `return -(close / close.shift(7) - 1)`, now `" + twelve + "`")
+    assert done["result"]["name"] == f"r12_{tag}" and saved.reviewer == "UDAVE" and saved.decision == "edit"
+    assert saved.description == (f"Edited by UCAROL from r_{tag}: was `return -(close / close.shift(7) - 1)`, now `"
+                                 + twelve + "`. Before the edit: minus the return over the last 7 trading days "
+                                 "(short-term reversal)")
+
+
+def test_an_edit_is_reviewed_again_with_its_diff_and_approve_saves_it(make_thread, engine: Engine) -> None:
+    """Issue 39: a 5-day reversal edited to 9 days (a window no other test saves: on PostgreSQL's shared library a
+    copy would ask before saving) is shown again, with the diff and the name approve saves it under; its
+    description says the change first and calls the 5 days what the code was before the edit."""
+    name = f"rev5_{uuid.uuid4().hex[:6]}"
+    thread = make_thread()
+    out = thread.say(f"factor reversal 20190301 20200601 name={name}")
+    assert review(out)["code"].strip() == "return -(close / close.shift(5) - 1)" and review(out)["diff"] is None
+    nine = "return -(close / close.shift(9) - 1)"
+    shown = review(out := thread.decide(out, edit(nine)))
+    new_name = edit_name(name, nine)
+    assert shown["name"] == new_name and shown["allowed"] == ["approve", "edit", "reject"]
+    assert shown["diff"] == "-return -(close / close.shift(5) - 1)\n+" + nine
+    description = (f"Edited by UBOB from {name}: was `return -(close / close.shift(5) - 1)`, now `{nine}`. "
+                   "Before the edit: minus the return over the last 5 trading days (short-term reversal)")
+    assert f"Your edit passed its checks; approve saves it as {new_name}: {description}" in shown["summary"]
+    assert "Changes:\n-return -(close / close.shift(5) - 1)" in shown["action_requests"][0]["description"]
+    assert FactorStore(engine).latest(new_name) is None  # nothing is saved before the approve
+    thirteen = "return -(close / close.shift(13) - 1)"  # edit again: still against the code first reviewed
+    shown = review(out := thread.decide(out, edit(thirteen)))
+    assert shown["name"] == edit_name(name, thirteen) and shown["diff"].splitlines() == [
+        "-return -(close / close.shift(5) - 1)", "+" + thirteen]
+    shown = review(out := thread.decide(out, edit(nine)))
+    assert shown["name"] == new_name
+    done = thread.decide(out, {"type": "approve"}, user="UCAROL")
+    saved = FactorStore(engine).latest(new_name)
+    assert done["result"]["name"] == new_name and done["result"]["decision"] == "edit"
+    assert f"\n    {nine}\n" in saved.code and saved.decision == "edit" and saved.reviewer == "UCAROL"
+    assert saved.description == description and done["result"]["description"] == description
+    assert FactorStore(engine).latest(name, status=None) is None
 
 
 def test_dates_in_errors_are_the_ones_typed(make_thread) -> None:

@@ -11,6 +11,7 @@ from bot.cards import ApprovalCard, Decision, Edit, Malformed, Reject, code_edit
 from bot.core import ALREADY_HANDLED, Core
 from bot.slack.render import Malformed as NotMine
 from bot.slack.render import parse_metadata
+from graphs.factor.spec import SpecError, check_name
 from graphs.factor.template import edit_problems
 from graphs.interrupts import validate_args
 from tools.i18n import N_, _, using
@@ -25,12 +26,20 @@ def register(app: App, core: Core) -> None:
             edit_submitted(ack, body, view)
 
     def edit_submitted(ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
-        code = (view["state"]["values"]["code"]["code"].get("value") or "").strip("\n")
+        values = view["state"]["values"]
+        code = (values["code"]["code"].get("value") or "").strip("\n")
+        name = ((values.get("name") or {}).get("name") or {}).get("value") or ""
         problems = edit_problems(code)
         if problems:  # errors the sandbox's static check would raise, shown in the form before anything runs
             ack(response_action="errors", errors={"code": "; ".join(problems)[:1000]})
             return
-        decided_in_form(ack, body, view, code_edit(code), "code")
+        try:
+            if name.strip():
+                check_name(name.strip())
+        except SpecError as exc:  # a name the library cannot hold, said in the form
+            ack(response_action="errors", errors={"name": str(exc)[:1000]})
+            return
+        decided_in_form(ack, body, view, code_edit(code, name.strip() or None), "code")
 
     @app.view("approval_edit_modal")
     def on_approval_edit_submitted(ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:

@@ -29,7 +29,7 @@ def finish_node(state: FactorState) -> dict[str, Any]:
         "name": saved["name"], "version": saved["version"], "factor_id": saved["id"],
         "title": f"{saved['name']} v{saved['version']}",
         "description": spec["description"], "fields": spec["fields"],
-        "decision": "edit" if review.get("status") == "edited" else "approve", "reviewer": review.get("reviewer"),
+        "decision": "edit" if review.get("edited") else "approve", "reviewer": review.get("reviewer"),
         "shape": backfill.get("shape"), "first_date": backfill.get("first_date"),
         "last_date": backfill.get("last_date"),
         "metrics": evaluation["metrics"],

@@ -31,7 +31,7 @@ def write_db_node(state: FactorState, config: RunnableConfig, runtime: Runtime[F
                          duplicate_approved_by=(state.get("save_approval") or {}).get("approver"),
                          holdout=evaluation.get("holdout"), honesty=evaluation.get("honesty")),
         author=state.get("requester"), reviewer=review.get("reviewer"),
-        decision="edit" if review.get("status") == "edited" else "approve", run_key=run_key(state, config),
+        decision="edit" if review.get("edited") else "approve", run_key=run_key(state, config),
         values=values, metrics=metrics.astype(float))
     gate = (evaluation.get("honesty") or {}).get("gate") or {}
     if gate.get("passed"):

@@ -142,10 +142,11 @@ def test_factor_session_with_review_at_the_prompt(tmp_path: Path) -> None:
         "looks fine",  # not a decision: the prompt says what is expected
         "approve",
         "factor reversal 20190301 20200601",
-        "edit",
+        "edit name=rev_stack",
         "return close.stack()",
         ".",
         f"edit {edited}",
+        "approve",  # the edit passed its checks and is shown again: approved, it is saved
         "factor reversal 20190301 20200601 window=10 name=rev10",  # the values of the edited reversal_5
         "approve",
         "edit",  # not possible on an approval: the prompt says what is
@@ -159,9 +160,14 @@ def test_factor_session_with_review_at_the_prompt(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     text = out.stdout
     assert "--- code review: factor momentum_20 (checks passed; sandbox isolation: full) ---" in text
-    assert "the code is waiting for review: approve, edit [FILE], or reject REASON" in text
+    assert "the code is waiting for review: approve, edit [FILE] [name=NAME], or reject REASON" in text
     assert "\nFactor momentum_20 v1 saved: Rank IC " in text and " · approve by " in text  # title once, in the summary
     assert "Your edit was not accepted.\n" in text and text.count("must return a DataFrame, got Series") == 1
+    assert "--- code review: factor rev_stack (checks FAILED: " in text  # the name typed with the edit
+    assert ("Your edit passed its checks; approve saves it as reversal_5_edit_86c6ab: Edited by " in text
+            and "Before the edit: minus the return over the last 5 trading days" in text)
+    assert ("--- changes against the code first reviewed ---\n-return -(close / close.shift(5) - 1)\n"
+            "+return -(close / close.shift(10) - 1)\n--- body of compute_factor ---") in text
     assert "\nFactor reversal_5_edit_86c6ab v1 saved: Rank IC " in text and " · edit by " in text
     assert "--- approval: save rev10 ---" in text and "reversal_5_edit_86c6ab v1: correlation 1.000" in text
     assert "this waits for approval: approve | reject (reject needs a REASON)" in text

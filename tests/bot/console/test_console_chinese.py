@@ -43,12 +43,16 @@ def test_a_chinese_console_session_drives_every_workflow_with_the_numbers_of_the
                   "  夏普比率: 策略 1.58 · 买入持有 2.59", "  最大回撤: 策略 -12.24% · 买入持有 -12.44%",
                   "--- 代码审核：因子 momentum_20（检查通过；沙箱隔离：full）---",
                   "--- 代码审核：因子 reversal_5（检查通过；沙箱隔离：full）---",
+                  # the edit is reviewed again, with its diff, before the approve saves it
+                  "--- 代码审核：因子 reversal_5_edit_86c6ab（检查通过；沙箱隔离：full）---",
+                  "--- 相对最初审核代码的改动 ---", "+return -(close / close.shift(10) - 1)",
                   "--- 审批：买入 100 股 600519.SH 贵州茅台，市价 ---",
                   "--- 审批：买入 1,000 股 000001.SZ 平安银行，市价 ---",
                   "委托已成交", "模拟账户 console"):
         assert shown in lines, shown
     assert any(line.startswith("已拒绝：因子 volatility_20 没有回填也没有保存。") and line.endswith("。理由：不需要")
                for line in lines)
+    assert any(line.startswith("因子 reversal_5_edit_86c6ab v1 已保存：") for line in lines)
     assert "600519.SH · 20200824：技术指标（未配置 LLM）" in lines  # analyze, no LLM
     assert sum(line.startswith("  交易费用: 策略 ") for line in lines) == 3  # two signal runs, one rule backtest
     assert not [line for line in lines if line.startswith(("error", "错误"))]

@@ -318,26 +318,39 @@ def test_factor_review_edit_modal_uses_the_edited_code(slack: SlackServer, bot: 
     _, stale = post(bot.url, view_body(ALICE, "review_edit_modal", metadata, {"code": {"code": "return close"}}),
                     "application/x-www-form-urlencoded")
     assert json.loads(stale)["errors"]["code"] == "Already handled."
-    # a good edit is accepted and used
+    # a good edit, named in the form (a name the library cannot hold is refused there), is shown again
     post(bot.url, action_body(ALICE, channel, second.response["ts"], root, button_of(second, "review_edit")),
          "application/x-www-form-urlencoded")
     view = _opened_view(slack, views_before + 2)
-    post(bot.url, view_body(ALICE, "review_edit_modal", view["private_metadata"],
-                            {"code": {"code": "return close / close.shift(10) - 1"}}),
+    good = {"code": {"code": "return close / close.shift(10) - 1"}, "name": {"name": "Slack Mom"}}
+    _, refused = post(bot.url, view_body(ALICE, "review_edit_modal", view["private_metadata"], good),
+                      "application/x-www-form-urlencoded")
+    assert json.loads(refused)["errors"]["name"].startswith("factor name 'Slack Mom': use lower-case letters")
+    good["name"]["name"] = "slack_mom10"
+    post(bot.url, view_body(ALICE, "review_edit_modal", view["private_metadata"], good),
          "application/x-www-form-urlencoded")
-    result = slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, root)(c)
-                                 and str(c.args.get("text", "")).startswith("Factor slack_mom"))[0]
-    assert "edit by <@UALICE>" in json.dumps(blocks_valid(result))
-    slack.fake.wait_for("files.completeUploadExternal", where=lambda c: c.args.get("thread_ts") == root)
+    third = review_call(slack, channel, root, 3)
+    blocks = json.dumps(blocks_valid(third))
+    assert "Code review: slack_mom10" in blocks and "Your edit passed its checks; approve saves it as slack_mom10" \
+        in blocks
+    assert "Changes against the code first reviewed" in blocks and "-return close / close.shift(20) - 1\\n+return " \
+        "close / close.shift(10) - 1" in blocks
     updated = slack.fake.wait_for("chat.update", where=lambda c: c.args.get("ts") == second.response["ts"]
                                   and "blocks" in c.args)[0]
     assert "edited by <@UALICE>" in json.dumps(updated.args["blocks"]) and "actions" not in json.dumps(
         updated.args["blocks"])
+    post(bot.url, action_body(ALICE, channel, third.response["ts"], root, button_of(third, "review_approve")),
+         "application/x-www-form-urlencoded")
+    result = slack.fake.wait_for("chat.postMessage", where=lambda c: in_thread(channel, root)(c)
+                                 and str(c.args.get("text", "")).startswith("Factor slack_mom10"))[0]
+    assert "edit by <@UALICE>" in json.dumps(blocks_valid(result))
+    slack.fake.wait_for("files.completeUploadExternal", where=lambda c: c.args.get("thread_ts") == root)
     engine = make_engine(bot.database_url)
-    saved = FactorStore(engine).latest("slack_mom_edit_62259e")
+    saved = FactorStore(engine).latest("slack_mom10")
     assert "close.shift(10)" in saved.code and saved.reviewer == ALICE and saved.decision == "edit"
+    assert saved.description.startswith("Edited by UALICE from slack_mom: was `return close / close.shift(20) - 1`")
     actions = [e["action"] for e in AuditLog(engine).entries(thread_id_for(TEAM, channel, root))]
-    assert actions == ["edit", "edit"]
+    assert actions == ["edit", "edit", "approve"]
 
 
 def test_factor_reject_modal_records_the_reason(slack: SlackServer, bot: BotProcess) -> None:
