@@ -14,6 +14,7 @@ from testkit.fakes.slack_server import SlackServer
 from testkit.paths import SHARED_DATA
 from testkit.pg import fresh_pg_database
 from testkit.slack import BotProcess
+from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
@@ -27,6 +28,12 @@ def sandbox() -> Iterator[Sandbox]:
     box = Sandbox(workers=1)
     yield box
     box.close()
+
+
+@pytest.fixture(scope="module")
+def provider() -> SampleProvider:
+    """The bundled sample data (a module that needs another provider defines its own)."""
+    return SampleProvider()
 
 
 @pytest.fixture(scope="session")

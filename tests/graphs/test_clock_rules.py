@@ -17,15 +17,16 @@ from graphs.rule.background import rule_schedule_job
 from graphs.views import View
 from graphs.workflow import CommandCall
 from testkit.graph_thread import GraphThread
-from tests.graphs.test_paper_clock import TRADER, _ctx
-from tools.broker.clock import day
+from testkit.paper import paper_context
+from tools.broker.clock import SHANGHAI, day
 from tools.broker.sim_clock import last_move
 from tools.data.klines import AShareKlines
 from tools.data.local import SampleProvider
 from tools.rules.schedule import session_ticks
-from tools.rules.store import RuleStore
 from tools.sandbox import Sandbox
 
+TRADER = "UTRADER"
+SIMULATED_NOW = datetime(2026, 1, 5, 10, 0, tzinfo=SHANGHAI)  # years after the sample's last bar
 CODE = "000001.SZ"
 LANGUAGE = "buy when close > ma(30); sell when close < ma(30)"
 CRON = "30 9 * * 1-5"  # 09:30 Asia/Shanghai on trading days: 01:30 UTC
@@ -37,8 +38,7 @@ def provider() -> SampleProvider:
 
 
 def _rules_ctx(engine: Engine, sandbox: Sandbox, provider: SampleProvider) -> WorkflowContext:
-    ctx = _ctx(engine, sandbox, provider)
-    ctx.rules = RuleStore(engine, frozenset())
+    ctx = paper_context(engine, sandbox, provider, traders={TRADER}, admins={"UALICE"}, now=SIMULATED_NOW, rules=True)
     ctx.klines = lambda symbol: AShareKlines(provider)
     return ctx
 

@@ -25,8 +25,8 @@ from graphs.workflow import CommandError
 from testkit.fakes.openai_server import API_KEY, OpenAIServer, echoing_error
 from testkit.graph_thread import GraphThread
 from testkit.llm import FREE_TEXT, LIGHT, settings_for
+from testkit.mandate import ADMIN, TRADER, context, mandate
 from testkit.paper import CONFIG, interrupt_value, paper_orders
-from tests.graphs.test_mandate import ADMIN, TRADER, context, mandate
 from tools.broker.clock import SHANGHAI
 from tools.broker.mandate import set_mandate
 from tools.broker.notes import note_text

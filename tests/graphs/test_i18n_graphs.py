@@ -20,14 +20,15 @@ from graphs.rule.nodes.plan import _action, _decision
 from graphs.signal.nodes.signal_generate import check_signal
 from testkit.console import english_left
 from testkit.graph_thread import GraphThread
-from testkit.paper import interrupt_value
-from tests.graphs.test_order_graph import TRADER, _ctx
+from testkit.paper import interrupt_value, paper_context
 from tools.broker.orders import Fill, Order
 from tools.data.local import SampleProvider
 from tools.desk.log import Decision
 from tools.i18n import using
 from tools.rules.store import Rule
 from tools.sandbox import Sandbox
+
+TRADER = "UTRADER"
 
 
 def _schema(quantity: str, price: str) -> dict[str, dict[str, Any]]:
@@ -38,8 +39,8 @@ def _schema(quantity: str, price: str) -> dict[str, dict[str, Any]]:
 
 def test_an_orders_refusals_edits_expiry_and_rejection_read_in_chinese(sqlite_url: str, sqlite_engine: Engine,
                                                                       sandbox: Sandbox) -> None:
-    thread = GraphThread(sqlite_url, _ctx(sqlite_engine, sandbox, SampleProvider(), frozenset({TRADER})),
-                         requester="UALICE")
+    ctx = paper_context(sqlite_engine, sandbox, SampleProvider(), traders={TRADER}, admins={"UALICE"})
+    thread = GraphThread(sqlite_url, ctx, requester="UALICE")
     with using("zh-CN"):
         out = thread.say("下单 000001.SZ 买入 100 limit=14.50 account=z1")
         again = thread.decide(out, {"type": "approve"}, user="UALICE")

@@ -11,8 +11,8 @@ from graphs.context import WorkflowContext
 from graphs.order.commands import trading_command
 from graphs.workflow import CommandCall
 from testkit.graph_thread import GraphThread
+from testkit.mandate import ADMIN, OWNER, TRADER, context
 from testkit.paper import interrupt_value, paper_orders
-from tests.graphs.test_mandate import ADMIN, OWNER, TRADER, context, provider  # noqa: F401 - the module's provider fixture
 from tools.broker.records import OrderEvent
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox

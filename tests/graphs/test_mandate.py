@@ -5,24 +5,17 @@ and the refusal names the mandate line it breaks. Sample data (a new simulated c
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 import pytest
 from sqlalchemy import Engine
 
-from graphs.context import WorkflowContext
-from graphs.order.mandate_command import mandate_command
-from graphs.workflow import CommandCall, CommandError
+from graphs.workflow import CommandError
 from testkit.graph_thread import GraphThread
-from testkit.paper import CONFIG, interrupt_value, order_events, paper_orders
+from testkit.mandate import ADMIN, OWNER, TRADER, context, mandate
+from testkit.paper import interrupt_value, order_events, paper_orders
 from tools.audit.verify import Keys, verify
-from tools.broker.paper import PaperBroker
 from tools.data.local import SampleProvider
-from tools.rules.store import RuleStore
 from tools.sandbox import Sandbox
-from tools.storage.artifacts import ArtifactStore
-
-TRADER, ADMIN, OWNER = "UTRADER", "UADMIN", "UOWNER"
 
 
 @pytest.fixture(scope="module")
@@ -33,17 +26,6 @@ def provider() -> SampleProvider:
 @pytest.fixture
 def account() -> str:
     return f"md-{uuid.uuid4().hex[:8]}"
-
-
-def context(engine: Engine, sandbox: Sandbox, provider: SampleProvider) -> WorkflowContext:
-    return WorkflowContext(provider=provider, engine=engine, sandbox=sandbox, artifacts=ArtifactStore(engine),
-                           paper=CONFIG, traders=frozenset({TRADER}), admins=frozenset({ADMIN, OWNER}),
-                           broker=lambda name, by: PaperBroker(engine, provider, name, CONFIG, opened_by=by),
-                           rules=RuleStore(engine, frozenset()))
-
-
-def mandate(ctx: WorkflowContext, user: str, *args: str) -> Any:
-    return mandate_command(CommandCall(ctx, list(args), user, "c"))
 
 
 def test_admins_set_the_mandate_and_each_change_is_audited(engine: Engine, sandbox: Sandbox,

@@ -14,12 +14,10 @@ from graphs.context import WorkflowContext
 from graphs.order.nodes.submit import submit_node
 from graphs.order.state import OrderApprovalState
 from testkit.graph_thread import GraphThread
-from testkit.paper import CONFIG, interrupt_value, order_events, paper_fills, paper_orders
-from tools.broker.paper import PaperBroker
+from testkit.paper import interrupt_value, order_events, paper_context, paper_fills, paper_orders
 from tools.broker.records import OrderEvent
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
-from tools.storage.artifacts import ArtifactStore
 
 TRADER, OTHER = "UTRADER", "UALICE"
 @pytest.fixture(scope="module")
@@ -28,9 +26,7 @@ def provider() -> SampleProvider:
 
 
 def _ctx(engine: Engine, sandbox: Sandbox, provider: SampleProvider, traders: frozenset[str]) -> WorkflowContext:
-    return WorkflowContext(provider=provider, engine=engine, sandbox=sandbox, artifacts=ArtifactStore(engine),
-                           paper=CONFIG, traders=traders, admins=frozenset({OTHER}),  # the requester may name accounts
-                           broker=lambda name, by: PaperBroker(engine, provider, name, CONFIG, opened_by=by))
+    return paper_context(engine, sandbox, provider, traders=traders, admins={OTHER})  # the requester names accounts
 
 
 def _thread(db_url: str, engine: Engine, sandbox: Sandbox, provider: SampleProvider,

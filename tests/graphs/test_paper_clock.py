@@ -22,6 +22,7 @@ from graphs.views import View
 from graphs.workflow import CommandCall, CommandError
 from testkit.graph_thread import GraphThread
 from testkit.market import JUNE, market
+from testkit.paper import paper_context
 from tools.broker.checks import RiskLimits
 from tools.broker.clock import SHANGHAI
 from tools.broker.fees import DEFAULT_RATES
@@ -31,7 +32,6 @@ from tools.broker.records import OrderEvent, PaperOrder
 from tools.broker.sim_clock import paper_clock
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
-from tools.storage.artifacts import ArtifactStore
 from tools.storage.migrate import current_revision, downgrade, upgrade
 from tools.storage.models import Base
 
@@ -47,12 +47,8 @@ def provider() -> SampleProvider:
     return SampleProvider()
 
 
-def _ctx(engine: Engine, sandbox: Sandbox, provider: SampleProvider, now: datetime = SIMULATED_NOW,
-         ) -> WorkflowContext:
-    return WorkflowContext(provider=provider, engine=engine, sandbox=sandbox, artifacts=ArtifactStore(engine),
-                           paper=CONFIG, traders=frozenset({TRADER}), admins=frozenset({OTHER}), now=lambda: now,
-                           broker=lambda name, by: PaperBroker(engine, provider, name, CONFIG, opened_by=by,
-                                                               now=lambda: now))
+def _ctx(engine: Engine, sandbox: Sandbox, provider: SampleProvider, now: datetime = SIMULATED_NOW) -> WorkflowContext:
+    return paper_context(engine, sandbox, provider, traders={TRADER}, admins={OTHER}, now=now)
 
 
 def _clock(ctx: WorkflowContext, line: str, user: str = TRADER) -> View:
