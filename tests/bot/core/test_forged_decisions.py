@@ -18,7 +18,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import Engine, inspect, select, text, update
 from sqlalchemy.orm import Session
 
-from bot.cards import Approve, Reject
+from bot.cards import Approve, Decision, Edit, Reject
 from bot.core import Core
 from bot.jobs import Message
 from bot.slack.serve import slack_core
@@ -86,9 +86,12 @@ class Desk:
         return wait_until(lambda: check() or (run_background_pass(self.core), check())[1], what)
 
     def approve(self, thread_id: str, interrupt_id: str, by: str) -> None:
-        verdict = self.core.decider.decide(thread_id, interrupt_id, by, Approve(), "button")
+        self.decide(thread_id, interrupt_id, by, Approve())
+
+    def decide(self, thread_id: str, interrupt_id: str, by: str, decision: Decision) -> None:
+        verdict = self.core.decider.decide(thread_id, interrupt_id, by, decision, "button")
         assert verdict.allowed, verdict.message
-        self.core.decider.confirm(verdict, interrupt_id, by, Approve())
+        self.core.decider.confirm(verdict, interrupt_id, by, decision)
 
 
 @pytest.fixture
@@ -180,14 +183,18 @@ def test_migration_0020_indexes_the_apply_look_up_as_the_models_do(own_url: str)
 
 def test_an_untouched_session_verifies_and_each_state_table_edit_is_named(audit_keys: str, desk: Desk, own_url: str,
                                                                          tmp_path: Path) -> None:
-    """A session of the desk (the roles seeded, an order proposed, approved and filled, one approved by two traders,
-    the switch off and on, a mandate set, the clock moved), witnessed: `audit verify --witness` exits 0 naming each
-    chain, its length and its newest witnessed head. Then each state table is edited with SQL behind the chain's
-    back (the role tables too), and verify names the table, the row, the column, the stored and the replayed
-    value."""
-    thread_id, card = desk.order("order 000001.SZ buy 100")
+    """A session of the desk (the roles seeded, an order proposed, edited, approved and filled, one approved by two
+    traders, the switch off and on, a mandate set, the clock moved), witnessed: `audit verify --witness` exits 0
+    naming each chain, its length and its newest witnessed head. Then each state table is edited with SQL behind
+    the chain's back (the role tables too), and verify names the table, the row, the column, the stored and the
+    replayed value."""
+    thread_id, first_card = desk.order("order 000001.SZ buy 100")
+    desk.decide(thread_id, first_card, TRADER, Edit("place_order", {"quantity": 200}))  # the trader's edit: a new card
+    card = desk.until(lambda: [p.id for p in desk.core.runner.pending(thread_id) if p.id != first_card],
+                      "the edited order's card")[0]
     desk.approve(thread_id, card, TRADER)
     desk.until(lambda: any(event == "filled" for event, _who in desk.events(thread_id)), "the approval filled")
+    assert ("edited", TRADER) in desk.events(thread_id)
     four_eyes, first = desk.order("order 600519.SH buy 100")  # 169,635.00 CNY: two traders approve
     desk.approve(four_eyes, first, TRADER)
     second = desk.until(lambda: [p.id for p in desk.core.runner.pending(four_eyes) if p.id != first],
@@ -217,9 +224,9 @@ def test_an_untouched_session_verifies_and_each_state_table_edit_is_named(audit_
                for line in lines)
 
     edits = [  # (the insider's SQL, its undo, what verify says)
-        (f"UPDATE paper_orders SET quantity = 200 WHERE client_order_id = '{cid}'",
-         f"UPDATE paper_orders SET quantity = 100 WHERE client_order_id = '{cid}'",
-         f"paper_orders {cid} quantity: stored 200, replayed 100"),
+        (f"UPDATE paper_orders SET quantity = 300 WHERE client_order_id = '{cid}'",
+         f"UPDATE paper_orders SET quantity = 200 WHERE client_order_id = '{cid}'",
+         f"paper_orders {cid} quantity: stored 300, replayed 200"),
         (f"UPDATE paper_orders SET approved_by = '{SECOND}' WHERE client_order_id = '{cid}'",
          f"UPDATE paper_orders SET approved_by = '{TRADER}' WHERE client_order_id = '{cid}'",
          f"paper_orders {cid} approved_by: stored '{SECOND}', replayed '{TRADER}'"),
@@ -230,8 +237,8 @@ def test_an_untouched_session_verifies_and_each_state_table_edit_is_named(audit_
          "UPDATE paper_fills SET price_fen = price_fen - 1 WHERE ts_code = '000001.SZ'",
          f"paper_fills of {cid} price_fen: stored"),
         ("UPDATE paper_positions SET quantity = 1000 WHERE ts_code = '000001.SZ'",
-         "UPDATE paper_positions SET quantity = 100 WHERE ts_code = '000001.SZ'",
-         f"paper_positions {account} 000001.SZ quantity: stored 1000, replayed 100"),
+         "UPDATE paper_positions SET quantity = 200 WHERE ts_code = '000001.SZ'",
+         f"paper_positions {account} 000001.SZ quantity: stored 1000, replayed 200"),
         ("UPDATE paper_accounts SET cash_fen = cash_fen + 100000000",
          "UPDATE paper_accounts SET cash_fen = cash_fen - 100000000", f"paper_accounts {account} cash_fen: stored"),
         ("UPDATE paper_mandates SET max_orders_per_day = 50", "UPDATE paper_mandates SET max_orders_per_day = 5",
