@@ -9,10 +9,10 @@ from tools.broker.clock import SHANGHAI
 
 
 def settlement_job(ctx: OrderDeps, call: BackgroundCall) -> list[Notice]:
-    """Every account's due open orders, filled (or said why not): one notice per order into its
-    thread, in its language."""
+    """Every account's due open orders, filled (or said why not): one notice per change of an order (its status,
+    and each partial fill a live broker reports) into its thread, in its language."""
     if ctx.paper is None or ctx.broker is None:
         return []
     changed = accounts(ctx).settle(call.now.astimezone(SHANGHAI))
-    return [Notice(order.thread_id, f"order:{order.id}:{order.status}", order.summary)
+    return [Notice(order.thread_id, f"order:{order.id}:{order.status}:{len(order.fills)}", order.summary)
             for order in changed if order.thread_id]
