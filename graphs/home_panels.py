@@ -4,6 +4,7 @@ decisions and the factor library, each read from its store as it is now. The tex
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from itertools import groupby
 
 from graphs.context import WorkflowContext, admins_of
 from graphs.factor.decay_view import state_word
@@ -17,7 +18,7 @@ from tools.broker.orders import SIDE_WORDS, STATUS_WORDS, Order, Position
 from tools.broker.reports import account_report
 from tools.broker.sim_clock import paper_clock
 from tools.broker.store import AccountError, switch_state
-from tools.desk.log import Decision, list_decisions, rating_word
+from tools.desk.log import Decision, RatingScore, list_decisions, rating_word, scores_by_rating
 from tools.factors.store import FactorInfo, FactorStore
 from tools.i18n import N_, _, pgettext
 from tools.research.decay import DecayStore
@@ -183,9 +184,26 @@ def desk_panels(ctx: WorkflowContext, user: str) -> list[HomePanel]:
     decisions = list_decisions(ctx.engine, limit=DESK_ROWS)
     if not decisions:
         return []
-    return [HomePanel("desk", _("Desk"), _("The latest {count} decision(s) of the analysis desk.").format(
-        count=len(decisions)),
-                      tuple(HomeRow(decision_text(d), thread_id=d.thread_id or None) for d in decisions))]
+    panels = [HomePanel("desk", _("Desk"), _("The latest {count} decision(s) of the analysis desk.").format(
+        count=len(decisions)), tuple(HomeRow(decision_text(d), thread_id=d.thread_id or None) for d in decisions))]
+    scores = scores_by_rating(ctx.engine)
+    if scores:
+        panels.append(HomePanel("desk_scores", _("Desk by rating"), _(
+            "What the desk's resolved decisions returned, by rating, 5 and 20 sessions after each decision "
+            "(excess: over the equal-weight universe)."), tuple(HomeRow(text) for text in rating_lines(scores))))
+    return panels
+
+
+def rating_lines(scores: list[RatingScore]) -> list[str]:
+    """One line a rating: its horizons' decision counts, mean realised and excess returns, and hits."""
+    lines = []
+    for rating, group in groupby(scores, key=lambda score: score.rating):
+        parts = [_("{horizon}d: {count} decision(s), mean {mean}{excess}, {hits} of {scored} hit").format(
+            horizon=s.horizon, count=s.count, mean=f"{s.mean_return:+.2%}",
+            excess=_(", excess {excess}").format(excess=f"{s.mean_excess:+.2%}") if s.mean_excess is not None else "",
+            hits=s.hits, scored=s.scored) for s in group]
+        lines.append(f"{rating_word(rating)} · " + " · ".join(parts))
+    return lines
 
 
 def decision_text(decision: Decision) -> str:

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from sqlalchemy import Engine
 
-from graphs.home_panels import decision_text, order_text, rule_text
+from graphs.home_panels import decision_text, order_text, rating_lines, rule_text
 from graphs.interrupts import APPROVAL, TRADERS, approval_refusal, validate_args
 from graphs.main import no_route
 from graphs.rule.background import run_title
@@ -23,7 +23,7 @@ from testkit.graph_thread import GraphThread
 from testkit.paper import interrupt_value, paper_context
 from tools.broker.orders import Fill, Order
 from tools.data.local import SampleProvider
-from tools.desk.log import Decision
+from tools.desk.log import Decision, RatingScore
 from tools.i18n import using
 from tools.rules.store import Rule
 from tools.sandbox import Sandbox
@@ -173,3 +173,11 @@ def test_the_homes_order_rule_and_decision_rows_say_stored_words_in_chinese_and_
     assert english[0] == ("Order 7: buy 100 600519.SH market, filled; filled 100 at 1696.35 (simulated fill at the "
                           "last available close (20200824)) · session 20200824")
     assert "last: HOLD (confidence 0.50)" in english[1] and "600519.SH on 20200824: Overweight" in english[2]
+    scores = [RatingScore("Buy", 5, 3, Decimal("0.0123"), Decimal("-0.004"), 2, 3),
+              RatingScore("Buy", 20, 1, Decimal("-0.05"), None, 0, 0)]
+    with using("en"):
+        assert rating_lines(scores) == ["Buy · 5d: 3 decision(s), mean +1.23%, excess -0.40%, 2 of 3 hit · "
+                                        "20d: 1 decision(s), mean -5.00%, 0 of 0 hit"]
+    with using("zh-CN"):
+        (line,) = rating_lines(scores)
+    assert line.startswith("买入 · ") and english_left(line) == []

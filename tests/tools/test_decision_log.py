@@ -17,12 +17,14 @@ from sqlalchemy import Constraint, Engine, Index, Table, inspect
 
 from tools.data.local import LocalProvider
 from tools.desk.log import (
+    RatingScore,
     Resolution,
     list_decisions,
     record_decision,
     reflection_text,
     reflections_for,
     resolve_due,
+    scores_by_rating,
 )
 from tools.storage.db import make_engine
 from tools.storage.migrate import current_revision, downgrade, upgrade
@@ -142,6 +144,30 @@ def test_resolution_against_hand_computed_returns(engine: Engine, provider: Loca
     shorter = resolve_due(engine, provider, namespace=namespace, as_of_date="20221221", horizon=3)
     assert {r.exit_date for r in shorter} == {"20220106", "20221216"}  # another horizon is its own resolution
     assert len(shorter) == 6
+
+
+def test_the_realised_return_by_rating_at_each_horizon(engine: Engine, provider: LocalProvider,
+                                                       namespace: str) -> None:
+    """Issue 42, item 6: the decisions above resolved at 5 sessions, scored by rating. Every figure is worked by hand
+    from the resolutions the test above asserts (means to ten places, half up)."""
+    _decide(engine, namespace, "600519.SH", "20211231", "Sell")  # -0.0409756098, excess -0.0355257265: hit
+    _decide(engine, namespace, "000001.SZ", "20211231", "Sell")  # +0.0430825243, excess +0.0485324076: miss
+    _decide(engine, namespace, "000001.SZ", "20211231", "Hold")  # +0.0430825243, excess +0.0485324076: miss
+    _decide(engine, namespace, "600519.SH", "20221213", "Buy", [*UNIVERSE, "001979.SZ"])  # -0.02, +0.0066640258
+    _decide(engine, namespace, "000001.SZ", "20221213", "Hold", [*UNIVERSE, "001979.SZ"])  # -0.0362537764, hit
+    _decide(engine, namespace, "000858.SZ", "20221213", "Overweight", [])  # -0.0387808547, no benchmark
+    resolve_due(engine, provider, namespace=namespace, as_of_date="20221221")
+    resolve_due(engine, provider, namespace=namespace, as_of_date="20221221", horizon=3)  # not asked for below
+    assert scores_by_rating(engine, namespace, (5,)) == [
+        # (-0.0200000000) / 1; excess 0.0066640258 / 1
+        RatingScore("Buy", 5, 1, Decimal("-0.0200000000"), Decimal("0.0066640258"), 1, 1),
+        RatingScore("Overweight", 5, 1, Decimal("-0.0387808547"), None, 0, 0),
+        # (0.0430825243 - 0.0362537764) / 2 = 0.00341437395 -> 0.0034143740; (0.0485324076 - 0.0095897506) / 2
+        RatingScore("Hold", 5, 2, Decimal("0.0034143740"), Decimal("0.0194713285"), 1, 2),
+        # (-0.0409756098 + 0.0430825243) / 2 = 0.00105345725 -> 0.0010534573; (-0.0355257265 + 0.0485324076) / 2
+        RatingScore("Sell", 5, 2, Decimal("0.0010534573"), Decimal("0.0065033406"), 1, 2),
+    ]
+    assert {score.horizon for score in scores_by_rating(engine, namespace, (3, 5))} == {3, 5}
 
 
 def test_reflection_text_rounds_half_up_with_true_signs() -> None:

@@ -236,6 +236,46 @@ def list_decisions(engine: Engine, namespace: str = "live", ts_code: str | None 
     ) for d in decisions]
 
 
+@dataclass(frozen=True)
+class RatingScore:
+    """How one rating's resolved decisions did at one horizon: mean realised and excess returns (exact decimal
+    fractions, to ten places, half up) and the verdicts."""
+
+    rating: str
+    horizon: int
+    count: int
+    mean_return: Decimal
+    mean_excess: Decimal | None  # over the decisions that had a benchmark; None when none had
+    hits: int
+    scored: int  # decisions with a verdict (hit or miss)
+
+
+def scores_by_rating(engine: Engine, namespace: str = "live", horizons: Sequence[int] = (5, 20)) -> list[RatingScore]:
+    """The realised return by rating at each horizon, over every resolved decision of `namespace` (as TradingAgents
+    scores its decision log), in the ratings' order, then by horizon."""
+    with Session(engine) as db:
+        rows = db.execute(select(DeskDecision.rating, DeskDecisionOutcome.horizon, DeskDecisionOutcome.realised_return,
+                                 DeskDecisionOutcome.excess_return, DeskDecisionOutcome.hit)
+                          .join(DeskDecisionOutcome, DeskDecisionOutcome.decision_id == DeskDecision.id)
+                          .where(DeskDecision.namespace == namespace,
+                                 DeskDecisionOutcome.horizon.in_(list(horizons)))).all()
+    groups: dict[tuple[str, int], list[tuple[Decimal, Decimal | None, bool | None]]] = {}
+    for rating, horizon, realised, excess, hit in rows:
+        groups.setdefault((rating, horizon), []).append((realised, excess, hit))
+    order = {rating: i for i, rating in enumerate(RATINGS)}
+    scores = []
+    for (rating, horizon), found in sorted(groups.items(), key=lambda g: (order.get(g[0][0], len(order)), g[0][1])):
+        excesses = [e for _r, e, _h in found if e is not None]
+        verdicts = [h for _r, _e, h in found if h is not None]
+        scores.append(RatingScore(rating, horizon, len(found), _mean([r for r, _e, _h in found]),
+                                  _mean(excesses) if excesses else None, sum(verdicts), len(verdicts)))
+    return scores
+
+
+def _mean(values: list[Decimal]) -> Decimal:
+    return (sum(values, Decimal(0)) / len(values)).quantize(Decimal("1e-10"), rounding=ROUND_HALF_UP)
+
+
 def _closes(provider: MarketDataProvider, codes: Iterable[str], entry: str,
             exit_date: str) -> dict[str, tuple[Decimal, Decimal]]:
     """(entry close, exit close) of each code that has both, as exact Decimals of the provider's floats."""
