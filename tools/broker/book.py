@@ -19,6 +19,8 @@ from tools.broker.records import PaperAccount, PaperFill, PaperOrder
 from tools.broker.store import AccountError, record_event, write_lock
 from tools.i18n import _
 
+ORDER_HISTORY = 200  # orders `orders all` returns, newest first
+
 OUTCOMES = {"filled": "filled", "cancelled": "cancelled", "unsent": "expired"}  # a trader's word -> the status
 
 
@@ -52,6 +54,18 @@ def tagged_position(engine: Engine, account: str, code: str, tag: str) -> tuple[
             PaperOrder.account == account, PaperOrder.ts_code == code, PaperOrder.tag == tag,
             PaperOrder.status == "open"))
     return int(held or 0), int(waiting or 0)
+
+
+def book_orders(engine: Engine, account: str, scope: str, today: str) -> tuple[Order, ...]:
+    """An account's orders in the book, newest first: the open ones, today's session's, or the last
+    ORDER_HISTORY of all (`orders all`)."""
+    query = select(PaperOrder).where(PaperOrder.account == account).order_by(PaperOrder.id.desc())
+    if scope == "open":
+        query = query.where(PaperOrder.status == "open")
+    elif scope == "today":
+        query = query.where(PaperOrder.session_date == today)
+    with Session(engine) as session:
+        return tuple(order_view(session, r) for r in session.scalars(query.limit(ORDER_HISTORY)).all())
 
 
 def order_view(session: Session, row: PaperOrder) -> Order:

@@ -13,7 +13,7 @@ from sqlalchemy import Engine, delete, func, select
 from sqlalchemy.orm import Session
 
 from tools.broker.accounts import BrokerEnv
-from tools.broker.book import fill_view, order_view, resolve_unknown
+from tools.broker.book import book_orders, fill_view, order_view, resolve_unknown
 from tools.broker.clock import SHANGHAI, Clock, day, session_for, trading_days, ymd
 from tools.broker.config import TradingConfig
 from tools.broker.fees import FEN, fill_fees
@@ -48,7 +48,6 @@ BASIS_NOTES = {
     "unknown": N_("the data's price basis is unknown (set QUANTDESK_LOCAL_PRICE_BASIS): fills may be on adjusted "
                   "prices"),
 }
-ORDER_HISTORY = 200  # orders `orders all` returns, newest first
 
 
 PaperConfig = TradingConfig  # the paper broker reads the desk's trading configuration as it is
@@ -92,14 +91,7 @@ class PaperBroker:
             return self._positions(session, self.clock())
 
     def orders(self, scope: OrderScope = "open") -> tuple[Order, ...]:
-        query = select(PaperOrder).where(PaperOrder.account == self.name).order_by(PaperOrder.id.desc())
-        if scope == "open":
-            query = query.where(PaperOrder.status == "open")
-        elif scope == "today":
-            query = query.where(PaperOrder.session_date == self.clock().today)
-        with Session(self.engine) as session:
-            rows = session.scalars(query.limit(ORDER_HISTORY)).all()
-            return tuple(order_view(session, r) for r in rows)
+        return book_orders(self.engine, self.name, scope, self.clock().today if scope == "today" else "")
 
     def order(self, order_id: int) -> Order | None:
         with Session(self.engine) as session:

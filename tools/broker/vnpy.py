@@ -21,7 +21,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tools.broker.accounts import BrokerEnv
-from tools.broker.book import fill_view, order_view, resolve_unknown
+from tools.broker.book import book_orders, fill_view, order_view, resolve_unknown
 from tools.broker.clock import SHANGHAI, Clock, clock_for, session_for
 from tools.broker.fees import fill_fees
 from tools.broker.mandate import load_mandate
@@ -55,7 +55,6 @@ FILLS_AT_BROKER = N_("sent to {gateway} at approval; fills as the market trades 
 LIVE_NOTE = N_("positions and cash are the VeighNa server's ({gateway}); fees are estimated at QuantDesk's rates")
 DIFFERENCE = N_("reconciliation: the broker holds {broker} of {code}, QuantDesk's fills make {expected}")
 NO_DAILY_LOSS = N_("the daily loss limit is judged from the broker's equity now (no start-of-day mark yet)")
-ORDER_HISTORY = 200
 _WIRES: dict[tuple[str, str], Wire] = {}
 _WIRES_LOCK = threading.Lock()
 _SENDING: set[str] = set()  # references this process is sending now (not "unknown" while their answer is awaited)
@@ -183,13 +182,7 @@ class VnpyBroker:
         return self.account().positions
 
     def orders(self, scope: OrderScope = "open") -> tuple[Order, ...]:
-        query = select(PaperOrder).where(PaperOrder.account == self.name).order_by(PaperOrder.id.desc())
-        if scope == "open":
-            query = query.where(PaperOrder.status == "open")
-        elif scope == "today":
-            query = query.where(PaperOrder.session_date == self.clock().today)
-        with Session(self.engine) as session:
-            return tuple(order_view(session, r) for r in session.scalars(query.limit(ORDER_HISTORY)).all())
+        return book_orders(self.engine, self.name, scope, self.clock().today if scope == "today" else "")
 
     def order(self, order_id: int) -> Order | None:
         with Session(self.engine) as session:
