@@ -153,10 +153,12 @@ def paper_broker(context: WorkflowContext, provider: MarketDataProvider) -> Brok
         return opener
     env = BrokerEnv(engine, provider, paper, None, now=lambda: now().astimezone(SHANGHAI))
 
-    kind_of = getattr(opener, "kind", None)  # the settings' opener knows each account's kind; a test's is paper
+    kind_of = getattr(opener, "kind", None)  # the settings' opener knows each account's kind
+    if kind_of is None:  # an opener of the caller's own (a test's fixed clock, Studio's): it stays as given
+        return opener
 
     def open_account(name: str, by: str | None) -> Broker:
-        if kind_of is not None and kind_of(name) != "paper":  # a live account: its server's reports are its record
+        if kind_of(name) != "paper":  # a live account: its server's reports are its record
             return opener(name, by)
         return open_registered("paper", env, name, by)
 

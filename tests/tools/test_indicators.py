@@ -6,7 +6,7 @@ promises.
 - The golden CSVs under tests/data hold real bars with expected values computed by the reference implementation
   below: written from the definitions, in exact rational arithmetic (`fractions.Fraction`; a square root for BOLL
   only), with no TA-Lib and no numpy. `test_golden_files_match_the_reference` recomputes them, and
-  `python -m tests.test_indicators` rewrites them. A few first values are also checked by hand.
+  `python -m tests.tools.test_indicators` rewrites them. A few first values are also checked by hand.
 """
 
 from __future__ import annotations

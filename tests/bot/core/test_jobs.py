@@ -165,7 +165,7 @@ def workers() -> Iterator[Workers]:
 
     def start(url: str, concurrency: int = 2, stalled_timeout: float = 30.0) -> subprocess.Popen:
         env = {**os.environ, "QUANTDESK_LOG_LEVEL": "WARNING"}
-        process = subprocess.Popen([sys.executable, "-m", "tests.test_jobs", url, str(concurrency),
+        process = subprocess.Popen([sys.executable, "-m", "tests.bot.core.test_jobs", url, str(concurrency),
                                     str(stalled_timeout)], cwd=REPO, env=env)
         started.append(process)
         return process
