@@ -90,6 +90,10 @@ class RecordingProvider(MarketDataProvider):
     def last_date(self) -> str | None:
         return self._keep("last_date", self.inner.last_date())
 
+    def _coverage_hint(self) -> str:
+        """What the inner provider says its data covers, in a no-data error (words, not data: not kept)."""
+        return self.inner._coverage_hint()
+
     def _calendar(self, start: str, end: str) -> list[str]:
         return list(self._keep(f"calendar:{start}:{end}", self.inner.calendar(start, end)))
 
