@@ -46,11 +46,11 @@ def test_dates_after_the_in_sample_end_are_hidden_in_any_spelling() -> None:
 
 
 @pytest.fixture
-def make_thread(db_url: str, engine: Engine, sandbox: Sandbox, tmp_path: Path):  # noqa: ANN201
+def make_thread(own_url: str, own_engine: Engine, sandbox: Sandbox, tmp_path: Path):  # noqa: ANN201
     def make(llm: ScriptedChatModel | None = None, light: ScriptedChatModel | None = None) -> GraphThread:
-        ctx = WorkflowContext(provider=SampleProvider(), engine=engine, sandbox=sandbox,
-                              artifacts=ArtifactStore(engine), llm=llm, light_llm=light)
-        return GraphThread(db_url, ctx)
+        ctx = WorkflowContext(provider=SampleProvider(), engine=own_engine, sandbox=sandbox,
+                              artifacts=ArtifactStore(own_engine), llm=llm, light_llm=light)
+        return GraphThread(own_url, ctx)  # a database of its own: no other test's factor is a near duplicate
     return make
 
 
@@ -58,7 +58,7 @@ def _text(messages: list[BaseMessage]) -> str:
     return "\n".join(str(m.content) + str(getattr(m, "tool_calls", "")) for m in messages)
 
 
-def test_the_model_never_sees_a_held_out_date(make_thread, engine: Engine) -> None:
+def test_the_model_never_sees_a_held_out_date(make_thread, own_engine: Engine) -> None:
     name = f"rev7_{uuid.uuid4().hex[:6]}"
     held_out = SampleProvider().calendar("20190301", "20200601")[-61:]  # ceil(0.2 × 305 sessions)
     llm = ScriptedChatModel(script=[
@@ -85,7 +85,7 @@ def test_the_model_never_sees_a_held_out_date(make_thread, engine: Engine) -> No
     assert holdout["split"]["holdout_start"] == held_out[0] and holdout["split"]["end"] == held_out[-1]
     assert set(holdout["metrics"]) == {"1", "5", "20"} and holdout["metrics"]["1"]["rank_ic_mean"] is not None
     assert 0 < holdout["dates_evaluated"]["1"] <= 61 and result["dates_evaluated"]["1"] <= 305 - 61
-    stored = FactorStore(engine).latest(name)
+    stored = FactorStore(own_engine).latest(name)
     assert stored is not None and stored.spec["holdout"] == holdout  # kept with the factor, never recomputed
     view = present_factor(result)
     assert [row[0] for row in view.table.rows] == ["1d", "5d", "20d"]  # the table is in-sample; the holdout beside
@@ -94,7 +94,7 @@ def test_the_model_never_sees_a_held_out_date(make_thread, engine: Engine) -> No
     assert any(f"holdout {held_out[0]}–{held_out[-1]} (61 sessions)" in line for line in view.lines)
 
 
-def test_a_period_too_short_for_a_holdout_runs_without_and_says_so(make_thread, engine: Engine) -> None:
+def test_a_period_too_short_for_a_holdout_runs_without_and_says_so(make_thread, own_engine: Engine) -> None:
     name = f"short_{uuid.uuid4().hex[:6]}"
     thread = make_thread()
     out = thread.say(f"factor reversal 20190301 20190830 window=5 name={name}")  # 126 sessions
