@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from testkit.wait import wait_until
+from tools.broker.vnpy import close_wires
 from tools.broker.vnpy_wire import Wire
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,4 +75,5 @@ def vnpy_server(folder: Path, language: str = "en") -> Iterator[VnpyServer]:
     try:
         yield server
     finally:
+        close_wires()  # the process's connection to this server goes with it
         server.kill()

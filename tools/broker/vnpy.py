@@ -69,6 +69,15 @@ def _wire(settings: Any) -> Wire:
         return _WIRES[key]
 
 
+def close_wires() -> None:
+    """Close the process's connections (a process that stops serving, a test whose server is gone)."""
+    with _WIRES_LOCK:
+        wires = list(_WIRES.values())
+        _WIRES.clear()
+    for wire in wires:
+        wire.close()
+
+
 def open_broker(env: BrokerEnv, account: str, opened_by: str | None) -> VnpyBroker:
     """The registry's entry (tools/broker/accounts.py): an account served by the configured VeighNa server."""
     return VnpyBroker(env, account, _wire(env.settings), env.settings.vnpy_gateway,

@@ -116,6 +116,7 @@ class _Client(RpcClient):  # type: ignore[misc]
     def __init__(self, on_event: Callable[[Any], None]) -> None:
         super().__init__()
         self._on_event = on_event
+        self._lapsed_at: object = object()  # the last heartbeat heard before the lapse last reported
 
     def start(self, req_address: str, sub_address: str) -> None:
         """RpcClient.start, with a daemon thread (a process ends without waiting out its 30 s heartbeat poll) and
@@ -132,7 +133,10 @@ class _Client(RpcClient):  # type: ignore[misc]
         self._on_event(data)
 
     def on_disconnected(self) -> None:
-        log.warning("the VeighNa server's heartbeat stopped")
+        """Said once per lapse (the client's thread calls this every 30 s the server stays silent)."""
+        if self._last_received_ping != self._lapsed_at:
+            self._lapsed_at = self._last_received_ping
+            log.warning("the VeighNa server's heartbeat stopped")
 
 
 class Wire:

@@ -17,8 +17,10 @@ from typing import Any
 import psycopg
 import pytest
 
+from bot.stores.threads import thread_id_for
 from testkit.fakes.slack_server import Call, SlackServer
 from testkit.slack import (
+    TEAM,
     BotProcess,
     WorkerProcess,
     action_body,
@@ -76,6 +78,17 @@ class Cluster:
     def inbox_rows(self) -> int:
         with psycopg.connect(self.database_url) as conn:
             return conn.execute("SELECT count(*) FROM inbox").fetchone()[0]
+
+    def thread_state(self, channel: str, root: str) -> str:
+        """What a stuck thread shows: its posts, its jobs and inbox rows, and the processes' last output."""
+        thread_id = thread_id_for(TEAM, channel, root)
+        with psycopg.connect(self.database_url) as conn:
+            jobs = conn.execute("SELECT id, task_name, status::text, attempts FROM procrastinate_jobs WHERE lock = %s",
+                                (thread_id,)).fetchall()
+            inbox = conn.execute("SELECT key, enqueued_at IS NOT NULL FROM inbox WHERE thread_id = %s",
+                                 (thread_id,)).fetchall()
+        posts = [text_of(c)[:80] for c in self.posts(channel, root)]
+        return f"posts={posts} jobs={jobs} inbox={inbox} output={self.output()[-3000:]}"
 
     def idle(self) -> bool:
         jobs = self.jobs()
@@ -162,7 +175,8 @@ def test_many_threads_over_two_listeners_and_two_workers(cluster: Cluster) -> No
         name = _factor_name(i)
         done = (lambda c=channel, r=root, n=name: _saved(cluster, c, r, n)) if name else (
             lambda c=channel, r=root: _results(cluster, c, r))
-        wait_until(done, f"the result in {channel}/{root}", timeout=300)
+        wait_until(done, f"the result in {channel}/{root}", timeout=300,
+                   seen=lambda c=channel, r=root: cluster.thread_state(c, r))
     wait_until(cluster.idle, "the queue to drain", timeout=120)
 
     factors = FactorStore(make_engine(cluster.database_url))
