@@ -64,3 +64,4 @@ class BackgroundJob:
 
     every_seconds: float
     run: Callable[[WorkflowContext, BackgroundCall], list[Notice]]
+    on_broker_news: bool = False  # also at once when a broker reports an order or a trade (tools/broker/news.py)

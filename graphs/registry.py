@@ -204,7 +204,7 @@ WORDS: tuple[Words, ...] = (COMMAND_WORDS, *(w.words for w in WORKFLOWS.values()
 # work the bot's background service runs whether or not anybody asks (graphs/background.py)
 BACKGROUND: dict[str, BackgroundJob] = {
     "rule schedules": BackgroundJob(5.0, rule_schedule_job),
-    "order settlement": BackgroundJob(60.0, settlement_job),
+    "order settlement": BackgroundJob(60.0, settlement_job, on_broker_news=True),
     "decision outcomes": BackgroundJob(60.0, lambda ctx, call: resolve_pass(ctx)),
     "factor decay": BackgroundJob(60.0, decay_job),
 }

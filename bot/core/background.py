@@ -21,6 +21,7 @@ from bot.core.core import Core
 from bot.core.witness import HeadWitness
 from graphs.background import BackgroundCall, BackgroundJob, Notice
 from graphs.registry import BACKGROUND
+from tools.broker import news as broker_news
 from tools.rules.schedule import CatchUp
 from tools.settings import get_settings
 
@@ -44,6 +45,8 @@ class BackgroundService:
         self.on_notice = on_notice
         self.witness = witness or HeadWitness(core, get_settings().audit_witness_file)
         self._stop = threading.Event()
+        self._news = threading.Event()  # a broker reported an order or a trade (tools/broker/news.py)
+        self._unlisten: Callable[[], None] | None = None
         self._first_pass = threading.Event()  # set when the first pass ended, failed or not
         self._thread: threading.Thread | None = None
         self._ran_at: dict[str, float] = {}
@@ -70,19 +73,21 @@ class BackgroundService:
             except Exception:  # noqa: BLE001 - the file or the channel is unreachable: the next pass publishes
                 log.warning("witnessing the audit heads failed; will try again", exc_info=True)
 
-    def run_jobs(self, now: datetime | None = None, force: bool = False) -> None:
-        """The workflows' background jobs that are due (all of them with `force`). A job that fails is logged, and
-        the others still run."""
+    def run_jobs(self, now: datetime | None = None, force: bool = False, news: bool = False) -> None:
+        """The workflows' background jobs that are due (all of them with `force`; with `news`, at once the ones a
+        broker's report of an order concerns). A job that fails is logged, and the others still run."""
         with self._pass:
-            self._run_jobs(now, force)
+            self._run_jobs(now, force, news)
 
-    def _run_jobs(self, now: datetime | None, force: bool) -> None:
+    def _run_jobs(self, now: datetime | None, force: bool, news: bool = False) -> None:
         call = BackgroundCall(now or self.clock(), self.core.owner, self.core.start_scheduled, self.catch_up,
                               self.serves)
         moment = time.monotonic()
         for name, job in self.jobs.items():
             last = self._ran_at.get(name)
-            if not force and last is not None and moment - last < job.every_seconds:
+            if news and not job.on_broker_news:
+                continue
+            if not (force or news) and last is not None and moment - last < job.every_seconds:
                 continue
             self._ran_at[name] = moment
             try:
@@ -97,7 +102,9 @@ class BackgroundService:
                     self.on_notice(said)
 
     def start(self) -> None:
-        """Run a pass now and then every `interval` seconds, in a daemon thread, until `stop()`."""
+        """Run a pass now and then every `interval` seconds, in a daemon thread, until `stop()`; between passes,
+        the jobs a broker's report of an order concerns run as soon as it comes (a fill reaches its card at once)."""
+        self._unlisten = broker_news.listen(self._news.set)
         self._thread = threading.Thread(target=self._loop, name="quantdesk-background", daemon=True)
         self._thread.start()
 
@@ -107,6 +114,9 @@ class BackgroundService:
 
     def stop(self) -> None:
         self._stop.set()
+        self._news.set()  # ends the wait between passes
+        if self._unlisten is not None:
+            self._unlisten()
         if self._thread is not None:
             self._thread.join(timeout=self.interval + 5)
 
@@ -117,4 +127,16 @@ class BackgroundService:
             except Exception:  # noqa: BLE001 - the loop must survive a database outage
                 log.exception("background pass failed")
             self._first_pass.set()
-            self._stop.wait(self.interval)
+            self._between_passes()
+
+    def _between_passes(self) -> None:
+        """Wait `interval` seconds for the next pass, running the broker-news jobs whenever a broker reports."""
+        next_pass = time.monotonic() + self.interval
+        while not self._stop.is_set() and (left := next_pass - time.monotonic()) > 0:
+            if not self._news.wait(left) or self._stop.is_set():
+                continue
+            self._news.clear()
+            try:
+                self.run_jobs(news=True)
+            except Exception:  # noqa: BLE001 - the loop must survive a database outage
+                log.exception("background pass on a broker's report failed")

@@ -23,13 +23,15 @@ from testkit.paper import CONFIG, interrupt_value, order_events
 from testkit.vnpy import ROOT, VnpyServer, free_address, vnpy_server
 from testkit.wait import wait_until
 from tools.audit.replay import differences
+from tools.broker import news
 from tools.broker.accounts import Accounts, BrokerEnv
 from tools.broker.orders import Order, OrderRejected, OrderRequest
 from tools.broker.store import AccountError, set_trading
-from tools.broker.vnpy import VnpyBroker
+from tools.broker.vnpy import VnpyBroker, open_broker
 from tools.broker.vnpy_wire import RemoteAddressRefused, Wire
 from tools.data.local import SampleProvider
 from tools.sandbox import Sandbox
+from tools.settings import Settings
 from tools.storage.artifacts import ArtifactStore
 
 ACCOUNT, TRADER = "live", "UTRADER"
@@ -232,3 +234,25 @@ def test_an_order_card_approved_in_the_chat_goes_to_the_gateway(db_url: str, eng
         assert filled.thread_id == thread.thread
         assert "filled 100 @ 1700.00 by XTP (trade 1)" in filled.summary()
         assert len(server.received()) == 1
+
+
+def test_the_registered_broker_reports_the_gateways_order_and_trade_events(sqlite_engine: Engine, tmp_path: Path,
+                                                                           provider: SampleProvider) -> None:
+    """What the background service listens to (tools/broker/news.py): the gateway's acknowledgement and fill of an
+    order, as the server publishes them, through the connection the account registry opens."""
+    heard: list[int] = []
+    stop = news.listen(lambda: heard.append(1))
+    try:
+        with vnpy_server(tmp_path, "zh_CN") as server:
+            settings = Settings(_env_file=None, QUANTDESK_VNPY_REQ_ADDRESS=server.req,
+                                QUANTDESK_VNPY_SUB_ADDRESS=server.pub)
+            broker = open_broker(BrokerEnv(sqlite_engine, provider, CONFIG, settings), ACCOUNT, None)
+            order = broker.submit(_buy("n1"))
+            wait_until(lambda: heard, "the gateway's acknowledgement", 30)
+            (sent,) = server.received()
+            before = len(heard)
+            server.call("fill", sent["orderid"], 100.0, 1700.0)
+            wait_until(lambda: len(heard) > before, "the gateway's fill", 30)
+            assert _settled(broker, order.id, "filled").note == "filled 100 @ 1700.00 by XTP"
+    finally:
+        stop()

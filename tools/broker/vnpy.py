@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from tools.broker import news
 from tools.broker.accounts import BrokerEnv
 from tools.broker.book import book_orders, fill_view, order_view, resolve_unknown
 from tools.broker.clock import SHANGHAI, Clock, clock_for, session_for
@@ -55,6 +56,7 @@ FILLS_AT_BROKER = N_("sent to {gateway} at approval; fills as the market trades 
 LIVE_NOTE = N_("positions and cash are the VeighNa server's ({gateway}); fees are estimated at QuantDesk's rates")
 DIFFERENCE = N_("reconciliation: the broker holds {broker} of {code}, QuantDesk's fills make {expected}")
 NO_DAILY_LOSS = N_("the daily loss limit is judged from the broker's equity now (no start-of-day mark yet)")
+ORDER_EVENTS = ("eOrder.", "eTrade.")  # VeighNa's EVENT_ORDER and EVENT_TRADE (vnpy.trader.event)
 _WIRES: dict[tuple[str, str], Wire] = {}
 _WIRES_LOCK = threading.Lock()
 _SENDING: set[str] = set()  # references this process is sending now (not "unknown" while their answer is awaited)
@@ -65,8 +67,14 @@ def _wire(settings: Any) -> Wire:
     key = (settings.vnpy_req_address, settings.vnpy_sub_address)
     with _WIRES_LOCK:
         if key not in _WIRES:
-            _WIRES[key] = Wire(*key, settings.vnpy_timeout, allow_remote=settings.vnpy_allow_remote)
+            _WIRES[key] = Wire(*key, settings.vnpy_timeout, _order_news, allow_remote=settings.vnpy_allow_remote)
         return _WIRES[key]
+
+
+def _order_news(event: Any) -> None:
+    """An order or trade event from the server (any client's: the settle pass sorts out what is the desk's)."""
+    if str(getattr(event, "type", "")).startswith(ORDER_EVENTS):
+        news.heard()
 
 
 def close_wires() -> None:

@@ -1,7 +1,7 @@
 """A `quantdesk chat` session against a real VeighNa RPC server (QUANTDESK_BROKER=vnpy; testkit/vnpy.py): the order
 card's first check is the server's answer, the approved order is sent to the gateway once, the gateway's fill
-reaches the session unasked (the console's settle pass), and `account` shows the broker's position and cash. The
-README's console session is this one."""
+reaches the session unasked as the gateway reports it (its trade event runs the console's settle pass), and
+`account` shows the broker's position and cash. The README's console session is this one."""
 
 from __future__ import annotations
 
@@ -44,7 +44,8 @@ def test_a_console_order_goes_to_the_gateway_and_its_fill_comes_back(tmp_path: P
             assert (sent["symbol"], sent["direction"], sent["volume"], sent["price"]) == ("600519", "LONG", 100.0,
                                                                                           1700.0)
             server.call("fill", sent["orderid"], 100.0, 1700.0)
-            wait_until(lambda: said("Order 1 filled: BUY 100 600519.SH at 1700.00"), "the fill, unasked", 180,
+            # the gateway's trade event runs the settle pass at once (the settle job's own interval is 60 s)
+            wait_until(lambda: said("Order 1 filled: BUY 100 600519.SH at 1700.00"), "the fill, unasked", 45,
                        seen=lambda: "".join(lines))
             say("account")
             wait_until(lambda: said("positions and cash are the VeighNa server's (XTP)"), "the account", 120,
