@@ -51,6 +51,7 @@ from graphs.order.grammar import starts_request as order_starts
 from graphs.order.graph import build_order_graph
 from graphs.order.mandate_command import mandate_command
 from graphs.order.present import present_order
+from graphs.order.reconcile import reconciliation_job
 from graphs.rule.background import rule_run_failed, rule_schedule_job
 from graphs.rule.commands import SUBCOMMANDS as RULE_SUBCOMMANDS
 from graphs.rule.commands import WORDS as RULE_WORDS
@@ -207,6 +208,7 @@ BACKGROUND: dict[str, BackgroundJob] = {
     "order settlement": BackgroundJob(60.0, settlement_job, on_broker_news=True),
     "decision outcomes": BackgroundJob(60.0, lambda ctx, call: resolve_pass(ctx)),
     "factor decay": BackgroundJob(60.0, decay_job),
+    "broker reconciliation": BackgroundJob(60.0, reconciliation_job),
 }
 
 

@@ -38,6 +38,7 @@ class OrderState(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_messages]
     consumed: int
     requester: str | None
+    background_request: dict[str, Any] | None  # the reconciliation's post of a difference (graphs/order/reconcile.py)
     order_intent: dict[str, Any]
     order_outcome: dict[str, Any]
     result: dict[str, Any] | None

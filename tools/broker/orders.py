@@ -116,6 +116,22 @@ class Order:
         return _(ENDED[self.status]).format(id=self.id, what=what, note=note_text(self.note))
 
 
+DIFFERENCE = N_("reconciliation: the broker holds {broker} of {code}, QuantDesk's fills make {expected}")
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A position the broker holds otherwise than the fills the desk booked make it: said, never overwritten."""
+
+    ts_code: str
+    broker: int  # shares the broker holds
+    expected: int  # shares the desk's fills make
+
+    def line(self) -> str:
+        """In the language in effect."""
+        return _(DIFFERENCE).format(code=self.ts_code, broker=f"{self.broker:,}", expected=f"{self.expected:,}")
+
+
 @dataclass(frozen=True)
 class Position:
     ts_code: str

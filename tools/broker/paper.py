@@ -25,6 +25,7 @@ from tools.broker.notes import CANCELLED_BY, MANDATE_REFUSED, NO_CASH, NO_SHARES
 from tools.broker.orders import (
     STATUS_WORDS,
     Account,
+    Difference,
     Fill,
     Order,
     OrderRejected,
@@ -75,6 +76,10 @@ class PaperBroker:
         """What the account's numbers do and do not model."""
         basis = BASIS_NOTES.get(self.provider.price_basis)
         return tuple(_(n) for n in (basis, NOT_MODELLED) if n)
+
+    def differences(self) -> list[Difference]:
+        """None: the paper account is the desk's own book."""
+        return []
 
     # --- reading --------------------------------------------------------------------------------------
 

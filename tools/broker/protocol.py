@@ -9,7 +9,7 @@ from decimal import Decimal
 from typing import Literal, Protocol
 
 from tools.broker.clock import Clock
-from tools.broker.orders import Account, Fill, Order, OrderRequest, Position, Preview
+from tools.broker.orders import Account, Difference, Fill, Order, OrderRequest, Position, Preview
 
 OrderScope = Literal["open", "today", "all"]
 
@@ -25,6 +25,10 @@ class Broker(Protocol):
 
     def notes(self) -> tuple[str, ...]:
         """What the account's numbers do and do not model, or where they come from."""
+
+    def differences(self) -> list[Difference]:
+        """Where the broker holds positions otherwise than the fills the desk booked make them ([] for a broker that
+        is the desk's own book); raises ConnectionError when the broker does not answer."""
 
     def account(self) -> Account:
         """Cash, what is held back for open buys, and the positions marked at the latest closes."""

@@ -39,7 +39,7 @@ from tools.broker.notes import (
     TRADED,
     UNKNOWN,
 )
-from tools.broker.orders import Account, Check, Fill, Order, OrderRejected, OrderRequest, Position, Preview
+from tools.broker.orders import Account, Check, Difference, Fill, Order, OrderRejected, OrderRequest, Position, Preview
 from tools.broker.pretrade import AccountFacts, judge
 from tools.broker.protocol import OrderScope
 from tools.broker.records import PaperFill, PaperMark, PaperOrder
@@ -54,7 +54,6 @@ SILENT = N_("the VeighNa server at {address} does not answer")
 LIVE_AT = N_("{gateway} through VeighNa")
 FILLS_AT_BROKER = N_("sent to {gateway} at approval; fills as the market trades it")
 LIVE_NOTE = N_("positions and cash are the VeighNa server's ({gateway}); fees are estimated at QuantDesk's rates")
-DIFFERENCE = N_("reconciliation: the broker holds {broker} of {code}, QuantDesk's fills make {expected}")
 NO_DAILY_LOSS = N_("the daily loss limit is judged from the broker's equity now (no start-of-day mark yet)")
 ORDER_EVENTS = ("eOrder.", "eTrade.")  # VeighNa's EVENT_ORDER and EVENT_TRADE (vnpy.trader.event)
 _WIRES: dict[tuple[str, str], Wire] = {}
@@ -160,12 +159,12 @@ class VnpyBroker:
         if self.dry_run:
             notes.append(_(DRY_RUN).format(gateway=self.gateway))
         try:
-            notes += self.differences()
+            notes += [difference.line() for difference in self.differences()]
         except Silent:
             notes.append(self.silent_line())
         return tuple(notes)
 
-    def differences(self) -> list[str]:  # raises Silent when the server does not answer
+    def differences(self) -> list[Difference]:  # raises Silent when the server does not answer
         """Where the broker's positions differ from what QuantDesk's fills make them: said, never overwritten."""
         _balance, _frozen, held = self._server_book()
         signed = func.sum(func.coalesce(PaperFill.quantity, 0))
@@ -174,7 +173,7 @@ class VnpyBroker:
             for code, side, quantity in session.execute(select(PaperFill.ts_code, PaperFill.side, signed).where(
                     PaperFill.account == self.name).group_by(PaperFill.ts_code, PaperFill.side)):
                 expected[code] = expected.get(code, 0) + (int(quantity) if side == "buy" else -int(quantity))
-        return [_(DIFFERENCE).format(code=code, broker=f"{held.get(code, (0, 0))[0]:,}", expected=f"{want:,}")
+        return [Difference(code, held.get(code, (0, 0))[0], want)
                 for code, want in sorted({**{c: 0 for c in held}, **expected}.items())
                 if held.get(code, (0, 0))[0] != want]
 
