@@ -16,9 +16,12 @@ from testkit.wait import wait_until
 
 
 def test_a_console_order_goes_to_the_gateway_and_its_fill_comes_back(tmp_path: Path) -> None:
-    with vnpy_server(tmp_path / "trader", "zh_CN") as server:
+    # the locales crossed the other way from tests/tools/test_vnpy_broker.py: VeighNa's enums are Chinese in the
+    # bot's process (its locale) and English in the server's, and VeighNa pickles them by value
+    with vnpy_server(tmp_path / "trader", "en") as server:
         env = cli_env(tmp_path, QUANTDESK_BROKER="vnpy", QUANTDESK_VNPY_REQ_ADDRESS=server.req,
-                      QUANTDESK_VNPY_SUB_ADDRESS=server.pub, QUANTDESK_DATA_PROVIDER="sample")
+                      QUANTDESK_VNPY_SUB_ADDRESS=server.pub, QUANTDESK_DATA_PROVIDER="sample", LANGUAGE="zh_CN",
+                      LC_ALL="C.UTF-8")
         chat = subprocess.Popen([sys.executable, "-m", "bot.cli", "chat"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
         assert chat.stdin is not None and chat.stdout is not None
