@@ -71,6 +71,9 @@ class WorkflowContext:
     timezone: str = "Asia/Shanghai"  # the day of budgets and usage (QUANTDESK_TIMEZONE)
     token_budget_person_day: int | None = None  # tokens one person may use in a day (None: no limit)
     token_budget_channel_day: int | None = None  # tokens one channel (a team) may use in a day
+    token_budget_run: int | None = None  # tokens one run may use
+    money_budget_person_day: Decimal | None = None  # money (model_prices' currency) one person may spend in a day
+    money_budget_channel_day: Decimal | None = None  # and one channel
     model_prices: dict[str, tuple[Decimal, Decimal]] = field(default_factory=dict)  # per million tokens in, out
 
 

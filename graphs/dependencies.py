@@ -52,6 +52,8 @@ def workflow_context(settings: Settings, engine: Engine, provider: MarketDataPro
         replay_token_budget=settings.replay_token_budget, max_answer_tokens=settings.llm_max_answer_tokens,
         fundamentals=fundamentals, news=news, posts=posts, timezone=settings.timezone,
         token_budget_person_day=settings.token_budget_person_day,
-        token_budget_channel_day=settings.token_budget_channel_day, model_prices=settings.model_prices,
+        token_budget_channel_day=settings.token_budget_channel_day, token_budget_run=settings.token_budget_run,
+        money_budget_person_day=settings.money_budget_person_day,
+        money_budget_channel_day=settings.money_budget_channel_day, model_prices=settings.model_prices,
         rules=RuleStore(engine, lambda: load(engine).admins, max_failures=settings.rule_max_failures),
         klines=lambda symbol: klines_for(symbol, settings, provider), **adapter)

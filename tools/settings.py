@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from tools.i18n.languages import DEFAULT_LANGUAGE, Language, choice_of, choices_text
@@ -160,6 +160,10 @@ class Settings(BaseSettings):
     # the day read in this time zone
     token_budget_person_day: int | None = Field(default=None, ge=1, alias="QUANTDESK_TOKEN_BUDGET_PERSON_DAY")
     token_budget_channel_day: int | None = Field(default=None, ge=1, alias="QUANTDESK_TOKEN_BUDGET_CHANNEL_DAY")
+    token_budget_run: int | None = Field(default=None, ge=1, alias="QUANTDESK_TOKEN_BUDGET_RUN")  # one run, any kind
+    # the same per day in money, priced by QUANTDESK_MODEL_PRICES (its currency; a model without a price stops the run)
+    money_budget_person_day: Decimal | None = Field(default=None, gt=0, alias="QUANTDESK_MONEY_BUDGET_PERSON_DAY")
+    money_budget_channel_day: Decimal | None = Field(default=None, gt=0, alias="QUANTDESK_MONEY_BUDGET_CHANNEL_DAY")
     timezone: str = Field(default="Asia/Shanghai", alias="QUANTDESK_TIMEZONE")
     # the most answer tokens one desk call asks for (max_completion_tokens): the model's output limit or less
     llm_max_answer_tokens: int = Field(default=8_192, ge=256, le=200_000, alias="QUANTDESK_LLM_MAX_ANSWER_TOKENS")
@@ -193,7 +197,8 @@ class Settings(BaseSettings):
         return language
 
     @field_validator("second_approval_above", "audit_signing_key", "audit_witness_file", "token_budget_person_day",
-                     "token_budget_channel_day", mode="before")
+                     "token_budget_channel_day", "token_budget_run", "money_budget_person_day",
+                     "money_budget_channel_day", mode="before")
     @classmethod
     def _empty_is_none(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
@@ -282,6 +287,13 @@ class Settings(BaseSettings):
     @classmethod
     def _expand(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None
+
+    @model_validator(mode="after")
+    def _money_needs_prices(self) -> Settings:
+        if (self.money_budget_person_day or self.money_budget_channel_day) and not self.model_prices:
+            raise ValueError("QUANTDESK_MONEY_BUDGET_PERSON_DAY and QUANTDESK_MONEY_BUDGET_CHANNEL_DAY need "
+                             "QUANTDESK_MODEL_PRICES (MODEL=INPUT/OUTPUT per million tokens) to price the calls")
+        return self
 
     @property
     def database_url_value(self) -> str:

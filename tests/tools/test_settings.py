@@ -111,3 +111,11 @@ def test_a_settings_error_names_each_bad_setting_but_never_its_value(clean_env: 
     assert refusal.splitlines() == [
         "QUANTDESK_DATA_PROVIDER: Input should be 'auto', 'sample', 'local' or 'tushare'",
         "QUANTDESK_FEE_RATE: Input should be a valid number, unable to parse string as a number"]
+
+
+def test_a_money_budget_needs_the_price_table_that_prices_it(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _refusal(monkeypatch, QUANTDESK_MONEY_BUDGET_PERSON_DAY="5.00").splitlines() == [
+        "settings: QUANTDESK_MONEY_BUDGET_PERSON_DAY and QUANTDESK_MONEY_BUDGET_CHANNEL_DAY need "
+        "QUANTDESK_MODEL_PRICES (MODEL=INPUT/OUTPUT per million tokens) to price the calls"]
+    assert _refusal(monkeypatch, QUANTDESK_MONEY_BUDGET_CHANNEL_DAY="-1", QUANTDESK_MODEL_PRICES="gpt-4o=2.5/10") == (
+        "QUANTDESK_MONEY_BUDGET_CHANNEL_DAY: Input should be greater than 0")

@@ -232,6 +232,59 @@ def test_a_person_budget_reached_mid_decision_stops_at_the_next_call_and_the_nex
     assert done.status == "waiting", done.text  # the order card: the decision ran
 
 
+def _five_calls(runner: Runner, models: ScriptedModels, summaries: int = 1) -> None:
+    """A depth-3 decision scripted for its first five calls of 1,000 tokens (market, bull, bear, bull, research
+    manager): a run stopped before the sixth uses exactly these."""
+    made = ("market", "bull", "bear", "research manager")
+    _desk(runner, models, {key: [_used(m) for m in queue] for key, queue in desk_scripts((1, 2)).items()
+                           if any(role in key for role in made)}, summaries=summaries)
+
+
+def test_a_runs_own_token_budget_stops_each_run_at_its_limit_whatever_the_day_spent(
+        runner: Runner, models: ScriptedModels) -> None:
+    runner.context = dataclasses.replace(runner.context, token_budget_run=4500)
+    for thread, summaries in (("console-run1", 1), ("console-run2", 0)):  # the second run has a budget of its own
+        _five_calls(runner, models, summaries)  # (the market summary the first run wrote is read, not written)
+        stopped = runner.start(thread, "analyze 600519.SH depth=3 analysts=market", user=USER, account=CHANNEL)
+        assert stopped.status == "done" and stopped.result is None
+        assert stopped.text == ("Stopped before the next model call: this run's token budget is spent (5,000 of "
+                                "4,500 tokens). Nothing of this run was kept as a result. Ask for less (a lower "
+                                "depth, fewer codes or analysts), or ask an admin to raise QUANTDESK_TOKEN_BUDGET_RUN.")
+    assert list_decisions(runner.context.engine, runner.context.desk_namespace, "600519.SH") == []
+    assert sorted(r.status for r in RunStore(runner.context.engine).recent(user=USER)) == ["stopped", "stopped"]
+
+
+def test_a_daily_money_budget_stops_the_run_at_the_next_call_priced_by_the_table(
+        runner: Runner, models: ScriptedModels) -> None:
+    day = datetime(2026, 12, 7, 2, 0, tzinfo=UTC)
+    per_million = (Decimal("1000"), Decimal("1000"))  # a call of 1,000 tokens costs exactly 1.00
+    runner.context = dataclasses.replace(runner.context, now=lambda: day, model_prices={"unknown": per_million},
+                                         money_budget_person_day=Decimal("4.50"))
+    _five_calls(runner, models)
+    stopped = runner.start("console-m1", "analyze 600519.SH depth=3 analysts=market", user=USER, account=CHANNEL)
+    assert stopped.text == ("Stopped before the next model call: your daily money budget is spent (¥5.00 of ¥4.50 "
+                            "today). Nothing of this run was kept as a result. The budget resets at 2026-12-08 00:00 "
+                            "CST.")
+    assert list_decisions(runner.context.engine, runner.context.desk_namespace, "600519.SH") == []
+    runner.context = dataclasses.replace(runner.context, money_budget_person_day=None,
+                                         money_budget_channel_day=Decimal("5.00"))
+    blocked = runner.start("console-m2", "analyze 600519.SH depth=3 analysts=market", user=USER, account=CHANNEL)
+    assert blocked.text.startswith("Stopped before the next model call: this channel's daily money budget is spent "
+                                   "(¥5.00 of ¥5.00 today)")  # the day's calls in this channel count: none is made
+
+
+def test_a_money_budget_stops_a_run_whose_model_has_no_price(runner: Runner, models: ScriptedModels) -> None:
+    """The check fails closed: a call it cannot price is the last one made."""
+    runner.context = dataclasses.replace(runner.context, model_prices={"gpt-4o": (Decimal("2.5"), Decimal("10"))},
+                                         money_budget_person_day=Decimal("100"))
+    _desk(runner, models, {key: [_used(queue[0])] for key, queue in desk_scripts().items() if "market" in key},
+          summaries=0)
+    stopped = runner.start("console-p1", "analyze 600519.SH analysts=market", user=USER, account=CHANNEL)
+    assert stopped.text == ("Stopped before the next model call: the money budget cannot be checked, because model "
+                            "unknown has no price in QUANTDESK_MODEL_PRICES. Nothing of this run was kept as a "
+                            "result.")
+
+
 def test_usage_totals_equal_the_recorded_calls(runner: Runner, models: ScriptedModels) -> None:
     scripts = {key: [_used(m, 700) for m in queue] for key, queue in desk_scripts((1, 1)).items()}
     _desk(runner, models, scripts)
