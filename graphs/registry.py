@@ -62,6 +62,7 @@ from graphs.rule.models import MODELS as RULE_MODELS
 from graphs.rule.nodes.load import USAGE as RULE_RUN_USAGE
 from graphs.rule.present import present_rule_run
 from graphs.runs.commands import budget_command, rerun_command, runs_command, usage_command
+from graphs.runs.panels import runs_panels
 from graphs.signal.deps import SignalDeps
 from graphs.signal.grammar import WORDS as SIGNAL_WORDS
 from graphs.signal.grammar import looks_structured as signal_structured
@@ -218,6 +219,7 @@ HOME: dict[str, HomeSection] = {
     "rules": rule_panels,
     "desk": desk_panels,
     "factors": factor_panels,
+    "runs": runs_panels,
 }
 
 

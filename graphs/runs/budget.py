@@ -124,17 +124,20 @@ def add_usage(used: dict[str, ModelUsage], model: str, calls: int, tokens_in: in
 def usage_line(store: RunStore, ctx: WorkflowContext, recorder: Recorder, user: str | None) -> str:
     """What a run's models used, for its result: tokens, their cost when priced, and the person's day so far
     against their budget."""
-    cost = (f" · ¥{priced:.2f}" if ctx.model_prices and (priced := price(ctx.model_prices, recorder.usage))
+    cost = (f" · {yuan(priced)}" if ctx.model_prices and (priced := price(ctx.model_prices, recorder.usage))
             is not None else "")
     line = _("{tokens} tokens").format(tokens=short(recorder.tokens)) + cost
-    if user is None:
-        return line
+    return line if user is None else line + " · " + day_line(store, ctx, user)
+
+
+def day_line(store: RunStore, ctx: WorkflowContext, user: str) -> str:
+    """The tokens `user` used today (in QUANTDESK_TIMEZONE), against their budget when one is set."""
     day = local_day(ctx.now(), ctx.timezone)
     spent = short(store.spent(day, user=user))
     if ctx.token_budget_person_day is None:
-        return line + " · " + _("today {spent}").format(spent=spent)
+        return _("today {spent}").format(spent=spent)
     limit = short(ctx.token_budget_person_day + store.raised(day, user))
-    return line + " · " + _("today {spent} of {limit}").format(spent=spent, limit=limit)
+    return _("today {spent} of {limit}").format(spent=spent, limit=limit)
 
 
 def short(tokens: int) -> str:

@@ -24,7 +24,7 @@ STATUSES = {"running": N_("running"), "waiting": N_("waiting"), "done": N_("done
             "stopped": N_("stopped")}
 
 
-def _status(status: str) -> str:
+def status_word(status: str) -> str:
     return _(STATUSES[status]) if status in STATUSES else status
 
 
@@ -60,7 +60,7 @@ def _listed(rows: list[RunRow], whose: str) -> View:
     if not rows:
         return View(_("Runs"), _("No runs recorded ({whose}).").format(whose=whose))
     table = Table([_("id"), _("started"), _("workflow"), _("status"), _("tokens"), _("request")],
-                  [[r.id, r.started_at.strftime("%m-%d %H:%M"), r.workflow or "-", _status(r.status),
+                  [[r.id, r.started_at.strftime("%m-%d %H:%M"), r.workflow or "-", status_word(r.status),
                     _tokens(r.input_tokens + r.output_tokens), r.text[:40]] for r in rows])
     return View(_("Runs"), ngettext("{n} run ({whose}), newest first", "{n} runs ({whose}), newest first",
                                     len(rows)).format(n=len(rows), whose=whose), table=table,
@@ -78,7 +78,7 @@ def _shown(row: RunRow) -> View:
     code = m["code"]
     facts = [
         (_("request"), row.text), (_("who"), f"{row.user_id or '-'} · {m['surface']} · {row.thread_id}"),
-        (_("workflow"), f"{row.workflow or '-'} · {_status(row.status)}"),
+        (_("workflow"), f"{row.workflow or '-'} · {status_word(row.status)}"),
         (_("parameters"), json.dumps(m.get("parameters") or {}, ensure_ascii=False, default=str)[:300]),
         (_("data"), _("{provider}: {reads} reads, {codes} codes ({shown}), {span}").format(
             provider=m["data"]["provider"], reads=len(reads), codes=len(codes), shown=",".join(codes[:5]),

@@ -24,7 +24,9 @@ from bot.runner import Runner
 from bot.startup import build_context
 from graphs.checkpointer import open_checkpointer
 from graphs.llm import get_light_llm, get_llm
+from graphs.registry import HOME
 from graphs.runs.commands import budget_command, present_rerun, rerun_command, runs_command, usage_command
+from graphs.runs.panels import runs_panels
 from graphs.runs.rerun import rerun
 from graphs.workflow import CommandCall, CommandError
 from testkit.desk import clock_at_data_end, desk_scripts, research_answer, risk_answer
@@ -190,6 +192,22 @@ def test_runs_lists_shows_and_exports_with_hashes(runner: Runner) -> None:
     assert document["manifest_hash"] == facts["manifest hash"] and len(document["calls_hash"]) == 64
     rows = runner.context.artifacts.get(rows_ref["id"])
     assert rows is not None and rows.data[:4] == b"PAR1"
+
+
+def test_the_home_shows_a_persons_latest_runs_with_their_records_and_the_days_budget(runner: Runner) -> None:
+    runner.context = dataclasses.replace(runner.context, token_budget_person_day=200_000)
+    assert runs_panels(runner.context, USER) == []  # nothing run yet: no panel
+    runner.start("console-home", SIGNAL, user=USER, account=CHANNEL)
+    run_id = _only_run(runner)
+    (panel,) = runs_panels(runner.context, USER)
+    assert (panel.name, panel.title) == ("runs", "Runs")
+    assert panel.summary == "Your latest 1 run(s), newest first; today 0 of 200.0k."  # a signal run calls no model
+    (row,) = panel.rows
+    assert row.text.startswith(f"{run_id} · ") and " · signal · done · 0 tokens · " in row.text
+    assert row.thread_id == "console-home"
+    assert [action.words for action in panel.actions()] == [("runs", "show", run_id)]
+    assert runs_panels(runner.context, "UBOB") == []  # another person's home does not show it
+    assert "runs" in HOME
 
 
 def test_a_runs_record_is_read_only_by_its_starter_its_channel_and_its_admins(runner: Runner) -> None:
