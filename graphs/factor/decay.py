@@ -110,7 +110,9 @@ def decay_job(ctx: FactorDeps, call: BackgroundCall) -> list[Notice]:
             continue
         for change in list(tracker.unposted):
             key = f"decay:{info.id}:{change['session']}:{change['to']}"
-            request = {"workflow": "factor", "decay": {"name": info.name, "version": info.version, **change}}
+            ics = {day: ic for day, ic in tracker.ics.items() if day <= change["session"]}  # the chart's bars
+            request = {"workflow": "factor", "decay": {"name": info.name, "version": info.version, **change,
+                                                       "ics": ics}}
             call.start(ScheduledRun(channel, info.author or "quantdesk", key,
                                     partial(change_title, info.name, info.version, change), request), True)
             tracker.unposted.remove(change)

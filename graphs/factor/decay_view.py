@@ -8,6 +8,7 @@ from graphs.views import View
 from graphs.workflow import CommandCall
 from tools.factors.store import FactorStore
 from tools.i18n import _, pgettext
+from tools.research.charts import rolling_ic_chart
 from tools.research.decay import CONFIRM, DEAD_ENTER, DEAD_T, SHORT, WEAK_ENTER, DecayStore
 from tools.research.library import TeamLibrary
 
@@ -29,16 +30,36 @@ def figures_line(f: dict[str, Any]) -> str:
                                    icir=num(f["icir60"], ".2f"), t=num(f["t60"], ".1f"), reference=num(f["reference"]))
 
 
-def decay_reply(decay: dict[str, Any]) -> str:
-    """The figures behind a state change, and what the states mean."""
-    return "\n".join([
+def decay_lines(decay: dict[str, Any]) -> list[str]:
+    """The change, the figures behind it, what the states mean and where to look again."""
+    return [
         _("{name} v{version}: {was} → {to}").format(name=decay["name"], version=decay["version"],
                                                   was=state_word(decay["from"]), to=state_word(decay["to"])),
         figures_line(decay["figures"]),
         _("weakening: the {short}-session rank IC below {weak:.0%} of the holdout level; dead: the 60-session one "
           "below {dead:.0%} and its t-statistic under {t:g}; a state changes after {n} sessions in a row point to "
           "it.").format(short=SHORT, weak=WEAK_ENTER, dead=DEAD_ENTER, t=DEAD_T, n=CONFIRM),
-        _("`factor status {name}` shows it at any time.").format(name=decay["name"])])
+        _("`factor status {name}` shows it at any time.").format(name=decay["name"])]
+
+
+def decay_reply(decay: dict[str, Any]) -> str:
+    """The figures behind a state change, and what the states mean, as one text."""
+    return "\n".join(decay_lines(decay))
+
+
+def decay_chart(decay: dict[str, Any]) -> bytes:
+    """The rolling IC up to the change, against the holdout level and the levels the states change at."""
+    reference = float(decay["figures"]["reference"])
+    levels = {_("weakening at (20 sessions)"): WEAK_ENTER * reference,
+              _("dead at (60 sessions)"): DEAD_ENTER * reference}
+    title = _("{name} v{version}: rolling rank IC").format(name=decay["name"], version=decay["version"])
+    return rolling_ic_chart(decay.get("ics") or {}, reference, levels, title)
+
+
+def present_decay(result: dict[str, Any]) -> View:
+    """The decay monitor's post of a state change (its chart is uploaded beside it)."""
+    first, second, *rest = decay_lines(result["decay"])
+    return View(first, second, lines=rest)
 
 
 def factor_status(call: CommandCall) -> View:

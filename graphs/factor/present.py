@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from graphs.factor.decay_view import present_decay
 from graphs.views import Table, View
 from tools.factors.store import FactorStore
 from tools.i18n import N_, _, ngettext, pgettext
@@ -38,6 +39,8 @@ def _num(value: float | None, spec: str, scale: float = 1.0, unit: str = "") -> 
 
 def present_factor(result: dict[str, Any]) -> View:
     """A saved factor: metrics per forward-return period as a table, duplicates, conventions."""
+    if result.get("kind") == "decay":
+        return present_decay(result)
     holdout = result.get("holdout") or {}
     dates = result.get("dates_evaluated", {})
     rows = [[f"{period}d", str(dates.get(period, "?")), _num(m["ic_mean"], ".4f"), _num(m["rank_ic_mean"], ".4f"),

@@ -15,6 +15,7 @@ from graphs.background import BackgroundCall, ScheduledRun
 from graphs.context import WorkflowContext
 from graphs.factor.decay import decay_job
 from graphs.factor.decay_view import decay_reply, factor_status
+from graphs.factor.present import present_factor
 from graphs.home_panels import factor_panels
 from graphs.workflow import CommandCall
 from testkit.graph_thread import GraphThread
@@ -104,7 +105,16 @@ def test_a_factor_whose_power_stops_goes_weakening_then_dead_with_one_post_each(
     assert reply.startswith(f"{name} v1: weakening → dead") and f"factor status {name}" in reply
     thread = GraphThread(db_url, ctx)  # the post's run, as the channel's thread runs it: the factor workflow answers
     answered = thread.say(posted[1].titled(), background_request=posted[1].request)
-    assert answered["final_reply"] == reply and "__interrupt__" not in answered
+    assert "__interrupt__" not in answered
+    result = answered["result"]
+    assert result["kind"] == "decay" and result["decay"] == changes[1]
+    view = present_factor(result)
+    assert [view.title, view.summary, *view.lines] == reply.split("\n")
+    ics = changes[1]["ics"]  # the chart's bars: the kept daily ICs up to the change, none after it
+    assert ics and max(ics) == changes[1]["session"] and len(ics) <= 60
+    (chart,) = result["artifacts"]
+    assert (chart["kind"], chart["mime"], chart["filename"]) == ("chart", "image/png", f"decay_{name}_v1.png")
+    assert ArtifactStore(engine).get(chart["id"]).data.startswith(b"\x89PNG")
     (panel,) = factor_panels(ctx, "UALICE")
     row = next(r.text for r in panel.rows if r.text.startswith(f"{name} v1"))  # PostgreSQL's library is shared
     assert row.endswith(f"in the team library (passed the gate) · dead since {changes[1]['session']}")

@@ -321,3 +321,28 @@ def price_with_indicators(lines: pd.DataFrame, title: str) -> bytes:
     bottom.grid(alpha=0.3)
     date_axis(bottom, pd.DatetimeIndex(lines.index))
     return _png(fig)
+
+
+def rolling_ic_chart(ics: dict[str, float], reference: float, levels: dict[str, float], title: str) -> bytes:
+    """A library factor's daily rank IC (YYYYMMDD → IC) as bars, its rolling 20- and 60-session means, its holdout
+    level and the `levels` (label → IC) at which its state changes."""
+    series = pd.Series({pd.Timestamp(day): value for day, value in sorted(ics.items())}, dtype="float64")
+    note = nothing_to_plot(series.dropna(), _("daily rank ICs"))
+    if note:
+        return note_chart(title, note)
+    fig, ax = plt.subplots(figsize=(10, 4.6))
+    ax.bar(series.index, series.to_numpy(), color="#bdc3c7", width=0.8, label=_("daily rank IC"))
+    for window, color in ((20, "#2980b9"), (60, "#8e44ad")):
+        rolling = series.rolling(window, min_periods=min(window, 5)).mean()
+        ax.plot(rolling.index, rolling.to_numpy(), color=color, linewidth=1.4,
+                label=_("{n}-session mean").format(n=window))
+    ax.axhline(reference, color="#27ae60", linewidth=1.0, label=_("holdout level {ic}").format(ic=f"{reference:.4f}"))
+    for (label, level), style in zip(levels.items(), ("--", ":"), strict=False):
+        ax.axhline(level, color="#c0392b", linewidth=0.9, linestyle=style, label=f"{label} {level:.4f}")
+    ax.axhline(0, color="#7f8c8d", linewidth=0.6)
+    ax.set_title(title)
+    date_axis(ax, pd.DatetimeIndex(series.index))
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3, fontsize=8)  # below: the bars stay visible
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return _png(fig)

@@ -17,9 +17,9 @@ from pydantic import BaseModel, Field
 
 from graphs.clarify import CANCELLED, ask, is_cancel
 from graphs.common import new_human_text
-from graphs.context import model_for
+from graphs.context import model_for, thread_id
 from graphs.factor import spec as grammar
-from graphs.factor.decay_view import decay_reply
+from graphs.factor.decay_view import decay_chart, decay_reply
 from graphs.factor.deps import FactorDeps
 from graphs.factor.holdout import with_split
 from graphs.factor.models import MODELS
@@ -81,8 +81,12 @@ def collect_spec_node(state: FactorState, config: RunnableConfig,
     text = new_human_text(messages, state.get("consumed", 0))
     update: dict[str, Any] = {"consumed": len(messages), **_reset(), "clarification_needed": None}
     decay = (state.get("background_request") or {}).get("decay")
-    if decay:  # the decay monitor's post of a state change: its thread is answered with the figures
-        return {**update, "spec": None, "final_reply": decay_reply(decay)}
+    if decay:  # the decay monitor's post of a state change: its thread is answered with the figures and a chart
+        chart = runtime.context.artifacts.put(thread_id(config), f"factor/decay:{decay['session']}", "chart",
+                                              f"decay_{decay['name']}_v{decay['version']}.png",
+                                              _("rolling rank IC of {name}").format(name=decay["name"]),
+                                              "image/png", decay_chart(decay))
+        return {**update, "spec": None, "final_reply": decay_reply(decay), "artifacts": [chart]}
     if is_cancel(text):  # typed where nothing waits: ends here, as in every workflow
         return {**update, "final_reply": CANCELLED}
     answering = state.get("clarification_count", 0) > 0 and state.get("spec") is None

@@ -18,6 +18,10 @@ CONVENTIONS = N_("IC = Pearson, Rank IC = Spearman per date; quantile returns de
 
 def finish_node(state: FactorState) -> dict[str, Any]:
     saved = state.get("saved") or {}
+    decay = (state.get("background_request") or {}).get("decay")
+    if decay:  # the decay monitor's post: the change with its chart (graphs/factor/decay_view.py)
+        result = {"workflow": "factor", "kind": "decay", "decay": decay, "artifacts": list(state.get("artifacts", []))}
+        return {"result": result, "final_reply": None, "messages": [AIMessage(state.get("final_reply") or "")]}
     if saved.get("status") != "active":
         reply = state.get("final_reply") or "Done."
         return {"result": None, "final_reply": reply, "messages": [AIMessage(reply)]}
