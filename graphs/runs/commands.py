@@ -16,9 +16,10 @@ from graphs.runs.budget import short as _tokens
 from graphs.runs.rerun import Rerun, rerun
 from graphs.views import Table, View
 from graphs.workflow import CommandCall, CommandError
+from tools.desk.log import rating_word
 from tools.i18n import N_, _, ngettext
 from tools.runs.hashing import bytes_digest
-from tools.runs.store import PURGED, RunRow, RunStore
+from tools.runs.store import PURGED, RunRow, RunStore, Stability
 
 STATUSES = {"running": N_("running"), "waiting": N_("waiting"), "done": N_("done"), "failed": N_("failed"),
             "stopped": N_("stopped")}
@@ -36,7 +37,7 @@ def runs_command(call: CommandCall) -> View:
         return _listed(found, _("yours") if mine else _("this channel's"))
     if len(args) == 2 and args[0] in ("show", "export"):
         row = _run(call, store, call.args[1])
-        return _shown(row) if args[0] == "show" else _exported(call, store, row)
+        return _shown(row, store) if args[0] == "show" else _exported(call, store, row)
     raise CommandError(_("usage: runs [channel] | runs show ID | runs export ID"))
 
 
@@ -68,7 +69,7 @@ def _listed(rows: list[RunRow], whose: str) -> View:
                          "again from the record, `rerun ID live` on today's data and model")])
 
 
-def _shown(row: RunRow) -> View:
+def _shown(row: RunRow, store: RunStore) -> View:
     m = row.manifest
     reads = m["data"]["reads"]
     codes = sorted({c for r in reads for c in r["codes"]})
@@ -91,6 +92,8 @@ def _shown(row: RunRow) -> View:
         (_("checkpoints"), " · ".join(s.get("checkpoint") or "-" for s in m["segments"])),
         (_("manifest hash"), row.manifest_hash),
     ]
+    if m.get("rating") and (stable := store.stability(row.id, m["rating"])) is not None:
+        facts.append((_("stability"), stability_text(stable)))
     return View(_("Run {id}").format(id=row.id), _("{workflow} run of {day}").format(
         workflow=row.workflow or "-", day=row.day), facts=facts, users=[row.user_id] if row.user_id else [])
 
@@ -132,10 +135,14 @@ def rerun_command(call: CommandCall) -> View:
     report = rerun(call.context, call.args[0], live=len(args) == 2)
     if report is None:
         raise CommandError(_("There is no run {id}; `runs` lists the recent ones.").format(id=call.args[0]))
-    return present_rerun(report)
+    store = RunStore(call.context.engine)
+    store.record_rerun(stored.id, live=report.live, same=report.same, rating=report.rating, by=call.user)
+    stable = store.stability(stored.id, report.recorded_rating) if report.live and report.recorded_rating else None
+    return present_rerun(report, stable)
 
 
-def present_rerun(report: Rerun) -> View:
+def present_rerun(report: Rerun, stable: Stability | None = None) -> View:
+    """`stable`: how the decision's live re-runs so far rated it, this one included."""
     run = report.run
     took = (run.ended_at - run.started_at).total_seconds() if run.ended_at else None
     facts = [(_("tokens"), _("{now} (the run: {then})").format(
@@ -153,6 +160,11 @@ def present_rerun(report: Rerun) -> View:
     if report.changed_inputs:
         lines.append(_("Changed input since the run:"))
         lines += [f"• {line}" for line in report.changed_inputs]
+    if report.rating is not None and report.recorded_rating is not None:
+        lines.insert(0, _("Rating: {before} → {after}").format(before=rating_word(report.recorded_rating),
+                                                             after=rating_word(report.rating)))
+    if stable is not None:
+        facts.append((_("stability"), stability_text(stable)))
     if report.live:
         title = _("Run {id} again, live").format(id=run.id)
         summary = (_("Same result as the run.") if report.same else
@@ -163,6 +175,14 @@ def present_rerun(report: Rerun) -> View:
         summary = (_("Reproduced exactly: every node's output, the result and its numbers are the same.")
                    if report.same else _("Not reproduced: the re-run differs from the record."))
     return View(title, summary, lines=lines, facts=facts)
+
+
+def stability_text(stable: Stability) -> str:
+    """`2 of 3 live re-runs gave the run's rating Buy (Buy 2, Overweight 1)`."""
+    counted = sorted(stable.ratings.items(), key=lambda item: (-item[1], item[0]))
+    seen = ", ".join(f"{rating_word(rating)} {n}" for rating, n in counted)
+    return _("{same} of {runs} live re-runs gave the run's rating {rating} ({seen})").format(
+        same=stable.same, runs=stable.runs, rating=rating_word(stable.rating), seen=seen)
 
 
 def _short(value: Any) -> str:

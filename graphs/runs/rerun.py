@@ -46,6 +46,8 @@ class Rerun:
     tokens: int = 0
     seconds: float = 0.0
     result: Any = None
+    rating: str | None = None  # a desk decision's: the rating the re-run's risk judge gave
+    recorded_rating: str | None = None  # and the run's
 
     @property
     def same(self) -> bool:
@@ -88,6 +90,7 @@ def rerun(ctx: WorkflowContext, run_id: str, live: bool = False) -> Rerun | None
             report.changes = changes(manifest.get("result") or manifest.get("interrupts"), outcome)
         if live:
             report.changed_inputs = changed_inputs(recorded, live_data)
+        report.rating, report.recorded_rating = session.rating, manifest.get("rating")
     return report
 
 

@@ -47,6 +47,7 @@ class RunSession:
     data: DataRecord
     outputs: list[list[str]] = field(default_factory=list)
     parameters: dict[str, Any] | None = None
+    rating: str | None = None  # a desk decision's rating, once its risk judge gave one
 
     def observe(self, namespace: tuple[str, ...], update: Any) -> None:
         """A node finished (an `updates` event of the stream): its output joins the record."""
@@ -57,6 +58,8 @@ class RunSession:
             self.outputs.append([f"{path}/{name}" if path else name, output_digest(value)])
             if self.parameters is None and isinstance(value, dict) and isinstance(value.get("request"), dict):
                 self.parameters = plain(value["request"])
+            if isinstance(value, dict) and isinstance(risk := value.get("risk_summary"), dict) and risk.get("rating"):
+                self.rating = str(risk["rating"])
 
 
 def open_session(store: RunStore, context: WorkflowContext, thread_id: str, configurable: dict[str, Any],
@@ -100,6 +103,7 @@ def close_session(store: RunStore, session: RunSession, *, status: str, workflow
         "prompts": prompt_hashes(workflow), "calls": manifest["calls"] + len(session.recorder.records),
         "result": plain(result) if result is not None else None,
         "interrupts": [plain(i["value"]) for i in interrupts],
+        "rating": session.rating or manifest.get("rating"),
         "data": {"provider": session.data.provider, "price_basis": session.data.price_basis,
                  "reads": _reads(manifest["data"]["reads"], session.data), "lookups": session.data.lookups}})
     return store.save(session.run_id, thread_id=session.thread_id, user=manifest["user"], account=manifest["account"],

@@ -12,7 +12,20 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import BigInteger, DateTime, Engine, Integer, LargeBinary, String, Text, delete, func, select, update
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    DateTime,
+    Engine,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    delete,
+    func,
+    select,
+    update,
+)
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from tools.audit.chain import GLOBAL, lock
@@ -95,6 +108,30 @@ class BudgetRaise(Base):
     tokens: Mapped[int] = mapped_column(BigInteger)
     raised_by: Mapped[str] = mapped_column(String(64))
     raised_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class RunRerun(Base):
+    """One `rerun ID [live]` of a run: whether it came out the same and, for a desk decision, its rating."""
+
+    __tablename__ = "run_reruns"
+
+    id: Mapped[int] = mapped_column(ID, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(String(32), index=True)
+    live: Mapped[bool] = mapped_column(Boolean)
+    same: Mapped[bool] = mapped_column(Boolean)
+    rating: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    by: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+@dataclass(frozen=True)
+class Stability:
+    """How often live re-runs of a decision gave the rating it had: `same` of `runs`, and the ratings seen."""
+
+    rating: str
+    same: int
+    runs: int
+    ratings: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -281,6 +318,20 @@ class RunStore:
         with self.engine.connect() as conn:
             return int(conn.scalar(query) or 0)
 
+
+    def record_rerun(self, run_id: str, *, live: bool, same: bool, rating: str | None, by: str | None) -> None:
+        with Session(self.engine) as session, session.begin():
+            session.add(RunRerun(run_id=run_id, live=live, same=same, rating=rating, by=by, at=utcnow()))
+
+    def stability(self, run_id: str, rating: str) -> Stability | None:
+        """The live re-runs of a decision rated `rating`, by the rating each gave (None: never re-run live)."""
+        query = (select(RunRerun.rating, func.count()).where(RunRerun.run_id == run_id, RunRerun.live.is_(True))
+                 .group_by(RunRerun.rating))
+        with self.engine.connect() as conn:
+            ratings = {str(r or "-"): int(n) for r, n in conn.execute(query)}
+        if not ratings:
+            return None
+        return Stability(rating, ratings.get(rating, 0), sum(ratings.values()), ratings)
 
     def raised(self, day: str, user: str) -> int:
         """The tokens admins added to `user`'s budget for `day`."""

@@ -354,6 +354,39 @@ def test_a_live_rerun_against_the_model_server_shows_the_changed_rating_and_numb
     assert shown.summary.endswith("values changed.") and any("→" in line for line in shown.lines)
 
 
+def test_live_reruns_of_a_decision_give_its_stability(runner: Runner, openai_server: OpenAIServer) -> None:
+    """Each live re-run's rating is kept; the report says how many of them gave the run's rating."""
+    settings = Settings(_env_file=None, OPENAI_BASE_URL=openai_server.url, OPENAI_API_KEY=API_KEY,
+                        QUANTDESK_MODEL="main-model", QUANTDESK_LIGHT_MODEL="light-model")
+    fake = openai_server.fake
+
+    def script(rating: str) -> None:  # a live re-run writes on a scratch database: the summary is asked again
+        for key, queue in desk_scripts(research_judge=[research_answer(rating, 0.2)],
+                                       risk_judge=[risk_answer(rating, 0.2, 0.6)]).items():
+            if not any(other in key for other in ("news", "sentiment", "fundamentals")):
+                fake.script(key, *queue)
+        fake.script("light-model", answer("summary of the day"))
+
+    clock_at_data_end(runner.context.engine, runner.context.provider)
+    runner.context = dataclasses.replace(runner.context, llm=get_llm(settings), light_llm=get_light_llm(settings))
+    script("Buy")
+    assert runner.start("console-stab", "analyze 600519.SH analysts=market", user=USER, account=CHANNEL).interrupts
+    run_id = _only_run(runner)
+    views = []
+    for rating in ("Overweight", "Buy", "Buy"):
+        script(rating)
+        views.append(rerun_command(_call(runner, run_id, "live")))
+    first, _second, third = views
+    assert first.lines[0] == "Rating: Buy → Overweight"
+    assert dict(first.facts)["stability"] == "0 of 1 live re-runs gave the run's rating Buy (Overweight 1)"
+    assert third.lines[0] == "Rating: Buy → Buy"
+    assert dict(third.facts)["stability"] == "2 of 3 live re-runs gave the run's rating Buy (Buy 2, Overweight 1)"
+    shown = runs_command(_call(runner, "show", run_id))
+    assert dict(shown.facts)["stability"] == dict(third.facts)["stability"]
+    again = rerun_command(_call(runner, run_id))  # from the record: the same rating, not a live re-run
+    assert again.lines[:1] == ["Rating: Buy → Buy"] and "stability" not in dict(again.facts)
+
+
 def test_the_retention_purge_keeps_the_record_of_a_run_an_order_refers_to(runner: Runner,
                                                                           models: ScriptedModels) -> None:
     runner.start("console-sig", SIGNAL, user=USER, account=CHANNEL)
