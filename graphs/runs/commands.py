@@ -7,6 +7,7 @@ import json
 from datetime import date
 from decimal import Decimal
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from graphs.context import admins_of
 from graphs.meter import ModelUsage
@@ -34,7 +35,7 @@ def runs_command(call: CommandCall) -> View:
     if not args or args == ["channel"]:
         mine = not args
         found = store.recent(user=call.user if mine else None, account=None if mine else call.account, limit=15)
-        return _listed(found, _("yours") if mine else _("this channel's"))
+        return _listed(found, _("yours") if mine else _("this channel's"), call.context.timezone)
     if len(args) == 2 and args[0] in ("show", "export"):
         row = _run(call, store, call.args[1])
         return _shown(row, store) if args[0] == "show" else _exported(call, store, row)
@@ -57,11 +58,16 @@ def _may_read(call: CommandCall, row: RunRow) -> bool:
                                       or call.user in admins_of(call.context, row.account))
 
 
-def _listed(rows: list[RunRow], whose: str) -> View:
+def started(row: RunRow, zone: str) -> str:
+    """When a run started, in QUANTDESK_TIMEZONE (the zone its day and the budgets are read in)."""
+    return row.started_at.astimezone(ZoneInfo(zone)).strftime("%m-%d %H:%M")
+
+
+def _listed(rows: list[RunRow], whose: str, zone: str) -> View:
     if not rows:
         return View(_("Runs"), _("No runs recorded ({whose}).").format(whose=whose))
     table = Table([_("id"), _("started"), _("workflow"), _("status"), _("tokens"), _("request")],
-                  [[r.id, r.started_at.strftime("%m-%d %H:%M"), r.workflow or "-", status_word(r.status),
+                  [[r.id, started(r, zone), r.workflow or "-", status_word(r.status),
                     _tokens(r.input_tokens + r.output_tokens), r.text[:40]] for r in rows])
     return View(_("Runs"), ngettext("{n} run ({whose}), newest first", "{n} runs ({whose}), newest first",
                                     len(rows)).format(n=len(rows), whose=whose), table=table,

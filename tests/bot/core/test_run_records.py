@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pandas as pd
 import pytest
@@ -203,7 +204,9 @@ def test_the_home_shows_a_persons_latest_runs_with_their_records_and_the_days_bu
     assert (panel.name, panel.title) == ("runs", "Runs")
     assert panel.summary == "Your latest 1 run(s), newest first; today 0 of 200.0k."  # a signal run calls no model
     (row,) = panel.rows
-    assert row.text.startswith(f"{run_id} · ") and " · signal · done · 0 tokens · " in row.text
+    started = RunStore(runner.context.engine).get(run_id).started_at  # type: ignore[union-attr]
+    shanghai = started.astimezone(ZoneInfo("Asia/Shanghai")).strftime("%m-%d %H:%M")  # the day budgets are read in
+    assert row.text.startswith(f"{run_id} · {shanghai} · signal · done · 0 tokens · ")
     assert row.thread_id == "console-home"
     assert [action.words for action in panel.actions()] == [("runs", "show", run_id)]
     assert runs_panels(runner.context, "UBOB") == []  # another person's home does not show it
