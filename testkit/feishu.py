@@ -138,6 +138,7 @@ class FeishuBot(DrainedProcess):
     address."""
 
     def __init__(self, domain: str, database_url: str, data_dir: Path, **env: str) -> None:
+        self.database_url = database_url
         proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--surface", "feishu", "--host",
                                  "127.0.0.1", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, env=process_env(domain, database_url, data_dir, **env))
