@@ -4,6 +4,7 @@ Feishu's limits (CARD_ELEMENTS_MAX elements, CARD_BYTES_MAX bytes). Texts the co
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Iterable
@@ -63,14 +64,44 @@ def note(text: str, users: Iterable[str] = ()) -> dict[str, Any]:
     return {"tag": "note", "elements": [{"tag": "lark_md", "content": clip(md(text, users), TEXT_MAX)}]}
 
 
-def card(title: str, elements: list[dict[str, Any]], template: str = "blue") -> dict[str, Any]:
-    """A card: its header and at most CARD_ELEMENTS_MAX elements (the last ones dropped, the action rows kept)."""
+def fitted(elements: list[dict[str, Any]], keep_last: int = 0) -> list[dict[str, Any]]:
+    """At most CARD_ELEMENTS_MAX elements: the last texts before the final `keep_last` dropped, action rows and
+    forms kept."""
     while count_elements(elements) > CARD_ELEMENTS_MAX:
-        droppable = [n for n, e in enumerate(elements) if e.get("tag") not in ("action", "form")]
+        droppable = [n for n, e in enumerate(elements[:len(elements) - keep_last])
+                     if e.get("tag") not in ("action", "form")]
         elements = [e for n, e in enumerate(elements) if n != droppable[-1]]
-    return {"config": {"wide_screen_mode": True, "update_multi": True},
-            "header": {"title": _text(clip(plain(title), TITLE_MAX)), "template": template},
-            "elements": elements}
+    return elements
+
+
+def _texts(elements: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The objects holding a card's texts (each a `content`): markdown, fields, notes; not buttons or inputs."""
+    found = []
+    for element in elements:
+        if element.get("tag") == "markdown":
+            found.append(element)
+        found += [f["text"] for f in element.get("fields") or []]
+        if element.get("tag") == "note":
+            found += element["elements"]
+    return found
+
+
+def sized(card_json: dict[str, Any]) -> dict[str, Any]:
+    """The card within CARD_BYTES_MAX: its longest text halved until it fits (a copy: `card_json` is kept)."""
+    card_json = copy.deepcopy(card_json)
+    while len(json.dumps(card_json, ensure_ascii=False).encode()) > CARD_BYTES_MAX:
+        longest = max(_texts(card_json["elements"]), key=lambda t: len(t["content"]), default=None)
+        if longest is None or len(longest["content"]) < 100:
+            break
+        longest["content"] = clip(longest["content"], len(longest["content"]) // 2)
+    return card_json
+
+
+def card(title: str, elements: list[dict[str, Any]], template: str = "blue") -> dict[str, Any]:
+    """A card: its header and its elements, within Feishu's count and size."""
+    return sized({"config": {"wide_screen_mode": True, "update_multi": True},
+                  "header": {"title": _text(clip(plain(title), TITLE_MAX)), "template": template},
+                  "elements": fitted(elements)})
 
 
 def count_elements(elements: list[dict[str, Any]]) -> int:
@@ -183,7 +214,7 @@ def processing(shown: dict[str, Any], text: str) -> dict[str, Any]:
             return {**element, "actions": [{**b, "disabled": True} for b in element["actions"]]}
         return element
     elements = [still(e) for e in shown["elements"] if e.get("tag") != "form"]
-    return {**shown, "elements": [*elements, note(f"⏳ {text}")]}
+    return sized({**shown, "elements": fitted([*elements, note(f"⏳ {text}")], keep_last=1)})
 
 
 def edit_form(thread_id: str, interrupt_id: str, review: CodeReviewCard) -> dict[str, Any]:
@@ -298,16 +329,8 @@ def reply_card(reply: Reply) -> dict[str, Any]:
 
 
 def content(card_json: dict[str, Any]) -> str:
-    """A card as a message's content; over Feishu's size its longest texts are cut until it fits."""
-    text = json.dumps(card_json, ensure_ascii=False)
-    while len(text.encode()) > CARD_BYTES_MAX:
-        longest = max((e for e in card_json["elements"] if e.get("tag") == "markdown"),
-                      key=lambda e: len(e["content"]), default=None)
-        if longest is None or len(longest["content"]) < 200:
-            break
-        longest["content"] = clip(longest["content"], len(longest["content"]) // 2)
-        text = json.dumps(card_json, ensure_ascii=False)
-    return text
+    """A card as a message's content."""
+    return json.dumps(card_json, ensure_ascii=False)
 
 
 def named_text(text: str, users: Iterable[str] = ()) -> str:
