@@ -126,16 +126,19 @@ def card_text(card: dict[str, Any]) -> str:
 
 
 def process_env(domain: str, database_url: str, data_dir: Path, **env: str) -> dict[str, str]:
+    """The environment of a Feishu `serve` under test: this one without QuantDesk's, Slack's, OpenAI's or Feishu's
+    settings, pointed at the fake, HTTP callbacks checked by the test's token and key, `env` over all that."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("QUANTDESK_", "SLACK_", "OPENAI_", "FEISHU_"))}
-    environ.update(FEISHU_APP_ID=APP_ID, FEISHU_APP_SECRET=APP_SECRET, FEISHU_VERIFICATION_TOKEN=VERIFICATION_TOKEN,
-                   FEISHU_ENCRYPT_KEY=ENCRYPT_KEY, FEISHU_DOMAIN=domain, DATABASE_URL=database_url,
-                   QUANTDESK_DATA_DIR=str(data_dir), QUANTDESK_LOG_LEVEL="WARNING", **env)
+    environ.update({"FEISHU_APP_ID": APP_ID, "FEISHU_APP_SECRET": APP_SECRET,
+                    "FEISHU_VERIFICATION_TOKEN": VERIFICATION_TOKEN, "FEISHU_ENCRYPT_KEY": ENCRYPT_KEY,
+                    "FEISHU_DOMAIN": domain, "DATABASE_URL": database_url, "QUANTDESK_DATA_DIR": str(data_dir),
+                    "QUANTDESK_LOG_LEVEL": "WARNING", **env})
     return environ
 
 
 class FeishuBot(DrainedProcess):
-    """`quantdesk serve --surface feishu` on an ephemeral port, pointed at the fake Open API; `url` is its callback
-    address."""
+    """`quantdesk serve --surface feishu` pointed at the fake Open API: on an ephemeral port (`url` is its callback
+    address), or on the long connection when `FEISHU_VERIFICATION_TOKEN` and `FEISHU_ENCRYPT_KEY` are set empty."""
 
     def __init__(self, domain: str, database_url: str, data_dir: Path, **env: str) -> None:
         self.database_url = database_url
@@ -143,8 +146,8 @@ class FeishuBot(DrainedProcess):
                                  "127.0.0.1", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, env=process_env(domain, database_url, data_dir, **env))
         line = proc.stdout.readline()  # type: ignore[union-attr]
-        if "listening on" not in line:
+        if "listening on" not in line and "long connection" not in line:
             proc.kill()
             raise RuntimeError(f"bot did not start: {line}{proc.stderr.read()}")  # type: ignore[union-attr]
-        self.url = line.split("listening on ", 1)[1].strip()
+        self.url = line.split("listening on ", 1)[1].strip() if "listening on" in line else ""
         super().__init__(proc)

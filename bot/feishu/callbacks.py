@@ -61,6 +61,14 @@ class AfterAnswer:
         return work
 
 
+def run_after(job: Callable[[], None]) -> None:
+    """One piece of work after an answer: a failure is logged (what was recorded, the background service retries)."""
+    try:
+        job()
+    except Exception:  # noqa: BLE001 - logged; the callback was answered already
+        log.exception("work after a Feishu callback failed")
+
+
 def toast(text: str, kind: str = "error", card: dict[str, Any] | None = None) -> P2CardActionTriggerResponse:
     answer: dict[str, Any] = {"toast": {"type": kind, "content": text}}
     if card is not None:

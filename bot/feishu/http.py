@@ -20,7 +20,7 @@ import uvicorn
 from lark_oapi.core.const import LARK_REQUEST_NONCE, LARK_REQUEST_SIGNATURE, LARK_REQUEST_TIMESTAMP
 from lark_oapi.core.model import RawRequest, RawResponse
 
-from bot.feishu.callbacks import AfterAnswer
+from bot.feishu.callbacks import AfterAnswer, run_after
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ class _Asgi:
         response, work = await asyncio.get_running_loop().run_in_executor(self._pool, self._dispatch, request)
         await _answer(send, int(response.status_code or 500), response.content or b"", b"application/json")
         for job in work:
-            self._later.submit(_run, job)
+            self._later.submit(run_after, job)
 
     def _dispatch(self, request: RawRequest) -> tuple[RawResponse, list[Callable[[], None]]]:
         self._after.take()  # nothing a refused request left behind on this thread
@@ -89,13 +89,6 @@ class _Asgi:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._later.shutdown(wait=True)
-
-
-def _run(job: Callable[[], None]) -> None:
-    try:
-        job()
-    except Exception:  # noqa: BLE001 - a failure is logged; the background service retries what was recorded
-        log.exception("work after a Feishu callback failed")
 
 
 async def _answer(send: Send, status: int, data: bytes, content_type: bytes) -> None:

@@ -1,5 +1,6 @@
-"""`quantdesk serve --surface feishu`: the core on the Feishu surface, its worker and background service, and the
-callback listener (HTTP callbacks, checked by the verification token and the encrypt key)."""
+"""`quantdesk serve --surface feishu`: the core on the Feishu surface, its worker and background service, and what
+Feishu delivers through: HTTP callbacks (checked by the verification token and the encrypt key), or the long
+connection when neither is set (no public URL needed)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from bot.feishu.callbacks import Callbacks
 from bot.feishu.client import FeishuClient, FeishuError, domain_of
 from bot.feishu.http import PATH, HttpListener
 from bot.feishu.surface import FeishuSurface
+from bot.feishu.ws import LongConnectionHandler, long_connection
 from bot.heap import startup_done
 from bot.jobs import start_serve_worker
 from bot.startup import AppServices, StartupError
@@ -34,10 +36,8 @@ def feishu_core(ctx: AppServices, checkpointer: BaseCheckpointSaver) -> Core:
 
 
 def serve(ctx: AppServices, checkpointer: BaseCheckpointSaver, host: str, port: int) -> None:
+    """HTTP callbacks when FEISHU_VERIFICATION_TOKEN or FEISHU_ENCRYPT_KEY is set, else the long connection."""
     settings = ctx.settings
-    if settings.feishu_verification_token is None and settings.feishu_encrypt_key is None:
-        raise StartupError("HTTP callbacks need FEISHU_VERIFICATION_TOKEN (and FEISHU_ENCRYPT_KEY, which also signs "
-                           "them); see README, 'Feishu (飞书) app'")
     core = feishu_core(ctx, checkpointer)
     surface = core.surface
     assert isinstance(surface, FeishuSurface)  # feishu_core's
@@ -58,6 +58,22 @@ def serve(ctx: AppServices, checkpointer: BaseCheckpointSaver, host: str, port: 
         log.warning("the background service's first pass takes over %.0f s; listening anyway",
                     FIRST_PASS_WAIT_SECONDS)
     startup_done()
+    try:
+        if token or key:
+            _listen(callbacks, key, token, host, port)
+        else:
+            secret = settings.feishu_app_secret.get_secret_value() if settings.feishu_app_secret else ""
+            client = long_connection(settings.feishu_app_id or "", secret, domain_of(settings.feishu_domain),
+                                     LongConnectionHandler(callbacks.dispatcher("", ""), callbacks.after))
+            log.info("Feishu long connection")
+            print("connecting to Feishu by long connection", flush=True)
+            client.start()
+    finally:
+        if worker is not None:
+            worker.stop()
+
+
+def _listen(callbacks: Callbacks, key: str, token: str, host: str, port: int) -> None:
     server = HttpListener(callbacks.dispatcher(key, token), callbacks.after, host, port)
     log.info("Feishu HTTP callbacks on %s:%s%s", host, server.port, PATH)
     print(f"listening on http://{host}:{server.port}{PATH}", flush=True)
@@ -65,5 +81,3 @@ def serve(ctx: AppServices, checkpointer: BaseCheckpointSaver, host: str, port: 
         server.serve_forever()
     finally:
         server.shutdown()
-        if worker is not None:
-            worker.stop()

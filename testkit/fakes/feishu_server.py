@@ -2,7 +2,8 @@
 and patched, images and files uploaded, ephemeral cards. Every call is recorded; each message card is checked
 against the card schema the fake enforces (`card_problems`: a header with a title, known elements, buttons with
 values, no more than CARD_ELEMENTS_MAX elements, no more than CARD_BYTES_MAX bytes) and a card that fails it is
-refused as Feishu refuses one (code 230099). A message carrying a `uuid` seen before is not sent again: the first
+refused as Feishu refuses one (code 230099). The long connection's endpoint call hands out `ws_url` (a
+LongConnectionServer, testkit/fakes/feishu_ws.py). A message carrying a `uuid` seen before is not sent again: the first
 one's id is answered, as Feishu keeps one message per uuid.
 
 Faults are injected per method: `fake.inject("im.message.reply", Fault.rate_limited(), Fault.server_error())`
@@ -170,6 +171,7 @@ def card_problems(card: Any) -> list[str]:
 @dataclass
 class FakeFeishu:
     calls: list[Call] = field(default_factory=list)
+    ws_url: str | None = None  # the long connection's address the endpoint call hands out
     messages: dict[str, dict[str, Any]] = field(default_factory=dict)  # message id -> what it is now
     _uuids: dict[str, str] = field(default_factory=dict)
     _ids: count = field(default_factory=lambda: count(1))
@@ -245,6 +247,11 @@ class FakeFeishu:
     def _respond(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
         if method == "auth.tenant_access_token":
             return {"code": 0, "msg": "ok", "tenant_access_token": TOKEN, "expire": 7200}
+        if method == "ws.endpoint":
+            if self.ws_url is None or not args.get("AppSecret"):
+                return {"code": 514, "msg": "auth failed"}
+            return {"code": 0, "msg": "ok", "data": {"URL": self.ws_url, "ClientConfig": {
+                "ReconnectCount": -1, "ReconnectInterval": 1, "ReconnectNonce": 0, "PingInterval": 120}}}
         if method == "bot.info":
             return {"code": 0, "msg": "ok", "bot": {"open_id": BOT_OPEN_ID, "app_name": "QuantDesk"}}
         if method in ("im.message.create", "im.message.reply", "im.message.patch"):
@@ -284,6 +291,7 @@ class FakeFeishu:
 ROUTES = [  # (HTTP method, path prefix, path suffix, fake method)
     ("POST", "/open-apis/auth/v3/tenant_access_token/internal", "", "auth.tenant_access_token"),
     ("GET", "/open-apis/bot/v3/info", "", "bot.info"),
+    ("POST", "/callback/ws/endpoint", "", "ws.endpoint"),
     ("POST", "/open-apis/ephemeral/v1/send", "", "ephemeral.send"),
     ("POST", "/open-apis/im/v1/images", "", "im.image.create"),
     ("POST", "/open-apis/im/v1/files", "", "im.file.create"),
@@ -342,7 +350,7 @@ def _handler(fake: FakeFeishu) -> type[BaseHTTPRequestHandler]:
                 args.update(json.loads(body))
             if message_id:
                 args["_message_id"] = message_id
-            authorised = method == "auth.tenant_access_token" or self.headers.get(
+            authorised = method in ("auth.tenant_access_token", "ws.endpoint") or self.headers.get(
                 "Authorization") == f"Bearer {TOKEN}"
             status, response = fake.answer(method, args, authorised)
             self._send(status, response)
