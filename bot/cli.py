@@ -58,8 +58,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="0.0.0.0",
                        help="address the HTTP mode listens on (default %(default)s; unused in Socket Mode)")
     serve.add_argument("--port", type=int, default=3000,
-                       help="port of the HTTP mode's /slack/events or /feishu/events (default %(default)s; unused in "
-                            "Socket Mode)")
+                       help="port of the HTTP mode's /slack/events (default %(default)s; unused in Socket Mode; "
+                            "Feishu's HTTP callbacks: /feishu/events)")
     serve.add_argument("--no-worker", action="store_true",
                        help="run no job worker beside the listener (PostgreSQL: `quantdesk worker` processes run jobs)")
     worker = sub.add_parser("worker", help="run jobs from the PostgreSQL job queue (any number of hosts)")
