@@ -60,6 +60,18 @@ def test_a_clarify_question_is_answered_in_its_thread(feishu: FeishuServer, bot:
     wait_until(lambda: [c for c in feishu.fake.thread(root) if c.args.get("msg_type") == "image"], "the chart")
 
 
+def test_the_status_cards_stop_is_for_the_requester(feishu: FeishuServer, bot: FeishuBot) -> None:
+    chat = "oc_flows_stop"
+    root = _say(bot, chat, ALICE, "signal rsi 600519.SH")
+    _card_in(feishu, root, "date range")  # the run waits: nothing runs
+    status = next(c for c in feishu.fake.thread(root) if c.card and "Stop" in card_text(c.card))
+    stop = button(status.card or {}, "Stop")["value"]
+    bob = deliver(bot.url, card_action(BOB, chat, status.message_id, stop))[1]
+    assert bob["toast"]["content"].startswith("Only the person who started this request")
+    alice = deliver(bot.url, card_action(ALICE, chat, status.message_id, stop))[1]
+    assert alice["toast"] == {"type": "info", "content": "Nothing is running in this thread any more."}
+
+
 def test_a_group_message_without_a_mention_outside_a_thread_is_not_taken(feishu: FeishuServer,
                                                                          bot: FeishuBot) -> None:
     chat = "oc_flows_quiet"
