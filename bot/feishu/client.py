@@ -1,6 +1,7 @@
 """The calls the Feishu surface makes, through the official SDK (lark-oapi): it fetches and renews the tenant access
-token itself. A call Feishu refuses raises `FeishuError` (its code and message); a rate limit (HTTP 429 or code
-99991400) is tried again twice after a short pause; a dropped connection raises OSError."""
+token itself. A call Feishu refuses raises `FeishuError` (its code and message; a token it would not give, a page
+that is no JSON, too); a rate limit (HTTP 429 or code 99991400) is tried again twice after a short pause; a dropped
+connection or a call unanswered for TIMEOUT_SECONDS raises OSError."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from lark_oapi.api.im.v1 import (
     ReplyMessageRequestBody,
 )
 from lark_oapi.core.enum import AccessTokenType, HttpMethod
+from lark_oapi.core.exception import AccessTokenException, ObtainAccessTokenException, UnmarshalException
 from lark_oapi.core.model import BaseRequest
 
 from tools.settings import Settings
@@ -35,6 +37,7 @@ DOMAINS = {"feishu": lark.FEISHU_DOMAIN, "lark": lark.LARK_DOMAIN}
 RATE_LIMITED = 99991400  # Feishu's "request trigger frequency limit"
 RETRIES = 2
 RETRY_PAUSE_SECONDS = 0.5
+TIMEOUT_SECONDS = 30.0  # a call Feishu does not answer by then is a dropped connection (OSError)
 
 
 class FeishuError(Exception):
@@ -57,11 +60,15 @@ class FeishuClient:
     def __init__(self, settings: Settings) -> None:
         secret = settings.feishu_app_secret.get_secret_value() if settings.feishu_app_secret else ""
         self.sdk = (lark.Client.builder().app_id(settings.feishu_app_id or "").app_secret(secret)
-                    .domain(domain_of(settings.feishu_domain)).log_level(lark.LogLevel.WARNING).build())
+                    .domain(domain_of(settings.feishu_domain)).timeout(TIMEOUT_SECONDS)
+                    .log_level(lark.LogLevel.WARNING).build())
 
     def _call(self, send: Any, request: Any) -> Any:
         for attempt in range(RETRIES + 1):
-            response = send(request)
+            try:
+                response = send(request)
+            except (ObtainAccessTokenException, AccessTokenException, UnmarshalException, ValueError) as exc:
+                raise FeishuError(int(getattr(exc, "code", 0) or 0), type(exc).__name__) from exc  # not its body
             if response.success():
                 return response
             status = response.raw.status_code if response.raw is not None else 0

@@ -1,6 +1,7 @@
 """The Feishu surface: the core's posts as message cards in a chat's thread (a reply in the thread of its root
 message), charts as images and other files as files. A keyed post carries its key as Feishu's idempotency uuid, so
-posting it again (a retry, a re-post after a crash) never shows it twice; that is how `find` is answered."""
+posting it again within the hour Feishu keeps a uuid (a retry, a re-post after a crash) never shows it twice; that
+is how `find` is answered."""
 
 from __future__ import annotations
 

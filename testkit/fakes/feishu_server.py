@@ -44,10 +44,15 @@ class Fault:
     status: int = 500
     code: int = 1500
     msg: str = "internal error"
+    page: bytes | None = None  # a body that is no JSON (a proxy's error page) instead of Feishu's
 
     @classmethod
     def server_error(cls) -> Fault:
         return cls()
+
+    @classmethod
+    def error_page(cls) -> Fault:
+        return cls(status=502, page=b"<html><body>502 Bad Gateway</body></html>")
 
     @classmethod
     def rate_limited(cls) -> Fault:
@@ -216,12 +221,13 @@ class FakeFeishu:
         with self._lock:
             return str((self.messages.get(message_id) or {}).get("root_id") or message_id)
 
-    def answer(self, method: str, args: dict[str, Any], authorised: bool) -> tuple[int, dict[str, Any]]:
+    def answer(self, method: str, args: dict[str, Any], authorised: bool) -> tuple[int, dict[str, Any] | bytes]:
+        """The HTTP status and the body (Feishu's JSON, or a page) of one call."""
         fault = self._fault(method)
         if fault is not None:
             response = {"code": fault.code, "msg": fault.msg}
             self._record(Call(method, args, response, fault))
-            return fault.status, response
+            return fault.status, fault.page if fault.page is not None else response
         status, response = (200, self._respond(method, args)) if authorised else (
             401, {"code": 99991663, "msg": "Invalid access token for authorization"})
         self._record(Call(method, args, response))
@@ -355,10 +361,11 @@ def _handler(fake: FakeFeishu) -> type[BaseHTTPRequestHandler]:
             status, response = fake.answer(method, args, authorised)
             self._send(status, response)
 
-        def _send(self, status: int, response: dict[str, Any]) -> None:
-            data = json.dumps(response).encode()
+        def _send(self, status: int, response: dict[str, Any] | bytes) -> None:
+            page = isinstance(response, bytes)
+            data = response if isinstance(response, bytes) else json.dumps(response).encode()
             self.send_response(status)
-            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Content-Type", "text/html" if page else "application/json; charset=utf-8")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)

@@ -88,15 +88,15 @@ def test_a_click_failing_its_signature_decides_nothing(feishu: FeishuServer, bot
 
 
 def test_a_rate_limited_or_refused_reply_is_posted_again_once(feishu: FeishuServer, bot: FeishuBot) -> None:
-    """The client tries a rate-limited call again; a reply Feishu refuses stays for the background service, which
-    posts it again with the same uuid: one question in the thread."""
+    """The client tries a rate-limited call again; a reply Feishu refuses (an error, a proxy's page) stays for the
+    background service, which posts it again with the same uuid: one question in the thread."""
     chat, root = "oc_faults", new_id()
-    feishu.fake.inject("im.message.reply", Fault.rate_limited(), Fault.server_error(), Fault.server_error(),
+    feishu.fake.inject("im.message.reply", Fault.rate_limited(), Fault.server_error(), Fault.error_page(),
                        Fault.server_error())
     deliver(bot.url, message_event(chat, ALICE, "signal rsi 600519.SH", root))
     wait_until(lambda: [r for r in _replies(feishu, root) if "date range" in r], "the question, posted again")
     faults = [c for c in feishu.fake.of("im.message.reply") if c.fault is not None]
-    assert [c.fault.status for c in faults if c.fault] == [429, 500, 500, 500]
+    assert [c.fault.status for c in faults if c.fault] == [429, 500, 502, 500]
     questions = [c for c in feishu.fake.thread(root) if "date range" in card_text(c.card or {})]
     assert len({c.message_id for c in questions}) == 1
     assert all(json.loads(c.args["content"]) for c in questions)
