@@ -88,6 +88,10 @@ def test_a_factor_review_is_approved_from_its_card(feishu: FeishuServer, bot: Fe
     card = review.card or {}
     assert "return close / close.shift(20) - 1" in card_text(card)
     assert [b["text"]["content"] for b in buttons(card)] == ["Approve", "Edit", "Reject"]
+    # a reply in the thread does not decide a review: the replier alone is told so (an ephemeral card)
+    _say(bot, chat, ALICE, "looks good", root=root, mention=False)
+    hint = feishu.fake.wait_for("ephemeral.send", where=lambda c: c.args["chat_id"] == chat)[0]
+    assert hint.args["open_id"] == ALICE and "waiting for review" in card_text(hint.args["card"])
     approve = button(card, "Approve")
     # someone else may not decide: a toast says why, the card stays as it is
     status, answer = deliver(bot.url, card_action(BOB, chat, review.message_id, approve["value"]))
@@ -136,8 +140,10 @@ def test_a_chinese_speaker_is_answered_in_chinese(feishu: FeishuServer, bot: Fei
     first = _say(bot, chat, "ou_wang", "lang zh", chat_type="p2p", mention=False)
     _card_in(feishu, first, "中文")
     root = _say(bot, chat, "ou_wang", "signal rsi 600519.SH", chat_type="p2p", mention=False)
-    question = _card_in(feishu, root, "问题")
-    assert "Question" not in card_text(question.card or {})
+    question = _card_in(feishu, root, "哪个日期区间")
+    assert question.card is not None and question.card["header"]["title"]["content"] == "问题"
+    _say(bot, chat, "ou_wang", "20190101 20200601", root=root, chat_type="p2p", mention=False)
+    _card_in(feishu, root, "回测")  # the result, in Chinese too
 
 
 def test_every_card_sent_passes_the_card_schema(feishu: FeishuServer, bot: FeishuBot) -> None:
