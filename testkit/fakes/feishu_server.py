@@ -321,13 +321,9 @@ def _route(verb: str, path: str) -> tuple[str, str] | None:
 
 
 def _field(data: bytes, is_file: bool) -> bytes | str:
-    """A multipart field: a file's bytes, a text field's text (a file sent without a filename stays bytes)."""
-    if is_file:
-        return data
-    try:
-        return data.decode()
-    except UnicodeDecodeError:
-        return data
+    """A multipart field: a file's bytes (the SDK names the file field, with or without a filename), a text
+    field's text."""
+    return data if is_file else data.decode()
 
 
 def _handler(fake: FakeFeishu) -> type[BaseHTTPRequestHandler]:
@@ -351,7 +347,7 @@ def _handler(fake: FakeFeishu) -> type[BaseHTTPRequestHandler]:
                 for part in parsed.iter_parts():
                     name = part.get_param("name", header="content-disposition")
                     data = part.get_payload(decode=True) or b""
-                    args[str(name)] = _field(data, bool(part.get_filename()))
+                    args[str(name)] = _field(data, bool(part.get_filename()) or name in ("file", "image"))
             elif body:
                 args.update(json.loads(body))
             if message_id:
