@@ -1,8 +1,8 @@
 """The HTTP callback listener under uvicorn: events and card callbacks are POSTed to PATH (one address for both in
 the developer console), handed to the SDK's dispatcher on a thread pool (it answers the URL check and refuses what
 fails the verification token, the signature or the decryption), and the work a callback leaves for after its answer
-(Callbacks.after) runs once that answer is sent. A body over MAX_BODY_BYTES is refused unread; GET /healthz answers
-ok."""
+(Callbacks.after) runs once that answer is sent. A body over MAX_BODY_BYTES is refused (413), one not all sent within
+BODY_SECONDS too (408); GET /healthz answers ok."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ from bot.feishu.callbacks import AfterAnswer, run_after
 log = logging.getLogger(__name__)
 
 PATH = "/feishu/events"
-MAX_BODY_BYTES = 1 << 20
+MAX_BODY_BYTES = 1 << 20  # Feishu's callbacks are a few kB
+BODY_SECONDS = 10  # a request whose body has not all arrived by then is answered 408
 THREADS = 16
 BACKLOG = 2048
 HEADERS = {name.lower(): name for name in (LARK_REQUEST_TIMESTAMP, LARK_REQUEST_NONCE, LARK_REQUEST_SIGNATURE)}
@@ -60,15 +61,14 @@ class _Asgi:
             await self._callback(scope, receive, send)
 
     async def _callback(self, scope: Message, receive: Receive, send: Send) -> None:
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if len(body) > MAX_BODY_BYTES:
-                await _answer(send, 413, b"Request body too large", b"text/plain")
-                return
-            if not message.get("more_body"):
-                break
+        try:
+            body = await asyncio.wait_for(_body(receive), BODY_SECONDS)
+        except _TooLarge:
+            await _answer(send, 413, b"Request body too large", b"text/plain")
+            return
+        except TimeoutError:
+            await _answer(send, 408, b"Request body timed out", b"text/plain")
+            return
         request = RawRequest()
         request.uri = scope["path"]
         request.body = body
@@ -89,6 +89,23 @@ class _Asgi:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._later.shutdown(wait=True)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _body(receive: Receive) -> bytes:
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise _TooLarge
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            return b"".join(chunks)
 
 
 async def _answer(send: Send, status: int, data: bytes, content_type: bytes) -> None:

@@ -6,6 +6,8 @@ nothing; and a reply Feishu rate-limits or refuses is posted again, once."""
 from __future__ import annotations
 
 import json
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -48,6 +50,21 @@ def test_the_url_check_is_answered_with_its_challenge(bot: FeishuBot) -> None:
     assert (status, answer) == (200, {"challenge": "challenge-123"})
     status, _answer = deliver(bot.url, url_verification("challenge-456", token="another-token"))
     assert status != 200
+
+
+def _status(url: str, data: bytes | None = None) -> int:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, data=data), timeout=30) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_health_other_paths_and_oversized_bodies(bot: FeishuBot) -> None:
+    base = bot.url.rsplit("/feishu/events", 1)[0]
+    assert _status(f"{base}/healthz") == 200
+    assert _status(f"{base}/slack/events", b"{}") == 404
+    assert _status(bot.url, b"x" * (2 << 20)) == 413
 
 
 @pytest.mark.parametrize("tamper", [
