@@ -52,7 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("chat", help="local console on the same workflows (reads stdin)")
     serve = sub.add_parser("serve", help="run the chat bot: Slack (Socket Mode with SLACK_APP_TOKEN, else HTTP mode) "
-                                         "or Feishu (HTTP callbacks)")
+                                         "or Feishu (HTTP callbacks; the long connection without "
+                                         "FEISHU_VERIFICATION_TOKEN and FEISHU_ENCRYPT_KEY)")
     serve.add_argument("--surface", choices=SURFACE_NAMES, default="slack",
                        help="the chat surface served (default %(default)s)")
     serve.add_argument("--host", default="0.0.0.0",
