@@ -13,8 +13,8 @@ import sys
 
 from bench import goals
 
-BENCHES = ("data_workspace", "sandbox", "signal_workflow", "slack_ack", "slack_scale", "slack_idle", "factor_eval",
-           "queue", "broker", "indicators", "decision", "console_start", "home", "conversation",
+BENCHES = ("data_workspace", "sandbox", "signal_workflow", "slack_ack", "slack_scale", "slack_idle", "feishu_ack",
+           "factor_eval", "queue", "broker", "indicators", "decision", "console_start", "home", "conversation",
            "decision_record", "audit_verify", "run_record", "decay_monitor", "vnpy_orders")
 FLAGS = ("--quick", "--check")
 

@@ -43,22 +43,33 @@ def _days(first: date | None, last: date | None) -> tuple[date, date] | tuple[()
     return () if first is None and last is None else None
 
 
+SURFACE_NAMES = ("slack", "feishu")  # what `serve --surface` takes
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="quantdesk", description="QuantDesk research desk")
     parser.add_argument("--version", action="version", version=f"%(prog)s {version('quantdesk')}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("chat", help="local console on the same workflows (reads stdin)")
-    serve = sub.add_parser("serve", help="run the Slack bot (Socket Mode with SLACK_APP_TOKEN, else HTTP mode)")
+    serve = sub.add_parser("serve", help="run the chat bot: Slack (Socket Mode with SLACK_APP_TOKEN, else HTTP mode) "
+                                         "or Feishu (HTTP callbacks; the long connection without "
+                                         "FEISHU_VERIFICATION_TOKEN and FEISHU_ENCRYPT_KEY)")
+    serve.add_argument("--surface", choices=SURFACE_NAMES, default="slack",
+                       help="the chat surface served (default %(default)s)")
     serve.add_argument("--host", default="0.0.0.0",
                        help="address the HTTP mode listens on (default %(default)s; unused in Socket Mode)")
     serve.add_argument("--port", type=int, default=3000,
-                       help="port of the HTTP mode's /slack/events (default %(default)s; unused in Socket Mode)")
+                       help="port of the HTTP mode's /slack/events (default %(default)s; unused in Socket Mode; "
+                            "Feishu's HTTP callbacks: /feishu/events)")
     serve.add_argument("--no-worker", action="store_true",
                        help="run no job worker beside the listener (PostgreSQL: `quantdesk worker` processes run jobs)")
     worker = sub.add_parser("worker", help="run jobs from the PostgreSQL job queue (any number of hosts)")
     worker.add_argument("--concurrency", type=_positive, default=None,
                         help="jobs this process runs at once (default QUANTDESK_JOB_CONCURRENCY)")
     worker.add_argument("--parent", type=int, default=None, help=argparse.SUPPRESS)  # serve's child: exit with it
+    worker.add_argument("--surface", choices=SURFACE_NAMES, default=None,
+                        help="the surface whose jobs it runs (default: feishu when only FEISHU_APP_ID is set, else "
+                             "slack)")
     evaluate = sub.add_parser("eval", help="measure a workflow against the configured model on a dataset of requests")
     evaluate.add_argument("workflow", nargs="?", help="signal, factor, rule or analyze")
     evaluate.add_argument("--dataset", type=Path, help="a dataset JSON file (default: the workflow's shipped one)")
@@ -97,9 +108,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _worker(settings: Settings, concurrency: int | None, parent: int | None) -> int:
+def _worker_surface(settings: Settings, surface: str | None) -> str:
+    """The surface a worker posts to: the one named, else Feishu when only Feishu is configured (serve's child
+    worker inherits its environment), else Slack."""
+    if surface is not None:
+        return surface
+    return "feishu" if settings.feishu_app_id and settings.slack_bot_token is None else "slack"
+
+
+def _worker(settings: Settings, concurrency: int | None, parent: int | None, surface: str | None) -> int:
     """`quantdesk worker`: a procrastinate worker running the bot's jobs until SIGINT/SIGTERM (or, as the child
     of `serve`, until that process is gone)."""
+    from bot.feishu.serve import feishu_core
     from bot.jobs.child import exit_with_parent
     from bot.jobs.pg import PgJobQueue
     from bot.slack.serve import slack_core
@@ -108,8 +128,9 @@ def _worker(settings: Settings, concurrency: int | None, parent: int | None) -> 
     from tools.storage.db import redacted
 
     ctx = build_context(settings)
+    surface_core = feishu_core if _worker_surface(settings, surface) == "feishu" else slack_core
     with open_checkpointer(settings.database_url_value, max_connections=settings.checkpoint_pool_size) as checkpointer:
-        core = slack_core(ctx, checkpointer)  # a WebClient only: no Bolt app, no call to Slack until a job posts
+        core = surface_core(ctx, checkpointer)  # a client only: no listener, no call until a job posts
         queue = core.queue
         assert isinstance(queue, PgJobQueue)
         startup_done()
@@ -201,9 +222,12 @@ def _command(args: argparse.Namespace, settings: Settings) -> int:
             print(f"quantdesk: {NO_SEPARATE_WORKER}", file=sys.stderr)
             return 2
         if args.command == "worker":
-            return _worker(settings, args.concurrency, args.parent)
+            return _worker(settings, args.concurrency, args.parent, args.surface)
         settings = settings.model_copy(update={"in_process_worker": False})
-    from bot.slack.serve import serve
+    if args.surface == "feishu":
+        from bot.feishu.serve import serve
+    else:
+        from bot.slack.serve import serve
 
     ctx = build_context(settings)
     with open_checkpointer(settings.database_url_value, max_connections=settings.checkpoint_pool_size) as checkpointer:

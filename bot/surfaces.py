@@ -27,9 +27,13 @@ class SurfaceEntry:
 
 CONSOLE = SurfaceEntry("console", lambda team: team == CONSOLE_TEAM, lambda channel: channel == CONSOLE_CHANNEL,
                        ("console",))
-SLACK = SurfaceEntry("slack", lambda team: True, lambda channel: channel != CONSOLE_CHANNEL,  # every other team
+FEISHU_TEAM = "feishu"  # the team of Feishu threads (a self-built app serves one tenant); chats' ids start oc_
+FEISHU = SurfaceEntry("feishu", lambda team: team == FEISHU_TEAM, lambda channel: channel.startswith("oc_"),
+                      ("card form",))  # a card's button is recorded as "button", as Slack's are
+SLACK = SurfaceEntry("slack", lambda team: True,  # every other team
+                     lambda channel: channel != CONSOLE_CHANNEL and not FEISHU.serves_channel(channel),
                      ("button", "modal"))
-SURFACES: tuple[SurfaceEntry, ...] = (CONSOLE, SLACK)  # the first that owns a team is its surface
+SURFACES: tuple[SurfaceEntry, ...] = (CONSOLE, FEISHU, SLACK)  # the first that owns a team is its surface
 
 
 def surface_of(team_id: str) -> SurfaceEntry:

@@ -55,6 +55,12 @@ class Settings(BaseSettings):
     slack_app_token: SecretStr | None = Field(default=None, alias="SLACK_APP_TOKEN")
     slack_signing_secret: SecretStr | None = Field(default=None, alias="SLACK_SIGNING_SECRET")
     slack_api_url: str = Field(default="https://slack.com/api/", alias="SLACK_API_URL")
+    # Feishu (Lark): `quantdesk serve --surface feishu` (bot/feishu/); FEISHU_DOMAIN: feishu, lark or an origin URL
+    feishu_app_id: str | None = Field(default=None, alias="FEISHU_APP_ID")
+    feishu_app_secret: SecretStr | None = Field(default=None, alias="FEISHU_APP_SECRET")
+    feishu_verification_token: SecretStr | None = Field(default=None, alias="FEISHU_VERIFICATION_TOKEN")
+    feishu_encrypt_key: SecretStr | None = Field(default=None, alias="FEISHU_ENCRYPT_KEY")
+    feishu_domain: str = Field(default="feishu", alias="FEISHU_DOMAIN")
     approvers: Annotated[frozenset[str], NoDecode] = Field(default=frozenset(), alias="QUANTDESK_APPROVERS")
     # an assistant thread's status (assistant.threads.setStatus) is set again this often: Slack drops it after ~2 min
     assistant_status_refresh_seconds: float = Field(default=90.0, gt=0, le=110,

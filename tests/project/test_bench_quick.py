@@ -77,6 +77,16 @@ def test_slack_ack_quick(capsys: pytest.CaptureFixture[str]) -> None:
     assert f"{answered}/{answered}" in rows[1] and "not judged (quick)" in rows[1]
 
 
+def test_feishu_ack_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import feishu_ack, slack_load
+
+    load, answered = feishu_ack.run(quick=True)
+    assert len(load.latencies) == slack_load.QUICK_EVENTS and load.bad == 0 and answered == slack_load.QUICK_EVENTS
+    out = capsys.readouterr().out
+    (row,) = [line for line in out.splitlines() if line.startswith("  QuantDesk")]
+    assert len(_finite_figures(row)) == 5 and row.endswith("not judged (quick)")
+
+
 def test_slack_scale_quick(pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     from bench import slack_load, slack_scale
 

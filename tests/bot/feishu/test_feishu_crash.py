@@ -1,0 +1,62 @@
+"""A trader's click survives SIGKILL in Feishu: the host of `quantdesk serve --surface feishu` is killed as soon as
+the click is answered (its decision row written, its apply perhaps not started); a new process on the same database
+applies it exactly once: one fill, one result card."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from bot.stores.records import DecisionRecord, PostRecord
+from bot.stores.threads import thread_id_for
+from bot.surfaces import FEISHU_TEAM
+from testkit.fakes.feishu_server import FeishuServer
+from testkit.feishu import FeishuBot, button, card_action, card_text, deliver, message_event, new_id
+from testkit.wait import wait_until
+from tools.broker.records import PaperOrder
+from tools.storage.db import make_engine
+
+TRADER, ALICE = "ou_trader", "ou_alice"
+ENV = {"QUANTDESK_TRADERS": TRADER, "QUANTDESK_MAX_POSITION_WEIGHT": "0.5", "QUANTDESK_RECONCILE_INTERVAL": "0.5",
+       "QUANTDESK_DECISION_CLAIM_SECONDS": "2", "QUANTDESK_JOB_STALLED_TIMEOUT": "3"}
+
+
+def _settled(url: str, thread: str) -> bool:
+    """The decision applied and every post of the thread complete: nothing more can be posted."""
+    engine = make_engine(url)
+    try:
+        with Session(engine) as session:
+            decisions = session.scalars(select(DecisionRecord).where(DecisionRecord.thread_id == thread)).all()
+            posts = session.scalars(select(PostRecord).where(PostRecord.thread_id == thread)).all()
+    finally:
+        engine.dispose()
+    return bool(decisions) and all(d.applied_at for d in decisions) and all(p.completed_at for p in posts)
+
+
+def test_sigkill_right_after_a_click_fills_the_order_once(feishu: FeishuServer, tmp_path: Path) -> None:
+    url, chat, root = f"sqlite:///{tmp_path / 'q.db'}", "oc_crash", new_id()
+    bot = FeishuBot(feishu.url, url, tmp_path, **ENV)
+    assert deliver(bot.url, message_event(chat, ALICE, "order 600519.SH buy 100", root))[0] == 200
+    card = wait_until(lambda: next((c for c in feishu.fake.thread(root) if c.card
+                                    and "Approval: " in card_text(c.card)), None), "the approval card")
+    status, answer = deliver(bot.url, card_action(TRADER, chat, card.message_id,
+                                                  button(card.card or {}, "Approve")["value"]))
+    assert status == 200 and answer["toast"]["type"] == "success"  # the decision row is in the database
+    assert bot.kill_host() == -9
+    again = FeishuBot(feishu.url, url, tmp_path, **ENV)
+    thread = thread_id_for(FEISHU_TEAM, chat, root)
+    try:
+        wait_until(lambda: _settled(url, thread), "the decision applied and every post complete", 60)
+    finally:
+        again.stop()
+    engine = make_engine(url)
+    try:
+        with Session(engine) as session:
+            orders = session.scalars(select(PaperOrder).where(PaperOrder.thread_id == thread)).all()
+    finally:
+        engine.dispose()
+    assert [(o.status, o.approved_by) for o in orders] == [("filled", TRADER)]
+    results = {c.message_id for c in feishu.fake.thread(root) if c.card and "Order filled" in card_text(c.card)}
+    assert len(results) == 1
