@@ -6,6 +6,7 @@ import ctypes.util
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import textwrap
 import threading
@@ -17,7 +18,9 @@ import pandas as pd
 import pytest
 
 from testkit.paths import REPO
+from testkit.wait import wait_until
 from tools.sandbox import Level, Limits, Sandbox, SandboxUnavailable, detect, host
+from tools.sandbox.host import SandboxResult
 
 FAST = Limits(wall_seconds=5, cpu_seconds=4, memory_bytes=512 << 20)
 
@@ -580,3 +583,39 @@ def test_legitimate_code_matches_in_process(sandbox: Sandbox, close: pd.DataFram
     assert res.ok, res.error
     (out_name,) = res.outputs
     pd.testing.assert_frame_equal(res.outputs[out_name], expected[out_name], check_freq=False)
+
+
+def _descendants(root: int) -> set[int]:
+    """Every process below `root` (a sandbox worker: its isolation wrapper, its fork server and a run's child)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    parents[int(entry)] = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except OSError:  # it ended meanwhile
+                continue
+    found, frontier = set(), {root}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def test_a_worker_killed_mid_run_is_replaced_and_the_code_runs_again(raw_sandbox: Sandbox) -> None:
+    """A worker that dies or stops answering is the host's trouble, not the code's: the code runs again on a new
+    worker (a machine under load must not turn into 'your code crashed')."""
+    raw_sandbox.warm()
+    worker = raw_sandbox._idle.queue[-1]  # the next one taken (a LIFO queue)
+    assert worker is not None
+    idle = _descendants(worker.proc.pid)
+    results: list[SandboxResult] = []
+    run = threading.Thread(target=lambda: results.append(raw_sandbox.run(
+        "import time\ntime.sleep(1.5)\nresult = 4", limits=FAST)))
+    run.start()
+    wait_until(lambda: _descendants(worker.proc.pid) - idle, "the worker to fork the run's child", 30)
+    os.killpg(worker.proc.pid, signal.SIGKILL)  # the worker's whole session: it never answers this run
+    run.join(60)
+    (result,) = results
+    assert result.ok, result.error
+    assert result.outputs == {"result": 4}

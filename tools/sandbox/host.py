@@ -79,6 +79,9 @@ def _warn_below_full(level: Level, reason: str) -> None:
     log.warning("sandbox runs at %s isolation, below full: %s", level.value, reason)
 
 
+WORKER_ATTEMPTS = 2  # workers a request is sent to when one stops answering
+
+
 class _Worker:
     """One warm worker process and its pipes."""
 
@@ -202,21 +205,27 @@ class Sandbox:
         return result
 
     def _dispatch(self, request: dict, blobs: list[bytes], limits: Limits) -> tuple[dict | None, list[bytes]]:
+        """The worker's answer; (None, []) when a worker stopped answering twice. A worker that dies or hangs (not
+        the code: the worker reports the code's timeouts and crashes itself) is replaced and the request sent once
+        more to the new one, which is safe: the code's only effect is its answer."""
         if self._closed:
             raise SandboxUnavailable("the sandbox is closed")
-        worker = self._idle.get()
-        try:
-            if worker is None or not worker.alive():
-                worker = _Worker(self._spec_args)
-            answer = worker.run(request, blobs, limits)
-            if answer is None:
-                log.warning("sandbox worker stopped answering; restarting it")
+        for attempt in range(WORKER_ATTEMPTS):
+            worker = self._idle.get()
+            try:
+                if worker is None or not worker.alive():
+                    worker = _Worker(self._spec_args)
+                answer = worker.run(request, blobs, limits)
+                if answer is not None:
+                    return answer
+                again = attempt + 1 < WORKER_ATTEMPTS
+                log.warning("sandbox worker stopped answering; restarting it%s", " and sending the code again"
+                            if again else "")
                 worker.kill()
                 worker = None
-                return None, []
-            return answer
-        finally:
-            self._idle.put(worker)
+            finally:
+                self._idle.put(worker)
+        return None, []
 
     def close(self) -> None:
         self._closed = True
@@ -234,7 +243,8 @@ def _line(code: str, lineno: int) -> str | None:
 
 def _interpret(status: dict | None, data: list[bytes], limits: Limits, code: str) -> SandboxResult:
     if status is None:
-        return SandboxResult(False, error=SandboxError("crashed", "the sandbox worker died; it was restarted"))
+        return SandboxResult(False, error=SandboxError(
+            "crashed", "the sandbox worker stopped answering twice (the host may be overloaded); it was restarted"))
     if status["timed_out"]:
         return SandboxResult(False, error=SandboxError(
             "timeout", f"the code ran longer than the {limits.wall_seconds:g}-second wall-clock limit"))
