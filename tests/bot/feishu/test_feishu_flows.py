@@ -6,6 +6,8 @@ passes the card schema the fake enforces."""
 
 from __future__ import annotations
 
+from sqlalchemy import text
+
 from testkit.fakes.feishu_server import Call, FeishuServer, card_problems
 from testkit.feishu import (
     FeishuBot,
@@ -18,6 +20,7 @@ from testkit.feishu import (
     new_id,
 )
 from testkit.wait import wait_until
+from tools.storage.db import make_engine
 
 ALICE, BOB = "ou_alice", "ou_bob"
 
@@ -60,10 +63,22 @@ def test_a_clarify_question_is_answered_in_its_thread(feishu: FeishuServer, bot:
     wait_until(lambda: [c for c in feishu.fake.thread(root) if c.args.get("msg_type") == "image"], "the chart")
 
 
+def _all_done(database_url: str) -> bool:
+    """Every message taken in has had its run end (the inbox row's done_at is set as its job ends)."""
+    engine = make_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(text("SELECT done_at FROM inbox")).all()
+    finally:
+        engine.dispose()
+    return bool(rows) and all(row.done_at is not None for row in rows)
+
+
 def test_the_status_cards_stop_is_for_the_requester(feishu: FeishuServer, bot: FeishuBot) -> None:
     chat = "oc_flows_stop"
     root = _say(bot, chat, ALICE, "signal rsi 600519.SH")
-    _card_in(feishu, root, "date range")  # the run waits: nothing runs
+    _card_in(feishu, root, "date range")  # the run waits: nothing runs once its job has ended
+    wait_until(lambda: _all_done(bot.database_url), "the request's job to end")
     status = next(c for c in feishu.fake.thread(root) if c.card and "Stop" in card_text(c.card))
     stop = button(status.card or {}, "Stop")["value"]
     bob = deliver(bot.url, card_action(BOB, chat, status.message_id, stop))[1]
