@@ -13,9 +13,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from bot.stores.threads import thread_id_for
 from testkit.fakes.slack_server import SlackServer
 from testkit.pg_cluster import PrivateCluster
-from testkit.slack import BotProcess, event_body, in_thread, mention, new_ts, post, text_of
+from testkit.slack import TEAM, BotProcess, event_body, in_thread, mention, new_ts, post, text_of
 from testkit.wait import wait_until
 from tools.storage.db import make_engine
 from tools.storage.migrate import upgrade
@@ -55,6 +56,18 @@ def _answers(slack: SlackServer, root: str) -> int:
                and text_of(c).startswith(RESULT))
 
 
+def _thread_state(slack: SlackServer, url: str, root: str) -> dict[str, object]:
+    """What an unanswered thread shows: its posts, its inbox row and its jobs."""
+    thread_id = thread_id_for(TEAM, CHANNEL, root)
+    with psycopg.connect(url) as conn:
+        inbox = conn.execute("SELECT key, enqueued_at IS NOT NULL, done_at IS NOT NULL FROM inbox "
+                             "WHERE thread_id = %s", (thread_id,)).fetchall()
+        jobs = conn.execute("SELECT id, task_name, status::text, attempts FROM procrastinate_jobs WHERE lock = %s",
+                            (thread_id,)).fetchall()
+    posts = [(c.ok, text_of(c)[:60]) for c in slack.fake.of("chat.postMessage") if in_thread(CHANNEL, root)(c)]
+    return {"posts": posts, "inbox": inbox, "jobs": jobs}
+
+
 def _queue(url: str) -> dict[str, int]:
     """procrastinate's jobs by status (a succeeded job is deleted)."""
     with psycopg.connect(url) as connection:
@@ -82,9 +95,11 @@ def test_every_thread_is_answered_exactly_once_across_a_postgresql_restart(clust
             for root in roots[BEFORE:]:
                 assert post(bot.url, event_body(mention(CHANNEL, ALICE, REQUEST, root)), "application/json")[0] == 200
             wait_until(lambda: all(_answers(slack, root) for root in roots), "every thread answered", 300,
-                       seen=lambda: {"unanswered": [roots.index(r) for r in roots if not _answers(slack, r)],
+                       seen=lambda: {"unanswered": {roots.index(r): _thread_state(slack, database, r)
+                                                    for r in roots if not _answers(slack, r)},
                                      "not taken": [text_of(c) for c in slack.fake.of("chat.postMessage")
-                                                   if "could not take" in text_of(c)]})
+                                                   if "could not take" in text_of(c)],
+                                     "output": bot.output()[-3000:]})
             wait_until(lambda: not _unfinished(database) and not _queue(database), "the queue empty", 60)
         finally:
             bot.stop()
