@@ -15,7 +15,7 @@ from pathlib import Path
 from bench import goals
 from bench.slack_load import Load, sizes
 from bot.feishu.callbacks import Callbacks
-from bot.feishu.http import PATH, HttpListener, serve_in_thread
+from bot.feishu.http import PATH, HttpListener
 from bot.feishu.serve import feishu_core
 from bot.feishu.surface import FeishuSurface
 from bot.jobs import start_serve_worker
@@ -72,7 +72,7 @@ def run(quick: bool = False) -> tuple[Load, int]:
             worker = start_serve_worker(core.queue, core)  # runs are jobs: without a worker nothing is posted
             server = HttpListener(handlers.dispatcher(ENCRYPT_KEY, VERIFICATION_TOKEN), handlers.after, "127.0.0.1",
                                   0)
-            serve_in_thread(server)
+            server.serve_in_thread()
             try:
                 load = fire(f"http://127.0.0.1:{server.port}{PATH}", callbacks, concurrency)
                 count = answered(feishu, load.threads, QUICK_ANSWER_TIMEOUT if quick else ANSWER_TIMEOUT)

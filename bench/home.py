@@ -22,7 +22,7 @@ from bench import goals
 from bot.core.background import BackgroundService
 from bot.jobs import start_serve_worker
 from bot.slack.app import build_app
-from bot.slack.http import make_server, serve_in_thread
+from bot.slack.http import make_server
 from bot.slack.serve import slack_core
 from bot.startup import build_context
 from graphs.checkpointer import open_checkpointer
@@ -98,7 +98,7 @@ def run(quick: bool = False) -> list[Round]:
             background = BackgroundService(core, settings.reconcile_interval_seconds)
             background.start()
             server = make_server(app, "127.0.0.1", 0)
-            serve_in_thread(server)
+            server.serve_in_thread()
             url = f"http://127.0.0.1:{server.port}/slack/events"
             try:
                 post(url, event_body(home_opened(TRADER)), "application/json")

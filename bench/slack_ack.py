@@ -20,7 +20,7 @@ from bench import goals
 from bench.slack_load import GOAL_RATIO, Load, answered, fire, meets, sizes
 from bot.jobs import start_serve_worker
 from bot.slack.app import build_app
-from bot.slack.http import make_server, serve_in_thread
+from bot.slack.http import make_server
 from bot.slack.serve import slack_core
 from bot.startup import build_context
 from graphs.checkpointer import open_checkpointer
@@ -58,7 +58,7 @@ def run(quick: bool = False) -> tuple[Load, Load, int]:
             bare_app.event("app_mention")(lambda: None)
             servers = [make_server(app, "127.0.0.1", 0), make_server(bare_app, "127.0.0.1", 0)]
             for server in servers:
-                serve_in_thread(server)
+                server.serve_in_thread()
             quant_url, bare_url = (f"http://127.0.0.1:{s.port}/slack/events" for s in servers)
             try:
                 first, question = _first_message(slack, quant_url)

@@ -25,7 +25,7 @@ from pathlib import Path
 from bench import goals
 from bench.slack_load import GOAL_RATIO, REQUEST, Load, fire, sizes
 from bot.slack.app import build_app
-from bot.slack.http import make_server, serve_in_thread
+from bot.slack.http import make_server
 from bot.slack.serve import slack_core
 from bot.startup import build_context
 from graphs.checkpointer import open_checkpointer
@@ -98,7 +98,7 @@ def run(quick: bool = False) -> Result:
             core = slack_core(ctx, checkpointer)
             server = make_server(build_app(settings, core.surface.client, core),  # type: ignore[attr-defined]
                                  "127.0.0.1", 0)  # raises this process's open-file limit to its hard limit
-            serve_in_thread(server)
+            server.serve_in_thread()
             url = f"http://127.0.0.1:{server.port}/slack/events"
             try:
                 for n in range(concurrency):  # warm-up: the first acks build what later ones reuse

@@ -18,7 +18,7 @@ from slack_sdk import WebClient
 
 from bench.pg import PostgresUnavailable, scratch_database
 from bench.slack_load import GOAL_RATIO, Load, answered, fire, sizes, verdict
-from bot.slack.http import make_server, serve_in_thread
+from bot.slack.http import make_server
 from testkit.fakes.slack_server import SlackServer
 from testkit.slack import SECRET, BotProcess
 from tools.storage.db import make_engine
@@ -55,7 +55,7 @@ def run(quick: bool = False) -> list[Row]:
         bare = App(client=WebClient(token="xoxb-bench", base_url=slack.url), signing_secret=SECRET)
         bare.event("app_mention")(lambda: None)
         server = make_server(bare, "127.0.0.1", 0)
-        serve_in_thread(server)
+        server.serve_in_thread()
         try:
             rows = [Row("bare Bolt app", fire(f"http://127.0.0.1:{server.port}/slack/events", "1", events,
                                               concurrency), None),

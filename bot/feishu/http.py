@@ -7,19 +7,15 @@ BODY_SECONDS too (408); GET /healthz answers ok."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import socket
-import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import lark_oapi as lark
-import uvicorn
 from lark_oapi.core.const import LARK_REQUEST_NONCE, LARK_REQUEST_SIGNATURE, LARK_REQUEST_TIMESTAMP
 from lark_oapi.core.model import RawRequest, RawResponse
 
+from bot.asgi import BodyTooLarge, Listener, Message, Receive, Send, answer, read_body
 from bot.feishu.callbacks import AfterAnswer, run_after
 
 log = logging.getLogger(__name__)
@@ -28,21 +24,7 @@ PATH = "/feishu/events"
 MAX_BODY_BYTES = 1 << 20  # Feishu's callbacks are a few kB
 BODY_SECONDS = 10  # a request whose body has not all arrived by then is answered 408
 THREADS = 16
-BACKLOG = 2048
 HEADERS = {name.lower(): name for name in (LARK_REQUEST_TIMESTAMP, LARK_REQUEST_NONCE, LARK_REQUEST_SIGNATURE)}
-
-Message = dict[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-
-
-class _Server(uvicorn.Server):
-    """uvicorn's server without its signal handlers: `serve`'s own stay."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
 
 class _Asgi:
     def __init__(self, dispatcher: lark.EventDispatcherHandler, after: AfterAnswer) -> None:
@@ -54,20 +36,20 @@ class _Asgi:
         if scope["type"] != "http":
             return
         if scope["method"] == "GET" and scope["path"] == "/healthz":
-            await _answer(send, 200, b"ok", b"text/plain")
+            await answer(send, 200, b"ok")
         elif scope["method"] != "POST" or scope["path"] != PATH:
-            await _answer(send, 404, b"Not Found", b"text/plain")
+            await answer(send, 404, b"Not Found")
         else:
             await self._callback(scope, receive, send)
 
     async def _callback(self, scope: Message, receive: Receive, send: Send) -> None:
         try:
-            body = await asyncio.wait_for(_body(receive), BODY_SECONDS)
-        except _TooLarge:
-            await _answer(send, 413, b"Request body too large", b"text/plain")
+            body = await asyncio.wait_for(read_body(receive, MAX_BODY_BYTES), BODY_SECONDS)
+        except BodyTooLarge:
+            await answer(send, 413, b"Request body too large")
             return
         except TimeoutError:
-            await _answer(send, 408, b"Request body timed out", b"text/plain")
+            await answer(send, 408, b"Request body timed out")
             return
         request = RawRequest()
         request.uri = scope["path"]
@@ -76,7 +58,7 @@ class _Asgi:
             key = name.decode("latin-1").lower()
             request.headers[HEADERS.get(key, key)] = value.decode("latin-1")
         response, work = await asyncio.get_running_loop().run_in_executor(self._pool, self._dispatch, request)
-        await _answer(send, int(response.status_code or 500), response.content or b"", b"application/json")
+        await answer(send, int(response.status_code or 500), response.content or b"", b"application/json")
         for job in work:
             self._later.submit(run_after, job)
 
@@ -91,54 +73,12 @@ class _Asgi:
         self._later.shutdown(wait=True)
 
 
-class _TooLarge(Exception):
-    pass
+class HttpListener(Listener):
+    """The callback listener, bound at construction: `serve_forever()` in the calling thread, `shutdown()` from
+    another."""
 
-
-async def _body(receive: Receive) -> bytes:
-    chunks, size = [], 0
-    while True:
-        message = await receive()
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise _TooLarge
-        chunks.append(chunk)
-        if not message.get("more_body"):
-            return b"".join(chunks)
-
-
-async def _answer(send: Send, status: int, data: bytes, content_type: bytes) -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", content_type + b"; charset=utf-8"),
-                            (b"content-length", str(len(data)).encode())]})
-    await send({"type": "http.response.body", "body": data})
-
-
-class HttpListener:
-    """The listener, bound at construction: `serve_forever()` in the calling thread, `shutdown()` from another."""
+    thread_name = "quantdesk-feishu-http"
 
     def __init__(self, dispatcher: lark.EventDispatcherHandler, after: AfterAnswer, host: str, port: int) -> None:
-        self._socket = socket.create_server((host, port), backlog=BACKLOG)
-        self._asgi = _Asgi(dispatcher, after)
-        self._server = _Server(uvicorn.Config(self._asgi, ws="none", lifespan="off", access_log=False,
-                                              log_config=None, backlog=BACKLOG, server_header=False))
+        super().__init__(_Asgi(dispatcher, after), host, port)
 
-    @property
-    def port(self) -> int:
-        return int(self._socket.getsockname()[1])
-
-    def serve_forever(self) -> None:
-        try:
-            self._server.run(sockets=[self._socket])
-        finally:
-            self._asgi.close()
-
-    def shutdown(self) -> None:
-        self._server.should_exit = True
-
-
-def serve_in_thread(listener: HttpListener) -> threading.Thread:
-    thread = threading.Thread(target=listener.serve_forever, daemon=True, name="quantdesk-feishu-http")
-    thread.start()
-    return thread

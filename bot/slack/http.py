@@ -9,20 +9,17 @@ ok."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import resource
-import socket
-import threading
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
-import uvicorn
 from slack_bolt import App
 from slack_bolt.request import BoltRequest
 from slack_bolt.response import BoltResponse
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from bot.asgi import BodyTooLarge, Listener, Message, Receive, Send, answer, read_body
 
 log = logging.getLogger(__name__)
 
@@ -30,13 +27,7 @@ MAX_BODY_BYTES = 1 << 20  # Slack's payloads are a few kB
 THREADS = 16  # requests handled at once: an ack is a few ms of database work, so bursts queue only briefly
 HEAD_SECONDS = 20  # a new or kept-alive connection without a complete request head by then is closed
 BODY_SECONDS = 10  # a request whose body has not all arrived by then is answered 408 and closed
-BACKLOG = 2048  # a small backlog resets connections when Slack sends bursts
 WANTED_FILES = 10_000  # open files (one a connection) below which the listener warns at start
-
-Message = dict[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-
 
 def raise_file_limit(wanted: int = WANTED_FILES) -> int:
     """Raise this process's open-file limit to its hard limit (each connection holds a file); warn when that is
@@ -89,18 +80,6 @@ class _Protocol(HttpToolsProtocol):
             self._head_deadline = None
 
 
-class _Server(uvicorn.Server):
-    """uvicorn's server without its signal handlers: `serve`'s own stay (SIGTERM ends the process, as before)."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
-class _TooLarge(Exception):
-    pass
-
-
 class _BoltAsgi:
     """The ASGI application: /healthz, and complete requests on `path` handed to Bolt on a thread pool."""
 
@@ -113,9 +92,9 @@ class _BoltAsgi:
             return
         method, path = scope["method"], scope["path"]
         if method == "GET" and path == "/healthz":
-            await _answer(send, 200, "ok")
+            await answer(send, 200, b"ok")
         elif method != "POST" or path != self._path:
-            await _answer(send, 404, "Not Found")
+            await answer(send, 404, b"Not Found")
         else:
             await self._bolt(scope, receive, send)
 
@@ -124,16 +103,17 @@ class _BoltAsgi:
         for name, value in scope["headers"]:
             fields.setdefault(name.decode("latin-1").lower(), []).append(value.decode("latin-1"))
         length = fields.get("content-length", ["0"])[0]
+        too_large = f"Request body exceeds max_body ({self._max_body} bytes)".encode()
         if length.isdigit() and int(length) > self._max_body:
-            await _answer(send, 413, f"Request body exceeds max_body ({self._max_body} bytes)", close=True)
+            await answer(send, 413, too_large, close=True)
             return
         try:
-            body = await asyncio.wait_for(self._body(receive), self._body_seconds)
-        except _TooLarge:
-            await _answer(send, 413, f"Request body exceeds max_body ({self._max_body} bytes)", close=True)
+            body = await asyncio.wait_for(read_body(receive, self._max_body), self._body_seconds)
+        except BodyTooLarge:
+            await answer(send, 413, too_large, close=True)
             return
         except TimeoutError:
-            await _answer(send, 408, "Request body timed out", close=True)
+            await answer(send, 408, b"Request body timed out", close=True)
             return
         headers: dict[str, str | Sequence[str]] = dict(fields)
         request = BoltRequest(body=body.decode("utf-8", errors="replace"),  # not UTF-8: its signature fails (401)
@@ -146,62 +126,21 @@ class _BoltAsgi:
                                 for k, values in response.headers.items() for v in values]})
         await send({"type": "http.response.body", "body": response.body.encode("utf-8")})
 
-    async def _body(self, receive: Receive) -> bytes:
-        chunks, size = [], 0
-        while True:
-            message = await receive()
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self._max_body:
-                raise _TooLarge
-            chunks.append(chunk)
-            if not message.get("more_body"):
-                return b"".join(chunks)
-
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-async def _answer(send: Send, status: int, text: str, close: bool = False) -> None:
-    data = text.encode()
-    headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(data)).encode())]
-    await send({"type": "http.response.start", "status": status,
-                "headers": headers + ([(b"connection", b"close")] if close else [])})
-    await send({"type": "http.response.body", "body": data})
-
-
-class HttpListener:
-    """The listener, bound at construction: `serve_forever()` in the calling thread, `shutdown()` from any other."""
+class HttpListener(Listener):
+    """Bolt's listener, bound at construction: `serve_forever()` in the calling thread, `shutdown()` from any other."""
 
     def __init__(self, app: App, host: str, port: int, path: str = "/slack/events", max_body: int = MAX_BODY_BYTES,
                  head_seconds: int = HEAD_SECONDS, body_seconds: float = BODY_SECONDS) -> None:
         raise_file_limit()
-        self._socket = socket.create_server((host, port), backlog=BACKLOG)
-        self._asgi = _BoltAsgi(app, path, max_body, body_seconds)
-        self._server = _Server(uvicorn.Config(self._asgi, http=_Protocol, ws="none", lifespan="off", access_log=False,
-                                              log_config=None, backlog=BACKLOG, server_header=False,
-                                              timeout_keep_alive=head_seconds))
-
-    @property
-    def port(self) -> int:
-        return int(self._socket.getsockname()[1])
-
-    def serve_forever(self) -> None:
-        try:
-            self._server.run(sockets=[self._socket])
-        finally:
-            self._asgi.close()
-
-    def shutdown(self) -> None:
-        self._server.should_exit = True
+        super().__init__(_BoltAsgi(app, path, max_body, body_seconds), host, port, http=_Protocol,
+                         timeout_keep_alive=head_seconds)
 
 
 def make_server(app: App, host: str, port: int, path: str = "/slack/events", max_body: int = MAX_BODY_BYTES,
                 head_seconds: int = HEAD_SECONDS, body_seconds: float = BODY_SECONDS) -> HttpListener:
     return HttpListener(app, host, port, path, max_body, head_seconds, body_seconds)
 
-
-def serve_in_thread(listener: HttpListener) -> threading.Thread:
-    thread = threading.Thread(target=listener.serve_forever, daemon=True, name="quantdesk-http")
-    thread.start()
-    return thread

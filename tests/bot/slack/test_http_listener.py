@@ -17,7 +17,7 @@ from slack_bolt import App
 from slack_sdk import WebClient
 from slack_sdk.signature import SignatureVerifier
 
-from bot.slack.http import MAX_BODY_BYTES, make_server, raise_file_limit, serve_in_thread
+from bot.slack.http import MAX_BODY_BYTES, make_server, raise_file_limit
 from testkit.fakes.slack_server import SlackServer
 
 SECRET = "listener-secret"
@@ -34,7 +34,7 @@ def _listen(slack: SlackServer, **deadlines: int) -> Iterator[tuple[int, list[st
         ack()
 
     server = make_server(app, "127.0.0.1", 0, **deadlines)
-    serve_in_thread(server)
+    server.serve_in_thread()
     yield server.port, seen
     server.shutdown()
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.slack.app import build_app
-from bot.slack.http import make_server, serve_in_thread
+from bot.slack.http import make_server
 from bot.slack.serve import slack_core
 from bot.startup import build_context
 from graphs.checkpointer import open_checkpointer
@@ -33,7 +33,7 @@ def slack_url(tmp_path: Path) -> Iterator[tuple[SlackServer, str]]:
             core = slack_core(ctx, checkpointer)
             server = make_server(build_app(settings, core.surface.client, core),  # type: ignore[attr-defined]
                                  "127.0.0.1", 0)
-            serve_in_thread(server)
+            server.serve_in_thread()
             try:
                 yield slack, f"http://127.0.0.1:{server.port}/slack/events"
             finally:
