@@ -253,26 +253,24 @@ def test_a_person_budget_reached_mid_decision_stops_at_the_next_call_and_the_nex
     assert done.status == "waiting", done.text  # the order card: the decision ran
 
 
-def _five_calls(runner: Runner, models: ScriptedModels, summaries: int = 1) -> None:
+def _five_calls(runner: Runner, models: ScriptedModels) -> None:
     """A depth-3 decision scripted for its first five calls of 1,000 tokens (market, bull, bear, bull, research
     manager): a run stopped before the sixth uses exactly these."""
     made = ("market", "bull", "bear", "research manager")
     _desk(runner, models, {key: [_used(m) for m in queue] for key, queue in desk_scripts((1, 2)).items()
-                           if any(role in key for role in made)}, summaries=summaries)
+                           if any(role in key for role in made)}, summaries=1)
 
 
-def test_a_runs_own_token_budget_stops_each_run_at_its_limit_whatever_the_day_spent(
-        runner: Runner, models: ScriptedModels) -> None:
+def test_a_runs_own_token_budget_stops_the_run_at_its_limit(runner: Runner, models: ScriptedModels) -> None:
     runner.context = dataclasses.replace(runner.context, token_budget_run=4500)
-    for thread, summaries in (("console-run1", 1), ("console-run2", 0)):  # the second run has a budget of its own
-        _five_calls(runner, models, summaries)  # (the market summary the first run wrote is read, not written)
-        stopped = runner.start(thread, "analyze 600519.SH depth=3 analysts=market", user=USER, account=CHANNEL)
-        assert stopped.status == "done" and stopped.result is None
-        assert stopped.text == ("Stopped before the next model call: this run's token budget is spent (5,000 of "
-                                "4,500 tokens). Nothing of this run was kept as a result. Ask for less (a lower "
-                                "depth, fewer codes or analysts), or ask an admin to raise QUANTDESK_TOKEN_BUDGET_RUN.")
+    _five_calls(runner, models)
+    stopped = runner.start("console-run1", "analyze 600519.SH depth=3 analysts=market", user=USER, account=CHANNEL)
+    assert stopped.status == "done" and stopped.result is None
+    assert stopped.text == ("Stopped before the next model call: this run's token budget is spent (5,000 of "
+                            "4,500 tokens). Nothing of this run was kept as a result. Ask for less (a lower "
+                            "depth, fewer codes or analysts), or ask an admin to raise QUANTDESK_TOKEN_BUDGET_RUN.")
     assert list_decisions(runner.context.engine, runner.context.desk_namespace, "600519.SH") == []
-    assert sorted(r.status for r in RunStore(runner.context.engine).recent(user=USER)) == ["stopped", "stopped"]
+    assert [r.status for r in RunStore(runner.context.engine).recent(user=USER)] == ["stopped"]
 
 
 def test_a_daily_money_budget_stops_the_run_at_the_next_call_priced_by_the_table(
