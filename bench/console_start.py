@@ -1,9 +1,9 @@
 """`quantdesk chat` on a pseudo-terminal: the time from starting it until its prompt `quant> ` shows, warm (the data
 dir made by a first start), median of STARTS starts, beside `python -c "import bot.cli"` in the same run (the
 reference); goal: the prompt within GOAL_S. Also the time until the first command (`help`, typed as soon as the
-prompt shows) has answered, beside the same command piped in (stdin not a terminal: no early prompt, the session
-is built before the first line is read, as every start was before the prompt came first), in the same run; goal:
-no slower than that.
+prompt shows) has answered (from the light layer while the session warms up: bot/console/early.py), goal: within
+GOAL_S too (issue 37); beside it the same command piped in (stdin not a terminal: the session is built before the
+first line is read, as every start was before the prompt came first).
 
 `python -m bench console_start`; `run(quick=True)`: one start on a fresh data dir, nothing judged (tests call it)."""
 
@@ -150,13 +150,13 @@ def run(quick: bool = False) -> Result:
     kind = "warm (second start on the same data dir)" if result.warm else "cold (fresh data dir)"
     verdict = goals.judge(f"start → prompt <= {GOAL_S:.1f} s", result.prompt_s <= GOAL_S, quick)
     print(f"quantdesk chat on a pseudo-terminal, {kind}, median of {len(starts)} start(s); reference: "
-          f"python -c \"import bot.cli\" in this run; goal: prompt <= {GOAL_S:.1f} s")
+          f"python -c \"import bot.cli\" in this run; goal: prompt and help each <= {GOAL_S:.1f} s")
     print(f"  {'':28} {'s':>7} {'import s':>9} {'ratio':>7}  goal")
     print(f"  {'start → prompt':28} {result.prompt_s:7.3f} {result.reference_s:9.3f} "
           f"{result.prompt_s / result.reference_s:6.2f}x  <= {GOAL_S:.1f} s: {verdict}")
-    first = goals.judge("start → help answered <= piped", result.help_s <= result.piped_s, quick)
+    first = goals.judge(f"start → help answered <= {GOAL_S:.1f} s", result.help_s <= GOAL_S, quick)
     print(f"  {'start → help answered':28} {result.help_s:7.3f} {result.reference_s:9.3f} "
-          f"{result.help_s / result.reference_s:6.2f}x  <= piped: {first}")
+          f"{result.help_s / result.reference_s:6.2f}x  <= {GOAL_S:.1f} s: {first}")
     print(f"  {'start → help, piped (before)':28} {result.piped_s:7.3f} {result.reference_s:9.3f} "
           f"{result.piped_s / result.reference_s:6.2f}x  -")
     return result

@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from graphs.context import WorkflowContext
-from tools.rules.schedule import CatchUp
+if TYPE_CHECKING:
+    from graphs.context import WorkflowContext
+    from tools.rules.schedule import CatchUp
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from sqlalchemy import Engine
 
+from graphs.model_roles import DEEP, LIGHT
 from tools.access.roles import RoleSet
 from tools.broker.config import TradingConfig
 from tools.broker.protocol import Broker
@@ -180,7 +181,6 @@ def trades_anywhere(roles: Roles, user: str | None) -> bool:
     return user is not None and user in all_traders(roles)
 
 
-MAIN, LIGHT, DEEP = "main", "light", "deep"  # the model roles a workflow gives its agents (each its models.py)
 
 
 def model_for(context: Models, role: str) -> BaseChatModel | None:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from graphs.context import WorkflowContext
+if TYPE_CHECKING:
+    from graphs.context import WorkflowContext
 
 
 @dataclass(frozen=True)
@@ -50,4 +52,4 @@ class HomePanel:
         return [action for row in self.rows for action in row.actions]
 
 
-HomeSection = Callable[[WorkflowContext, str], list[HomePanel]]  # (context, user) -> its panels, none when empty
+HomeSection = Callable[["WorkflowContext", str], list[HomePanel]]  # (context, user) -> its panels, none when empty

@@ -21,9 +21,10 @@ from pydantic import BaseModel, Field
 
 from graphs.clarify import is_cancel
 from graphs.common import message_text
-from graphs.context import LIGHT, WorkflowContext, model_for
+from graphs.context import WorkflowContext, model_for
 from graphs.grammar import first_word
 from graphs.llm import MODEL_FAILURES, describe_model_failure, invoke_structured, language_instruction
+from graphs.model_roles import LIGHT
 from graphs.registry import WORKFLOWS, workflow_for
 from tools.i18n import N_, _
 

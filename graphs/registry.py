@@ -1,79 +1,68 @@
 """The workflow registry: the one place a workflow is named. The main router, the `/quant` subcommand table,
 the console, help, the result renderers and the background service all read it. Adding a workflow is one package
-plus one entry."""
+plus one entry.
+
+Reading it is light: what help and the grammar need (words, usages, summaries, the libraries' names) is imported,
+and every graph, presenter, command handler and background job is named by its module (`Lazy`), imported at its
+first use, so `help` is answered before any graph is built."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from graphs import syntax  # the command grammar, built from this module's tables at its first read
-from graphs.access import roles_command
-from graphs.analyze.commands import decisions_command
-from graphs.analyze.deps import AnalyzeDeps
 from graphs.analyze.grammar import USAGE as ANALYZE_USAGE
 from graphs.analyze.grammar import WORDS as ANALYZE_WORDS
 from graphs.analyze.grammar import starts_request as analyze_starts
-from graphs.analyze.graph import build_analyze_graph
-from graphs.analyze.measures import measure_decision
 from graphs.analyze.models import MODELS as DESK_MODELS
-from graphs.analyze.present import present_decision
-from graphs.analyze.resolution import resolve_pass
 from graphs.background import BackgroundJob
-from graphs.context import WorkflowContext, has_role
-from graphs.factor.decay import decay_job
-from graphs.factor.decay_view import STATUS_USAGE, factor_status
-from graphs.factor.deps import FactorDeps
-from graphs.factor.graph import build_factor_graph
 from graphs.factor.library import FACTORS
-from graphs.factor.measures import measure_factor
 from graphs.factor.models import MODELS as FACTOR_MODELS
-from graphs.factor.present import factor_list, factor_show, present_factor
-from graphs.factor.save_anyway import USAGE as SAVE_USAGE
-from graphs.factor.save_anyway import factor_save
+from graphs.factor.spec import SAVE_USAGE, STATUS_USAGE
 from graphs.factor.spec import WORDS as FACTOR_WORDS
 from graphs.factor.spec import looks_structured as factor_structured
 from graphs.factor.spec import starts_request as factor_starts
 from graphs.grammar import Words, first_word
-from graphs.home import HomeSection
-from graphs.home_panels import account_panels, desk_panels, factor_panels, rule_panels
-from graphs.order.background import settlement_job
-from graphs.order.clock import clock_command
-from graphs.order.commands import (
-    account_command,
-    cancel_command,
-    orders_command,
-    resolve_command,
-    trading_command,
-)
-from graphs.order.deps import OrderDeps, accounts
 from graphs.order.grammar import USAGE as ORDER_USAGE
 from graphs.order.grammar import WORDS as ORDER_WORDS
 from graphs.order.grammar import looks_structured as order_structured
 from graphs.order.grammar import starts_request as order_starts
-from graphs.order.graph import build_order_graph
-from graphs.order.mandate_command import mandate_command
-from graphs.order.present import present_order
-from graphs.order.reconcile import reconciliation_job
-from graphs.rule.background import rule_run_failed, rule_schedule_job
-from graphs.rule.commands import SUBCOMMANDS as RULE_SUBCOMMANDS
-from graphs.rule.commands import WORDS as RULE_WORDS
-from graphs.rule.deps import RuleDeps
-from graphs.rule.graph import build_rule_graph
-from graphs.rule.measures import measure_rule_run
+from graphs.rule.grammar import RUN_USAGE as RULE_RUN_USAGE
+from graphs.rule.grammar import SUBCOMMANDS as RULE_SUBCOMMANDS
+from graphs.rule.grammar import WORDS as RULE_WORDS
 from graphs.rule.models import MODELS as RULE_MODELS
-from graphs.rule.nodes.load import USAGE as RULE_RUN_USAGE
-from graphs.rule.present import present_rule_run
-from graphs.runs.commands import budget_command, rerun_command, runs_command, usage_command
-from graphs.runs.panels import runs_panels
-from graphs.signal.deps import SignalDeps
 from graphs.signal.grammar import WORDS as SIGNAL_WORDS
 from graphs.signal.grammar import looks_structured as signal_structured
 from graphs.signal.grammar import starts_request as signal_starts
-from graphs.signal.graph import build_signal_graph
 from graphs.signal.library import STRATEGIES
-from graphs.signal.measures import measure_signal
 from graphs.signal.models import MODELS as SIGNAL_MODELS
-from graphs.signal.present import present_signal
-from graphs.workflow import Subcommand, Workflow, runnable_names
+from graphs.workflow import CommandCall, Lazy, Subcommand, Workflow, runnable_names
 from tools.i18n import N_, _
+
+if TYPE_CHECKING:
+    from graphs.background import BackgroundCall, Notice
+    from graphs.context import WorkflowContext
+    from graphs.home import HomeSection
+    from graphs.views import View
+
+def _factor_view(name: str) -> Callable[[CommandCall], View]:
+    """`factor list` / `factor show`: graphs/factor/present.py's view of the saved factors, imported at the call."""
+    view = Lazy(f"graphs.factor.present:{name}")
+
+    def run(call: CommandCall) -> View:
+        result: View = view(call.context.engine, call.args)
+        return result
+
+    return run
+
+
+def _decision_outcomes(ctx: WorkflowContext, call: BackgroundCall) -> list[Notice]:
+    """The desk's decisions whose outcome is due, resolved (graphs/analyze/resolution.py)."""
+    from graphs.analyze.resolution import resolve_pass
+
+    return resolve_pass(ctx)
+
 
 SIGNAL = Workflow(
     name="signal",
@@ -84,8 +73,10 @@ SIGNAL = Workflow(
            N_("momentum's top/bottom are fractions of the codes (top=0.3 = the best 30%)")),
     note_values=lambda provider: {"strategies": runnable_names({s.name: s.fields for s in STRATEGIES.values()},
                                                                provider)},
-    starts_request=signal_starts, looks_structured=signal_structured, build=build_signal_graph,
-    present=present_signal, deps=SignalDeps, measure=measure_signal, models=SIGNAL_MODELS, words=SIGNAL_WORDS,
+    starts_request=signal_starts, looks_structured=signal_structured,
+    build=Lazy("graphs.signal.graph:build_signal_graph"), present=Lazy("graphs.signal.present:present_signal"),
+    deps=Lazy("graphs.signal.deps:SignalDeps"), measure=Lazy("graphs.signal.measures:measure_signal"),
+    models=SIGNAL_MODELS, words=SIGNAL_WORDS,
 )
 
 FACTOR = Workflow(
@@ -98,17 +89,20 @@ FACTOR = Workflow(
            N_("combo: a weighted sum of kinds, e.g. factor combo 0.5*momentum(20) - volatility(20) 20190301 20200601"),
            N_("CODES default to the data provider's whole universe")),
     note_values=lambda provider: {"kinds": runnable_names({f.name: f.fields for f in FACTORS.values()}, provider)},
-    starts_request=factor_starts, looks_structured=factor_structured, build=build_factor_graph,
-    present=present_factor, deps=FactorDeps,
+    starts_request=factor_starts, looks_structured=factor_structured,
+    build=Lazy("graphs.factor.graph:build_factor_graph"), present=Lazy("graphs.factor.present:present_factor"),
+    deps=Lazy("graphs.factor.deps:FactorDeps"),
     subcommands={"list": Subcommand("factor list", N_("saved factors (newest version of each)"),
-                                    lambda call: factor_list(call.context.engine, call.args)),
+                                    _factor_view("factor_list")),
                  "show": Subcommand("factor show NAME", N_("one factor: versions, reviewer, metrics, code"),
-                                    lambda call: factor_show(call.context.engine, call.args)),
+                                    _factor_view("factor_show")),
                  "save": Subcommand(SAVE_USAGE, N_("put a factor the library gate refused in the team library anyway, "
-                                                   "with the reason (audited)"), factor_save, free_text_from=1),
+                                                   "with the reason (audited)"),
+                                    Lazy("graphs.factor.save_anyway:factor_save"), free_text_from=1),
                  "status": Subcommand(STATUS_USAGE, N_("the team library's factors with their decay state (active, "
-                                                       "weakening, dead)"), factor_status)},
-    measure=measure_factor, models=FACTOR_MODELS, words=FACTOR_WORDS,
+                                                       "weakening, dead)"),
+                                      Lazy("graphs.factor.decay_view:factor_status"))},
+    measure=Lazy("graphs.factor.measures:measure_factor"), models=FACTOR_MODELS, words=FACTOR_WORDS,
 )
 
 ORDER = Workflow(
@@ -120,8 +114,9 @@ ORDER = Workflow(
     notes=(N_("the account defaults to the channel's (the console's own in `quantdesk chat`)"),
            N_("market orders fill at the next session's open on live data, at the simulated session's close on past "
               "data (`clock` shows and moves it)")),
-    starts_request=order_starts, looks_structured=order_structured, build=build_order_graph, present=present_order,
-    deps=OrderDeps, words=ORDER_WORDS,
+    starts_request=order_starts, looks_structured=order_structured,
+    build=Lazy("graphs.order.graph:build_order_graph"), present=Lazy("graphs.order.present:present_order"),
+    deps=Lazy("graphs.order.deps:OrderDeps"), words=ORDER_WORDS,
 )
 
 RULE = Workflow(
@@ -135,9 +130,10 @@ RULE = Workflow(
               'ma(30)" size=100 (the rule language runs without an LLM; plain words need one)'),),
     starts_request=lambda text: first_word(text) == "rule",
     looks_structured=lambda text: False,
-    build=build_rule_graph, present=present_rule_run, deps=RuleDeps,
-    subcommands=RULE_SUBCOMMANDS,
-    measure=measure_rule_run, after_failure=rule_run_failed, models=RULE_MODELS, words=RULE_WORDS,
+    build=Lazy("graphs.rule.graph:build_rule_graph"), present=Lazy("graphs.rule.present:present_rule_run"),
+    deps=Lazy("graphs.rule.deps:RuleDeps"), subcommands=RULE_SUBCOMMANDS,
+    measure=Lazy("graphs.rule.measures:measure_rule_run"),
+    after_failure=Lazy("graphs.rule.background:rule_run_failed"), models=RULE_MODELS, words=RULE_WORDS,
 )
 
 ANALYZE = Workflow(
@@ -152,44 +148,51 @@ ANALYZE = Workflow(
               "09:30 Asia/Shanghai on a live trading day); session=post_close after its close"),
            N_("depth 1-5 sets the debate rounds; without an LLM you get the indicator and fundamentals tables"),
            N_("figures the agents write that no tool returned are flagged on the card")),
-    starts_request=analyze_starts, looks_structured=lambda text: False, build=build_analyze_graph,
-    present=present_decision, deps=AnalyzeDeps, measure=measure_decision, models=DESK_MODELS, words=ANALYZE_WORDS,
+    starts_request=analyze_starts, looks_structured=lambda text: False,
+    build=Lazy("graphs.analyze.graph:build_analyze_graph"), present=Lazy("graphs.analyze.present:present_decision"),
+    deps=Lazy("graphs.analyze.deps:AnalyzeDeps"), measure=Lazy("graphs.analyze.measures:measure_decision"),
+    models=DESK_MODELS, words=ANALYZE_WORDS,
 )
 
 WORKFLOWS: dict[str, Workflow] = {w.name: w for w in (SIGNAL, FACTOR, ORDER, RULE, ANALYZE)}
 
 COMMANDS: dict[str, Subcommand] = {
     "account": Subcommand("account [NAME] | account reset NAME", N_("a paper account: cash, positions with marks "
-                          "and P&L, an equity chart; reset is for traders and asks for confirmation"), account_command),
-    "orders": Subcommand("orders [open|today|all] [NAME]", N_("orders of a paper account"), orders_command),
+                          "and P&L, an equity chart; reset is for traders and asks for confirmation"),
+                          Lazy("graphs.order.commands:account_command")),
+    "orders": Subcommand("orders [open|today|all] [NAME]", N_("orders of a paper account"),
+                         Lazy("graphs.order.commands:orders_command")),
     "trading": Subcommand("trading [on|off] [REASON]", N_("the kill switch: while off nothing is submitted or "
-                          "filled (traders switch it)"), trading_command, free_text_from=1),
+                          "filled (traders switch it)"),
+                          Lazy("graphs.order.commands:trading_command"), free_text_from=1),
     "decisions": Subcommand("decisions [CODE]", N_("the decision desk's past decisions and how they turned out"),
-                            decisions_command),
+                            Lazy("graphs.analyze.commands:decisions_command")),
     "mandate": Subcommand("mandate [NAME] | mandate NAME set|clear ...", N_("a paper account's mandate: allowed or "
                           "blocked codes, boards and ST, orders a day, gross exposure, turnover a day (its admins "
-                          "change it)"), mandate_command),
-    "cancel": Subcommand("cancel ORDER", N_("cancel an order that has not filled yet (traders)"), cancel_command,
-                         min_args=1),
+                          "change it)"), Lazy("graphs.order.mandate_command:mandate_command")),
+    "cancel": Subcommand("cancel ORDER", N_("cancel an order that has not filled yet (traders)"),
+                         Lazy("graphs.order.commands:cancel_command"), min_args=1),
     "resolve": Subcommand("resolve ORDER filled PRICE|cancelled|unsent", N_("say what became of an order its live "
-                          "broker does not know (unknown), after checking at the broker (traders)"), resolve_command,
-                          min_args=2),
+                          "broker does not know (unknown), after checking at the broker (traders)"),
+                          Lazy("graphs.order.commands:resolve_command"), min_args=2),
     "clock": Subcommand("clock [next | set DATE]", N_("the paper accounts' session clock: live on live data; on "
                         "static data one simulated clock a trader moves to the next (or a given) trading day, "
-                        "settling orders, marking accounts and letting T+1 pass"), clock_command),
+                        "settling orders, marking accounts and letting T+1 pass"),
+                        Lazy("graphs.order.clock:clock_command")),
     "roles": Subcommand("roles [list] | roles grant|revoke trader|admin ID [account=NAME] | roles map|unmap LOGIN [ID]",
                         N_("who trades and administers which account, and which console login acts as whom: stored "
-                           "in the database, changed by admins (each change audited)"), roles_command),
+                           "in the database, changed by admins (each change audited)"),
+                        Lazy("graphs.access:roles_command")),
     "runs": Subcommand("runs [channel] | runs show|export ID", N_("recent runs with what made each (data, models, "
                        "code, every model call): yours or the channel's; show one, or export it as JSON with the "
-                       "rows it read"), runs_command),
+                       "rows it read"), Lazy("graphs.runs.commands:runs_command")),
     "rerun": Subcommand("rerun ID [live]", N_("run a recorded run again from its record (the same data and model "
                         "answers: every number must match), or live on today's data and model, with what changed"),
-                        rerun_command, min_args=1),
+                        Lazy("graphs.runs.commands:rerun_command"), min_args=1),
     "usage": Subcommand("usage [day|month] [DATE]", N_("model tokens and cost per person, channel, workflow and "
-                        "model"), usage_command),
+                        "model"), Lazy("graphs.runs.commands:usage_command")),
     "budget": Subcommand("budget raise PERSON TOKENS", N_("raise one person's token budget for today (admins; "
-                         "audited)"), budget_command, min_args=1),
+                         "audited)"), Lazy("graphs.runs.commands:budget_command"), min_args=1),
 }
 
 # the commands' Chinese words (each workflow's are in its package)
@@ -205,21 +208,21 @@ WORDS: tuple[Words, ...] = (COMMAND_WORDS, *(w.words for w in WORKFLOWS.values()
 
 # work the bot's background service runs whether or not anybody asks (graphs/background.py)
 BACKGROUND: dict[str, BackgroundJob] = {
-    "rule schedules": BackgroundJob(5.0, rule_schedule_job),
-    "order settlement": BackgroundJob(60.0, settlement_job, on_broker_news=True),
-    "decision outcomes": BackgroundJob(60.0, lambda ctx, call: resolve_pass(ctx)),
-    "factor decay": BackgroundJob(60.0, decay_job),
-    "broker reconciliation": BackgroundJob(60.0, reconciliation_job),
+    "rule schedules": BackgroundJob(5.0, Lazy("graphs.rule.background:rule_schedule_job")),
+    "order settlement": BackgroundJob(60.0, Lazy("graphs.order.background:settlement_job"), on_broker_news=True),
+    "decision outcomes": BackgroundJob(60.0, _decision_outcomes),
+    "factor decay": BackgroundJob(60.0, Lazy("graphs.factor.decay:decay_job")),
+    "broker reconciliation": BackgroundJob(60.0, Lazy("graphs.order.reconcile:reconciliation_job")),
 }
 
 
 # what a person's home shows besides the questions waiting for them, in this order (graphs/home.py)
 HOME: dict[str, HomeSection] = {
-    "account": account_panels,
-    "rules": rule_panels,
-    "desk": desk_panels,
-    "factors": factor_panels,
-    "runs": runs_panels,
+    "account": Lazy("graphs.home_panels:account_panels"),
+    "rules": Lazy("graphs.home_panels:rule_panels"),
+    "desk": Lazy("graphs.home_panels:desk_panels"),
+    "factors": Lazy("graphs.home_panels:factor_panels"),
+    "runs": Lazy("graphs.runs.panels:runs_panels"),
 }
 
 
@@ -227,6 +230,9 @@ def suggested_prompts(ctx: WorkflowContext, channel: str | None, room: int,
                       user: str | None = None) -> list[tuple[str, str]]:
     """At most `room` (title, request) prompts that work as typed: a signal, an analysis and, when the channel in
     view has a paper account `user` may name (a role on it), that account; else a factor."""
+    from graphs.context import has_role
+    from graphs.order.deps import accounts
+
     has_account = (channel is not None and channel in accounts(ctx).names()
                    and has_role(ctx, user, channel))
     account = [(_("My account"), f"account {channel}")] if has_account else [(_("A factor"), FACTOR.example)]
@@ -242,3 +248,18 @@ def command_for(text: str) -> tuple[Subcommand, list[str]] | None:
 def workflow_for(text: str) -> Workflow | None:
     """The workflow a new request names (its keyword or one of its kinds first), if any."""
     return next((w for w in WORKFLOWS.values() if w.starts_request(text)), None)
+
+
+def lazy_parts() -> list[Lazy]:
+    """Every part the registry names lazily: graphs, presenters, deps, measures, handlers, jobs and home panels."""
+    handlers = [*COMMANDS.values(), *(s for w in WORKFLOWS.values() for s in w.subcommands.values())]
+    parts = [*(p for w in WORKFLOWS.values() for p in (w.build, w.present, w.deps, w.measure, w.after_failure)),
+             *(c.run for c in handlers), *(j.run for j in BACKGROUND.values()), *HOME.values()]
+    return [part for part in parts if isinstance(part, Lazy)]
+
+
+def import_all() -> None:
+    """Import every part the registry names lazily: a surface's core does at its start, so nobody's first command,
+    card or result waits for an import."""
+    for part in lazy_parts():
+        part.resolve()

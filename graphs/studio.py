@@ -124,11 +124,12 @@ def _with_input(graph: CompiledStateGraph, schema: type) -> CompiledStateGraph:
 
 
 async def _served(build: Callable[[], CompiledStateGraph[Any, Any, Any, Any]], schema: type) -> CompiledStateGraph:
-    """`build`'s graph without a checkpointer, on the server context, taking `schema` as input. The context is built
-    in a worker thread: the server calls factories on its event loop, where opening the database would block every
-    other request."""
+    """`build`'s graph without a checkpointer, on the server context, taking `schema` as input. The context and the
+    graph are built in a worker thread: the server calls factories on its event loop, where opening the database or
+    importing the workflow's modules (the registry names them lazily) would block every other request."""
     await asyncio.to_thread(server_context)
-    return _with_input(build(), schema).copy(update={"context_schema": ServerContext})
+    graph = await asyncio.to_thread(build)
+    return _with_input(graph, schema).copy(update={"context_schema": ServerContext})
 
 
 async def main() -> CompiledStateGraph:

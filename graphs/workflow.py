@@ -2,20 +2,46 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langgraph.graph.state import CompiledStateGraph
-
-from graphs.background import Notice
-from graphs.context import WorkflowContext, traders_of, trades_anywhere
 from graphs.grammar import Words
-from graphs.measures import Measures, RunRecord
-from graphs.views import View
-from tools.data.provider import MarketDataProvider
 from tools.data.schema import DAILY, DAILY_BASIC
 from tools.i18n import _
+
+if TYPE_CHECKING:  # the registry stays light: help and the grammar are read before any graph or context is imported
+    from langgraph.graph.state import CompiledStateGraph
+
+    from graphs.background import Notice
+    from graphs.context import WorkflowContext
+    from graphs.measures import Measures, RunRecord
+    from graphs.views import View
+    from tools.data.provider import MarketDataProvider
+
+
+class Lazy:
+    """A function (or class) of a heavy module, named `"package.module:name"` and imported at its first use: the
+    registry names graphs, presenters and command handlers this way, so reading it imports none of them."""
+
+    __slots__ = ("target", "_found")
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self._found: Any = None
+
+    def resolve(self) -> Any:
+        if self._found is None:
+            module, _sep, name = self.target.partition(":")
+            self._found = getattr(importlib.import_module(module), name)
+        return self._found
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.resolve()(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Lazy({self.target!r})"
 
 
 @dataclass(frozen=True)
@@ -36,9 +62,13 @@ class CommandCall:
     @property
     def is_trader(self) -> bool:
         """A trader of some account: global actions (the switch, the simulated clock)."""
+        from graphs.context import trades_anywhere
+
         return trades_anywhere(self.context, self.user)
 
     def is_trader_of(self, account: str) -> bool:
+        from graphs.context import traders_of
+
         return self.user is not None and self.user in traders_of(self.context, account)
 
 
@@ -68,7 +98,7 @@ class Workflow:
     looks_structured: Callable[[str], bool]  # the grammar rather than prose
     build: Callable[..., CompiledStateGraph[Any, Any, Any, Any]]  # build(checkpointer=...) -> the compiled subgraph
     present: Callable[[dict[str, Any]], View]  # a finished run's result as a view
-    deps: type  # the Protocol of what its nodes read from the run's context: its deps.py
+    deps: Lazy  # the Protocol of what its nodes read from the run's context: its deps.py
     subcommands: dict[str, Subcommand] = field(default_factory=dict)
     models: dict[str, str] = field(default_factory=dict)  # agent -> model role (main, light, deep): its models.py
     measure: Callable[[RunRecord], Measures] | None = None  # what `quantdesk eval` measures of a run (None: no eval)

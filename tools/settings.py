@@ -302,11 +302,18 @@ class Settings(BaseSettings):
         return self
 
     @property
+    def embedded_database(self) -> Path | None:
+        """The embedded default's SQLite file under the data dir, when no DATABASE_URL is set."""
+        if self.database_url is not None and self.database_url.get_secret_value():
+            return None
+        return self.data_dir / "quantdesk.db"
+
+    @property
     def database_url_value(self) -> str:
         """The configured URL, or the embedded default: a SQLite file under the data dir."""
-        if self.database_url is not None and self.database_url.get_secret_value():
+        if self.embedded_database is None and self.database_url is not None:
             return self.database_url.get_secret_value()
-        return f"sqlite:///{self.data_dir / 'quantdesk.db'}"
+        return f"sqlite:///{self.embedded_database}"
 
     @property
     def llm_configured(self) -> bool:

@@ -1,14 +1,14 @@
 """The console's own data commands: what the provider offers (`codes`, `fields`), daily bars, and the session's
 workspace (`load` a wide frame into it, `ws` lists it with the current request's, `show` one frame). The core
-reads them as the console's local commands (their usages are handed to it with the line)."""
+reads them as the console's local commands (their usages, in bot/console/help.py, are handed to it with the line)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import pandas as pd
 
+from bot.console.help import DATA_COMMANDS
 from bot.startup import AppServices
 from tools.data.codes import bad_code_message, bad_codes
 from tools.data.schema import DATASET_FIELDS, DataError, dataset_of
@@ -18,40 +18,23 @@ from tools.storage.workspace import Workspace, WorkspaceError
 HOME = "console"  # the session's own workspace: what `load` stores, kept across console runs
 
 
-@dataclass(frozen=True)
-class DataCommand:
-    usage: str
-    summary: str
-    arity: tuple[int, int | None]  # (fewest, most) arguments; None: no upper bound
-    run: Callable[[list[str]], None]
-
-
 class DataCommands:
     def __init__(self, ctx: AppServices, say: Callable[[str], None], thread: Callable[[], str]) -> None:
         """`say`: prints a line; `thread`: the session's current thread id (its request's workspace)."""
         self.ctx, self.say, self.thread = ctx, say, thread
-        self.table: dict[str, DataCommand] = {
-            "codes": DataCommand("codes", N_("codes the data provider knows"), (0, 0), self.codes),
-            "fields": DataCommand("fields", N_("fields the data provider offers"), (0, 0), self.fields),
-            "bars": DataCommand("bars CODES START END [FIELD ...]", N_("daily bars (long), e.g. bars 000001.SZ "
-                                                                       "20200101 20200331"), (3, None), self.bars),
-            "load": DataCommand("load FIELD CODES START END", N_("a wide date x code frame into the workspace"),
-                                (4, 4), self.load),
-            "ws": DataCommand("ws", N_("frames in the current thread's workspace (inputs and outputs)"), (0, 0),
-                              self.ws),
-            "show": DataCommand("show NAME", N_("head and tail of a workspace frame"), (1, 1), self.show),
-        }
-        self.help = tuple((command.usage, command.summary) for command in self.table.values())  # the core reads it
+        self.handlers: dict[str, Callable[[list[str]], None]] = {
+            "codes": self.codes, "fields": self.fields, "bars": self.bars, "load": self.load, "ws": self.ws,
+            "show": self.show}
 
     def run(self, name: str, args: list[str]) -> None:
         """One command: its usage when the number of arguments is wrong, its error when it fails."""
-        command = self.table[name]
+        command = DATA_COMMANDS[name]
         low, high = command.arity
         if len(args) < low or (high is not None and len(args) > high):
             self.say(_("usage: {usage}").format(usage=command.usage))
             return
         try:
-            command.run(args)
+            self.handlers[name](args)
         except (DataError, WorkspaceError, ValueError) as exc:
             self.say(_("error: {error}").format(error=exc))
 

@@ -1,6 +1,7 @@
 """`quantdesk chat` starts at once: on a terminal the prompt is shown before anything heavy is imported, and the
-session (database, graphs, sandbox, worker, background service) warms up behind it; the first line waits for it.
-A start-up failure (database, configuration) is said as soon as it is known, and the command exits 2.
+session (database, graphs, sandbox, worker, background service) warms up behind it. The warm-up builds the light
+layer first (bot/console/early.py): a `help` typed meanwhile is answered from it; any other line waits for the
+session. A start-up failure (database, configuration) is said as soon as it is known, and the command exits 2.
 
 Only the standard library is imported here, at module level."""
 
@@ -33,9 +34,24 @@ class _Warmup(threading.Thread):
         super().__init__(name="quantdesk-warmup", daemon=True)
         self.settings, self.out, self.failure_message, self.stack = settings, out, failure_message, stack
         self._session: Any = None
+        self._early: Any = None  # bot.console.early.EarlyAnswers, once the light layer is built (None: it failed)
+        self._light = threading.Event()
+        # held while a line is answered from the light layer: the warm-up waits for it before importing the rest,
+        # which would otherwise take the interpreter from the answer for seconds
+        self._answering = threading.Lock()
 
     def run(self) -> None:
         threading.Thread(target=_probe_sandbox, name="quantdesk-sandbox-probe", daemon=True).start()
+        try:
+            from bot.console.early import EarlyAnswers
+
+            self._early = EarlyAnswers(self.settings)
+        except Exception:  # noqa: BLE001 - the session's start meets the same failure and says it
+            log.debug("the console's light layer could not be built", exc_info=True)
+        finally:
+            self._light.set()
+        with self._answering:
+            pass
         try:
             from bot.console.session import open_session
             from bot.heap import startup_done
@@ -59,6 +75,15 @@ class _Warmup(threading.Thread):
     def session(self) -> Any:
         self.join()
         return self._session
+
+    def early_answer(self, line: str) -> str | None:
+        """`line`'s answer from the light layer while the session is not ready yet, else None (the session's)."""
+        with self._answering:
+            self._light.wait()
+            if self._early is None or not self.is_alive():
+                return None
+            answer: str | None = self._early.answer(line)
+            return answer
 
 
 def _probe_sandbox() -> None:
@@ -109,6 +134,10 @@ def _launch(settings: Any, stdin: TextIO, out: TextIO,
         first = None
         if interactive:
             first = _first_line(reader, out)
+            while first and (early := warmup.early_answer(first)) is not None:
+                out.write(f"{early}\n")
+                out.flush()
+                first = _first_line(reader, out)
             if not first:
                 return 0
         session = warmup.session()

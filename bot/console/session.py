@@ -28,12 +28,13 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from bot import cards
 from bot.cards import ClarifyCard, Decision, Reject, code_edit
 from bot.console.data import DataCommands
+from bot.console.help import DATA_HELP, help_text
 from bot.console.prompt import LINE_CANCELLED, LineReader
 from bot.console.surface import ConsoleSurface, console_place
 from bot.console.text import view_text
 from bot.core import Core
 from bot.core.background import BackgroundService
-from bot.core.intake import Answer, Cancel, HelpSection, Leave, LocalCommand, Pending, Reply, Request, Typed
+from bot.core.intake import Answer, Cancel, Leave, LocalCommand, Pending, Reply, Request, Typed
 from bot.core.kinds import EDIT_BODY, kind_of
 from bot.core.outbox import kind_word
 from bot.core.surface import Place, Question, Result
@@ -47,7 +48,7 @@ from graphs.clarify import CANCEL_ANSWER, CANCELLED
 from tools.access.login import os_login
 from tools.access.store import identity_of
 from tools.access.store import load as load_roles
-from tools.i18n import N_, _, display_width, pad_right, using
+from tools.i18n import N_, _, using
 from tools.storage.artifacts import ArtifactRef
 
 ACCOUNT = CONSOLE_CHANNEL  # the console's paper account unless a request names another
@@ -56,31 +57,6 @@ MAX_SETTLE_STEPS = 10  # rejections a new request makes to close the old thread'
 INTERRUPTED = 130  # the exit code of a session left with Ctrl-C (a shell's, for SIGINT)
 EDIT_DROPPED = N_("(the edit you were typing was dropped; nothing was decided and the review is still open)")
 
-
-
-USAGE_WIDTH = 34  # the help's usage column; a longer usage puts its summary on the next line
-
-
-def _entry(usage: str, summary: str) -> str:
-    """One command of the help: its usage, then its summary in the second column (counted in terminal cells, so
-    a Chinese usage lines up too)."""
-    if display_width(usage) < USAGE_WIDTH:
-        return f"  {pad_right(usage, USAGE_WIDTH)}{summary}"
-    return f"  {usage}\n  {'':<{USAGE_WIDTH}}{summary}"
-
-
-def help_text(sections: tuple[HelpSection, ...]) -> str:
-    """The core's help as the console shows it: a title per section, usages in a column."""
-    lines = [_("workflow requests (a new request starts a new thread; anything else continues the current one):")]
-    for section in sections:
-        lines.append(f"{section.title}:")
-        for entry in section.entries:
-            if entry.heading:
-                lines += [f"  {entry.usage}", f"      {entry.summary}"]
-            else:
-                lines.append(_entry(entry.usage, entry.summary) if entry.usage else f"      {entry.summary}")
-    lines.append(_entry("quit", _("leave (end of input does too)")))
-    return "\n".join(lines)
 
 
 class Console:
@@ -127,7 +103,7 @@ class Console:
             return True
         text = line.strip()
         waiting = self.pending[0].card.kind if self.pending else None
-        reply = self.core.intake.answer(Typed(self.place, text, waiting=waiting, local=self.data.help, session=True),
+        reply = self.core.intake.answer(Typed(self.place, text, waiting=waiting, local=DATA_HELP, session=True),
                                         ACCOUNT)
         intent = reply.intent
         if reply.answered:

@@ -11,6 +11,7 @@ from bot.jobs import JobQueue, make_job_queue
 from bot.runner import Runner
 from bot.startup import AppServices
 from graphs.context import all_traders, traders_of
+from graphs.registry import import_all
 
 
 def build_core(ctx: AppServices, checkpointer: BaseCheckpointSaver, surface: Surface, scope: str,
@@ -18,6 +19,7 @@ def build_core(ctx: AppServices, checkpointer: BaseCheckpointSaver, surface: Sur
     """The core of one surface; `queue` defaults to the database's (procrastinate on PostgreSQL, in-process on
     SQLite)."""
     settings = ctx.settings
+    import_all()
     runner = Runner(ctx, checkpointer)
     policy = Policy(settings.approvers, lambda account: traders_of(runner.context, account),
                     lambda: all_traders(runner.context))

@@ -1,5 +1,5 @@
 """Which model each agent of the decision desk uses (main, light or deep: graphs/context.py `model_for`)."""
 
-from graphs.context import DEEP, LIGHT, MAIN
+from graphs.model_roles import DEEP, LIGHT, MAIN
 
 MODELS = {"request reader": LIGHT, "analyst": MAIN, "memory summary": LIGHT, "debater": MAIN, "judge": DEEP}

@@ -12,8 +12,6 @@ from tools.research.charts import rolling_ic_chart
 from tools.research.decay import CONFIRM, DEAD_ENTER, DEAD_T, SHORT, WEAK_ENTER, DecayStore
 from tools.research.library import TeamLibrary
 
-STATUS_USAGE = "factor status [NAME]"
-
 
 def state_word(state: str) -> str:
     return {"active": pgettext("decay", "active"), "weakening": pgettext("decay", "weakening"),

@@ -5,6 +5,7 @@ then on."""
 from __future__ import annotations
 
 from graphs.context import admins_of
+from graphs.factor.spec import SAVE_USAGE
 from graphs.views import View
 from graphs.workflow import CommandCall, CommandError
 from tools.factors.store import FactorStore
@@ -12,13 +13,11 @@ from tools.i18n import _
 from tools.research.gate import failures
 from tools.research.library import TeamLibrary
 
-USAGE = "factor save NAME REASON"
-
 
 def factor_save(call: CommandCall) -> View:
     if len(call.args) < 2:
         return View(_("Factor"), _("Usage: {usage} (a factor the library gate refused, and why it belongs there "
-                                   "anyway)").format(usage=USAGE))
+                                   "anyway)").format(usage=SAVE_USAGE))
     name, reason = call.args[0].strip().lower(), " ".join(call.args[1:]).strip()
     if call.user is None:
         return View(_("Factor"), _("Saving a factor anyway needs to know who you are."))

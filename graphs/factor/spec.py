@@ -67,6 +67,9 @@ class FactorRequest:
 
 
 # Chinese names of the library's factors and of the request's parameters
+SAVE_USAGE = "factor save NAME REASON"
+STATUS_USAGE = "factor status [NAME]"
+
 WORDS = Words(
     commands={"因子": "factor", "组合": "combo", "评估": "evaluate", "检验": "evaluate", "入库": "save"},
     params={"窗口": "window", "周期": "window", "名称": "name", "名字": "name"},

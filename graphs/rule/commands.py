@@ -9,10 +9,11 @@ from decimal import Decimal, InvalidOperation
 
 import pandas as pd
 
-from graphs.grammar import Words, did_you_mean, normalize
+from graphs.grammar import did_you_mean, normalize
+from graphs.rule.grammar import ADD_USAGE, SUBCOMMANDS
 from graphs.rule.present import present_backtest, present_log, present_rule, present_rules
 from graphs.views import View
-from graphs.workflow import CommandCall, CommandError, Subcommand
+from graphs.workflow import CommandCall, CommandError
 from tools.broker.boards import OrderRuleError
 from tools.broker.clock import day
 from tools.broker.config import TradingConfig
@@ -20,16 +21,13 @@ from tools.broker.proposal_claims import live_claims
 from tools.broker.rules import buy_quantity_problem
 from tools.data.klines import symbol_kind
 from tools.data.schema import DataError, check_range
-from tools.i18n import N_, _, current
+from tools.i18n import _, current
 from tools.research.charts import trades_and_equity
 from tools.rules.backtest import RuleBacktest, backtest_rule
 from tools.rules.parser import parse_rule
 from tools.rules.store import Rule, RuleError, RuleStore, Source, order_tag
 from tools.rules.syntax import RuleSyntaxError
 from tools.storage.artifacts import ArtifactRef
-
-ADD_USAGE = ('rule add SYMBOL "REQUIREMENTS" [every="CRON"] [tz=ZONE] [size=SHARES|value=CNY] [threshold=0..1] '
-             "[account=NAME] [kind=words|language]")
 
 
 def _store(call: CommandCall) -> RuleStore:
@@ -283,26 +281,3 @@ def help_command(call: CommandCall) -> View:
                 notes=[_("the rule language: buy when close > ma(30) and rsi(14) < 70; sell when close < ma(30) "
                          "(fields open high low close volume; ma ema rsi atr macd boll kdj; close[1]; and or not; "
                          "crosses above|below)")])
-
-
-WORDS = Words(commands={
-    "规则": "rule", "运行": "run", "执行": "run", "添加": "add", "新增": "add", "日志": "log", "定时": "schedule",
-    "暂停": "pause", "恢复": "resume", "删除": "delete", "回测": "backtest", "我的": "mine", "本频道": "channel",
-})
-
-SUBCOMMANDS: dict[str, Subcommand] = {
-    "add": Subcommand(ADD_USAGE, N_("save a trading rule (words for the model, or the rule language)"), add_command),
-    "list": Subcommand("rule list [channel|mine|all]", N_("saved rules"), list_command),
-    "show": Subcommand("rule show ID", N_("one rule and its latest runs"), show_command),
-    "log": Subcommand("rule log ID [EXECUTION]", N_("a run's steps as a timeline (the latest run by default)"),
-                      log_command),
-    "schedule": Subcommand('rule schedule ID "CRON"|off [tz=ZONE]',
-                           N_("run on trading days at cron times (Asia/Shanghai)"), schedule_command),
-    "pause": Subcommand("rule pause ID [REASON]", N_("stop its schedule (owner or admin)"), pause_command,
-                        free_text_from=1),
-    "resume": Subcommand("rule resume ID", N_("start its schedule again (owner or admin)"), resume_command),
-    "delete": Subcommand("rule delete ID", N_("delete it and its logs (owner or admin)"), delete_command),
-    "backtest": Subcommand("rule backtest ID START END", N_("backtest a rule-language rule with the paper account's "
-                           "costs, beside buy-and-hold"), backtest_command),
-    "help": Subcommand("rule help", N_("these commands"), help_command),
-}

@@ -17,7 +17,8 @@ from urllib.parse import urlparse
 
 from langchain_core.language_models import BaseChatModel
 
-from graphs.context import DEEP, LIGHT, MAIN, WorkflowContext, model_for
+from graphs.context import WorkflowContext, model_for
+from graphs.model_roles import DEEP, LIGHT, MAIN
 from graphs.runs.outputs import output_digest, plain
 from graphs.runs.recorder import Recorder
 from tools.broker.accounts import BrokerEnv, open_registered

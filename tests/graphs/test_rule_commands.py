@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import Engine
 
 from graphs.context import WorkflowContext
-from graphs.rule.commands import SUBCOMMANDS
+from graphs.rule.grammar import SUBCOMMANDS
 from graphs.workflow import CommandCall, CommandError
 from testkit.graph_thread import GraphThread
 from tools.broker.checks import RiskLimits

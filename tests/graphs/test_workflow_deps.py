@@ -67,34 +67,35 @@ def reads(source: str, deps_names: set[str]) -> dict[str, int]:
 
 
 def _package(workflow: Workflow) -> Path:
-    return GRAPHS / workflow.deps.__module__.split(".")[1]
+    return GRAPHS / workflow.deps.resolve().__module__.split(".")[1]
 
 
 @pytest.mark.parametrize("workflow", WORKFLOWS.values(), ids=lambda w: w.name)
 def test_a_workflow_reads_only_what_it_declares(workflow: Workflow) -> None:
-    allowed = declared(workflow.deps)
-    deps_names = {"Market", "Models", "Storage"} | {w.deps.__name__ for w in WORKFLOWS.values()}
+    deps = workflow.deps.resolve()
+    allowed = declared(deps)
+    deps_names = {"Market", "Models", "Storage"} | {w.deps.resolve().__name__ for w in WORKFLOWS.values()}
     undeclared = []
     for path in sorted(_package(workflow).rglob("*.py")):
         source = path.read_text(encoding="utf-8")
-        assert "WorkflowContext" not in source, f"{path} names the whole context; type it {workflow.deps.__name__}"
+        assert "WorkflowContext" not in source, f"{path} names the whole context; type it {deps.__name__}"
         undeclared += [f"{path.relative_to(GRAPHS)}:{line} reads {name}"
                        for name, line in reads(source, deps_names).items() if name not in allowed]
-    assert not undeclared, f"{workflow.deps.__name__} does not declare: {undeclared}"
+    assert not undeclared, f"{deps.__name__} does not declare: {undeclared}"
 
 
 def test_the_workflows_read_different_things() -> None:
     """The declarations are narrow: no workflow is handed everything the adapters build."""
     everything = {field.name for field in dataclasses.fields(WorkflowContext)}
     for workflow in WORKFLOWS.values():
-        assert declared(workflow.deps) < everything, workflow.name
-    assert "sandbox" not in declared(WORKFLOWS["order"].deps)
+        assert declared(workflow.deps.resolve()) < everything, workflow.name
+    assert "sandbox" not in declared(WORKFLOWS["order"].deps.resolve())
 
 
 @pytest.mark.parametrize("workflow", WORKFLOWS.values(), ids=lambda w: w.name)
 def test_the_adapters_context_satisfies_each_declaration(workflow: Workflow) -> None:
     fields = get_type_hints(WorkflowContext)
-    for klass in workflow.deps.__mro__:
+    for klass in workflow.deps.resolve().__mro__:
         if klass.__name__ in {"Protocol", "Generic", "object"}:
             continue
         for name, hint in members(klass).items():

@@ -22,6 +22,7 @@ from graphs.common import new_human_text
 from graphs.grammar import split
 from graphs.progress import report_progress
 from graphs.rule.deps import RuleDeps
+from graphs.rule.grammar import RUN_USAGE
 from graphs.rule.state import RuleRunState
 from tools.broker.sim_clock import paper_clock
 from tools.data.schema import DataError
@@ -30,7 +31,6 @@ from tools.rules.schedule import scheduled_tick, stale_tick
 from tools.rules.store import Rule
 
 RUN = re.compile(r"^\s*/?rule\s+run\s+(\d+)\s*$", re.IGNORECASE)
-USAGE = "rule run ID"  # the IDs: `rule list`
 
 
 def load_node(state: RuleRunState, runtime: Runtime[RuleDeps]) -> dict[str, Any]:
@@ -49,7 +49,7 @@ def load_node(state: RuleRunState, runtime: Runtime[RuleDeps]) -> dict[str, Any]
         rule_id = int(match.group(1))
     else:
         return {**fresh, "final_reply": _("Usage: `{usage}` (the IDs: `rule list`); `rule help` lists every rule "
-                                          "command.").format(usage=USAGE)}
+                                          "command.").format(usage=RUN_USAGE)}
     store = runtime.context.rules
     rule = store.get(rule_id) if store is not None else None
     if rule is None:

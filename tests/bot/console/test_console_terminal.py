@@ -72,6 +72,24 @@ def test_the_first_line_typed_at_the_early_prompt_is_answered_once_warm(tmp_path
     assert "Traceback" not in term.screen
 
 
+def test_help_typed_at_the_early_prompt_is_the_help_the_session_gives_later(tmp_path: Path) -> None:
+    """The first `help` is answered from the light layer while the session warms up (bot/console/early.py), the
+    second by the session: the same text."""
+    term = Terminal(tmp_path / "data")
+    seen = term.expect("quant> ")
+    term.keys(b"help\r")
+    end = term.expect("leave (end of input does too)", seen)
+    first = term.screen[seen:end]
+    seen = term.expect("quant> ", end)
+    term.keys(b"help\r")
+    end = term.expect("leave (end of input does too)", seen)
+    second = term.screen[seen:end]
+    term.expect("quant> ", end)
+    term.keys(b"quit\r")
+    assert term.exit_status() == 0
+    assert "signal STRATEGY CODES START END" in first and first.strip() == second.strip()
+
+
 def test_ctrl_c_at_the_first_prompt_leaves_quietly(tmp_path: Path) -> None:
     term = Terminal(tmp_path / "data")
     term.expect("quant> ")

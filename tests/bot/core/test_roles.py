@@ -187,4 +187,4 @@ def test_every_role_change_from_the_console_is_in_the_verified_global_chain(tmp_
 def test_roles_reads_the_same_in_either_language(typed: str, args: list[str]) -> None:
     """`/quant roles …`, the console and a thread all read a line through the registry: the Chinese words too."""
     found = command_for(typed)
-    assert found is not None and found[0].run is roles_command and found[1] == args
+    assert found is not None and found[0].run.resolve() is roles_command and found[1] == args

@@ -1,0 +1,21 @@
+"""What the core answers before it is built: a line that is `help` (帮助 …), read by the core's own dispatcher
+(graphs/conversation.py), answered with the help the built core gives (bot/core/intake.py). Light: no graph, no
+LangChain, no database; a surface still warming up (the console) offers it while the rest imports."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from graphs import conversation
+from graphs.conversation import HelpSection
+from tools.data.provider import MarketDataProvider
+
+
+def help_before_start(line: str, provider: MarketDataProvider,
+                      local: Collection[tuple[str, str]]) -> tuple[HelpSection, ...] | None:
+    """The help sections when `line` asks for help, else None (the built core answers it); `local`: the surface's own
+    commands (usage, summary message id), as it hands them to the core with each line. In the language in effect."""
+    words = {usage.split()[0] for usage, _summary in local}
+    if not isinstance(conversation.read(line.strip(), None, words), conversation.Help):
+        return None
+    return tuple(conversation.help_sections(provider, local))
