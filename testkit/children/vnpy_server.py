@@ -1,7 +1,7 @@
 """A VeighNa trader for the tests: a real MainEngine, served by vnpy_rpcservice's RPC engine, with a small gateway
 written for the tests (`DeskGateway`): it accepts and acknowledges orders, fills or rejects them on command, and
 reports positions and cash. The test commands it over a second VeighNa RpcServer (the control address): what it
-received, fill, reject, hold sends, set cash and positions.
+received, fill, reject, hold sends, set cash and positions, refuse market orders.
 
 Run as `python -m testkit.children.vnpy_server REP PUB CONTROL CONTROL_PUB` in a folder of its own: VeighNa's
 MainEngine makes its `.vntrader` folder there (the folder exists, so VeighNa uses it and never the home) and
@@ -17,7 +17,7 @@ from typing import Any
 
 from vnpy.event import EventEngine
 from vnpy.rpc import RpcServer
-from vnpy.trader.constant import Direction, Exchange, Status
+from vnpy.trader.constant import Direction, Exchange, OrderType, Status
 from vnpy.trader.engine import MainEngine
 from vnpy.trader.gateway import BaseGateway
 from vnpy.trader.object import (
@@ -49,6 +49,7 @@ class DeskGateway(BaseGateway):
         self.held: dict[tuple[str, Exchange], list[float]] = {}  # (symbol, exchange) -> [volume, yesterday's, cost]
         self.release = threading.Event()
         self.release.set()
+        self.market_orders = True  # False: refused as gateways without them refuse (a log line, no order id)
 
     def connect(self, setting: dict) -> None:
         self.push()
@@ -69,6 +70,9 @@ class DeskGateway(BaseGateway):
         return []
 
     def send_order(self, req: OrderRequest) -> str:
+        if req.type == OrderType.MARKET and not self.market_orders:
+            self.write_log(f"委托失败，不支持的委托类型{req.type.value}")
+            return ""
         orderid = str(len(self.received) + 1)
         self.received.append({"orderid": orderid, "symbol": req.symbol, "exchange": req.exchange.name,
                               "direction": req.direction.name, "type": req.type.name, "offset": req.offset.name,
@@ -135,11 +139,14 @@ def main(rep: str, pub: str, control: str, control_pub: str) -> None:
         gateway.held[(symbol, Exchange[exchange])] = [volume, yesterday, volume * price]
         gateway.push()
 
+    def market_orders(on: bool) -> None:
+        gateway.market_orders = on
+
     def set_cash(balance: float) -> None:
         gateway.balance = balance
         gateway.push()
 
-    for function in (received, hold, gateway.fill, gateway.reject, set_position, set_cash):
+    for function in (received, hold, gateway.fill, gateway.reject, set_position, set_cash, market_orders):
         commands.register(function)
     commands.start(control, control_pub)
     print("ready", flush=True)

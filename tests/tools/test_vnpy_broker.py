@@ -103,6 +103,24 @@ def test_a_rejection_shows_the_gateways_reason(sqlite_engine: Engine, tmp_path: 
         assert "rejected" in rejected.summary()
 
 
+def test_a_market_order_the_gateway_lacks_is_rejected_with_its_reason_and_never_placed(
+        sqlite_engine: Engine, tmp_path: Path, provider: SampleProvider) -> None:
+    """A gateway without market orders refuses one as VeighNa's do: a log line and no order id. The order ends
+    rejected with that line at once (not "sent", not later "unknown"), and nothing reaches the gateway's book."""
+    with vnpy_server(tmp_path, "zh_CN") as server:
+        server.call("market_orders", False)
+        broker = _broker(sqlite_engine, provider, server.req, server.pub)
+        order = broker.submit(OrderRequest("m1", "600519.SH", "buy", 100, "market", None, approved_by=TRADER))
+        assert order.status == "rejected"
+        assert order.note == ("not taken by XTP: 委托失败，不支持的委托类型市价 (VeighNa gave no order id: nothing was "
+                              "placed)")
+        assert server.received() == [] and broker.settle() == [] and broker.order(order.id).status == "rejected"  # type: ignore[union-attr]
+        limit = broker.submit(_buy("m2"))  # the gateway's limit orders still go through
+        assert limit.status == "open" and len(server.received()) == 1
+    assert [e for e, _by in order_events(sqlite_engine, ACCOUNT)] == ["account opened", "submitted", "rejected",
+                                                                      "submitted", "sent"]
+
+
 def test_a_process_killed_between_send_and_acknowledgement_does_not_send_again(
         sqlite_url: str, sqlite_engine: Engine, tmp_path: Path, provider: SampleProvider) -> None:
     with vnpy_server(tmp_path, "zh_CN") as server:

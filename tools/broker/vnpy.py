@@ -33,6 +33,7 @@ from tools.broker.notes import (
     GATEWAY_CANCELLED,
     GATEWAY_FILLED,
     GATEWAY_REJECTED,
+    NOT_TAKEN,
     PART_FILLED,
     SENDING,
     SENT,
@@ -277,8 +278,13 @@ class VnpyBroker:
             return self._view(order_id)
         _SENDING.add(request.client_order_id)
         try:
+            logged = self.wire.logged
             vt_orderid = self.wire.call("send_order", self._request(request), self.gateway)
-            self._note(order_id, SENT.format(gateway=self.gateway), "sent", {"vt_orderid": vt_orderid})
+            if vt_orderid:
+                self._note(order_id, SENT.format(gateway=self.gateway), "sent", {"vt_orderid": vt_orderid})
+            else:  # the gateway refused it before placing it (an order type it lacks, or it is not connected)
+                self._end(order_id, "rejected", NOT_TAKEN.format(gateway=self.gateway, why=self._said_since(logged)),
+                          None, {})
         except Silent:
             log.warning("order %s of %s: the server did not answer the send; looking it up", order_id, self.name)
         finally:
@@ -476,6 +482,16 @@ class VnpyBroker:
                     if gateway == self.gateway and found.orderid in msg]
             if said:
                 return said[0]
+            threading.Event().wait(0.05)
+        return "the gateway gave no reason in its log; see the VeighNa trader's log"
+
+    def _said_since(self, logged: int) -> str:
+        """What the gateway logged after the wire's first `logged` lines (a send it refused says why there:
+        VeighNa's gateways log an unsupported order type and return no order id)."""
+        for _attempt in range(20):  # the log event may trail the call's answer
+            said = [msg for gateway, msg in self.wire.logs_since(logged) if gateway == self.gateway]
+            if said:
+                return "; ".join(said)
             threading.Event().wait(0.05)
         return "the gateway gave no reason in its log; see the VeighNa trader's log"
 

@@ -153,6 +153,7 @@ class Wire:
         self.req_address, self.sub_address, self.timeout = req_address, sub_address, timeout
         self._on_event = on_event
         self.logs: deque[tuple[str, str]] = deque(maxlen=500)  # (gateway, message), oldest first
+        self.logged = 0  # log lines heard since the wire opened (`logs` keeps the latest 500)
         self._client: _Client | None = None
         self._lock = threading.Lock()
 
@@ -172,10 +173,15 @@ class Wire:
                 raise Silent(self.req_address) from None
             raise
 
+    def logs_since(self, logged: int) -> list[tuple[str, str]]:
+        """The log lines heard after the first `logged` (a `logged` read earlier), of those still kept."""
+        return list(self.logs)[len(self.logs) - min(self.logged - logged, len(self.logs)):]
+
     def _heard(self, event: Any) -> None:
         data = getattr(event, "data", None)
         if str(getattr(event, "type", "")).startswith("eLog") and hasattr(data, "msg"):
             self.logs.append((str(getattr(data, "gateway_name", "")), str(data.msg)))
+            self.logged += 1
         if self._on_event is not None:
             self._on_event(event)
 
