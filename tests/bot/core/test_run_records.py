@@ -271,6 +271,13 @@ def test_a_runs_own_token_budget_stops_the_run_at_its_limit(runner: Runner, mode
                             "depth, fewer codes or analysts), or ask an admin to raise QUANTDESK_TOKEN_BUDGET_RUN.")
     assert list_decisions(runner.context.engine, runner.context.desk_namespace, "600519.SH") == []
     assert [r.status for r in RunStore(runner.context.engine).recent(user=USER)] == ["stopped"]
+    # the budget is each run's own: the same person's next run, of calls of 100 tokens, runs to its order card
+    # although the first run's 5,000 tokens are over the 4,500 (a budget per person would stop it at once)
+    small = {key: [_used(m, 100) for m in queue] for key, queue in desk_scripts((1, 2)).items()
+             if not any(other in key for other in ("news", "sentiment", "fundamentals"))}
+    _desk(runner, models, small, summaries=0)  # the market analyst's summary was written by the first run
+    done = runner.start("console-run2", "analyze 600519.SH depth=3 analysts=market", user=USER, account=CHANNEL)
+    assert done.status == "waiting", done.text
 
 
 def test_a_daily_money_budget_stops_the_run_at_the_next_call_priced_by_the_table(
