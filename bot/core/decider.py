@@ -10,7 +10,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bot.cards import Answer, ApprovalCard, Card, Decision, Edit, Malformed, Reject
+from bot.cards import Answer, ApprovalCard, Card, Decision, Edit, Malformed, Reject, decision_of
 from bot.core.outbox import DECIDED_POST, pending_entry, place_of
 from bot.core.policy import ALREADY_HANDLED
 from bot.core.surface import Answered, Decided
@@ -108,6 +108,19 @@ class Decider:
         except INFRASTRUCTURE_ERRORS as exc:
             log.warning("decision %s recorded, not queued yet (%s): the background service will queue it",
                         interrupt_id, type(exc).__name__)
+
+    def reshow(self, record: DecisionRecord) -> None:
+        """A decision found due before its first attempt, shown on its card as its confirm shows it: the process that
+        decided it may have died before the confirm did (a Feishu card would stay "processing", a Slack card keep
+        its buttons). Showing it twice shows the same."""
+        info = self.core.threads.get(record.thread_id)
+        if info is None or record.decided_by is None:
+            return
+        try:
+            with using(info.language):
+                self._show_decision(info, record.interrupt_id, record.decided_by, decision_of(record.decision), None)
+        except Malformed:
+            log.warning("decision %s is no decision a card shows", record.interrupt_id)
 
     def _show_decision(self, info: ThreadInfo, interrupt_id: str, user: str, decision: Decision,
                        message_ref: str | None) -> None:

@@ -7,7 +7,7 @@ LongConnectionServer, testkit/fakes/feishu_ws.py). A message carrying a `uuid` s
 one's id is answered, as Feishu keeps one message per uuid.
 
 Faults are injected per method: `fake.inject("im.message.reply", Fault.rate_limited(), Fault.server_error())`
-makes the next calls fail in that order, each fault used once."""
+makes the next calls fail in that order, each fault used once; `Fault.stalled` holds a call until released."""
 
 from __future__ import annotations
 
@@ -45,6 +45,16 @@ class Fault:
     code: int = 1500
     msg: str = "internal error"
     page: bytes | None = None  # a body that is no JSON (a proxy's error page) instead of Feishu's
+    # a call that hangs: `arrived` is set when it comes, and it is answered (with the error) once `release` is set
+    arrived: threading.Event | None = None
+    release: threading.Event | None = None
+    message_id: str | None = None  # only a call on this message meets the fault (None: the next call)
+
+    @classmethod
+    def stalled(cls, arrived: threading.Event, release: threading.Event, message_id: str | None = None) -> Fault:
+        """A Feishu that stops answering this call until the test releases it (then it fails)."""
+        return cls(status=504, code=1504, msg="gateway timeout", arrived=arrived, release=release,
+                   message_id=message_id)
 
     @classmethod
     def server_error(cls) -> Fault:
@@ -191,10 +201,11 @@ class FakeFeishu:
         with self._lock:
             self._faults.clear()
 
-    def _fault(self, method: str) -> Fault | None:
+    def _fault(self, method: str, args: dict[str, Any]) -> Fault | None:
         with self._lock:
             queue = self._faults.get(method) or []
-            return queue.pop(0) if queue else None
+            at = next((i for i, f in enumerate(queue) if f.message_id in (None, args.get("_message_id"))), None)
+            return queue.pop(at) if at is not None else None
 
     def of(self, method: str) -> list[Call]:
         with self._lock:
@@ -223,7 +234,10 @@ class FakeFeishu:
 
     def answer(self, method: str, args: dict[str, Any], authorised: bool) -> tuple[int, dict[str, Any] | bytes]:
         """The HTTP status and the body (Feishu's JSON, or a page) of one call."""
-        fault = self._fault(method)
+        fault = self._fault(method, args)
+        if fault is not None and fault.arrived is not None and fault.release is not None:
+            fault.arrived.set()
+            fault.release.wait(120)
         if fault is not None:
             response = {"code": fault.code, "msg": fault.msg}
             self._record(Call(method, args, response, fault))
