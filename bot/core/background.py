@@ -50,17 +50,20 @@ class BackgroundService:
         self._first_pass = threading.Event()  # set when the first pass ended, failed or not
         self._thread: threading.Thread | None = None
         self._ran_at: dict[str, float] = {}
-        self._reshown: set[str] = set()  # due decisions this process has shown on their cards (`run_once`)
+        self._started = datetime.now(UTC)  # decisions made before are an earlier process's (`run_once`)
+        self._reshown: set[str] = set()  # those this process has shown on their cards
         self._pass = threading.Lock()  # one jobs pass at a time (a surface may ask for one besides the loop's)
 
     def run_once(self, now: datetime | None = None) -> None:
-        """One pass: due decisions shown on their cards and back on the queue, unqueued messages back on the queue,
-        every post without a message posted again, then each background job whose interval has passed (`now`: the
-        jobs' clock)."""
+        """One pass: due decisions back on the queue (an earlier process's, never tried, shown on their cards first),
+        unqueued messages back on the queue, every post without a message posted again, then each background job
+        whose interval has passed (`now`: the jobs' clock)."""
         core = self.core
         for decision in core.decisions.due(scope=core.scope):
-            if decision.attempts == 0 and decision.interrupt_id not in self._reshown:
-                self._reshown.add(decision.interrupt_id)  # once per process: its confirm may never have run
+            if (decision.attempts == 0 and decision.decided_at < self._started
+                    and decision.interrupt_id not in self._reshown):
+                # an earlier process decided it and never tried it: it may have died before its confirm showed it
+                self._reshown.add(decision.interrupt_id)
                 core.decider.reshow(decision)
             core.reapply(decision.interrupt_id, decision.thread_id)
         core.queue.requeue_unqueued()
