@@ -40,6 +40,7 @@ GATEWAY_FILLED = N_("filled {quantity} @ {price} by {gateway}")
 TRADED = N_("filled {quantity} @ {price} by {gateway} (trade {trade})")  # one fill of a live order
 GATEWAY_CANCELLED = N_("cancelled at {gateway}")
 GATEWAY_REJECTED = N_("rejected by {gateway}: {why}")
+REPLAY_FILLED = N_("replay account: filled at the decision date's close, without approval")
 NOT_TAKEN = N_("not taken by {gateway}: {why} (VeighNa gave no order id: nothing was placed)")
 DRY_RUN = N_("dry run: not sent to {gateway} (QUANTDESK_VNPY_DRY_RUN)")
 UNKNOWN = N_("{gateway} does not know this order (reference {reference}): it may or may not have reached the "
@@ -49,7 +50,7 @@ MARKED = {"filled": N_("marked filled by {who} after checking at the broker"),
           "cancelled": N_("marked cancelled by {who} after checking at the broker"),
           "unsent": N_("marked never sent by {who} after checking at the broker")}
 TEMPLATES = (*MARKED.values(), SENDING, SENT, PART_FILLED, GATEWAY_FILLED, TRADED, GATEWAY_CANCELLED,
-             GATEWAY_REJECTED, NOT_TAKEN, DRY_RUN, UNKNOWN,
+             GATEWAY_REJECTED, NOT_TAKEN, REPLAY_FILLED, DRY_RUN, UNKNOWN,
              SIMULATED, SIMULATED_ON, *FILLS_AT.values(), *NO_TRADING_DAY.values(), *FILLED_AT.values(), SUSPENDED,
              BLOCKED, LOCKED_UP, LOCKED_DOWN, LOW_NOT_REACHED, HIGH_NOT_REACHED, *LIMIT_FILLED.values(), NO_CASH,
              NO_SHARES, CANCELLED_BY, MANDATE_REFUSED, MANDATE_BLOCKED, MANDATE_NOT_ALLOWED, MANDATE_ST_UNKNOWN,

@@ -35,9 +35,11 @@ from tools.broker.clock import day
 from tools.broker.config import TradingConfig
 from tools.broker.fees import fill_fees
 from tools.broker.money import price_of
+from tools.broker.protocol import Broker
 from tools.broker.replay import ReplayBroker, ReplayLedger
 from tools.broker.rules import lot_rule
 from tools.broker.sizing import FEE_MARGIN
+from tools.broker.store import AccountError
 from tools.desk.log import rating_word, resolve_due
 from tools.desk.snapshot import price_bars
 from tools.i18n import _
@@ -137,8 +139,8 @@ def replay_date(ledger_json: dict[str, Any], date: str, left: int, replay: _Repl
     code = request["ts_code"]
     ledger = ReplayLedger.from_json(ledger_json, replay.paper.rates)
     close = price_of(price_bars(ctx.provider, code, date, 1)["close"].iloc[-1])
-    broker = ReplayBroker(ledger, replay.account, date, {code: close})
-    inner = dataclasses.replace(ctx, desk_namespace=replay.namespace, broker=lambda name, by, b=broker: b,
+    broker: Broker = ReplayBroker(ledger, replay.account, date, {code: close})  # the replay's own, registered kind
+    inner = dataclasses.replace(ctx, desk_namespace=replay.namespace, broker=_only(broker),
                                 decision_token_budget=min(ctx.decision_token_budget, left))
     ask = (f"analyze {code} {date} depth={request['depth']} analysts={','.join(request['analysts'])} "
            f"session={request['session']}")
@@ -147,11 +149,23 @@ def replay_date(ledger_json: dict[str, Any], date: str, left: int, replay: _Repl
                                                "account": replay.account}},
                              context=inner)
     result = out.get("result") or {}
-    ledger.marks.append((date, ledger.equity({code: close})))
+    broker.mark(date)
     stop = result.get("stopped") or out.get("final_reply")
     return {"step": {**_step(date, result, ledger.marks[-1][1], out.get("final_reply")), "stopped": bool(stop)},
             "ledger": ledger.to_json(), "close": str(close), "tokens": int(result.get("tokens") or 0),
             "stopped": _("stopped at {date}: {why}").format(date=date, why=stop) if stop else None}
+
+
+def _only(broker: Broker) -> Callable[[str, str | None], Broker]:
+    """The account opener of a replay date: its replay account, and no other (a replay trades nowhere else)."""
+
+    def opened(name: str, by: str | None) -> Broker:
+        if name != broker.name:
+            raise AccountError(_("a replay trades only in its own account {account}, not in {name}").format(
+                account=broker.name, name=name))
+        return broker
+
+    return opened
 
 
 def _step(date: str, result: dict[str, Any], equity: Decimal, reply: str | None) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """Replay fill: in a replay only, the trader's order is approved automatically and fills in the replay's own
-account at the decision date's close (tools.broker.replay). A live desk never reaches this node."""
+account at the decision date's close (its broker, tools.broker.replay, through the one broker door). A live desk
+never reaches this node."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
@@ -13,7 +14,6 @@ from graphs.analyze.state import AnalyzeState
 from graphs.context import thread_id
 from graphs.order.deps import broker_for
 from tools.broker.orders import SIDE_WORDS, OrderRejected, OrderRequest
-from tools.broker.replay import ReplayFill
 from tools.i18n import _
 
 
@@ -26,11 +26,13 @@ def replay_fill_node(state: AnalyzeState, runtime: Runtime[AnalyzeDeps], config:
                          int(intent["quantity"]), reason=intent["reason"], thread_id=thread_id(config),
                          approved_by="replay", tag=intent.get("tag"))
     try:
-        # a replay's context carries its replay account (replay.py), whose submit fills at once: a ReplayFill
-        fill = cast(ReplayFill, broker.submit(order))
+        placed = broker.submit(order)  # a replay's account (replay.py) fills at once, at the date's close
     except OrderRejected as exc:
         return {"order_outcome": {"status": "refused",
                                   "message": _("replay account refused the order: {why}").format(why=exc)}}
+    if placed.status != "filled" or not placed.fills:
+        return {"order_outcome": {"status": "refused", "message": placed.summary()}}
+    fill = placed.fills[-1]
     message = _("auto-filled in the replay account: {side} {quantity} at {price} on {date}, fees {fees}").format(
         side=_(SIDE_WORDS[fill.side]), quantity=f"{fill.quantity:,}", price=fill.price, date=fill.trade_date,
         fees=fill.fees)
