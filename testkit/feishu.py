@@ -151,3 +151,18 @@ class FeishuBot(DrainedProcess):
             raise RuntimeError(f"bot did not start: {line}{proc.stderr.read()}")  # type: ignore[union-attr]
         self.url = line.split("listening on ", 1)[1].strip() if "listening on" in line else ""
         super().__init__(proc)
+
+
+class Courier:
+    """How a test's Feishu events reach the bot: HTTP callbacks to its port (encrypted and signed), or frames over
+    its long connection (`link`, a testkit.fakes.feishu_ws.LongConnectionServer). `send` answers alike for both."""
+
+    def __init__(self, bot: FeishuBot, link: Any = None) -> None:
+        self.bot, self.link = bot, link
+
+    def send(self, payload: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """The status and the answer (a click's toast and card) of one event or card callback."""
+        if self.link is None:
+            return deliver(self.bot.url, payload)
+        code, data, _seconds = self.link.deliver(payload)
+        return code, data or {}

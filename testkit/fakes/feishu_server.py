@@ -201,6 +201,11 @@ class FakeFeishu:
         with self._lock:
             self._faults.clear()
 
+    def forget_calls(self) -> None:
+        """Start the record of calls anew (the messages stay): a test's next bot sees only its own calls."""
+        with self._lock:
+            self.calls.clear()
+
     def _fault(self, method: str, args: dict[str, Any]) -> Fault | None:
         with self._lock:
             queue = self._faults.get(method) or []

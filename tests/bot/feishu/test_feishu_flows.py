@@ -1,5 +1,6 @@
 """The Feishu surface end to end: `quantdesk serve --surface feishu` as a real process taking encrypted, signed
-callbacks over HTTP, against the fake Feishu Open API. A mention's clarify question answered by a reply in its
+callbacks over HTTP, then events over its long connection (the `courier` fixture: every test runs in both delivery
+modes), against the fake Feishu Open API. A mention's clarify question answered by a reply in its
 thread; a factor's code review approved from its card (the click answered at once with the card disabled and
 "processing"), edited through the card's form; a Chinese speaker answered in Chinese; and every card the bot sent
 passes the card schema the fake enforces."""
@@ -10,12 +11,11 @@ from sqlalchemy import text
 
 from testkit.fakes.feishu_server import Call, FeishuServer, card_problems
 from testkit.feishu import (
-    FeishuBot,
+    Courier,
     button,
     buttons,
     card_action,
     card_text,
-    deliver,
     message_event,
     new_id,
 )
@@ -25,11 +25,11 @@ from tools.storage.db import make_engine
 ALICE, BOB = "ou_alice", "ou_bob"
 
 
-def _say(bot: FeishuBot, chat: str, user: str, text: str, root: str | None = None, mention: bool = True,
+def _say(courier: Courier, chat: str, user: str, text: str, root: str | None = None, mention: bool = True,
          chat_type: str = "group") -> str:
     """A person's message (a new thread's root unless `root`); its id."""
     message_id = new_id()
-    status, answer = deliver(bot.url, message_event(chat, user, text, message_id, root, chat_type, mention))
+    status, answer = courier.send(message_event(chat, user, text, message_id, root, chat_type, mention))
     assert status == 200, answer
     return message_id
 
@@ -47,12 +47,12 @@ def _patched(feishu: FeishuServer, message_id: str, words: str) -> Call:
                                 and words in card_text(c.card or {}))[0]
 
 
-def test_a_clarify_question_is_answered_in_its_thread(feishu: FeishuServer, bot: FeishuBot) -> None:
+def test_a_clarify_question_is_answered_in_its_thread(feishu: FeishuServer, courier: Courier) -> None:
     chat = "oc_flows_clarify"
-    root = _say(bot, chat, ALICE, "signal rsi 600519.SH")
+    root = _say(courier, chat, ALICE, "signal rsi 600519.SH")
     question = _card_in(feishu, root, "date range")
     assert question.args["reply_in_thread"] is True
-    _say(bot, chat, ALICE, "20190101 20200601", root=root, mention=False)  # a plain reply in the thread
+    _say(courier, chat, ALICE, "20190101 20200601", root=root, mention=False)  # a plain reply in the thread
     result = _card_in(feishu, root, "Signal rsi")
     assert result.card is not None and result.card["header"]["template"] == "green"
     answered = _patched(feishu, question.message_id, "20190101 20200601")
@@ -74,46 +74,46 @@ def _all_done(database_url: str) -> bool:
     return bool(rows) and all(row.done_at is not None for row in rows)
 
 
-def test_the_status_cards_stop_is_for_the_requester(feishu: FeishuServer, bot: FeishuBot) -> None:
+def test_the_status_cards_stop_is_for_the_requester(feishu: FeishuServer, courier: Courier) -> None:
     chat = "oc_flows_stop"
-    root = _say(bot, chat, ALICE, "signal rsi 600519.SH")
+    root = _say(courier, chat, ALICE, "signal rsi 600519.SH")
     _card_in(feishu, root, "date range")  # the run waits: nothing runs once its job has ended
-    wait_until(lambda: _all_done(bot.database_url), "the request's job to end")
+    wait_until(lambda: _all_done(courier.bot.database_url), "the request's job to end")
     status = next(c for c in feishu.fake.thread(root) if c.card and "Stop" in card_text(c.card))
     stop = button(status.card or {}, "Stop")["value"]
-    bob = deliver(bot.url, card_action(BOB, chat, status.message_id, stop))[1]
+    bob = courier.send(card_action(BOB, chat, status.message_id, stop))[1]
     assert bob["toast"]["content"].startswith("Only the person who started this request")
-    alice = deliver(bot.url, card_action(ALICE, chat, status.message_id, stop))[1]
+    alice = courier.send(card_action(ALICE, chat, status.message_id, stop))[1]
     assert alice["toast"] == {"type": "info", "content": "Nothing is running in this thread any more."}
 
 
 def test_a_group_message_without_a_mention_outside_a_thread_is_not_taken(feishu: FeishuServer,
-                                                                         bot: FeishuBot) -> None:
+                                                                         courier: Courier) -> None:
     chat = "oc_flows_quiet"
-    quiet = _say(bot, chat, BOB, "help", mention=False)
-    loud = _say(bot, chat, BOB, "help")
+    quiet = _say(courier, chat, BOB, "help", mention=False)
+    loud = _say(courier, chat, BOB, "help")
     _card_in(feishu, loud, "QuantDesk")
     assert feishu.fake.thread(quiet) == []
 
 
-def test_a_factor_review_is_approved_from_its_card(feishu: FeishuServer, bot: FeishuBot) -> None:
+def test_a_factor_review_is_approved_from_its_card(feishu: FeishuServer, courier: Courier) -> None:
     chat = "oc_flows_review"
-    root = _say(bot, chat, ALICE, "factor momentum 20190301 20200601 window=20 name=feishu_mom")
+    root = _say(courier, chat, ALICE, "factor momentum 20190301 20200601 window=20 name=feishu_mom")
     review = _card_in(feishu, root, "Code review: feishu_mom")
     card = review.card or {}
     assert "return close / close.shift(20) - 1" in card_text(card)
     assert [b["text"]["content"] for b in buttons(card)] == ["Approve", "Edit", "Reject"]
     # a reply in the thread does not decide a review: the replier alone is told so (an ephemeral card)
-    _say(bot, chat, ALICE, "looks good", root=root, mention=False)
+    _say(courier, chat, ALICE, "looks good", root=root, mention=False)
     hint = feishu.fake.wait_for("ephemeral.send", where=lambda c: c.args["chat_id"] == chat)[0]
     assert hint.args["open_id"] == ALICE and "waiting for review" in card_text(hint.args["card"])
     approve = button(card, "Approve")
     # someone else may not decide: a toast says why, the card stays as it is
-    status, answer = deliver(bot.url, card_action(BOB, chat, review.message_id, approve["value"]))
+    status, answer = courier.send(card_action(BOB, chat, review.message_id, approve["value"]))
     assert status == 200 and answer["toast"]["type"] == "error"
     assert "Only the person who started" in answer["toast"]["content"] and "card" not in answer
     # the requester's click is answered with the card disabled and "processing"
-    status, answer = deliver(bot.url, card_action(ALICE, chat, review.message_id, approve["value"]))
+    status, answer = courier.send(card_action(ALICE, chat, review.message_id, approve["value"]))
     assert status == 200 and answer["toast"]["type"] == "success"
     shown = answer["card"]["data"]
     assert card_problems(shown) == []
@@ -121,15 +121,15 @@ def test_a_factor_review_is_approved_from_its_card(feishu: FeishuServer, bot: Fe
     _patched(feishu, review.message_id, "approved by")
     _card_in(feishu, root, "Factor feishu_mom")
     # a second click on the same card decides nothing
-    status, answer = deliver(bot.url, card_action(ALICE, chat, review.message_id, approve["value"]))
+    status, answer = courier.send(card_action(ALICE, chat, review.message_id, approve["value"]))
     assert status == 200 and answer["toast"]["content"] == "Already handled."
 
 
-def test_a_factor_review_is_edited_in_the_cards_form(feishu: FeishuServer, bot: FeishuBot) -> None:
+def test_a_factor_review_is_edited_in_the_cards_form(feishu: FeishuServer, courier: Courier) -> None:
     chat = "oc_flows_edit"
-    root = _say(bot, chat, ALICE, "factor momentum 20190301 20200601 window=20 name=feishu_edit")
+    root = _say(courier, chat, ALICE, "factor momentum 20190301 20200601 window=20 name=feishu_edit")
     review = _card_in(feishu, root, "Code review: feishu_edit")
-    status, answer = deliver(bot.url, card_action(ALICE, chat, review.message_id,
+    status, answer = courier.send(card_action(ALICE, chat, review.message_id,
                                                   button(review.card or {}, "Edit")["value"]))
     assert status == 200
     form_card = answer["card"]["data"]
@@ -139,10 +139,10 @@ def test_a_factor_review_is_edited_in_the_cards_form(feishu: FeishuServer, bot: 
     assert code["input_type"] == "multiline_text" and code["default_value"].startswith("return close / close")
     submit = next(e for e in form["elements"] if e.get("action_type") == "form_submit")
     # a forbidden import is said in a toast; nothing is decided
-    status, answer = deliver(bot.url, card_action(ALICE, chat, review.message_id, submit["value"],
+    status, answer = courier.send(card_action(ALICE, chat, review.message_id, submit["value"],
                                                   {"code": "import os\nreturn os.environ", "name": ""}))
     assert status == 200 and answer["toast"]["type"] == "error" and "import" in answer["toast"]["content"]
-    status, answer = deliver(bot.url, card_action(ALICE, chat, review.message_id, submit["value"],
+    status, answer = courier.send(card_action(ALICE, chat, review.message_id, submit["value"],
                                                   {"code": "return close / close.shift(10) - 1", "name": ""}))
     assert status == 200 and answer["toast"]["type"] == "success"
     _patched(feishu, review.message_id, "edited by")
@@ -150,22 +150,22 @@ def test_a_factor_review_is_edited_in_the_cards_form(feishu: FeishuServer, bot: 
     assert "Code review" in card_text(again.card or {})
 
 
-def test_a_chinese_speaker_is_answered_in_chinese(feishu: FeishuServer, bot: FeishuBot) -> None:
+def test_a_chinese_speaker_is_answered_in_chinese(feishu: FeishuServer, courier: Courier) -> None:
     chat = "oc_flows_zh"
-    first = _say(bot, chat, "ou_wang", "lang zh", chat_type="p2p", mention=False)
+    first = _say(courier, chat, "ou_wang", "lang zh", chat_type="p2p", mention=False)
     _card_in(feishu, first, "中文")
-    root = _say(bot, chat, "ou_wang", "signal rsi 600519.SH", chat_type="p2p", mention=False)
+    root = _say(courier, chat, "ou_wang", "signal rsi 600519.SH", chat_type="p2p", mention=False)
     question = _card_in(feishu, root, "哪个日期区间")
     assert question.card is not None and question.card["header"]["title"]["content"] == "问题"
-    _say(bot, chat, "ou_wang", "20190101 20200601", root=root, chat_type="p2p", mention=False)
+    _say(courier, chat, "ou_wang", "20190101 20200601", root=root, chat_type="p2p", mention=False)
     _card_in(feishu, root, "回测")  # the result, in Chinese too
 
 
-def test_every_card_sent_passes_the_card_schema(feishu: FeishuServer, bot: FeishuBot) -> None:
+def test_every_card_sent_passes_the_card_schema(feishu: FeishuServer, courier: Courier) -> None:
     """Every card the flows of this module sent through this process, none refused, and the process logged no
     failure. The module's tests may be spread over several xdist workers, each with its own bot: this one sends a
     question of its own first, so it never checks an empty list."""
-    root = _say(bot, "oc_flows_schema", ALICE, "signal rsi 600519.SH")
+    root = _say(courier, "oc_flows_schema", ALICE, "signal rsi 600519.SH")
     _card_in(feishu, root, "date range")
     cards = feishu.fake.cards()
     assert cards
@@ -173,4 +173,4 @@ def test_every_card_sent_passes_the_card_schema(feishu: FeishuServer, bot: Feish
     assert refused == []
     for call in cards:
         assert card_problems(call.card if call.card is not None else call.args.get("card")) == []
-    assert "Traceback" not in bot.output() and "failed" not in bot.output(), bot.output()
+    assert "Traceback" not in courier.bot.output() and "failed" not in courier.bot.output(), courier.bot.output()
