@@ -1,14 +1,17 @@
 """A trader's click survives SIGKILL in Feishu: the host of `quantdesk serve --surface feishu` is killed as soon as
 the click is answered (its decision row written, its apply perhaps not started); a new process on the same database
 applies it exactly once: one fill, one result card. A host killed while its card update hangs leaves the card as the
-click answered it ("processing"): the new process shows the decision on it."""
+click answered it ("processing"): the new process shows the decision on it. The click comes by HTTP callback and
+over the long connection."""
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -16,7 +19,8 @@ from bot.stores.records import DecisionRecord, PostRecord
 from bot.stores.threads import thread_id_for
 from bot.surfaces import FEISHU_TEAM
 from testkit.fakes.feishu_server import Fault, FeishuServer
-from testkit.feishu import FeishuBot, button, card_action, card_text, deliver, message_event, new_id
+from testkit.fakes.feishu_ws import LongConnectionServer
+from testkit.feishu import Courier, FeishuBot, button, card_action, card_text, deliver, message_event, new_id
 from testkit.wait import wait_until
 from tools.broker.records import PaperOrder
 from tools.storage.db import make_engine
@@ -38,17 +42,37 @@ def _settled(url: str, thread: str) -> bool:
     return bool(decisions) and all(d.applied_at for d in decisions) and all(p.completed_at for p in posts)
 
 
-def test_sigkill_right_after_a_click_fills_the_order_once(feishu: FeishuServer, tmp_path: Path) -> None:
+@pytest.fixture(params=["http", "long connection"])
+def link(request: pytest.FixtureRequest, feishu: FeishuServer) -> Iterator[LongConnectionServer | None]:
+    """None for HTTP callbacks, else the long connection the bot opens (no verification token, no encrypt key)."""
+    if request.param == "http":
+        yield None
+        return
+    with LongConnectionServer() as server:
+        feishu.fake.ws_url = server.url
+        yield server
+        feishu.fake.ws_url = None
+
+
+def _bot(feishu: FeishuServer, url: str, tmp_path: Path, link: LongConnectionServer | None) -> Courier:
+    quiet = {"FEISHU_VERIFICATION_TOKEN": "", "FEISHU_ENCRYPT_KEY": ""} if link is not None else {}
+    courier = Courier(FeishuBot(feishu.url, url, tmp_path, **ENV, **quiet), link)
+    if link is not None:
+        link.wait_connected()
+    return courier
+
+
+def test_sigkill_right_after_a_click_fills_the_order_once(feishu: FeishuServer, tmp_path: Path,
+                                                          link: LongConnectionServer | None) -> None:
     url, chat, root = f"sqlite:///{tmp_path / 'q.db'}", "oc_crash", new_id()
-    bot = FeishuBot(feishu.url, url, tmp_path, **ENV)
-    assert deliver(bot.url, message_event(chat, ALICE, "order 600519.SH buy 100", root))[0] == 200
+    first = _bot(feishu, url, tmp_path, link)
+    assert first.send(message_event(chat, ALICE, "order 600519.SH buy 100", root))[0] == 200
     card = wait_until(lambda: next((c for c in feishu.fake.thread(root) if c.card
                                     and "Approval: " in card_text(c.card)), None), "the approval card")
-    status, answer = deliver(bot.url, card_action(TRADER, chat, card.message_id,
-                                                  button(card.card or {}, "Approve")["value"]))
+    status, answer = first.send(card_action(TRADER, chat, card.message_id, button(card.card or {}, "Approve")["value"]))
     assert status == 200 and answer["toast"]["type"] == "success"  # the decision row is in the database
-    assert bot.kill_host() == -9
-    again = FeishuBot(feishu.url, url, tmp_path, **ENV)
+    assert first.bot.kill_host() == -9
+    again = _bot(feishu, url, tmp_path, link).bot
     thread = thread_id_for(FEISHU_TEAM, chat, root)
     try:
         wait_until(lambda: _settled(url, thread), "the decision applied and every post complete", 60)
