@@ -1,10 +1,11 @@
 """The job queue (bot/jobs): per-thread order, no head-of-line blocking across threads, inbox dedupe and requeue,
 decisions, abort at a node boundary, crash safety with SIGKILLed worker processes and with jobs whose outcome was
-never written, and the worker command.
+never written, one queue per surface on a shared database, and the worker command.
 
-Handlers record what they did in a `job_events` table of the test database (ordered by its id), so workers in
-other processes report the same way as in-process ones. A job whose text is `gate:NAME` waits until the test
-opens that gate (a row in `job_gates`); `steps:N` runs N short steps, checking `should_stop()` between them."""
+Handlers record what they did in a `job_events` table of the test database (ordered by its id, with the scope of the
+queue whose worker ran it), so workers in other processes report the same way as in-process ones. A job whose text is
+`gate:NAME` waits until the test opens that gate (a row in `job_gates`); `steps:N` runs N short steps, checking
+`should_stop()` between them."""
 
 from __future__ import annotations
 
@@ -22,10 +23,13 @@ from typing import Any
 import pytest
 from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, insert, select, text
 
+from bot.cli import _parser
 from bot.jobs import JobQueue, Message, make_job_queue, should_stop, start_serve_worker
 from bot.jobs.base import RUN_TEXT, RUNS_QUEUE
+from bot.jobs.child import worker_command
 from bot.jobs.local import LocalJobQueue
 from bot.jobs.pg import PgJobQueue, Reaper, TrackedWorker, connection_budget, make_app
+from bot.surfaces import FEISHU, FEISHU_TEAM, SLACK
 from testkit.paths import REPO
 from testkit.wait import wait_until
 from tools.settings import Settings, get_settings
@@ -38,7 +42,7 @@ WAIT_SECONDS = 60.0
 _meta = MetaData()
 events = Table("job_events", _meta, Column("id", Integer, primary_key=True, autoincrement=True),
                Column("key", String(100)), Column("thread_id", String(64)), Column("phase", String(16)),
-               Column("pid", Integer))
+               Column("pid", Integer), Column("by", String(16)))
 gates = Table("job_gates", _meta, Column("name", String(64), primary_key=True))
 
 
@@ -47,14 +51,17 @@ def _settings(url: str, tmp: Path, **extra: Any) -> Settings:
 
 
 class Recorder:
-    """The test handler: records start / end / stopped / decision rows; obeys `gate:` and `steps:` texts."""
+    """The test handler: records start / end / stopped / decision rows (`by`: the scope of the worker's queue);
+    obeys `gate:` and `steps:` texts."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, by: str = "") -> None:
         self.engine = engine
+        self.by = by
 
     def _record(self, key: str, thread_id: str, phase: str) -> None:
         with self.engine.begin() as connection:
-            connection.execute(insert(events).values(key=key, thread_id=thread_id, phase=phase, pid=os.getpid()))
+            connection.execute(insert(events).values(key=key, thread_id=thread_id, phase=phase, pid=os.getpid(),
+                                                     by=self.by))
 
     def run_text(self, message: Message) -> None:
         kind, _, arg = message.text.partition(":")
@@ -185,12 +192,12 @@ def workers() -> Iterator[Workers]:
 
 
 class _InProcess:
-    """A queue on `url` with an in-process worker (threads) and the Recorder; stopped by the fixture."""
+    """A queue of `scope` on `url` with an in-process worker (threads) and the Recorder; stopped by the fixture."""
 
-    def __init__(self, url: str, tmp: Path, concurrency: int, **settings: Any) -> None:
+    def __init__(self, url: str, tmp: Path, concurrency: int, scope: str, **settings: Any) -> None:
         self.engine = make_engine(url)
-        self.queue: JobQueue = make_job_queue(self.engine, _settings(url, tmp, **settings))
-        self.handle = self.queue.start_worker(Recorder(self.engine), concurrency)
+        self.queue: JobQueue = make_job_queue(self.engine, _settings(url, tmp, **settings), scope)
+        self.handle = self.queue.start_worker(Recorder(self.engine, scope), concurrency)
 
     def close(self) -> None:
         self.handle.stop(timeout=30)
@@ -201,8 +208,8 @@ class _InProcess:
 def in_process(tmp_path: Path) -> Iterator[InProcess]:
     made: list[_InProcess] = []
 
-    def make(url: str, concurrency: int = 2, **settings: Any) -> _InProcess:
-        made.append(_InProcess(url, tmp_path, concurrency, **settings))
+    def make(url: str, concurrency: int = 2, scope: str = "", **settings: Any) -> _InProcess:
+        made.append(_InProcess(url, tmp_path, concurrency, scope, **settings))
         return made[-1]
 
     yield make
@@ -465,7 +472,7 @@ def test_the_reaper_retries_a_job_its_worker_does_not_run_once_two_passes_saw_it
             worker.worker_id = await app.job_manager.register_worker()
             job = await app.job_manager.fetch_job(queues=[RUNS_QUEUE], worker_id=worker.worker_id)
             assert job is not None and job.id is not None
-            reaper = Reaper(app, 30.0, worker)
+            reaper = Reaper(app, "", 30.0, worker)
             first = await reaper.run_pass()
             after_first = await app.job_manager.get_job_status_async(job.id)
             second = await reaper.run_pass()
@@ -475,6 +482,66 @@ def test_the_reaper_retries_a_job_its_worker_does_not_run_once_two_passes_saw_it
     first, after_first, second, after_second, job_id = asyncio.run(passes())
     assert (first, after_first) == ([], "doing")
     assert (second, after_second) == ([job_id], "todo")
+
+
+# --- one queue per surface -----------------------------------------------------------------------------------
+
+
+def _feishu_message(key: str, text: str, thread_ts: str) -> Message:
+    return Message(key=key, team=FEISHU_TEAM, channel="oc_jobs", thread_ts=thread_ts, user="ou_1", text=text)
+
+
+def _runners(engine: Engine) -> dict[str, set[str]]:
+    """Each key's recorded rows: the scopes of the workers that wrote them."""
+    runners: dict[str, set[str]] = {}
+    with engine.connect() as connection:
+        for key, by in connection.execute(select(events.c.key, events.c.by)):
+            runners.setdefault(key, set()).add(by)
+    return runners
+
+
+def test_each_surface_has_a_queue_of_its_own_on_a_shared_database(pg_queue_url: str, tmp_path: Path,
+                                                                  in_process: InProcess,
+                                                                  engine_for: Engines) -> None:
+    """Slack's and Feishu's queues on one database: queue positions are counted per surface; Feishu's worker runs
+    Feishu's jobs and never takes Slack's (deferred before its own, they would come first), Slack's worker, started
+    beside it, runs Slack's, among them one left in the unscoped queue of before; and neither aborts the other's."""
+    engine = engine_for(pg_queue_url)
+    slack = PgJobQueue(engine, _settings(pg_queue_url, tmp_path), SLACK.scope)
+    feishu = PgJobQueue(engine, _settings(pg_queue_url, tmp_path), FEISHU.scope)
+    ours = [_message(f"S:{i}", "quick", thread_ts=f"8.S{i}") for i in range(3)]
+    theirs = [_feishu_message(f"F:{i}", "quick", thread_ts=f"8.F{i}") for i in range(2)]
+    for queue, message in ((slack, ours[0]), (feishu, theirs[0]), (slack, ours[1]), (feishu, theirs[1]),
+                           (slack, ours[2])):
+        assert queue.submit_text(message)
+    assert [slack.ahead_of(m.key) for m in ours] == [0, 1, 2]
+    assert [feishu.ahead_of(m.key) for m in theirs] == [0, 1]
+    legacy = _message("S:legacy", "quick", thread_ts="8.S9")
+    assert PgJobQueue(engine, _settings(pg_queue_url, tmp_path)).submit_text(legacy)
+
+    in_process(pg_queue_url, concurrency=1, scope=FEISHU.scope)
+    seen = _wait_for(engine, _has("F:1", "end"))
+    assert [(k, p) for k, p, _ in seen] == [("F:0", "start"), ("F:0", "end"), ("F:1", "start"), ("F:1", "end")]
+    assert [slack.ahead_of(m.key) for m in ours] == [0, 1, 2]  # Slack's still wait, in their own queue
+
+    in_process(pg_queue_url, concurrency=1, scope=SLACK.scope)
+    _wait_for(engine, lambda seen: sum(p == "end" for _, p, _ in seen) == 6)
+    long = _message("S:long", "steps:600", thread_ts="8.S10")
+    assert slack.submit_text(long)
+    _wait_for(engine, _has(long.key, "start"))
+    assert feishu.abort(long.thread_id) is False
+    assert slack.abort(long.thread_id) is True
+    _wait_for(engine, _has(long.key, "stopped"))
+    runners = _runners(engine)
+    assert {key: runners[key] for key in ("F:0", "F:1")} == {"F:0": {FEISHU.scope}, "F:1": {FEISHU.scope}}
+    assert all(runners[m.key] == {SLACK.scope} for m in (*ours, legacy, long))
+
+
+def test_serves_worker_child_runs_the_surface_of_its_queue() -> None:
+    for surface in (SLACK, FEISHU):
+        command = worker_command(surface.scope)
+        assert command[1:4] == ["-m", "bot.cli", "worker"]
+        assert _parser().parse_args(command[3:]).surface == surface.name
 
 
 def test_sqlite_restart_runs_the_messages_a_dead_process_left_queued(tmp_path: Path) -> None:
