@@ -134,7 +134,7 @@ def _worker(settings: Settings, concurrency: int | None, parent: int | None, sur
         queue = core.queue
         assert isinstance(queue, PgJobQueue)
         startup_done()
-        print(f"worker on {redacted(settings.database_url_value)}: queue runs, concurrency "
+        print(f"worker on {redacted(settings.database_url_value)}: queue {queue.queue}, concurrency "
               f"{concurrency or settings.job_concurrency}", flush=True)
         if parent is not None:
             exit_with_parent(parent)

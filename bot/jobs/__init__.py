@@ -17,6 +17,7 @@ from bot.jobs.base import (
     JobHandler,
     JobQueue,
     WorkerHandle,
+    runs_queue,
     should_stop,
     stop_honoured,
 )
@@ -26,7 +27,7 @@ from tools.storage.db import is_sqlite
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RUNS_QUEUE", "Inbox", "JobHandler", "JobQueue", "Message", "WorkerHandle", "make_job_queue",
+__all__ = ["RUNS_QUEUE", "Inbox", "JobHandler", "JobQueue", "Message", "WorkerHandle", "make_job_queue", "runs_queue",
            "should_stop", "start_serve_worker", "stop_honoured"]
 
 
@@ -46,12 +47,13 @@ def make_job_queue(engine: Engine, settings: Settings, scope: str = "") -> JobQu
 def start_serve_worker(queue: JobQueue, handler: JobHandler) -> WorkerHandle | None:
     """The worker `serve` runs itself. SQLite: the in-process executor, always (jobs run nowhere else).
     PostgreSQL: a `quantdesk worker` child process (bot/jobs/child.py says why not threads), unless
-    `serve --no-worker` / QUANTDESK_IN_PROCESS_WORKER=false (then `quantdesk worker` processes run the jobs)."""
+    `serve --no-worker` / QUANTDESK_IN_PROCESS_WORKER=false (then `quantdesk worker` processes run the jobs). The
+    child runs the queue's surface (its scope)."""
     if is_sqlite(queue.engine.url.render_as_string(hide_password=False)):
         return queue.start_worker(handler)
     if queue.settings.in_process_worker:
         from bot.jobs.child import ChildWorker
 
-        return ChildWorker()
+        return ChildWorker(queue.scope)
     log.info("no worker in this process: `quantdesk worker` processes run the jobs")
     return None

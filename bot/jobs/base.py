@@ -23,12 +23,18 @@ from tools.settings import Settings
 
 log = logging.getLogger(__name__)
 
-RUNS_QUEUE = "runs"  # runs of threads; long batch work (e.g. "backfill") gets a queue of its own
+RUNS_QUEUE = "runs"  # runs of threads (each surface's: runs_queue); long batch work would get a queue of its own
 RUN_TEXT = "quantdesk.run_text"
 APPLY_DECISION = "quantdesk.apply_decision"
 STOP_USER = "user"  # abort(thread_id): the thread's run stops at its next node and is not run again
 STOP_SHUTDOWN = "shutdown"  # the worker is stopping: the run stops at its next node and is retried elsewhere
 REQUEUE_AFTER_SECONDS = 5.0
+
+
+def runs_queue(scope: str) -> str:
+    """The queue of a surface's runs (`runs-slack` for scope `slack-`; RUNS_QUEUE unscoped): surfaces sharing a
+    database share no queue, so a worker only ever runs its own surface's jobs."""
+    return f"{RUNS_QUEUE}-{scope}".rstrip("-")
 
 
 @runtime_checkable
@@ -55,6 +61,7 @@ class JobQueue(ABC):
         """`scope`: the thread-id prefix of the surface this queue serves (see Inbox)."""
         self.engine = engine
         self.settings = settings
+        self.scope = scope
         self.inbox = Inbox(engine, scope)
 
     def submit_text(self, message: Message) -> bool:

@@ -4,8 +4,9 @@ A run is CPU work in Python (pandas, the sandbox's host side, LangGraph), and in
 competes with the listener for the GIL: measured with 200 mentions at once, the ack p99 went from ~110 ms
 (listener alone) to 250–360 ms with the worker's threads beside it, and Slack retries events not acked in 3 s.
 A child process has a GIL of its own, and it runs at a lower CPU priority (`CHILD_NICENESS`), so on a busy host the
-listener's acks come first and the runs take the rest. It stops with `serve` (SIGTERM, or on its own when `serve`
-is gone, even after a SIGKILL) and is restarted if it dies while `serve` runs."""
+listener's acks come first and the runs take the rest. It runs the jobs of `serve`'s surface (`--surface`: its queue,
+whatever else the environment configures). It stops with `serve` (SIGTERM, or on its own when `serve` is gone, even
+after a SIGKILL) and is restarted if it dies while `serve` runs."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import threading
 import time
 
 from bot.jobs.base import WorkerHandle
+from bot.surfaces import SURFACES
 
 log = logging.getLogger(__name__)
 
@@ -26,21 +28,27 @@ PARENT_CHECK_SECONDS = 1.0  # how often a child checks that its `serve` is still
 CHILD_NICENESS = 10  # added to the child's niceness: the listener beside it gets the CPU first
 
 
+def worker_command(scope: str) -> list[str]:
+    """The command of the worker child of a `serve` whose queue has `scope`: `quantdesk worker --parent <this pid>
+    --surface <the scope's surface>`."""
+    (surface,) = (entry.name for entry in SURFACES if entry.scope == scope)
+    return [sys.executable, "-m", "bot.cli", "worker", "--parent", str(os.getpid()), "--surface", surface]
+
+
 class ChildWorker(WorkerHandle):
-    """`quantdesk worker --parent <this pid>` in a child process (its output goes to this process's stderr, so
+    """The worker child process of the surface whose scope is `scope` (its output goes to this process's stderr, so
     stdout keeps only `serve`'s own lines), restarted when it dies unasked."""
 
-    def __init__(self) -> None:
+    def __init__(self, scope: str) -> None:
+        self._command = worker_command(scope)
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._proc = self._spawn()
         self._watcher = threading.Thread(target=self._watch, name="quantdesk-worker-child", daemon=True)
         self._watcher.start()
 
-    @staticmethod
-    def _spawn() -> subprocess.Popen[bytes]:
-        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "worker", "--parent", str(os.getpid())],
-                                stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr)
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(self._command, stdin=subprocess.DEVNULL, stdout=sys.stderr, stderr=sys.stderr)
         log.info("worker child process %d started", proc.pid)
         return proc
 

@@ -1,11 +1,13 @@
 """The job queue on PostgreSQL: procrastinate 3.10 (its schema is installed by migration 0006).
 
 Every job of a thread is deferred with `lock=<thread id>` and the same priority, so jobs of one thread run one
-at a time in job-id (arrival) order, and a worker never fetches a job whose thread is busy. Deferring happens on
-the application engine's connection, in the transaction that marks the inbox row enqueued. A finished job does
-not wake the next job of its lock, so workers poll every QUANTDESK_JOB_POLL_INTERVAL seconds. A worker that
-dies (SIGKILL) leaves its job "doing" and its lock held: every worker runs a reaper that retries the jobs of
-workers whose heartbeat is older than QUANTDESK_JOB_STALLED_TIMEOUT."""
+at a time in job-id (arrival) order, and a worker never fetches a job whose thread is busy. Each surface has a queue
+of its own (`runs_queue(scope)`: `runs-slack`, `runs-feishu`), so Slack's and Feishu's processes on one database never
+run each other's jobs. Deferring happens on the application engine's connection, in the transaction that marks the
+inbox row enqueued. A finished job does not wake the next job of its lock, so workers poll every
+QUANTDESK_JOB_POLL_INTERVAL seconds. A job can be left "doing" with its lock held: its worker died (SIGKILL), or its
+outcome could not be written (PostgreSQL restarting at that moment) and procrastinate's worker never tries again.
+Every worker runs a reaper (`Reaper`) that retries both kinds in its queue."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from procrastinate.job_context import AbortReason
 from procrastinate.jobs import Job, Status
 from procrastinate.retry import RetryDecision
 from procrastinate.utils import utcnow
+from procrastinate.worker import Worker
 from sqlalchemy import Connection, Engine, QueuePool, text
 
 from bot.jobs.base import (
@@ -38,6 +41,7 @@ from bot.jobs.base import (
     WorkerHandle,
     apply_decision_job,
     run_text_job,
+    runs_queue,
     stop_scope,
 )
 from bot.jobs.failures import RETRIED_ERRORS, attempt_scope
@@ -51,7 +55,7 @@ RUN_PRIORITY = 0  # one priority for every job of a thread: a higher one would j
 MAX_ATTEMPTS = 5  # a job whose worker died this many times is failed, not retried (it may be what kills them)
 ABORT_POLL_SECONDS = 1.0  # fallback only: abort requests arrive by LISTEN/NOTIFY
 SHUTDOWN_GRACE_SECONDS = 30.0  # then running jobs are asked to stop at their next node, and are retried
-REAPER_LOCK_KEY = 0x71646A6F62  # pg_try_advisory_xact_lock key: one reaper pass at a time across hosts
+REAPER_LOCK = "quantdesk-reaper"  # with the queue's name, the advisory lock of a pass: one at a time across hosts
 RETRIES = 7  # after a database or network failure, at 2, 4, 8 … 128 s: the run's last attempt is the eighth
 
 
@@ -106,11 +110,11 @@ def _apply_decision_task(context: JobContext, **args: Any) -> None:
         raise JobAborted
 
 
-def make_app(conninfo: str, pool_size: int) -> App:
-    """A procrastinate App with the two tasks; its pool opens only when a worker opens the app."""
+def make_app(conninfo: str, pool_size: int, queue: str = RUNS_QUEUE) -> App:
+    """A procrastinate App with the two tasks on `queue`; its pool opens only when a worker opens the app."""
     app = App(connector=PsycopgConnector(conninfo=conninfo, min_size=1, max_size=pool_size))
     for name, func in ((RUN_TEXT, _run_text_task), (APPLY_DECISION, _apply_decision_task)):
-        app.task(name=name, queue=RUNS_QUEUE, pass_context=True, retry=RUN_RETRY, priority=RUN_PRIORITY)(func)
+        app.task(name=name, queue=queue, pass_context=True, retry=RUN_RETRY, priority=RUN_PRIORITY)(func)
     return app
 
 
@@ -122,12 +126,13 @@ def _driver(connection: Connection) -> Any:
 class PgJobQueue(JobQueue):
     def __init__(self, engine: Engine, settings: Settings, scope: str = "") -> None:
         super().__init__(engine, settings, scope)
+        self.queue = runs_queue(scope)  # its jobs' procrastinate queue: its workers run no other surface's
         self.conninfo = libpq_url(engine.url.render_as_string(hide_password=False))
-        self.app = make_app(self.conninfo, settings.job_pool_size)  # for deferring: never opened here
+        self.app = make_app(self.conninfo, settings.job_pool_size, self.queue)  # for deferring: never opened here
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
 
     def _defer(self, connection: Connection, task: str, thread_id: str, args: dict[str, Any]) -> int:
-        deferrer = self.app.configure_task(task, lock=thread_id, queue=RUNS_QUEUE, priority=RUN_PRIORITY,
+        deferrer = self.app.configure_task(task, lock=thread_id, queue=self.queue, priority=RUN_PRIORITY,
                                            connection=_driver(connection))
         return deferrer.defer(**args)
 
@@ -139,7 +144,7 @@ class PgJobQueue(JobQueue):
             with self._autocommit.connect() as connection:
                 deferred = connection.exec_driver_sql(_RECORD_AND_DEFER, {
                     "key": message.key, "thread_id": message.thread_id, "args": json.dumps(payload), "now": utcnow(),
-                    "queue": RUNS_QUEUE, "task": RUN_TEXT, "priority": RUN_PRIORITY, "lock": message.thread_id,
+                    "queue": self.queue, "task": RUN_TEXT, "priority": RUN_PRIORITY, "lock": message.thread_id,
                 }).first()
             return deferred is not None
         except Exception:  # noqa: BLE001 - recorded alone below; the background service's requeue enqueues it
@@ -173,7 +178,7 @@ class PgJobQueue(JobQueue):
                 "WHERE other.lock = mine.lock AND (other.status = 'doing' OR other.status = 'todo' AND other.id < "
                 "mine.id)) FROM (SELECT id, status, lock FROM procrastinate_jobs WHERE task_name = :task "
                 "AND args->>'key' = :key ORDER BY id DESC LIMIT 1) mine"),
-                {"queue": RUNS_QUEUE, "task": RUN_TEXT, "key": key}).first()
+                {"queue": self.queue, "task": RUN_TEXT, "key": key}).first()
         if row is None or row[0] != "todo" or row[2]:  # started, or behind its own thread's job (not a slot)
             return None
         return int(row[1])
@@ -181,8 +186,8 @@ class PgJobQueue(JobQueue):
     def abort(self, thread_id: str) -> bool:
         with self.engine.begin() as connection:
             running = connection.execute(text(
-                "SELECT id FROM procrastinate_jobs WHERE lock = :lock AND status = 'doing'"),
-                {"lock": thread_id}).scalars().all()
+                "SELECT id FROM procrastinate_jobs WHERE lock = :lock AND status = 'doing' AND queue_name = :queue"),
+                {"lock": thread_id, "queue": self.queue}).scalars().all()
             requested = [job_id for job_id in running
                          if self.app.job_manager.cancel_job_by_id(job_id, abort=True, connection=_driver(connection))]
         if requested:
@@ -199,27 +204,29 @@ class PgJobQueue(JobQueue):
         asyncio.run(self.serve(handler, concurrency or self.settings.job_concurrency, install_signal_handlers=True))
 
     async def serve(self, handler: JobHandler, concurrency: int, *, install_signal_handlers: bool) -> None:
-        """A procrastinate worker and the stalled-job reaper, on the running event loop, until cancelled."""
+        """A procrastinate worker on this queue and its reaper, on the running event loop, until cancelled."""
         settings = self.settings
         loop = asyncio.get_running_loop()
         # sync tasks run on the loop's default executor: one thread per job slot, or a job would sit "doing"
         loop.set_default_executor(ThreadPoolExecutor(concurrency + 1, thread_name_prefix="quantdesk-job"))
-        app = make_app(self.conninfo, settings.job_pool_size)
+        app = make_app(self.conninfo, settings.job_pool_size, self.queue)
         async with app.open_async():
-            reaper = asyncio.create_task(reap_forever(app, settings.job_stalled_timeout), name="quantdesk-reaper")
+            worker = TrackedWorker(
+                app, queues=[self.queue], name=f"quantdesk@{socket.gethostname()}:{os.getpid()}",
+                concurrency=concurrency, fetch_job_polling_interval=settings.job_poll_interval,
+                abort_job_polling_interval=ABORT_POLL_SECONDS, listen_notify=True, delete_jobs="successful",
+                additional_context={"handler": handler, "inbox": self.inbox},
+                install_signal_handlers=install_signal_handlers,
+                update_heartbeat_interval=settings.job_stalled_timeout / 3,
+                stalled_worker_timeout=settings.job_stalled_timeout,
+                shutdown_graceful_timeout=SHUTDOWN_GRACE_SECONDS)
+            reaper = Reaper(app, self.scope, settings.job_stalled_timeout, worker)
+            reaping = asyncio.create_task(reaper.forever(), name="quantdesk-reaper")
             try:
-                await app.run_worker_async(
-                    queues=[RUNS_QUEUE], name=f"quantdesk@{socket.gethostname()}:{os.getpid()}",
-                    concurrency=concurrency, fetch_job_polling_interval=settings.job_poll_interval,
-                    abort_job_polling_interval=ABORT_POLL_SECONDS, listen_notify=True, delete_jobs="successful",
-                    additional_context={"handler": handler, "inbox": self.inbox},
-                    install_signal_handlers=install_signal_handlers,
-                    update_heartbeat_interval=settings.job_stalled_timeout / 3,
-                    stalled_worker_timeout=settings.job_stalled_timeout,
-                    shutdown_graceful_timeout=SHUTDOWN_GRACE_SECONDS)
+                await worker.run()
             finally:
-                reaper.cancel()
-                await asyncio.gather(reaper, return_exceptions=True)
+                reaping.cancel()
+                await asyncio.gather(reaping, return_exceptions=True)
 
 
 class _ThreadWorker(WorkerHandle):
@@ -258,39 +265,91 @@ class _ThreadWorker(WorkerHandle):
         self._thread.join(timeout)
 
 
-async def reap_stalled_jobs(app: App, timeout: float) -> list[int]:
-    """Retry the running jobs of workers without a heartbeat for `timeout` seconds (or pruned), releasing their
-    thread's lock; fail those that already took MAX_ATTEMPTS. One pass at a time across all hosts."""
-    connector = app.connector
-    assert isinstance(connector, PsycopgConnector)  # build_app's: procrastinate types it as the base connector
-    async with connector.pool.connection() as connection, connection.transaction():
-        cursor = await connection.execute("SELECT pg_try_advisory_xact_lock(%s)", (REAPER_LOCK_KEY,))
-        row = await cursor.fetchone()
-        if not row or not row[0]:
-            return []
+class TrackedWorker(Worker):
+    """procrastinate's worker, saying which of its jobs it runs now: from fetching one until its outcome is written
+    or failed to be."""
+
+    def running_job_ids(self) -> set[int]:
+        return {context.job.id for context in self._running_jobs.values() if context.job.id is not None}
+
+
+class Reaper:
+    """Beside a worker of the scope's queue, a pass every `timeout / 2` seconds (one pass at a time across hosts, per
+    queue) that retries jobs left "doing", freeing their thread's lock:
+    - the jobs of workers without a heartbeat for `timeout` seconds, or pruned (a worker killed mid-job); one that
+      already lost MAX_ATTEMPTS workers is failed instead;
+    - the jobs "doing" under its own worker that the worker does not run, seen so on two passes in a row (not one
+      just fetched): their outcome could not be written (procrastinate's worker raises and never tries again), and
+      the worker's heartbeat keeps them from the first kind.
+    A scoped queue's reaper also takes in its scope's jobs left in the unscoped RUNS_QUEUE (deferred before each
+    surface had a queue of its own), which no worker would run any more."""
+
+    def __init__(self, app: App, scope: str, timeout: float, worker: TrackedWorker) -> None:
+        self.app, self.scope, self.timeout, self.worker = app, scope, timeout, worker
+        self.queue = runs_queue(scope)
+        self._unowned: set[int] = set()  # ids the last pass saw "doing" under the worker and not run by it
+
+    async def forever(self) -> None:
+        """A pass now and every `timeout / 2` seconds; a failed pass is logged and the next one tried."""
+        while True:
+            try:
+                await self.run_pass()
+            except Exception:
+                log.exception("stalled-job reaper pass failed")
+            await asyncio.sleep(self.timeout / 2)
+
+    async def run_pass(self) -> list[int]:
+        """One pass; the ids of the jobs it retried or failed (none when another host's pass holds the queue)."""
+        connector = self.app.connector
+        assert isinstance(connector, PsycopgConnector)  # make_app's: procrastinate types it as the base connector
+        async with connector.pool.connection() as connection, connection.transaction():
+            cursor = await connection.execute("SELECT pg_try_advisory_xact_lock(hashtextextended(%s, 0))",
+                                              (f"{REAPER_LOCK}:{self.queue}",))
+            row = await cursor.fetchone()
+            if not row or not row[0]:
+                return []
+            if self.queue != RUNS_QUEUE:
+                cursor = await connection.execute(
+                    "UPDATE procrastinate_jobs SET queue_name = %s WHERE queue_name = %s AND starts_with(lock, %s)",
+                    (self.queue, RUNS_QUEUE, self.scope))
+                if cursor.rowcount:
+                    log.info("moved %d job(s) of %s threads from queue %s to %s", cursor.rowcount, self.scope,
+                             RUNS_QUEUE, self.queue)
+            return [*await self._reap_stalled(), *await self._retry_unowned()]
+
+    async def _reap_stalled(self) -> list[int]:
         reaped = []
-        for job in await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=timeout):
+        for job in await self.app.job_manager.get_stalled_jobs(queue=self.queue, seconds_since_heartbeat=self.timeout):
             assert job.id is not None
             if job.attempts + 1 >= MAX_ATTEMPTS:
                 log.error("job %s (%s, thread %s) lost its worker %d times; failing it", job.id, job.task_name,
                           job.lock, job.attempts + 1)
-                await app.job_manager.finish_job_by_id_async(job.id, status=Status.FAILED, delete_job=False)
+                await self.app.job_manager.finish_job_by_id_async(job.id, status=Status.FAILED, delete_job=False)
             else:
                 log.warning("job %s (%s, thread %s) lost its worker (no heartbeat for %.0f s); retrying it",
-                            job.id, job.task_name, job.lock, timeout)
-                await app.job_manager.retry_job_by_id_async(job.id, retry_at=utcnow())
+                            job.id, job.task_name, job.lock, self.timeout)
+                await self.app.job_manager.retry_job_by_id_async(job.id, retry_at=utcnow())
             reaped.append(job.id)
         return reaped
 
-
-async def reap_forever(app: App, timeout: float) -> None:
-    """A reaper pass now and every `timeout / 2` seconds; a failed pass is logged and the next one tried."""
-    while True:
-        try:
-            await reap_stalled_jobs(app, timeout)
-        except Exception:
-            log.exception("stalled-job reaper pass failed")
-        await asyncio.sleep(timeout / 2)
+    async def _retry_unowned(self) -> list[int]:
+        worker_id = self.worker.worker_id
+        if worker_id is None:  # not registered yet, or unregistered
+            self._unowned = set()
+            return []
+        running = self.worker.running_job_ids()
+        doing = await self.app.job_manager.list_jobs_async(status=Status.DOING.value, worker_id=worker_id)
+        running |= self.worker.running_job_ids()  # a job it fetched or ended while the list was read
+        unowned = {job.id for job in doing if job.id is not None} - running
+        confirmed, self._unowned = unowned & self._unowned, unowned - self._unowned
+        retried = []
+        for job in doing:
+            if job.id in confirmed:
+                log.warning("job %s (%s, thread %s) is doing under this worker, which does not run it (its outcome "
+                            "was not written); retrying it", job.id, job.task_name, job.lock)
+                await self.app.job_manager.retry_job_by_id_async(job.id, retry_at=utcnow())
+                retried.append(job.id)
+        return retried
 
 
 def connection_budget(engine: Engine, settings: Settings) -> tuple[int, int, str | None]:

@@ -1,12 +1,15 @@
 """The job queue (bot/jobs): per-thread order, no head-of-line blocking across threads, inbox dedupe and requeue,
-decisions, abort at a node boundary, crash safety with SIGKILLed worker processes, and the worker command.
+decisions, abort at a node boundary, crash safety with SIGKILLed worker processes and with jobs whose outcome was
+never written, one queue per surface on a shared database, and the worker command.
 
-Handlers record what they did in a `job_events` table of the test database (ordered by its id), so workers in
-other processes report the same way as in-process ones. A job whose text is `gate:NAME` waits until the test
-opens that gate (a row in `job_gates`); `steps:N` runs N short steps, checking `should_stop()` between them."""
+Handlers record what they did in a `job_events` table of the test database (ordered by its id, with the scope of the
+queue whose worker ran it), so workers in other processes report the same way as in-process ones. A job whose text is
+`gate:NAME` waits until the test opens that gate (a row in `job_gates`); `steps:N` runs N short steps, checking
+`should_stop()` between them."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import os
 import signal
@@ -20,10 +23,13 @@ from typing import Any
 import pytest
 from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, insert, select, text
 
+from bot.cli import _parser
 from bot.jobs import JobQueue, Message, make_job_queue, should_stop, start_serve_worker
 from bot.jobs.base import RUN_TEXT, RUNS_QUEUE
+from bot.jobs.child import worker_command
 from bot.jobs.local import LocalJobQueue
-from bot.jobs.pg import PgJobQueue, connection_budget
+from bot.jobs.pg import PgJobQueue, Reaper, TrackedWorker, connection_budget, make_app
+from bot.surfaces import FEISHU, FEISHU_TEAM, SLACK
 from testkit.paths import REPO
 from testkit.wait import wait_until
 from tools.settings import Settings, get_settings
@@ -36,7 +42,7 @@ WAIT_SECONDS = 60.0
 _meta = MetaData()
 events = Table("job_events", _meta, Column("id", Integer, primary_key=True, autoincrement=True),
                Column("key", String(100)), Column("thread_id", String(64)), Column("phase", String(16)),
-               Column("pid", Integer))
+               Column("pid", Integer), Column("by", String(16)))
 gates = Table("job_gates", _meta, Column("name", String(64), primary_key=True))
 
 
@@ -45,14 +51,17 @@ def _settings(url: str, tmp: Path, **extra: Any) -> Settings:
 
 
 class Recorder:
-    """The test handler: records start / end / stopped / decision rows; obeys `gate:` and `steps:` texts."""
+    """The test handler: records start / end / stopped / decision rows (`by`: the scope of the worker's queue);
+    obeys `gate:` and `steps:` texts."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, by: str = "") -> None:
         self.engine = engine
+        self.by = by
 
     def _record(self, key: str, thread_id: str, phase: str) -> None:
         with self.engine.begin() as connection:
-            connection.execute(insert(events).values(key=key, thread_id=thread_id, phase=phase, pid=os.getpid()))
+            connection.execute(insert(events).values(key=key, thread_id=thread_id, phase=phase, pid=os.getpid(),
+                                                     by=self.by))
 
     def run_text(self, message: Message) -> None:
         kind, _, arg = message.text.partition(":")
@@ -183,12 +192,12 @@ def workers() -> Iterator[Workers]:
 
 
 class _InProcess:
-    """A queue on `url` with an in-process worker (threads) and the Recorder; stopped by the fixture."""
+    """A queue of `scope` on `url` with an in-process worker (threads) and the Recorder; stopped by the fixture."""
 
-    def __init__(self, url: str, tmp: Path, concurrency: int) -> None:
+    def __init__(self, url: str, tmp: Path, concurrency: int, scope: str, **settings: Any) -> None:
         self.engine = make_engine(url)
-        self.queue: JobQueue = make_job_queue(self.engine, _settings(url, tmp))
-        self.handle = self.queue.start_worker(Recorder(self.engine), concurrency)
+        self.queue: JobQueue = make_job_queue(self.engine, _settings(url, tmp, **settings), scope)
+        self.handle = self.queue.start_worker(Recorder(self.engine, scope), concurrency)
 
     def close(self) -> None:
         self.handle.stop(timeout=30)
@@ -199,8 +208,8 @@ class _InProcess:
 def in_process(tmp_path: Path) -> Iterator[InProcess]:
     made: list[_InProcess] = []
 
-    def make(url: str, concurrency: int = 2) -> _InProcess:
-        made.append(_InProcess(url, tmp_path, concurrency))
+    def make(url: str, concurrency: int = 2, scope: str = "", **settings: Any) -> _InProcess:
+        made.append(_InProcess(url, tmp_path, concurrency, scope, **settings))
         return made[-1]
 
     yield make
@@ -401,6 +410,138 @@ def test_a_sigkilled_workers_job_runs_again_and_its_thread_proceeds(pg_queue_url
     assert [(k, p, pid) for k, p, pid in seen] == [
         ("C1:400.1", "start", first.pid), ("C1:400.1", "start", second.pid), ("C1:400.1", "end", second.pid),
         ("C1:400.2", "start", second.pid), ("C1:400.2", "end", second.pid)]
+
+
+def _plant_unowned_job(queue: PgJobQueue, message: Message, worker_id: int) -> int:
+    """What PostgreSQL restarting under a job's last write leaves: the message recorded and enqueued, its job
+    "doing" under the worker, which does not run it (procrastinate's worker raised writing its outcome and never
+    tries again). One transaction: no worker can fetch the job in between."""
+    assert queue.inbox.record(message.key, message.thread_id, message.payload())
+    with queue.engine.begin() as connection:
+        assert queue.inbox.claim(connection, message.key)
+        job_id = queue._defer(connection, RUN_TEXT, message.thread_id, message.payload())
+        connection.execute(text("UPDATE procrastinate_jobs SET status = 'doing', worker_id = :worker WHERE id = :id"),
+                           {"worker": worker_id, "id": job_id})
+    return job_id
+
+
+def test_a_job_doing_under_a_live_worker_that_does_not_run_it_is_retried_and_its_thread_proceeds(
+        pg_queue_url: str, in_process: InProcess, caplog: pytest.LogCaptureFixture) -> None:
+    """A job left "doing" under a worker whose heartbeat goes on, which does not run it: the worker's reaper retries
+    it, so it runs to its end once and its thread's next message (waiting behind its lock) follows; a job the
+    worker runs meanwhile, across the reaper's passes, is left alone and ends once."""
+    runner = in_process(pg_queue_url, concurrency=2, QUANTDESK_JOB_STALLED_TIMEOUT=8)  # a reaper pass every 4 s
+    queue, engine = runner.queue, runner.engine
+    assert isinstance(queue, PgJobQueue)
+    busy = _message("C1:700.1", "gate:busy", thread_ts="7.A")
+    queue.submit_text(busy)
+    orphan, after = _message("C1:700.2", "quick", thread_ts="7.B"), _message("C1:700.3", "quick", thread_ts="7.B")
+    try:
+        _wait_for(engine, _has(busy.key, "start"))
+        with engine.connect() as connection:
+            (worker_id,) = connection.execute(text("SELECT id FROM procrastinate_workers")).scalars().all()
+        with caplog.at_level("WARNING", logger="bot.jobs.pg"):
+            job_id = _plant_unowned_job(queue, orphan, worker_id)
+            assert queue.submit_text(after)
+            seen = _wait_for(engine, _has(after.key, "end"), timeout=40)
+    finally:
+        _open_gate(engine, "busy")
+    assert [(k, p) for k, p, _ in seen if k != busy.key] == [(orphan.key, "start"), (orphan.key, "end"),
+                                                            (after.key, "start"), (after.key, "end")]
+    assert queue.inbox.is_done(orphan.key) and queue.inbox.is_done(after.key)
+    assert [r.getMessage() for r in caplog.records if r.getMessage().startswith(f"job {job_id} ")] == [
+        f"job {job_id} ({RUN_TEXT}, thread {orphan.thread_id}) is doing under this worker, which does not run it "
+        "(its outcome was not written); retrying it"]
+    seen = _wait_for(engine, _has(busy.key, "end"))
+    assert [p for k, p, _ in seen if k == busy.key] == ["start", "end"]
+
+
+def test_the_reaper_retries_a_job_its_worker_does_not_run_once_two_passes_saw_it(pg_queue_url: str,
+                                                                                tmp_path: Path,
+                                                                                engine_for: Engines) -> None:
+    """A job the worker has just fetched is "doing" under it before it runs it: one pass that sees it so retries
+    nothing; the next pass, still seeing it so, retries it (todo again, its lock free)."""
+    engine = engine_for(pg_queue_url)
+    queue = PgJobQueue(engine, _settings(pg_queue_url, tmp_path))
+    assert queue.submit_text(_message("C1:710.1", "quick"))
+
+    async def passes() -> tuple[list[int], str, list[int], str, int]:
+        app = make_app(queue.conninfo, 2)
+        async with app.open_async():
+            worker = TrackedWorker(app, queues=[RUNS_QUEUE])
+            worker.worker_id = await app.job_manager.register_worker()
+            job = await app.job_manager.fetch_job(queues=[RUNS_QUEUE], worker_id=worker.worker_id)
+            assert job is not None and job.id is not None
+            reaper = Reaper(app, "", 30.0, worker)
+            first = await reaper.run_pass()
+            after_first = await app.job_manager.get_job_status_async(job.id)
+            second = await reaper.run_pass()
+            after_second = await app.job_manager.get_job_status_async(job.id)
+            return first, after_first.value, second, after_second.value, job.id
+
+    first, after_first, second, after_second, job_id = asyncio.run(passes())
+    assert (first, after_first) == ([], "doing")
+    assert (second, after_second) == ([job_id], "todo")
+
+
+# --- one queue per surface -----------------------------------------------------------------------------------
+
+
+def _feishu_message(key: str, text: str, thread_ts: str) -> Message:
+    return Message(key=key, team=FEISHU_TEAM, channel="oc_jobs", thread_ts=thread_ts, user="ou_1", text=text)
+
+
+def _runners(engine: Engine) -> dict[str, set[str]]:
+    """Each key's recorded rows: the scopes of the workers that wrote them."""
+    runners: dict[str, set[str]] = {}
+    with engine.connect() as connection:
+        for key, by in connection.execute(select(events.c.key, events.c.by)):
+            runners.setdefault(key, set()).add(by)
+    return runners
+
+
+def test_each_surface_has_a_queue_of_its_own_on_a_shared_database(pg_queue_url: str, tmp_path: Path,
+                                                                  in_process: InProcess,
+                                                                  engine_for: Engines) -> None:
+    """Slack's and Feishu's queues on one database: queue positions are counted per surface; Feishu's worker runs
+    Feishu's jobs and never takes Slack's (deferred before its own, they would come first), Slack's worker, started
+    beside it, runs Slack's, among them one left in the unscoped queue of before; and neither aborts the other's."""
+    engine = engine_for(pg_queue_url)
+    slack = PgJobQueue(engine, _settings(pg_queue_url, tmp_path), SLACK.scope)
+    feishu = PgJobQueue(engine, _settings(pg_queue_url, tmp_path), FEISHU.scope)
+    ours = [_message(f"S:{i}", "quick", thread_ts=f"8.S{i}") for i in range(3)]
+    theirs = [_feishu_message(f"F:{i}", "quick", thread_ts=f"8.F{i}") for i in range(2)]
+    for queue, message in ((slack, ours[0]), (feishu, theirs[0]), (slack, ours[1]), (feishu, theirs[1]),
+                           (slack, ours[2])):
+        assert queue.submit_text(message)
+    assert [slack.ahead_of(m.key) for m in ours] == [0, 1, 2]
+    assert [feishu.ahead_of(m.key) for m in theirs] == [0, 1]
+    legacy = _message("S:legacy", "quick", thread_ts="8.S9")
+    assert PgJobQueue(engine, _settings(pg_queue_url, tmp_path)).submit_text(legacy)
+
+    in_process(pg_queue_url, concurrency=1, scope=FEISHU.scope)
+    seen = _wait_for(engine, _has("F:1", "end"))
+    assert [(k, p) for k, p, _ in seen] == [("F:0", "start"), ("F:0", "end"), ("F:1", "start"), ("F:1", "end")]
+    assert [slack.ahead_of(m.key) for m in ours] == [0, 1, 2]  # Slack's still wait, in their own queue
+
+    in_process(pg_queue_url, concurrency=1, scope=SLACK.scope)
+    _wait_for(engine, lambda seen: sum(p == "end" for _, p, _ in seen) == 6)
+    long = _message("S:long", "steps:600", thread_ts="8.S10")
+    assert slack.submit_text(long)
+    _wait_for(engine, _has(long.key, "start"))
+    assert feishu.abort(long.thread_id) is False
+    assert slack.abort(long.thread_id) is True
+    _wait_for(engine, _has(long.key, "stopped"))
+    runners = _runners(engine)
+    assert {key: runners[key] for key in ("F:0", "F:1")} == {"F:0": {FEISHU.scope}, "F:1": {FEISHU.scope}}
+    assert all(runners[m.key] == {SLACK.scope} for m in (*ours, legacy, long))
+
+
+def test_serves_worker_child_runs_the_surface_of_its_queue() -> None:
+    for surface in (SLACK, FEISHU):
+        command = worker_command(surface.scope)
+        assert command[1:4] == ["-m", "bot.cli", "worker"]
+        assert _parser().parse_args(command[3:]).surface == surface.name
 
 
 def test_sqlite_restart_runs_the_messages_a_dead_process_left_queued(tmp_path: Path) -> None:
