@@ -1,5 +1,5 @@
 """The Feishu surface on PostgreSQL: `serve --surface feishu` runs its jobs in a `quantdesk worker` child process,
-which takes the Feishu surface from the environment it inherits (only FEISHU_APP_ID configured); a mention's clarify
+which is started with `--surface feishu` (its parent's queue) (only FEISHU_APP_ID configured); a mention's clarify
 question is answered in its thread and the result is posted there once."""
 
 from __future__ import annotations
