@@ -64,8 +64,13 @@ def _thread_state(slack: SlackServer, url: str, root: str) -> dict[str, object]:
                              "WHERE thread_id = %s", (thread_id,)).fetchall()
         jobs = conn.execute("SELECT id, task_name, status::text, attempts FROM procrastinate_jobs WHERE lock = %s",
                             (thread_id,)).fetchall()
+        # the thread's checkpoints, oldest first: (namespace, step, source, the channels it holds a version of)
+        checkpoints = conn.execute(
+            "SELECT checkpoint_ns, metadata->>'step', metadata->>'source', "
+            "(SELECT string_agg(k, ',' ORDER BY k) FROM jsonb_object_keys(checkpoint->'channel_versions') k) "
+            "FROM checkpoints WHERE thread_id = %s ORDER BY checkpoint_id", (thread_id,)).fetchall()
     posts = [(c.ok, text_of(c)[:60]) for c in slack.fake.of("chat.postMessage") if in_thread(CHANNEL, root)(c)]
-    return {"posts": posts, "inbox": inbox, "jobs": jobs}
+    return {"posts": posts, "inbox": inbox, "jobs": jobs, "checkpoints": checkpoints}
 
 
 def _queue(url: str) -> dict[str, int]:
