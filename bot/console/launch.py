@@ -41,7 +41,6 @@ class _Warmup(threading.Thread):
         self._answering = threading.Lock()
 
     def run(self) -> None:
-        threading.Thread(target=_probe_sandbox, name="quantdesk-sandbox-probe", daemon=True).start()
         try:
             from bot.console.early import EarlyAnswers
 
@@ -52,6 +51,8 @@ class _Warmup(threading.Thread):
             self._light.set()
         with self._answering:
             pass
+        # after the light layer: its imports would share the interpreter with it (the probe imports the sandbox)
+        threading.Thread(target=_probe_sandbox, name="quantdesk-sandbox-probe", daemon=True).start()
         try:
             from bot.console.session import open_session
             from bot.heap import startup_done

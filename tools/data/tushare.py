@@ -7,7 +7,6 @@ import time
 from collections.abc import Callable
 from datetime import date, timedelta
 
-import httpx
 import pandas as pd
 from tenacity import (
     RetryCallState,
@@ -95,6 +94,8 @@ class TushareProvider(MarketDataProvider):
                  today: Callable[[], date] = date.today) -> None:
         if not token:
             raise TushareError(_("TUSHARE_TOKEN is empty; get a token at tushare.pro and set it"))
+        import httpx  # with the first tushare provider: the console's light layer imports this module unused
+
         self._token = token
         self._client = httpx.Client(base_url=api_url, timeout=timeout)
         self._api_url = api_url
@@ -156,6 +157,8 @@ class TushareProvider(MarketDataProvider):
 
     def _send(self, api_name: str, body: dict[str, object]) -> dict:
         """One POST and its decoded answer; raises `_Transient` for what a retry may fix."""
+        import httpx
+
         try:
             response = self._client.post("", json=body)
         except httpx.TransportError as exc:
