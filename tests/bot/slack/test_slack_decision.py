@@ -74,13 +74,15 @@ class Desk:
 @pytest.fixture(scope="module")
 def desk_models() -> Iterator[OpenAIServer]:
     """The desk's agents, one answer queue per role marker (main model) and the light model's summaries; at the
-    end, every request was scripted and every scripted answer was asked for."""
+    end, if the decision ran on this xdist worker (the module's tests may be spread over several, and a test that
+    asks no model can run alone), every request was scripted and every scripted answer was asked for."""
     with OpenAIServer() as server:
         for marker, steps in desk_scripts().items():
             server.fake.script(marker, *steps)
         server.fake.script(LIGHT_MODEL, *[answer("summary of the day") for _ in range(SUMMARIES)])
         yield server
-        server.fake.check()
+        if server.fake.exchanges:
+            server.fake.check()
 
 
 def _desk(slack: SlackServer, data: Path, **env: str) -> Iterator[Desk]:
