@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -477,19 +478,19 @@ class VnpyBroker:
     def _reason(self, found: Any) -> str:
         """The gateway's reason for a rejection: its latest log line naming the order (VeighNa's OrderData has no
         reason; gateways log it)."""
-        for _attempt in range(20):  # the log event may trail the order's
-            said = [msg for gateway, msg in reversed(self.wire.logs)
-                    if gateway == self.gateway and found.orderid in msg]
-            if said:
-                return said[0]
-            threading.Event().wait(0.05)
-        return "the gateway gave no reason in its log; see the VeighNa trader's log"
+        return self._gateway_said(lambda: [msg for gateway, msg in reversed(self.wire.logs)
+                                           if gateway == self.gateway and found.orderid in msg][:1])
 
     def _said_since(self, logged: int) -> str:
         """What the gateway logged after the wire's first `logged` lines (a send it refused says why there:
         VeighNa's gateways log an unsupported order type and return no order id)."""
-        for _attempt in range(20):  # the log event may trail the call's answer
-            said = [msg for gateway, msg in self.wire.logs_since(logged) if gateway == self.gateway]
+        return self._gateway_said(lambda: [msg for gateway, msg in self.wire.logs_since(logged)
+                                           if gateway == self.gateway])
+
+    def _gateway_said(self, lines: Callable[[], list[str]]) -> str:
+        """The gateway's log `lines` as one, waiting a second for them: the log event may trail the answer."""
+        for _attempt in range(20):
+            said = lines()
             if said:
                 return "; ".join(said)
             threading.Event().wait(0.05)
