@@ -7,15 +7,19 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from graphs import conversation
-from graphs.conversation import HelpSection
+from graphs.conversation import HelpSection, Intent
 from tools.data.provider import MarketDataProvider
+
+
+def read_line(text: str, waiting: str | None, local: Collection[tuple[str, str]]) -> Intent:
+    """What a line is (graphs/conversation.py), the surface's own commands known by their usages' first words."""
+    return conversation.read(text, waiting, {usage.split()[0] for usage, _summary in local})
 
 
 def help_before_start(line: str, provider: MarketDataProvider,
                       local: Collection[tuple[str, str]]) -> tuple[HelpSection, ...] | None:
     """The help sections when `line` asks for help, else None (the built core answers it); `local`: the surface's own
     commands (usage, summary message id), as it hands them to the core with each line. In the language in effect."""
-    words = {usage.split()[0] for usage, _summary in local}
-    if not isinstance(conversation.read(line.strip(), None, words), conversation.Help):
+    if not isinstance(read_line(line.strip(), None, local), conversation.Help):
         return None
     return tuple(conversation.help_sections(provider, local))

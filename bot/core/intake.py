@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot.core.surface import Place, Refused, ThreadStart
+from bot.first_answers import read_line
 from bot.jobs import Message
 from bot.stores.threads import dedupe_key
 from graphs import conversation
@@ -78,8 +79,7 @@ class Intake:
         self.core = core
 
     def read(self, typed: Typed) -> Intent:
-        local = {usage.split()[0] for usage, _summary in typed.local}
-        return conversation.read(clean_text(typed.text), typed.waiting, local)
+        return read_line(clean_text(typed.text), typed.waiting, typed.local)
 
     def answer(self, typed: Typed, account: str) -> Reply:
         """What the core answers at once, in the typist's language; `answered=False` for the rest (the intent
