@@ -142,7 +142,9 @@ class Runner:
         config = _config(thread_id, user, account=account, language=language)
         state = self.graph.get_state(config) if message_id else None
         if state is not None and _holds(state, message_id):
-            if state.next and not state.interrupts:  # its run was cut short between two steps
+            if state.tasks and not state.interrupts:  # its run was cut short: tasks are left whose writes no
+                # later checkpoint holds (a restart can keep the input checkpoint, its `next` then empty, and lose
+                # the rest, while the workflow's own history ran on)
                 log.info("thread %s: message %s was taken in before; continuing its run", thread_id, message_id)
                 return self._run(thread_id, None, progress, config, "async", prose)
             return outcome_of(thread_id, state)
