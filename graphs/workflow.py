@@ -58,6 +58,9 @@ class CommandCall:
     # (card action, reason) -> how many open cards of that action the adapter rejected as this caller, each through
     # its one decision path (a trading switch-off ends every open order card at once); 0 where it cannot
     close_cards: Callable[[str, str], int] = field(default=lambda action, reason: 0)
+    # (thread id, checkpoint, fields) -> whether the result a run posted at that checkpoint is shown again with the
+    # fields added (a live re-run's stability on the decision's card); False where nothing was posted
+    amend_result: Callable[[str, str, dict[str, Any]], bool] = field(default=lambda thread, checkpoint, fields: False)
 
     @property
     def is_trader(self) -> bool:

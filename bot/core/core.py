@@ -244,8 +244,10 @@ class Core:
                                        root.thread_ts, place.user, text))
 
     def command_call(self, args: list[str], user: str | None, account: str, **hooks: Any) -> CommandCall:
-        """A command as this core hands it over: with the hook that closes open cards through the decision path."""
+        """A command as this core hands it over: with the hooks that close open cards through the decision path and
+        show a posted result again with what a command added to it."""
         hooks.setdefault("close_cards", lambda action, reason: len(self.decider.close_cards(action, reason, user)))
+        hooks.setdefault("amend_result", self.outbox.amend)
         return CommandCall(self.runner.context, args, user, account, **hooks)
 
     def open_questions(self, everywhere: bool = False) -> Iterator[tuple[ThreadInfo, Pending]]:

@@ -5,6 +5,8 @@ outcome again after a crash posts nothing twice, and a post the surface refused 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +34,7 @@ from tools.storage.artifacts import ArtifactRef, ArtifactStore
 log = logging.getLogger(__name__)
 
 DECIDED_POST = "decided"  # a card another surface decided: {"ref", "title", "user", "decision", "note"}
+AMENDED_POST = "amended"  # a posted result shown again with fields added: {"result", "fields"} (the result's key)
 # the stored files' kinds, every one uploaded with its result, and how a person is told each
 KIND_WORDS = {"chart": N_("chart"), "signal_csv": N_("signal_csv"), "metrics_csv": N_("metrics_csv"),
               "ic_csv": N_("ic_csv"), "reports": N_("reports")}
@@ -116,6 +119,31 @@ class Outbox:
         self.posts.mark_posted(key, ref)
         self.posts.mark_complete(key)
 
+    def amend(self, thread_id: str, checkpoint: str, fields: dict[str, Any]) -> bool:
+        """Show the result a run posted at `checkpoint` again, in place, with `fields` added to it; once per change
+        (a row first), another surface's thread by that surface's background service. Whether there is such a
+        result."""
+        key = f"result:{thread_id}:{checkpoint}"
+        shown = self.posts.get(key)
+        if shown is None or not shown.body.get("result"):
+            return False
+        change = hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        amended = f"amended:{key}:{change}"
+        _post, created = self.posts.record(amended, thread_id, AMENDED_POST, {"result": key, "fields": fields})
+        if created and thread_id.startswith(self.scope):
+            self.repost(amended)
+        return True
+
+    def _amend(self, place: Place, key: str, body: dict[str, Any]) -> None:
+        shown = self.posts.get(str(body["result"]))
+        posted = shown.body if shown else {}
+        workflow, result = posted.get("workflow"), posted.get("result")
+        if shown is None or not shown.ts or not result or workflow not in WORKFLOWS:
+            log.info("amendment %s not shown: its result has no message", key)  # its own post, if ever, is whole
+        else:
+            self.surface.update(place, shown.ts, Result(WORKFLOWS[workflow].present({**result, **body["fields"]})))
+        self.posts.mark_complete(key)
+
     def notify(self, thread_id: str, key: str, text: str, users: tuple[str, ...] = ()) -> None:
         """A notice into a thread, once (a fill, a resolved decision, a paused rule); `users`: ids named in it."""
         body = {"text": text, "notice": True, "users": list(users)}
@@ -171,6 +199,9 @@ class Outbox:
             self.surface.update(place, str(body["ref"]), Decided(str(body["title"]), str(body["user"]),
                                                                  str(body["decision"]), str(body["note"])))
             self.posts.mark_complete(key)
+            return
+        if post.kind == AMENDED_POST:
+            self._amend(place, key, post.body)
             return
         if post.kind == "stream":
             self._stream(place, key, Prose(str(post.body.get("title") or ""), str(post.body.get("text") or "")),

@@ -7,6 +7,7 @@ from typing import Any
 
 from graphs.analyze.state import session_of
 from graphs.analyze.words import analyst_word, field_word, stage_word
+from graphs.runs.stability import stability_of, stability_text
 from graphs.views import Table, View
 from tools.desk.log import Decision, rating_word
 from tools.i18n import _, ngettext, pgettext
@@ -41,6 +42,8 @@ def present_decision(result: dict[str, Any]) -> View:
              (_("Account"), _("{account}: {value} CNY").format(account=request["account"],
                                                                value=result.get("account_total_value") or "-")),
              (_("Tokens"), f"{int(result.get('tokens') or 0):,}"), (_("Depth"), str(request["depth"]))]
+    if result.get("stability"):  # live re-runs of this decision (`rerun ID live`)
+        facts.append((_("Stability"), stability_text(stability_of(result["stability"]))))
     lines = [_("Bull: {point}").format(point=p) for p in research.get("bull_points") or []]
     lines += [_("Bear: {point}").format(point=p) for p in research.get("bear_points") or []]
     lines += [_("Risk: {point}").format(point=p) for p in risk.get("risks") or []]

@@ -15,6 +15,7 @@ from graphs.prices import cost
 from graphs.runs.budget import local_day
 from graphs.runs.budget import short as _tokens
 from graphs.runs.rerun import Rerun, rerun
+from graphs.runs.stability import stability_data, stability_text
 from graphs.views import Table, View
 from graphs.workflow import CommandCall, CommandError
 from tools.desk.log import rating_word
@@ -144,7 +145,15 @@ def rerun_command(call: CommandCall) -> View:
     store = RunStore(call.context.engine)
     store.record_rerun(stored.id, live=report.live, same=report.same, rating=report.rating, by=call.user)
     stable = store.stability(stored.id, report.recorded_rating) if report.live and report.recorded_rating else None
+    if stable is not None and (checkpoint := _last_checkpoint(stored)):
+        call.amend_result(stored.thread_id, checkpoint, {"stability": stability_data(stable)})
     return present_rerun(report, stable)
+
+
+def _last_checkpoint(row: RunRow) -> str:
+    """The checkpoint the run's last part ended at: its result's post is keyed by it ('' when it has none)."""
+    segments = row.manifest.get("segments") or [{}]
+    return str(segments[-1].get("checkpoint") or "")
 
 
 def present_rerun(report: Rerun, stable: Stability | None = None) -> View:
@@ -181,14 +190,6 @@ def present_rerun(report: Rerun, stable: Stability | None = None) -> View:
         summary = (_("Reproduced exactly: every node's output, the result and its numbers are the same.")
                    if report.same else _("Not reproduced: the re-run differs from the record."))
     return View(title, summary, lines=lines, facts=facts)
-
-
-def stability_text(stable: Stability) -> str:
-    """`2 of 3 live re-runs gave the run's rating Buy (Buy 2, Overweight 1)`."""
-    counted = sorted(stable.ratings.items(), key=lambda item: (-item[1], item[0]))
-    seen = ", ".join(f"{rating_word(rating)} {n}" for rating, n in counted)
-    return _("{same} of {runs} live re-runs gave the run's rating {rating} ({seen})").format(
-        same=stable.same, runs=stable.runs, rating=rating_word(stable.rating), seen=seen)
 
 
 def _short(value: Any) -> str:

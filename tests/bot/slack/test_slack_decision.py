@@ -40,6 +40,7 @@ from testkit.wait import wait_until
 from tools.broker.records import PaperFill, PaperOrder
 from tools.data.local import SampleProvider
 from tools.desk.log import list_decisions
+from tools.runs.store import RunStore
 from tools.storage.db import make_engine
 
 CODE = "600519.SH"
@@ -356,6 +357,25 @@ def test_the_chart_and_the_markdown_report_are_uploaded_into_the_thread(desk: De
     report = files[REPORT].decode()
     assert report.startswith(f"# Decision desk: {CODE} as of 20200824 (depth 1)")
     assert "## Market analyst" in report and "## Research debate" in report and "bull turn 1" in report
+
+
+def test_a_live_rerun_shows_the_decisions_stability_on_its_card(desk: Desk, desk_models: OpenAIServer,
+                                                                 decided: Decided) -> None:
+    """`/quant rerun ID live` asks the desk again (the same answers scripted once more) and the decision's card, in
+    its thread, is shown again in place with how often the live re-runs gave its rating."""
+    thread = thread_id_for(TEAM, decided.channel, decided.root)
+    (run,) = [r for r in RunStore(desk.engine).recent(user=ALICE, limit=50) if r.thread_id == thread]
+    for marker, steps in desk_scripts().items():
+        desk_models.fake.script(marker, *steps)
+    desk_models.fake.script(LIGHT_MODEL, *[answer("summary of the day") for _ in range(SUMMARIES)])
+    reply = _command(desk, f"rerun {run.id} live", decided.channel, ALICE)
+    stability = "1 of 1 live re-runs gave the run's rating Buy (Buy 1)"
+    assert _facts(reply)["stability"] == stability
+    card_ts = str(decided.result.response["ts"])
+    (update,) = wait_until(lambda: _updates_of(desk, decided.channel, card_ts), "the decision card shown again")
+    assert update.ok and _header(update) == TITLE and _facts(update)["Stability"] == stability
+    assert _facts(update)["Rating"] == "Buy"  # the rest of the card as it was
+    desk_models.fake.check()  # the re-run asked every agent once more, nothing else
 
 
 # --- the decision log command -----------------------------------------------------------------------------------
