@@ -38,6 +38,7 @@ from tools.broker.clock_moves import ClockError
 from tools.broker.records import OrderEvent
 from tools.data.local import SampleProvider
 from tools.desk.log import list_decisions
+from tools.desk.memory import DueSummary, MemoryController
 from tools.factors.store import FactorStore
 from tools.runs.store import RunStore
 from tools.settings import Settings
@@ -235,7 +236,8 @@ def test_a_person_budget_reached_mid_decision_stops_at_the_next_call_and_the_nex
     scripts = {key: [_used(m) for m in queue] for key, queue in desk_scripts((1, 2)).items()
                if any(role in key for role in made)}
     runner.context = dataclasses.replace(runner.context, now=lambda: day, token_budget_person_day=4500)
-    _desk(runner, models, scripts, summaries=1)
+    _desk(runner, models, scripts, summaries=0)
+    _summary_of_the_day_written(runner)
     stopped = runner.start("console-b1", "analyze 600519.SH depth=3 analysts=market", user=USER, account=CHANNEL)
     assert stopped.status == "done" and stopped.result is None
     assert stopped.text.startswith("Stopped before the next model call: your daily token budget is spent (5,000 "
@@ -248,7 +250,7 @@ def test_a_person_budget_reached_mid_decision_stops_at_the_next_call_and_the_nex
     runner.context = dataclasses.replace(runner.context, now=lambda: tomorrow)
     market_only = {key: queue for key, queue in desk_scripts((1, 2)).items()
                    if not any(other in key for other in ("news", "sentiment", "fundamentals"))}
-    _desk(runner, models, market_only, summaries=0)  # the market analyst's summary of 20200824 is written
+    _desk(runner, models, market_only, summaries=0)  # the market analyst's summary of 20200824 was written before
     done = runner.start("console-b2", "analyze 600519.SH depth=3 analysts=market", user=USER, account=CHANNEL)
     assert done.status == "waiting", done.text  # the order card: the decision ran
 
@@ -258,7 +260,16 @@ def _five_calls(runner: Runner, models: ScriptedModels) -> None:
     manager): a run stopped before the sixth uses exactly these."""
     made = ("market", "bull", "bear", "research manager")
     _desk(runner, models, {key: [_used(m) for m in queue] for key, queue in desk_scripts((1, 2)).items()
-                           if any(role in key for role in made)}, summaries=1)
+                           if any(role in key for role in made)}, summaries=0)
+    _summary_of_the_day_written(runner)
+
+
+def _summary_of_the_day_written(runner: Runner) -> None:
+    """The market analyst's post-close memory of the data's last day, written before the run: the run's own would be
+    written beside its research debate, and a budget stop in the debate may come before or after it."""
+    memory = MemoryController(runner.context.engine, "market", runner.context.desk_namespace)
+    memory.write_summary(DueSummary("post_close", "600519.SH", "20200824", "20200824", "", [],
+                                    ("20200824", "post_close", "an earlier memory")))
 
 
 def test_a_runs_own_token_budget_stops_the_run_at_its_limit(runner: Runner, models: ScriptedModels) -> None:
@@ -275,7 +286,7 @@ def test_a_runs_own_token_budget_stops_the_run_at_its_limit(runner: Runner, mode
     # although the first run's 5,000 tokens are over the 4,500 (a budget per person would stop it at once)
     small = {key: [_used(m, 100) for m in queue] for key, queue in desk_scripts((1, 2)).items()
              if not any(other in key for other in ("news", "sentiment", "fundamentals"))}
-    _desk(runner, models, small, summaries=0)  # the market analyst's summary was written by the first run
+    _desk(runner, models, small, summaries=0)  # the market analyst's summary was written before the first run
     done = runner.start("console-run2", "analyze 600519.SH depth=3 analysts=market", user=USER, account=CHANNEL)
     assert done.status == "waiting", done.text
 
