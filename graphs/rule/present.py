@@ -16,7 +16,6 @@ from graphs.backtest_view import (
     split_facts,
 )
 from graphs.order.present import present_order
-from graphs.rule.grammar import ANYWAY_USAGE
 from graphs.rule.honesty import Judged
 from graphs.views import Table, View
 from tools.broker.proposal_claims import ProposalClaim
@@ -106,20 +105,20 @@ def gate_failures(verdict: dict[str, Any]) -> list[str]:
 
 def gate_refusal(rule: Rule, cron: str) -> str:
     """Why the gate refuses to schedule `rule` at `cron`, and the ways forward."""
-    anyway = ANYWAY_USAGE.replace("ID", str(rule.id)).replace("CRON", cron)
     if rule.source != "language":
         return _("Rule {id} is written in words, so it cannot be backtested and the gate has no verdict on it: it is "
-                 "scheduled only with the reason it should run, kept with the rule and audited: `{anyway}`").format(
-            id=rule.id, anyway=anyway)
+                 "scheduled only with the reason it should run, kept with the rule and audited: `rule schedule {id} "
+                 "\"{cron}\" anyway REASON`").format(id=rule.id, cron=cron)
     if rule.verdict is None:
         return _("Rule {id} has no backtest yet, so the gate has no verdict on it. Backtest it first, `rule backtest "
                  "{id} START END`, then `rule schedule {id} \"{cron}\"`; or give the reason it should run without "
-                 "one, kept with the rule and audited: `{anyway}`").format(id=rule.id, cron=cron, anyway=anyway)
+                 "one, kept with the rule and audited: `rule schedule {id} \"{cron}\" anyway REASON`").format(
+            id=rule.id, cron=cron)
     return _("The gate refuses to schedule rule {id}: its latest backtest ({start}–{end}) failed: {failed}. Backtest "
              "it again (`rule backtest {id} START END`; each backtest counts as a trial), or give the reason it should "
-             "run anyway, kept with the rule and audited: `{anyway}`").format(
+             "run anyway, kept with the rule and audited: `rule schedule {id} \"{cron}\" anyway REASON`").format(
         id=rule.id, start=rule.verdict["start"], end=rule.verdict["end"],
-        failed="; ".join(gate_failures(rule.verdict)), anyway=anyway)
+        failed="; ".join(gate_failures(rule.verdict)), cron=cron)
 
 
 def _num(value: float | None, spec: str) -> str:

@@ -241,7 +241,8 @@ def test_a_chinese_session_reads_the_gate_in_chinese(no_edge: WorkflowContext) -
         done = command.run(CommandCall(no_edge, args, OWNER, "C-gate"))
         shown = text(view(no_edge, OWNER, ["show", str(rid)]))
     assert str(no_backtest.value).startswith(f"规则 {rid} 还没有回测")
-    assert card["定时门槛"].startswith("未通过：收缩夏普")
+    assert card["定时门槛"].startswith("未通过：紧缩夏普比率：概率 0.464 低于门槛 0.95")
     assert str(refused.value).startswith(f"门槛拒绝定时运行规则 {rid}：")
     assert done.summary.endswith("越过门槛定时，由 UOWNER 决定：先用模拟盘 观察 恢复")  # the reason as typed
-    assert "越过门槛定时：UOWNER" in shown and "先用模拟盘 观察 恢复" in shown
+    assert "越过门槛定时：UOWNER 于 " in shown and "理由：先用模拟盘 观察 恢复" in shown
+    assert "定时门槛: 未通过（UOWNER 的回测 20180102–20191202（" in shown
