@@ -110,7 +110,7 @@ def add_command(call: CommandCall) -> View:
                "it now.") if source == "language" else
              _("Rule {id} saved, in words: each run asks the model, step by step (needs an LLM). `rule run {id}` "
                "checks it now."))
-    return present_rule(rule, saved.format(id=rule.id), overrides=[])
+    return present_rule(rule, saved.format(id=rule.id))
 
 
 def _check_symbol(call: CommandCall, symbol: str, size: int | None) -> None:

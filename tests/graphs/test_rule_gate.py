@@ -147,6 +147,17 @@ def test_a_rule_without_an_edge_is_refused_with_the_numbers_and_each_backtest_is
         view(no_edge, OTHER, ["show", str(rid)]))
 
 
+def test_from_eight_backtests_the_card_shows_the_probability_of_overfitting(edge: WorkflowContext) -> None:
+    rid = _saved(edge)
+    starts = [f"2018{month:02d}01" for month in range(1, 9)]  # eight periods, eight trials over shared dates
+    cards = [dict(view(edge, OWNER, ["backtest", str(rid), start, "20191202"]).facts) for start in starts]
+    assert [card["Probability of backtest overfitting"].startswith("not computed") for card in cards] == [
+        True] * 7 + [False]
+    assert cards[-1]["Trials"].startswith(f"8 backtest(s) of rule {rid}")
+    assert cards[-1]["Probability of backtest overfitting"].endswith(
+        ": how often the in-sample best of this rule's backtests ranks in the bottom half out of sample (CSCV)")
+
+
 def test_a_short_backtest_has_no_holdout_and_cannot_pass(edge: WorkflowContext) -> None:
     rid = _saved(edge)
     card = dict(view(edge, OWNER, ["backtest", str(rid), "20180102", "20181228"]).facts)

@@ -812,6 +812,8 @@ def test_a_rule_saved_with_quotes_runs_from_slash_and_proposes_its_order(desk: D
                                        'close < ma(30)" size=100', channel, ALICE))
     assert "saved, in the rule language" in saved
     rule_id = saved.split("Rule ", 1)[1].split(" ", 1)[0]
+    refused = _reply_text(_command(desk, f'rule schedule {rule_id} "30 14 * * 1-5"', channel, ALICE))
+    assert refused.startswith(f":warning: Rule {rule_id} has no backtest yet, so the gate has no verdict on it.")
     scheduled = _reply_text(_command(desk, f'rule schedule {rule_id} "30 14 * * 1-5" anyway watching it on paper',
                                      channel, ALICE))
     assert "Scheduled over the gate by" in scheduled and scheduled.endswith("watching it on paper")
