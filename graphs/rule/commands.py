@@ -182,19 +182,22 @@ def schedule_command(call: CommandCall) -> View:
         raise CommandError(gate_refusal(refused.rule, cron or "")) from None
     except RuleError as exc:
         raise CommandError(str(exc)) from None
-    if cron is None:
-        return View(_("Rule {id} schedule").format(id=rule.id),
-                    _("Rule {id} has no schedule now; `rule run {id}` still runs it.").format(id=rule.id))
-    runs = _("Rule {id} runs at `{cron}` ({zone}) on trading days.").format(id=rule.id, cron=updated.schedule,
-                                                                            zone=updated.timezone)
-    if not updated.gate_passed:
-        return View(_("Rule {id} schedule").format(id=rule.id),
-                    _("{runs} Scheduled over the gate by {user}: {reason}").format(runs=runs, user=user,
-                                                                                  reason=reason),
+    return _scheduled(updated, user, reason)
+
+
+def _scheduled(rule: Rule, user: str, reason: str | None) -> View:
+    """What a schedule command did: taken off, scheduled over the gate with the reason, or through it."""
+    title = _("Rule {id} schedule").format(id=rule.id)
+    if rule.schedule is None:
+        return View(title, _("Rule {id} has no schedule now; `rule run {id}` still runs it.").format(id=rule.id))
+    runs = _("Rule {id} runs at `{cron}` ({zone}) on trading days.").format(id=rule.id, cron=rule.schedule,
+                                                                            zone=rule.timezone)
+    if not rule.gate_passed:
+        return View(title, _("{runs} Scheduled over the gate by {user}: {reason}").format(runs=runs, user=user,
+                                                                                        reason=reason),
                     lines=[_("`rule show {id}` shows this reason from now on; it is on the audit trail.").format(
                         id=rule.id)], users=[user])
-    passed = _("{runs} Its latest backtest passed the gate.").format(runs=runs)
-    return View(_("Rule {id} schedule").format(id=rule.id), passed,
+    return View(title, _("{runs} Its latest backtest passed the gate.").format(runs=runs),
                 lines=[_("The gate passed, so the reason was not needed and is not recorded.")] if reason else [])
 
 

@@ -193,8 +193,7 @@ def present_rule_run(result: dict[str, Any]) -> View:
     return view
 
 
-def present_backtest(rule: Rule, result: RuleBacktest, artifacts: list[ArtifactRef] | None = None,
-                     judged: Judged | None = None) -> View:
+def present_backtest(rule: Rule, result: RuleBacktest, artifacts: list[ArtifactRef], judged: Judged) -> View:
     """The rule beside buy-and-hold in the report shape both backtests share, with its in-sample part and holdout,
     the trials behind it and the gate's verdict (`judged`); `artifacts`: its chart and the CSV of every trade."""
     s, b = result.strategy, result.benchmark
@@ -210,9 +209,8 @@ def present_backtest(rule: Rule, result: RuleBacktest, artifacts: list[ArtifactR
                                                          _("{amount} CNY").format(amount=f"{b.fees_paid:,.2f}")))
     facts.append((_("Final equity"), side_by_side(_("{amount} CNY").format(amount=f"{s.final_equity:,.2f}"),
                                                   _("{amount} CNY").format(amount=f"{b.final_equity:,.2f}"))))
-    if judged is not None:
-        facts += [*split_facts(judged.split), *_honesty_facts(judged.honesty, rule.id, judged.verdict["by"]),
-                  (_("Schedule gate"), _backtest_gate(rule.id, judged.verdict))]
+    facts += [*split_facts(judged.split), *_honesty_facts(judged.honesty, rule.id, judged.verdict["by"]),
+              (_("Schedule gate"), _backtest_gate(rule.id, judged.verdict))]
     sides = {"buy": _("buy"), "sell": _("sell")}
     lines = [_("{day} {side} {n} at {price} (fees {fees})").format(
         day=t.trade_date, side=sides.get(t.side, t.side), n=f"{t.quantity:,}", price=t.price, fees=t.fees.total)
@@ -227,8 +225,7 @@ def present_backtest(rule: Rule, result: RuleBacktest, artifacts: list[ArtifactR
                          "before the start); costs as the paper account (commission minimum, stamp duty, transfer "
                          "fee, lots); Sharpe = mean/std of daily returns x sqrt(252), rf = 0; exposure = mean share "
                          "of equity in the stock").format(warmup=result.warmup, read=result.warmup_bars), *s.notes],
-                artifacts=list(artifacts or []),
-                users=[judged.verdict["by"]] if judged and judged.verdict["by"] else [])
+                artifacts=artifacts, users=[judged.verdict["by"]] if judged.verdict["by"] else [])
 
 
 def _honesty_facts(honesty: dict[str, Any] | None, rule_id: int, person: str | None) -> list[tuple[str, str]]:

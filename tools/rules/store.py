@@ -200,7 +200,8 @@ class RuleStore:
                         anyway: str | None = None) -> Rule:
         """Set (or with None, drop) a rule's cron schedule and optionally its timezone; the schedule starts now,
         so no earlier tick is caught up. A schedule needs the latest backtest's verdict passed (else GateRefused),
-        or `anyway`, the reason it is set over the gate: kept with the rule and audited, in this transaction."""
+        or `anyway`, the reason it is set over the gate: kept with the rule and audited, in this transaction (with
+        a passing verdict no reason is needed, and none is kept)."""
         cron = check_schedule(schedule)
         zone = None if timezone is None else check_timezone(timezone)
         reason = (anyway or "").strip() or None
