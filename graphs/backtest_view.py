@@ -1,11 +1,14 @@
 """The one report shape of both backtests (`signal ...` and `rule backtest`): the strategy beside buy-and-hold on
-the same capital, in tools.research.performance's vocabulary, each figure labelled with the base it is on."""
+the same capital, in tools.research.performance's vocabulary, each figure labelled with the base it is on, and the
+period's in-sample part and holdout beside their own buy-and-hold."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from tools.i18n import N_, _
+from tools.research.holdout import MIN_HOLDOUT_SESSIONS
 from tools.research.performance import Figures
 
 TRADES_SHOWN = 20  # trades listed in a report; the CSV has them all
@@ -56,3 +59,24 @@ def cut_note(shown: int, total: int, what: str) -> str | None:
     """'first 20 of 25 trades (all in the CSV)' when a list is cut, else None."""
     return _("first {shown} of {total} {what} (all in the CSV)").format(shown=shown, total=total, what=what) \
         if total > shown else None
+
+
+def split_facts(split: dict[str, Any]) -> list[tuple[str, str]]:
+    """The in-sample part and the holdout, each backtested apart beside its buy-and-hold; or why there is no holdout."""
+    cut = split.get("split")
+    if not cut:
+        return []
+    if not split.get("holdout"):
+        return [(_("Holdout"), _("none: {n} sessions would be held out, fewer than {minimum}; the figures above are "
+                                 "the whole period").format(n=cut["holdout_sessions"], minimum=MIN_HOLDOUT_SESSIONS))]
+    parts = ((_("In-sample {first}–{last}"), cut["start"], cut["in_sample_end"], split["in_sample"]),
+             (_("Holdout {first}–{last}"), cut["holdout_start"], cut["end"], split["holdout"]))
+    return [(label.format(first=first, last=last), _part(m)) for label, first, last, m in parts]
+
+
+def _part(m: dict[str, Any]) -> str:
+    return _("return {total} (buy-and-hold {benchmark}), Sharpe {sharpe} ({benchmark_sharpe}), max drawdown {drawdown} "
+             "({benchmark_drawdown})").format(
+        total=f"{m['total_return']:.2%}", benchmark=f"{m['benchmark_total_return']:.2%}", sharpe=f"{m['sharpe']:.2f}",
+        benchmark_sharpe=f"{m['benchmark_sharpe']:.2f}", drawdown=f"{m['max_drawdown']:.2%}",
+        benchmark_drawdown=f"{m['benchmark_max_drawdown']:.2%}")

@@ -37,6 +37,8 @@ PHRASINGS: list[tuple[str, str | None, tuple[object, ...]]] = [
     ("规则 回测 2 2020年1月1日至2020年6月1日", None, ("command", "rule backtest", ["2", "20200101", "20200601"])),
     ("规则 添加 600519.SH “收盘价上穿30日均线买入” size=100", None,
      ("command", "rule add", ["600519.SH", "收盘价上穿30日均线买入", "size=100"])),
+    ("规则 定时 2 “30 9 * * 1-5” 强制 先用模拟盘观察 恢复", None,  # the reason as typed: 恢复 is not `resume`
+     ("command", "rule schedule", ["2", "30 9 * * 1-5", "强制", "先用模拟盘观察", "恢复"])),
     # requests: signal
     ("信号 均线交叉 600519.SH 20190102 20191231 快线=10 慢线＝30", None,
      ("request", "signal", "ma_cross", (MAOTAI,), "20190102", "20191231", {"fast": "10", "slow": "30"}, ())),

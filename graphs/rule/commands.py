@@ -1,5 +1,9 @@
 """The rule commands that need no run: add, list, show, log, schedule, pause, resume, delete, backtest. `rule run
-ID` is the workflow's run. Only a rule's owner or an admin (`roles`) may change or delete it."""
+ID` is the workflow's run. Only a rule's owner or an admin (`roles`) may change or delete it.
+
+The gate (issue 42, item 4): a backtest stores its verdict on the rule (graphs/rule/honesty.py); `rule schedule`
+sets a schedule only when that verdict passed, or with `anyway REASON` (kept with the rule and audited: the store
+does both in one transaction); a rule is saved unscheduled."""
 
 from __future__ import annotations
 
@@ -9,9 +13,10 @@ from decimal import Decimal, InvalidOperation
 
 import pandas as pd
 
-from graphs.grammar import did_you_mean, normalize
-from graphs.rule.grammar import ADD_USAGE, SUBCOMMANDS
-from graphs.rule.present import present_backtest, present_log, present_rule, present_rules
+from graphs.grammar import argument, did_you_mean, normalize
+from graphs.rule.grammar import ADD_USAGE, ANYWAY_USAGE, SCHEDULE_USAGE, SUBCOMMANDS
+from graphs.rule.honesty import judge_backtest
+from graphs.rule.present import gate_refusal, present_backtest, present_log, present_rule, present_rules
 from graphs.views import View
 from graphs.workflow import CommandCall, CommandError
 from tools.broker.boards import OrderRuleError
@@ -23,9 +28,10 @@ from tools.data.klines import symbol_kind
 from tools.data.schema import DataError, check_range
 from tools.i18n import _, current
 from tools.research.charts import trades_and_equity
+from tools.research.trials import TrialStore
 from tools.rules.backtest import RuleBacktest, backtest_rule
 from tools.rules.parser import parse_rule
-from tools.rules.store import Rule, RuleError, RuleStore, Source, order_tag
+from tools.rules.store import GateRefused, Rule, RuleError, RuleStore, Source, order_tag
 from tools.rules.syntax import RuleSyntaxError
 from tools.storage.artifacts import ArtifactRef
 
@@ -70,8 +76,12 @@ def _options(words: list[str], allowed: set[str]) -> tuple[list[str], dict[str, 
 def add_command(call: CommandCall) -> View:
     words, opts = _options(call.args, {"every", "tz", "size", "value", "threshold", "account", "kind"})
     if len(words) != 2:
-        raise CommandError(_("usage: {usage} (quote the requirements and the cron expression)").format(
-            usage=ADD_USAGE))
+        raise CommandError(_("usage: {usage} (quote the requirements)").format(usage=ADD_USAGE))
+    if "every" in opts:
+        raise CommandError(_("a new rule is saved without a schedule: the gate schedules a rule once a backtest "
+                             "has passed it. Save it without every=, then `rule backtest ID START END` and `rule "
+                             "schedule ID \"{cron}\"` (or, with the reason it should run without passing, `rule "
+                             "schedule ID \"{cron}\" anyway REASON`).").format(cron=opts["every"]))
     symbol, requirements = words
     kind = opts.get("kind", "").lower()
     if kind not in ("", "words", "language"):
@@ -90,7 +100,7 @@ def add_command(call: CommandCall) -> View:
     try:
         rule = _store(call).add(
             _user(call), call.account, symbol, requirements, source=source,
-            schedule=opts.get("every"), timezone=opts.get("tz") or "Asia/Shanghai",
+            timezone=opts.get("tz") or "Asia/Shanghai",
             size=_int(opts.get("size"), "size"), value_cny=_decimal(opts.get("value"), "value"),
             threshold=float(_decimal(opts.get("threshold"), "threshold") or Decimal("0.6")),
             account=opts.get("account"))
@@ -137,8 +147,7 @@ def show_command(call: CommandCall) -> View:
     store = _store(call)
     claims = live_claims(call.context.engine, order_tag(rule.id), store.clock())
     return present_rule(rule, _("Rule {id}, owned by {owner}.").format(id=rule.id, owner=rule.owner),
-                        store.executions(rule.id, limit=5),
-                        claims[0] if claims else None)
+                        store.executions(rule.id, limit=5), claims[0] if claims else None, store.overrides(rule.id))
 
 
 def log_command(call: CommandCall) -> View:
@@ -157,20 +166,47 @@ def log_command(call: CommandCall) -> View:
 
 
 def schedule_command(call: CommandCall) -> View:
-    words, opts = _options(call.args, {"tz"})
+    typed, reason = _anyway(call.args)
+    words, opts = _options(typed, {"tz"})
     if len(words) != 2:
-        raise CommandError(_('usage: {usage}, e.g. {example}').format(usage='rule schedule ID "CRON"|off [tz=ZONE]',
+        raise CommandError(_('usage: {usage}, e.g. {example}').format(usage=SCHEDULE_USAGE,
                                                                       example='rule schedule 3 "30 14 * * 1-5"'))
-    rule = _rule(call, words, "rule schedule ID CRON|off")
+    rule, user = _rule(call, words, "rule schedule ID CRON|off"), _user(call)
     cron = None if words[1].lower() == "off" else words[1]
+    if reason is not None and (cron is None or not reason):
+        raise CommandError(_("usage: {usage}: the reason is required (it is kept with the rule and audited); "
+                             "`rule schedule ID off` needs none").format(usage=ANYWAY_USAGE))
     try:
-        updated = _store(call).update_schedule(rule.id, _user(call), cron, opts.get("tz"))
+        updated = _store(call).update_schedule(rule.id, user, cron, opts.get("tz"), anyway=reason)
+    except GateRefused as refused:
+        raise CommandError(gate_refusal(refused.rule, cron or "")) from None
     except RuleError as exc:
         raise CommandError(str(exc)) from None
-    text = (_("Rule {id} runs at `{cron}` ({zone}) on trading days.").format(id=rule.id, cron=cron,
-                                                                             zone=updated.timezone) if cron else
-            _("Rule {id} has no schedule now; `rule run {id}` still runs it.").format(id=rule.id))
-    return View(_("Rule {id} schedule").format(id=rule.id), text)
+    return _scheduled(updated, user, reason)
+
+
+def _scheduled(rule: Rule, user: str, reason: str | None) -> View:
+    """What a schedule command did: taken off, scheduled over the gate with the reason, or through it."""
+    title = _("Rule {id} schedule").format(id=rule.id)
+    if rule.schedule is None:
+        return View(title, _("Rule {id} has no schedule now; `rule run {id}` still runs it.").format(id=rule.id))
+    runs = _("Rule {id} runs at `{cron}` ({zone}) on trading days.").format(id=rule.id, cron=rule.schedule,
+                                                                            zone=rule.timezone)
+    if not rule.gate_passed:
+        return View(title, _("{runs} Scheduled over the gate by {user}: {reason}").format(runs=runs, user=user,
+                                                                                        reason=reason),
+                    lines=[_("`rule show {id}` shows this reason from now on; it is on the audit trail.").format(
+                        id=rule.id)], users=[user])
+    return View(title, _("{runs} Its latest backtest passed the gate.").format(runs=runs),
+                lines=[_("The gate passed, so the reason was not needed and is not recorded.")] if reason else [])
+
+
+def _anyway(args: list[str]) -> tuple[list[str], str | None]:
+    """The words before `anyway` (强制, 仍然) and the reason after it, as typed; None: no `anyway`."""
+    at = next((i for i, word in enumerate(args) if argument(word).lower() == "anyway"), None)
+    if at is None:
+        return args, None
+    return args[:at], " ".join(args[at + 1:]).strip()
 
 
 def _change(call: CommandCall, usage: str, change: Callable[[RuleStore, int, str], object]) -> Rule:
@@ -213,15 +249,26 @@ def backtest_command(call: CommandCall) -> View:
         start, end = check_range(call.args[1], call.args[2])
     except DataError as exc:
         raise CommandError(str(exc)) from None
+    result = _backtest(call, rule, start, end)
+    ctx, store = call.context, _store(call)
+    judged = judge_backtest(TrialStore(ctx.engine), rule, result,
+                            lambda first, last: _backtest(call, rule, first, last), ctx.holdout_fraction,
+                            ctx.dsr_threshold, call.user, store.clock())
+    store.set_verdict(rule.id, judged.verdict)
+    return present_backtest(rule, result, [_store_chart(call, rule, result), _store_trades(call, rule, result)],
+                            judged)
+
+
+def _backtest(call: CommandCall, rule: Rule, start: str, end: str) -> RuleBacktest:
+    """The rule over START..END with the paper account's cash and costs."""
     paper = call.context.paper
     cash = paper.starting_cash if isinstance(paper, TradingConfig) else Decimal("1000000")
     try:
-        result = backtest_rule(rule.requirements, rule.symbol, start, end, call.context.provider,
-                               cash=cash, size=rule.size, value=rule.value_cny,
-                               **({"rates": paper.rates} if isinstance(paper, TradingConfig) else {}))
+        return backtest_rule(rule.requirements, rule.symbol, start, end, call.context.provider,
+                             cash=cash, size=rule.size, value=rule.value_cny,
+                             **({"rates": paper.rates} if isinstance(paper, TradingConfig) else {}))
     except (DataError, ValueError) as exc:
         raise CommandError(str(exc)) from None
-    return present_backtest(rule, result, [_store_chart(call, rule, result), _store_trades(call, rule, result)])
 
 
 def _store_chart(call: CommandCall, rule: Rule, result: RuleBacktest) -> ArtifactRef:

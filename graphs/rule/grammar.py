@@ -7,8 +7,10 @@ from graphs.grammar import Words
 from graphs.workflow import Lazy, Subcommand
 from tools.i18n import N_
 
-ADD_USAGE = ('rule add SYMBOL "REQUIREMENTS" [every="CRON"] [tz=ZONE] [size=SHARES|value=CNY] [threshold=0..1] '
-             "[account=NAME] [kind=words|language]")
+ADD_USAGE = ('rule add SYMBOL "REQUIREMENTS" [tz=ZONE] [size=SHARES|value=CNY] [threshold=0..1] [account=NAME] '
+             "[kind=words|language]")
+SCHEDULE_USAGE = 'rule schedule ID "CRON"|off [tz=ZONE] [anyway REASON]'
+ANYWAY_USAGE = 'rule schedule ID "CRON" anyway REASON'  # a schedule over the gate: the reason is required
 RUN_USAGE = "rule run ID"  # the IDs: `rule list`
 
 
@@ -20,6 +22,7 @@ def _handler(name: str) -> Lazy:
 WORDS = Words(commands={
     "规则": "rule", "运行": "run", "执行": "run", "添加": "add", "新增": "add", "日志": "log", "定时": "schedule",
     "暂停": "pause", "恢复": "resume", "删除": "delete", "回测": "backtest", "我的": "mine", "本频道": "channel",
+    "强制": "anyway", "仍然": "anyway",  # a schedule over the gate: `规则 定时 3 "30 9 * * 1-5" 强制 理由`
 })
 
 SUBCOMMANDS: dict[str, Subcommand] = {
@@ -29,8 +32,9 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "show": Subcommand("rule show ID", N_("one rule and its latest runs"), _handler("show")),
     "log": Subcommand("rule log ID [EXECUTION]", N_("a run's steps as a timeline (the latest run by default)"),
                       _handler("log")),
-    "schedule": Subcommand('rule schedule ID "CRON"|off [tz=ZONE]',
-                           N_("run on trading days at cron times (Asia/Shanghai)"), _handler("schedule")),
+    "schedule": Subcommand(SCHEDULE_USAGE, N_("run on trading days at cron times (Asia/Shanghai), once a backtest "
+                                              "passed the gate, or anyway with the reason (audited)"),
+                           _handler("schedule"), free_text_from=2),
     "pause": Subcommand("rule pause ID [REASON]", N_("stop its schedule (owner or admin)"), _handler("pause"),
                         free_text_from=1),
     "resume": Subcommand("rule resume ID", N_("start its schedule again (owner or admin)"), _handler("resume")),

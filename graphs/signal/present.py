@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphs.backtest_view import Base, comparison_facts, comparison_summary
+from graphs.backtest_view import Base, comparison_facts, comparison_summary, split_facts
 from graphs.views import View
 from tools.data.schema import codes_text
 from tools.i18n import N_, _
-from tools.research.holdout import MIN_HOLDOUT_SESSIONS
 from tools.research.overfitting import PBO_MIN_TRIALS
 from tools.research.performance import Figures
 
@@ -36,7 +35,7 @@ def present_signal(result: dict[str, Any]) -> View:
             buys=m["buys"], sells=m["sells"], n=m["round_trips"])),
         *(_outcomes(m) if "open_in_profit" in m else []),  # absent from results stored before it (a re-post)
         (_("Daily turnover, fee a side"), f"{m['turnover']:.2%}, {m['fee_rate']:.2%}"),
-        *_split_facts(result.get("split") or {}),
+        *split_facts(result.get("split") or {}),
         *_honesty_facts(result.get("honesty")),
     ]
     return View(title=_("Signal: {title}").format(title=result["title"]),
@@ -62,27 +61,6 @@ def _outcomes(m: dict[str, Any]) -> list[tuple[str, str]]:
         facts.append((_("Open positions in profit"), _("{n} of {open}").format(n=m["open_in_profit"],
                                                                                open=m["open_positions"])))
     return facts
-
-
-def _split_facts(split: dict[str, Any]) -> list[tuple[str, str]]:
-    """The in-sample part and the holdout, each backtested apart beside its buy-and-hold; or why there is no holdout."""
-    cut = split.get("split")
-    if not cut:
-        return []
-    if not split.get("holdout"):
-        return [(_("Holdout"), _("none: {n} sessions would be held out, fewer than {minimum}; the figures above are "
-                                 "the whole period").format(n=cut["holdout_sessions"], minimum=MIN_HOLDOUT_SESSIONS))]
-    parts = ((_("In-sample {first}–{last}"), cut["start"], cut["in_sample_end"], split["in_sample"]),
-             (_("Holdout {first}–{last}"), cut["holdout_start"], cut["end"], split["holdout"]))
-    return [(label.format(first=first, last=last), _part(m)) for label, first, last, m in parts]
-
-
-def _part(m: dict[str, Any]) -> str:
-    return _("return {total} (buy-and-hold {benchmark}), Sharpe {sharpe} ({benchmark_sharpe}), max drawdown {drawdown} "
-             "({benchmark_drawdown})").format(
-        total=f"{m['total_return']:.2%}", benchmark=f"{m['benchmark_total_return']:.2%}", sharpe=f"{m['sharpe']:.2f}",
-        benchmark_sharpe=f"{m['benchmark_sharpe']:.2f}", drawdown=f"{m['max_drawdown']:.2%}",
-        benchmark_drawdown=f"{m['benchmark_max_drawdown']:.2%}")
 
 
 def _honesty_facts(honesty: dict[str, Any] | None) -> list[tuple[str, str]]:

@@ -18,6 +18,7 @@ from graphs.views import View
 from graphs.workflow import CommandCall
 from testkit.graph_thread import GraphThread
 from testkit.paper import paper_context
+from testkit.rules import add_scheduled
 from tools.broker.clock import SHANGHAI, day
 from tools.broker.sim_clock import last_move
 from tools.data.klines import AShareKlines
@@ -69,7 +70,7 @@ def _last_bar(ctx: WorkflowContext, rule_id: int, execution_id: str) -> str:
 def test_moving_the_clock_runs_the_rules_due_on_the_new_session_once(own_url: str, own_engine: Engine,
                                                                     sandbox: Sandbox, provider: SampleProvider) -> None:
     ctx = _rules_ctx(own_engine, sandbox, provider)
-    rule = ctx.rules.add(TRADER, "console", CODE, LANGUAGE, source="language", schedule=CRON)  # type: ignore[union-attr]
+    rule = add_scheduled(ctx.rules, TRADER, "console", CODE, LANGUAGE, CRON, source="language")  # type: ignore[arg-type]
     assert _pass(ctx) == []  # never moved: nothing is due on the simulated clock
 
     due: list[bool] = []
@@ -123,7 +124,7 @@ def test_a_manual_run_decides_as_of_the_simulated_session(sqlite_url: str, sqlit
 def test_a_session_run_does_nothing_once_the_clock_moved_on(own_url: str, own_engine: Engine, sandbox: Sandbox,
                                                             provider: SampleProvider) -> None:
     ctx = _rules_ctx(own_engine, sandbox, provider)
-    rule = ctx.rules.add(TRADER, "console", CODE, LANGUAGE, source="language", schedule=CRON)  # type: ignore[union-attr]
+    rule = add_scheduled(ctx.rules, TRADER, "console", CODE, LANGUAGE, CRON, source="language")  # type: ignore[arg-type]
     _clock(ctx, "clock set 20200821")
     (friday,) = _pass(ctx)  # queued; no worker has taken it yet
     _clock(ctx, "clock next")
@@ -140,7 +141,7 @@ def test_a_tick_a_pass_claimed_as_the_clock_moved_is_this_moves_run(own_engine: 
     clock read before the move): the reply still says the rule runs now, and still asks the surface to wait for
     it (the console read the next line while that run was queued, and the clock moved on under it)."""
     ctx = _rules_ctx(own_engine, sandbox, provider)
-    rule = ctx.rules.add(TRADER, "console", CODE, LANGUAGE, source="language", schedule=CRON)  # type: ignore[union-attr]
+    rule = add_scheduled(ctx.rules, TRADER, "console", CODE, LANGUAGE, CRON, source="language")  # type: ignore[arg-type]
     before = datetime.now(UTC)
     _clock(ctx, "clock set 20200821")
     started: list[ScheduledRun] = []

@@ -24,6 +24,7 @@ from graphs.rule.present import present_rule_run
 from testkit.desk import clock_at_data_end
 from testkit.fakes.chat import ScriptedChatModel, answer
 from testkit.graph_thread import GraphThread
+from testkit.rules import add_scheduled
 from tools.broker.checks import RiskLimits
 from tools.broker.fees import DEFAULT_RATES
 from tools.broker.paper import PaperBroker, PaperConfig
@@ -74,8 +75,8 @@ def test_on_live_data_a_stale_last_bar_holds_with_the_reason_and_proposes_nothin
         db_url: str, engine: Engine, sandbox: Sandbox) -> None:
     provider = SampleProvider()
     ctx = _ctx(engine, sandbox, provider, LATE)
-    rule = ctx.rules.add(OWNER, "c", CODE, ALWAYS_BUY, source="language", size=100,  # type: ignore[union-attr]
-                         schedule="* * * * *")
+    rule = add_scheduled(ctx.rules, OWNER, "c", CODE, ALWAYS_BUY, "* * * * *",  # type: ignore[arg-type]
+                         source="language", size=100)
     tick = execution_id_for(rule.id, LATE + timedelta(minutes=1))
     out = GraphThread(db_url, ctx, requester=OWNER).say("scheduled run", scheduled_request(rule.id, tick))
     assert "__interrupt__" not in out and out["result"]["order"] == {}

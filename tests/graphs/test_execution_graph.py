@@ -22,6 +22,7 @@ from graphs.rule.routes import MAX_ROUNDS
 from graphs.workflow import CommandCall
 from testkit.fakes.chat import ScriptedChatModel, answer
 from testkit.graph_thread import GraphThread
+from testkit.rules import add_scheduled
 from tools.broker.checks import RiskLimits
 from tools.broker.fees import DEFAULT_RATES
 from tools.broker.paper import PaperBroker, PaperConfig
@@ -154,7 +155,7 @@ def test_failed_scheduled_runs_count_toward_auto_pause_and_manual_ones_do_not(
     llm = ScriptedChatModel(script=[*malformed, *malformed, *hold, *malformed, *malformed])
     ctx = _ctx(engine, sandbox, provider, llm)
     ctx.rules = RuleStore(engine, frozenset(), max_failures=2)
-    rule = ctx.rules.add(OWNER, "c", CODE, "buy on strength", size=100, schedule="30 9 * * 1-5")
+    rule = add_scheduled(ctx.rules, OWNER, "c", CODE, "buy on strength", "30 9 * * 1-5", size=100)
     since = rule.scheduled_since
     assert since is not None
     ticks = [scheduled_request(rule.id, execution_id_for(rule.id, since + timedelta(minutes=n))) for n in (1, 2, 3)]
@@ -270,8 +271,8 @@ def test_one_order_card_per_rule_until_the_first_is_decided_or_expires(
     llm = ScriptedChatModel(script=[_step("decision", 1, {"action": "buy", "reason": f"up {n}", "confidence": 0.9})
                                     for n in range(4)])
     ctx = _ctx(engine, sandbox, provider, llm)
-    rule = ctx.rules.add(OWNER, "c", CODE, "trade the trend", size=100,  # type: ignore[union-attr]
-                         schedule="30 9 * * 1-5", account=f"rule-claim-{uuid.uuid4().hex[:8]}")
+    rule = add_scheduled(ctx.rules, OWNER, "c", CODE, "trade the trend", "30 9 * * 1-5",  # type: ignore[arg-type]
+                         size=100, account=f"rule-claim-{uuid.uuid4().hex[:8]}")
     first = GraphThread(db_url, ctx, requester=OWNER)
     card = first.say(f"rule run {rule.id}")
     held = ctx.rules.steps(rule.id)[0].execution_id  # type: ignore[union-attr]
@@ -311,7 +312,7 @@ def test_a_queued_scheduled_run_of_a_paused_rule_does_nothing_and_a_manual_run_s
     ctx = _ctx(engine, sandbox, provider, llm)
     store = ctx.rules
     assert store is not None
-    rule = store.add(OWNER, "c", CODE, "trade the trend", size=100, schedule="30 9 * * 1-5")
+    rule = add_scheduled(store, OWNER, "c", CODE, "trade the trend", "30 9 * * 1-5", size=100)
     queued = scheduled_request(rule.id, execution_id_for(rule.id, TICK))  # what the scheduler enqueued
     store.pause(rule.id, OWNER)
     typed = GraphThread(db_url, ctx, requester=OWNER).say(f"rule run {rule.id} execution={queued['execution']}")

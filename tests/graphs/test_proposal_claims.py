@@ -132,31 +132,40 @@ def test_migration_0012_carries_a_rules_claim_over_and_back(fresh_pg_url: str, t
         engine = make_engine(url)
         upgrade(engine, "0011")
         store = RuleStore(engine, frozenset(), clock=lambda: T0)
-        own = store.add("UOWNER", "C1", CODE, "buy when close > ma(30)", account="mine")
-        channel = store.add("UOWNER", "C2", "000001.SZ", "buy when close > ma(30)")
-        store.log_step(own.id, CODE, f"rule{own.id}-mabc", 1, "tool_call", {"type": "tool_call"}, {"bars": 1})
+        own, channel = _rule_at_0011(engine, "C1", CODE, "mine"), _rule_at_0011(engine, "C2", "000001.SZ", None)
+        store.log_step(own, CODE, f"rule{own}-mabc", 1, "tool_call", {"type": "tool_call"}, {"bars": 1})
         with engine.begin() as connection:  # 0010's columns, as its claim_proposal wrote them
-            for rule, execution in ((own, f"rule{own.id}-mabc"), (channel, f"rule{channel.id}-mdef")):
+            for rule, execution in ((own, f"rule{own}-mabc"), (channel, f"rule{channel}-mdef")):
                 connection.execute(text("UPDATE saved_rules SET proposal_execution = :e, proposal_expires_at = :x "
                                         "WHERE id = :i"), {"e": execution, "x": _stored(engine, T0 + TTL),
-                                                            "i": rule.id})
+                                                            "i": rule})
         upgrade(engine)
-        assert {(c.account, c.ts_code, c.holder, c.expires_at) for c in live_claims(engine, f"rule:{own.id}", T0)} \
-            == {("mine", CODE, f"rule{own.id}-mabc", T0 + TTL)}
-        assert [(c.account, c.holder) for c in live_claims(engine, f"rule:{channel.id}", T0)] == [
-            ("C2", f"rule{channel.id}-mdef")]  # no account of its own: its channel's
+        assert {(c.account, c.ts_code, c.holder, c.expires_at) for c in live_claims(engine, f"rule:{own}", T0)} \
+            == {("mine", CODE, f"rule{own}-mabc", T0 + TTL)}
+        assert [(c.account, c.holder) for c in live_claims(engine, f"rule:{channel}", T0)] == [
+            ("C2", f"rule{channel}-mdef")]  # no account of its own: its channel's
         assert not {"proposal_execution", "proposal_expires_at"} & {
             c["name"] for c in inspect(engine).get_columns("saved_rules")}
-        assert [s.step for s in store.steps(own.id)] == [1]  # SQLite did not rebuild (and cascade) the rules
-        release_proposals(engine, f"rule{channel.id}-mdef")
+        assert [s.step for s in store.steps(own)] == [1]  # SQLite did not rebuild (and cascade) the rules
+        release_proposals(engine, f"rule{channel}-mdef")
         claim_proposal(engine, "C1", CODE, "desk", "thread-d", TTL, T0)
         downgrade(engine, "0011")
         assert current_revision(engine) == "0011"
         assert "proposal_claims" not in inspect(engine).get_table_names()
         with engine.connect() as connection:
             rows = connection.execute(text("SELECT id, proposal_execution FROM saved_rules ORDER BY id")).all()
-        assert [tuple(r) for r in rows] == [(own.id, f"rule{own.id}-mabc"), (channel.id, None)]
+        assert [tuple(r) for r in rows] == [(own, f"rule{own}-mabc"), (channel, None)]
         engine.dispose()
+
+
+def _rule_at_0011(engine: Engine, channel: str, code: str, account: str | None) -> int:
+    """A saved rule as the tables of revision 0011 hold it (the model has columns added since)."""
+    with engine.begin() as connection:
+        return connection.execute(text(
+            "INSERT INTO saved_rules (symbol, source, requirements, owner, channel, runtime_status, timezone, enabled, "
+            "threshold, account, consecutive_failures, created_at, updated_at) VALUES (:code, 'llm', 'buy when close "
+            "> ma(30)', 'UOWNER', :channel, '{}', 'Asia/Shanghai', :on, 0.6, :account, 0, :at, :at) RETURNING id"),
+            {"code": code, "channel": channel, "account": account, "on": True, "at": _stored(engine, T0)}).scalar_one()
 
 
 class _Proposer(TypedDict, total=False):

@@ -9,16 +9,19 @@ from decimal import Decimal
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Constraint, Engine, Index, Table, insert, inspect
+from sqlalchemy import Constraint, Engine, Index, Table, insert, inspect, select
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
+from testkit.rules import add_scheduled
+from tools.broker.records import OrderEvent
 from tools.rules.records import ExecutionLog
-from tools.rules.store import RuleError, RuleStore
+from tools.rules.store import GateRefused, RuleError, RuleStore
 from tools.storage.db import make_engine
 from tools.storage.migrate import current_revision, downgrade, upgrade
 from tools.storage.models import Base
 
-RULE_TABLES = {"saved_rules", "execution_logs", "rule_ticks"}
+RULE_TABLES = {"saved_rules", "execution_logs", "rule_ticks", "rule_overrides"}
 T0 = datetime(2024, 1, 2, 1, 0, tzinfo=UTC)
 
 
@@ -47,18 +50,21 @@ def channel() -> str:
     return f"C{uuid.uuid4().hex[:10]}"
 
 
-def test_add_get_and_list(store: RuleStore, channel: str) -> None:
-    rule = store.add("UOWNER", channel, " 600519.sh ", "  buy when close > ma(30)  ", source="language",
-                     schedule="30  9 * * 1-5", value_cny="10000.50", threshold=0.7, account="alpha")
+def test_add_get_and_list(store: RuleStore, channel: str, clock: _Clock) -> None:
+    saved = store.add("UOWNER", channel, " 600519.sh ", "  buy when close > ma(30)  ", source="language",
+                      value_cny="10000.50", threshold=0.7, account="alpha")
+    assert (saved.schedule, saved.scheduled_since, saved.verdict) == (None, None, None)  # saved unscheduled
+    clock.now = T0 + timedelta(minutes=1)
+    rule = store.update_schedule(saved.id, "UOWNER", "30  9 * * 1-5", anyway="a test of the fields")
     other = store.add("UOTHER", channel, "btc-usdt", "buy the dip", size=2)
     assert store.get(rule.id) == rule
     assert (rule.symbol, rule.source, rule.requirements, rule.owner, rule.channel) == (
         "600519.SH", "language", "buy when close > ma(30)", "UOWNER", channel)
     assert (rule.schedule, rule.timezone, rule.scheduled_since, rule.enabled) == (
-        "30 9 * * 1-5", "Asia/Shanghai", T0, True)
+        "30 9 * * 1-5", "Asia/Shanghai", T0 + timedelta(minutes=1), True)
     assert (rule.size, rule.value_cny, rule.threshold, rule.account) == (None, Decimal("10000.50"), 0.7, "alpha")
     assert (rule.runtime_status, rule.consecutive_failures, rule.paused_reason) == ({"position": 0}, 0, None)
-    assert (rule.created_at, rule.updated_at) == (T0, T0)
+    assert (rule.created_at, rule.updated_at) == (T0, T0 + timedelta(minutes=1))
     assert (other.symbol, other.size, other.value_cny, other.threshold, other.schedule, other.scheduled_since) == (
         "BTC/USDT", 2, None, 0.6, None, None)
     assert [r.id for r in store.list(channel=channel)] == [rule.id, other.id]
@@ -69,10 +75,6 @@ def test_add_get_and_list(store: RuleStore, channel: str) -> None:
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"symbol": "600519"}, "'600519' needs its exchange suffix: 600519.SH (Shanghai), 600519.SZ (Shenzhen) or "
                            "600519.BJ (Beijing)"),
-    ({"schedule": "30 9 * *"}, "schedule '30 9 * *' is not a cron expression: give five fields, minute hour day "
-                               "month weekday, like '30 9 * * 1-5' (09:30 on weekdays)"),
-    ({"schedule": "0 30 9 * * 1-5"}, "schedule '0 30 9 * * 1-5' is not a cron expression"),
-    ({"schedule": "61 9 * * *"}, "schedule '61 9 * * *' is not a cron expression"),
     ({"timezone": "Mars/Olympus"}, "unknown timezone 'Mars/Olympus': use an IANA name like Asia/Shanghai or UTC"),
     ({"size": 100, "value_cny": 5000}, "give the order size in shares (size=) or in CNY (value=), not both"),
     ({"size": 0}, "size= is a whole number of shares from 1 to 100,000,000, not 0"),
@@ -83,7 +85,6 @@ def test_add_get_and_list(store: RuleStore, channel: str) -> None:
                             "decimals, not 'lots'"),
     ({"value_cny": "1e30"}, "value= is an amount in CNY above 0 and at most 100,000,000,000, with at most two "
                             "decimals, not '1e30'"),
-    ({"schedule": "0 0 31 2 *"}, "schedule '0 0 31 2 *' never fires (no such date): check the day and month fields"),
     ({"threshold": 1.5}, "threshold is the confidence a decision needs, between 0 and 1, not 1.5"),
     ({"threshold": float("nan")}, "threshold is the confidence a decision needs, between 0 and 1, not nan"),
     ({"source": "python"}, "a rule's source is 'llm' (requirements in words) or 'language' (the rule language), "
@@ -96,6 +97,53 @@ def test_add_refuses_bad_fields(store: RuleStore, channel: str, kwargs: dict, me
         store.add("UOWNER", channel, fields.pop("symbol"), fields.pop("requirements"), **fields)
     assert str(caught.value).startswith(message)
     assert store.list(channel=channel) == []
+
+
+@pytest.mark.parametrize(("cron", "message"), [
+    ("30 9 * *", "schedule '30 9 * *' is not a cron expression: give five fields, minute hour day month weekday, like "
+                 "'30 9 * * 1-5' (09:30 on weekdays)"),
+    ("0 30 9 * * 1-5", "schedule '0 30 9 * * 1-5' is not a cron expression"),
+    ("61 9 * * *", "schedule '61 9 * * *' is not a cron expression"),
+    ("0 0 31 2 *", "schedule '0 0 31 2 *' never fires (no such date): check the day and month fields"),
+])
+def test_a_schedule_that_is_not_cron_is_refused(store: RuleStore, channel: str, cron: str, message: str) -> None:
+    rule = store.add("UOWNER", channel, "600519.SH", "buy low")
+    with pytest.raises(RuleError) as caught:
+        store.update_schedule(rule.id, "UOWNER", cron, anyway="a reason")
+    assert str(caught.value).startswith(message) and store.overrides(rule.id) == []
+
+
+def test_a_schedule_needs_a_passing_verdict_or_a_reason_kept_and_audited(store: RuleStore, channel: str,
+                                                                           engine: Engine) -> None:
+    """The gate in the store, whoever calls it: without a passing verdict and without a reason nothing changes;
+    with a reason the override is kept and chained in the same transaction; a passing verdict needs none; off,
+    pause and resume never ask."""
+    rule = store.add("UOWNER", channel, "600519.SH", "buy when close > ma(30)", source="language")
+    for anyway in (None, "", "   "):
+        with pytest.raises(GateRefused) as refused:
+            store.update_schedule(rule.id, "UOWNER", "30 9 * * 1-5", anyway=anyway)
+        assert refused.value.rule.verdict is None
+    failed = {"passed": False, "holdout": {"in_sample": 0.5, "holdout": -0.2, "ok": False},
+              "dsr": {"probability": 0.4, "threshold": 0.95, "ok": False}}
+    store.set_verdict(rule.id, failed)
+    with pytest.raises(GateRefused) as refused:
+        store.update_schedule(rule.id, "UADMIN", "30 9 * * 1-5")
+    assert refused.value.rule.verdict == failed and store.get(rule.id).schedule is None  # type: ignore[union-attr]
+    over = store.update_schedule(rule.id, "UADMIN", "30 9 * * 1-5", anyway="  the desk wants it live  ")
+    assert over.schedule == "30 9 * * 1-5"
+    (kept,) = store.overrides(rule.id)
+    assert (kept.by, kept.reason, kept.schedule, kept.timezone, kept.verdict, kept.at) == (
+        "UADMIN", "the desk wants it live", "30 9 * * 1-5", "Asia/Shanghai", failed, T0)
+    with Session(engine) as session:
+        (event,) = [e for e in session.scalars(select(OrderEvent).where(OrderEvent.event == "scheduled anyway"))
+                    if e.detail["rule"] == rule.id]
+    assert (event.actor, event.account, event.detail["reason"], event.detail["verdict"]) == (
+        "UADMIN", None, "the desk wants it live", failed)
+    assert store.update_schedule(rule.id, "UOWNER", None).schedule is None
+    assert store.pause(rule.id, "UOWNER").enabled is False and store.resume(rule.id, "UOWNER").enabled
+    store.set_verdict(rule.id, {**failed, "passed": True})
+    assert store.update_schedule(rule.id, "UOWNER", "0 10 * * 1-5").schedule == "0 10 * * 1-5"
+    assert len(store.overrides(rule.id)) == 1  # a passing verdict needs no reason, and none is kept
 
 
 def test_only_the_owner_or_an_admin_may_change_or_delete(store: RuleStore, channel: str, clock: _Clock) -> None:
@@ -111,7 +159,7 @@ def test_only_the_owner_or_an_admin_may_change_or_delete(store: RuleStore, chann
     assert store.get(rule.id) == rule
 
     clock.now = T0 + timedelta(hours=1)
-    scheduled = store.update_schedule(rule.id, "UOWNER", "0 10 * * 1-5", "UTC")
+    scheduled = store.update_schedule(rule.id, "UOWNER", "0 10 * * 1-5", "UTC", anyway="on the owner's word")
     assert (scheduled.schedule, scheduled.timezone, scheduled.scheduled_since) == (
         "0 10 * * 1-5", "UTC", T0 + timedelta(hours=1))
     paused = store.pause(rule.id, "UADMIN", "earnings week")
@@ -174,7 +222,7 @@ def test_log_step_is_idempotent_on_execution_and_step(store: RuleStore, channel:
 
 
 def test_consecutive_failures_pause_the_rule(store: RuleStore, channel: str) -> None:
-    rule = store.add("UOWNER", channel, "600519.SH", "buy when close > ma(30)", schedule="30 9 * * 1-5")
+    rule = add_scheduled(store, "UOWNER", channel, "600519.SH", "buy when close > ma(30)", "30 9 * * 1-5")
     assert store.record_failure(rule.id, "data provider timed out") is False
     store.record_success(rule.id)
     assert store.get(rule.id).consecutive_failures == 0

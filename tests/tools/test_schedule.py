@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from sqlalchemy import Engine, select
 
+from testkit.rules import add_scheduled
 from tools.data.local import LocalProvider
 from tools.rules.records import RuleTick
 from tools.rules.schedule import (
@@ -165,9 +166,9 @@ def test_ticks_missed_while_down_run_once_or_not_at_all() -> None:
 def test_run_due_after_three_hours_down(iso_engine: Engine, policy: str) -> None:
     clock = _Clock(_utc(2024, 1, 2, 1))  # 09:00 in Shanghai
     store = RuleStore(iso_engine, frozenset(), clock=clock)
-    rule = store.add("UOWNER", "C1", "600519.SH", "buy when close > ma(30)", schedule="0 * * * *")
+    rule = add_scheduled(store, "UOWNER", "C1", "600519.SH", "buy when close > ma(30)", "0 * * * *")
     store.add("UOWNER", "C1", "000001.SZ", "on demand only")
-    paused = store.add("UOWNER", "C1", "000002.SZ", "paused", schedule="0 * * * *")
+    paused = add_scheduled(store, "UOWNER", "C1", "000002.SZ", "paused", "0 * * * *")
     store.pause(paused.id, "UOWNER")
     enqueued = _Enqueued()
 
@@ -204,7 +205,7 @@ def test_a_failed_start_is_started_again_by_the_next_pass_marked_again(iso_engin
     next pass starts it again with `again`, so the starter looks for that root before posting another."""
     clock = _Clock(_utc(2024, 1, 2, 1, 29, 30))
     store = RuleStore(iso_engine, frozenset(), clock=clock)
-    rule = store.add("UOWNER", "C1", "600519.SH", "buy when close > ma(30)", schedule="30 9 * * 1-5")
+    rule = add_scheduled(store, "UOWNER", "C1", "600519.SH", "buy when close > ma(30)", "30 9 * * 1-5")
     enqueued = _Enqueued()
     enqueued.broken = True
     assert run_due(iso_engine, store, _utc(2024, 1, 2, 1, 30, 5), enqueued, "w1", is_trading_day=weekdays) == []
@@ -223,7 +224,7 @@ def test_a_failed_tick_is_not_started_late_once_a_newer_tick_of_the_rule_ran(iso
     09:30 tick is recorded skipped, not run after a newer decision of the rule, even under catch-up "once"."""
     clock = _Clock(_utc(2024, 1, 2, 1, 29, 30))
     store = RuleStore(iso_engine, frozenset(), clock=clock)
-    rule = store.add("UOWNER", "C1", "600519.SH", "buy when close > ma(30)", schedule="30,31 9 * * 1-5")
+    rule = add_scheduled(store, "UOWNER", "C1", "600519.SH", "buy when close > ma(30)", "30,31 9 * * 1-5")
     enqueued = _Enqueued()
     enqueued.broken = True
     run_due(iso_engine, store, _utc(2024, 1, 2, 1, 30, 5), enqueued, "w1", is_trading_day=weekdays)
@@ -245,7 +246,7 @@ def test_starts_failing_for_an_hour_run_like_missed_ticks(iso_engine: Engine, po
     not run an hour late one by one."""
     clock = _Clock(_utc(2024, 1, 2, 1, 0, 30))
     store = RuleStore(iso_engine, frozenset(), clock=clock)
-    rule = store.add("UOWNER", "C1", "600519.SH", "buy when close > ma(30)", schedule="* * * * *")
+    rule = add_scheduled(store, "UOWNER", "C1", "600519.SH", "buy when close > ma(30)", "* * * * *")
     enqueued = _Enqueued()
     enqueued.broken = True
     minutes = [_utc(2024, 1, 2, 1, 1) + timedelta(minutes=i) for i in range(60)]
@@ -270,8 +271,8 @@ def test_two_workers_enqueue_each_tick_once(iso_url: str, separate_engines: bool
     upgrade(first)
     engines = [first, make_engine(iso_url) if separate_engines else first]
     clock = _Clock(_utc(2024, 1, 2, 1, 29, 30))
-    rule = RuleStore(first, frozenset(), clock=clock).add("UOWNER", "C1", "600519.SH", "buy when close > ma(30)",
-                                                          schedule="* * * * *")
+    rule = add_scheduled(RuleStore(first, frozenset(), clock=clock), "UOWNER", "C1", "600519.SH",
+                         "buy when close > ma(30)", "* * * * *")
     minutes = [_utc(2024, 1, 2, 1, 30) + timedelta(minutes=i) for i in range(20)]
     enqueued = _Enqueued()
     barrier = threading.Barrier(2)
@@ -304,8 +305,8 @@ def test_a_tick_claimed_by_a_worker_that_died_is_enqueued_once_by_another(iso_en
     the same execution id, and no pass after that runs it again."""
     engine = iso_engine
     store = RuleStore(engine, frozenset(), clock=lambda: datetime(2026, 11, 20, 0, 0, tzinfo=UTC))
-    rule = store.add("UOWNER", "C1", "600519.SH", "buy when close > ma(5)", source="language",
-                     schedule="30 9 * * 1-5")
+    rule = add_scheduled(store, "UOWNER", "C1", "600519.SH", "buy when close > ma(5)", "30 9 * * 1-5",
+                         source="language")
     tick = datetime(2026, 11, 23, 1, 30, tzinfo=UTC)
     assert claim_tick(engine, rule.id, tick, "dead-worker", at=datetime(2026, 11, 23, 1, 30, 5, tzinfo=UTC))
     seen: list[tuple[int, datetime, str, bool]] = []
@@ -327,7 +328,7 @@ def test_a_tick_claimed_by_a_worker_that_died_is_enqueued_once_by_another(iso_en
 def test_a_lost_tick_of_a_rule_paused_and_resumed_since_is_not_started(iso_engine: Engine) -> None:
     clock = _Clock(datetime(2026, 11, 20, 0, 0, tzinfo=UTC))
     store = RuleStore(iso_engine, frozenset(), clock=clock)
-    rule = store.add("UOWNER", "C1", "600519.SH", "buy when close > ma(5)", schedule="30 9 * * 1-5")
+    rule = add_scheduled(store, "UOWNER", "C1", "600519.SH", "buy when close > ma(5)", "30 9 * * 1-5")
     tick = datetime(2026, 11, 23, 1, 30, tzinfo=UTC)
     assert claim_tick(iso_engine, rule.id, tick, "dead-worker", at=tick + timedelta(seconds=5))
     clock.now = tick + timedelta(minutes=1)

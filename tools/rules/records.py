@@ -1,6 +1,7 @@
-"""Execution rules (seed 002): saved rules, their step-by-step execution logs, and the schedule ticks that
-workers claim so each tick runs once. Migration 0008 creates them (0010 added a proposal claim that 0012 moved to
-proposal_claims); keep the two in step."""
+"""Execution rules (seed 002): saved rules, their step-by-step execution logs, the schedule ticks that workers
+claim so each tick runs once, and the schedules set over the gate with a reason. Migration 0008 creates them (0010
+added a proposal claim that 0012 moved to proposal_claims; 0027 the gate's verdict and the overrides); keep the two
+in step."""
 
 from __future__ import annotations
 
@@ -49,6 +50,8 @@ class SavedRule(Base):
     account: Mapped[str | None] = mapped_column(String(64))  # paper account; None: the channel's default
     consecutive_failures: Mapped[int] = mapped_column(Integer, default=0)
     paused_reason: Mapped[str | None] = mapped_column(Text)
+    # the gate's verdict on the latest backtest (graphs/rule/honesty.py): None until the rule is backtested
+    verdict: Mapped[dict | None] = mapped_column(JSON(none_as_null=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
 
@@ -85,3 +88,19 @@ class RuleTick(Base):
     claimed_by: Mapped[str] = mapped_column(String(64))
     execution_id: Mapped[str | None] = mapped_column(String(64))
     status: Mapped[str] = mapped_column(String(16))  # claimed, failed, enqueued, skipped
+
+
+class RuleOverride(Base):
+    """A schedule set over the gate: who, when, which schedule, why, and the verdict it overrode (None: no
+    backtest). Kept while the rule lives, shown by `rule show`; the same is on the global audit chain."""
+
+    __tablename__ = "rule_overrides"
+
+    id: Mapped[int] = mapped_column(_id, primary_key=True, autoincrement=True)
+    rule_id: Mapped[int] = mapped_column(_id, ForeignKey("saved_rules.id", ondelete="CASCADE"), index=True)
+    by: Mapped[str] = mapped_column(String(64))
+    reason: Mapped[str] = mapped_column(Text)
+    schedule: Mapped[str] = mapped_column(String(120))
+    timezone: Mapped[str] = mapped_column(String(64))
+    verdict: Mapped[dict | None] = mapped_column(JSON(none_as_null=True))
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -4,7 +4,11 @@ A rule belongs to the user who saved it: only that owner, or a user in QUANTDESK
 delete it. Runs call `log_step` for every step as it happens; it is idempotent on (execution_id, step), so a node
 that re-runs on resume writes nothing twice. `record_failure` pauses a rule after `max_failures` consecutive
 failed runs. A rule's orders carry its tag (`order_tag`): its position is what they filled, and it is the
-proposer whose one order card at a time tools.broker.proposal_claims keeps."""
+proposer whose one order card at a time tools.broker.proposal_claims keeps.
+
+The gate: a rule is saved unscheduled, and `update_schedule` sets a schedule only when the verdict of its latest
+backtest (`set_verdict`) passed, or with a person's reason (`anyway`): then the override is kept with the rule and
+chained on the global audit trail as a `scheduled anyway` event, in the same transaction as the schedule."""
 
 from __future__ import annotations
 
@@ -24,9 +28,11 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from tools.audit.chain import GLOBAL, lock
+from tools.broker.store import record_event, write_lock
 from tools.data.klines import KlineError, symbol_kind
 from tools.i18n import _
-from tools.rules.records import ExecutionLog, SavedRule
+from tools.rules.records import ExecutionLog, RuleOverride, SavedRule
 from tools.storage.models import utcnow
 
 log = logging.getLogger(__name__)
@@ -39,10 +45,20 @@ _WIDTHS = {"owner": 64, "channel": 64, "account": 64, "execution_id": 64, "actio
 _FEN = Decimal("0.01")
 
 Source = Literal["llm", "language"]
+SCHEDULED_ANYWAY = "scheduled anyway"  # the audit event (order_events.event holds 16 characters)
 
 
 class RuleError(ValueError):
     """A rule request that cannot be done; the message says why, for the user."""
+
+
+class GateRefused(RuleError):
+    """A schedule the gate refuses: the rule is in words (it cannot be backtested), has no backtest yet, or the
+    verdict of its latest backtest failed (`verdict`); the caller says which, and the way forward."""
+
+    def __init__(self, rule: Rule) -> None:
+        super().__init__(f"rule {rule.id}: the gate refuses a schedule without a reason")
+        self.rule = rule
 
 
 @dataclass(frozen=True)
@@ -68,6 +84,23 @@ class Rule:
     paused_reason: str | None
     created_at: datetime
     updated_at: datetime
+    verdict: dict | None = None  # the gate's verdict on the latest backtest; None: never backtested
+
+    @property
+    def gate_passed(self) -> bool:
+        return bool((self.verdict or {}).get("passed"))
+
+
+@dataclass(frozen=True)
+class Override:
+    """A schedule set over the gate, on `by`'s word."""
+
+    by: str
+    reason: str
+    schedule: str
+    timezone: str
+    verdict: dict | None  # the verdict it overrode; None: the rule had no backtest
+    at: datetime
 
 
 @dataclass(frozen=True)
@@ -109,10 +142,10 @@ class RuleStore:
         self.clock = clock
 
     def add(self, owner: str, channel: str, symbol: str, requirements: str, *, source: Source = "llm",
-            schedule: str | None = None, timezone: str = DEFAULT_TIMEZONE, size: int | None = None,
-            value_cny: Decimal | int | str | None = None, threshold: float = DEFAULT_THRESHOLD,
-            account: str | None = None) -> Rule:
-        """Validate and save a new rule, enabled, with no position; returns it with its id."""
+            timezone: str = DEFAULT_TIMEZONE, size: int | None = None, value_cny: Decimal | int | str | None = None,
+            threshold: float = DEFAULT_THRESHOLD, account: str | None = None) -> Rule:
+        """Validate and save a new rule, enabled, unscheduled (`update_schedule` passes the gate), with no position;
+        returns it with its id."""
         _text("owner", owner)
         _text("channel", channel)
         if source not in SOURCES:
@@ -129,8 +162,8 @@ class RuleStore:
         now = self.clock()
         row = SavedRule(
             symbol=check_symbol(symbol), source=source, requirements=requirements, owner=owner, channel=channel,
-            runtime_status={"position": 0}, schedule=check_schedule(schedule), timezone=check_timezone(timezone),
-            scheduled_since=now if schedule else None, enabled=True, size=_size(size), value_fen=_fen(value_cny),
+            runtime_status={"position": 0}, schedule=None, timezone=check_timezone(timezone), scheduled_since=None,
+            enabled=True, size=_size(size), value_fen=_fen(value_cny),
             threshold=check_threshold(threshold), account=None if account is None else _text("account", account),
             consecutive_failures=0, created_at=now, updated_at=now,
         )
@@ -138,8 +171,7 @@ class RuleStore:
             session.add(row)
             session.flush()
             rule = _rule(row)
-        log.info("rule %d saved by %s in %s: %s %s", rule.id, owner, channel, rule.symbol,
-                 f"every {rule.schedule} ({rule.timezone})" if rule.schedule else "on demand")
+        log.info("rule %d saved by %s in %s: %s", rule.id, owner, channel, rule.symbol)
         return rule
 
     def get(self, rule_id: int) -> Rule | None:
@@ -164,20 +196,49 @@ class RuleStore:
         with Session(self.engine) as session:
             return [_rule(row) for row in session.scalars(query)]
 
-    def update_schedule(self, rule_id: int, user: str, schedule: str | None, timezone: str | None = None) -> Rule:
+    def update_schedule(self, rule_id: int, user: str, schedule: str | None, timezone: str | None = None, *,
+                        anyway: str | None = None) -> Rule:
         """Set (or with None, drop) a rule's cron schedule and optionally its timezone; the schedule starts now,
-        so no earlier tick is caught up."""
+        so no earlier tick is caught up. A schedule needs the latest backtest's verdict passed (else GateRefused),
+        or `anyway`, the reason it is set over the gate: kept with the rule and audited, in this transaction (with
+        a passing verdict no reason is needed, and none is kept)."""
         cron = check_schedule(schedule)
         zone = None if timezone is None else check_timezone(timezone)
-        with Session(self.engine) as session, session.begin():
+        reason = (anyway or "").strip() or None
+        with write_lock(self.engine) as session:
             row = self._owned(session, rule_id, user)
+            if cron is not None and not _rule(row).gate_passed:
+                if reason is None:
+                    raise GateRefused(_rule(row))
+                self._override(session, row, user, reason, cron, zone or row.timezone)
             row.schedule = cron
             row.timezone = zone or row.timezone
             row.scheduled_since = self.clock() if cron else None
             row.updated_at = self.clock()
             rule = _rule(row)
-        log.info("rule %d schedule set by %s: %s", rule_id, user, f"{cron} ({rule.timezone})" if cron else "off")
+        log.info("rule %d schedule set by %s: %s%s", rule_id, user, f"{cron} ({rule.timezone})" if cron else "off",
+                 " over the gate" if cron and not rule.gate_passed else "")
         return rule
+
+    def _override(self, session: Session, row: SavedRule, user: str, reason: str, cron: str, zone: str) -> None:
+        """Keep and audit a schedule set over the gate (the global chain's lock first, as every chained write)."""
+        lock(session, GLOBAL)
+        session.add(RuleOverride(rule_id=row.id, by=_text("owner", user), reason=reason, schedule=cron, timezone=zone,
+                                 verdict=row.verdict, at=self.clock()))
+        record_event(session, None, None, SCHEDULED_ANYWAY, user,
+                     {"rule": row.id, "symbol": row.symbol, "schedule": cron, "timezone": zone, "reason": reason,
+                      "verdict": row.verdict})
+
+    def set_verdict(self, rule_id: int, verdict: dict) -> None:
+        """Store the gate's verdict on the rule's latest backtest (whoever ran it: a backtest changes no setting)."""
+        self._set(rule_id, verdict=verdict)
+
+    def overrides(self, rule_id: int) -> builtins.list[Override]:
+        """The schedules set over the gate, oldest first."""
+        query = select(RuleOverride).where(RuleOverride.rule_id == rule_id).order_by(RuleOverride.id)
+        with Session(self.engine) as session:
+            return [Override(o.by, o.reason, o.schedule, o.timezone, o.verdict, aware(o.at))
+                    for o in session.scalars(query)]
 
     def pause(self, rule_id: int, user: str, reason: str | None = None) -> Rule:
         """Disable a rule: its schedule stops until it is resumed."""
@@ -396,4 +457,5 @@ def _rule(row: SavedRule) -> Rule:
         enabled=row.enabled, size=row.size, value_cny=None if row.value_fen is None else row.value_fen * _FEN,
         threshold=row.threshold, account=row.account, consecutive_failures=row.consecutive_failures,
         paused_reason=row.paused_reason, created_at=aware(row.created_at), updated_at=aware(row.updated_at),
+        verdict=row.verdict,
     )

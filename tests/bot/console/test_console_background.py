@@ -17,6 +17,7 @@ from bot.startup import build_context
 from bot.stores.threads import ThreadRegistry
 from bot.surfaces import CONSOLE_CHANNEL, CONSOLE_TEAM
 from graphs.checkpointer import open_checkpointer
+from testkit.rules import add_scheduled
 from testkit.wait import wait_until
 from tools.access.login import os_login
 from tools.broker.clock import SHANGHAI
@@ -53,8 +54,8 @@ def test_an_open_console_runs_a_due_rule_and_fills_a_due_order_unasked(tmp_path:
                                                                  approved_by=user))
     assert (order.status, order.session_date) == ("open", "20241008")
     rules = RuleStore(ctx.engine, frozenset(), clock=lambda: morning.astimezone(UTC))
-    rule = rules.add(user, CONSOLE_CHANNEL, CODE, "buy when close > ma(30); sell when close < ma(30)",
-                     source="language", schedule="30 9 * * 1-5", size=100)
+    rule = add_scheduled(rules, user, CONSOLE_CHANNEL, CODE, "buy when close > ma(30); sell when close < ma(30)",
+                         "30 9 * * 1-5", source="language", size=100)
     _write(data, {"20240927": 10.0, "20240930": 10.0, "20241008": 10.5})  # the session's bar arrives
 
     reader, writer = os.pipe()

@@ -51,8 +51,9 @@ def test_the_dead_ends_of_the_simulated_clock_name_their_way_out(tmp_path: Path)
 def test_clock_next_runs_the_rule_scheduled_in_the_console_as_of_the_new_session(tmp_path: Path) -> None:
     """Issue 28, item 12: a rule scheduled at 09:30 in the console runs once for each session the clock moves to,
     before the next line is read, deciding on bars up to that session only."""
-    lines = console_lines(tmp_path, 'rule add 000001.SZ "buy when close > ma(30); sell when close < ma(30)" '
-                            'every="30 9 * * 1-5"', "clock set 20200821", "clock next")
+    lines = console_lines(tmp_path, 'rule add 000001.SZ "buy when close > ma(30); sell when close < ma(30)"',
+                          'rule schedule 1 "30 9 * * 1-5" anyway to watch the clock run it', "clock set 20200821",
+                          "clock next")
     moved = next(i for i, line in enumerate(lines) if line.startswith("The simulated clock moved from 20200821 to "
                                                                       "20200824"))
     after = lines[moved:]

@@ -18,6 +18,7 @@ from bot.startup import AppServices, build_context
 from graphs.checkpointer import open_checkpointer
 from testkit.child_process import kill_child_when
 from testkit.fakes.slack_server import SlackServer
+from testkit.rules import add_scheduled
 from testkit.slack import in_thread, run_background_job, text_of
 from testkit.wait import wait_until
 from tools.broker.proposal_claims import live_claims
@@ -37,7 +38,7 @@ def test_two_processes_start_a_ticks_run_once_in_a_new_thread(tmp_path: Path) ->
         app = build_context(settings)
         saved = datetime(2026, 11, 23, 1, 0, tzinfo=UTC)  # a Monday, 09:00 in Shanghai
         store = RuleStore(app.engine, frozenset(), clock=lambda: saved)
-        rule = store.add(OWNER, "C5100", "600519.SH", LANGUAGE, source="language", schedule="30 9 * * 1-5", size=100)
+        rule = add_scheduled(store, OWNER, "C5100", "600519.SH", LANGUAGE, "30 9 * * 1-5", source="language", size=100)
         with open_checkpointer(url) as saver:
             first, second = slack_core(app, saver), slack_core(app, saver)
             worker = first.queue.start_worker(first)  # runs what either process queued
@@ -90,8 +91,8 @@ def _thread_reply(slack: SlackServer, channel: str, containing: str) -> str:
 def test_a_run_queued_before_its_rule_was_paused_does_nothing(tmp_path: Path) -> None:
     with _front_door(tmp_path) as (slack, app, door):
         store = RuleStore(app.engine, frozenset(), clock=lambda: SAVED)
-        rule = store.add(OWNER, "C5200", "600519.SH", LANGUAGE, source="language", schedule="30 9 * * 1-5",
-                         size=100)
+        rule = add_scheduled(store, OWNER, "C5200", "600519.SH", LANGUAGE, "30 9 * * 1-5", source="language",
+                             size=100)
         run_background_job(door, "rule schedules", TICK)  # queued; no worker has taken it yet
         store.pause(rule.id, OWNER)
         worker = door.queue.start_worker(door)
@@ -105,8 +106,8 @@ def test_a_run_queued_before_its_rule_was_paused_and_resumed_does_nothing(tmp_pa
     with _front_door(tmp_path) as (slack, app, door):
         clock = [SAVED]
         store = RuleStore(app.engine, frozenset(), clock=lambda: clock[0])
-        rule = store.add(OWNER, "C5250", "600519.SH", LANGUAGE, source="language", schedule="30 9 * * 1-5",
-                         size=100)
+        rule = add_scheduled(store, OWNER, "C5250", "600519.SH", LANGUAGE, "30 9 * * 1-5", source="language",
+                             size=100)
         run_background_job(door, "rule schedules", TICK)  # queued; no worker has taken it yet
         clock[0] = TICK + timedelta(minutes=1)
         store.pause(rule.id, OWNER)
@@ -132,8 +133,8 @@ def test_a_scheduler_killed_between_the_root_post_and_the_enqueue_leaves_one_roo
     run into that thread instead of posting a second root."""
     with _front_door(tmp_path) as (slack, app, door):
         store = RuleStore(app.engine, frozenset(), clock=lambda: SAVED)
-        rule = store.add(OWNER, "C5500", "600519.SH", LANGUAGE, source="language", schedule="30 9 * * 1-5",
-                         size=100)
+        rule = add_scheduled(store, OWNER, "C5500", "600519.SH", LANGUAGE, "30 9 * * 1-5", source="language",
+                             size=100)
         marker = tmp_path / "root-posted"
         kill_child_when("testkit.children.rule_root_crash", [str(app.engine.url), str(tmp_path), slack.url,
                                                         TICK.isoformat(), str(marker)], tmp_path,
@@ -163,8 +164,8 @@ class _CrashingBroker:
 def test_a_scheduled_run_that_crashes_counts_toward_auto_pause(tmp_path: Path) -> None:
     with _front_door(tmp_path, QUANTDESK_RULE_MAX_FAILURES=1) as (slack, app, door):
         store = RuleStore(app.engine, frozenset(), clock=lambda: SAVED)
-        rule = store.add(OWNER, "C5300", "600519.SH", "buy when close > 0; sell when close < 0", source="language",
-                         schedule="30 9 * * 1-5", size=100)
+        rule = add_scheduled(store, OWNER, "C5300", "600519.SH", "buy when close > 0; sell when close < 0",
+                             "30 9 * * 1-5", source="language", size=100)
         door.runner.context.broker = _CrashingBroker  # the run decides buy, then proposing the order crashes
         worker = door.queue.start_worker(door)
         run_background_job(door, "rule schedules", TICK)
@@ -187,8 +188,8 @@ def test_a_typed_execution_id_cannot_pose_as_a_schedule_tick(tmp_path: Path) -> 
 
     with _front_door(tmp_path) as (slack, app, door):
         store = RuleStore(app.engine, frozenset(), clock=lambda: SAVED)
-        rule = store.add(OWNER, "C5400", "600519.SH", LANGUAGE, source="language", schedule="30 9 * * 1-5",
-                         size=100)
+        rule = add_scheduled(store, OWNER, "C5400", "600519.SH", LANGUAGE, "30 9 * * 1-5", source="language",
+                             size=100)
         door.run_text(Message("C5400:1.1", "T1", "C5400", "1.1", OWNER,
                               f"rule run {rule.id} execution=rule{rule.id}-20261123T0130Z"))
         reply = _thread_reply(slack, "C5400", "Usage")

@@ -17,6 +17,7 @@ from bot.core.surface import Home, HomeCard, Place, Question
 from bot.slack.home import home_view, more_modal
 from graphs.context import WorkflowContext
 from graphs.home_panels import account_panels, rule_panels
+from testkit.rules import add_scheduled
 from tools.broker.paper import PaperBroker, PaperConfig
 from tools.broker.records import PaperPosition
 from tools.broker.store import ensure_account
@@ -58,8 +59,9 @@ def _context(engine: Engine, sandbox: Sandbox) -> WorkflowContext:
         ensure_account(engine, f"CSMALL{n}", paper.starting_cash, OWNER)
     store = RuleStore(engine, frozenset())
     for n in range(50):
-        store.add(OWNER, "CBIG", "600519.SH", f"buy when close > ma({n + 5}); sell when close < ma({n + 5})",
-                  source="language", schedule="30 14 * * 1-5")
+        add_scheduled(store, OWNER, "CBIG", "600519.SH",
+                      f"buy when close > ma({n + 5}); sell when close < ma({n + 5})", "30 14 * * 1-5",
+                      source="language")
     return WorkflowContext(provider=provider, engine=engine, sandbox=sandbox, artifacts=ArtifactStore(engine),
                            paper=paper, rules=store,
                            broker=lambda name, by: PaperBroker(engine, provider, name, paper, opened_by=by))

@@ -809,9 +809,14 @@ def test_the_trading_switch_is_for_traders_and_shows_on_the_next_card(desk: Desk
 def test_a_rule_saved_with_quotes_runs_from_slash_and_proposes_its_order(desk: Desk) -> None:
     channel = "C7900"
     saved = _reply_text(_command(desk, 'rule add 600519.SH "buy when close > ma(30) and rsi(14) < 70; sell when '
-                                       'close < ma(30)" size=100 every="30 14 * * 1-5"', channel, ALICE))
+                                       'close < ma(30)" size=100', channel, ALICE))
     assert "saved, in the rule language" in saved
     rule_id = saved.split("Rule ", 1)[1].split(" ", 1)[0]
+    refused = _reply_text(_command(desk, f'rule schedule {rule_id} "30 14 * * 1-5"', channel, ALICE))
+    assert refused.startswith(f":warning: Rule {rule_id} has no backtest yet, so the gate has no verdict on it.")
+    scheduled = _reply_text(_command(desk, f'rule schedule {rule_id} "30 14 * * 1-5" anyway watching it on paper',
+                                     channel, ALICE))
+    assert "Scheduled over the gate by" in scheduled and scheduled.endswith("watching it on paper")
     shown = _command(desk, f"rule show {rule_id}", channel, BOB)
     assert _reply_text(shown).startswith(f"Rule {rule_id}, owned by")
     assert "30 14 * * 1-5 (Asia/Shanghai)" in json.dumps(shown.args["blocks"])
