@@ -1,5 +1,5 @@
 """What the chat surfaces' HTTP listeners share: uvicorn (asyncio) on a socket bound at construction, without its
-signal handlers (`serve`'s own stay: SIGTERM ends the process), a request body read up to a cap, and a plain
+signal handlers (`serve` installs its own: bot/stopping.py), a request body read up to a cap, and a plain
 answer. Each surface brings its ASGI application (its routes, its thread pool) and any uvicorn options of its own."""
 
 from __future__ import annotations

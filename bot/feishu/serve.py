@@ -19,6 +19,7 @@ from bot.feishu.ws import LongConnectionHandler, long_connection
 from bot.heap import startup_done
 from bot.jobs import start_serve_worker
 from bot.startup import AppServices, StartupError
+from bot.stopping import leave, stop_on_sigterm
 from bot.surfaces import FEISHU
 from tools.storage.db import warm_pool
 
@@ -67,6 +68,7 @@ def serve(ctx: AppServices, checkpointer: BaseCheckpointSaver, host: str, port: 
                                      LongConnectionHandler(callbacks.dispatcher("", ""), callbacks.after))
             log.info("Feishu long connection")
             print("connecting to Feishu by long connection", flush=True)
+            stop_on_sigterm(leave)
             client.start()
     finally:
         if worker is not None:
@@ -77,6 +79,7 @@ def _listen(callbacks: Callbacks, key: str, token: str, host: str, port: int) ->
     server = HttpListener(callbacks.dispatcher(key, token), callbacks.after, host, port)
     log.info("Feishu HTTP callbacks on %s:%s%s", host, server.port, PATH)
     print(f"listening on http://{host}:{server.port}{PATH}", flush=True)
+    stop_on_sigterm(server.shutdown)
     try:
         server.serve_forever()
     finally:

@@ -20,6 +20,7 @@ from bot.slack.app import SLACK_SCOPE, build_app, make_client
 from bot.slack.http import make_server
 from bot.slack.surface import SlackSurface
 from bot.startup import AppServices, StartupError
+from bot.stopping import stop_on_sigterm
 from bot.surfaces import SLACK
 from tools.storage.db import warm_pool
 
@@ -84,8 +85,10 @@ def serve(ctx: AppServices, checkpointer: BaseCheckpointSaver, host: str, port: 
             raise slack_startup_error(exc, "SLACK_APP_TOKEN", settings.slack_api_url) from None
         log.info("Slack Socket Mode")
         print("connected to Slack in Socket Mode", flush=True)
+        stopped = Event()
+        stop_on_sigterm(stopped.set)
         try:
-            Event().wait()
+            stopped.wait()
         finally:
             handler.close()
             _stop(worker)
@@ -95,6 +98,7 @@ def serve(ctx: AppServices, checkpointer: BaseCheckpointSaver, host: str, port: 
     server = make_server(app, host, port)
     log.info("Slack HTTP mode on %s:%s/slack/events", host, server.port)
     print(f"listening on http://{host}:{server.port}/slack/events", flush=True)
+    stop_on_sigterm(server.shutdown)
     try:
         server.serve_forever()
     finally:

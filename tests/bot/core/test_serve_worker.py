@@ -1,6 +1,6 @@
 """`quantdesk serve` on PostgreSQL runs its jobs in a `quantdesk worker` child process (bot/jobs/child.py): a
 child SIGKILLed while `serve` runs is replaced and the next mention is answered; a child whose `serve` was
-SIGKILLed stops on its own instead of running on as an orphan."""
+SIGKILLed stops on its own instead of running on as an orphan; a SIGTERMed `serve` stops its child before it exits."""
 
 from __future__ import annotations
 
@@ -81,6 +81,19 @@ def test_a_killed_worker_child_is_replaced_and_a_killed_serve_takes_its_child_wi
     assert serve.kill() == -9
     wait_until(lambda: _gone(second), "the orphaned worker child to stop", timeout=30)
     assert _gone(first)
+
+
+def test_a_sigterm_stops_serve_and_its_worker_child_before_serve_exits(
+        served: tuple[SlackServer, BotProcess]) -> None:
+    """A service manager's stop: the listener stops, `serve` stops its child itself and exits 0; the child does not
+    have to notice an orphaned parent. A second SIGTERM is not needed."""
+    slack, serve = served
+    child = wait_until(lambda: _worker_child(serve), "serve's worker child")
+    _asked(slack, serve, "CCHILD3")
+    serve.proc.terminate()
+    assert serve.proc.wait(timeout=30) == 0
+    assert _gone(child)  # stopped and reaped by serve before it exited
+    assert "is gone; stopping this worker" not in serve.output()
 
 
 @pytest.mark.postgres
