@@ -32,7 +32,7 @@ class AppServices:
 def build_context(settings: Settings) -> AppServices:
     """Open the database (migrating the embedded SQLite default automatically) and the data provider."""
     url = settings.database_url_value
-    engine = make_engine(url)
+    engine = make_engine(url, settings.sqlite_busy_seconds)
     if is_sqlite(url):
         before = current_revision(engine)
         now = upgrade(engine)

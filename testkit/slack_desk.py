@@ -40,12 +40,16 @@ class Desk:
 
 
 @pytest.fixture
-def slack_desk(tmp_path: Path) -> Iterator[Desk]:
+def slack_desk(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Desk]:
+    """`@pytest.mark.sqlite_busy(seconds)`: how long a write waits for a lock (a test that holds the database
+    locked on purpose need not wait the default 30 s for each write to fail)."""
     server = SlackServer(FaultySlack())
     url = f"sqlite:///{tmp_path / 'quantdesk.db'}"
+    busy = request.node.get_closest_marker("sqlite_busy")
     with server, open_checkpointer(url) as saver:
         settings = Settings(_env_file=None, DATABASE_URL=url, QUANTDESK_DATA_DIR=str(tmp_path / "data"),
-                            SLACK_BOT_TOKEN="xoxb-test", SLACK_API_URL=server.url)
+                            SLACK_BOT_TOKEN="xoxb-test", SLACK_API_URL=server.url,
+                            QUANTDESK_SQLITE_BUSY_SECONDS=busy.args[0] if busy else 30.0)
         core = slack_core(build_context(settings), saver)
         worker = core.queue.start_worker(core)  # the background pass queues decisions: this runs them
         yield Desk(core, server.fake, url)  # type: ignore[arg-type]

@@ -26,6 +26,9 @@ class Settings(BaseSettings):
     database_url: SecretStr | None = Field(default=None, alias="DATABASE_URL")
     data_dir: Path = Field(default=DEFAULT_DATA_DIR, alias="QUANTDESK_DATA_DIR")
     artifact_retention_days: int = Field(default=30, ge=0, alias="QUANTDESK_ARTIFACT_RETENTION_DAYS")  # 0: keep
+    # how long a write to the embedded SQLite database waits for another writer's lock before it fails (and its
+    # job or decision is retried)
+    sqlite_busy_seconds: float = Field(default=30.0, gt=0, le=600, alias="QUANTDESK_SQLITE_BUSY_SECONDS")
 
     # market data
     data_provider: Literal["auto", "sample", "local", "tushare"] = Field(

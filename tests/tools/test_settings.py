@@ -5,7 +5,9 @@ import re
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
+from bot.startup import build_context
 from testkit.paths import REPO
 from tools.settings import Settings, SettingsError, get_settings
 
@@ -119,3 +121,13 @@ def test_a_money_budget_needs_the_price_table_that_prices_it(clean_env: Path, mo
         "QUANTDESK_MODEL_PRICES (MODEL=INPUT/OUTPUT per million tokens) to price the calls"]
     assert _refusal(monkeypatch, QUANTDESK_MONEY_BUDGET_CHANNEL_DAY="-1", QUANTDESK_MODEL_PRICES="gpt-4o=2.5/10") == (
         "QUANTDESK_MONEY_BUDGET_CHANNEL_DAY: Input should be greater than 0")
+
+
+def test_the_embedded_databases_lock_wait_comes_from_the_settings(clean_env: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("QUANTDESK_SQLITE_BUSY_SECONDS", "2.5")
+    app = build_context(Settings(_env_file=None, QUANTDESK_DATA_DIR=str(clean_env / "data")))
+    with app.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 2500
+    with pytest.raises(ValidationError):
+        Settings(_env_file=None, QUANTDESK_SQLITE_BUSY_SECONDS="0")

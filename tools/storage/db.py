@@ -48,17 +48,18 @@ def warm_pool(engine: Engine) -> None:
             held.enter_context(engine.connect())
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for `url`; SQLite files get WAL mode and a busy timeout so two processes can share them."""
+def make_engine(url: str, busy_seconds: float = 30.0) -> Engine:
+    """An engine for `url`; SQLite files get WAL mode and a busy timeout (a write waits `busy_seconds` for another
+    writer's lock) so two processes can share them."""
     if is_sqlite(url):
         sqlite_path(url).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        engine = create_engine(url, connect_args={"timeout": busy_seconds, "check_same_thread": False})
 
         @event.listens_for(engine, "connect")
         def _pragmas(dbapi_connection, _record) -> None:  # noqa: ANN001
             cursor = dbapi_connection.cursor()
             cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.execute(f"PRAGMA busy_timeout={int(busy_seconds * 1000)}")
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.close()
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
+
 from bot.cards import Answer, Approve
 from bot.core import Place
 from bot.slack.surface import POST_EVENT
@@ -48,6 +50,7 @@ def test_a_decision_applied_before_a_crash_is_only_marked_applied(slack_desk: De
     assert (verdict.allowed, verdict.reason) == (False, "Already handled.")
 
 
+@pytest.mark.sqlite_busy(2)  # each write under the lock fails after 2 s instead of 30
 def test_a_database_failure_during_apply_is_retried_and_applied_once(slack_desk: Desk) -> None:
     slack_desk.say("C1", "200.1", "signal ma_cross 600519.SH 20190101")
     interrupt_id = _question(slack_desk, "200.1")
