@@ -11,7 +11,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
@@ -36,8 +36,9 @@ class Judged:
 
 
 def thread_of(rule: Rule) -> str:
-    """The research thread a rule's backtests are trials of."""
-    return f"rule:{rule.id}"
+    """The research thread a rule's backtests are trials of: its id and when it was saved (SQLite gives a deleted
+    rule's id to the next rule saved; that rule's trials are its own)."""
+    return f"rule:{rule.id}@{rule.created_at.astimezone(UTC):%Y%m%dT%H%M%S.%f}"
 
 
 def judge_backtest(store: TrialStore, rule: Rule, whole: RuleBacktest, part: Callable[[str, str], RuleBacktest],

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from graphs.context import WorkflowContext
 from graphs.registry import command_for
 from graphs.rule.grammar import SUBCOMMANDS
+from graphs.rule.honesty import thread_of
 from graphs.views import View
 from graphs.workflow import CommandCall, CommandError
 from tools.audit.export import export_csv
@@ -129,9 +130,9 @@ def test_a_rule_without_an_edge_is_refused_with_the_numbers_and_each_backtest_is
     assert first["Trials"].startswith("1 backtest(s)") and again["Trials"].startswith("1 backtest(s)")  # the same
     card = dict(view(no_edge, OWNER, ["backtest", str(rid), "20180301", "20191202"]).facts)
     assert card["Trials"].startswith(f"2 backtest(s) of rule {rid}")  # another period is another trial
-    assert len(TrialStore(engine).of_thread(f"rule:{rid}")) == 2
     rule = no_edge.rules.get(rid)  # type: ignore[union-attr]
-    assert rule is not None and rule.verdict is not None and not rule.gate_passed
+    assert rule is not None and len(TrialStore(engine).of_thread(thread_of(rule))) == 2
+    assert rule.verdict is not None and not rule.gate_passed
     dsr = rule.verdict["dsr"]
     assert not dsr["ok"] and dsr["probability"] < 0.95 and rule.verdict["trials"] == 2
     expected = f"deflated Sharpe: probability {dsr['probability']:.3f} is below the threshold 0.95"
@@ -257,3 +258,13 @@ def test_a_chinese_session_reads_the_gate_in_chinese(no_edge: WorkflowContext) -
     assert done.summary.endswith("越过门槛定时，由 UOWNER 决定：先用模拟盘 观察 恢复")  # the reason as typed
     assert "越过门槛定时：UOWNER 于 " in shown and "理由：先用模拟盘 观察 恢复" in shown
     assert "定时门槛: 未通过（UOWNER 的回测 20180102–20191202（" in shown
+
+
+def test_a_rule_saved_under_a_deleted_rules_id_starts_with_no_trials(no_edge: WorkflowContext) -> None:
+    """SQLite gives the id of the newest rule, once deleted, to the next rule saved: the trials stay the old one's."""
+    rid = _saved(no_edge)
+    view(no_edge, OWNER, ["backtest", str(rid), "20180102", "20191202"])
+    view(no_edge, OWNER, ["delete", str(rid)])
+    again = _saved(no_edge)
+    card = dict(view(no_edge, OWNER, ["backtest", str(again), "20180301", "20191202"]).facts)
+    assert card["Trials"].startswith(f"1 backtest(s) of rule {again}")
