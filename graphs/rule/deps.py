@@ -12,3 +12,5 @@ from tools.data.klines import KlineProvider
 
 class RuleDeps(OrderDeps, Models, Protocol):
     klines: Callable[[str], KlineProvider] | None  # symbol -> the kline source that serves it
+    holdout_fraction: float  # the last sessions of a backtest's period kept apart (tools/research/holdout.py)
+    dsr_threshold: float  # the deflated Sharpe probability a schedule asks for (graphs/rule/honesty.py)
