@@ -1,6 +1,6 @@
 """What a rule's backtest adds for honesty (issue 42, item 4): its period cut into an in-sample part and a holdout
 (the last QUANTDESK_HOLDOUT_FRACTION of its sessions; none under 60 held out), each backtested apart from flat
-beside its own buy-and-hold; the backtest recorded as a trial of the rule (thread `rule:ID`, the person who asked,
+beside its own buy-and-hold; the backtest recorded as a trial of the rule (thread `rule:ID@SAVED`, the person who asked,
 the in-sample daily returns); the rule's trials judged (DSR, and PBO from 8); and the gate's verdict on it (the
 holdout's Sharpe ratio has the in-sample sign, the DSR probability reaches QUANTDESK_DSR_THRESHOLD), which the
 rule keeps as its latest and which `rule schedule` asks for."""
