@@ -54,7 +54,7 @@ def run(quick: bool = False) -> tuple[Load, Load, int]:
             core = slack_core(ctx, checkpointer)
             app = build_app(settings, core.surface.client, core)  # type: ignore[attr-defined]
             worker = start_serve_worker(core.queue, core)  # runs are jobs: without a worker nothing is posted
-            bare_app = App(client=WebClient(token="xoxb-bench", base_url=slack.url), signing_secret=SECRET)
+            bare_app = App(name="bare", client=WebClient(token="xoxb-bench", base_url=slack.url), signing_secret=SECRET)
             bare_app.event("app_mention")(lambda: None)
             servers = [make_server(app, "127.0.0.1", 0), make_server(bare_app, "127.0.0.1", 0)]
             for server in servers:

@@ -52,7 +52,7 @@ def run(quick: bool = False) -> list[Row]:
     """Fire at the bare app, serve on SQLite and serve on PostgreSQL; print and return the rows."""
     events, concurrency = sizes(quick)
     with SlackServer() as slack, tempfile.TemporaryDirectory() as tmp:
-        bare = App(client=WebClient(token="xoxb-bench", base_url=slack.url), signing_secret=SECRET)
+        bare = App(name="bare", client=WebClient(token="xoxb-bench", base_url=slack.url), signing_secret=SECRET)
         bare.event("app_mention")(lambda: None)
         server = make_server(bare, "127.0.0.1", 0)
         server.serve_in_thread()

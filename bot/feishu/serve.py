@@ -67,8 +67,8 @@ def serve(ctx: AppServices, checkpointer: BaseCheckpointSaver, host: str, port: 
             client = long_connection(settings.feishu_app_id or "", secret, domain_of(settings.feishu_domain),
                                      LongConnectionHandler(callbacks.dispatcher("", ""), callbacks.after))
             log.info("Feishu long connection")
-            print("connecting to Feishu by long connection", flush=True)
             stop_on_sigterm(leave)
+            print("connecting to Feishu by long connection", flush=True)
             client.start()
     finally:
         if worker is not None:
@@ -78,8 +78,8 @@ def serve(ctx: AppServices, checkpointer: BaseCheckpointSaver, host: str, port: 
 def _listen(callbacks: Callbacks, key: str, token: str, host: str, port: int) -> None:
     server = HttpListener(callbacks.dispatcher(key, token), callbacks.after, host, port)
     log.info("Feishu HTTP callbacks on %s:%s%s", host, server.port, PATH)
-    print(f"listening on http://{host}:{server.port}{PATH}", flush=True)
     stop_on_sigterm(server.shutdown)
+    print(f"listening on http://{host}:{server.port}{PATH}", flush=True)
     try:
         server.serve_forever()
     finally:

@@ -23,6 +23,7 @@ def make_client(settings: Settings) -> WebClient:
 def build_app(settings: Settings, client: WebClient, core: Core) -> App:
     """The Bolt app (its constructor calls auth.test: the first request to Slack)."""
     secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
-    app = App(client=client, signing_secret=secret, process_before_response=False)
+    # named: without a name Bolt reads it from inspect.stack(), about a second of every start
+    app = App(name="quantdesk", client=client, signing_secret=secret, process_before_response=False)
     listeners.register(app, core, client.auth_test()["user_id"])
     return app

@@ -83,10 +83,10 @@ def serve(ctx: AppServices, checkpointer: BaseCheckpointSaver, host: str, port: 
             handler.connect()  # apps.connections.open, then the WebSocket; reconnects on its own after that
         except (SlackApiError, OSError) as exc:
             raise slack_startup_error(exc, "SLACK_APP_TOKEN", settings.slack_api_url) from None
-        log.info("Slack Socket Mode")
-        print("connected to Slack in Socket Mode", flush=True)
         stopped = Event()
         stop_on_sigterm(stopped.set)
+        log.info("Slack Socket Mode")
+        print("connected to Slack in Socket Mode", flush=True)
         try:
             stopped.wait()
         finally:
@@ -97,8 +97,8 @@ def serve(ctx: AppServices, checkpointer: BaseCheckpointSaver, host: str, port: 
         raise StartupError("HTTP mode needs SLACK_SIGNING_SECRET (or set SLACK_APP_TOKEN for Socket Mode)")
     server = make_server(app, host, port)
     log.info("Slack HTTP mode on %s:%s/slack/events", host, server.port)
-    print(f"listening on http://{host}:{server.port}/slack/events", flush=True)
     stop_on_sigterm(server.shutdown)
+    print(f"listening on http://{host}:{server.port}/slack/events", flush=True)
     try:
         server.serve_forever()
     finally:

@@ -25,7 +25,7 @@ SECRET = "listener-secret"
 
 def _listen(slack: SlackServer, **deadlines: int) -> Iterator[tuple[int, list[str]]]:
     """A listener on an ephemeral port whose Bolt app records the text of every `/quant` command."""
-    app = App(client=WebClient(token="xoxb-test", base_url=slack.url), signing_secret=SECRET)
+    app = App(name="bare", client=WebClient(token="xoxb-test", base_url=slack.url), signing_secret=SECRET)
     seen: list[str] = []
 
     @app.command("/quant")
