@@ -1,6 +1,7 @@
 """`rerun ID`: the run again, on a scratch database, from its record (the rows it read, the answers its models
-gave, its clock and its decisions); every node's output is compared with the record's and the first that differs
-is named. `rerun ID live`: the current data and the live models instead, and what changed."""
+gave, its clock, the desk memory it started from and its decisions); every node's output is compared with the
+record's and the first that differs is named. `rerun ID live`: the current data and the live models instead, and
+what changed."""
 
 from __future__ import annotations
 
