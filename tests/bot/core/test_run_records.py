@@ -197,6 +197,8 @@ def test_a_decision_reruns_from_the_desk_memory_it_started_with_and_not_from_lat
     exported = runs_command(_call(runner, "export", second)).artifacts[0]
     document = json.loads(runner.context.artifacts.get(exported["id"]).data)  # type: ignore[union-attr]
     assert document["manifest"]["memory"] == memory  # and under the manifest's hash
+    shown = dict(runs_command(_call(runner, "show", second)).facts)
+    assert shown["desk memory"] == f"{memory['namespace']} · 600519.SH: reports 1, summaries 1, decisions 1"
 
     report = rerun(runner.context, second)
     assert report is not None and report.same, (report.first_difference, report.failure, report.changes[:3])
