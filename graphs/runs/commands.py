@@ -91,6 +91,7 @@ def _shown(row: RunRow, store: RunStore) -> View:
         (_("data"), _("{provider}: {reads} reads, {codes} codes ({shown}), {span}").format(
             provider=m["data"]["provider"], reads=len(reads), codes=len(codes), shown=",".join(codes[:5]),
             span=span)),
+        *_memory(m.get("memory")),
         (_("model calls"), _("{calls} calls, {tokens} tokens in, {out} out").format(
             calls=m["calls"], tokens=row.input_tokens, out=row.output_tokens)),
         (_("models"), models or _("none")),
@@ -103,6 +104,17 @@ def _shown(row: RunRow, store: RunStore) -> View:
         facts.append((_("stability"), stability_text(stable)))
     return View(_("Run {id}").format(id=row.id), _("{workflow} run of {day}").format(
         workflow=row.workflow or "-", day=row.day), facts=facts, users=[row.user_id] if row.user_id else [])
+
+
+def _memory(memory: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """The desk memory a decision started from, counted (none for a run that reads no memory)."""
+    if not memory:
+        return []
+    count = {name: len(rows) for name, rows in memory["rows"].items()}
+    return [(_("desk memory"), _("{namespace} · {codes}: reports {reports}, summaries {summaries}, decisions "
+                                 "{decisions}").format(
+        namespace=memory["namespace"], codes=",".join(memory["codes"]), reports=count.get("analyst_reports", 0),
+        summaries=count.get("analyst_summaries", 0), decisions=count.get("desk_decisions", 0)))]
 
 
 def export_document(store: RunStore, row: RunRow) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """`rerun ID`: the run again, on a scratch database, from its record (the rows it read, the answers its models
-gave, its clock and its decisions); every node's output is compared with the record's and the first that differs
-is named. `rerun ID live`: the current data and the live models instead, and what changed."""
+gave, its clock, the desk memory it started from and its decisions); every node's output is compared with the
+record's and the first that differs is named. `rerun ID live`: the current data and the live models instead, and
+what changed."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from graphs.runs.recorder import Recorder
 from graphs.runs.session import RunSession, paper_broker, replayed_clock, share_klines
 from tools.rules.store import RuleStore
 from tools.runs.provider import DataRecord, RecordedProvider, RecordingProvider
-from tools.runs.state import restore
+from tools.runs.state import MEMORY_TABLES, restore
 from tools.runs.store import RunRow, RunStore
 from tools.storage.artifacts import ArtifactStore
 from tools.storage.db import make_engine
@@ -65,7 +66,7 @@ def rerun(ctx: WorkflowContext, run_id: str, live: bool = False) -> Rerun | None
                           manifest["data"]["lookups"])
     report = Rerun(row, live)
     started = time.monotonic()
-    with _scratch(manifest.get("state") or {}) as engine:
+    with _scratch(manifest.get("state") or {}, (manifest.get("memory") or {}).get("rows") or {}) as engine:
         live_data = DataRecord()
         provider = (RecordingProvider(ctx.provider, live_data) if live
                     else RecordedProvider(recorded, ctx.provider.trading_calendar))
@@ -95,14 +96,15 @@ def rerun(ctx: WorkflowContext, run_id: str, live: bool = False) -> Rerun | None
 
 
 @contextmanager
-def _scratch(state: dict[str, list[dict[str, Any]]]) -> Iterator[Engine]:
+def _scratch(state: dict[str, list[dict[str, Any]]], memory: dict[str, list[dict[str, Any]]]) -> Iterator[Engine]:
     """A migrated SQLite database for the re-run's writes (its saves, orders and artifacts), then dropped; it starts
-    with the paper accounts' state the run started from."""
+    with the paper accounts' state and the desk memory the run started from."""
     with TemporaryDirectory(prefix="quantdesk-rerun-") as tmp:
         engine = make_engine(f"sqlite:///{Path(tmp) / 'rerun.db'}")
         try:
             upgrade(engine)
             restore(engine, state)
+            restore(engine, memory, MEMORY_TABLES)
             yield engine
         finally:
             engine.dispose()

@@ -10,7 +10,7 @@ import pkgutil
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 from urllib.parse import urlparse
@@ -29,7 +29,7 @@ from tools.data.provider import MarketDataProvider
 from tools.runs.environment import code_versions
 from tools.runs.hashing import digest
 from tools.runs.provider import DataRecord, RecordingProvider
-from tools.runs.state import snapshot
+from tools.runs.state import memory_snapshot, snapshot
 from tools.runs.store import RunStore, new_run_id
 
 Guard = Callable[[Recorder], None]
@@ -76,7 +76,8 @@ def open_session(store: RunStore, context: WorkflowContext, thread_id: str, conf
             "run": run_id or new_run_id(), "thread": thread_id, "surface": thread_id.split("-", 1)[0],
             "user": configurable.get("user"), "account": configurable.get("account") or "",
             "language": configurable.get("language"), "text": segment.get("text", ""),
-            "started_at": now.isoformat(), "segments": [], "outputs": [], "data": {"reads": [], "lookups": {}},
+            "started_at": now.isoformat(), "opened_at": datetime.now(UTC).isoformat(), "segments": [], "outputs": [],
+            "data": {"reads": [], "lookups": {}},
             "code": code_versions(), "models": models_of(context), "seeds": seeds(), "calls": 0,
             "state": snapshot(context.engine)}
     else:
@@ -105,11 +106,24 @@ def close_session(store: RunStore, session: RunSession, *, status: str, workflow
         "result": plain(result) if result is not None else None,
         "interrupts": [plain(i["value"]) for i in interrupts],
         "rating": session.rating or manifest.get("rating"),
+        "memory": manifest.get("memory") or desk_memory(session.context, manifest, session.parameters),
         "data": {"provider": session.data.provider, "price_basis": session.data.price_basis,
                  "reads": _reads(manifest["data"]["reads"], session.data), "lookups": session.data.lookups}})
     return store.save(session.run_id, thread_id=session.thread_id, user=manifest["user"], account=manifest["account"],
                       text=manifest["text"], day=day, status=status, manifest=manifest, workflow=workflow,
                       calls=session.recorder.records, data=session.data, ended=status != "waiting")
+
+
+def desk_memory(context: WorkflowContext, manifest: dict[str, Any],
+                parameters: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The desk memory a desk decision could read when it started (tools/runs/state.py `memory_snapshot`): the
+    rows of its namespace on its code stamped before the run opened; None for a run that reads no memory (its
+    parameters name no desk namespace) or a record from before the wall-clock start was kept."""
+    namespace, code = (parameters or {}).get("namespace"), (parameters or {}).get("ts_code")
+    if not isinstance(namespace, str) or not isinstance(code, str) or "opened_at" not in manifest:
+        return None
+    rows = memory_snapshot(context.engine, namespace, [code], datetime.fromisoformat(manifest["opened_at"]))
+    return {"namespace": namespace, "codes": [code], "rows": rows}
 
 
 def _recording_clock(now: Callable[[], datetime], kept: list[str]) -> Callable[[], datetime]:

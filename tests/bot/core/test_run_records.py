@@ -30,7 +30,7 @@ from graphs.runs.commands import budget_command, present_rerun, rerun_command, r
 from graphs.runs.panels import runs_panels
 from graphs.runs.rerun import rerun
 from graphs.workflow import CommandCall, CommandError
-from testkit.desk import clock_at_data_end, desk_scripts, research_answer, risk_answer
+from testkit.desk import ROLES, clock_at_data_end, desk_scripts, research_answer, risk_answer
 from testkit.fakes.chat import ScriptedChatModel, ScriptedModels, answer, tool_call
 from testkit.fakes.openai_server import API_KEY, OpenAIServer
 from tools.audit.records import ChainEntry
@@ -144,6 +144,87 @@ def test_a_rerun_names_the_first_node_whose_output_differs(runner: Runner, model
                status="waiting", manifest=manifest, workflow="analyze")
     report = rerun(runner.context, run_id)
     assert report is not None and report.first_difference == manifest["outputs"][node][0]
+
+
+MARKET = ROLES["market"]
+
+
+def _market_only(reports: list[str]) -> dict[str, list[AIMessage]]:
+    """The desk of `analysts=market` scripted for one decision per report, the market analyst writing each."""
+    single = {key: queue for key, queue in desk_scripts((1, 1)).items()
+              if not any(ROLES[other] == key for other in ("news", "sentiment", "fundamentals"))}
+    scripts = {key: queue * len(reports) for key, queue in single.items() if key != MARKET}
+    scripts[MARKET] = [m for report in reports for m in (tool_call("get_indicators"), answer(report))]
+    return scripts
+
+
+def _decide(runner: Runner, thread: str) -> str:
+    """A market-only decision on 600519.SH in a thread of its own, its order card rejected (no order waits when
+    the next decision comes); its run's id."""
+    before = {r.id for r in RunStore(runner.context.engine).recent(user=USER)}
+    card = runner.start(thread, "analyze 600519.SH analysts=market", user=USER, account=CHANNEL)
+    assert card.status == "waiting", card.text
+    done = runner.resume(thread, card.interrupts[0].id, {"type": "reject", "message": "not now"}, user=USER)
+    assert done.status == "done", done.text
+    (run_id,) = {r.id for r in RunStore(runner.context.engine).recent(user=USER)} - before
+    return run_id
+
+
+def _market_systems(model: ScriptedChatModel) -> list[str]:
+    """The market analyst's system prompt of each call, in order."""
+    return [str(prompt[0].content) for prompt in model.prompts_for(MARKET)]
+
+
+def test_a_decision_reruns_from_the_desk_memory_it_started_with_and_not_from_later_memory(
+        runner: Runner, models: ScriptedModels) -> None:
+    """Decisions on 600519.SH on one day: the first writes a report and the day's post-close summary; the second
+    reads both (as `earlier today`, `post-close summary`) and asks for no summary; its re-run from the record starts
+    from exactly that memory, before and after a third decision's newer report."""
+    _desk(runner, models, {}, summaries=1)  # one post-close summary of the day: the first decision's
+    llm = models(scripts=_market_only(["report one", "report two", "report three"]))
+    runner.context = dataclasses.replace(runner.context, llm=llm)
+    first = _decide(runner, "console-desk-1")
+    second = _decide(runner, "console-desk-2")
+    manifest = RunStore(runner.context.engine).get(second).manifest  # type: ignore[union-attr]
+    memory = manifest["memory"]
+    assert memory["namespace"] == runner.context.desk_namespace and memory["codes"] == ["600519.SH"]
+    assert [r["report"] for r in memory["rows"]["analyst_reports"]] == ["report one"]
+    assert [s["text"] for s in memory["rows"]["analyst_summaries"]] == ["summary of the day"]
+    recorded = _market_systems(llm)[2:]  # the second decision's two market calls
+    assert "earlier today: report one" in recorded[0] and "post-close summary: summary of the day" in recorded[0]
+    assert RunStore(runner.context.engine).get(first).manifest["memory"] == {  # type: ignore[union-attr]
+        "namespace": runner.context.desk_namespace, "codes": ["600519.SH"], "rows": {}}  # nothing before it
+    exported = runs_command(_call(runner, "export", second)).artifacts[0]
+    document = json.loads(runner.context.artifacts.get(exported["id"]).data)  # type: ignore[union-attr]
+    assert document["manifest"]["memory"] == memory  # and under the manifest's hash
+    shown = dict(runs_command(_call(runner, "show", second)).facts)
+    assert shown["desk memory"] == f"{memory['namespace']} · 600519.SH: reports 1, summaries 1, decisions 1"
+
+    report = rerun(runner.context, second)
+    assert report is not None and report.same, (report.first_difference, report.failure, report.changes[:3])
+    again = models(scripts=_market_only(["report two"]))  # a live re-run: the scripted model sees its prompts
+    runner.context = dataclasses.replace(runner.context, llm=again)
+    live = rerun(runner.context, second, live=True)  # no summary asked: the day's summary is in its memory
+    assert live is not None and live.failure is None, live.failure
+    assert _market_systems(again) == recorded
+
+    runner.context = dataclasses.replace(runner.context, llm=llm)
+    third = _decide(runner, "console-desk-3")  # a newer report of the day, after the second decision
+    assert "earlier today: report two" in _market_systems(llm)[4]
+    rows = RunStore(runner.context.engine).get(third).manifest["memory"]["rows"]  # type: ignore[union-attr]
+    assert sorted(r["report"] for r in rows["analyst_reports"]) == ["report one", "report two"]
+    assert sorted(d["thread_id"] for d in rows["desk_decisions"]) == ["console-desk-1", "console-desk-2"]
+    report = rerun(runner.context, second)  # the third decision's memory is not the second's
+    assert report is not None and report.same, (report.first_difference, report.failure, report.changes[:3])
+    earlier = rerun(runner.context, first)  # nor the later decisions' the first's
+    assert earlier is not None and earlier.same, (earlier.first_difference, earlier.failure, earlier.changes[:3])
+
+
+def test_a_run_that_reads_no_desk_memory_keeps_none(runner: Runner) -> None:
+    _summary_of_the_day_written(runner)  # memory of 600519.SH exists; a signal on it does not read it
+    runner.start("console-sig", SIGNAL, user=USER, account=CHANNEL)
+    manifest = RunStore(runner.context.engine).get(_only_run(runner)).manifest  # type: ignore[union-attr]
+    assert manifest["memory"] is None
 
 
 class Restatable(SampleProvider):
