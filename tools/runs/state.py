@@ -1,6 +1,6 @@
 """The state a run starts from besides its data (paper accounts, positions, the simulated clock, the trading
-switch, mandates, saved rules; and the desk's memory of the codes it decided on), kept in its record as JSON so that
-a re-run starts from the same state, whatever happened since."""
+switch, mandates, saved rules, the order cards' slots that proposals claim; and the desk's memory of the codes it
+decided on), kept in its record as JSON so that a re-run starts from the same state, whatever happened since."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ from typing import Any
 
 from sqlalchemy import JSON, Date, DateTime, Engine, Numeric, Select, Table, insert, or_, select
 
-import tools.broker.records  # noqa: F401  (the tables join the metadata)
+import tools.broker.claim_records  # noqa: F401  (the tables join the metadata)
+import tools.broker.records  # noqa: F401
 import tools.rules.records  # noqa: F401
 from tools.desk.records import AnalystReport, AnalystSummary, DeskDecision, DeskDecisionOutcome
 from tools.storage.models import Base
 
 STATE_TABLES = ("paper_accounts", "paper_positions", "simulated_clock", "trading_switch", "paper_mandates",
-                "saved_rules")
+                "saved_rules", "proposal_claims")
 MEMORY_TABLES = ("analyst_reports", "analyst_summaries", "desk_decisions", "desk_decision_outcomes")  # in FK order
 Rows = dict[str, list[dict[str, Any]]]
 

@@ -220,6 +220,21 @@ def test_a_decision_reruns_from_the_desk_memory_it_started_with_and_not_from_lat
     assert earlier is not None and earlier.same, (earlier.first_difference, earlier.failure, earlier.changes[:3])
 
 
+def test_a_decision_made_while_an_earlier_card_waits_reruns_without_a_card_of_its_own(
+        runner: Runner, models: ScriptedModels) -> None:
+    """The desk proposes one card per account and stock: a second decision while the first's card waits proposes
+    none, and so does its re-run from the record (the card's claim is part of the state the run started from)."""
+    _desk(runner, models, {}, summaries=1)
+    runner.context = dataclasses.replace(runner.context, llm=models(scripts=_market_only(["one", "two"])))
+    waiting = runner.start("console-card-1", "analyze 600519.SH analysts=market", user=USER, account=CHANNEL)
+    assert waiting.status == "waiting", waiting.text
+    second = runner.start("console-card-2", "analyze 600519.SH analysts=market", user=USER, account=CHANNEL)
+    assert second.status == "done" and not second.interrupts, second.text  # no second card
+    run_id = next(r.id for r in RunStore(runner.context.engine).recent(user=USER) if r.thread_id == "console-card-2")
+    report = rerun(runner.context, run_id)
+    assert report is not None and report.same, (report.first_difference, report.failure, report.changes[:3])
+
+
 def test_a_run_that_reads_no_desk_memory_keeps_none(runner: Runner) -> None:
     _summary_of_the_day_written(runner)  # memory of 600519.SH exists; a signal on it does not read it
     runner.start("console-sig", SIGNAL, user=USER, account=CHANNEL)
