@@ -65,5 +65,7 @@ def test_a_retried_order_asks_for_its_approval_again_after_the_main_graph_kept_o
     assert again.status == "waiting" and len(again.interrupts) == 1
     card = again.interrupts[0].card
     assert isinstance(card, ApprovalCard) and isinstance(proposed, ApprovalCard)
-    assert (card.action, card.args) == (proposed.action, proposed.args)
+    again_args, first_args = dict(card.args), dict(proposed.args)
+    assert again_args.pop("expires") and first_args.pop("expires")  # proposed anew: its expiry runs from now
+    assert (card.action, again_args) == (proposed.action, first_args)
     assert card.args["quantity"] == 100 and str(card.args["order"]).startswith("BUY 100 600519.SH")
