@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes.util
+import dataclasses
 import logging
 import os
 import shutil
@@ -619,3 +620,24 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_code_runs_again(raw_sandbox
     (result,) = results
     assert result.ok, result.error
     assert result.outputs == {"result": 4}
+
+
+def test_a_worker_that_stops_reading_before_its_start_up_message_is_an_unavailable_sandbox(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker that dies as it starts (seen under load, its pipe closed before the host's first message) is a
+    SandboxUnavailable with its last words, which callers handle, not a BrokenPipeError in their thread."""
+    real = host.worker_spec
+
+    def closing_stdin(*args: object, **kwargs: object) -> host.WorkerSpec:
+        spec = real(*args, **kwargs)  # type: ignore[arg-type]
+        # a start-up message larger than the pipe holds: the host's write waits for the worker, which closes it
+        return dataclasses.replace(spec, argv=["/bin/sh", "-c", "exec 0<&-; echo 'worker refused' >&2; sleep 30"],
+                                   init={**spec.init, "padding": "x" * (1 << 20)})
+
+    monkeypatch.setattr(host, "worker_spec", closing_stdin)
+    box = Sandbox(workers=1)
+    try:
+        with pytest.raises(SandboxUnavailable, match="the sandbox worker stopped as it started"):
+            box.warm()
+    finally:
+        box.close()

@@ -91,7 +91,12 @@ class _Worker:
                                      stderr=subprocess.PIPE, env=self.spec.env, start_new_session=True)
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=5)
         threading.Thread(target=self._drain_stderr, daemon=True).start()
-        codec.write_message(self.proc.stdin, self.spec.init, [])
+        try:
+            codec.write_message(self.proc.stdin, self.spec.init, [])
+        except OSError as exc:  # it stopped reading before its start-up message: a start that failed
+            self.kill()
+            detail = self._stderr_tail[-1] if self._stderr_tail else str(exc)
+            raise SandboxUnavailable(f"the sandbox worker stopped as it started: {detail}") from exc
         header = self._read(60.0)
         if not header or not header[0].get("ready"):
             self.kill()
