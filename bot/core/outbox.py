@@ -5,8 +5,6 @@ outcome again after a crash posts nothing twice, and a post the surface refused 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -29,6 +27,7 @@ from bot.stores.posts import Post, PostStore
 from bot.stores.threads import ThreadInfo, ThreadRegistry
 from graphs.registry import WORKFLOWS
 from tools.i18n import N_, _, using
+from tools.runs.hashing import digest
 from tools.storage.artifacts import ArtifactRef, ArtifactStore
 
 log = logging.getLogger(__name__)
@@ -127,8 +126,7 @@ class Outbox:
         shown = self.posts.get(key)
         if shown is None or not shown.body.get("result"):
             return False
-        change = hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:16]
-        amended = f"amended:{key}:{change}"
+        amended = f"amended:{key}:{digest(fields)[:16]}"
         _post, created = self.posts.record(amended, thread_id, AMENDED_POST, {"result": key, "fields": fields})
         if created and thread_id.startswith(self.scope):
             self.repost(amended)
